@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs what berth needs to build and test on Debian 12 (run as root). Safe to re-run.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
+      libbenchmark-dev)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}"
+fi

@@ -1,0 +1,139 @@
+#include "config/yaml_reader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "config/config_error.h"
+
+namespace berth {
+namespace {
+
+// What the operator wrote instead of what was expected, for messages.
+std::string Describe(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "nothing";
+  if (node.IsMap()) return "a map";
+  if (node.IsSequence()) return "a list";
+  return "\"" + node.Scalar() + "\"";
+}
+
+[[noreturn]] void Throw(const std::string& source, const YAML::Mark& mark, const std::string& path,
+                        const std::string& what) {
+  std::string message = source;
+  if (!mark.is_null()) message += ":" + std::to_string(mark.line + 1);
+  message += ": ";
+  if (!path.empty()) message += path + ": ";
+  throw ConfigError(message + what);
+}
+
+}  // namespace
+
+std::string Join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
+  return out;
+}
+
+std::string FieldPath(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+std::string IndexPath(const std::string& path, size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+YAML::Node YamlReader::Parse(const std::string& text) const {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    Throw(source_, e.mark, "", "YAML syntax error: " + e.msg);
+  }
+}
+
+void YamlReader::Fail(const YAML::Node& at, const std::string& path,
+                      const std::string& what) const {
+  // An undefined node (a missing key) has no position of its own.
+  Throw(source_, at.IsDefined() ? at.Mark() : YAML::Mark::null_mark(), path, what);
+}
+
+void YamlReader::CheckFields(const YAML::Node& node, const std::string& path,
+                             std::initializer_list<const char*> known) const {
+  std::vector<std::string> names(known.begin(), known.end());
+  std::sort(names.begin(), names.end());
+  if (!node.IsMap())
+    Fail(node, path, "expected a map with fields " + Join(names) + ", got " + Describe(node));
+  for (const YamlEntry& entry : Entries(node, path))
+    if (!std::binary_search(names.begin(), names.end(), entry.key))
+      Fail(entry.key_node, path,
+           "unknown field \"" + entry.key + "\"; known fields: " + Join(names));
+}
+
+std::vector<YamlEntry> YamlReader::Entries(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsMap()) Fail(node, path, "expected a map, got " + Describe(node));
+  std::vector<YamlEntry> entries;
+  std::set<std::string> seen;
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) Fail(kv.first, path, "expected a name as the key");
+    const std::string& key = kv.first.Scalar();
+    // yaml-cpp keeps duplicate keys and lookups see only the first: refuse them.
+    if (!seen.insert(key).second) Fail(kv.first, path, "\"" + key + "\" is given twice");
+    entries.push_back({key, kv.first, kv.second});
+  }
+  return entries;
+}
+
+const YAML::Node& YamlReader::Sequence(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsSequence()) Fail(node, path, "expected a list, got " + Describe(node));
+  return node;
+}
+
+YAML::Node YamlReader::Required(const YAML::Node& map, const std::string& path,
+                                const char* key) const {
+  YAML::Node value = map[key];
+  if (!value) Fail(map, path, std::string("missing required field \"") + key + "\"");
+  return value;
+}
+
+std::string YamlReader::String(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsScalar()) Fail(node, path, "expected a string, got " + Describe(node));
+  return node.Scalar();
+}
+
+int64_t YamlReader::Int(const YAML::Node& node, const std::string& path, int64_t min,
+                        int64_t max) const {
+  int64_t value = 0;
+  if (node.IsScalar()) {
+    const std::string& text = node.Scalar();
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc() && end == text.data() + text.size() && !text.empty() && value >= min &&
+        value <= max)
+      return value;
+  }
+  std::string range;
+  if (max != std::numeric_limits<int64_t>::max())
+    range = " from " + std::to_string(min) + " to " + std::to_string(max);
+  else if (min != std::numeric_limits<int64_t>::min())
+    range = " >= " + std::to_string(min);
+  Fail(node, path, "expected an integer" + range + ", got " + Describe(node));
+}
+
+double YamlReader::NonNegativeNumber(const YAML::Node& node, const std::string& path) const {
+  double value = 0;
+  if (node.IsScalar()) {
+    const std::string& text = node.Scalar();
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc() && end == text.data() + text.size() && !text.empty() &&
+        std::isfinite(value) && value >= 0)
+      return value;
+  }
+  Fail(node, path, "expected a number >= 0, got " + Describe(node));
+}
+
+bool YamlReader::Bool(const YAML::Node& node, const std::string& path) const {
+  bool value = false;
+  if (node.IsScalar() && YAML::convert<bool>::decode(node, value)) return value;
+  Fail(node, path, "expected true or false, got " + Describe(node));
+}
+
+}  // namespace berth

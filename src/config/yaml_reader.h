@@ -1,0 +1,66 @@
+// Typed access to a YAML document that reports every mistake against the operator's file.
+//
+// Each accessor returns the value or throws ConfigError "SOURCE:LINE: PATH: what is wrong", with
+// LINE 1-based and PATH naming the field as in "nodeShapes.dgx-a100.sockets[0].cpus". Shared by
+// the YAML loaders of src/config; not used outside it.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace berth {
+
+// The items with `separator` between them: "a, b, c".
+std::string Join(const std::vector<std::string>& items, const std::string& separator = ", ");
+
+// `path` extended by a map key or a sequence index.
+std::string FieldPath(const std::string& path, const std::string& key);
+std::string IndexPath(const std::string& path, size_t index);
+
+struct YamlEntry {
+  std::string key;
+  YAML::Node key_node;  // carries the key's line
+  YAML::Node value;
+};
+
+class YamlReader {
+ public:
+  explicit YamlReader(std::string source) : source_(std::move(source)) {}
+
+  const std::string& source() const { return source_; }
+
+  // Parses a whole document; a syntax error becomes a ConfigError at its line.
+  YAML::Node Parse(const std::string& text) const;
+
+  // Throws a ConfigError at the line of `at` (none when `at` has no position).
+  [[noreturn]] void Fail(const YAML::Node& at, const std::string& path,
+                         const std::string& what) const;
+
+  // Checks that `node` is a map whose keys are unique and all in `known`.
+  void CheckFields(const YAML::Node& node, const std::string& path,
+                   std::initializer_list<const char*> known) const;
+  // The entries of a map with free-form keys (names), in document order; keys must be unique.
+  std::vector<YamlEntry> Entries(const YAML::Node& node, const std::string& path) const;
+  // `node` itself, after checking that it is a sequence.
+  const YAML::Node& Sequence(const YAML::Node& node, const std::string& path) const;
+  // map[key]; a missing key is an error at the map's line.
+  YAML::Node Required(const YAML::Node& map, const std::string& path, const char* key) const;
+
+  std::string String(const YAML::Node& node, const std::string& path) const;
+  int64_t Int(const YAML::Node& node, const std::string& path,
+              int64_t min = std::numeric_limits<int64_t>::min(),
+              int64_t max = std::numeric_limits<int64_t>::max()) const;
+  double NonNegativeNumber(const YAML::Node& node, const std::string& path) const;
+  bool Bool(const YAML::Node& node, const std::string& path) const;
+
+ private:
+  std::string source_;
+};
+
+}  // namespace berth

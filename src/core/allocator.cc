@@ -1,0 +1,730 @@
+#include "core/allocator.h"
+
+#include <algorithm>
+
+namespace berth {
+namespace {
+
+int PoolOf(const AllocationRequest& req) {
+  return req.vc >= 0 && !req.opportunistic ? req.vc + 1 : BuddyAllocator::kPhysicalPool;
+}
+
+}  // namespace
+
+// Builds the tree and resolves the VCs before the buddy allocator (which needs both) exists.
+static int BuildTreeAndVcs(const Cluster& cluster, const std::vector<VirtualClusterSpec>& specs,
+                           CellTree* tree, std::vector<VirtualCluster>* vcs, std::string* error) {
+  *error = ValidateCluster(cluster);
+  if (error->empty()) *error = CellTree::Build(cluster, tree);
+  if (error->empty()) *error = ResolveVirtualClusters(*tree, specs, vcs);
+  if (!error->empty()) vcs->clear();
+  return static_cast<int>(vcs->size()) + 1;
+}
+
+Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpec>& vcs)
+    : cluster_(cluster),
+      buddy_(&tree_, BuildTreeAndVcs(*cluster, vcs, &tree_, &vcs_, &error_)),
+      resources_(cluster) {
+  gpus_.resize(cluster->nodes.size());
+  cordoned_.assign(cluster->nodes.size(), 0);
+  for (size_t n = 0; n < cluster->nodes.size(); ++n) {
+    gpus_[n].resize(cluster->nodes[n].gpus.size());
+    for (size_t g = 0; g < gpus_[n].size(); ++g) {
+      const Gpu& gpu = cluster->nodes[n].gpus[g];
+      const GpuModel* model = cluster->FindModel(gpu.model);
+      if (!gpu.mig_layout.empty() && model && error_.empty()) {
+        PlaceMigLayout(model->mig_profiles, gpu.mig_layout, &gpus_[n][g].fixed);
+        gpus_[n][g].fixed_used.assign(gpus_[n][g].fixed.size(), 0);
+      }
+    }
+  }
+  shared_gpus_.resize(vcs_.size() + 1);
+  mig_gpus_.resize(vcs_.size() + 1);
+}
+
+const Allocation* Allocator::Find(int id) const {
+  auto it = allocations_.find(id);
+  return it == allocations_.end() ? nullptr : &it->second;
+}
+
+bool Allocator::ModelAllowed(const Demand& d, const std::string& model) const {
+  return d.models.empty() || std::find(d.models.begin(), d.models.end(), model) != d.models.end();
+}
+
+bool Allocator::gpu_usable(int node, int gpu) const {
+  return !gpus_[node][gpu].bad && !cordoned_[node];
+}
+
+bool Allocator::gpu_free(int node, int gpu) const {
+  return gpus_[node][gpu].holder == kFree && gpu_usable(node, gpu);
+}
+
+bool Allocator::NodeUsable(const AllocationRequest& req, int node) const {
+  return !cordoned_[node] && (req.only_node < 0 || req.only_node == node);
+}
+
+int Allocator::BoundVc(int cell) const { return buddy_.pool(cell) - 1; }
+
+std::vector<int> Allocator::SocketsOf(int node, const std::vector<int>& gpus) const {
+  std::vector<int> sockets;
+  const Node& n = cluster_->nodes[node];
+  for (int g : gpus) {
+    const int s = n.switches[n.gpus[g].pcie_switch].socket;
+    if (std::find(sockets.begin(), sockets.end(), s) == sockets.end()) sockets.push_back(s);
+  }
+  std::sort(sockets.begin(), sockets.end());
+  return sockets;
+}
+
+bool Allocator::FitsNode(const AllocationRequest& req, int node,
+                         const std::vector<int>& gpus) const {
+  return NodeUsable(req, node) && resources_.Fits(node, SocketsOf(node, gpus), req.demand.cpu_milli,
+                                                  req.demand.memory_mib);
+}
+
+void Allocator::HoldGpus(int cell, int holder) {
+  const auto& cells = tree_.cells();
+  for (int c = cell; c < tree_.subtree_end(cell); ++c)
+    if (cells[c].gpu >= 0) gpus_[cells[c].node][cells[c].gpu].holder = holder;
+}
+
+// Candidate cell types for k whole GPUs (or one fresh GPU for shares / MIG), tightest first.
+std::vector<int> Allocator::WholeTypes(const Demand& d, bool mig) const {
+  const int k = std::max(1, d.gpus);
+  const Level loosest = d.affinity.value_or(Level::kNode);
+  std::vector<int> out;
+  const auto& types = tree_.types();
+  for (size_t t = 0; t < types.size(); ++t) {
+    const CellType& type = types[t];
+    if (type.model.empty() || type.mig != mig || !ModelAllowed(d, type.model)) continue;
+    if (type.leaf_count < k || type.level > Level::kNode || type.tight_level > loosest) continue;
+    if (mig || d.gpu_milli > 0) {
+      if (type.leaf_count != 1) continue;
+      const GpuModel* model = cluster_->FindModel(type.model);
+      if (mig && FindMigProfile(model->mig_profiles, d.mig_profile) < 0) continue;
+    }
+    out.push_back(static_cast<int>(t));
+  }
+  std::sort(out.begin(), out.end(), [&](int a, int b) {
+    if (types[a].leaf_count != types[b].leaf_count)
+      return types[a].leaf_count < types[b].leaf_count;
+    return types[a].tight_level < types[b].tight_level;
+  });
+  return out;
+}
+
+// Takes k GPUs of one of `types` in the pool (inside `within` when >= 0) on a node where the
+// replica's CPU and memory fit. Returns the node, or -1 with nothing taken.
+static int TakeGpusImpl(BuddyAllocator& buddy, const CellTree& tree, const std::vector<int>& roots,
+                        const std::vector<int>& types, int pool, int k, bool fast,
+                        const std::function<bool(int)>& node_ok,
+                        const std::function<bool(int, const std::vector<int>&)>& fits,
+                        std::vector<int>* cells, std::vector<int>* gpus) {
+  auto try_cell = [&](int c) {
+    std::vector<int> taken;
+    buddy.TakeLeaves(c, k, &taken);
+    std::vector<int> ids;
+    for (int cell : taken)
+      for (int x = cell; x < tree.subtree_end(cell); ++x)
+        if (tree.cells()[x].gpu >= 0) ids.push_back(tree.cells()[x].gpu);
+    std::sort(ids.begin(), ids.end());
+    const int node = tree.cells()[c].node;
+    if (fits(node, ids)) {
+      cells->insert(cells->end(), taken.begin(), taken.end());
+      *gpus = std::move(ids);
+      return node;
+    }
+    for (auto it = taken.rbegin(); it != taken.rend(); ++it) buddy.Give(*it);
+    return -1;
+  };
+  for (int type : types) {
+    if (fast) {
+      const int c = buddy.FindFast(pool, type, k);
+      if (c < 0) continue;  // the pool has no room of this type at all
+      const int node = try_cell(c);
+      if (node >= 0) return node;
+    }
+    for (int root : roots) {
+      const int c = buddy.FindWithin(root, type, k, node_ok);
+      if (c < 0) continue;
+      const int node = try_cell(c);
+      if (node >= 0) return node;
+    }
+  }
+  return -1;
+}
+
+int Allocator::TakeFreshGpu(const AllocationRequest& req, int pool, bool mig) {
+  Demand one = req.demand;
+  one.gpus = 1;
+  const std::vector<int> types = WholeTypes(one, mig);
+  std::vector<int> roots;
+  if (pool == BuddyAllocator::kPhysicalPool) roots.push_back(tree_.root());
+  else roots = vcs_[pool - 1].bound_cells;
+  const std::function<bool(int)> node_ok = [&](int node) {
+    return NodeUsable(req, node) &&
+           resources_.Fits(node, {}, req.demand.cpu_milli, req.demand.memory_mib);
+  };
+  const std::function<bool(int, const std::vector<int>&)> fits = [&](int node,
+                                                                     const std::vector<int>& ids) {
+    if (!FitsNode(req, node, ids)) return false;
+    const int64_t memory = cluster_->FindModel(cluster_->nodes[node].gpus[ids[0]].model)->memory_mib;
+    if (memory > 0 && req.demand.gpu_memory_mib > memory) return false;
+    if (!mig) return true;
+    // A GPU with a fixed geometry serves only profiles its layout has.
+    const GpuState& g = gpus_[node][ids[0]];
+    if (g.fixed.empty()) return true;
+    const auto& profiles = cluster_->FindModel(cluster_->nodes[node].gpus[ids[0]].model)->mig_profiles;
+    const int p = FindMigProfile(profiles, req.demand.mig_profile);
+    for (const MigInstance& inst : g.fixed)
+      if (inst.profile == p) return true;
+    return false;
+  };
+  std::vector<int> cells, ids;
+  const int node = TakeGpusImpl(buddy_, tree_, roots, types, pool, 1, req.only_node < 0, node_ok,
+                                fits, &cells, &ids);
+  if (node < 0) return -1;
+  return cells[0];
+}
+
+bool Allocator::PlaceWhole(const AllocationRequest& req, int pool, int within,
+                           ReplicaPlacement* out, Taken* taken, int id) {
+  const std::vector<int> types = WholeTypes(req.demand, false);
+  std::vector<int> roots;
+  if (within >= 0) roots.push_back(within);
+  else if (pool == BuddyAllocator::kPhysicalPool) roots.push_back(tree_.root());
+  else roots = vcs_[pool - 1].bound_cells;
+  const std::function<bool(int)> node_ok = [&](int node) {
+    return NodeUsable(req, node) &&
+           resources_.Fits(node, {}, req.demand.cpu_milli, req.demand.memory_mib);
+  };
+  const std::function<bool(int, const std::vector<int>&)> fits =
+      [&](int node, const std::vector<int>& ids) { return FitsNode(req, node, ids); };
+  std::vector<int> cells, ids;
+  const bool fast = within < 0 && req.only_node < 0;
+  const int node = TakeGpusImpl(buddy_, tree_, roots, types, pool, req.demand.gpus, fast, node_ok,
+                                fits, &cells, &ids);
+  if (node < 0) return false;
+  for (int c : cells) HoldGpus(c, id);
+  taken->whole_cells.insert(taken->whole_cells.end(), cells.begin(), cells.end());
+  out->node = node;
+  out->gpus = std::move(ids);
+  return true;
+}
+
+bool Allocator::PlaceShare(const AllocationRequest& req, int pool, ReplicaPlacement* out) {
+  const Demand& d = req.demand;
+  auto fits_gpu = [&](int node, int gpu) {
+    const GpuState& g = gpus_[node][gpu];
+    const GpuModel* model = cluster_->FindModel(cluster_->nodes[node].gpus[gpu].model);
+    return gpu_usable(node, gpu) && ModelAllowed(d, model->name) &&
+           (model->memory_mib == 0 || g.used_memory_mib + d.gpu_memory_mib <= model->memory_mib) &&
+           FitsNode(req, node, {gpu});
+  };
+  int leaf = -1;
+  auto& shared = shared_gpus_[pool];
+  for (auto it = shared.lower_bound({d.gpu_milli, -1}); it != shared.end(); ++it) {
+    const Cell& c = tree_.cells()[it->second];
+    if (fits_gpu(c.node, c.gpu)) {
+      leaf = it->second;
+      break;
+    }
+  }
+  if (leaf < 0) {
+    leaf = TakeFreshGpu(req, pool, false);
+    if (leaf < 0) return false;
+    const Cell& c = tree_.cells()[leaf];
+    gpus_[c.node][c.gpu].holder = kShared;
+  }
+  const Cell& c = tree_.cells()[leaf];
+  GpuState& g = gpus_[c.node][c.gpu];
+  shared.erase({1000 - g.used_milli, leaf});
+  g.used_milli += d.gpu_milli;
+  g.used_memory_mib += d.gpu_memory_mib;
+  ++g.shares;
+  if (!req.opportunistic) ++g.guaranteed_shares;
+  if (g.used_milli < 1000) shared.insert({1000 - g.used_milli, leaf});
+  out->node = c.node;
+  out->gpus = {c.gpu};
+  out->gpu_milli = d.gpu_milli;
+  out->gpu_memory_mib = d.gpu_memory_mib;
+  return true;
+}
+
+bool Allocator::PlaceMig(const AllocationRequest& req, int pool, ReplicaPlacement* out) {
+  const Demand& d = req.demand;
+  // Where an instance of the profile goes on one GPU: (profile, start, fixed slot) or false.
+  auto placement = [&](int node, int gpu, int* p, int* start, int* slot) {
+    const GpuState& g = gpus_[node][gpu];
+    const GpuModel* model = cluster_->FindModel(cluster_->nodes[node].gpus[gpu].model);
+    if (!gpu_usable(node, gpu) || !ModelAllowed(d, model->name)) return false;
+    *p = FindMigProfile(model->mig_profiles, d.mig_profile);
+    if (*p < 0) return false;
+    *slot = -1;
+    if (!g.fixed.empty()) {
+      for (size_t i = 0; i < g.fixed.size(); ++i)
+        if (!g.fixed_used[i] && g.fixed[i].profile == *p) {
+          *slot = static_cast<int>(i);
+          *start = g.fixed[i].start;
+          return FitsNode(req, node, {gpu});
+        }
+      return false;
+    }
+    *start = g.mig.BestStart(model->mig_profiles, *p);
+    return *start >= 0 && FitsNode(req, node, {gpu});
+  };
+  int best = -1, best_p = -1, best_start = -1, best_slot = -1, best_free = 99;
+  for (int leaf : mig_gpus_[pool]) {
+    const Cell& c = tree_.cells()[leaf];
+    int p, start, slot;
+    if (!placement(c.node, c.gpu, &p, &start, &slot)) continue;
+    // Pack: the GPU with the fewest free memory slots wins.
+    const int free = kMigMemorySlots - __builtin_popcount(gpus_[c.node][c.gpu].mig.used_slots());
+    if (free < best_free) {
+      best = leaf, best_p = p, best_start = start, best_slot = slot, best_free = free;
+    }
+  }
+  if (best < 0) {
+    best = TakeFreshGpu(req, pool, true);
+    if (best < 0) return false;
+    const Cell& c = tree_.cells()[best];
+    gpus_[c.node][c.gpu].holder = kMig;
+    mig_gpus_[pool].insert(best);
+    if (!placement(c.node, c.gpu, &best_p, &best_start, &best_slot)) {
+      mig_gpus_[pool].erase(best);
+      gpus_[c.node][c.gpu].holder = kFree;
+      buddy_.Give(best);
+      return false;
+    }
+  }
+  const Cell& c = tree_.cells()[best];
+  GpuState& g = gpus_[c.node][c.gpu];
+  const auto& profiles = cluster_->FindModel(cluster_->nodes[c.node].gpus[c.gpu].model)->mig_profiles;
+  g.mig.Place(profiles, best_p, best_start);
+  if (best_slot >= 0) g.fixed_used[best_slot] = 1;
+  ++g.shares;
+  if (!req.opportunistic) ++g.guaranteed_shares;
+  out->node = c.node;
+  out->gpus = {c.gpu};
+  out->mig_profile = best_p;
+  out->mig_start = best_start;
+  return true;
+}
+
+bool Allocator::PlaceCpuOnly(const AllocationRequest& req, ReplicaPlacement* out) {
+  // Best fit on CPU: the usable node with the least free CPU that still fits.
+  int best = -1;
+  for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
+    const int node = static_cast<int>(n);
+    if (!NodeUsable(req, node) ||
+        !resources_.Fits(node, {}, req.demand.cpu_milli, req.demand.memory_mib))
+      continue;
+    if (best < 0 || resources_.free_cpu_milli(node) < resources_.free_cpu_milli(best)) best = node;
+  }
+  if (best < 0) return false;
+  out->node = best;
+  return true;
+}
+
+bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
+                             ReplicaPlacement* out, Taken* taken, int id, std::string* why) {
+  const Demand& d = req.demand;
+  auto place = [&] {
+    if (d.gpus > 0) return PlaceWhole(req, pool, within, out, taken, id);
+    if (d.gpu_milli > 0) return PlaceShare(req, pool, out);
+    if (!d.mig_profile.empty()) return PlaceMig(req, pool, out);
+    return PlaceCpuOnly(req, out);
+  };
+  bool ok = place();
+  // A VC whose bound cells are full binds another cell of its guarantee, if it has one left.
+  while (!ok && pool != BuddyAllocator::kPhysicalPool && within < 0 && BindFor(req, taken))
+    ok = place();
+  if (!ok) {
+    *why = "no free capacity fits the request";
+    return false;
+  }
+  out->sockets = d.gpus > 0 || d.gpu_milli > 0 || !d.mig_profile.empty()
+                     ? SocketsOf(out->node, out->gpus)
+                     : std::vector<int>{};
+  out->cpu_milli = d.cpu_milli;
+  out->memory_mib = d.memory_mib;
+  resources_.Take(out->node, out->sockets, d.cpu_milli, d.memory_mib);
+  out->cpus = resources_.PinnedCpus(out->node, out->sockets);
+  if (out->sockets.empty()) {
+    for (size_t s = 0; s < cluster_->nodes[out->node].sockets.size(); ++s)
+      out->sockets.push_back(static_cast<int>(s));
+  }
+  return true;
+}
+
+std::vector<int> Allocator::NeededByGuarantees() const {
+  std::vector<int> needed(tree_.types().size(), 0);
+  for (const VirtualCluster& vc : vcs_)
+    for (size_t i = 0; i < vc.guarantee_types.size(); ++i)
+      needed[vc.guarantee_types[i]] += vc.guarantee_counts[i] - vc.bound_counts[i];
+  return needed;
+}
+
+std::vector<int> Allocator::AvailableForGuarantees() const {
+  const auto& cells = tree_.cells();
+  const int n = static_cast<int>(cells.size());
+  std::vector<char> ok(n, 0);
+  for (int c = n - 1; c >= 0; --c) {
+    if (buddy_.pool(c) != BuddyAllocator::kPhysicalPool) continue;
+    if (cells[c].gpu >= 0) {
+      const GpuState& g = gpus_[cells[c].node][cells[c].gpu];
+      if (!gpu_usable(cells[c].node, cells[c].gpu)) continue;
+      if (g.holder == kFree) ok[c] = 1;
+      else if (g.holder == kShared || g.holder == kMig) ok[c] = g.guaranteed_shares == 0;
+      else if (g.holder >= 0) ok[c] = allocations_.at(g.holder).preemptible;
+      continue;
+    }
+    ok[c] = 1;
+    for (int child : cells[c].children) ok[c] = ok[c] && ok[child];
+  }
+  std::vector<int> available(tree_.types().size(), 0);
+  for (int c = 0; c < n; ++c) {
+    const int p = cells[c].parent;
+    if (ok[c] && (p < 0 || !ok[p])) ++available[cells[c].type];
+  }
+  return available;
+}
+
+int Allocator::GuaranteeShortfallGpus() const {
+  return ShortfallGpus(tree_, GuaranteeShortfall(tree_, AvailableForGuarantees(),
+                                                 NeededByGuarantees()));
+}
+
+bool Allocator::BindFor(const AllocationRequest& req, Taken* taken) {
+  VirtualCluster& vc = vcs_[req.vc];
+  const Demand& d = req.demand;
+  const std::vector<int> wanted =
+      d.gpus > 0 ? WholeTypes(d, false) : WholeTypes(d, !d.mig_profile.empty());
+  // The smallest guarantee type with cells left that can hold the replica.
+  int pick = -1;
+  for (size_t i = 0; i < vc.guarantee_types.size(); ++i) {
+    if (vc.bound_counts[i] >= vc.guarantee_counts[i]) continue;
+    const int g = vc.guarantee_types[i];
+    const bool useful = std::any_of(wanted.begin(), wanted.end(),
+                                    [&](int t) { return tree_.Contains(g, t); });
+    if (!useful) continue;
+    if (pick < 0 || tree_.types()[g].leaf_count < tree_.types()[vc.guarantee_types[pick]].leaf_count)
+      pick = static_cast<int>(i);
+  }
+  if (pick < 0) return false;
+  const int type = vc.guarantee_types[pick];
+  const int before = GuaranteeShortfallGpus();
+  const int cell = buddy_.TakeType(BuddyAllocator::kPhysicalPool, type);
+  if (cell < 0) return false;
+  ++vc.bound_counts[pick];
+  if (GuaranteeShortfallGpus() > before) {  // this split would break another VC's guarantee
+    --vc.bound_counts[pick];
+    buddy_.Give(cell);
+    return false;
+  }
+  buddy_.Bind(cell, req.vc + 1);
+  vc.bound_cells.push_back(cell);
+  taken->bound_here.push_back(cell);
+  return true;
+}
+
+void Allocator::MaybeUnbind(int vc, int cell) {
+  const auto& cells = tree_.cells();
+  const int pool = vc + 1;
+  int root = cell;
+  while (cells[root].parent >= 0 && buddy_.pool(cells[root].parent) == pool)
+    root = cells[root].parent;
+  if (!buddy_.listed(root) || buddy_.pool(root) != pool) return;  // still in use
+  VirtualCluster& v = vcs_[vc];
+  auto it = std::find(v.bound_cells.begin(), v.bound_cells.end(), root);
+  if (it == v.bound_cells.end()) return;
+  v.bound_cells.erase(it);
+  for (size_t i = 0; i < v.guarantee_types.size(); ++i)
+    if (v.guarantee_types[i] == cells[root].type && v.bound_counts[i] > 0) {
+      --v.bound_counts[i];
+      break;
+    }
+  buddy_.Unbind(root);
+  buddy_.Give(root);
+}
+
+// Gives back one replica's GPU share or MIG instance and its CPU and memory.
+void Allocator::UndoReplica(const ReplicaPlacement& r, bool preemptible) {
+  resources_.Give(r.node, r.gpu_milli > 0 || r.mig_profile >= 0 || !r.gpus.empty()
+                              ? r.sockets
+                              : std::vector<int>{},
+                  r.cpu_milli, r.memory_mib);
+  if (r.gpu_milli == 0 && r.mig_profile < 0) return;
+  const int gpu = r.gpus[0];
+  const int leaf = tree_.gpu_cell(r.node, gpu);
+  GpuState& g = gpus_[r.node][gpu];
+  const int pool = buddy_.pool(leaf);
+  --g.shares;
+  if (!preemptible) --g.guaranteed_shares;
+  if (r.gpu_milli > 0) {
+    shared_gpus_[pool].erase({1000 - g.used_milli, leaf});
+    g.used_milli -= r.gpu_milli;
+    g.used_memory_mib -= r.gpu_memory_mib;
+  } else {
+    const auto& profiles = cluster_->FindModel(cluster_->nodes[r.node].gpus[gpu].model)->mig_profiles;
+    g.mig.Remove(profiles, r.mig_profile, r.mig_start);
+    for (size_t i = 0; i < g.fixed.size(); ++i)
+      if (g.fixed_used[i] && g.fixed[i].profile == r.mig_profile && g.fixed[i].start == r.mig_start) {
+        g.fixed_used[i] = 0;
+        break;
+      }
+  }
+  if (g.shares > 0) {
+    if (r.gpu_milli > 0) shared_gpus_[pool].insert({1000 - g.used_milli, leaf});
+    return;
+  }
+  shared_gpus_[pool].erase({1000 - g.used_milli, leaf});
+  mig_gpus_[pool].erase(leaf);
+  g.used_memory_mib = 0;
+  g.used_milli = 0;
+  if (g.bad || cordoned_[r.node]) {
+    g.holder = kBad;
+  } else {
+    g.holder = kFree;
+    buddy_.Give(leaf);
+    if (pool != BuddyAllocator::kPhysicalPool) MaybeUnbind(pool - 1, leaf);
+  }
+}
+
+void Allocator::UndoTaken(Taken* taken, int vc) {
+  const auto& cells = tree_.cells();
+  for (auto it = taken->whole_cells.rbegin(); it != taken->whole_cells.rend(); ++it) {
+    const int cell = *it;
+    buddy_.Give(cell);
+    HoldGpus(cell, kFree);
+    // GPUs that went bad while held stay out of the free space.
+    for (int c = cell; c < tree_.subtree_end(cell); ++c)
+      if (cells[c].gpu >= 0 && !gpu_usable(cells[c].node, cells[c].gpu)) {
+        buddy_.TakeCell(c);
+        gpus_[cells[c].node][cells[c].gpu].holder = kBad;
+      }
+    if (vc >= 0 && buddy_.pool(cell) == vc + 1) MaybeUnbind(vc, cell);
+  }
+  for (int cell : taken->bound_here)
+    if (vc >= 0 && std::find(vcs_[vc].bound_cells.begin(), vcs_[vc].bound_cells.end(), cell) !=
+                       vcs_[vc].bound_cells.end())
+      MaybeUnbind(vc, cell);
+  taken->whole_cells.clear();
+  taken->bound_here.clear();
+}
+
+std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string* why) {
+  std::string scratch;
+  if (!why) why = &scratch;
+  const Demand& d = req.demand;
+  if (!error_.empty()) {
+    *why = error_;
+    return std::nullopt;
+  }
+  const int kinds = (d.gpus > 0) + (d.gpu_milli > 0) + (!d.mig_profile.empty());
+  if (kinds > 1) {
+    *why = "a replica asks for one of gpus, gpuMilli or migProfile, not several";
+    return std::nullopt;
+  }
+  if (d.gpus < 0 || d.gpu_milli < 0 || d.gpu_milli >= 1000 || req.replicas < 1 ||
+      d.cpu_milli < 0 || d.memory_mib < 0 || d.gpu_memory_mib < 0) {
+    *why = "replicas must be >= 1, gpuMilli 1..999, and no amount negative";
+    return std::nullopt;
+  }
+  if (req.vc >= static_cast<int>(vcs_.size())) {
+    *why = "unknown virtual cluster";
+    return std::nullopt;
+  }
+  const int pool = PoolOf(req);
+  const int id = next_id_++;
+  Allocation alloc;
+  alloc.id = id;
+  alloc.vc = req.vc;
+  alloc.preemptible = req.opportunistic;
+  Taken taken;
+  const bool checked = !req.opportunistic && pool == BuddyAllocator::kPhysicalPool && !vcs_.empty();
+  const int shortfall_before = checked ? GuaranteeShortfallGpus() : 0;
+
+  auto undo_all = [&] {
+    for (const ReplicaPlacement& r : alloc.replicas) UndoReplica(r, alloc.preemptible);
+    alloc.replicas.clear();
+    UndoTaken(&taken, pool == BuddyAllocator::kPhysicalPool ? -1 : req.vc);
+  };
+  auto place_all = [&](int within) {
+    for (int i = 0; i < req.replicas; ++i) {
+      ReplicaPlacement r;
+      if (!PlaceReplica(req, pool, within, &r, &taken, id, why)) {
+        undo_all();
+        return false;
+      }
+      alloc.replicas.push_back(std::move(r));
+    }
+    return true;
+  };
+
+  allocations_[id] = alloc;  // visible to HoldGpus' readers during placement
+  bool ok = false;
+  const int total = req.replicas * d.gpus;
+  if (req.replicas > 1 && d.gpus > 0 && pool == BuddyAllocator::kPhysicalPool &&
+      req.only_node < 0) {
+    // A gang goes into the tightest enclosing cell that can hold it: one node, then one rack.
+    const Level loosest = req.gang_affinity.value_or(Level::kCluster);
+    for (Level level : {Level::kNode, Level::kRack, Level::kCluster}) {
+      if (level > loosest || ok) break;
+      for (size_t t = 0; t < tree_.types().size() && !ok; ++t) {
+        const CellType& type = tree_.types()[t];
+        if (type.level != level || type.leaf_count < total) continue;
+        const int within = buddy_.FindWithin(tree_.root(), static_cast<int>(t), total, nullptr);
+        if (within >= 0) ok = place_all(within);
+      }
+    }
+  } else {
+    ok = place_all(-1);
+    if (ok && req.gang_affinity && req.replicas > 1) {
+      // Check the VC placement stayed inside one cell of the gang's level.
+      int lca = tree_.node_cell(alloc.replicas[0].node);
+      for (const ReplicaPlacement& r : alloc.replicas)
+        while (lca >= 0 && !tree_.IsWithin(tree_.node_cell(r.node), lca))
+          lca = tree_.cells()[lca].parent;
+      if (lca < 0 || tree_.type_of(lca).level > *req.gang_affinity) {
+        undo_all();
+        ok = false;
+        *why = "the gang does not fit inside one " + std::string(LevelName(*req.gang_affinity));
+      }
+    }
+  }
+  if (ok && checked && GuaranteeShortfallGpus() > shortfall_before) {
+    undo_all();
+    ok = false;
+    *why = "the placement would break a virtual cluster's guarantee";
+  }
+  if (!ok) {
+    allocations_.erase(id);
+    if (why->empty()) *why = "no free capacity fits the request";
+    return std::nullopt;
+  }
+  allocations_[id] = std::move(alloc);
+  taken_[id] = std::move(taken);
+  return id;
+}
+
+void Allocator::Release(int id) {
+  auto it = allocations_.find(id);
+  if (it == allocations_.end()) return;
+  const Allocation& a = it->second;
+  for (const ReplicaPlacement& r : a.replicas) UndoReplica(r, a.preemptible);
+  const int pool_vc = a.preemptible ? -1 : a.vc;
+  UndoTaken(&taken_[id], pool_vc);
+  taken_.erase(id);
+  allocations_.erase(it);
+}
+
+// A GPU that stops being usable leaves the free space if nobody holds it (else when its job
+// releases it); one that becomes usable again returns to it.
+void Allocator::UpdateUsability(int node, int gpu, bool was_usable) {
+  const bool usable = gpu_usable(node, gpu);
+  GpuState& g = gpus_[node][gpu];
+  const int leaf = tree_.gpu_cell(node, gpu);
+  if (leaf < 0 || was_usable == usable) return;
+  if (!usable && g.holder == kFree) {
+    buddy_.TakeCell(leaf);
+    g.holder = kBad;
+  } else if (usable && g.holder == kBad) {
+    g.holder = kFree;
+    buddy_.Give(leaf);
+    const int vc = BoundVc(leaf);
+    if (vc >= 0) MaybeUnbind(vc, leaf);
+  }
+}
+
+void Allocator::SetGpuBad(int node, int gpu, bool bad) {
+  const bool was_usable = gpu_usable(node, gpu);
+  gpus_[node][gpu].bad = bad;
+  UpdateUsability(node, gpu, was_usable);
+}
+
+void Allocator::SetNodeCordoned(int node, bool cordoned) {
+  std::vector<char> before(gpus_[node].size());
+  for (size_t g = 0; g < before.size(); ++g) before[g] = gpu_usable(node, static_cast<int>(g));
+  cordoned_[node] = cordoned;
+  for (size_t g = 0; g < before.size(); ++g) UpdateUsability(node, static_cast<int>(g), before[g]);
+}
+
+int Allocator::gpu_used_milli(int node, int gpu) const {
+  const GpuState& g = gpus_[node][gpu];
+  if (g.holder >= 0) return 1000;
+  return g.holder == kShared ? g.used_milli : 0;
+}
+
+const MigLayout& Allocator::mig_layout(int node, int gpu) const { return gpus_[node][gpu].mig; }
+
+std::vector<Allocator::GuaranteeStatus> Allocator::VcStatus(int vc) const {
+  const std::vector<int> needed = NeededByGuarantees();
+  std::vector<int> shortfall = GuaranteeShortfall(tree_, AvailableForGuarantees(), needed);
+  // A shortfall falls on VCs in declaration order (a stable, visible rule).
+  std::vector<GuaranteeStatus> out;
+  for (size_t v = 0; v < vcs_.size(); ++v) {
+    const VirtualCluster& c = vcs_[v];
+    for (size_t i = 0; i < c.guarantee_types.size(); ++i) {
+      const int t = c.guarantee_types[i];
+      const int unbound = c.guarantee_counts[i] - c.bound_counts[i];
+      const int lost = std::min(unbound, shortfall[t]);
+      shortfall[t] -= lost;
+      if (static_cast<int>(v) == vc)
+        out.push_back({t, c.guarantee_counts[i], c.bound_counts[i], c.guarantee_counts[i] - lost});
+    }
+  }
+  return out;
+}
+
+std::string Allocator::CheckConsistency() const {
+  std::string err = buddy_.CheckConsistency();
+  if (!err.empty()) return err;
+  const auto& cells = tree_.cells();
+  // Every GPU a cell-level holder owns must be inside a taken cell, and vice versa.
+  std::map<std::pair<int, int>, int> whole;  // (node, gpu) -> allocation
+  std::map<std::pair<int, int>, int> milli;
+  std::vector<int64_t> cpu(cluster_->nodes.size(), 0), mem(cluster_->nodes.size(), 0);
+  for (const auto& [id, a] : allocations_) {
+    for (const ReplicaPlacement& r : a.replicas) {
+      cpu[r.node] += r.cpu_milli;
+      mem[r.node] += r.memory_mib;
+      if (r.gpu_milli > 0) milli[{r.node, r.gpus[0]}] += r.gpu_milli;
+      if (r.gpu_milli > 0 || r.mig_profile >= 0) continue;
+      for (int g : r.gpus)
+        if (!whole.emplace(std::make_pair(r.node, g), id).second)
+          return "GPU " + std::to_string(g) + " on node " + cluster_->nodes[r.node].name +
+                 " is handed out twice";
+    }
+  }
+  for (size_t n = 0; n < gpus_.size(); ++n) {
+    if (resources_.free_cpu_milli(n) != resources_.cpu_milli(n) - cpu[n] ||
+        resources_.free_memory_mib(n) != resources_.memory_mib(n) - mem[n])
+      return "node " + cluster_->nodes[n].name + ": CPU or memory accounting is off";
+    for (size_t g = 0; g < gpus_[n].size(); ++g) {
+      const GpuState& st = gpus_[n][g];
+      const auto key = std::make_pair(static_cast<int>(n), static_cast<int>(g));
+      const std::string where = "node " + cluster_->nodes[n].name + " GPU " + std::to_string(g);
+      auto w = whole.find(key);
+      if ((w != whole.end()) != (st.holder >= 0) || (w != whole.end() && w->second != st.holder))
+        return where + ": holder disagrees with the allocations";
+      auto m = milli.find(key);
+      const int shared_milli = m == milli.end() ? 0 : m->second;
+      if (shared_milli > 1000 || (st.holder == kShared && st.used_milli != shared_milli))
+        return where + ": shares add up to " + std::to_string(shared_milli);
+      const int leaf = tree_.gpu_cell(static_cast<int>(n), static_cast<int>(g));
+      if (leaf < 0) continue;
+      // A GPU is free for the buddy allocator exactly when nobody holds it.
+      int c = leaf;
+      bool in_taken = false;
+      while (c >= 0 && buddy_.pool(c) == buddy_.pool(leaf)) {
+        if (buddy_.taken(c)) in_taken = true;
+        c = cells[c].parent;
+      }
+      if (in_taken != (st.holder != kFree)) return where + ": buddy state disagrees with holder";
+    }
+  }
+  return "";
+}
+
+}  // namespace berth

@@ -1,0 +1,178 @@
+// The allocator: hands out GPUs (whole, shared, or MIG slices) with their node's CPU and memory,
+// inside virtual clusters' guarantees or opportunistically, and takes them back.
+//
+// Contract:
+//  - An allocation is a gang: every replica is placed, or nothing changes.
+//  - Guaranteed allocations of VC v are placed inside cells bound to v; a new cell of one of
+//    v's guarantee types is bound when v's bound cells are full. Binding never leaves another
+//    VC's unbound guarantee without free (or preemptible) cells to back it.
+//  - Opportunistic allocations take any free physical cell and are marked preemptible; they
+//    count as free when VC safety is checked, so reclaiming them restores every guarantee.
+//  - Bad GPUs and cordoned nodes are never handed out.
+//  - Releasing every allocation restores the initial free lists exactly.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/buddy_allocator.h"
+#include "core/cell_tree.h"
+#include "core/cluster.h"
+#include "core/mig.h"
+#include "core/node_resources.h"
+#include "core/virtual_cluster.h"
+
+namespace berth {
+
+// What one replica needs. Exactly one of gpus > 0, gpu_milli > 0, mig_profile set, or none of
+// them (a CPU-only replica).
+struct Demand {
+  int gpus = 0;                     // whole GPUs
+  int gpu_milli = 0;                // a share of one GPU, 1..999 thousandths
+  int64_t gpu_memory_mib = 0;       // GPU memory a share needs
+  std::string mig_profile;          // one MIG instance of this profile, e.g. "3g.40gb"
+  std::vector<std::string> models;  // allowed GPU models; empty: any
+  // Loosest level the replica's GPUs may spread over. Unset: within one node, tightest first.
+  std::optional<Level> affinity;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+};
+
+struct AllocationRequest {
+  int replicas = 1;
+  Demand demand;
+  // Loosest level the whole gang may spread over. Unset: the tightest that holds it.
+  std::optional<Level> gang_affinity;
+  int vc = -1;                 // index into the VCs; -1: none
+  bool opportunistic = false;  // borrow any free cell; the allocation is preemptible
+  int only_node = -1;          // >= 0: place every replica on this node
+};
+
+struct ReplicaPlacement {
+  int node = -1;
+  std::vector<int> gpus;  // GPU indices on the node
+  int gpu_milli = 0;      // > 0: a share of gpus[0]
+  int64_t gpu_memory_mib = 0;
+  int mig_profile = -1;   // >= 0: a MIG instance on gpus[0]
+  int mig_start = -1;
+  std::vector<int> sockets;  // sockets of its GPUs (all sockets for a CPU-only replica)
+  std::vector<int> cpus;     // CPUs to pin to: those of `sockets`
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+};
+
+struct Allocation {
+  int id = -1;
+  int vc = -1;
+  bool preemptible = false;
+  std::vector<ReplicaPlacement> replicas;
+};
+
+class Allocator {
+ public:
+  // `cluster` must outlive the allocator. Throws nothing: check `error()` after construction.
+  Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpec>& vcs);
+
+  const std::string& error() const { return error_; }  // "" when the inputs were valid
+
+  // Places the request; returns the allocation id, or nullopt with `why` set.
+  std::optional<int> Allocate(const AllocationRequest& request, std::string* why = nullptr);
+  void Release(int id);
+  const Allocation* Find(int id) const;
+  const std::map<int, Allocation>& allocations() const { return allocations_; }
+
+  // Health. A bad GPU or a cordoned node is taken out of the free space at once; a GPU in use
+  // when it goes bad is held back when its job releases it.
+  void SetGpuBad(int node, int gpu, bool bad);
+  void SetNodeCordoned(int node, bool cordoned);
+  bool gpu_usable(int node, int gpu) const;
+  bool gpu_free(int node, int gpu) const;  // usable and held by nobody
+
+  // Per VC and guarantee type: unbound cells that free or preemptible cells can no longer back
+  // because hardware is bad (HiveD shows failures only when they are inevitable).
+  struct GuaranteeStatus {
+    int type = 0;
+    int guaranteed = 0;
+    int bound = 0;
+    int healthy = 0;  // cells of the guarantee backed by healthy hardware (bound or backable)
+  };
+  std::vector<GuaranteeStatus> VcStatus(int vc) const;
+
+  // The GPUs the guarantees lack right now; 0 means every VC's unused guarantee is backable.
+  int GuaranteeShortfallGpus() const;
+  // "" when the buddy state, the GPU holders, shares, MIG layouts and node resources agree.
+  std::string CheckConsistency() const;
+
+  const CellTree& tree() const { return tree_; }
+  const BuddyAllocator& buddy() const { return buddy_; }
+  const NodeResources& node_resources() const { return resources_; }
+  const std::vector<VirtualCluster>& vcs() const { return vcs_; }
+  const Cluster& cluster() const { return *cluster_; }
+
+  // GPU-level state, for inspection.
+  int gpu_used_milli(int node, int gpu) const;  // 1000 for a whole GPU, MIG GPUs: 0
+  const MigLayout& mig_layout(int node, int gpu) const;
+
+ private:
+  // Who holds a GPU.
+  enum Holder : int { kFree = -1, kBad = -2, kShared = -3, kMig = -4 };
+  struct GpuState {
+    int holder = kFree;  // allocation id, or a Holder
+    int used_milli = 0;
+    int64_t used_memory_mib = 0;
+    int shares = 0;            // shares or MIG instances on it
+    int guaranteed_shares = 0;  // of them, not preemptible
+    MigLayout mig;
+    std::vector<MigInstance> fixed;  // fixed MIG geometry
+    std::vector<char> fixed_used;
+    bool bad = false;
+  };
+  struct Taken {  // what an allocation holds, to undo exactly
+    std::vector<int> whole_cells;
+    std::vector<int> bound_here;  // cells this allocation bound to its VC
+  };
+
+  bool PlaceReplica(const AllocationRequest& req, int pool, int within, ReplicaPlacement* out,
+                    Taken* taken, int id, std::string* why);
+  bool PlaceWhole(const AllocationRequest& req, int pool, int within, ReplicaPlacement* out,
+                  Taken* taken, int id);
+  bool PlaceShare(const AllocationRequest& req, int pool, ReplicaPlacement* out);
+  bool PlaceMig(const AllocationRequest& req, int pool, ReplicaPlacement* out);
+  bool PlaceCpuOnly(const AllocationRequest& req, ReplicaPlacement* out);
+  bool BindFor(const AllocationRequest& req, Taken* taken);
+  void UndoReplica(const ReplicaPlacement& r, bool preemptible);
+  void UpdateUsability(int node, int gpu, bool was_usable);
+  void UndoTaken(Taken* taken, int vc);
+  void MaybeUnbind(int vc, int cell);
+  int TakeFreshGpu(const AllocationRequest& req, int pool, bool mig);
+  std::vector<int> WholeTypes(const Demand& d, bool mig) const;
+  bool ModelAllowed(const Demand& d, const std::string& model) const;
+  bool NodeUsable(const AllocationRequest& req, int node) const;
+  std::vector<int> SocketsOf(int node, const std::vector<int>& gpus) const;
+  bool FitsNode(const AllocationRequest& req, int node, const std::vector<int>& gpus) const;
+  void HoldGpus(int cell, int holder);
+  std::vector<int> AvailableForGuarantees() const;
+  std::vector<int> NeededByGuarantees() const;
+  int BoundVc(int cell) const;  // VC owning the pool of a cell, -1 for the physical pool
+
+  const Cluster* cluster_;
+  CellTree tree_;
+  std::string error_;
+  std::vector<VirtualCluster> vcs_;
+  BuddyAllocator buddy_;
+  NodeResources resources_;
+  std::vector<std::vector<GpuState>> gpus_;  // [node][gpu]
+  std::vector<char> cordoned_;
+  std::map<int, Allocation> allocations_;
+  std::map<int, Taken> taken_;
+  // Per pool: GPUs that host shares, by free milli (best fit), and GPUs carved for MIG.
+  std::vector<std::set<std::pair<int, int>>> shared_gpus_;
+  std::vector<std::set<int>> mig_gpus_;
+  int next_id_ = 1;
+};
+
+}  // namespace berth

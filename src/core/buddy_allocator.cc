@@ -1,0 +1,282 @@
+#include "core/buddy_allocator.h"
+
+#include <algorithm>
+
+namespace berth {
+
+BuddyAllocator::BuddyAllocator(const CellTree* tree, int pool_count) : tree_(tree) {
+  const auto& cells = tree->cells();
+  const auto& types = tree->types();
+  const size_t n = cells.size();
+  free_.resize(n);
+  pool_.assign(n, kPhysicalPool);
+  pos_.assign(n, -1);
+  bucket_pos_.assign(n, -1);
+  taken_.assign(n, 0);
+  lists_.assign(pool_count, std::vector<std::vector<int>>(types.size()));
+  partial_.resize(pool_count);
+  for (auto& per_type : partial_) {
+    per_type.resize(types.size());
+    for (size_t t = 0; t < types.size(); ++t) per_type[t].resize(types[t].leaf_count);
+  }
+  for (size_t c = 0; c < n; ++c) free_[c] = tree->type_of(c).leaf_count;
+  if (tree->root() >= 0) AddToList(tree->root());
+  holders_.resize(types.size());
+  for (size_t t = 0; t < types.size(); ++t) {
+    for (size_t a = 0; a < types.size(); ++a)
+      if (a != t && tree->Contains(a, t)) holders_[t].push_back(static_cast<int>(a));
+    std::sort(holders_[t].begin(), holders_[t].end(), [&](int a, int b) {
+      return types[a].leaf_count < types[b].leaf_count;
+    });
+  }
+}
+
+void BuddyAllocator::AddToList(int cell) {
+  auto& list = lists_[pool_[cell]][tree_->cells()[cell].type];
+  pos_[cell] = static_cast<int>(list.size());
+  list.push_back(cell);
+}
+
+void BuddyAllocator::RemoveFromList(int cell) {
+  auto& list = lists_[pool_[cell]][tree_->cells()[cell].type];
+  const int last = list.back();
+  list[pos_[cell]] = last;
+  pos_[last] = pos_[cell];
+  list.pop_back();
+  pos_[cell] = -1;
+}
+
+// Keeps the partial bucket of `cell` in step with its free count.
+void BuddyAllocator::SetFree(int cell, int free) {
+  const int size = tree_->type_of(cell).leaf_count;
+  auto& buckets = partial_[pool_[cell]][tree_->cells()[cell].type];
+  if (bucket_pos_[cell] >= 0) {
+    auto& bucket = buckets[free_[cell]];
+    const int last = bucket.back();
+    bucket[bucket_pos_[cell]] = last;
+    bucket_pos_[last] = bucket_pos_[cell];
+    bucket.pop_back();
+    bucket_pos_[cell] = -1;
+  }
+  free_[cell] = free;
+  if (free > 0 && free < size) {
+    bucket_pos_[cell] = static_cast<int>(buckets[free].size());
+    buckets[free].push_back(cell);
+  }
+}
+
+void BuddyAllocator::AddToAncestors(int cell, int delta) {
+  const int pool = pool_[cell];
+  for (int a = tree_->cells()[cell].parent; a >= 0 && pool_[a] == pool; a = tree_->cells()[a].parent)
+    SetFree(a, free_[a] + delta);
+}
+
+void BuddyAllocator::Split(int cell) {
+  RemoveFromList(cell);
+  for (int child : tree_->cells()[cell].children) AddToList(child);
+}
+
+void BuddyAllocator::TakeWhole(int cell) {
+  RemoveFromList(cell);
+  taken_[cell] = 1;
+  const int size = free_[cell];
+  SetFree(cell, 0);
+  AddToAncestors(cell, -size);
+}
+
+int BuddyAllocator::TakeType(int pool, int type) {
+  const int size = tree_->types()[type].leaf_count;
+  int cell = lists_[pool][type].empty() ? -1 : lists_[pool][type].back();
+  if (cell < 0) cell = FindFast(pool, type, size);
+  if (cell < 0 || free_[cell] != size) return -1;
+  TakeCell(cell);
+  return cell;
+}
+
+int BuddyAllocator::FindPartial(int pool, int type, int count) const {
+  const auto& buckets = partial_[pool][type];
+  for (size_t f = count; f < buckets.size(); ++f)
+    if (!buckets[f].empty()) return buckets[f].back();
+  return -1;
+}
+
+int BuddyAllocator::FindFast(int pool, int type, int count) const {
+  if (count < tree_->types()[type].leaf_count) {
+    const int partial = FindPartial(pool, type, count);
+    if (partial >= 0) return partial;
+  }
+  if (!lists_[pool][type].empty()) return lists_[pool][type].back();
+  for (int holder : holders_[type]) {
+    if (lists_[pool][holder].empty()) continue;
+    int cell = lists_[pool][holder].back();
+    while (tree_->cells()[cell].type != type)
+      for (int child : tree_->cells()[cell].children)
+        if (tree_->Contains(tree_->cells()[child].type, type)) {
+          cell = child;
+          break;
+        }
+    return cell;
+  }
+  return -1;
+}
+
+int BuddyAllocator::FindWithin(int within, int type, int count,
+                               const std::function<bool(int node)>& node_fits) const {
+  const auto& cells = tree_->cells();
+  const int pool = pool_[within];
+  int best = -1;
+  // Depth-first, fuller branches first; a strictly better fit replaces the best so far.
+  std::vector<int> stack = {within};
+  std::vector<int> kids;
+  while (!stack.empty()) {
+    const int c = stack.back();
+    stack.pop_back();
+    if (taken_[c] || pool_[c] != pool || free_[c] < count) continue;
+    if (!tree_->Contains(cells[c].type, type)) continue;
+    if (tree_->type_of(c).level == Level::kNode && node_fits && !node_fits(cells[c].node)) continue;
+    if (cells[c].type == type) {
+      if (best < 0 || free_[c] < free_[best]) best = c;
+      if (free_[c] == count) return c;
+      continue;
+    }
+    if (best >= 0 && free_[c] >= free_[best] && free_[c] == tree_->type_of(c).leaf_count) continue;
+    kids.assign(cells[c].children.begin(), cells[c].children.end());
+    std::sort(kids.begin(), kids.end(), [&](int a, int b) { return free_[a] > free_[b]; });
+    for (int k : kids) stack.push_back(k);
+  }
+  return best;
+}
+
+void BuddyAllocator::TakeLeaves(int cell, int count, std::vector<int>* taken) {
+  if (count == 0) return;
+  Expose(cell);
+  if (pos_[cell] >= 0) {
+    if (free_[cell] == count) {
+      TakeWhole(cell);
+      taken->push_back(cell);
+      return;
+    }
+    Split(cell);
+  }
+  const auto& children = tree_->cells()[cell].children;
+  const int pool = pool_[cell];
+  while (count > 0) {
+    int fit = -1, largest = -1;
+    for (int child : children) {
+      if (taken_[child] || pool_[child] != pool || free_[child] == 0) continue;
+      if (free_[child] >= count && (fit < 0 || free_[child] < free_[fit])) fit = child;
+      if (largest < 0 || free_[child] > free_[largest]) largest = child;
+    }
+    const int pick = fit >= 0 ? fit : largest;
+    const int part = std::min(count, free_[pick]);
+    TakeLeaves(pick, part, taken);
+    count -= part;
+  }
+}
+
+// Makes an entirely free cell a listed one by splitting the free cells above it.
+void BuddyAllocator::Expose(int cell) {
+  if (pos_[cell] >= 0 || free_[cell] != tree_->type_of(cell).leaf_count) return;
+  const auto& cells = tree_->cells();
+  std::vector<int> path;  // from the cell up to its maximal free ancestor
+  int c = cell;
+  while (pos_[c] < 0) {
+    path.push_back(c);
+    c = cells[c].parent;
+  }
+  while (c != cell) {
+    Split(c);
+    c = path.back();
+    path.pop_back();
+  }
+}
+
+void BuddyAllocator::TakeCell(int cell) {
+  Expose(cell);
+  TakeWhole(cell);
+}
+
+void BuddyAllocator::Give(int cell) {
+  const auto& cells = tree_->cells();
+  taken_[cell] = 0;
+  const int size = tree_->type_of(cell).leaf_count;
+  SetFree(cell, size);
+  AddToAncestors(cell, size);
+  AddToList(cell);
+  int c = cell;
+  for (int p = cells[c].parent; p >= 0 && pool_[p] == pool_[c] &&
+                                free_[p] == tree_->type_of(p).leaf_count;
+       c = p, p = cells[p].parent) {
+    for (int child : cells[p].children) RemoveFromList(child);
+    AddToList(p);
+  }
+}
+
+void BuddyAllocator::SetPool(int cell, int pool) {
+  const auto& cells = tree_->cells();
+  std::vector<int> stack = {cell};
+  while (!stack.empty()) {
+    const int c = stack.back();
+    stack.pop_back();
+    pool_[c] = pool;
+    for (int child : cells[c].children) stack.push_back(child);
+  }
+}
+
+void BuddyAllocator::Bind(int cell, int pool) {
+  // Cells inside a taken cell are all free (the invariant that makes Give O(depth)).
+  SetPool(cell, pool);
+  taken_[cell] = 0;
+  SetFree(cell, tree_->type_of(cell).leaf_count);
+  AddToList(cell);
+}
+
+void BuddyAllocator::Unbind(int cell) {
+  RemoveFromList(cell);
+  SetPool(cell, kPhysicalPool);
+  taken_[cell] = 1;
+  free_[cell] = 0;
+}
+
+std::string BuddyAllocator::CheckConsistency() const {
+  const auto& cells = tree_->cells();
+  const int n = static_cast<int>(cells.size());
+  // Expected free counts, bottom-up (children have larger ids in preorder).
+  std::vector<int> expect(n, 0);
+  std::vector<char> inside_whole(n, 0);  // inside a taken or listed cell: counts are implied
+  for (int c = 0; c < n; ++c) {
+    const int p = cells[c].parent;
+    if (p >= 0 && pool_[p] == pool_[c] && (inside_whole[p] || taken_[p] || pos_[p] >= 0))
+      inside_whole[c] = 1;
+  }
+  for (int c = n - 1; c >= 0; --c) {
+    const int size = tree_->type_of(c).leaf_count;
+    if (taken_[c]) expect[c] = 0;
+    else if (pos_[c] >= 0 || inside_whole[c]) expect[c] = size;
+    else
+      for (int child : cells[c].children)
+        if (pool_[child] == pool_[c]) expect[c] += expect[child];
+    const std::string where = "cell " + cells[c].address + " (" + tree_->type_of(c).name + ")";
+    if (free_[c] != expect[c])
+      return where + ": free count " + std::to_string(free_[c]) + ", tree says " +
+             std::to_string(expect[c]);
+    const bool partial = expect[c] > 0 && expect[c] < size;
+    if (partial != (bucket_pos_[c] >= 0)) return where + ": partial bucket out of step";
+    if (!inside_whole[c] && !taken_[c]) {
+      const bool whole_free = expect[c] == size;
+      if (whole_free != (pos_[c] >= 0)) return where + ": free list out of step";
+    }
+    if (inside_whole[c] && pos_[c] >= 0) return where + ": listed inside a free or taken cell";
+  }
+  for (size_t pool = 0; pool < lists_.size(); ++pool)
+    for (size_t t = 0; t < lists_[pool].size(); ++t)
+      for (size_t i = 0; i < lists_[pool][t].size(); ++i) {
+        const int c = lists_[pool][t][i];
+        if (pos_[c] != static_cast<int>(i) || pool_[c] != static_cast<int>(pool) ||
+            cells[c].type != static_cast<int>(t))
+          return "free list entry " + cells[c].address + " is misfiled";
+      }
+  return "";
+}
+
+}  // namespace berth

@@ -1,0 +1,52 @@
+// Virtual clusters: tenants' guaranteed quotas, expressed in cells (HiveD's model).
+//
+// A VC is guaranteed `count` cells of each listed cell type (e.g. 2 "dgx-a100.node" cells,
+// 4 "T4" GPUs). The guarantee is in topology, not only in numbers: a VC guaranteed one 8-GPU
+// node always gets a whole node. "VC safety" is the invariant that every VC's unused
+// guarantee can still be carved from the free cells at all times.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/cell_tree.h"
+
+namespace berth {
+
+struct VcGuarantee {
+  std::string cell_type;  // a cell type name, as `berth cells` lists them
+  int count = 0;
+};
+
+struct VirtualClusterSpec {
+  std::string name;
+  std::vector<VcGuarantee> guarantees;
+};
+
+// A VC resolved against a cell tree, with the cells bound to it right now. Bound cells are the
+// VC's own: its guaranteed jobs are placed inside them, and a bound cell returns to the
+// physical pool when its last job leaves (HiveD's lazy binding).
+struct VirtualCluster {
+  std::string name;
+  std::vector<int> guarantee_types;   // cell type ids
+  std::vector<int> guarantee_counts;  // parallel to guarantee_types
+  std::vector<int> bound_counts;      // parallel: cells of that type bound now
+  std::vector<int> bound_cells;
+};
+
+// Resolves specs; returns "" or an error naming the VC and the field: an unknown cell type, or
+// guarantees that together do not fit the healthy cluster.
+std::string ResolveVirtualClusters(const CellTree& tree, const std::vector<VirtualClusterSpec>& specs,
+                                   std::vector<VirtualCluster>* out);
+
+// The test of VC safety. `available` counts, per cell type, maximal cells that can serve a
+// guarantee (free, or held only by preemptible work); `needed` counts unbound guarantees per
+// type. Big cells are handed to big guarantees first and the rest are split for smaller ones
+// (exact for buddy trees). Returns per type how many needed cells cannot be backed.
+std::vector<int> GuaranteeShortfall(const CellTree& tree, const std::vector<int>& available,
+                                    const std::vector<int>& needed);
+
+// GPUs in a shortfall vector (what the guarantees lack, in GPUs).
+int ShortfallGpus(const CellTree& tree, const std::vector<int>& shortfall);
+
+}  // namespace berth

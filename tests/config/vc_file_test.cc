@@ -1,0 +1,74 @@
+#include "config/vc_file.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config_test_util.h"
+
+namespace berth {
+namespace {
+
+// Expects ParseVcYaml(text, "vcs.yaml") to fail at the line of `marker`.
+::testing::AssertionResult FailsAt(const std::string& text, const std::string& marker,
+                                   std::initializer_list<std::string> parts) {
+  return ThrowsConfigError([&] { ParseVcYaml(text, "vcs.yaml"); },
+                           "vcs.yaml:" + std::to_string(LineOf(text, marker)) + ": ", parts);
+}
+
+TEST(VcFileTest, Example) {
+  const std::vector<VirtualClusterSpec> vcs =
+      LoadVcFile(std::string(BERTH_SOURCE_DIR) + "/examples/vcs.yaml");
+  ASSERT_EQ(vcs.size(), 4u);
+  EXPECT_EQ(vcs[0].name, "research");
+  ASSERT_EQ(vcs[0].guarantees.size(), 1u);
+  EXPECT_EQ(vcs[0].guarantees[0].cell_type, "dgx-a100/node");
+  EXPECT_EQ(vcs[0].guarantees[0].count, 2);
+  EXPECT_EQ(vcs[1].name, "training");
+  ASSERT_EQ(vcs[1].guarantees.size(), 1u);
+  EXPECT_EQ(vcs[1].guarantees[0].count, 4);
+  EXPECT_EQ(vcs[2].name, "inference");
+  ASSERT_EQ(vcs[2].guarantees.size(), 2u);
+  EXPECT_EQ(vcs[2].guarantees[0].cell_type, "L40S");
+  EXPECT_EQ(vcs[2].guarantees[1].cell_type, "pcie8/socket");
+  EXPECT_EQ(vcs[3].name, "dev");
+  EXPECT_TRUE(vcs[3].guarantees.empty());
+}
+
+TEST(VcFileTest, HivedQualifiedNamesAreKept) {
+  const std::vector<VirtualClusterSpec> vcs = ParseVcYaml(
+      "virtualClusters:\n"
+      "  vc1: {virtualCells: [{cellType: K80-NODE-POOL.K80-NODE, cellNumber: 1}]}\n"
+      "  vc2: {}\n",
+      "vcs.yaml");
+  ASSERT_EQ(vcs.size(), 2u);
+  EXPECT_EQ(vcs[0].guarantees[0].cell_type, "K80-NODE-POOL.K80-NODE");
+  EXPECT_TRUE(vcs[1].guarantees.empty());
+}
+
+TEST(VcFileTest, Errors) {
+  const std::string zero =
+      "virtualClusters:\n  a:\n    virtualCells:\n"
+      "      - {cellType: T4, cellNumber: 0}\n";
+  EXPECT_TRUE(
+      FailsAt(zero, "cellNumber",
+              {"virtualClusters.a.virtualCells[0].cellNumber", "expected an integer from 1"}));
+  const std::string unknown = "virtualClusters:\n  a:\n    guarantee: {T4: 1}\n";
+  EXPECT_TRUE(FailsAt(unknown, "guarantee:",
+                      {"virtualClusters.a", "unknown field \"guarantee\"",
+                       "known fields: guarantees, virtualCells"}));
+  const std::string count = "virtualClusters:\n  a:\n    guarantees:\n      T4: four\n";
+  EXPECT_TRUE(FailsAt(count, "four", {"virtualClusters.a.guarantees.T4", "expected an integer"}));
+  const std::string twice =
+      "virtualClusters:\n  a:\n    virtualCells:\n"
+      "      - {cellType: T4, cellNumber: 1}\n"
+      "      - {cellNumber: 2, cellType: T4}\n";
+  EXPECT_TRUE(FailsAt(twice, "{cellNumber: 2", {"virtualCells[1]", "listed twice"}));
+  const std::string both = "virtualClusters:\n  a:\n    virtualCells: []\n    guarantees: {}\n";
+  EXPECT_TRUE(FailsAt(both, "guarantees", {"either virtualCells or guarantees"}));
+  EXPECT_TRUE(FailsAt("vcs: {}\n", "vcs", {"unknown field \"vcs\""}));
+  EXPECT_TRUE(FailsAt("{}\n", "{}", {"missing required field \"virtualClusters\""}));
+}
+
+}  // namespace
+}  // namespace berth
