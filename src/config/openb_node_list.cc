@@ -1,6 +1,8 @@
 #include "config/openb_node_list.h"
 
 #include <charconv>
+#include <cstdint>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <string_view>

@@ -23,7 +23,8 @@ static int BuildTreeAndVcs(const Cluster& cluster, const std::vector<VirtualClus
 
 Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpec>& vcs)
     : cluster_(cluster),
-      buddy_(&tree_, BuildTreeAndVcs(*cluster, vcs, &tree_, &vcs_, &error_)),
+      tree_(std::make_shared<CellTree>()),
+      buddy_(tree_.get(), BuildTreeAndVcs(*cluster, vcs, tree_.get(), &vcs_, &error_)),
       resources_(cluster) {
   gpus_.resize(cluster->nodes.size());
   cordoned_.assign(cluster->nodes.size(), 0);
@@ -83,8 +84,8 @@ bool Allocator::FitsNode(const AllocationRequest& req, int node,
 }
 
 void Allocator::HoldGpus(int cell, int holder) {
-  const auto& cells = tree_.cells();
-  for (int c = cell; c < tree_.subtree_end(cell); ++c)
+  const auto& cells = tree_->cells();
+  for (int c = cell; c < tree_->subtree_end(cell); ++c)
     if (cells[c].gpu >= 0) gpus_[cells[c].node][cells[c].gpu].holder = holder;
 }
 
@@ -93,7 +94,7 @@ std::vector<int> Allocator::WholeTypes(const Demand& d, bool mig) const {
   const int k = std::max(1, d.gpus);
   const Level loosest = d.affinity.value_or(Level::kNode);
   std::vector<int> out;
-  const auto& types = tree_.types();
+  const auto& types = tree_->types();
   for (size_t t = 0; t < types.size(); ++t) {
     const CellType& type = types[t];
     if (type.model.empty() || type.mig != mig || !ModelAllowed(d, type.model)) continue;
@@ -159,7 +160,7 @@ int Allocator::TakeFreshGpu(const AllocationRequest& req, int pool, bool mig) {
   one.gpus = 1;
   const std::vector<int> types = WholeTypes(one, mig);
   std::vector<int> roots;
-  if (pool == BuddyAllocator::kPhysicalPool) roots.push_back(tree_.root());
+  if (pool == BuddyAllocator::kPhysicalPool) roots.push_back(tree_->root());
   else roots = vcs_[pool - 1].bound_cells;
   const std::function<bool(int)> node_ok = [&](int node) {
     return NodeUsable(req, node) &&
@@ -167,21 +168,14 @@ int Allocator::TakeFreshGpu(const AllocationRequest& req, int pool, bool mig) {
   };
   const std::function<bool(int, const std::vector<int>&)> fits = [&](int node,
                                                                      const std::vector<int>& ids) {
-    if (!FitsNode(req, node, ids)) return false;
-    const int64_t memory = cluster_->FindModel(cluster_->nodes[node].gpus[ids[0]].model)->memory_mib;
-    if (memory > 0 && req.demand.gpu_memory_mib > memory) return false;
-    if (!mig) return true;
-    // A GPU with a fixed geometry serves only profiles its layout has.
-    const GpuState& g = gpus_[node][ids[0]];
-    if (g.fixed.empty()) return true;
-    const auto& profiles = cluster_->FindModel(cluster_->nodes[node].gpus[ids[0]].model)->mig_profiles;
-    const int p = FindMigProfile(profiles, req.demand.mig_profile);
-    for (const MigInstance& inst : g.fixed)
-      if (inst.profile == p) return true;
-    return false;
+    if (mig) {
+      int p, start, slot;
+      return MigPlacement(req, node, ids[0], &p, &start, &slot);
+    }
+    return ShareFits(req, node, ids[0]);
   };
   std::vector<int> cells, ids;
-  const int node = TakeGpusImpl(buddy_, tree_, roots, types, pool, 1, req.only_node < 0, node_ok,
+  const int node = TakeGpusImpl(buddy_, *tree_, roots, types, pool, 1, req.only_node < 0, node_ok,
                                 fits, &cells, &ids);
   if (node < 0) return -1;
   return cells[0];
@@ -192,7 +186,7 @@ bool Allocator::PlaceWhole(const AllocationRequest& req, int pool, int within,
   const std::vector<int> types = WholeTypes(req.demand, false);
   std::vector<int> roots;
   if (within >= 0) roots.push_back(within);
-  else if (pool == BuddyAllocator::kPhysicalPool) roots.push_back(tree_.root());
+  else if (pool == BuddyAllocator::kPhysicalPool) roots.push_back(tree_->root());
   else roots = vcs_[pool - 1].bound_cells;
   const std::function<bool(int)> node_ok = [&](int node) {
     return NodeUsable(req, node) &&
@@ -202,7 +196,7 @@ bool Allocator::PlaceWhole(const AllocationRequest& req, int pool, int within,
       [&](int node, const std::vector<int>& ids) { return FitsNode(req, node, ids); };
   std::vector<int> cells, ids;
   const bool fast = within < 0 && req.only_node < 0;
-  const int node = TakeGpusImpl(buddy_, tree_, roots, types, pool, req.demand.gpus, fast, node_ok,
+  const int node = TakeGpusImpl(buddy_, *tree_, roots, types, pool, req.demand.gpus, fast, node_ok,
                                 fits, &cells, &ids);
   if (node < 0) return false;
   for (int c : cells) HoldGpus(c, id);
@@ -212,33 +206,24 @@ bool Allocator::PlaceWhole(const AllocationRequest& req, int pool, int within,
   return true;
 }
 
-bool Allocator::PlaceShare(const AllocationRequest& req, int pool, ReplicaPlacement* out) {
+bool Allocator::ShareFits(const AllocationRequest& req, int node, int gpu) const {
   const Demand& d = req.demand;
-  auto fits_gpu = [&](int node, int gpu) {
-    const GpuState& g = gpus_[node][gpu];
-    const GpuModel* model = cluster_->FindModel(cluster_->nodes[node].gpus[gpu].model);
-    return gpu_usable(node, gpu) && ModelAllowed(d, model->name) &&
-           (model->memory_mib == 0 || g.used_memory_mib + d.gpu_memory_mib <= model->memory_mib) &&
-           FitsNode(req, node, {gpu});
-  };
-  int leaf = -1;
-  auto& shared = shared_gpus_[pool];
-  for (auto it = shared.lower_bound({d.gpu_milli, -1}); it != shared.end(); ++it) {
-    const Cell& c = tree_.cells()[it->second];
-    if (fits_gpu(c.node, c.gpu)) {
-      leaf = it->second;
-      break;
-    }
-  }
-  if (leaf < 0) {
-    leaf = TakeFreshGpu(req, pool, false);
-    if (leaf < 0) return false;
-    const Cell& c = tree_.cells()[leaf];
-    gpus_[c.node][c.gpu].holder = kShared;
-  }
-  const Cell& c = tree_.cells()[leaf];
+  const GpuState& g = gpus_[node][gpu];
+  const GpuModel* model = cluster_->FindModel(cluster_->nodes[node].gpus[gpu].model);
+  return gpu_usable(node, gpu) && ModelAllowed(d, model->name) &&
+         g.used_milli + d.gpu_milli <= 1000 &&
+         (model->memory_mib == 0 || g.used_memory_mib + d.gpu_memory_mib <= model->memory_mib) &&
+         FitsNode(req, node, {gpu});
+}
+
+// Adds a share to a GPU already held for sharing (a fresh one is taken by the caller first).
+void Allocator::AddShare(const AllocationRequest& req, int pool, int leaf, ReplicaPlacement* out) {
+  const Demand& d = req.demand;
+  const Cell& c = tree_->cells()[leaf];
   GpuState& g = gpus_[c.node][c.gpu];
+  auto& shared = shared_gpus_[pool];
   shared.erase({1000 - g.used_milli, leaf});
+  g.holder = kShared;
   g.used_milli += d.gpu_milli;
   g.used_memory_mib += d.gpu_memory_mib;
   ++g.shares;
@@ -248,66 +233,85 @@ bool Allocator::PlaceShare(const AllocationRequest& req, int pool, ReplicaPlacem
   out->gpus = {c.gpu};
   out->gpu_milli = d.gpu_milli;
   out->gpu_memory_mib = d.gpu_memory_mib;
+}
+
+bool Allocator::PlaceShare(const AllocationRequest& req, int pool, ReplicaPlacement* out) {
+  // Best fit among GPUs already shared: the least free milli that still fits.
+  int leaf = -1;
+  const auto& shared = shared_gpus_[pool];
+  for (auto it = shared.lower_bound({req.demand.gpu_milli, -1}); it != shared.end(); ++it) {
+    const Cell& c = tree_->cells()[it->second];
+    if (ShareFits(req, c.node, c.gpu)) {
+      leaf = it->second;
+      break;
+    }
+  }
+  if (leaf < 0) leaf = TakeFreshGpu(req, pool, false);
+  if (leaf < 0) return false;
+  AddShare(req, pool, leaf, out);
   return true;
 }
 
-bool Allocator::PlaceMig(const AllocationRequest& req, int pool, ReplicaPlacement* out) {
-  const Demand& d = req.demand;
-  // Where an instance of the profile goes on one GPU: (profile, start, fixed slot) or false.
-  auto placement = [&](int node, int gpu, int* p, int* start, int* slot) {
-    const GpuState& g = gpus_[node][gpu];
-    const GpuModel* model = cluster_->FindModel(cluster_->nodes[node].gpus[gpu].model);
-    if (!gpu_usable(node, gpu) || !ModelAllowed(d, model->name)) return false;
-    *p = FindMigProfile(model->mig_profiles, d.mig_profile);
-    if (*p < 0) return false;
-    *slot = -1;
-    if (!g.fixed.empty()) {
-      for (size_t i = 0; i < g.fixed.size(); ++i)
-        if (!g.fixed_used[i] && g.fixed[i].profile == *p) {
-          *slot = static_cast<int>(i);
-          *start = g.fixed[i].start;
-          return FitsNode(req, node, {gpu});
-        }
-      return false;
-    }
-    *start = g.mig.BestStart(model->mig_profiles, *p);
-    return *start >= 0 && FitsNode(req, node, {gpu});
-  };
-  int best = -1, best_p = -1, best_start = -1, best_slot = -1, best_free = 99;
-  for (int leaf : mig_gpus_[pool]) {
-    const Cell& c = tree_.cells()[leaf];
-    int p, start, slot;
-    if (!placement(c.node, c.gpu, &p, &start, &slot)) continue;
-    // Pack: the GPU with the fewest free memory slots wins.
-    const int free = kMigMemorySlots - __builtin_popcount(gpus_[c.node][c.gpu].mig.used_slots());
-    if (free < best_free) {
-      best = leaf, best_p = p, best_start = start, best_slot = slot, best_free = free;
-    }
+// Where an instance of the requested profile goes on one GPU: its profile index, start slot
+// and (for a fixed geometry) the layout slot; false when it does not fit there.
+bool Allocator::MigPlacement(const AllocationRequest& req, int node, int gpu, int* p, int* start,
+                             int* slot) const {
+  const GpuState& g = gpus_[node][gpu];
+  const GpuModel* model = cluster_->FindModel(cluster_->nodes[node].gpus[gpu].model);
+  if (!cluster_->nodes[node].gpus[gpu].mig_enabled || !gpu_usable(node, gpu) ||
+      !ModelAllowed(req.demand, model->name))
+    return false;
+  *p = FindMigProfile(model->mig_profiles, req.demand.mig_profile);
+  if (*p < 0) return false;
+  *slot = -1;
+  if (!g.fixed.empty()) {
+    for (size_t i = 0; i < g.fixed.size(); ++i)
+      if (!g.fixed_used[i] && g.fixed[i].profile == *p) {
+        *slot = static_cast<int>(i);
+        *start = g.fixed[i].start;
+        return FitsNode(req, node, {gpu});
+      }
+    return false;
   }
-  if (best < 0) {
-    best = TakeFreshGpu(req, pool, true);
-    if (best < 0) return false;
-    const Cell& c = tree_.cells()[best];
-    gpus_[c.node][c.gpu].holder = kMig;
-    mig_gpus_[pool].insert(best);
-    if (!placement(c.node, c.gpu, &best_p, &best_start, &best_slot)) {
-      mig_gpus_[pool].erase(best);
-      gpus_[c.node][c.gpu].holder = kFree;
-      buddy_.Give(best);
-      return false;
-    }
-  }
-  const Cell& c = tree_.cells()[best];
+  *start = g.mig.BestStart(model->mig_profiles, *p);
+  return *start >= 0 && FitsNode(req, node, {gpu});
+}
+
+void Allocator::AddMigInstance(const AllocationRequest& req, int pool, int leaf, int p, int start,
+                               int slot, ReplicaPlacement* out) {
+  const Cell& c = tree_->cells()[leaf];
   GpuState& g = gpus_[c.node][c.gpu];
-  const auto& profiles = cluster_->FindModel(cluster_->nodes[c.node].gpus[c.gpu].model)->mig_profiles;
-  g.mig.Place(profiles, best_p, best_start);
-  if (best_slot >= 0) g.fixed_used[best_slot] = 1;
+  const auto& profiles =
+      cluster_->FindModel(cluster_->nodes[c.node].gpus[c.gpu].model)->mig_profiles;
+  g.holder = kMig;
+  mig_gpus_[pool].insert(leaf);
+  g.mig.Place(profiles, p, start);
+  if (slot >= 0) g.fixed_used[slot] = 1;
   ++g.shares;
   if (!req.opportunistic) ++g.guaranteed_shares;
   out->node = c.node;
   out->gpus = {c.gpu};
-  out->mig_profile = best_p;
-  out->mig_start = best_start;
+  out->mig_profile = p;
+  out->mig_start = start;
+}
+
+bool Allocator::PlaceMig(const AllocationRequest& req, int pool, ReplicaPlacement* out) {
+  int best = -1, best_p = -1, best_start = -1, best_slot = -1, best_free = kMigMemorySlots + 1;
+  for (int leaf : mig_gpus_[pool]) {
+    const Cell& c = tree_->cells()[leaf];
+    int p, start, slot;
+    if (!MigPlacement(req, c.node, c.gpu, &p, &start, &slot)) continue;
+    // Pack: the GPU with the fewest free memory slots wins.
+    const int free = kMigMemorySlots - __builtin_popcount(gpus_[c.node][c.gpu].mig.used_slots());
+    if (free < best_free) best = leaf, best_p = p, best_start = start, best_slot = slot, best_free = free;
+  }
+  if (best < 0) {
+    best = TakeFreshGpu(req, pool, true);
+    if (best < 0) return false;
+    const Cell& c = tree_->cells()[best];
+    MigPlacement(req, c.node, c.gpu, &best_p, &best_start, &best_slot);  // TakeFreshGpu checked it
+  }
+  AddMigInstance(req, pool, best, best_p, best_start, best_slot, out);
   return true;
 }
 
@@ -327,9 +331,19 @@ bool Allocator::PlaceCpuOnly(const AllocationRequest& req, ReplicaPlacement* out
 }
 
 bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
-                             ReplicaPlacement* out, Taken* taken, int id, std::string* why) {
+                             PlacementChooser* chooser, int limit,
+                             const std::vector<ReplicaPlacement>& placed, ReplicaPlacement* out,
+                             Taken* taken, int id, std::string* why) {
   const Demand& d = req.demand;
   auto place = [&] {
+    if (chooser) {
+      const std::vector<Candidate> candidates = Enumerate(req, pool, limit);
+      if (candidates.empty()) return false;
+      const int pick = chooser->Choose(req, candidates, placed);
+      if (pick < 0) return false;
+      Commit(req, pool, candidates[pick], out, taken, id);
+      return true;
+    }
     if (d.gpus > 0) return PlaceWhole(req, pool, within, out, taken, id);
     if (d.gpu_milli > 0) return PlaceShare(req, pool, out);
     if (!d.mig_profile.empty()) return PlaceMig(req, pool, out);
@@ -343,22 +357,144 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
     *why = "no free capacity fits the request";
     return false;
   }
-  out->sockets = d.gpus > 0 || d.gpu_milli > 0 || !d.mig_profile.empty()
-                     ? SocketsOf(out->node, out->gpus)
-                     : std::vector<int>{};
+  const bool has_gpu = d.gpus > 0 || d.gpu_milli > 0 || !d.mig_profile.empty();
+  out->sockets = has_gpu ? SocketsOf(out->node, out->gpus) : std::vector<int>{};
   out->cpu_milli = d.cpu_milli;
   out->memory_mib = d.memory_mib;
   resources_.Take(out->node, out->sockets, d.cpu_milli, d.memory_mib);
   out->cpus = resources_.PinnedCpus(out->node, out->sockets);
-  if (out->sockets.empty()) {
+  if (!has_gpu)
     for (size_t s = 0; s < cluster_->nodes[out->node].sockets.size(); ++s)
       out->sockets.push_back(static_cast<int>(s));
-  }
   return true;
 }
 
+// The candidates of one node below `root` (a cell of the pool; -1 for CPU-only replicas).
+void Allocator::AddCandidatesOnNode(const AllocationRequest& req, int node, int root,
+                                    std::vector<Candidate>* out) const {
+  const Demand& d = req.demand;
+  if (!NodeUsable(req, node) || !resources_.Fits(node, {}, d.cpu_milli, d.memory_mib)) return;
+  if (d.gpus == 0 && d.gpu_milli == 0 && d.mig_profile.empty()) {
+    out->push_back({node, {}, Level::kNode, {}});
+    return;
+  }
+  const int pool = buddy_.pool(root);
+  const auto& cells = tree_->cells();
+  auto gpus_of = [&](const std::vector<int>& taken_cells) {
+    std::vector<int> ids;
+    for (int cell : taken_cells)
+      for (int x = cell; x < tree_->subtree_end(cell); ++x)
+        if (cells[x].gpu >= 0) ids.push_back(cells[x].gpu);
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  };
+  const bool mig = !d.mig_profile.empty();
+  if (d.gpus > 0) {
+    for (int type : WholeTypes(d, false)) {
+      const int c = buddy_.FindWithin(root, type, d.gpus, nullptr);
+      if (c < 0) continue;
+      Candidate cand{node, {}, tree_->types()[type].tight_level, {}};
+      buddy_.PlanLeaves(c, d.gpus, &cand.cells);
+      cand.gpus = gpus_of(cand.cells);
+      if (FitsNode(req, node, cand.gpus)) out->push_back(std::move(cand));
+      return;
+    }
+    return;
+  }
+  // Shares and MIG slices: every GPU of the node already carved or shared that fits, plus one
+  // fresh GPU.
+  for (size_t g = 0; g < gpus_[node].size(); ++g) {
+    const int gpu = static_cast<int>(g);
+    const int leaf = tree_->gpu_cell(node, gpu);
+    if (leaf < 0 || buddy_.pool(leaf) != pool || !tree_->IsWithin(leaf, root)) continue;
+    const GpuState& st = gpus_[node][gpu];
+    if (!mig && st.holder == kShared && ShareFits(req, node, gpu))
+      out->push_back({node, {gpu}, Level::kGpu, {}});
+    int p, start, slot;
+    if (mig && st.holder == kMig && MigPlacement(req, node, gpu, &p, &start, &slot))
+      out->push_back({node, {gpu}, Level::kGpu, {}, p, start, slot});
+  }
+  for (int type : WholeTypes(d, mig)) {
+    const int c = buddy_.FindWithin(root, type, 1, nullptr);
+    if (c < 0) continue;
+    const int gpu = cells[c].gpu;
+    int p, start, slot;
+    if (mig ? MigPlacement(req, node, gpu, &p, &start, &slot) : ShareFits(req, node, gpu)) {
+      Candidate cand{node, {gpu}, Level::kGpu, {c}};
+      if (mig) cand.mig_profile = p, cand.mig_start = start, cand.mig_slot = slot;
+      out->push_back(std::move(cand));
+      return;
+    }
+  }
+}
+
+std::vector<Candidate> Allocator::Enumerate(const AllocationRequest& req, int pool, int limit) {
+  const Demand& d = req.demand;
+  const bool cpu_only = d.gpus == 0 && d.gpu_milli == 0 && d.mig_profile.empty();
+  // Each node with the cell below which its candidates lie.
+  std::vector<std::pair<int, int>> roots;
+  if (cpu_only) {
+    for (size_t n = 0; n < cluster_->nodes.size(); ++n) roots.push_back({static_cast<int>(n), -1});
+  } else if (pool == BuddyAllocator::kPhysicalPool) {
+    for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
+      const int cell = tree_->node_cell(static_cast<int>(n));
+      if (cell >= 0 && buddy_.pool(cell) == pool) roots.push_back({static_cast<int>(n), cell});
+    }
+  } else {
+    for (int bound : vcs_[pool - 1].bound_cells) {
+      if (tree_->type_of(bound).level <= Level::kNode) {
+        roots.push_back({tree_->cells()[bound].node, bound});
+        continue;
+      }
+      for (int c = bound; c < tree_->subtree_end(bound); ++c)
+        if (tree_->type_of(c).level == Level::kNode) roots.push_back({tree_->cells()[c].node, c});
+    }
+  }
+  std::vector<Candidate> out;
+  if (req.only_node >= 0) {
+    for (const auto& [node, root] : roots)
+      if (node == req.only_node) AddCandidatesOnNode(req, node, root, &out);
+    return out;
+  }
+  if (limit <= 0 || static_cast<int>(roots.size()) <= limit) {
+    for (const auto& [node, root] : roots) AddCandidatesOnNode(req, node, root, &out);
+    return out;
+  }
+  // Bounded: nodes in rotation, so that successive decisions look at different nodes.
+  std::vector<int> nodes_seen;
+  const int n = static_cast<int>(roots.size());
+  for (int i = 0; i < n && static_cast<int>(nodes_seen.size()) < limit; ++i) {
+    const auto& [node, root] = roots[(rotation_ + i) % n];
+    const size_t before = out.size();
+    AddCandidatesOnNode(req, node, root, &out);
+    if (out.size() > before) nodes_seen.push_back(node);
+  }
+  rotation_ = (rotation_ + 1) % n;
+  return out;
+}
+
+void Allocator::Commit(const AllocationRequest& req, int pool, const Candidate& c,
+                       ReplicaPlacement* out, Taken* taken, int id) {
+  const Demand& d = req.demand;
+  out->node = c.node;
+  if (d.gpus > 0) {
+    for (int cell : c.cells) {
+      buddy_.TakeCell(cell);
+      HoldGpus(cell, id);
+    }
+    taken->whole_cells.insert(taken->whole_cells.end(), c.cells.begin(), c.cells.end());
+    out->gpus = c.gpus;
+    return;
+  }
+  if (c.gpus.empty()) return;  // CPU-only
+  const int leaf = tree_->gpu_cell(c.node, c.gpus[0]);
+  if (!c.cells.empty()) buddy_.TakeCell(leaf);  // a fresh GPU
+  if (d.gpu_milli > 0) AddShare(req, pool, leaf, out);
+  else AddMigInstance(req, pool, leaf, c.mig_profile, c.mig_start, c.mig_slot, out);
+}
+
 std::vector<int> Allocator::NeededByGuarantees() const {
-  std::vector<int> needed(tree_.types().size(), 0);
+  std::vector<int> needed(tree_->types().size(), 0);
   for (const VirtualCluster& vc : vcs_)
     for (size_t i = 0; i < vc.guarantee_types.size(); ++i)
       needed[vc.guarantee_types[i]] += vc.guarantee_counts[i] - vc.bound_counts[i];
@@ -366,7 +502,7 @@ std::vector<int> Allocator::NeededByGuarantees() const {
 }
 
 std::vector<int> Allocator::AvailableForGuarantees() const {
-  const auto& cells = tree_.cells();
+  const auto& cells = tree_->cells();
   const int n = static_cast<int>(cells.size());
   std::vector<char> ok(n, 0);
   for (int c = n - 1; c >= 0; --c) {
@@ -382,7 +518,7 @@ std::vector<int> Allocator::AvailableForGuarantees() const {
     ok[c] = 1;
     for (int child : cells[c].children) ok[c] = ok[c] && ok[child];
   }
-  std::vector<int> available(tree_.types().size(), 0);
+  std::vector<int> available(tree_->types().size(), 0);
   for (int c = 0; c < n; ++c) {
     const int p = cells[c].parent;
     if (ok[c] && (p < 0 || !ok[p])) ++available[cells[c].type];
@@ -391,7 +527,7 @@ std::vector<int> Allocator::AvailableForGuarantees() const {
 }
 
 int Allocator::GuaranteeShortfallGpus() const {
-  return ShortfallGpus(tree_, GuaranteeShortfall(tree_, AvailableForGuarantees(),
+  return ShortfallGpus(*tree_, GuaranteeShortfall(*tree_, AvailableForGuarantees(),
                                                  NeededByGuarantees()));
 }
 
@@ -406,9 +542,9 @@ bool Allocator::BindFor(const AllocationRequest& req, Taken* taken) {
     if (vc.bound_counts[i] >= vc.guarantee_counts[i]) continue;
     const int g = vc.guarantee_types[i];
     const bool useful = std::any_of(wanted.begin(), wanted.end(),
-                                    [&](int t) { return tree_.Contains(g, t); });
+                                    [&](int t) { return tree_->Contains(g, t); });
     if (!useful) continue;
-    if (pick < 0 || tree_.types()[g].leaf_count < tree_.types()[vc.guarantee_types[pick]].leaf_count)
+    if (pick < 0 || tree_->types()[g].leaf_count < tree_->types()[vc.guarantee_types[pick]].leaf_count)
       pick = static_cast<int>(i);
   }
   if (pick < 0) return false;
@@ -429,7 +565,7 @@ bool Allocator::BindFor(const AllocationRequest& req, Taken* taken) {
 }
 
 void Allocator::MaybeUnbind(int vc, int cell) {
-  const auto& cells = tree_.cells();
+  const auto& cells = tree_->cells();
   const int pool = vc + 1;
   int root = cell;
   while (cells[root].parent >= 0 && buddy_.pool(cells[root].parent) == pool)
@@ -456,7 +592,7 @@ void Allocator::UndoReplica(const ReplicaPlacement& r, bool preemptible) {
                   r.cpu_milli, r.memory_mib);
   if (r.gpu_milli == 0 && r.mig_profile < 0) return;
   const int gpu = r.gpus[0];
-  const int leaf = tree_.gpu_cell(r.node, gpu);
+  const int leaf = tree_->gpu_cell(r.node, gpu);
   GpuState& g = gpus_[r.node][gpu];
   const int pool = buddy_.pool(leaf);
   --g.shares;
@@ -492,13 +628,13 @@ void Allocator::UndoReplica(const ReplicaPlacement& r, bool preemptible) {
 }
 
 void Allocator::UndoTaken(Taken* taken, int vc) {
-  const auto& cells = tree_.cells();
+  const auto& cells = tree_->cells();
   for (auto it = taken->whole_cells.rbegin(); it != taken->whole_cells.rend(); ++it) {
     const int cell = *it;
     buddy_.Give(cell);
     HoldGpus(cell, kFree);
     // GPUs that went bad while held stay out of the free space.
-    for (int c = cell; c < tree_.subtree_end(cell); ++c)
+    for (int c = cell; c < tree_->subtree_end(cell); ++c)
       if (cells[c].gpu >= 0 && !gpu_usable(cells[c].node, cells[c].gpu)) {
         buddy_.TakeCell(c);
         gpus_[cells[c].node][cells[c].gpu].holder = kBad;
@@ -513,7 +649,8 @@ void Allocator::UndoTaken(Taken* taken, int vc) {
   taken->bound_here.clear();
 }
 
-std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string* why) {
+std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string* why,
+                                       PlacementChooser* chooser, int candidate_limit) {
   std::string scratch;
   if (!why) why = &scratch;
   const Demand& d = req.demand;
@@ -553,7 +690,8 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
   auto place_all = [&](int within) {
     for (int i = 0; i < req.replicas; ++i) {
       ReplicaPlacement r;
-      if (!PlaceReplica(req, pool, within, &r, &taken, id, why)) {
+      if (!PlaceReplica(req, pool, within, chooser, candidate_limit, alloc.replicas, &r, &taken, id,
+                        why)) {
         undo_all();
         return false;
       }
@@ -565,16 +703,16 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
   allocations_[id] = alloc;  // visible to HoldGpus' readers during placement
   bool ok = false;
   const int total = req.replicas * d.gpus;
-  if (req.replicas > 1 && d.gpus > 0 && pool == BuddyAllocator::kPhysicalPool &&
+  if (!chooser && req.replicas > 1 && d.gpus > 0 && pool == BuddyAllocator::kPhysicalPool &&
       req.only_node < 0) {
     // A gang goes into the tightest enclosing cell that can hold it: one node, then one rack.
     const Level loosest = req.gang_affinity.value_or(Level::kCluster);
     for (Level level : {Level::kNode, Level::kRack, Level::kCluster}) {
       if (level > loosest || ok) break;
-      for (size_t t = 0; t < tree_.types().size() && !ok; ++t) {
-        const CellType& type = tree_.types()[t];
+      for (size_t t = 0; t < tree_->types().size() && !ok; ++t) {
+        const CellType& type = tree_->types()[t];
         if (type.level != level || type.leaf_count < total) continue;
-        const int within = buddy_.FindWithin(tree_.root(), static_cast<int>(t), total, nullptr);
+        const int within = buddy_.FindWithin(tree_->root(), static_cast<int>(t), total, nullptr);
         if (within >= 0) ok = place_all(within);
       }
     }
@@ -582,11 +720,11 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
     ok = place_all(-1);
     if (ok && req.gang_affinity && req.replicas > 1) {
       // Check the VC placement stayed inside one cell of the gang's level.
-      int lca = tree_.node_cell(alloc.replicas[0].node);
+      int lca = tree_->node_cell(alloc.replicas[0].node);
       for (const ReplicaPlacement& r : alloc.replicas)
-        while (lca >= 0 && !tree_.IsWithin(tree_.node_cell(r.node), lca))
-          lca = tree_.cells()[lca].parent;
-      if (lca < 0 || tree_.type_of(lca).level > *req.gang_affinity) {
+        while (lca >= 0 && !tree_->IsWithin(tree_->node_cell(r.node), lca))
+          lca = tree_->cells()[lca].parent;
+      if (lca < 0 || tree_->type_of(lca).level > *req.gang_affinity) {
         undo_all();
         ok = false;
         *why = "the gang does not fit inside one " + std::string(LevelName(*req.gang_affinity));
@@ -624,7 +762,7 @@ void Allocator::Release(int id) {
 void Allocator::UpdateUsability(int node, int gpu, bool was_usable) {
   const bool usable = gpu_usable(node, gpu);
   GpuState& g = gpus_[node][gpu];
-  const int leaf = tree_.gpu_cell(node, gpu);
+  const int leaf = tree_->gpu_cell(node, gpu);
   if (leaf < 0 || was_usable == usable) return;
   if (!usable && g.holder == kFree) {
     buddy_.TakeCell(leaf);
@@ -660,7 +798,7 @@ const MigLayout& Allocator::mig_layout(int node, int gpu) const { return gpus_[n
 
 std::vector<Allocator::GuaranteeStatus> Allocator::VcStatus(int vc) const {
   const std::vector<int> needed = NeededByGuarantees();
-  std::vector<int> shortfall = GuaranteeShortfall(tree_, AvailableForGuarantees(), needed);
+  std::vector<int> shortfall = GuaranteeShortfall(*tree_, AvailableForGuarantees(), needed);
   // A shortfall falls on VCs in declaration order (a stable, visible rule).
   std::vector<GuaranteeStatus> out;
   for (size_t v = 0; v < vcs_.size(); ++v) {
@@ -680,7 +818,7 @@ std::vector<Allocator::GuaranteeStatus> Allocator::VcStatus(int vc) const {
 std::string Allocator::CheckConsistency() const {
   std::string err = buddy_.CheckConsistency();
   if (!err.empty()) return err;
-  const auto& cells = tree_.cells();
+  const auto& cells = tree_->cells();
   // Every GPU a cell-level holder owns must be inside a taken cell, and vice versa.
   std::map<std::pair<int, int>, int> whole;  // (node, gpu) -> allocation
   std::map<std::pair<int, int>, int> milli;
@@ -712,7 +850,7 @@ std::string Allocator::CheckConsistency() const {
       const int shared_milli = m == milli.end() ? 0 : m->second;
       if (shared_milli > 1000 || (st.holder == kShared && st.used_milli != shared_milli))
         return where + ": shares add up to " + std::to_string(shared_milli);
-      const int leaf = tree_.gpu_cell(static_cast<int>(n), static_cast<int>(g));
+      const int leaf = tree_->gpu_cell(static_cast<int>(n), static_cast<int>(g));
       if (leaf < 0) continue;
       // A GPU is free for the buddy allocator exactly when nobody holds it.
       int c = leaf;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -65,6 +66,24 @@ struct ReplicaPlacement {
   int64_t memory_mib = 0;
 };
 
+// One way to place one replica: a node, the GPUs on it, and the cells that would be taken whole.
+struct Candidate {
+  int node = -1;
+  std::vector<int> gpus;           // GPU indices on the node; empty for CPU-only replicas
+  Level tightness = Level::kNode;  // the tightest cell level holding all of `gpus`
+  std::vector<int> cells;          // cells taken whole (a fresh GPU for a share or MIG slice)
+  int mig_profile = -1, mig_start = -1, mig_slot = -1;
+};
+
+// Picks one candidate per replica (the plugin pipeline implements it). `placed` holds the
+// replicas of this request placed so far. Returns an index into `candidates`, or -1: none.
+class PlacementChooser {
+ public:
+  virtual ~PlacementChooser() = default;
+  virtual int Choose(const AllocationRequest& request, const std::vector<Candidate>& candidates,
+                     const std::vector<ReplicaPlacement>& placed) = 0;
+};
+
 struct Allocation {
   int id = -1;
   int vc = -1;
@@ -75,12 +94,17 @@ struct Allocation {
 class Allocator {
  public:
   // `cluster` must outlive the allocator. Throws nothing: check `error()` after construction.
+  // An allocator is a value: a copy is an independent what-if (preemption trials use that).
   Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpec>& vcs);
 
   const std::string& error() const { return error_; }  // "" when the inputs were valid
 
-  // Places the request; returns the allocation id, or nullopt with `why` set.
-  std::optional<int> Allocate(const AllocationRequest& request, std::string* why = nullptr);
+  // Places the request; returns the allocation id, or nullopt with `why` set. Without a chooser
+  // the buddy allocator's own best fit decides; with one, every replica's candidates go to it.
+  // `candidate_limit` > 0 bounds the nodes offered per replica (best fit first, then nodes in
+  // rotation), as kube-scheduler's percentageOfNodesToScore does.
+  std::optional<int> Allocate(const AllocationRequest& request, std::string* why = nullptr,
+                              PlacementChooser* chooser = nullptr, int candidate_limit = 0);
   void Release(int id);
   const Allocation* Find(int id) const;
   const std::map<int, Allocation>& allocations() const { return allocations_; }
@@ -107,7 +131,7 @@ class Allocator {
   // "" when the buddy state, the GPU holders, shares, MIG layouts and node resources agree.
   std::string CheckConsistency() const;
 
-  const CellTree& tree() const { return tree_; }
+  const CellTree& tree() const { return *tree_; }
   const BuddyAllocator& buddy() const { return buddy_; }
   const NodeResources& node_resources() const { return resources_; }
   const std::vector<VirtualCluster>& vcs() const { return vcs_; }
@@ -136,8 +160,20 @@ class Allocator {
     std::vector<int> bound_here;  // cells this allocation bound to its VC
   };
 
-  bool PlaceReplica(const AllocationRequest& req, int pool, int within, ReplicaPlacement* out,
+  bool PlaceReplica(const AllocationRequest& req, int pool, int within, PlacementChooser* chooser,
+                    int limit, const std::vector<ReplicaPlacement>& placed, ReplicaPlacement* out,
                     Taken* taken, int id, std::string* why);
+  std::vector<Candidate> Enumerate(const AllocationRequest& req, int pool, int limit);
+  void AddCandidatesOnNode(const AllocationRequest& req, int node, int root,
+                           std::vector<Candidate>* out) const;
+  void Commit(const AllocationRequest& req, int pool, const Candidate& c, ReplicaPlacement* out,
+              Taken* taken, int id);
+  void AddShare(const AllocationRequest& req, int pool, int leaf, ReplicaPlacement* out);
+  void AddMigInstance(const AllocationRequest& req, int pool, int leaf, int p, int start,
+                      int slot, ReplicaPlacement* out);
+  bool MigPlacement(const AllocationRequest& req, int node, int gpu, int* p, int* start,
+                    int* slot) const;
+  bool ShareFits(const AllocationRequest& req, int node, int gpu) const;
   bool PlaceWhole(const AllocationRequest& req, int pool, int within, ReplicaPlacement* out,
                   Taken* taken, int id);
   bool PlaceShare(const AllocationRequest& req, int pool, ReplicaPlacement* out);
@@ -160,7 +196,7 @@ class Allocator {
   int BoundVc(int cell) const;  // VC owning the pool of a cell, -1 for the physical pool
 
   const Cluster* cluster_;
-  CellTree tree_;
+  std::shared_ptr<CellTree> tree_;  // immutable once built; copies of the allocator share it
   std::string error_;
   std::vector<VirtualCluster> vcs_;
   BuddyAllocator buddy_;
@@ -173,6 +209,7 @@ class Allocator {
   std::vector<std::set<std::pair<int, int>>> shared_gpus_;
   std::vector<std::set<int>> mig_gpus_;
   int next_id_ = 1;
+  int rotation_ = 0;  // where the next bounded candidate scan starts
 };
 
 }  // namespace berth

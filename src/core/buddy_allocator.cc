@@ -147,31 +147,38 @@ int BuddyAllocator::FindWithin(int within, int type, int count,
   return best;
 }
 
-void BuddyAllocator::TakeLeaves(int cell, int count, std::vector<int>* taken) {
+void BuddyAllocator::PlanLeaves(int cell, int count, std::vector<int>* plan) const {
   if (count == 0) return;
-  Expose(cell);
-  if (pos_[cell] >= 0) {
-    if (free_[cell] == count) {
-      TakeWhole(cell);
-      taken->push_back(cell);
-      return;
-    }
-    Split(cell);
+  if (free_[cell] == count && count == tree_->type_of(cell).leaf_count) {
+    plan->push_back(cell);
+    return;
   }
   const auto& children = tree_->cells()[cell].children;
   const int pool = pool_[cell];
+  // Inside an entirely free cell the children's counts are full, so they read the same.
+  std::vector<int> left;
+  for (int child : children)
+    left.push_back(taken_[child] || pool_[child] != pool ? 0 : free_[child]);
   while (count > 0) {
     int fit = -1, largest = -1;
-    for (int child : children) {
-      if (taken_[child] || pool_[child] != pool || free_[child] == 0) continue;
-      if (free_[child] >= count && (fit < 0 || free_[child] < free_[fit])) fit = child;
-      if (largest < 0 || free_[child] > free_[largest]) largest = child;
+    for (size_t i = 0; i < children.size(); ++i) {
+      if (left[i] == 0) continue;
+      if (left[i] >= count && (fit < 0 || left[i] < left[fit])) fit = static_cast<int>(i);
+      if (largest < 0 || left[i] > left[largest]) largest = static_cast<int>(i);
     }
     const int pick = fit >= 0 ? fit : largest;
-    const int part = std::min(count, free_[pick]);
-    TakeLeaves(pick, part, taken);
+    const int part = std::min(count, left[pick]);
+    PlanLeaves(children[pick], part, plan);
+    left[pick] = 0;
     count -= part;
   }
+}
+
+void BuddyAllocator::TakeLeaves(int cell, int count, std::vector<int>* taken) {
+  std::vector<int> plan;
+  PlanLeaves(cell, count, &plan);
+  for (int c : plan) TakeCell(c);
+  taken->insert(taken->end(), plan.begin(), plan.end());
 }
 
 // Makes an entirely free cell a listed one by splitting the free cells above it.

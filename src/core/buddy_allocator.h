@@ -48,6 +48,8 @@ class BuddyAllocator {
   // cells when they fit exactly, else the child with the fewest free GPUs that still fits.
   // Appends every cell taken whole to `taken`.
   void TakeLeaves(int cell, int count, std::vector<int>* taken);
+  // The cells TakeLeaves would take whole, without taking them.
+  void PlanLeaves(int cell, int count, std::vector<int>* plan) const;
   // Takes this exact cell, which must be entirely free (e.g. a GPU going bad).
   void TakeCell(int cell);
   // Gives back a cell taken whole; merges buddies up to the pool boundary.

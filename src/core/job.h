@@ -1,0 +1,54 @@
+// Jobs as the engine sees them: a gang of task groups, with a queue, a user, a priority and a
+// QoS class. Plain data; the engine (scheduler.h) owns the life cycle.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/allocator.h"
+
+namespace berth {
+
+enum class QosClass { kGuaranteed, kBurstable, kBestEffort };
+
+const char* QosName(QosClass qos);
+bool ParseQos(const std::string& text, QosClass* qos);  // guaranteed | burstable | best-effort
+
+// kube-scheduler's PodTopologySpread, over a job's replicas.
+struct SpreadConstraint {
+  std::string topology_key;  // "node", "rack", "zone" or any node label
+  int max_skew = 1;
+  bool hard = true;  // DoNotSchedule; false: ScheduleAnyway (a score, not a filter)
+};
+
+struct TaskGroup {
+  std::string name;
+  int replicas = 1;
+  Demand demand;  // per replica: GPUs / share / MIG profile, models, CPU, memory, affinity
+  std::string image;
+  std::map<std::string, std::string> node_selector;  // node labels that must match
+};
+
+struct JobSpec {
+  std::string name;
+  std::string queue;
+  std::string user;
+  int priority = 0;
+  QosClass qos = QosClass::kBurstable;
+  std::vector<TaskGroup> groups;
+  int min_replicas = 0;  // elastic jobs: start with at least this many replicas (0: all)
+  std::vector<SpreadConstraint> spread;
+  std::optional<Level> gang_affinity;  // all replicas inside one cell of this level
+  bool preemptible = true;
+  double grace_period_s = 30;
+};
+
+// Replicas a spec asks for in all.
+int TotalReplicas(const JobSpec& spec);
+// GPU-equivalents one replica of a group uses: whole GPUs, milli / 1000, or a MIG instance's
+// compute slices / 7 (a 7g slice counts 7 times a 1g).
+double GpuEquivalents(const Cluster& cluster, const Demand& demand);
+
+}  // namespace berth

@@ -1,0 +1,52 @@
+// The factories of the built-in plugins, one per plugins/<name>.cc, and the parameter check they
+// share. registry.cc maps policy names to these; add a plugin by declaring its factory here and
+// adding one row to the table there.
+//
+// A factory returns null with `error` set ("unknown parameter \"x\"; known: ratio") when the
+// policy entry's parameters are bad; the registry prefixes the entry ("scores[binpack]: ").
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/plugins/plugin.h"
+#include "core/policy.h"
+
+namespace berth {
+
+using FilterFactory = std::unique_ptr<FilterPlugin> (*)(const PluginConfig&, std::string* error);
+using ScoreFactory = std::unique_ptr<ScorePlugin> (*)(const PluginConfig&, std::string* error);
+
+// True when every parameter of `config` is one of `known`; else false with `error` set to
+// "unknown parameter \"x\"; known: a, b" ("known: none" for a plugin without parameters).
+bool CheckParams(const PluginConfig& config, const std::vector<std::string>& known,
+                 std::string* error);
+// The parameter `key`, or `fallback` when the policy does not set it.
+double Param(const PluginConfig& config, const std::string& key, double fallback);
+
+// Filters.
+std::unique_ptr<FilterPlugin> MakeNodeHealthFilter(const PluginConfig& config, std::string* error);
+std::unique_ptr<FilterPlugin> MakeGpuModelFilter(const PluginConfig& config, std::string* error);
+std::unique_ptr<FilterPlugin> MakeResourcesFitFilter(const PluginConfig& config,
+                                                     std::string* error);
+std::unique_ptr<FilterPlugin> MakeNodeSelectorFilter(const PluginConfig& config,
+                                                     std::string* error);
+std::unique_ptr<FilterPlugin> MakeTopologySpreadFilter(const PluginConfig& config,
+                                                       std::string* error);
+std::unique_ptr<FilterPlugin> MakeGpuMemoryThresholdFilter(const PluginConfig& config,
+                                                           std::string* error);
+
+// Scores.
+std::unique_ptr<ScorePlugin> MakeTopologySpreadScore(const PluginConfig& config,
+                                                     std::string* error);
+std::unique_ptr<ScorePlugin> MakeTopologyAffinityScore(const PluginConfig& config,
+                                                       std::string* error);
+std::unique_ptr<ScorePlugin> MakeBinpackScore(const PluginConfig& config, std::string* error);
+std::unique_ptr<ScorePlugin> MakeSpreadScore(const PluginConfig& config, std::string* error);
+std::unique_ptr<ScorePlugin> MakeQosBalanceScore(const PluginConfig& config, std::string* error);
+std::unique_ptr<ScorePlugin> MakeImageLocalityScore(const PluginConfig& config,
+                                                    std::string* error);
+std::unique_ptr<ScorePlugin> MakeLoadScore(const PluginConfig& config, std::string* error);
+
+}  // namespace berth

@@ -1,0 +1,68 @@
+// The placement plugin interface (kube-scheduler's framework, in small): filters say whether a
+// candidate placement is allowed, scores rank the allowed ones from 0 (worst) to 100 (best).
+// The pipeline (placement.h) multiplies scores by their policy weights and sums them.
+//
+// A candidate is one way to place one replica: a node and the GPUs on it. Plugins only read;
+// they never change the allocator. Each plugin lives in plugins/<name>.cc.
+#pragma once
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/job.h"
+#include "core/policy.h"
+#include "core/telemetry.h"
+
+namespace berth {
+
+// Candidate (a node, its GPUs, how tight they are) is declared in allocator.h: the allocator
+// produces candidates, plugins rank them.
+
+// A pod shape of the workload and how often it occurs (FGD's "typical pods").
+struct TypicalPod {
+  int64_t cpu_milli = 0;
+  int gpus = 0;       // GPUs per pod
+  int gpu_milli = 0;  // per GPU, 1..1000
+  std::vector<std::string> models;  // allowed models; empty: any
+  double frequency = 0;
+};
+
+// Everything a plugin may read about the decision at hand.
+struct PlacementContext {
+  const Allocator* alloc = nullptr;
+  const Telemetry* telemetry = nullptr;  // may be null: no telemetry
+  const Policy* policy = nullptr;
+  const JobSpec* job = nullptr;
+  const TaskGroup* group = nullptr;
+  const std::vector<ReplicaPlacement>* placed = nullptr;  // this job's replicas placed so far
+  const std::vector<TypicalPod>* typical_pods = nullptr;  // workload model (fgd); may be null
+  // Per node, GPU-equivalents held by jobs of priority above / below this job's (packing that
+  // respects priority); may be null.
+  const std::vector<double>* higher_priority_gpus = nullptr;
+  const std::vector<double>* lower_priority_gpus = nullptr;
+  std::mt19937_64* rng = nullptr;  // seeded by the policy; for random choices only
+};
+
+class FilterPlugin {
+ public:
+  virtual ~FilterPlugin() = default;
+  virtual bool Feasible(const PlacementContext& ctx, const Candidate& c) const = 0;
+};
+
+class ScorePlugin {
+ public:
+  virtual ~ScorePlugin() = default;
+  virtual double Score(const PlacementContext& ctx, const Candidate& c) const = 0;  // 0..100
+};
+
+// Builds a plugin from its policy entry; returns null with `error` set for an unknown name or
+// a bad parameter ("unknown parameter \"x\"; known: ratio").
+std::unique_ptr<FilterPlugin> MakeFilter(const PluginConfig& config, std::string* error);
+std::unique_ptr<ScorePlugin> MakeScore(const PluginConfig& config, std::string* error);
+std::vector<std::string> FilterNames();
+std::vector<std::string> ScoreNames();
+
+}  // namespace berth
