@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "config/config_error.h"
 #include "core/allocator.h"
+#include "core/scheduler.h"
 #include "core/synthetic_cluster.h"
 
 namespace berth {
@@ -102,6 +103,127 @@ void RunBenchAlloc(const std::string& cluster_path, bool json, int iterations) {
   if (json) std::cout << nlohmann::json{{"results", results}}.dump(2) << "\n";
 }
 
+// A stream of mixed jobs through the engine with the default policy: 70% 1-GPU, 20% 2-8 GPUs,
+// 10% gangs of 16-64 GPUs (8-GPU replicas), spread over the queues, with departures that keep
+// the cluster between 85% and 90% allocated. One decision = one Schedule call for one job.
+void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_count, bool json) {
+  const Cluster cluster =
+      cluster_path.empty() ? SyntheticDgxCluster(1250, 32, 0) : LoadClusterArgument(cluster_path);
+  // Each queue is guaranteed an equal slice of 40% of the nodes, as whole-node cells.
+  std::vector<QueueSpec> queues;
+  std::string node_type;
+  for (const Node& n : cluster.nodes)
+    if (!n.gpus.empty()) {
+      node_type = n.shape.empty() ? "" : n.shape + "/node";
+      break;
+    }
+  const int per_queue = static_cast<int>(cluster.nodes.size() * 2 / 5) / std::max(1, queue_count);
+  for (int q = 0; q < queue_count; ++q) {
+    QueueSpec spec;
+    spec.name = "q" + std::to_string(q);
+    if (!node_type.empty() && per_queue > 0) spec.guarantees.push_back({node_type, per_queue});
+    queues.push_back(spec);
+  }
+  Policy policy;
+  BuiltinPolicy("berth", &policy);
+  Scheduler engine(&cluster, queues, policy);
+  if (!engine.error().empty()) throw ConfigError("bench schedule: " + engine.error());
+
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> unit(0, 1);
+  const double capacity = cluster.gpu_count();
+  double used = 0;
+  std::vector<int> running;
+  std::vector<double> latencies_us;
+  int placed = 0, unplaced = 0, preemptions = 0;
+  const auto begin = std::chrono::steady_clock::now();
+  double busy_s = 0;
+  for (int i = 0; i < job_count; ++i) {
+    JobSpec spec;
+    spec.name = "job-" + std::to_string(i);
+    spec.queue = "q" + std::to_string(i % queue_count);
+    spec.user = "user-" + std::to_string(i % 37);
+    spec.priority = 100;
+    TaskGroup group;
+    const double r = unit(rng);
+    if (r < 0.7) {
+      group.demand.gpus = 1;
+    } else if (r < 0.9) {
+      group.demand.gpus = std::uniform_int_distribution<int>(2, 8)(rng);
+    } else {
+      group.demand.gpus = 8;
+      group.replicas = std::uniform_int_distribution<int>(2, 8)(rng);
+    }
+    group.demand.cpu_milli = 4000 * group.demand.gpus;
+    group.demand.memory_mib = 32768 * group.demand.gpus;
+    spec.groups.push_back(group);
+    std::string why;
+    const int id = engine.Submit(spec, i, &why);
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<Decision> decisions = engine.Schedule(i);
+    const double us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    latencies_us.push_back(us);
+    busy_s += us / 1e6;
+    for (const Decision& d : decisions) {
+      if (d.kind == Decision::Kind::kPreempt) {
+        ++preemptions;
+        const JobRecord* victim = engine.job(d.job);
+        used -= victim->gpu_equivalents;
+        running.erase(std::remove(running.begin(), running.end(), d.job), running.end());
+        for (const Decision& s : engine.Stopped(d.job, i)) {
+          running.push_back(s.job);
+          used += engine.job(s.job)->gpu_equivalents;
+          ++placed;
+        }
+        engine.Finish(d.job, i);  // the bench drops preempted jobs instead of requeueing them
+      } else {
+        running.push_back(d.job);
+        used += engine.job(d.job)->gpu_equivalents;
+        ++placed;
+      }
+    }
+    if (engine.job(id)->state == JobState::kPending) {
+      engine.Finish(id, i);
+      ++unplaced;
+    }
+    while (used > 0.9 * capacity && !running.empty()) {
+      const size_t k = std::uniform_int_distribution<size_t>(0, running.size() - 1)(rng);
+      const int victim = running[k];
+      used -= engine.job(victim)->gpu_equivalents;
+      engine.Finish(victim, i);
+      running[k] = running.back();
+      running.pop_back();
+    }
+    if (!json && job_count >= 10 && i % (job_count / 10) == 0)
+      std::cerr << "\r  " << (100 * i / job_count) << "% (" << i << " jobs)" << std::flush;
+  }
+  if (!json) std::cerr << "\r";
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  std::sort(latencies_us.begin(), latencies_us.end());
+  auto pct = [&](double p) {
+    return latencies_us.empty() ? 0.0 : latencies_us[static_cast<size_t>(p * (latencies_us.size() - 1))];
+  };
+  const double per_sec = busy_s > 0 ? job_count / busy_s : 0;
+  if (json) {
+    std::cout << nlohmann::json{{"decisions_per_sec", per_sec}, {"p50_us", pct(0.5)},
+                                {"p99_us", pct(0.99)}, {"jobs", job_count}, {"placed", placed},
+                                {"unplaced", unplaced}, {"preemptions", preemptions},
+                                {"gpus", cluster.gpu_count()}, {"queues", queue_count},
+                                {"wall_s", wall_s}}
+                     .dump(2)
+              << "\n";
+    return;
+  }
+  std::cout << "cluster: " << cluster.nodes.size() << " nodes, " << cluster.gpu_count()
+            << " GPUs; " << queue_count << " queues; policy " << policy.name << "\n"
+            << "jobs: " << job_count << " (" << placed << " placed, " << unplaced
+            << " did not fit, " << preemptions << " preemptions)\n"
+            << std::fixed << std::setprecision(1) << "decisions/s: " << per_sec
+            << "   p50: " << pct(0.5) << " us   p99: " << pct(0.99) << " us\n";
+}
+
 }  // namespace
 
 void AddBenchCommand(CLI::App& app) {
@@ -117,6 +239,18 @@ void AddBenchCommand(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", *json, "Print JSON");
   cmd->callback([=] { RunBenchAlloc(*cluster, *json, *iterations); });
+
+  auto* sched = bench->add_subcommand(
+      "schedule", "Scheduling decisions per second and latency with the default policy");
+  auto s_cluster = std::make_shared<std::string>();
+  auto s_queues = std::make_shared<int>(10);
+  auto s_jobs = std::make_shared<int>(20000);
+  auto s_json = std::make_shared<bool>(false);
+  sched->add_option("--cluster", *s_cluster, "Cluster file instead of 1,250 DGX-like nodes");
+  sched->add_option("--queues", *s_queues, "Queues (virtual clusters)")->check(CLI::PositiveNumber);
+  sched->add_option("--jobs", *s_jobs, "Jobs in the stream")->check(CLI::PositiveNumber);
+  sched->add_flag("--json", *s_json, "Print JSON");
+  sched->callback([=] { RunBenchSchedule(*s_cluster, *s_queues, *s_jobs, *s_json); });
 }
 
 }  // namespace berth

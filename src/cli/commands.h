@@ -10,6 +10,7 @@ namespace berth {
 
 void AddCellsCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
+void AddSimCommand(CLI::App& app);
 
 // The cluster named on the command line: a cluster file (YAML), an openb node list (.csv), or
 // the embedded default (examples/multi-rack.yaml) when `path` is empty. Throws ConfigError.

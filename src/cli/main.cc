@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   berth::AddCellsCommand(app);
   berth::AddBenchCommand(app);
+  berth::AddSimCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,7 +17,9 @@ BuddyAllocator::BuddyAllocator(const CellTree* tree, int pool_count) : tree_(tre
   partial_.resize(pool_count);
   for (auto& per_type : partial_) {
     per_type.resize(types.size());
-    for (size_t t = 0; t < types.size(); ++t) per_type[t].resize(types[t].leaf_count);
+    // Best fit is only asked below racks; bigger types need no buckets (and copies stay cheap).
+    for (size_t t = 0; t < types.size(); ++t)
+      if (types[t].level <= Level::kNode) per_type[t].resize(types[t].leaf_count);
   }
   for (size_t c = 0; c < n; ++c) free_[c] = tree->type_of(c).leaf_count;
   if (tree->root() >= 0) AddToList(tree->root());
@@ -59,7 +61,7 @@ void BuddyAllocator::SetFree(int cell, int free) {
     bucket_pos_[cell] = -1;
   }
   free_[cell] = free;
-  if (free > 0 && free < size) {
+  if (free > 0 && free < size && !buckets.empty()) {
     bucket_pos_[cell] = static_cast<int>(buckets[free].size());
     buckets[free].push_back(cell);
   }
@@ -267,7 +269,7 @@ std::string BuddyAllocator::CheckConsistency() const {
     if (free_[c] != expect[c])
       return where + ": free count " + std::to_string(free_[c]) + ", tree says " +
              std::to_string(expect[c]);
-    const bool partial = expect[c] > 0 && expect[c] < size;
+    const bool partial = expect[c] > 0 && expect[c] < size && tree_->type_of(c).level <= Level::kNode;
     if (partial != (bucket_pos_[c] >= 0)) return where + ": partial bucket out of step";
     if (!inside_whole[c] && !taken_[c]) {
       const bool whole_free = expect[c] == size;

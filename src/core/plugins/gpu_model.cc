@@ -17,8 +17,7 @@ class GpuModelFilter : public FilterPlugin {
     if (models.empty()) return true;
     const Node& node = ctx.alloc->cluster().nodes[c.node];
     for (int g : c.gpus)
-      if (std::find(models.begin(), models.end(), node.gpus[g].model) == models.end())
-        return false;
+      if (std::find(models.begin(), models.end(), node.gpus[g].model) == models.end()) return false;
     return true;
   }
 };

@@ -50,6 +50,9 @@ class FilterPlugin {
  public:
   virtual ~FilterPlugin() = default;
   virtual bool Feasible(const PlacementContext& ctx, const Candidate& c) const = 0;
+  // True for filters that refuse on observed, changing state (telemetry): a job they refuse is
+  // retried with back-off instead of waiting for capacity to free up.
+  virtual bool retryable() const { return false; }
 };
 
 class ScorePlugin {

@@ -37,6 +37,12 @@ constexpr ScoreEntry kScores[] = {
     {"qos-balance", MakeQosBalanceScore},
     {"image-locality", MakeImageLocalityScore},
     {"load", MakeLoadScore},
+    {"random", MakeRandomScore},
+    {"dotprod", MakeDotProdScore},
+    {"gpu-clustering", MakeGpuClusteringScore},
+    {"gpu-packing", MakeGpuPackingScore},
+    {"bestfit", MakeBestFitScore},
+    {"fgd", MakeFgdScore},
 };
 
 std::string Join(const std::vector<std::string>& names) {
@@ -76,7 +82,8 @@ bool CheckParams(const PluginConfig& config, const std::vector<std::string>& kno
     (void)value;
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     if (error)
-      *error = "unknown parameter \"" + key + "\"; known: " + (known.empty() ? "none" : Join(known));
+      *error =
+          "unknown parameter \"" + key + "\"; known: " + (known.empty() ? "none" : Join(known));
     return false;
   }
   return true;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/job.h"
 #include "core/plugins/factories.h"
 
 namespace berth {
@@ -14,21 +15,6 @@ double GpuUsed(const Allocator& alloc, int node, int gpu) {
   if (g.mig_enabled && !alloc.gpu_free(node, gpu))
     return alloc.mig_layout(node, gpu).used_compute() / static_cast<double>(kMigComputeSlices);
   return alloc.gpu_used_milli(node, gpu) / 1000.0;
-}
-
-// GPU-equivalents one replica of `demand` adds on the candidate's GPUs.
-double GpuDemand(const Allocator& alloc, const Demand& demand, const Candidate& c) {
-  if (c.gpus.empty()) return 0;
-  if (demand.gpu_milli > 0) return demand.gpu_milli / 1000.0;
-  if (!demand.mig_profile.empty()) {
-    const GpuModel* model =
-        alloc.cluster().FindModel(alloc.cluster().nodes[c.node].gpus[c.gpus[0]].model);
-    if (model == nullptr) return 0;
-    const int p = FindMigProfile(model->mig_profiles, demand.mig_profile);
-    if (p < 0) return 0;
-    return model->mig_profiles[p].compute_slices / static_cast<double>(kMigComputeSlices);
-  }
-  return static_cast<double>(c.gpus.size());
 }
 
 }  // namespace
@@ -69,7 +55,8 @@ double AllocatedFractionAfter(const PlacementContext& ctx, const Candidate& c,
     gpu_capacity += 1;
     gpu_used += GpuUsed(alloc, c.node, g);
   }
-  add(weights.gpu, gpu_capacity, gpu_used + GpuDemand(alloc, demand, c));
+  const double replica = c.gpus.empty() ? 0 : GpuEquivalents(alloc.cluster(), demand);
+  add(weights.gpu, gpu_capacity, gpu_used + replica);
   add(weights.cpu, static_cast<double>(res.cpu_milli(c.node)),
       static_cast<double>(res.cpu_milli(c.node) - res.free_cpu_milli(c.node) + demand.cpu_milli));
   add(weights.memory, static_cast<double>(res.memory_mib(c.node)),

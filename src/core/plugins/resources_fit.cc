@@ -6,6 +6,7 @@
 //  - a share: the GPU is usable, not MIG-enabled, and 1000 - used milli >= the share's milli;
 //  - a MIG instance: the GPU is usable, MIG-enabled, of a model with that profile, and its
 //    current layout has a start slot for it.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>

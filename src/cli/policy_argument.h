@@ -1,0 +1,13 @@
+// A policy named on the command line: a built-in name or a policy file (YAML).
+#pragma once
+
+#include <string>
+
+#include "core/policy.h"
+
+namespace berth {
+
+// Throws ConfigError for an unknown name or an invalid file (every bad field listed).
+Policy LoadPolicyArgument(const std::string& name_or_path);
+
+}  // namespace berth

@@ -1,0 +1,188 @@
+// `berth sim packing`: the FGD paper's packing protocol over an openb trace, one or several
+// policies side by side on the same seeds; a table on the terminal, JSON and an SVG chart.
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/policy_argument.h"
+#include "config/config_error.h"
+#include "config/openb_node_list.h"
+#include "config/openb_pod_list.h"
+#include "sim/chart.h"
+#include "sim/packing.h"
+
+namespace berth {
+namespace {
+
+std::vector<uint64_t> ParseSeeds(const std::string& text) {
+  std::vector<uint64_t> seeds;
+  std::stringstream in(text);
+  std::string part;
+  try {
+    while (std::getline(in, part, ',')) {
+      const size_t dash = part.find('-');
+      const uint64_t a = std::stoull(part.substr(0, dash));
+      const uint64_t b = dash == std::string::npos ? a : std::stoull(part.substr(dash + 1));
+      if (b < a || b - a > 10000) throw std::invalid_argument(part);
+      for (uint64_t s = a; s <= b; ++s) seeds.push_back(s);
+    }
+  } catch (const std::exception&) {
+    throw ConfigError("--seeds: expected seeds like 42-51 or 1,2,3, got \"" + text + "\"");
+  }
+  if (seeds.empty()) throw ConfigError("--seeds: give at least one seed, e.g. 42-51");
+  return seeds;
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
+  return file.substr(0, file.find_last_of('.'));
+}
+
+// Prints "label: NN% (N pods/s)" over itself on a terminal; silent otherwise.
+class Progress {
+ public:
+  explicit Progress(std::string label) : label_(std::move(label)), tty_(isatty(2)) {}
+  void operator()(double fraction, int pods) {
+    if (!tty_) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (s - last_ < 0.2 && fraction < 1) return;
+    last_ = s;
+    std::cerr << "\r  " << label_ << ": " << std::setw(3) << static_cast<int>(100 * fraction) << "% ("
+              << static_cast<long>(s > 0 ? pods * fraction / s : 0) << " pods/s)   " << std::flush;
+  }
+  void Done() {
+    if (tty_) std::cerr << "\r" << std::string(60, ' ') << "\r";
+  }
+
+ private:
+  std::string label_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double last_ = -1;
+};
+
+struct PackingArgs {
+  std::string nodes, pods, policies = "fgd", seeds = "42-51", json, svg;
+  double tune = 1.3;
+  int candidates = 0;
+  bool skip_malformed = false;
+};
+
+void RunSimPacking(const PackingArgs& a) {
+  const Cluster cluster = LoadOpenbNodeList(a.nodes);
+  int skipped = 0;
+  const std::vector<TracePod> pods = LoadOpenbPodList(a.pods, a.skip_malformed ? &skipped : nullptr);
+  if (skipped) std::cerr << "skipped " << skipped << " malformed rows of " << a.pods << "\n";
+  if (pods.empty()) throw ConfigError(a.pods + ": no pods");
+  const std::vector<uint64_t> seeds = ParseSeeds(a.seeds);
+  if (!(a.tune > 0 && a.tune <= 3)) throw ConfigError("--tune: expected a factor in (0, 3]");
+  std::vector<Policy> policies;
+  std::stringstream list(a.policies);
+  std::string name;
+  while (std::getline(list, name, ',')) {
+    Policy p = LoadPolicyArgument(name);
+    p.candidates = a.candidates;
+    policies.push_back(std::move(p));
+  }
+
+  std::vector<PackingResult> results;
+  const auto start = std::chrono::steady_clock::now();
+  for (const Policy& p : policies) {
+    Progress progress(p.name);
+    const int total_pods = static_cast<int>(pods.size() * seeds.size() * a.tune);
+    results.push_back(RunPacking(cluster, pods, p, seeds, a.tune,
+                                 [&](double f) { progress(f, total_pods); }));
+    progress.Done();
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  const int points = static_cast<int>(results[0].mean.alloc_ratio.size()) - 1;
+  std::cout << "trace " << BaseName(a.pods) << ": " << pods.size() << " pods on "
+            << cluster.gpu_count() << " GPUs, " << seeds.size() << " seed(s), " << std::fixed
+            << std::setprecision(1) << seconds << " s\n";
+  std::cout << "GPU allocation ratio (%) by arrived workload (%):\n";
+  std::cout << std::left << std::setw(16) << "policy" << std::right;
+  const std::vector<int> columns = {50, 80, 90, 100, 110, 120, 130};
+  for (int c : columns)
+    if (c <= points) std::cout << std::setw(8) << c;
+  std::cout << std::setw(10) << "frag@end" << std::setw(12) << "unalloc GPUs\n";
+  for (const PackingResult& r : results) {
+    std::cout << std::left << std::setw(16) << r.policy << std::right << std::setprecision(2);
+    for (int c : columns)
+      if (c <= points) std::cout << std::setw(8) << r.mean.alloc_ratio[c];
+    std::cout << std::setw(10) << r.mean.frag_amount[points] << std::setw(11)
+              << std::setprecision(1) << r.unallocated_gpus_at_end << "\n";
+  }
+
+  if (!a.json.empty()) {
+    nlohmann::json j;
+    j["trace"] = BaseName(a.pods);
+    j["gpus"] = cluster.gpu_count();
+    j["seeds"] = seeds;
+    j["tune"] = a.tune;
+    for (const PackingResult& r : results) {
+      nlohmann::json alloc, frag;
+      for (int x = 0; x <= points; ++x) {
+        alloc[std::to_string(x)] = r.mean.alloc_ratio[x];
+        frag[std::to_string(x)] = r.mean.frag_amount[x];
+      }
+      j["policies"][r.policy] = {{"seeds", r.seeds.size()},
+                                 {"alloc_ratio", alloc},
+                                 {"frag_amount", frag},
+                                 {"unallocated_gpus_" + std::to_string(points),
+                                  r.unallocated_gpus_at_end}};
+    }
+    std::ofstream out(a.json);
+    out << j.dump(2) << "\n";
+    if (!out) throw ConfigError("--json: cannot write " + a.json);
+  }
+  if (!a.svg.empty()) {
+    std::vector<ChartSeries> series;
+    for (const PackingResult& r : results) {
+      ChartSeries s{r.policy, {}};
+      for (int x = 0; x <= points; ++x) s.points.push_back({x, r.mean.alloc_ratio[x]});
+      series.push_back(std::move(s));
+    }
+    ChartOptions o;
+    o.title = "GPU allocation ratio on " + BaseName(a.pods);
+    o.x_label = "arrived workload (% of GPU capacity)";
+    o.y_label = "GPUs allocated (%)";
+    o.y_min = 0;
+    o.y_max = 100;
+    std::ofstream out(a.svg);
+    out << LineChartSvg(series, o);
+    if (!out) throw ConfigError("--svg: cannot write " + a.svg);
+  }
+}
+
+}  // namespace
+
+void AddSimCommand(CLI::App& app) {
+  auto* sim = app.add_subcommand("sim", "Replay traces through the engine");
+  sim->require_subcommand(1);
+  auto* packing = sim->add_subcommand("packing", "The FGD paper's packing protocol on an openb trace");
+  auto a = std::make_shared<PackingArgs>();
+  packing->add_option("--nodes", a->nodes, "openb node list (CSV)")->required();
+  packing->add_option("--pods", a->pods, "openb pod list (CSV)")->required();
+  packing->add_option("--policy", a->policies,
+                      "Policies, comma-separated: random, dotprod, gpu-clustering, gpu-packing, "
+                      "bestfit, fgd, berth, or a policy file");
+  packing->add_option("--seeds", a->seeds, "Seeds, e.g. 42-51 (the paper's) or 1,2,3");
+  packing->add_option("--tune", a->tune, "Inflate the workload to this factor of capacity");
+  packing->add_option("--candidates", a->candidates, "Nodes scored per pod (0: all, the protocol)");
+  packing->add_option("--json", a->json, "Write results as JSON");
+  packing->add_option("--svg", a->svg, "Write the allocation-ratio curves as SVG");
+  packing->add_flag("--skip-malformed", a->skip_malformed, "Skip malformed trace rows, counted");
+  packing->callback([a] { RunSimPacking(*a); });
+}
+
+}  // namespace berth

@@ -1,0 +1,87 @@
+#include "config/csv_reader.h"
+
+#include <charconv>
+#include <cstdlib>
+
+#include "config/config_error.h"
+#include "config/file_text.h"
+
+namespace berth {
+namespace {
+
+std::vector<std::string_view> SplitFields(std::string_view line) {
+  std::vector<std::string_view> out;
+  while (true) {
+    const size_t at = line.find(',');
+    out.push_back(line.substr(0, at));
+    if (at == std::string_view::npos) return out;
+    line.remove_prefix(at + 1);
+  }
+}
+
+}  // namespace
+
+CsvReader::CsvReader(const std::string& path, const std::vector<std::string>& required)
+    : path_(path), text_(ReadFileText(path)) {
+  std::string joined;
+  for (const std::string& c : required) joined += (joined.empty() ? "" : ",") + c;
+  if (!Next()) throw ConfigError(path + ":1: the file is empty; expected the header " + joined);
+  for (std::string_view f : fields_) header_.emplace_back(f);
+  bool ok = header_.size() >= required.size();
+  for (size_t i = 0; ok && i < required.size(); ++i) ok = header_[i] == required[i];
+  if (!ok)
+    throw ConfigError(where() + "expected a header starting with \"" + joined + "\", got \"" +
+                      std::string(text_.substr(0, text_.find('\n'))) + "\"");
+}
+
+bool CsvReader::Next() {
+  while (offset_ < text_.size()) {
+    const size_t end = text_.find('\n', offset_);
+    std::string_view line(text_.data() + offset_,
+                          (end == std::string::npos ? text_.size() : end) - offset_);
+    offset_ = end == std::string::npos ? text_.size() : end + 1;
+    ++line_;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    fields_ = SplitFields(line);
+    return true;
+  }
+  return false;
+}
+
+std::string_view CsvReader::field(size_t column) const {
+  return column < fields_.size() ? fields_[column] : std::string_view();
+}
+
+std::string CsvReader::where() const { return path_ + ":" + std::to_string(line_) + ": "; }
+
+void CsvReader::ExpectFields(size_t count) const {
+  if (fields_.size() != count)
+    throw ConfigError(where() + "expected " + std::to_string(count) + " columns, got " +
+                      std::to_string(fields_.size()));
+}
+
+void CsvReader::Fail(size_t column, const std::string& expected) const {
+  const std::string name = column < header_.size() ? header_[column] : std::to_string(column + 1);
+  throw ConfigError(where() + "column '" + name + "': expected " + expected + ", got '" +
+                    std::string(field(column)) + "'");
+}
+
+int64_t CsvReader::Int(size_t column, int64_t min, int64_t max) const {
+  const std::string_view f = field(column);
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), value);
+  if (f.empty() || ec != std::errc() || end != f.data() + f.size() || value < min || value > max)
+    Fail(column, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  return value;
+}
+
+double CsvReader::Number(size_t column) const {
+  const std::string f(field(column));
+  char* end = nullptr;
+  const double value = std::strtod(f.c_str(), &end);
+  if (f.empty() || end != f.c_str() + f.size()) Fail(column, "a number");
+  return value;
+}
+
+}  // namespace berth

@@ -1,0 +1,44 @@
+// Reads a CSV trace or node list row by row, with errors that name FILE:LINE and the column:
+// "traces/x.csv:12: column 'gpu': expected an integer from 0 to 64, got 'x'".
+//
+// Plain comma-separated fields (the traces berth reads have no quoting); a trailing '\r' is
+// ignored, empty lines are skipped. Throws ConfigError.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace berth {
+
+class CsvReader {
+ public:
+  // Reads `path` and checks that its header starts with `required` columns, in order.
+  CsvReader(const std::string& path, const std::vector<std::string>& required);
+
+  // Moves to the next data row; false at the end.
+  bool Next();
+
+  const std::vector<std::string>& header() const { return header_; }
+  size_t field_count() const { return fields_.size(); }
+  std::string_view field(size_t column) const;  // "" when the row is shorter
+  int64_t Int(size_t column, int64_t min, int64_t max) const;
+  double Number(size_t column) const;
+  // "PATH:LINE: " for messages about the current row.
+  std::string where() const;
+  // Throws unless the row has exactly `count` fields.
+  void ExpectFields(size_t count) const;
+
+ private:
+  [[noreturn]] void Fail(size_t column, const std::string& expected) const;
+
+  std::string path_;
+  std::string text_;
+  std::vector<std::string> header_;
+  size_t offset_ = 0;
+  int line_ = 0;
+  std::vector<std::string_view> fields_;
+};
+
+}  // namespace berth

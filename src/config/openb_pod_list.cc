@@ -1,0 +1,51 @@
+#include "config/openb_pod_list.h"
+
+#include "config/config_error.h"
+#include "config/csv_reader.h"
+
+namespace berth {
+
+std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
+  CsvReader csv(path, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
+  const bool timed = csv.header().size() >= 11;
+  std::vector<TracePod> pods;
+  if (skipped) *skipped = 0;
+  while (csv.Next()) {
+    try {
+      csv.ExpectFields(csv.header().size());
+      TracePod pod;
+      pod.name = std::string(csv.field(0));
+      pod.cpu_milli = csv.Int(1, 0, 1'000'000'000);
+      pod.memory_mib = csv.Int(2, 0, 1'000'000'000'000);
+      pod.gpus = static_cast<int>(csv.Int(3, 0, 64));
+      pod.gpu_milli = static_cast<int>(csv.Int(4, 0, 1000));
+      if (pod.gpus == 0) pod.gpu_milli = 0;
+      if (pod.gpus > 1 && pod.gpu_milli != 1000)
+        throw ConfigError(csv.where() + "column 'gpu_milli': a pod with " +
+                          std::to_string(pod.gpus) + " GPUs must take them whole (1000), got " +
+                          std::to_string(pod.gpu_milli));
+      if (pod.gpus > 0 && pod.gpu_milli == 0)
+        throw ConfigError(csv.where() + "column 'gpu_milli': a pod with GPUs needs 1..1000");
+      if (timed) {
+        std::string_view spec = csv.field(5);
+        while (!spec.empty()) {
+          const size_t bar = spec.find('|');
+          if (bar != 0) pod.models.emplace_back(spec.substr(0, bar));
+          if (bar == std::string_view::npos) break;
+          spec.remove_prefix(bar + 1);
+        }
+        pod.qos = std::string(csv.field(6));
+        pod.submit_time = csv.Number(8);
+        pod.end_time = csv.field(9).empty() ? -1 : csv.Number(9);
+        pod.start_time = csv.field(10).empty() ? -1 : csv.Number(10);
+      }
+      pods.push_back(std::move(pod));
+    } catch (const ConfigError&) {
+      if (!skipped) throw;
+      ++*skipped;
+    }
+  }
+  return pods;
+}
+
+}  // namespace berth

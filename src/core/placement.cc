@@ -1,0 +1,56 @@
+#include "core/placement.h"
+
+namespace berth {
+
+std::unique_ptr<PlacementPipeline> PlacementPipeline::Make(const Policy& policy,
+                                                           std::vector<std::string>* errors) {
+  *errors = ValidatePolicy(policy);
+  if (!errors->empty()) return nullptr;
+  auto pipeline = std::unique_ptr<PlacementPipeline>(new PlacementPipeline());
+  pipeline->policy_ = policy;
+  pipeline->rng_.seed(policy.seed);
+  std::string error;
+  for (const PluginConfig& f : policy.filters) pipeline->filters_.push_back(MakeFilter(f, &error));
+  for (const PluginConfig& s : policy.scores)
+    pipeline->scores_.push_back({s.weight, MakeScore(s, &error)});
+  return pipeline;
+}
+
+int PlacementPipeline::Choose(const AllocationRequest& /*request*/,
+                              const std::vector<Candidate>& candidates,
+                              const std::vector<ReplicaPlacement>& placed) {
+  PlacementContext ctx = context_;
+  ctx.placed = &placed;
+  ctx.policy = &policy_;
+  ctx.rng = &rng_;
+  refused_by_retryable_ = false;
+  int best = -1;
+  double best_score = 0;
+  int ties = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    bool feasible = true;
+    for (const auto& f : filters_) {
+      if (f->Feasible(ctx, c)) continue;
+      feasible = false;
+      refused_by_retryable_ = refused_by_retryable_ || f->retryable();
+      break;
+    }
+    if (!feasible) continue;
+    double score = 0;
+    for (const WeightedScore& s : scores_) score += s.weight * s.plugin->Score(ctx, c);
+    if (best < 0 || score > best_score + 1e-9) {
+      best = static_cast<int>(i);
+      best_score = score;
+      ties = 1;
+    } else if (score > best_score - 1e-9) {
+      // Reservoir sampling keeps every tied candidate equally likely.
+      ++ties;
+      if (std::uniform_int_distribution<int>(0, ties - 1)(rng_) == 0) best = static_cast<int>(i);
+    }
+  }
+  if (best >= 0) refused_by_retryable_ = false;
+  return best;
+}
+
+}  // namespace berth

@@ -1,0 +1,46 @@
+// The placement pipeline: the allocator's candidates for a replica go through the policy's
+// filter plugins, the survivors are ranked by the weighted sum of its score plugins, and the
+// best wins; ties are broken uniformly at random by an RNG seeded from the policy.
+#pragma once
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/plugins/plugin.h"
+
+namespace berth {
+
+class PlacementPipeline : public PlacementChooser {
+ public:
+  // Builds the plugins of `policy`; null with one message per bad field if it is invalid.
+  static std::unique_ptr<PlacementPipeline> Make(const Policy& policy,
+                                                 std::vector<std::string>* errors);
+
+  // The decision the next Choose calls belong to (job, group, allocator, telemetry, ...).
+  // `placed` and `rng` are filled in by the pipeline itself.
+  void SetContext(const PlacementContext& context) { context_ = context; }
+  const Policy& policy() const { return policy_; }
+
+  int Choose(const AllocationRequest& request, const std::vector<Candidate>& candidates,
+             const std::vector<ReplicaPlacement>& placed) override;
+
+  // Whether the last Choose refused a candidate through a retryable filter.
+  bool refused_by_retryable() const { return refused_by_retryable_; }
+
+ private:
+  struct WeightedScore {
+    double weight;
+    std::unique_ptr<ScorePlugin> plugin;
+  };
+
+  Policy policy_;
+  std::vector<std::unique_ptr<FilterPlugin>> filters_;
+  std::vector<WeightedScore> scores_;
+  PlacementContext context_;
+  std::mt19937_64 rng_;
+  bool refused_by_retryable_ = false;
+};
+
+}  // namespace berth

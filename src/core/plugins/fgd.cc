@@ -1,0 +1,132 @@
+// fgd score (the paper's Fragmentation Gradient Descent, the simulator's FGDScore with its own
+// GPU selection): the node, and the GPU on it, whose use grows the expected fragmentation
+// (fragmentation.h) the least.
+//
+// Reference (pkg/simulator/plugin/fgd_score.go, calculateGpuShareFragExtendScore): with F the
+// node's fragmentation against the typical pods before the pod and F' after it,
+// score = int64(sigmoid((F - F') / 1000) * 100). For a share, F' is computed for every GPU of
+// the node with enough free milli (CPU taken too) and the node scores the best of them; the GPU
+// taken is the first (lowest index) with that best score. For whole GPUs F' has the pod's GPUs
+// taken from fully free ones and its CPU from the node; the GPUs taken are the first free ones
+// by index (which ones does not change F'). A CPU-only pod changes only the node's free CPU.
+//
+// berth: the candidate on the GPU the reference would take scores the node's score; the node's
+// other share candidates score their own F' score less kOtherGpuPenalty (gpu_choice.h), so
+// the best candidates are one per best node and the pipeline's uniform tie break picks among
+// nodes as kube-scheduler does. A node offers one fresh GPU for a share; it stands for the
+// lowest-index fitting free GPU in the reference's order (all free GPUs give the same F').
+// A MIG instance changes only the node's free CPU (MIG GPUs are outside the measure). Without
+// typical pods (ctx.typical_pods null or empty) every candidate scores 0.
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/fragmentation.h"
+#include "core/plugins/factories.h"
+#include "core/plugins/gpu_choice.h"
+
+namespace berth {
+namespace {
+
+int64_t FgdScore(double frag_before, double frag_after) {
+  const double x = (frag_before - frag_after) / 1000;
+  return static_cast<int64_t>(1.0 / (1.0 + std::exp(-x)) * 100);
+}
+
+bool SamePods(const std::vector<TypicalPod>& a, const std::vector<TypicalPod>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].cpu_milli != b[i].cpu_milli || a[i].gpus != b[i].gpus ||
+        a[i].gpu_milli != b[i].gpu_milli || a[i].frequency != b[i].frequency ||
+        a[i].models != b[i].models)
+      return false;
+  return true;
+}
+
+class FgdScorePlugin : public ScorePlugin {
+ public:
+  double Score(const PlacementContext& ctx, const Candidate& c) const override {
+    if (ctx.typical_pods == nullptr || ctx.typical_pods->empty()) return 0;
+    const std::shared_ptr<const FragmentationModel> model = ModelFor(ctx);
+    const Allocator& alloc = *ctx.alloc;
+    const Demand& d = ctx.group->demand;
+    const NodeView before = model->View(alloc, c.node);
+    const double frag_before = model->Fragmentation(before);
+
+    // The node after the replica, with `gpu` (or, when -1, none) giving up `milli`.
+    auto after = [&](int gpu, int milli) {
+      NodeView view = before;
+      view.free_cpu_milli -= d.cpu_milli;
+      if (gpu >= 0) view.set_free_milli(gpu, view.free_milli(gpu) - milli);
+      return FgdScore(frag_before, model->Fragmentation(view));
+    };
+
+    if (d.gpu_milli <= 0 || c.gpus.size() != 1) {
+      NodeView view = before;
+      view.free_cpu_milli -= d.cpu_milli;
+      if (d.gpus > 0)
+        for (int g : c.gpus) view.set_free_milli(g, 0);
+      return static_cast<double>(FgdScore(frag_before, model->Fragmentation(view)));
+    }
+
+    // A share: score every GPU it fits on, in index order; GPUs with the same free milli
+    // give the same F', so each distinct free milli is evaluated once.
+    const int mine = c.gpus[0];
+    const int my_free = before.free_milli(mine);
+    std::vector<std::pair<int, int64_t>> by_free;  // (free milli, score)
+    auto score_of = [&](int gpu) {
+      const int free = before.free_milli(gpu);
+      for (const auto& [f, s] : by_free)
+        if (f == free) return s;
+      const int64_t s = after(gpu, d.gpu_milli);
+      by_free.push_back({free, s});
+      return s;
+    };
+    const int64_t my_score = score_of(mine);
+    // The reference takes the first GPU (by index) with the best score. As the fresh GPU, c
+    // stands for the first fitting free GPU.
+    const int gpus = before.gpu_count();
+    int position = mine;
+    if (my_free == 1000)
+      for (int g = 0; g < mine; ++g)
+        if (before.free_milli(g) == 1000 && ShareFitsGpu(alloc, d, c.node, g)) {
+          position = g;
+          break;
+        }
+    bool chosen = true;
+    for (int g = 0; g < gpus && chosen; ++g) {
+      if (g == mine || !ShareFitsGpu(alloc, d, c.node, g)) continue;
+      if (my_free == 1000 && before.free_milli(g) == 1000) continue;  // the same choice as c
+      const int64_t s = score_of(g);
+      if (s > my_score || (s == my_score && g < position)) chosen = false;
+    }
+    const double score = static_cast<double>(my_score);
+    return chosen ? score : score - kOtherGpuPenalty;
+  }
+
+ private:
+  std::shared_ptr<const FragmentationModel> ModelFor(const PlacementContext& ctx) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Cluster* cluster = &ctx.alloc->cluster();
+    if (model_ == nullptr || &model_->cluster() != cluster ||
+        !SamePods(model_->typical_pods(), *ctx.typical_pods))
+      model_ = std::make_shared<const FragmentationModel>(cluster, *ctx.typical_pods);
+    return model_;
+  }
+
+  mutable std::mutex mu_;
+  mutable std::shared_ptr<const FragmentationModel> model_;
+};
+
+}  // namespace
+
+std::unique_ptr<ScorePlugin> MakeFgdScore(const PluginConfig& config, std::string* error) {
+  if (!CheckParams(config, {}, error)) return nullptr;
+  return std::make_unique<FgdScorePlugin>();
+}
+
+}  // namespace berth

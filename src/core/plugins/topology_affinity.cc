@@ -1,0 +1,132 @@
+// topology-affinity score: GPUs close together (one PCIe switch, one socket) talk faster, a gang
+// packed into few nodes and racks talks faster still, and GPUs taken from domains that are
+// already broken keep whole domains free for the next large job (the Kueue complaint: two
+// 2-GPU jobs split over two 4-GPU sockets leave 2 + 2 free where one 4-GPU job needed 4).
+//
+//   score = clamp(tight x (1 - fragmentation x broken / considered) - gang, 0, 100)
+//
+//  - tight: by Candidate::tightness: gpu or switch -> "switch" (default 100), socket ->
+//    "socket" (70), node or looser -> "node" (40). A CPU-only candidate gets "switch": it has
+//    nothing to keep close.
+//  - broken / considered: walk up the cell tree from the tightest cell holding all the
+//    candidate's GPUs to just below the cluster root; `considered` counts the cells of that chain
+//    the candidate does not fill whole, `broken` those of them whose GPUs are all free now
+//    (Allocator::gpu_free), i.e. that this placement would break. Taking GPUs from a partly used
+//    switch / socket / node / rack breaks nothing; taking them from an empty node breaks the
+//    socket, the node and maybe the rack. "fragmentation" (default 0.2) bounds the effect so
+//    that a tighter candidate always beats a looser one at the default tightness scores.
+//  - gang: 0 when ctx.placed is empty or the candidate's node already holds a replica of this
+//    job; "other_node" (default 10) on another node of a rack the job already uses (or when the
+//    cluster has no racks); "other_rack" (default 50) in a rack the job does not use yet.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/plugins/factories.h"
+
+namespace berth {
+namespace {
+
+struct AffinityParams {
+  double switch_score = 100, socket_score = 70, node_score = 40;
+  double fragmentation = 0.2;
+  double other_node = 10, other_rack = 50;
+};
+
+// True when every GPU under `cell` is free.
+bool AllFree(const Allocator& alloc, int cell) {
+  const CellTree& tree = alloc.tree();
+  for (int c = cell; c < tree.subtree_end(cell); ++c) {
+    const Cell& x = tree.cells()[c];
+    if (x.gpu >= 0 && !alloc.gpu_free(x.node, x.gpu)) return false;
+  }
+  return true;
+}
+
+// 0..1: the share of the enclosing cells that taking `c.gpus` would break (see the top).
+double BrokenFraction(const Allocator& alloc, const Candidate& c) {
+  const CellTree& tree = alloc.tree();
+  std::vector<int> leaves;
+  for (int g : c.gpus) {
+    const int leaf = tree.gpu_cell(c.node, g);
+    if (leaf < 0) return 0;
+    leaves.push_back(leaf);
+  }
+  int cell = leaves[0];
+  while (cell >= 0 && !std::all_of(leaves.begin(), leaves.end(),
+                                   [&](int leaf) { return tree.IsWithin(leaf, cell); }))
+    cell = tree.cells()[cell].parent;
+  int considered = 0, broken = 0;
+  bool free = true;  // once a cell is partly used, so are all its ancestors
+  for (; cell >= 0 && tree.type_of(cell).level < Level::kCluster;
+       cell = tree.cells()[cell].parent) {
+    if (tree.type_of(cell).leaf_count <= static_cast<int>(leaves.size())) continue;
+    ++considered;
+    free = free && AllFree(alloc, cell);
+    if (free) ++broken;
+  }
+  return considered == 0 ? 0 : static_cast<double>(broken) / considered;
+}
+
+class TopologyAffinityScore : public ScorePlugin {
+ public:
+  explicit TopologyAffinityScore(AffinityParams p) : p_(p) {}
+
+  double Score(const PlacementContext& ctx, const Candidate& c) const override {
+    const Allocator& alloc = *ctx.alloc;
+    double tight = p_.switch_score;
+    if (!c.gpus.empty()) {
+      if (c.tightness == Level::kSocket)
+        tight = p_.socket_score;
+      else if (c.tightness > Level::kSocket)
+        tight = p_.node_score;
+      tight *= 1.0 - p_.fragmentation * BrokenFraction(alloc, c);
+    }
+    return std::clamp(tight - GangPenalty(ctx, c), 0.0, 100.0);
+  }
+
+ private:
+  double GangPenalty(const PlacementContext& ctx, const Candidate& c) const {
+    if (ctx.placed == nullptr || ctx.placed->empty()) return 0;
+    const Cluster& cluster = ctx.alloc->cluster();
+    const std::string& rack = cluster.nodes[c.node].rack;
+    bool same_rack = rack.empty();
+    for (const ReplicaPlacement& r : *ctx.placed) {
+      if (r.node < 0) continue;
+      if (r.node == c.node) return 0;
+      same_rack = same_rack || cluster.nodes[r.node].rack == rack;
+    }
+    return same_rack ? p_.other_node : p_.other_rack;
+  }
+
+  AffinityParams p_;
+};
+
+}  // namespace
+
+std::unique_ptr<ScorePlugin> MakeTopologyAffinityScore(const PluginConfig& config,
+                                                       std::string* error) {
+  if (!CheckParams(
+          config, {"switch", "socket", "node", "fragmentation", "other_node", "other_rack"}, error))
+    return nullptr;
+  AffinityParams p;
+  p.switch_score = Param(config, "switch", p.switch_score);
+  p.socket_score = Param(config, "socket", p.socket_score);
+  p.node_score = Param(config, "node", p.node_score);
+  p.fragmentation = Param(config, "fragmentation", p.fragmentation);
+  p.other_node = Param(config, "other_node", p.other_node);
+  p.other_rack = Param(config, "other_rack", p.other_rack);
+  for (double v : {p.switch_score, p.socket_score, p.node_score, p.other_node, p.other_rack})
+    if (v < 0 || v > 100) {
+      if (error) *error = "parameters switch, socket, node, other_node, other_rack: 0..100";
+      return nullptr;
+    }
+  if (p.fragmentation < 0 || p.fragmentation > 1) {
+    if (error) *error = "parameter \"fragmentation\" must be in [0, 1]";
+    return nullptr;
+  }
+  return std::make_unique<TopologyAffinityScore>(p);
+}
+
+}  // namespace berth

@@ -1,0 +1,77 @@
+#include "core/policy.h"
+
+#include <set>
+
+#include "core/plugins/plugin.h"
+
+namespace berth {
+
+std::vector<std::string> ValidatePolicy(const Policy& policy) {
+  std::vector<std::string> errors;
+  if (policy.name.empty()) errors.push_back("name: must not be empty");
+  auto check = [&](const std::vector<PluginConfig>& list, const char* field, bool scores) {
+    std::set<std::string> seen;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string where = std::string(field) + "[" + std::to_string(i) + "]";
+      const PluginConfig& p = list[i];
+      if (!seen.insert(p.name).second)
+        errors.push_back(where + ": plugin \"" + p.name + "\" is listed twice; list it once");
+      std::string error;
+      const bool ok = scores ? MakeScore(p, &error) != nullptr : MakeFilter(p, &error) != nullptr;
+      if (!ok) errors.push_back(where + ": " + error);
+      if (scores && !(p.weight > 0))
+        errors.push_back(where + ".weight: must be > 0 (got " + std::to_string(p.weight) + ")");
+    }
+  };
+  check(policy.filters, "filters", false);
+  check(policy.scores, "scores", true);
+  if (policy.candidates < 0) errors.push_back("candidates: must be >= 0 (0 scores every node)");
+  if (policy.aging_per_hour < 0) errors.push_back("agingPerHour: must be >= 0");
+  if (policy.aging_cap < 0) errors.push_back("agingCap: must be >= 0");
+  if (policy.reclaim_hysteresis < 0 || policy.reclaim_hysteresis >= 1)
+    errors.push_back("reclaimHysteresis: must be in [0, 1)");
+  if (policy.retry_backoff_s <= 0) errors.push_back("retryBackoffSeconds: must be > 0");
+  if (policy.max_backoff_s < policy.retry_backoff_s)
+    errors.push_back("maxBackoffSeconds: must be >= retryBackoffSeconds");
+  for (const auto& [qos, w] : policy.qos_weights)
+    if (w.cpu < 0 || w.memory < 0 || w.gpu < 0 || w.cpu + w.memory + w.gpu <= 0)
+      errors.push_back(std::string("qosWeights.") + QosName(qos) +
+                       ": weights must be >= 0 and not all 0");
+  return errors;
+}
+
+namespace {
+
+const std::vector<PluginConfig> kDefaultFilters = {
+    {"node-health", 1, {}},   {"gpu-model", 1, {}},       {"resources-fit", 1, {}},
+    {"node-selector", 1, {}}, {"topology-spread", 1, {}}, {"gpu-memory-threshold", 1, {}}};
+
+}  // namespace
+
+std::vector<std::string> BuiltinPolicyNames() {
+  return {"berth", "random", "dotprod", "gpu-clustering", "gpu-packing", "bestfit", "fgd"};
+}
+
+bool BuiltinPolicy(const std::string& name, Policy* out) {
+  Policy p;
+  p.name = name;
+  p.filters = kDefaultFilters;
+  p.priority_classes = {{"prod", 1000}, {"default", 100}, {"opportunistic", -1}};
+  p.qos_weights = {{QosClass::kGuaranteed, {1, 1, 3}},
+                   {QosClass::kBurstable, {1, 1, 1}},
+                   {QosClass::kBestEffort, {1, 1, 0.5}}};
+  if (name == "berth") {
+    p.scores = {{"topology-affinity", 5, {}}, {"fgd", 3, {}}, {"binpack", 1, {}},
+                {"topology-spread", 1, {}},   {"image-locality", 1, {}}, {"load", 1, {}}};
+    p.candidates = 64;
+  } else {
+    bool known = false;
+    for (const std::string& n : BuiltinPolicyNames()) known = known || n == name;
+    if (!known) return false;
+    p.scores = {{name, 1, {}}};
+  }
+  *out = std::move(p);
+  return true;
+}
+
+}  // namespace berth

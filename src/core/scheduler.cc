@@ -1,0 +1,447 @@
+#include "core/scheduler.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+namespace berth {
+
+const char* JobStateName(JobState state) {
+  switch (state) {
+    case JobState::kPending: return "pending";
+    case JobState::kRunning: return "running";
+    case JobState::kStopping: return "stopping";
+    case JobState::kDone: return "done";
+  }
+  return "?";
+}
+
+Scheduler::Scheduler(const Cluster* cluster, const std::vector<QueueSpec>& queues,
+                     const Policy& policy)
+    : cluster_(cluster) {
+  std::vector<VirtualClusterSpec> vcs;
+  for (const QueueSpec& q : queues) {
+    if (queue_index_.count(q.name)) {
+      error_ = "queues: \"" + q.name + "\" is declared twice";
+      return;
+    }
+    if (!(q.weight > 0)) {
+      error_ = "queues." + q.name + ".weight: must be > 0";
+      return;
+    }
+    queue_index_[q.name] = static_cast<int>(queues_.size());
+    Queue queue;
+    queue.spec = q;
+    queues_.push_back(queue);
+    vcs.push_back({q.name, q.guarantees});
+  }
+  allocator_ = std::make_unique<Allocator>(cluster, vcs);
+  if (!allocator_->error().empty()) {
+    error_ = allocator_->error();
+    return;
+  }
+  std::vector<std::string> errors;
+  pipeline_ = PlacementPipeline::Make(policy, &errors);
+  if (!pipeline_) {
+    error_ = "policy: " + errors.front();
+    return;
+  }
+  const CellTree& tree = allocator_->tree();
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    const VirtualCluster& vc = allocator_->vcs()[q];
+    for (size_t i = 0; i < vc.guarantee_types.size(); ++i)
+      queues_[q].guarantee_gpus +=
+          vc.guarantee_counts[i] * tree.types()[vc.guarantee_types[i]].leaf_count;
+  }
+  capacity_.gpu = cluster->gpu_count();
+  for (size_t n = 0; n < cluster->nodes.size(); ++n) {
+    capacity_.cpu_milli += cluster->nodes[n].cpu_milli;
+    capacity_.memory_mib += cluster->nodes[n].memory_mib;
+  }
+}
+
+std::vector<std::string> Scheduler::SetPolicy(const Policy& policy) {
+  std::vector<std::string> errors;
+  auto next = PlacementPipeline::Make(policy, &errors);
+  if (next) pipeline_ = std::move(next);
+  return errors;
+}
+
+const JobRecord* Scheduler::job(int id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+double Scheduler::JobGpus(const JobSpec& spec, int replicas) const {
+  double gpus = 0;
+  int left = replicas;
+  for (const TaskGroup& g : spec.groups) {
+    const int n = std::min(left, g.replicas);
+    gpus += n * GpuEquivalents(*cluster_, g.demand);
+    left -= n;
+  }
+  return gpus;
+}
+
+ResourceVector Scheduler::JobResources(const JobRecord& job) const {
+  ResourceVector r;
+  r.gpu = job.gpu_equivalents;
+  for (const ReplicaPlacement& p : job.placements) {
+    r.cpu_milli += p.cpu_milli;
+    r.memory_mib += p.memory_mib;
+  }
+  return r;
+}
+
+int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
+  auto q = queue_index_.find(spec.queue);
+  if (q == queue_index_.end()) {
+    std::string known;
+    for (const auto& [name, i] : queue_index_) known += (known.empty() ? "" : ", ") + name;
+    *why = "queue: unknown queue \"" + spec.queue + "\"; known queues: " + known;
+    return -1;
+  }
+  if (spec.groups.empty() || TotalReplicas(spec) < 1) {
+    *why = "groups: a job needs at least one task group with replicas >= 1";
+    return -1;
+  }
+  if (spec.min_replicas < 0 || spec.min_replicas > TotalReplicas(spec)) {
+    *why = "minReplicas: must be between 0 and the job's replicas";
+    return -1;
+  }
+  for (const TaskGroup& g : spec.groups) {
+    if (g.replicas < 1) {
+      *why = "groups." + g.name + ".replicas: must be >= 1";
+      return -1;
+    }
+  }
+  JobRecord job;
+  job.id = next_job_++;
+  job.spec = spec;
+  job.queue = q->second;
+  job.submit_time = now;
+  queues_[job.queue].pending.push_back(job.id);
+  jobs_[job.id] = std::move(job);
+  return next_job_ - 1;
+}
+
+void Scheduler::Account(const JobRecord& job, int sign) {
+  Queue& q = queues_[job.queue];
+  const ResourceVector r = JobResources(job);
+  q.usage.gpu += sign * r.gpu;
+  q.usage.cpu_milli += sign * r.cpu_milli;
+  q.usage.memory_mib += sign * r.memory_mib;
+  (job.borrowed ? q.borrowed_gpus : q.guaranteed_gpus) += sign * r.gpu;
+  q.user_usage[job.spec.user] += sign * r.gpu;
+}
+
+void Scheduler::Release(JobRecord& job) {
+  Account(job, -1);
+  for (int id : job.allocations) allocator_->Release(id);
+  job.allocations.clear();
+  job.placements.clear();
+  job.replicas = 0;
+  job.gpu_equivalents = 0;
+}
+
+void Scheduler::Finish(int id, double now) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.state == JobState::kDone) return;
+  JobRecord& job = it->second;
+  if (job.state == JobState::kRunning || job.state == JobState::kStopping) Release(job);
+  if (job.state == JobState::kPending) {
+    auto& pending = queues_[job.queue].pending;
+    pending.erase(std::remove(pending.begin(), pending.end(), id), pending.end());
+  }
+  // A preemptor that goes away frees its victims from the reservation.
+  for (int v : job.waiting_for)
+    if (jobs_.count(v)) jobs_[v].preempted_by = -1;
+  job.waiting_for.clear();
+  job.state = JobState::kDone;
+  job.end_time = now;
+}
+
+bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocator& alloc,
+                         std::vector<int>* ids, std::vector<ReplicaPlacement>* placements) {
+  ids->clear();
+  placements->clear();
+  int left = replicas;
+  for (const TaskGroup& group : job.spec.groups) {
+    if (left == 0) break;
+    AllocationRequest req;
+    req.replicas = std::min(left, group.replicas);
+    left -= req.replicas;
+    req.demand = group.demand;
+    req.gang_affinity = job.spec.gang_affinity;
+    req.vc = job.queue;
+    req.opportunistic = !guaranteed;
+    PlacementContext ctx;
+    ctx.alloc = &alloc;
+    ctx.telemetry = &telemetry_;
+    ctx.job = &job.spec;
+    ctx.group = &group;
+    ctx.typical_pods = typical_pods_.empty() ? nullptr : &typical_pods_;
+    pipeline_->SetContext(ctx);
+    std::string why;
+    const auto id = alloc.Allocate(req, &why, pipeline_.get(), pipeline_->policy().candidates);
+    if (!id) {
+      for (int done : *ids) alloc.Release(done);
+      ids->clear();
+      placements->clear();
+      job.reason = why;
+      return false;
+    }
+    ids->push_back(*id);
+    const Allocation* a = alloc.Find(*id);
+    placements->insert(placements->end(), a->replicas.begin(), a->replicas.end());
+  }
+  return true;
+}
+
+bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out) {
+  const int total = TotalReplicas(job.spec);
+  std::vector<int> counts = {total};
+  if (job.spec.min_replicas > 0 && job.spec.min_replicas < total)
+    counts.push_back(job.spec.min_replicas);
+  for (int replicas : counts) {
+    std::vector<int> ids;
+    std::vector<ReplicaPlacement> placements;
+    if (!TryPlace(job, guaranteed, replicas, *allocator_, &ids, &placements)) continue;
+    job.state = JobState::kRunning;
+    job.start_time = now;
+    job.borrowed = !guaranteed;
+    job.allocations = std::move(ids);
+    job.placements = std::move(placements);
+    job.replicas = replicas;
+    job.gpu_equivalents = JobGpus(job.spec, replicas);
+    job.backoff = 0;
+    job.reason.clear();
+    Account(job, +1);
+    auto& pending = queues_[job.queue].pending;
+    pending.erase(std::remove(pending.begin(), pending.end(), job.id), pending.end());
+    Decision d;
+    d.kind = Decision::Kind::kStart;
+    d.job = job.id;
+    d.placements = job.placements;
+    out->push_back(std::move(d));
+    return true;
+  }
+  return false;
+}
+
+std::vector<double> Scheduler::FairShares() const {
+  std::vector<FairClaim> claims;
+  for (const Queue& q : queues_) {
+    double pending = 0;
+    for (int id : q.pending) pending += JobGpus(jobs_.at(id).spec, TotalReplicas(jobs_.at(id).spec));
+    FairClaim c;
+    c.weight = q.spec.weight;
+    c.guarantee = q.guarantee_gpus;
+    c.demand = q.usage.gpu + pending;
+    if (q.spec.cap_gpus >= 0) c.cap = q.spec.cap_gpus;
+    claims.push_back(c);
+  }
+  return WaterFill(capacity_.gpu, claims);
+}
+
+double Scheduler::EffectivePriority(const JobRecord& job, double now) const {
+  const Policy& p = pipeline_->policy();
+  const double hours = std::max(0.0, now - job.submit_time) / 3600.0;
+  return job.spec.priority + std::min(p.aging_cap, p.aging_per_hour * hours);
+}
+
+std::vector<Decision> Scheduler::Schedule(double now) {
+  std::vector<Decision> out;
+  const std::vector<double> fair = FairShares();
+  // Each queue's pending jobs in order: priority with aging, the user's share, submit time.
+  std::vector<std::vector<int>> order(queues_.size());
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    order[q] = queues_[q].pending;
+    std::vector<std::pair<std::tuple<double, double, double, int>, int>> keyed;
+    for (int id : order[q]) {
+      const JobRecord& j = jobs_.at(id);
+      auto user = queues_[q].user_usage.find(j.spec.user);
+      keyed.push_back({{-EffectivePriority(j, now),
+                        user == queues_[q].user_usage.end() ? 0.0 : user->second, j.submit_time,
+                        id},
+                       id});
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (size_t i = 0; i < keyed.size(); ++i) order[q][i] = keyed[i].second;
+  }
+  std::vector<size_t> next(queues_.size(), 0);
+  while (true) {
+    // The queue with the smallest weighted dominant share that still has jobs to try.
+    int pick = -1;
+    double pick_share = 0;
+    for (size_t q = 0; q < queues_.size(); ++q) {
+      if (next[q] >= order[q].size()) continue;
+      const double share = DominantShare(queues_[q].usage, capacity_) / queues_[q].spec.weight;
+      if (pick < 0 || share < pick_share) pick = static_cast<int>(q), pick_share = share;
+    }
+    if (pick < 0) break;
+    Queue& queue = queues_[pick];
+    JobRecord& job = jobs_.at(order[pick][next[pick]++]);
+    if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty()) continue;
+    const double need = JobGpus(job.spec, TotalReplicas(job.spec));
+    const bool may_guarantee =
+        job.spec.priority >= 0 && queue.guaranteed_gpus + need <= queue.guarantee_gpus + 1e-9;
+    const bool under_cap = queue.spec.cap_gpus < 0 || queue.usage.gpu + need <= queue.spec.cap_gpus;
+    bool started = false;
+    if (may_guarantee) started = Start(job, true, now, &out);
+    if (!started && under_cap) started = Start(job, false, now, &out);
+    if (started) continue;
+    if (pipeline_->refused_by_retryable()) {
+      const Policy& p = pipeline_->policy();
+      job.backoff = job.backoff == 0 ? p.retry_backoff_s : std::min(p.max_backoff_s, 2 * job.backoff);
+      job.next_try = now + job.backoff;
+      job.reason = "refused by a telemetry filter; retrying with back-off";
+      continue;
+    }
+    TryPreempt(job, now, fair, &out);
+  }
+  return out;
+}
+
+bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>& fair,
+                           std::vector<Decision>* out) {
+  Queue& queue = queues_[job.queue];
+  const Policy& policy = pipeline_->policy();
+  const double need = JobGpus(job.spec, TotalReplicas(job.spec));
+  const bool within_guarantee =
+      job.spec.priority >= 0 && queue.guaranteed_gpus + need <= queue.guarantee_gpus + 1e-9;
+  const bool below_fair_share = queue.usage.gpu + need <= fair[job.queue] + 1e-9;
+
+  struct Plan {
+    std::vector<int> victims;
+    bool guaranteed;
+  };
+  auto eligible = [&](const JobRecord& v) {
+    return v.state == JobState::kRunning && v.spec.preemptible && v.preempted_by < 0;
+  };
+  std::vector<Plan> plans;
+  std::vector<int> reclaim, fair_reclaim, lower;
+  for (const auto& [id, v] : jobs_) {
+    if (!eligible(v)) continue;
+    if (v.queue != job.queue && v.borrowed) {
+      // (a) Reclaim the guarantee from borrowers; (a') restore the fair share from queues that
+      // stay above theirs by the hysteresis margin after losing the victim.
+      if (within_guarantee) reclaim.push_back(id);
+      const Queue& other = queues_[v.queue];
+      if (below_fair_share && other.usage.gpu - v.gpu_equivalents >=
+                                  fair[v.queue] * (1 + policy.reclaim_hysteresis))
+        fair_reclaim.push_back(id);
+    }
+    // (b) Strictly lower priority inside the queue: equal priority never preempts.
+    if (v.queue == job.queue && v.spec.priority < job.spec.priority) lower.push_back(id);
+  }
+  if (!reclaim.empty()) plans.push_back({reclaim, true});
+  if (!fair_reclaim.empty()) plans.push_back({fair_reclaim, false});
+  if (!lower.empty()) plans.push_back({lower, within_guarantee});
+
+  auto lost = [&](const JobRecord& v) { return v.gpu_equivalents * std::max(0.0, now - v.start_time); };
+  for (Plan& plan : plans) {
+    // Cheapest victims first: lowest priority, then the least GPU-time lost.
+    std::sort(plan.victims.begin(), plan.victims.end(), [&](int a, int b) {
+      const JobRecord& x = jobs_.at(a);
+      const JobRecord& y = jobs_.at(b);
+      if (x.spec.priority != y.spec.priority) return x.spec.priority < y.spec.priority;
+      return lost(x) < lost(y);
+    });
+    auto fits_without = [&](const std::vector<int>& victims) {
+      Allocator trial = *allocator_;
+      for (int v : victims)
+        for (int a : jobs_.at(v).allocations) trial.Release(a);
+      std::vector<int> ids;
+      std::vector<ReplicaPlacement> placements;
+      return TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, &placements);
+    };
+    // Grow the victim set until the preemptor fits on a what-if copy...
+    Allocator trial = *allocator_;
+    std::vector<int> chosen;
+    bool fits = false;
+    for (int v : plan.victims) {
+      for (int a : jobs_.at(v).allocations) trial.Release(a);
+      chosen.push_back(v);
+      std::vector<int> ids;
+      std::vector<ReplicaPlacement> placements;
+      if (TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, &placements)) {
+        fits = true;
+        break;
+      }
+    }
+    if (!fits) continue;
+    // ...then drop every victim the preemptor does not need (fewest victims).
+    for (size_t i = chosen.size(); i-- > 1;) {
+      std::vector<int> without = chosen;
+      without.erase(without.begin() + static_cast<long>(i) - 1);
+      if (fits_without(without)) chosen = without;
+    }
+    for (int v : chosen) {
+      JobRecord& victim = jobs_.at(v);
+      victim.state = JobState::kStopping;
+      victim.preempted_by = job.id;
+      Decision d;
+      d.kind = Decision::Kind::kPreempt;
+      d.job = v;
+      d.preemptor = job.id;
+      d.grace_period_s = victim.spec.grace_period_s;
+      out->push_back(std::move(d));
+    }
+    job.waiting_for = chosen;
+    job.reserved_guaranteed = plan.guaranteed;
+    job.reason = "waiting for " + std::to_string(chosen.size()) + " preempted job(s) to stop";
+    return true;
+  }
+  if (job.reason.empty()) job.reason = "no capacity fits the job";
+  return false;
+}
+
+std::vector<Decision> Scheduler::Stopped(int id, double now) {
+  std::vector<Decision> out;
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.state != JobState::kStopping) return out;
+  JobRecord& victim = it->second;
+  const int preemptor = victim.preempted_by;
+  Release(victim);
+  victim.state = JobState::kPending;
+  victim.preempted_by = -1;
+  victim.borrowed = false;
+  ++victim.preemptions;
+  queues_[victim.queue].pending.push_back(id);
+  if (preemptor < 0 || !jobs_.count(preemptor)) return out;
+  JobRecord& p = jobs_.at(preemptor);
+  p.waiting_for.erase(std::remove(p.waiting_for.begin(), p.waiting_for.end(), id),
+                      p.waiting_for.end());
+  // The last victim is gone: the preemptor takes the freed cells before anyone else can.
+  if (p.waiting_for.empty() && p.state == JobState::kPending)
+    Start(p, p.reserved_guaranteed, now, &out);
+  return out;
+}
+
+std::vector<QueueStatus> Scheduler::Queues() const {
+  const std::vector<double> fair = FairShares();
+  std::vector<QueueStatus> out;
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    const Queue& queue = queues_[q];
+    QueueStatus s;
+    s.name = queue.spec.name;
+    s.weight = queue.spec.weight;
+    s.guarantee_gpus = queue.guarantee_gpus;
+    s.fair_share_gpus = fair[q];
+    s.usage_gpus = queue.usage.gpu;
+    s.borrowed_gpus = queue.borrowed_gpus;
+    s.pending = static_cast<int>(queue.pending.size());
+    for (int id : queue.pending) {
+      const JobRecord& j = jobs_.at(id);
+      s.pending_gpus += JobGpus(j.spec, TotalReplicas(j.spec));
+    }
+    for (const auto& [id, j] : jobs_)
+      if (j.queue == static_cast<int>(q) && j.state == JobState::kRunning) ++s.running;
+    s.cells = allocator_->VcStatus(static_cast<int>(q));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace berth

@@ -1,0 +1,151 @@
+#include "sim/packing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "core/allocator.h"
+#include "core/placement.h"
+
+namespace berth {
+
+std::vector<TypicalPod> WorkloadTypicalPods(const std::vector<TracePod>& pods) {
+  std::vector<PodShape> shapes;
+  shapes.reserve(pods.size());
+  for (const TracePod& p : pods) shapes.push_back({p.cpu_milli, p.gpus, p.gpu_milli, p.models});
+  return TypicalPods(shapes, PaperTypicalPodsOptions());
+}
+
+namespace {
+
+int64_t RequestedMilli(const TracePod& p) { return static_cast<int64_t>(p.gpus) * p.gpu_milli; }
+
+Demand DemandOf(const TracePod& p) {
+  Demand d;
+  if (p.gpus == 1 && p.gpu_milli < 1000) d.gpu_milli = p.gpu_milli;
+  else d.gpus = p.gpus;
+  d.models = p.models;
+  d.cpu_milli = p.cpu_milli;
+  d.memory_mib = p.memory_mib;
+  return d;
+}
+
+}  // namespace
+
+PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>& pods,
+                            const Policy& policy, uint64_t seed, double tune,
+                            const std::vector<TypicalPod>& typical,
+                            const std::function<void(double)>& progress) {
+  // Order: by name, then shuffled with the seed; then random clones up to the target.
+  std::vector<const TracePod*> order;
+  for (const TracePod& p : pods) order.push_back(&p);
+  std::sort(order.begin(), order.end(),
+            [](const TracePod* a, const TracePod* b) { return a->name < b->name; });
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  const int64_t capacity = static_cast<int64_t>(cluster.gpu_count()) * 1000;
+  const double target = tune * static_cast<double>(capacity);
+  int64_t total = 0;
+  for (const TracePod* p : order) total += RequestedMilli(*p);
+  std::uniform_int_distribution<size_t> pick(0, pods.size() - 1);
+  while (!pods.empty()) {
+    const TracePod* clone = order[pick(rng)];
+    if (static_cast<double>(total + RequestedMilli(*clone)) > target) break;
+    order.push_back(clone);
+    total += RequestedMilli(*clone);
+  }
+
+  Policy seeded = policy;
+  seeded.seed = seed;
+  std::vector<std::string> errors;
+  auto pipeline = PlacementPipeline::Make(seeded, &errors);
+  Allocator alloc(&cluster, {});
+  const FragmentationModel frag(&cluster, typical);
+
+  const int points = static_cast<int>(std::lround(tune * 100));
+  PackingCurve curve;
+  curve.alloc_ratio.assign(points + 1, -1);
+  curve.frag_amount.assign(points + 1, -1);
+  curve.pods = static_cast<int>(order.size());
+  int64_t arrived = 0, allocated = 0;
+  int next_point = 1;
+  // Fragmentation per node, recomputed only for the node a pod lands on.
+  std::vector<double> node_frag(cluster.nodes.size());
+  double frag_total = 0;
+  for (size_t n = 0; n < cluster.nodes.size(); ++n) {
+    node_frag[n] = frag.NodeFragmentation(alloc, static_cast<int>(n));
+    frag_total += node_frag[n];
+  }
+  const double initial_frag = frag_total;
+  JobSpec job;
+  TaskGroup group;
+  PlacementContext ctx;
+  ctx.alloc = &alloc;
+  ctx.job = &job;
+  ctx.group = &group;
+  ctx.typical_pods = &typical;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const TracePod& pod = *order[i];
+    group.demand = DemandOf(pod);
+    pipeline->SetContext(ctx);
+    AllocationRequest req;
+    req.demand = group.demand;
+    arrived += RequestedMilli(pod);
+    if (const auto id = alloc.Allocate(req, nullptr, pipeline.get(), seeded.candidates)) {
+      allocated += RequestedMilli(pod);
+      ++curve.placed;
+      const int node = alloc.Find(*id)->replicas[0].node;
+      frag_total -= node_frag[node];
+      node_frag[node] = frag.NodeFragmentation(alloc, node);
+      frag_total += node_frag[node];
+    }
+    // Point x is sampled right after the pod that brings the arrived workload to x%.
+    while (next_point <= points && 100.0 * arrived >= next_point * static_cast<double>(capacity)) {
+      curve.alloc_ratio[next_point] = 100.0 * allocated / capacity;
+      curve.frag_amount[next_point] = 100.0 * frag_total / capacity;
+      ++next_point;
+    }
+    if (progress && (i % 512 == 0 || i + 1 == order.size()))
+      progress(static_cast<double>(i + 1) / order.size());
+  }
+  // Point 0 is the empty cluster; points the inflation stopped short of take the last value.
+  curve.alloc_ratio[0] = 0;
+  curve.frag_amount[0] = 100.0 * initial_frag / capacity;
+  for (int x = 1; x <= points; ++x)
+    if (curve.alloc_ratio[x] < 0) {
+      curve.alloc_ratio[x] = curve.alloc_ratio[x - 1];
+      curve.frag_amount[x] = curve.frag_amount[x - 1];
+    }
+  return curve;
+}
+
+PackingResult RunPacking(const Cluster& cluster, const std::vector<TracePod>& pods,
+                         const Policy& policy, const std::vector<uint64_t>& seeds, double tune,
+                         const std::function<void(double)>& progress) {
+  PackingResult result;
+  result.policy = policy.name;
+  const std::vector<TypicalPod> typical = WorkloadTypicalPods(pods);
+  for (size_t s = 0; s < seeds.size(); ++s) {
+    result.seeds.push_back(RunPackingSeed(cluster, pods, policy, seeds[s], tune, typical,
+                                          [&](double f) {
+                                            if (progress) progress((s + f) / seeds.size());
+                                          }));
+  }
+  const size_t points = result.seeds.empty() ? 0 : result.seeds[0].alloc_ratio.size();
+  result.mean.alloc_ratio.assign(points, 0);
+  result.mean.frag_amount.assign(points, 0);
+  for (const PackingCurve& c : result.seeds) {
+    for (size_t x = 0; x < points; ++x) {
+      result.mean.alloc_ratio[x] += c.alloc_ratio[x] / result.seeds.size();
+      result.mean.frag_amount[x] += c.frag_amount[x] / result.seeds.size();
+    }
+    result.mean.pods += c.pods;
+    result.mean.placed += c.placed;
+  }
+  if (points > 0)
+    result.unallocated_gpus_at_end =
+        (100.0 - result.mean.alloc_ratio[points - 1]) / 100.0 * cluster.gpu_count();
+  return result;
+}
+
+}  // namespace berth

@@ -1,0 +1,25 @@
+// Jobs of a workload trace, as the simulator replays them. Plain data; loaders in src/config.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace berth {
+
+// One pod (or job) of a trace. Times are seconds from the trace start; negative: unknown.
+struct TracePod {
+  std::string name;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int gpus = 0;       // GPUs per pod
+  int gpu_milli = 0;  // per GPU: 1000 for whole GPUs, less for a share of one GPU, 0 CPU-only
+  std::vector<std::string> models;  // allowed GPU models; empty: any
+  std::string qos;
+  double submit_time = -1;
+  double start_time = -1;
+  double end_time = -1;
+  double duration = -1;  // run time on ideal placement, when the trace gives it
+};
+
+}  // namespace berth

@@ -1,0 +1,58 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/plugins/plugin.h"
+#include "plugin_test_util.h"
+
+namespace berth {
+namespace {
+
+bool Has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+TEST(PluginRegistryTest, ListsEveryPlugin) {
+  for (const char* name : {"node-health", "gpu-model", "resources-fit", "node-selector",
+                           "topology-spread", "gpu-memory-threshold"})
+    EXPECT_TRUE(Has(FilterNames(), name)) << name;
+  for (const char* name : {"topology-spread", "topology-affinity", "binpack", "spread",
+                           "qos-balance", "image-locality", "load"})
+    EXPECT_TRUE(Has(ScoreNames(), name)) << name;
+  for (const std::string& name : FilterNames()) EXPECT_NE(Filter(name), nullptr) << name;
+  for (const std::string& name : ScoreNames()) EXPECT_NE(Score(name), nullptr) << name;
+}
+
+TEST(PluginRegistryTest, UnknownPluginNamesTheKnownOnes) {
+  std::string error;
+  EXPECT_EQ(MakeScore(Config("nope"), &error), nullptr);
+  EXPECT_EQ(error.rfind("scores[nope]: unknown plugin; known: ", 0), 0u) << error;
+  EXPECT_NE(error.find("binpack"), std::string::npos);
+  EXPECT_EQ(MakeFilter(Config("binpack"), &error), nullptr);  // a score, not a filter
+  EXPECT_EQ(error.rfind("filters[binpack]: unknown plugin", 0), 0u) << error;
+}
+
+TEST(PluginRegistryTest, UnknownParameterIsAnError) {
+  std::string error;
+  EXPECT_EQ(MakeScore(Config("binpack", {{"x", 1}}), &error), nullptr);
+  EXPECT_EQ(error, "scores[binpack]: unknown parameter \"x\"; known: gpu, cpu, memory");
+  EXPECT_EQ(MakeFilter(Config("gpu-memory-threshold", {{"ratoi", 0.8}}), &error), nullptr);
+  EXPECT_EQ(error, "filters[gpu-memory-threshold]: unknown parameter \"ratoi\"; known: ratio");
+  EXPECT_EQ(MakeFilter(Config("node-health", {{"x", 1}}), &error), nullptr);
+  EXPECT_EQ(error, "filters[node-health]: unknown parameter \"x\"; known: none");
+}
+
+TEST(PluginRegistryTest, BadParameterValuesAreErrors) {
+  std::string error;
+  EXPECT_EQ(MakeFilter(Config("gpu-memory-threshold", {{"ratio", 0}}), &error), nullptr);
+  EXPECT_NE(error.find("ratio"), std::string::npos);
+  EXPECT_EQ(MakeScore(Config("spread", {{"gpu", -1}}), &error), nullptr);
+  EXPECT_EQ(MakeScore(Config("binpack", {{"gpu", 0}, {"cpu", 0}, {"memory", 0}}), &error), nullptr);
+  EXPECT_EQ(MakeScore(Config("topology-affinity", {{"fragmentation", 2}}), &error), nullptr);
+  EXPECT_NE(MakeScore(Config("topology-affinity", {{"switch", 90}, {"node", 10}}), &error),
+            nullptr);
+}
+
+}  // namespace
+}  // namespace berth
