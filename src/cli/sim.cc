@@ -16,7 +16,12 @@
 #include "config/openb_node_list.h"
 #include "config/openb_pod_list.h"
 #include "sim/chart.h"
+#include "config/tiresias_trace.h"
+#include "config/vc_file.h"
 #include "sim/packing.h"
+#include "sim/replay.h"
+#include "sim/report.h"
+#include "sim/synthetic_trace.h"
 
 namespace berth {
 namespace {
@@ -164,6 +169,99 @@ void RunSimPacking(const PackingArgs& a) {
   }
 }
 
+struct ReplayArgs {
+  std::string cluster, trace, format = "synthetic", vcs, policies = "berth", json, report;
+  int jobs = 1000;
+  double load = 0.9;
+  uint64_t seed = 1;
+  double checkpoint_s = 1800;
+  bool sjf = false, skip_malformed = false;
+};
+
+void RunSimReplay(const ReplayArgs& a) {
+  const Cluster cluster = LoadClusterArgument(a.cluster);
+  std::vector<QueueSpec> queues;
+  if (!a.vcs.empty())
+    for (const VirtualClusterSpec& vc : LoadVcFile(a.vcs)) queues.push_back({vc.name, 1, -1, vc.guarantees});
+  if (queues.empty()) queues.push_back({"default", 1, -1, {}});
+  std::vector<ReplayJob> jobs;
+  int skipped = 0;
+  int* skip = a.skip_malformed ? &skipped : nullptr;
+  if (a.format == "synthetic") {
+    SyntheticOptions o;
+    o.jobs = a.jobs;
+    o.load = a.load;
+    o.seed = a.seed;
+    jobs = SyntheticJobs(cluster, queues, o);
+  } else if (a.format == "openb" || a.format == "tiresias") {
+    if (a.trace.empty()) throw ConfigError("--trace: required with --format " + a.format);
+    const std::vector<TracePod> pods =
+        a.format == "openb" ? LoadOpenbPodList(a.trace, skip) : LoadTiresiasJobs(a.trace, skip);
+    jobs = ReplayJobsFromTrace(cluster, pods, queues);
+  } else {
+    throw ConfigError("--format: expected openb, tiresias or synthetic, got \"" + a.format + "\"");
+  }
+  if (skipped) std::cerr << "skipped " << skipped << " malformed rows of " << a.trace << "\n";
+  ReplayOptions options;
+  options.shortest_first = a.sjf;
+  options.checkpoint_interval_s = a.checkpoint_s;
+  std::vector<ReplayResult> results;
+  std::stringstream list(a.policies);
+  std::string name;
+  const auto start = std::chrono::steady_clock::now();
+  while (std::getline(list, name, ',')) {
+    const Policy policy = LoadPolicyArgument(name);
+    Progress progress(policy.name);
+    results.push_back(RunReplay(cluster, queues, jobs, policy, options,
+                                [&](double f) { progress(f, static_cast<int>(jobs.size())); }));
+    progress.Done();
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "replay: " << jobs.size() << " jobs on " << cluster.gpu_count() << " GPUs, "
+            << queues.size() << " queue(s), " << std::fixed << std::setprecision(1) << seconds
+            << " s\n";
+  std::cout << std::left << std::setw(16) << "policy" << std::right << std::setw(11) << "JCT mean"
+            << std::setw(9) << "p50" << std::setw(9) << "p95" << std::setw(9) << "p99"
+            << std::setw(11) << "wait mean" << std::setw(10) << "makespan" << std::setw(7) << "util"
+            << std::setw(9) << "preempt" << std::setw(9) << "anomaly" << "   (hours, %)\n";
+  for (const ReplayResult& r : results)
+    std::cout << std::left << std::setw(16) << r.policy << std::right << std::setprecision(2)
+              << std::setw(11) << r.jct.mean / 3600 << std::setw(9) << r.jct.p50 / 3600
+              << std::setw(9) << r.jct.p95 / 3600 << std::setw(9) << r.jct.p99 / 3600
+              << std::setw(11) << r.wait.mean / 3600 << std::setw(10) << r.makespan / 3600
+              << std::setw(7) << std::setprecision(1) << r.mean_utilization << std::setw(9)
+              << r.preemptions << std::setw(9) << r.anomalies << "\n";
+  if (!a.json.empty()) {
+    nlohmann::json j;
+    j["jobs"] = jobs.size();
+    j["gpus"] = cluster.gpu_count();
+    auto dist = [](const Distribution& d) {
+      return nlohmann::json{{"mean", d.mean}, {"p50", d.p50}, {"p95", d.p95}, {"p99", d.p99}};
+    };
+    for (const ReplayResult& r : results) {
+      nlohmann::json per_queue;
+      for (const auto& [q, d] : r.per_queue) per_queue[q] = {{"jct_s", dist(d.first)}, {"wait_s", dist(d.second)}};
+      j["policies"][r.policy] = {{"jct_s", dist(r.jct)},
+                                 {"wait_s", dist(r.wait)},
+                                 {"makespan_s", r.makespan},
+                                 {"utilization_percent", r.mean_utilization},
+                                 {"preemptions", r.preemptions},
+                                 {"sharing_anomaly_jobs", r.anomalies},
+                                 {"never_fit", r.unfinished},
+                                 {"queues", per_queue}};
+    }
+    std::ofstream out(a.json);
+    out << j.dump(2) << "\n";
+    if (!out) throw ConfigError("--json: cannot write " + a.json);
+  }
+  if (!a.report.empty()) {
+    std::ofstream out(a.report);
+    out << ReplayReportHtml("berth replay: " + (a.trace.empty() ? a.format : BaseName(a.trace)), results);
+    if (!out) throw ConfigError("--report: cannot write " + a.report);
+  }
+}
+
 }  // namespace
 
 void AddSimCommand(CLI::App& app) {
@@ -183,6 +281,23 @@ void AddSimCommand(CLI::App& app) {
   packing->add_option("--svg", a->svg, "Write the allocation-ratio curves as SVG");
   packing->add_flag("--skip-malformed", a->skip_malformed, "Skip malformed trace rows, counted");
   packing->callback([a] { RunSimPacking(*a); });
+
+  auto* replay = sim->add_subcommand("replay", "Time-based replay: arrivals, queueing, JCT");
+  auto r = std::make_shared<ReplayArgs>();
+  replay->add_option("--cluster", r->cluster, "Cluster file, openb node list or Tiresias cluster CSV");
+  replay->add_option("--trace", r->trace, "Trace file (openb pod list or Tiresias jobs)");
+  replay->add_option("--format", r->format, "openb, tiresias or synthetic");
+  replay->add_option("--vcs", r->vcs, "Virtual-cluster file: one queue per VC");
+  replay->add_option("--policy", r->policies, "Policies, comma-separated");
+  replay->add_option("--jobs", r->jobs, "Synthetic: number of jobs")->check(CLI::PositiveNumber);
+  replay->add_option("--load", r->load, "Synthetic: mean GPU demand / capacity");
+  replay->add_option("--seed", r->seed, "Synthetic: seed");
+  replay->add_option("--checkpoint", r->checkpoint_s, "Checkpoint interval (s) of preempted jobs");
+  replay->add_flag("--sjf", r->sjf, "Order by known duration (shortest first) instead of arrival");
+  replay->add_option("--json", r->json, "Write results as JSON");
+  replay->add_option("--report", r->report, "Write an HTML report with charts");
+  replay->add_flag("--skip-malformed", r->skip_malformed, "Skip malformed trace rows, counted");
+  replay->callback([r] { RunSimReplay(*r); });
 }
 
 }  // namespace berth

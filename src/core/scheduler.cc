@@ -133,6 +133,7 @@ void Scheduler::Account(const JobRecord& job, int sign) {
   q.usage.memory_mib += sign * r.memory_mib;
   (job.borrowed ? q.borrowed_gpus : q.guaranteed_gpus) += sign * r.gpu;
   q.user_usage[job.spec.user] += sign * r.gpu;
+  q.running += sign;
 }
 
 void Scheduler::Release(JobRecord& job) {
@@ -436,8 +437,7 @@ std::vector<QueueStatus> Scheduler::Queues() const {
       const JobRecord& j = jobs_.at(id);
       s.pending_gpus += JobGpus(j.spec, TotalReplicas(j.spec));
     }
-    for (const auto& [id, j] : jobs_)
-      if (j.queue == static_cast<int>(q) && j.state == JobState::kRunning) ++s.running;
+    s.running = queue.running;
     s.cells = allocator_->VcStatus(static_cast<int>(q));
     out.push_back(std::move(s));
   }

@@ -109,6 +109,7 @@ class Scheduler {
   const JobRecord* job(int id) const;
   const std::map<int, JobRecord>& jobs() const { return jobs_; }
   std::vector<QueueStatus> Queues() const;
+  const std::vector<int>& pending(int queue) const { return queues_[queue].pending; }
   const Allocator& allocator() const { return *allocator_; }
   Allocator& mutable_allocator() { return *allocator_; }
 
@@ -120,6 +121,7 @@ class Scheduler {
     double borrowed_gpus = 0;
     double guaranteed_gpus = 0;  // usage inside the guarantee
     std::map<std::string, double> user_usage;
+    int running = 0;
     std::vector<int> pending;
   };
 

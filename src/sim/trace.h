@@ -16,6 +16,7 @@ struct TracePod {
   int gpu_milli = 0;  // per GPU: 1000 for whole GPUs, less for a share of one GPU, 0 CPU-only
   std::vector<std::string> models;  // allowed GPU models; empty: any
   std::string qos;
+  std::string workload;  // the model trained (e.g. "vgg16"), when the trace names it
   double submit_time = -1;
   double start_time = -1;
   double end_time = -1;

@@ -62,8 +62,17 @@ class AllocatorTest : public ::testing::Test {
   }
   void ExpectInitial() { EXPECT_TRUE(Snapshot(*a_) == initial_) << "free lists differ"; }
 
+  // A replica of an allocation; an empty placement (and a test failure) if there is none.
   const ReplicaPlacement& R(int id, int replica = 0) const {
-    return a_->Find(id)->replicas.at(replica);
+    static const ReplicaPlacement kNone = [] {
+      ReplicaPlacement r;
+      r.gpus = {-1};
+      return r;
+    }();
+    const Allocation* alloc = a_->Find(id);
+    if (alloc && replica < static_cast<int>(alloc->replicas.size())) return alloc->replicas[replica];
+    ADD_FAILURE() << "no replica " << replica << " of allocation " << id;
+    return kNone;
   }
   // (node, first GPU) of an allocation's first replica.
   std::pair<int, int> Where(int id) const { return {R(id).node, R(id).gpus.at(0)}; }

@@ -81,7 +81,9 @@ void ExpectWellFormed(const CellTree& tree) {
       EXPECT_GE(cells[c].gpu, 0);
       EXPECT_EQ(tree.gpu_cell(cells[c].node, cells[c].gpu), c);
     }
-    if (type.level == Level::kNode) EXPECT_EQ(tree.node_cell(cells[c].node), c);
+    if (type.level == Level::kNode) {
+      EXPECT_EQ(tree.node_cell(cells[c].node), c);
+    }
   }
 }
 
@@ -196,7 +198,7 @@ Node ShapedNode(const std::string& name, const std::string& shape, const std::st
 TEST(CellTreeTest, SingleChildLevelsCollapse) {
   Cluster cluster;
   cluster.models.push_back({"T4", 15360, {}});
-  // One switch per socket: the switch level is dropped, sockets hold GPUs.
+  // One switch per socket: the socket level is dropped, the node holds the two switches.
   cluster.nodes.push_back(ShapedNode("a", "two-sockets", "T4", {{2}, {2}}));
   // One socket with two switches: the socket level is dropped.
   cluster.nodes.push_back(ShapedNode("b", "one-socket", "T4", {{2, 2}}));
@@ -204,11 +206,13 @@ TEST(CellTreeTest, SingleChildLevelsCollapse) {
   cluster.nodes.push_back(ShapedNode("c", "single-gpu-switches", "T4", {{1, 1}, {1, 1}}));
   const CellTree tree = Build(cluster);
   ExpectWellFormed(tree);
-  const int a_socket = tree.FindType("two-sockets/socket");
-  ASSERT_GE(a_socket, 0);
-  EXPECT_EQ(tree.FindType("two-sockets/switch"), -1);
-  EXPECT_EQ(tree.types()[a_socket].children, (std::vector<std::pair<int, int>>{{0, 2}}));
-  EXPECT_EQ(tree.types()[tree.FindType("two-sockets/node")].tight_level, Level::kNode);
+  const int a_switch = tree.FindType("two-sockets/switch");
+  ASSERT_GE(a_switch, 0);
+  EXPECT_EQ(tree.FindType("two-sockets/socket"), -1);
+  const int a_node = tree.FindType("two-sockets/node");
+  EXPECT_EQ(tree.types()[a_node].children, (std::vector<std::pair<int, int>>{{a_switch, 2}}));
+  // Its switches are on different sockets: a cell of the node is no tighter than a node.
+  EXPECT_EQ(tree.types()[a_node].tight_level, Level::kNode);
 
   const int b_switch = tree.FindType("one-socket/switch");
   ASSERT_GE(b_switch, 0);
@@ -221,8 +225,7 @@ TEST(CellTreeTest, SingleChildLevelsCollapse) {
   const int c_socket = tree.FindType("single-gpu-switches/socket");
   ASSERT_GE(c_socket, 0);
   EXPECT_EQ(tree.types()[c_socket].children, (std::vector<std::pair<int, int>>{{0, 2}}));
-  // Same composition, different shape name: distinct types.
-  EXPECT_NE(c_socket, a_socket);
+  EXPECT_EQ(tree.types()[tree.FindType("single-gpu-switches/node")].tight_level, Level::kNode);
 }
 
 TEST(CellTreeTest, MultiRackNamesRackTypesByComposition) {

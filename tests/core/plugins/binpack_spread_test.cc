@@ -39,11 +39,12 @@ TEST(BinpackSpreadPluginTest, WeightsAndCpuMemory) {
 
 TEST(BinpackSpreadPluginTest, SharesAndBadGpus) {
   PluginHarness h(SyntheticDgxCluster(1, 1, 0));
-  h.Take(0, 0, 500);
-  h.alloc().SetGpuBad(0, 7, true);  // capacity: 7 usable GPUs
+  const std::vector<int> shared = h.Take(0, 0, 500);
+  ASSERT_EQ(shared.size(), 1u);
+  h.alloc().SetGpuBad(0, shared[0] == 7 ? 6 : 7, true);  // capacity: 7 usable GPUs
   h.demand().gpu_milli = 250;
   auto gpu_only = Score("binpack", {{"cpu", 0}, {"memory", 0}});
-  EXPECT_NEAR(gpu_only->Score(h.ctx(), Cand(0, {0})), 100 * 0.75 / 7, 1e-9);
+  EXPECT_NEAR(gpu_only->Score(h.ctx(), Cand(0, shared)), 100 * 0.75 / 7, 1e-9);
 }
 
 }  // namespace

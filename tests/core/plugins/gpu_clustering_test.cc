@@ -33,10 +33,12 @@ TEST_F(GpuClusteringTest, SameGpuRequestFirst) {
   EXPECT_DOUBLE_EQ(clustering_->Score(ctx, GpuCandidate(1, {free_gpu})), 15 + 0);
   // The share's own GPU is the best fit one on nodes 0 and 3.
   for (int g = 0; g < 4; ++g) {
-    if (alloc_.gpu_used_milli(0, g) == 500)
+    if (alloc_.gpu_used_milli(0, g) == 500) {
       EXPECT_DOUBLE_EQ(clustering_->Score(ctx, GpuCandidate(0, {g})), 14 + 75);
-    if (alloc_.gpu_used_milli(3, g) == 500)
+    }
+    if (alloc_.gpu_used_milli(3, g) == 500) {
       EXPECT_DOUBLE_EQ(clustering_->Score(ctx, GpuCandidate(3, {g})), 17 + 50);
+    }
   }
 
   group.demand = WholeDemand(1);

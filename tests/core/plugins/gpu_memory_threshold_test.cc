@@ -28,6 +28,7 @@ TEST(GpuMemoryThresholdPluginTest, RefusesGpusOverTheLimit) {
   auto loose = Filter("gpu-memory-threshold", {{"ratio", 1.0}});
   h.demand().gpu_memory_mib = 20000;
   EXPECT_TRUE(loose->Feasible(h.ctx(), Cand(0, {1})));
+  h.demand().gpu_memory_mib = 4000;  // 77303 + 4000 <= 81920
   EXPECT_TRUE(loose->Feasible(h.ctx(), Cand(0, {0})));
 }
 

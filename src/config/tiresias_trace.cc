@@ -1,0 +1,65 @@
+#include "config/tiresias_trace.h"
+
+#include "config/config_error.h"
+#include "config/csv_reader.h"
+#include "config/flat_node.h"
+
+namespace berth {
+
+Cluster LoadTiresiasCluster(const std::string& path) {
+  CsvReader csv(path, {"num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node",
+                       "mem_p_node"});
+  if (!csv.Next()) throw ConfigError(path + ": expected one row after the header");
+  csv.ExpectFields(5);
+  const int switches = static_cast<int>(csv.Int(0, 1, 10000));
+  const int nodes = static_cast<int>(csv.Int(1, 1, 10000));
+  const int gpus = static_cast<int>(csv.Int(2, 0, 64));
+  const int64_t cpus = csv.Int(3, 0, 100000);
+  const int64_t memory_gb = csv.Int(4, 0, 1000000);
+  Cluster cluster;
+  const size_t slash = path.find_last_of('/');
+  cluster.name = path.substr(slash == std::string::npos ? 0 : slash + 1);
+  cluster.name = cluster.name.substr(0, cluster.name.find_last_of('.'));
+  cluster.models.push_back({"GPU", 0, {}});
+  for (int s = 0; s < switches; ++s) {
+    const std::string rack = "switch-" + std::to_string(s);
+    cluster.racks.push_back(rack);
+    for (int n = 0; n < nodes; ++n) {
+      Node node = MakeFlatNode("node-" + std::to_string(s) + "-" + std::to_string(n), cpus * 1000,
+                               memory_gb * 1024, gpus, "GPU");
+      node.rack = rack;
+      node.labels["rack"] = rack;
+      cluster.nodes.push_back(std::move(node));
+    }
+  }
+  const std::string error = ValidateCluster(cluster);
+  if (!error.empty()) throw ConfigError(path + ": " + error);
+  return cluster;
+}
+
+std::vector<TracePod> LoadTiresiasJobs(const std::string& path, int* skipped) {
+  CsvReader csv(path, {"job_id", "num_gpu", "submit_time", "iterations", "model_name",
+                       "duration"});
+  std::vector<TracePod> jobs;
+  if (skipped) *skipped = 0;
+  while (csv.Next()) {
+    try {
+      TracePod job;
+      job.name = "job-" + std::string(csv.field(0));
+      job.gpus = static_cast<int>(csv.Int(1, 1, 4096));
+      job.gpu_milli = 1000;
+      job.submit_time = csv.Number(2);
+      job.workload = std::string(csv.field(4));
+      job.duration = csv.Number(5);
+      if (job.duration < 0 || job.submit_time < 0)
+        throw ConfigError(csv.where() + "column 'duration'/'submit_time': must be >= 0");
+      jobs.push_back(std::move(job));
+    } catch (const ConfigError&) {
+      if (!skipped) throw;
+      ++*skipped;
+    }
+  }
+  return jobs;
+}
+
+}  // namespace berth
