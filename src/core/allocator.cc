@@ -138,16 +138,39 @@ static int TakeGpusImpl(BuddyAllocator& buddy, const CellTree& tree, const std::
     for (auto it = taken.rbegin(); it != taken.rend(); ++it) buddy.Give(*it);
     return -1;
   };
+  const auto& all = tree.cells();
   for (int type : types) {
+    bool refused = false;  // a cell had the GPUs, but `fits` turned them down
     if (fast) {
       const int c = buddy.FindFast(pool, type, k);
       if (c < 0) continue;  // the pool has no room of this type at all
       const int node = try_cell(c);
       if (node >= 0) return node;
+      refused = true;
     }
     for (int root : roots) {
       const int c = buddy.FindWithin(root, type, k, node_ok);
       if (c < 0) continue;
+      const int node = try_cell(c);
+      if (node >= 0) return node;
+      refused = true;
+    }
+    if (!refused) continue;
+    // The best fit failed on what only the chosen GPUs show (their socket's CPU or memory, a
+    // GPU's memory or MIG geometry): try every other cell of the type, best fit first.
+    std::vector<std::pair<int, int>> others;  // (free GPUs, cell)
+    for (int root : roots)
+      for (int c = root; c < tree.subtree_end(root); ++c) {
+        if (all[c].type != type || buddy.pool(c) != pool || buddy.free_leaves(c) < k ||
+            !node_ok(all[c].node))
+          continue;
+        bool inside_taken = false;
+        for (int a = c; a >= 0 && buddy.pool(a) == pool && !inside_taken; a = all[a].parent)
+          inside_taken = buddy.taken(a);
+        if (!inside_taken) others.push_back({buddy.free_leaves(c), c});
+      }
+    std::sort(others.begin(), others.end());
+    for (const auto& [free, c] : others) {
       const int node = try_cell(c);
       if (node >= 0) return node;
     }
@@ -162,9 +185,10 @@ int Allocator::TakeFreshGpu(const AllocationRequest& req, int pool, bool mig) {
   std::vector<int> roots;
   if (pool == BuddyAllocator::kPhysicalPool) roots.push_back(tree_->root());
   else roots = vcs_[pool - 1].bound_cells;
+  // The node's totals only: which sockets the replica needs is known once its GPUs are.
   const std::function<bool(int)> node_ok = [&](int node) {
-    return NodeUsable(req, node) &&
-           resources_.Fits(node, {}, req.demand.cpu_milli, req.demand.memory_mib);
+    return NodeUsable(req, node) && req.demand.cpu_milli <= resources_.free_cpu_milli(node) &&
+           req.demand.memory_mib <= resources_.free_memory_mib(node);
   };
   const std::function<bool(int, const std::vector<int>&)> fits = [&](int node,
                                                                      const std::vector<int>& ids) {
@@ -188,9 +212,10 @@ bool Allocator::PlaceWhole(const AllocationRequest& req, int pool, int within,
   if (within >= 0) roots.push_back(within);
   else if (pool == BuddyAllocator::kPhysicalPool) roots.push_back(tree_->root());
   else roots = vcs_[pool - 1].bound_cells;
+  // The node's totals only: which sockets the replica needs is known once its GPUs are.
   const std::function<bool(int)> node_ok = [&](int node) {
-    return NodeUsable(req, node) &&
-           resources_.Fits(node, {}, req.demand.cpu_milli, req.demand.memory_mib);
+    return NodeUsable(req, node) && req.demand.cpu_milli <= resources_.free_cpu_milli(node) &&
+           req.demand.memory_mib <= resources_.free_memory_mib(node);
   };
   const std::function<bool(int, const std::vector<int>&)> fits =
       [&](int node, const std::vector<int>& ids) { return FitsNode(req, node, ids); };
@@ -373,13 +398,39 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
 void Allocator::AddCandidatesOnNode(const AllocationRequest& req, int node, int root,
                                     std::vector<Candidate>* out) const {
   const Demand& d = req.demand;
-  if (!NodeUsable(req, node) || !resources_.Fits(node, {}, d.cpu_milli, d.memory_mib)) return;
+  if (!NodeUsable(req, node)) return;
   if (d.gpus == 0 && d.gpu_milli == 0 && d.mig_profile.empty()) {
-    out->push_back({node, {}, Level::kNode, {}});
+    if (resources_.Fits(node, {}, d.cpu_milli, d.memory_mib)) out->push_back({node, {}, Level::kNode, {}});
     return;
   }
+  // The node's totals only: which sockets the replica needs is known once its GPUs are.
+  if (d.cpu_milli > resources_.free_cpu_milli(node) ||
+      d.memory_mib > resources_.free_memory_mib(node))
+    return;
   const int pool = buddy_.pool(root);
   const auto& cells = tree_->cells();
+  // The cells of `type` below `root` with `count` free GPUs: the best fit first, then the others
+  // by free GPUs (tried when the best fit's GPUs fail a socket's CPU or memory, or a GPU's own
+  // limits).
+  auto cells_of = [&](int type, int count) {
+    std::vector<int> out_cells;
+    const int best = buddy_.FindWithin(root, type, count, nullptr);
+    if (best < 0) return out_cells;
+    out_cells.push_back(best);
+    std::vector<std::pair<int, int>> others;
+    for (int c = root; c < tree_->subtree_end(root); ++c) {
+      if (c == best || cells[c].type != type || buddy_.pool(c) != pool ||
+          buddy_.free_leaves(c) < count)
+        continue;
+      bool inside_taken = false;
+      for (int a = c; a >= 0 && buddy_.pool(a) == pool && !inside_taken; a = cells[a].parent)
+        inside_taken = buddy_.taken(a);
+      if (!inside_taken) others.push_back({buddy_.free_leaves(c), c});
+    }
+    std::sort(others.begin(), others.end());
+    for (const auto& [free, c] : others) out_cells.push_back(c);
+    return out_cells;
+  };
   auto gpus_of = [&](const std::vector<int>& taken_cells) {
     std::vector<int> ids;
     for (int cell : taken_cells)
@@ -390,15 +441,16 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, int node, int 
   };
   const bool mig = !d.mig_profile.empty();
   if (d.gpus > 0) {
-    for (int type : WholeTypes(d, false)) {
-      const int c = buddy_.FindWithin(root, type, d.gpus, nullptr);
-      if (c < 0) continue;
-      Candidate cand{node, {}, tree_->types()[type].tight_level, {}};
-      buddy_.PlanLeaves(c, d.gpus, &cand.cells);
-      cand.gpus = gpus_of(cand.cells);
-      if (FitsNode(req, node, cand.gpus)) out->push_back(std::move(cand));
-      return;
-    }
+    for (int type : WholeTypes(d, false))
+      for (int c : cells_of(type, d.gpus)) {
+        Candidate cand{node, {}, tree_->types()[type].tight_level, {}};
+        buddy_.PlanLeaves(c, d.gpus, &cand.cells);
+        cand.gpus = gpus_of(cand.cells);
+        if (FitsNode(req, node, cand.gpus)) {
+          out->push_back(std::move(cand));
+          return;
+        }
+      }
     return;
   }
   // Shares and MIG slices: every GPU of the node already carved or shared that fits, plus one
@@ -414,18 +466,17 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, int node, int 
     if (mig && st.holder == kMig && MigPlacement(req, node, gpu, &p, &start, &slot))
       out->push_back({node, {gpu}, Level::kGpu, {}, p, start, slot});
   }
-  for (int type : WholeTypes(d, mig)) {
-    const int c = buddy_.FindWithin(root, type, 1, nullptr);
-    if (c < 0) continue;
-    const int gpu = cells[c].gpu;
-    int p, start, slot;
-    if (mig ? MigPlacement(req, node, gpu, &p, &start, &slot) : ShareFits(req, node, gpu)) {
-      Candidate cand{node, {gpu}, Level::kGpu, {c}};
-      if (mig) cand.mig_profile = p, cand.mig_start = start, cand.mig_slot = slot;
-      out->push_back(std::move(cand));
-      return;
+  for (int type : WholeTypes(d, mig))
+    for (int c : cells_of(type, 1)) {
+      const int gpu = cells[c].gpu;
+      int p, start, slot;
+      if (mig ? MigPlacement(req, node, gpu, &p, &start, &slot) : ShareFits(req, node, gpu)) {
+        Candidate cand{node, {gpu}, Level::kGpu, {c}};
+        if (mig) cand.mig_profile = p, cand.mig_start = start, cand.mig_slot = slot;
+        out->push_back(std::move(cand));
+        return;
+      }
     }
-  }
 }
 
 std::vector<Candidate> Allocator::Enumerate(const AllocationRequest& req, int pool, int limit) {

@@ -64,6 +64,7 @@ std::vector<std::string> Scheduler::SetPolicy(const Policy& policy) {
   std::vector<std::string> errors;
   auto next = PlacementPipeline::Make(policy, &errors);
   if (next) pipeline_ = std::move(next);
+  ++version_;
   return errors;
 }
 
@@ -138,6 +139,8 @@ void Scheduler::Account(const JobRecord& job, int sign) {
 
 void Scheduler::Release(JobRecord& job) {
   Account(job, -1);
+  running_.erase(job.id);
+  ++version_;
   for (int id : job.allocations) allocator_->Release(id);
   job.allocations.clear();
   job.placements.clear();
@@ -218,6 +221,8 @@ bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<D
     job.backoff = 0;
     job.reason.clear();
     Account(job, +1);
+    running_.insert(job.id);
+    if (job.borrowed) ++version_;
     auto& pending = queues_[job.queue].pending;
     pending.erase(std::remove(pending.begin(), pending.end(), job.id), pending.end());
     Decision d;
@@ -283,7 +288,9 @@ std::vector<Decision> Scheduler::Schedule(double now) {
     if (pick < 0) break;
     Queue& queue = queues_[pick];
     JobRecord& job = jobs_.at(order[pick][next[pick]++]);
-    if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty()) continue;
+    if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
+        job.failed_at == version_)
+      continue;
     const double need = JobGpus(job.spec, TotalReplicas(job.spec));
     const bool may_guarantee =
         job.spec.priority >= 0 && queue.guaranteed_gpus + need <= queue.guarantee_gpus + 1e-9;
@@ -299,7 +306,7 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       job.reason = "refused by a telemetry filter; retrying with back-off";
       continue;
     }
-    TryPreempt(job, now, fair, &out);
+    if (!TryPreempt(job, now, fair, &out)) job.failed_at = version_;
   }
   return out;
 }
@@ -322,7 +329,8 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   };
   std::vector<Plan> plans;
   std::vector<int> reclaim, fair_reclaim, lower;
-  for (const auto& [id, v] : jobs_) {
+  for (int id : running_) {
+    const JobRecord& v = jobs_.at(id);
     if (!eligible(v)) continue;
     if (v.queue != job.queue && v.borrowed) {
       // (a) Reclaim the guarantee from borrowers; (a') restore the fair share from queues that

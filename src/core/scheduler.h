@@ -17,7 +17,9 @@
 //    preemptor is placed at once, before anyone else. Preempted jobs go back to pending.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +62,9 @@ struct JobRecord {
   std::vector<int> waiting_for;  // a preemptor: victims still stopping
   bool reserved_guaranteed = false;
   int preemptions = 0;      // times this job was preempted
+  // The scheduler's state version when the job last failed to fit; it is retried only after
+  // capacity was freed (or new victims appeared), since nothing else can make it fit.
+  uint64_t failed_at = UINT64_MAX;
   std::string reason;       // why it is still pending
 };
 
@@ -103,7 +108,10 @@ class Scheduler {
   // One scheduling cycle.
   std::vector<Decision> Schedule(double now);
 
-  void SetTelemetry(const Telemetry& telemetry) { telemetry_ = telemetry; }
+  void SetTelemetry(const Telemetry& telemetry) {
+    telemetry_ = telemetry;
+    ++version_;
+  }
   void SetWorkloadModel(const std::vector<TypicalPod>& pods) { typical_pods_ = pods; }
 
   const JobRecord* job(int id) const;
@@ -149,6 +157,8 @@ class Scheduler {
   std::vector<TypicalPod> typical_pods_;
   ResourceVector capacity_;
   int next_job_ = 1;
+  std::set<int> running_;  // running and stopping jobs (preemption candidates)
+  uint64_t version_ = 0;   // bumped whenever capacity is freed or a borrower starts
 };
 
 }  // namespace berth

@@ -76,9 +76,11 @@ class AllocatorTest : public ::testing::Test {
   }
   // (node, first GPU) of an allocation's first replica.
   std::pair<int, int> Where(int id) const { return {R(id).node, R(id).gpus.at(0)}; }
-  int SwitchOf(int node, int gpu) const { return cluster_.nodes[node].gpus[gpu].pcie_switch; }
+  int SwitchOf(int node, int gpu) const {
+    return node < 0 || gpu < 0 ? -1 : cluster_.nodes[node].gpus[gpu].pcie_switch;
+  }
   int SocketOf(int node, int gpu) const {
-    return cluster_.nodes[node].switches[SwitchOf(node, gpu)].socket;
+    return node < 0 || gpu < 0 ? -1 : cluster_.nodes[node].switches[SwitchOf(node, gpu)].socket;
   }
   std::set<int> Sockets(const ReplicaPlacement& r) const {
     std::set<int> s;
