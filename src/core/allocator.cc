@@ -604,12 +604,15 @@ bool Allocator::BindFor(const AllocationRequest& req, Taken* taken) {
   const int cell = buddy_.TakeType(BuddyAllocator::kPhysicalPool, type);
   if (cell < 0) return false;
   ++vc.bound_counts[pick];
+  // Bound before the check: the safety test reads the GPUs' holders, and a cell only taken in
+  // the physical pool still looks free there.
+  buddy_.Bind(cell, req.vc + 1);
   if (GuaranteeShortfallGpus() > before) {  // this split would break another VC's guarantee
     --vc.bound_counts[pick];
+    buddy_.Unbind(cell);
     buddy_.Give(cell);
     return false;
   }
-  buddy_.Bind(cell, req.vc + 1);
   vc.bound_cells.push_back(cell);
   taken->bound_here.push_back(cell);
   return true;

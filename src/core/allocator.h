@@ -115,6 +115,7 @@ class Allocator {
   void SetNodeCordoned(int node, bool cordoned);
   bool gpu_usable(int node, int gpu) const;
   bool gpu_free(int node, int gpu) const;  // usable and held by nobody
+  bool node_cordoned(int node) const { return cordoned_[node]; }
 
   // Per VC and guarantee type: unbound cells that free or preemptible cells can no longer back
   // because hardware is bad (HiveD shows failures only when they are inevitable).
@@ -139,6 +140,7 @@ class Allocator {
 
   // GPU-level state, for inspection.
   int gpu_used_milli(int node, int gpu) const;  // 1000 for a whole GPU, MIG GPUs: 0
+  int64_t gpu_shared_memory_mib(int node, int gpu) const { return gpus_[node][gpu].used_memory_mib; }
   const MigLayout& mig_layout(int node, int gpu) const;
 
  private:

@@ -446,7 +446,6 @@ std::vector<QueueStatus> Scheduler::Queues() const {
       s.pending_gpus += JobGpus(j.spec, TotalReplicas(j.spec));
     }
     s.running = queue.running;
-    s.cells = allocator_->VcStatus(static_cast<int>(q));
     out.push_back(std::move(s));
   }
   return out;

@@ -86,7 +86,6 @@ struct QueueStatus {
   double borrowed_gpus = 0;
   double pending_gpus = 0;
   int running = 0, pending = 0;
-  std::vector<Allocator::GuaranteeStatus> cells;  // each guarantee: bound, healthy
 };
 
 class Scheduler {
@@ -117,6 +116,10 @@ class Scheduler {
   const JobRecord* job(int id) const;
   const std::map<int, JobRecord>& jobs() const { return jobs_; }
   std::vector<QueueStatus> Queues() const;
+  // Each guarantee of a queue: cells bound now and how many healthy hardware still backs.
+  std::vector<Allocator::GuaranteeStatus> QueueCells(int queue) const {
+    return allocator_->VcStatus(queue);
+  }
   const std::vector<int>& pending(int queue) const { return queues_[queue].pending; }
   const Allocator& allocator() const { return *allocator_; }
   Allocator& mutable_allocator() { return *allocator_; }

@@ -639,6 +639,7 @@ TEST_F(AllocatorTest, ABadGpuIsNeverHandedOut) {
   const int four = Alloc(WholeGpus(4, Level::kSocket));
   EXPECT_EQ(Sockets(R(four)), std::set<int>{1});
   Refused(WholeGpus(4, Level::kSocket));
+  Release(four);
   for (int i = 0; i < 7; ++i) {
     const int id = Alloc(WholeGpus(1));
     EXPECT_NE(R(id).gpus[0], 3);
@@ -853,11 +854,16 @@ TEST_F(AllocatorTest, BindsThatWouldBreakAnotherGuaranteeAreRefused) {
   // Healthy again: A binds its GPUs, B still has a node to back it.
   a_->SetNodeCordoned(0, false);
   EXPECT_EQ(a_->VcStatus(0)[0].healthy, 4);
-  const int a = Alloc(ForVc(WholeGpus(4, Level::kSocket), 0));
+  // Single-GPU cells hold single-GPU replicas only (as in HiveD).
+  Refused(ForVc(WholeGpus(2), 0));
+  std::set<int> a_nodes;
+  for (int i = 0; i < 4; ++i) a_nodes.insert(R(Alloc(ForVc(WholeGpus(1), 0))).node);
   EXPECT_EQ(a_->vcs()[0].bound_cells.size(), 4u);
+  EXPECT_EQ(a_nodes.size(), 1u) << "A's GPUs are bound next to each other";
   EXPECT_EQ(a_->GuaranteeShortfallGpus(), 0);
+  Refused(ForVc(WholeGpus(1), 0));
   const int b2 = Alloc(ForVc(WholeGpus(8), 1));
-  EXPECT_NE(R(b2).node, R(a).node);
+  EXPECT_EQ(a_nodes.count(R(b2).node), 0u);
   ReleaseAll();
   ExpectInitial();
 }

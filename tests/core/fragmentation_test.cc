@@ -123,9 +123,9 @@ TEST(FragmentationTest, NodeViewBeyondEightGpus) {
   EXPECT_EQ(copy.total_free_milli(), 2000);
   const Cluster cluster = OpenbTestCluster({{.gpus = 12}});
   const FragmentationModel model(&cluster, {Typical(1, 800, 1)});
-  EXPECT_DOUBLE_EQ(model.Fragmentation(view), 0);
+  EXPECT_DOUBLE_EQ(model.Fragmentation(view), 700);  // GPU 11's 700 is below 800
   view.set_free_milli(0, 500);
-  EXPECT_DOUBLE_EQ(model.Fragmentation(view), 500);
+  EXPECT_DOUBLE_EQ(model.Fragmentation(view), 1200);
 }
 
 TEST(TypicalPodsTest, CoverageTakesStepsOfShapes) {

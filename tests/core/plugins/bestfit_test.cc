@@ -31,10 +31,10 @@ TEST(BestFitTest, SharesGoToTheBestFitGpu) {
   TaskGroup group;
   group.demand = ShareDemand(200, 2000);
   const PlacementContext ctx = ContextFor(alloc, group);
-  // Free: 60000 - 2000 CPU milli, 2900 - 200 GPU milli:
-  // .5 x 58000 / 128000 + .5 x 2700 / 8000 = .395: 60.
+  // Free: 62000 - 2000 CPU milli, 2900 - 200 GPU milli:
+  // .5 x 60000 / 128000 + .5 x 2700 / 8000 = .403: 59.
   const double best = bestfit->Score(ctx, GpuCandidate(0, {b}));
-  EXPECT_EQ(best, 60);
+  EXPECT_EQ(best, 59);
   EXPECT_DOUBLE_EQ(bestfit->Score(ctx, GpuCandidate(0, {a})), best - kOtherGpuPenalty);
   int fresh = 0;
   while (fresh == a || fresh == b) ++fresh;

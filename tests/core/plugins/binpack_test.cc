@@ -5,24 +5,7 @@
 namespace berth {
 namespace {
 
-TEST(BinpackSpreadPluginTest, BinpackPrefersTheFullerNodeAndSpreadTheEmptier) {
-  PluginHarness h(SyntheticDgxCluster(2, 2, 0));
-  h.Take(0, 4);
-  h.demand().gpus = 2;
-  auto binpack = Score("binpack");
-  auto spread = Score("spread");
-  // Default weights gpu 3, cpu 1, memory 1; no CPU or memory requested anywhere.
-  EXPECT_NEAR(binpack->Score(h.ctx(), Cand(0, {4, 5})), 100 * (3 * 6.0 / 8) / 5, 1e-9);
-  EXPECT_NEAR(binpack->Score(h.ctx(), Cand(1, {0, 1})), 100 * (3 * 2.0 / 8) / 5, 1e-9);
-  for (int n = 0; n < 2; ++n) {
-    const Candidate c = Cand(n, {4, 5});
-    EXPECT_NEAR(binpack->Score(h.ctx(), c) + spread->Score(h.ctx(), c), 100, 1e-9);
-  }
-  EXPECT_GT(binpack->Score(h.ctx(), Cand(0, {4, 5})), binpack->Score(h.ctx(), Cand(1, {0, 1})));
-  EXPECT_LT(spread->Score(h.ctx(), Cand(0, {4, 5})), spread->Score(h.ctx(), Cand(1, {0, 1})));
-}
-
-TEST(BinpackSpreadPluginTest, WeightsAndCpuMemory) {
+TEST(BinpackPluginTest, WeightsAndCpuMemory) {
   PluginHarness h(SyntheticDgxCluster(2, 2, 0));
   h.Take(1, 0, 0, 64000, 1024 * 1024);  // node 1: half its CPU and memory, no GPU
   h.Take(0, 4);                         // node 0: half its GPUs
@@ -37,7 +20,7 @@ TEST(BinpackSpreadPluginTest, WeightsAndCpuMemory) {
   EXPECT_NEAR(host_only->Score(h.ctx(), Cand(1, {0})), 100 * (0.75 + 0.5) / 2, 1e-9);
 }
 
-TEST(BinpackSpreadPluginTest, SharesAndBadGpus) {
+TEST(BinpackPluginTest, SharesAndBadGpus) {
   PluginHarness h(SyntheticDgxCluster(1, 1, 0));
   const std::vector<int> shared = h.Take(0, 0, 500);
   ASSERT_EQ(shared.size(), 1u);
@@ -45,6 +28,23 @@ TEST(BinpackSpreadPluginTest, SharesAndBadGpus) {
   h.demand().gpu_milli = 250;
   auto gpu_only = Score("binpack", {{"cpu", 0}, {"memory", 0}});
   EXPECT_NEAR(gpu_only->Score(h.ctx(), Cand(0, shared)), 100 * 0.75 / 7, 1e-9);
+}
+
+TEST(BinpackPluginTest, PrefersTheFullerNode) {
+  PluginHarness h(SyntheticDgxCluster(2, 2, 0));
+  h.Take(0, 4);
+  h.demand().gpus = 2;
+  auto binpack = Score("binpack");
+  auto spread = Score("spread");
+  // Default weights gpu 3, cpu 1, memory 1; no CPU or memory requested anywhere.
+  EXPECT_NEAR(binpack->Score(h.ctx(), Cand(0, {4, 5})), 100 * (3 * 6.0 / 8) / 5, 1e-9);
+  EXPECT_NEAR(binpack->Score(h.ctx(), Cand(1, {0, 1})), 100 * (3 * 2.0 / 8) / 5, 1e-9);
+  for (int n = 0; n < 2; ++n) {
+    const Candidate c = Cand(n, {4, 5});
+    EXPECT_NEAR(binpack->Score(h.ctx(), c) + spread->Score(h.ctx(), c), 100, 1e-9);
+  }
+  EXPECT_GT(binpack->Score(h.ctx(), Cand(0, {4, 5})), binpack->Score(h.ctx(), Cand(1, {0, 1})));
+  EXPECT_LT(spread->Score(h.ctx(), Cand(0, {4, 5})), spread->Score(h.ctx(), Cand(1, {0, 1})));
 }
 
 }  // namespace
