@@ -27,9 +27,12 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
       buddy_(tree_.get(), BuildTreeAndVcs(*cluster, vcs, tree_.get(), &vcs_, &error_)),
       resources_(cluster) {
   gpus_.resize(cluster->nodes.size());
+  gpu_models_.resize(cluster->nodes.size());
   cordoned_.assign(cluster->nodes.size(), 0);
   for (size_t n = 0; n < cluster->nodes.size(); ++n) {
     gpus_[n].resize(cluster->nodes[n].gpus.size());
+    for (const Gpu& gpu : cluster->nodes[n].gpus)
+      gpu_models_[n].push_back(cluster->FindModel(gpu.model));
     for (size_t g = 0; g < gpus_[n].size(); ++g) {
       const Gpu& gpu = cluster->nodes[n].gpus[g];
       const GpuModel* model = cluster->FindModel(gpu.model);
@@ -234,7 +237,7 @@ bool Allocator::PlaceWhole(const AllocationRequest& req, int pool, int within,
 bool Allocator::ShareFits(const AllocationRequest& req, int node, int gpu) const {
   const Demand& d = req.demand;
   const GpuState& g = gpus_[node][gpu];
-  const GpuModel* model = cluster_->FindModel(cluster_->nodes[node].gpus[gpu].model);
+  const GpuModel* model = gpu_models_[node][gpu];
   return gpu_usable(node, gpu) && ModelAllowed(d, model->name) &&
          g.used_milli + d.gpu_milli <= 1000 &&
          (model->memory_mib == 0 || g.used_memory_mib + d.gpu_memory_mib <= model->memory_mib) &&
@@ -282,7 +285,7 @@ bool Allocator::PlaceShare(const AllocationRequest& req, int pool, ReplicaPlacem
 bool Allocator::MigPlacement(const AllocationRequest& req, int node, int gpu, int* p, int* start,
                              int* slot) const {
   const GpuState& g = gpus_[node][gpu];
-  const GpuModel* model = cluster_->FindModel(cluster_->nodes[node].gpus[gpu].model);
+  const GpuModel* model = gpu_models_[node][gpu];
   if (!cluster_->nodes[node].gpus[gpu].mig_enabled || !gpu_usable(node, gpu) ||
       !ModelAllowed(req.demand, model->name))
     return false;
@@ -395,8 +398,8 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
 }
 
 // The candidates of one node below `root` (a cell of the pool; -1 for CPU-only replicas).
-void Allocator::AddCandidatesOnNode(const AllocationRequest& req, int node, int root,
-                                    std::vector<Candidate>* out) const {
+void Allocator::AddCandidatesOnNode(const AllocationRequest& req, const std::vector<int>& types,
+                                    int node, int root, std::vector<Candidate>* out) const {
   const Demand& d = req.demand;
   if (!NodeUsable(req, node)) return;
   if (d.gpus == 0 && d.gpu_milli == 0 && d.mig_profile.empty()) {
@@ -409,14 +412,13 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, int node, int 
     return;
   const int pool = buddy_.pool(root);
   const auto& cells = tree_->cells();
-  // The cells of `type` below `root` with `count` free GPUs: the best fit first, then the others
-  // by free GPUs (tried when the best fit's GPUs fail a socket's CPU or memory, or a GPU's own
-  // limits).
-  auto cells_of = [&](int type, int count) {
-    std::vector<int> out_cells;
+  // Offers the cells of `type` below `root` with `count` free GPUs to `accept`: the best fit
+  // first, then (only if it is refused, e.g. a socket's CPU or a GPU's own limits) the others by
+  // free GPUs. Returns whether one was accepted.
+  auto first_accepted = [&](int type, int count, const auto& accept) {
     const int best = buddy_.FindWithin(root, type, count, nullptr);
-    if (best < 0) return out_cells;
-    out_cells.push_back(best);
+    if (best < 0) return false;
+    if (accept(best)) return true;
     std::vector<std::pair<int, int>> others;
     for (int c = root; c < tree_->subtree_end(root); ++c) {
       if (c == best || cells[c].type != type || buddy_.pool(c) != pool ||
@@ -428,8 +430,9 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, int node, int 
       if (!inside_taken) others.push_back({buddy_.free_leaves(c), c});
     }
     std::sort(others.begin(), others.end());
-    for (const auto& [free, c] : others) out_cells.push_back(c);
-    return out_cells;
+    for (const auto& [free, c] : others)
+      if (accept(c)) return true;
+    return false;
   };
   auto gpus_of = [&](const std::vector<int>& taken_cells) {
     std::vector<int> ids;
@@ -441,42 +444,54 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, int node, int 
   };
   const bool mig = !d.mig_profile.empty();
   if (d.gpus > 0) {
-    for (int type : WholeTypes(d, false))
-      for (int c : cells_of(type, d.gpus)) {
+    if (buddy_.free_leaves(root) < d.gpus) return;
+    for (int type : types) {
+      const auto accept = [&](int c) {
         Candidate cand{node, {}, tree_->types()[type].tight_level, {}};
         buddy_.PlanLeaves(c, d.gpus, &cand.cells);
         cand.gpus = gpus_of(cand.cells);
-        if (FitsNode(req, node, cand.gpus)) {
-          out->push_back(std::move(cand));
-          return;
-        }
-      }
+        if (!FitsNode(req, node, cand.gpus)) return false;
+        out->push_back(std::move(cand));
+        return true;
+      };
+      if (first_accepted(type, d.gpus, accept)) return;
+    }
     return;
   }
   // Shares and MIG slices: every GPU of the node already carved or shared that fits, plus one
-  // fresh GPU.
+  // fresh GPU. Shared GPUs in the same state are one candidate: no plugin can tell them apart.
+  const size_t first = out->size();
   for (size_t g = 0; g < gpus_[node].size(); ++g) {
     const int gpu = static_cast<int>(g);
     const int leaf = tree_->gpu_cell(node, gpu);
     if (leaf < 0 || buddy_.pool(leaf) != pool || !tree_->IsWithin(leaf, root)) continue;
     const GpuState& st = gpus_[node][gpu];
-    if (!mig && st.holder == kShared && ShareFits(req, node, gpu))
-      out->push_back({node, {gpu}, Level::kGpu, {}});
+    if (!mig && st.holder == kShared && ShareFits(req, node, gpu)) {
+      bool same = false;
+      for (size_t i = first; i < out->size() && !same; ++i) {
+        const GpuState& other = gpus_[node][(*out)[i].gpus[0]];
+        same = other.used_milli == st.used_milli && other.used_memory_mib == st.used_memory_mib;
+      }
+      if (!same) out->push_back({node, {gpu}, Level::kGpu, {}});
+    }
     int p, start, slot;
     if (mig && st.holder == kMig && MigPlacement(req, node, gpu, &p, &start, &slot))
       out->push_back({node, {gpu}, Level::kGpu, {}, p, start, slot});
   }
-  for (int type : WholeTypes(d, mig))
-    for (int c : cells_of(type, 1)) {
+  if (buddy_.free_leaves(root) == 0) return;
+  for (int type : types) {
+    const auto accept = [&](int c) {
       const int gpu = cells[c].gpu;
       int p, start, slot;
-      if (mig ? MigPlacement(req, node, gpu, &p, &start, &slot) : ShareFits(req, node, gpu)) {
-        Candidate cand{node, {gpu}, Level::kGpu, {c}};
-        if (mig) cand.mig_profile = p, cand.mig_start = start, cand.mig_slot = slot;
-        out->push_back(std::move(cand));
-        return;
-      }
-    }
+      if (!(mig ? MigPlacement(req, node, gpu, &p, &start, &slot) : ShareFits(req, node, gpu)))
+        return false;
+      Candidate cand{node, {gpu}, Level::kGpu, {c}};
+      if (mig) cand.mig_profile = p, cand.mig_start = start, cand.mig_slot = slot;
+      out->push_back(std::move(cand));
+      return true;
+    };
+    if (first_accepted(type, 1, accept)) return;
+  }
 }
 
 std::vector<Candidate> Allocator::Enumerate(const AllocationRequest& req, int pool, int limit) {
@@ -502,13 +517,16 @@ std::vector<Candidate> Allocator::Enumerate(const AllocationRequest& req, int po
     }
   }
   std::vector<Candidate> out;
+  const std::vector<int> types =
+      cpu_only ? std::vector<int>{} : WholeTypes(d, !d.mig_profile.empty());
   if (req.only_node >= 0) {
     for (const auto& [node, root] : roots)
-      if (node == req.only_node) AddCandidatesOnNode(req, node, root, &out);
+      if (node == req.only_node) AddCandidatesOnNode(req, types, node, root, &out);
     return out;
   }
   if (limit <= 0 || static_cast<int>(roots.size()) <= limit) {
-    for (const auto& [node, root] : roots) AddCandidatesOnNode(req, node, root, &out);
+    out.reserve(roots.size());
+    for (const auto& [node, root] : roots) AddCandidatesOnNode(req, types, node, root, &out);
     return out;
   }
   // Bounded: nodes in rotation, so that successive decisions look at different nodes.
@@ -517,7 +535,7 @@ std::vector<Candidate> Allocator::Enumerate(const AllocationRequest& req, int po
   for (int i = 0; i < n && static_cast<int>(nodes_seen.size()) < limit; ++i) {
     const auto& [node, root] = roots[(rotation_ + i) % n];
     const size_t before = out.size();
-    AddCandidatesOnNode(req, node, root, &out);
+    AddCandidatesOnNode(req, types, node, root, &out);
     if (out.size() > before) nodes_seen.push_back(node);
   }
   rotation_ = (rotation_ + 1) % n;
@@ -761,14 +779,25 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
       req.only_node < 0) {
     // A gang goes into the tightest enclosing cell that can hold it: one node, then one rack.
     const Level loosest = req.gang_affinity.value_or(Level::kCluster);
+    const auto& cells = tree_->cells();
     for (Level level : {Level::kNode, Level::kRack, Level::kCluster}) {
       if (level > loosest || ok) break;
-      for (size_t t = 0; t < tree_->types().size() && !ok; ++t) {
-        const CellType& type = tree_->types()[t];
-        if (type.level != level || type.leaf_count < total) continue;
-        const int within = buddy_.FindWithin(tree_->root(), static_cast<int>(t), total, nullptr);
-        if (within >= 0) ok = place_all(within);
+      // Every cell of the level with the GPUs free, best fit first: the best fit can still fail
+      // on CPU, memory or models where another cell of the level holds the gang.
+      std::vector<std::pair<int, int>> candidates;  // (free GPUs, cell)
+      for (int c = 0; c < static_cast<int>(cells.size()); ++c) {
+        const CellType& type = tree_->type_of(c);
+        if (type.level != level || type.leaf_count < total || buddy_.free_leaves(c) < total ||
+            buddy_.pool(c) != BuddyAllocator::kPhysicalPool)
+          continue;
+        bool inside_taken = false;
+        for (int a = c; a >= 0 && buddy_.pool(a) == BuddyAllocator::kPhysicalPool; a = cells[a].parent)
+          inside_taken = inside_taken || buddy_.taken(a);
+        if (!inside_taken) candidates.push_back({buddy_.free_leaves(c), c});
       }
+      std::sort(candidates.begin(), candidates.end());
+      for (const auto& [free, within] : candidates)
+        if ((ok = place_all(within))) break;
     }
   } else {
     ok = place_all(-1);

@@ -166,8 +166,8 @@ class Allocator {
                     int limit, const std::vector<ReplicaPlacement>& placed, ReplicaPlacement* out,
                     Taken* taken, int id, std::string* why);
   std::vector<Candidate> Enumerate(const AllocationRequest& req, int pool, int limit);
-  void AddCandidatesOnNode(const AllocationRequest& req, int node, int root,
-                           std::vector<Candidate>* out) const;
+  void AddCandidatesOnNode(const AllocationRequest& req, const std::vector<int>& types, int node,
+                           int root, std::vector<Candidate>* out) const;
   void Commit(const AllocationRequest& req, int pool, const Candidate& c, ReplicaPlacement* out,
               Taken* taken, int id);
   void AddShare(const AllocationRequest& req, int pool, int leaf, ReplicaPlacement* out);
@@ -204,6 +204,7 @@ class Allocator {
   BuddyAllocator buddy_;
   NodeResources resources_;
   std::vector<std::vector<GpuState>> gpus_;  // [node][gpu]
+  std::vector<std::vector<const GpuModel*>> gpu_models_;  // [node][gpu]
   std::vector<char> cordoned_;
   std::map<int, Allocation> allocations_;
   std::map<int, Taken> taken_;

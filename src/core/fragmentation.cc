@@ -195,40 +195,48 @@ NodeView FragmentationModel::View(const Allocator& alloc, int node) const {
 
 double FragmentationModel::Fragmentation(const NodeView& view) const {
   const int gpus = view.gpu_count();
-  int64_t total = 0;
-  for (int g = 0; g < gpus; ++g) total += view.free_milli(g);
-  if (total <= 0) return 0;
   const int models = static_cast<int>(cluster_->models.size());
   const int m = view.model < 0 || view.model >= models ? models : view.model;
   const std::vector<Entry>& entries = accepted_[m];
-  const double all = static_cast<double>(total);
-  double frag = rejected_frequency_[m] * all;
   const int thresholds = static_cast<int>(thresholds_.size());
 
-  if (thresholds <= kStackThresholds) {
-    // Per threshold: GPUs with at least that much free, and the free milli of the others.
+  if (gpus <= NodeView::kInlineGpus && thresholds <= kStackThresholds) {
+    // The GPUs with free milli, in ascending order; then, per threshold (ascending too), how
+    // many GPUs have at least that much free and the free milli of the others, in one sweep.
+    std::array<int, NodeView::kInlineGpus> free;
+    int n = 0;
+    int64_t total = 0;
+    for (int g = 0; g < gpus; ++g) {
+      const int f = view.free_milli(g);
+      if (f <= 0) continue;
+      total += f;
+      int i = n++;
+      for (; i > 0 && free[i - 1] > f; --i) free[i] = free[i - 1];
+      free[i] = f;
+    }
+    if (total <= 0) return 0;
     std::array<int, kStackThresholds> fit;
     std::array<int64_t, kStackThresholds> below;
+    int i = 0;
+    int64_t small = 0;
     for (int d = 0; d < thresholds; ++d) {
-      const int need = thresholds_[d];
-      int count = 0;
-      int64_t small = 0;
-      for (int g = 0; g < gpus; ++g) {
-        const int free = view.free_milli(g);
-        if (free >= need)
-          ++count;
-        else
-          small += free;
-      }
-      fit[d] = count;
+      for (; i < n && free[i] < thresholds_[d]; ++i) small += free[i];
+      fit[d] = n - i;
       below[d] = small;
     }
+    const double all = static_cast<double>(total);
+    double frag = rejected_frequency_[m] * all;
     for (const Entry& e : entries) {
       const bool hosts = fit[e.threshold] >= e.gpus && view.free_cpu_milli >= e.cpu_milli;
       frag += e.frequency * (hosts ? static_cast<double>(below[e.threshold]) : all);
     }
     return frag;
   }
+
+  const int64_t total = view.total_free_milli();
+  if (total <= 0) return 0;
+  const double all = static_cast<double>(total);
+  double frag = rejected_frequency_[m] * all;
   for (const Entry& e : entries) {
     const int need = thresholds_[e.threshold];
     int count = 0;

@@ -56,8 +56,9 @@ TEST(OpenbNodeListTest, MalformedRows) {
   EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(no_model); },
                                 no_model + ":2: ", {"column 'model'"}));
   const std::string bad_header = WriteTempFile("openb_header.csv", "name,cpu\na,1\n");
-  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(bad_header); }, bad_header + ":1: ",
-                                {"expected the header \"sn,cpu_milli,memory_mib,gpu,model\""}));
+  EXPECT_TRUE(
+      ThrowsConfigError([&] { LoadOpenbNodeList(bad_header); }, bad_header + ":1: ",
+                        {"header", "\"sn,cpu_milli,memory_mib,gpu,model\"", "got \"name,cpu\""}));
   const std::string twice = WriteTempFile("openb_twice.csv", header + "a,1,2,0,\na,1,2,0,\n");
   EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(twice); }, twice + ": ", {"\"a\""}));
 }

@@ -299,6 +299,30 @@ TEST_F(AllocatorTest, GangOfSmallReplicasPacksIntoOneNode) {
   ExpectInitial();
 }
 
+TEST_F(AllocatorTest, GangTriesEveryRackNotOnlyTheBestFit) {
+  UseExample("multi-rack.yaml");
+  auto node = [&](const std::string& name) {
+    const int n = cluster_.FindNode(name);
+    EXPECT_GE(n, 0) << name;
+    return n;
+  };
+  // rack-a is the best fit for 16 GPUs (31 free) but its whole nodes have no CPU left; rack-d's
+  // two DGX nodes are broken. Only rack-b can hold a 2x8 A100 gang.
+  Alloc(OnNode(WholeGpus(1), node("dgx-a-0")));
+  for (const char* name : {"dgx-a-1", "dgx-a-2", "dgx-a-3"})
+    Alloc(OnNode(CpuOnly(a_->node_resources().cpu_milli(node(name)), 0), node(name)));
+  Alloc(OnNode(WholeGpus(1), node("dgx-d-0")));
+  Alloc(OnNode(WholeGpus(1), node("dgx-d-1")));
+  AllocationRequest gang = Gang(2, 8, Level::kRack);
+  gang.demand.models = {"A100-80GB"};
+  gang.demand.cpu_milli = 1000;
+  const int id = Alloc(gang);
+  EXPECT_EQ(cluster_.nodes[R(id, 0).node].rack, "rack-b");
+  EXPECT_EQ(cluster_.nodes[R(id, 1).node].rack, "rack-b");
+  ReleaseAll();
+  ExpectInitial();
+}
+
 TEST_F(AllocatorTest, AFailingGangChangesNothing) {
   UseExample("multi-rack.yaml");
   // One GPU on 15 of the 16 nodes: one whole node remains, so the first replica of a 2x8 gang

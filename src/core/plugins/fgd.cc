@@ -51,11 +51,11 @@ class FgdScorePlugin : public ScorePlugin {
  public:
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     if (ctx.typical_pods == nullptr || ctx.typical_pods->empty()) return 0;
-    const std::shared_ptr<const FragmentationModel> model = ModelFor(ctx);
     const Allocator& alloc = *ctx.alloc;
     const Demand& d = ctx.group->demand;
-    const NodeView before = model->View(alloc, c.node);
-    const double frag_before = model->Fragmentation(before);
+    std::shared_ptr<const FragmentationModel> model;
+    NodeView before;
+    const double frag_before = Before(ctx, c.node, &model, &before);
 
     // The node after the replica, with `gpu` (or, when -1, none) giving up `milli`.
     auto after = [&](int gpu, int milli) {
@@ -109,17 +109,31 @@ class FgdScorePlugin : public ScorePlugin {
   }
 
  private:
-  std::shared_ptr<const FragmentationModel> ModelFor(const PlacementContext& ctx) const {
+  // The model for ctx's typical pods, the node as it is, and its fragmentation (remembered
+  // per node: most nodes do not change from one decision to the next).
+  double Before(const PlacementContext& ctx, int node,
+                std::shared_ptr<const FragmentationModel>* model, NodeView* view) const {
     std::lock_guard<std::mutex> lock(mu_);
     const Cluster* cluster = &ctx.alloc->cluster();
     if (model_ == nullptr || &model_->cluster() != cluster ||
-        !SamePods(model_->typical_pods(), *ctx.typical_pods))
+        !SamePods(model_->typical_pods(), *ctx.typical_pods)) {
       model_ = std::make_shared<const FragmentationModel>(cluster, *ctx.typical_pods);
-    return model_;
+      views_.assign(cluster->nodes.size(), NodeView());
+      frags_.assign(cluster->nodes.size(), -1);
+    }
+    *model = model_;
+    *view = model_->View(*ctx.alloc, node);
+    if (frags_[node] < 0 || !(views_[node] == *view)) {
+      views_[node] = *view;
+      frags_[node] = model_->Fragmentation(*view);
+    }
+    return frags_[node];
   }
 
   mutable std::mutex mu_;
   mutable std::shared_ptr<const FragmentationModel> model_;
+  mutable std::vector<NodeView> views_;  // per node: the last view seen, and its fragmentation
+  mutable std::vector<double> frags_;
 };
 
 }  // namespace

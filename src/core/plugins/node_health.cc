@@ -3,8 +3,8 @@
 // (and from ranking a what-if that a stale candidate list still offers).
 //
 // Health comes from Allocator::gpu_usable, which is false for a bad GPU and for every GPU of a
-// cordoned node. A CPU-only candidate has no GPUs to ask, so its node counts as cordoned when it
-// has GPUs and none of them is usable (the allocator exposes no cordon flag of its own).
+// cordoned node. A CPU-only candidate has no GPUs to ask: it is refused when its node is
+// cordoned (Allocator::node_cordoned); bad GPUs on the node do not matter to it.
 #include <memory>
 #include <string>
 
@@ -17,13 +17,7 @@ class NodeHealthFilter : public FilterPlugin {
  public:
   bool Feasible(const PlacementContext& ctx, const Candidate& c) const override {
     const Allocator& alloc = *ctx.alloc;
-    if (c.gpus.empty()) {
-      const int count = static_cast<int>(alloc.cluster().nodes[c.node].gpus.size());
-      if (count == 0) return true;
-      for (int g = 0; g < count; ++g)
-        if (alloc.gpu_usable(c.node, g)) return true;
-      return false;
-    }
+    if (alloc.node_cordoned(c.node)) return false;
     for (int g : c.gpus)
       if (!alloc.gpu_usable(c.node, g)) return false;
     return true;

@@ -3,7 +3,8 @@
 //  - CPU and memory: NodeResources::Fits, i.e. free on the node and, split evenly, on the CPU
 //    sockets the candidate's GPUs hang off (the allocator pins the replica there);
 //  - whole GPUs: each is free (usable and held by nobody) and not MIG-enabled;
-//  - a share: the GPU is usable, not MIG-enabled, and 1000 - used milli >= the share's milli;
+//  - a share: the GPU is usable, not MIG-enabled, 1000 - used milli >= the share's milli, and,
+//    when the model's memory is known, the shares' GPU memory plus this one's fits in it;
 //  - a MIG instance: the GPU is usable, MIG-enabled, of a model with that profile, and its
 //    current layout has a start slot for it.
 #include <algorithm>
@@ -43,7 +44,12 @@ class ResourcesFitFilter : public FilterPlugin {
       return p >= 0 && alloc.mig_layout(node, gpu).BestStart(model->mig_profiles, p) >= 0;
     }
     if (g.mig_enabled) return false;
-    if (d.gpu_milli > 0) return 1000 - alloc.gpu_used_milli(node, gpu) >= d.gpu_milli;
+    if (d.gpu_milli > 0) {
+      if (1000 - alloc.gpu_used_milli(node, gpu) < d.gpu_milli) return false;
+      const GpuModel* model = alloc.cluster().FindModel(g.model);
+      return model == nullptr || model->memory_mib == 0 ||
+             alloc.gpu_shared_memory_mib(node, gpu) + d.gpu_memory_mib <= model->memory_mib;
+    }
     return alloc.gpu_free(node, gpu);
   }
 };

@@ -17,6 +17,10 @@ TEST(NodeHealthPluginTest, RefusesBadGpusAndCordonedNodes) {
   // CPU-only replicas: a cordoned node is refused, a node with one bad GPU is not.
   EXPECT_FALSE(f->Feasible(h.ctx(), Cand(1, {})));
   EXPECT_TRUE(f->Feasible(h.ctx(), Cand(0, {})));
+  // Every GPU bad but the node not cordoned: CPU-only replicas still go there.
+  for (int g = 0; g < 8; ++g) h.alloc().SetGpuBad(2, g, true);
+  EXPECT_FALSE(f->Feasible(h.ctx(), Cand(2, {0})));
+  EXPECT_TRUE(f->Feasible(h.ctx(), Cand(2, {})));
   // Healing brings them back.
   h.alloc().SetGpuBad(0, 3, false);
   h.alloc().SetNodeCordoned(1, false);

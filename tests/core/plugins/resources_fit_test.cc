@@ -65,6 +65,28 @@ TEST(ResourcesFitPluginTest, SharesNeedFreeMilli) {
   EXPECT_FALSE(f->Feasible(h.ctx(), Cand(0, shared)));
 }
 
+TEST(ResourcesFitPluginTest, SharesNeedGpuMemoryWhenTheModelIsKnown) {
+  PluginHarness h(SyntheticDgxCluster(1, 1, 0));  // A100-80GB: 81920 MiB
+  auto f = Filter("resources-fit");
+  AllocationRequest r;
+  r.demand.gpu_milli = 200;
+  r.demand.gpu_memory_mib = 61440;
+  r.only_node = 0;
+  std::string why;
+  auto id = h.alloc().Allocate(r, &why);
+  ASSERT_TRUE(id.has_value()) << why;
+  const int gpu = h.alloc().Find(*id)->replicas[0].gpus[0];
+  ASSERT_EQ(h.alloc().gpu_shared_memory_mib(0, gpu), 61440);
+  h.demand().gpu_milli = 100;  // milli is plentiful (800 left); memory decides
+  h.demand().gpu_memory_mib = 20480;
+  EXPECT_TRUE(f->Feasible(h.ctx(), Cand(0, {gpu})));  // exactly full
+  h.demand().gpu_memory_mib = 20481;
+  EXPECT_FALSE(f->Feasible(h.ctx(), Cand(0, {gpu})));
+  // A model of unknown memory (0) does not limit shares by memory.
+  h.cluster().models[0].memory_mib = 0;
+  EXPECT_TRUE(f->Feasible(h.ctx(), Cand(0, {gpu})));
+}
+
 TEST(ResourcesFitPluginTest, MigNeedsAMigGpuWithRoom) {
   PluginHarness h(SyntheticDgxCluster(2, 2, 2));  // node 1 has MIG enabled
   auto f = Filter("resources-fit");

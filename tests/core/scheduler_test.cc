@@ -1,0 +1,718 @@
+#include "core/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/synthetic_cluster.h"
+
+namespace berth {
+namespace {
+
+const char kNodeCell[] = "dgx-a100/node";
+
+JobSpec Job(const std::string& queue, int gpus, int replicas = 1, int priority = 0) {
+  JobSpec spec;
+  spec.name = queue + "-job";
+  spec.queue = queue;
+  spec.user = "user";
+  spec.priority = priority;
+  TaskGroup g;
+  g.name = "main";
+  g.replicas = replicas;
+  g.demand.gpus = gpus;
+  spec.groups.push_back(g);
+  return spec;
+}
+
+QueueSpec Queue(const std::string& name, int guaranteed_nodes = 0, double weight = 1,
+                double cap_gpus = -1) {
+  QueueSpec q{name, weight, cap_gpus, {}};
+  if (guaranteed_nodes > 0) q.guarantees.push_back({kNodeCell, guaranteed_nodes});
+  return q;
+}
+
+Policy BerthPolicy() {
+  Policy p;
+  EXPECT_TRUE(BuiltinPolicy("berth", &p));
+  return p;
+}
+
+// Decisions of one kind, by job id.
+std::vector<int> Jobs(const std::vector<Decision>& decisions, Decision::Kind kind) {
+  std::vector<int> out;
+  for (const Decision& d : decisions)
+    if (d.kind == kind) out.push_back(d.job);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+std::vector<int> Started(const std::vector<Decision>& d) {
+  return Jobs(d, Decision::Kind::kStart);
+}
+std::vector<int> Preempted(const std::vector<Decision>& d) {
+  return Jobs(d, Decision::Kind::kPreempt);
+}
+
+// What the allocator holds: per allocation id, its replicas' nodes and GPUs.
+std::vector<std::pair<int, std::vector<std::pair<int, std::vector<int>>>>> Holdings(
+    const Allocator& a) {
+  std::vector<std::pair<int, std::vector<std::pair<int, std::vector<int>>>>> out;
+  for (const auto& [id, alloc] : a.allocations()) {
+    std::vector<std::pair<int, std::vector<int>>> replicas;
+    for (const ReplicaPlacement& r : alloc.replicas) replicas.push_back({r.node, r.gpus});
+    out.push_back({id, replicas});
+  }
+  return out;
+}
+
+int FreeGpus(const Allocator& a) {
+  int free = 0;
+  for (size_t n = 0; n < a.cluster().nodes.size(); ++n)
+    for (size_t g = 0; g < a.cluster().nodes[n].gpus.size(); ++g)
+      free += a.gpu_free(static_cast<int>(n), static_cast<int>(g));
+  return free;
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  // `nodes` DGX nodes (8 GPUs each) in racks of `per_rack`.
+  void Make(int nodes, int per_rack, const std::vector<QueueSpec>& queues,
+            const Policy& policy = BerthPolicy()) {
+    cluster_ = std::make_unique<Cluster>(SyntheticDgxCluster(nodes, per_rack, 0));
+    s_ = std::make_unique<Scheduler>(cluster_.get(), queues, policy);
+    ASSERT_EQ(s_->error(), "");
+  }
+
+  int Submit(const JobSpec& spec, double now = 0) {
+    std::string why;
+    const int id = s_->Submit(spec, now, &why);
+    EXPECT_GE(id, 0) << why;
+    return id;
+  }
+
+  const JobRecord& J(int id) {
+    const JobRecord* j = s_->job(id);
+    EXPECT_NE(j, nullptr) << id;
+    return *j;
+  }
+
+  void ExpectConsistent() { EXPECT_EQ(s_->allocator().CheckConsistency(), ""); }
+
+  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<Scheduler> s_;
+};
+
+// --- Reclaim ---------------------------------------------------------------------------------
+
+TEST_F(SchedulerTest, ReclaimsTheGuaranteeFromABorrower) {
+  Make(2, 2, {Queue("a"), Queue("b", 1)});
+  const int a1 = Submit(Job("a", 8));
+  const int a2 = Submit(Job("a", 8));
+  EXPECT_EQ(Started(s_->Schedule(0)), (std::vector<int>{a1, a2}));
+  EXPECT_TRUE(J(a1).borrowed);
+  EXPECT_TRUE(J(a2).borrowed);
+  EXPECT_EQ(FreeGpus(s_->allocator()), 0);
+
+  const int b = Submit(Job("b", 8), 10);
+  const std::vector<Decision> d = s_->Schedule(10);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
+  EXPECT_EQ(d[0].preemptor, b);
+  EXPECT_DOUBLE_EQ(d[0].grace_period_s, 30);
+  const int victim = d[0].job;
+  ASSERT_TRUE(victim == a1 || victim == a2);
+  EXPECT_EQ(J(victim).state, JobState::kStopping);
+  EXPECT_EQ(J(victim).preempted_by, b);
+  EXPECT_EQ(J(b).state, JobState::kPending);
+  EXPECT_EQ(J(b).waiting_for, std::vector<int>{victim});
+  // Until the victim stops nothing changes: no second victim, no start.
+  EXPECT_TRUE(s_->Schedule(11).empty());
+  EXPECT_EQ(FreeGpus(s_->allocator()), 0);
+
+  const std::vector<Decision> started = s_->Stopped(victim, 20);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].kind, Decision::Kind::kStart);
+  EXPECT_EQ(started[0].job, b);
+  ASSERT_EQ(started[0].placements.size(), 1u);
+  EXPECT_EQ(started[0].placements[0].gpus.size(), 8u);
+  EXPECT_EQ(J(b).state, JobState::kRunning);
+  EXPECT_FALSE(J(b).borrowed);
+  EXPECT_TRUE(J(b).waiting_for.empty());
+  EXPECT_EQ(J(victim).state, JobState::kPending);
+  EXPECT_EQ(J(victim).preemptions, 1);
+  EXPECT_EQ(J(victim).preempted_by, -1);
+  const std::vector<int>& pending = s_->pending(0);
+  EXPECT_NE(std::find(pending.begin(), pending.end(), victim), pending.end());
+  // The victim does not fight back: b is inside its guarantee, a is at its fair share.
+  EXPECT_TRUE(s_->Schedule(21).empty());
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, NoReclaimFromJobsThatCannotBePreempted) {
+  Make(2, 2, {Queue("a"), Queue("b", 1)});
+  // Node-sized holes are what b needs: two 4-GPU jobs share a node, one not preemptible.
+  JobSpec keep = Job("a", 4);
+  keep.preemptible = false;
+  JobSpec keep8 = Job("a", 8);
+  keep8.preemptible = false;
+  Submit(keep8);
+  Submit(keep);
+  Submit(Job("a", 4));
+  EXPECT_EQ(Started(s_->Schedule(0)).size(), 3u);
+  const auto before = Holdings(s_->allocator());
+  // Preempting the one preemptible job would not make room for 8 GPUs on a node: no preemption.
+  const int b = Submit(Job("b", 8), 1);
+  EXPECT_TRUE(s_->Schedule(1).empty());
+  EXPECT_EQ(J(b).state, JobState::kPending);
+  EXPECT_TRUE(J(b).waiting_for.empty());
+  EXPECT_FALSE(J(b).reason.empty());
+  EXPECT_EQ(Holdings(s_->allocator()), before);
+  for (const auto& [id, job] : s_->jobs())
+    if (id != b) EXPECT_EQ(job.state, JobState::kRunning) << id;
+}
+
+TEST_F(SchedulerTest, StoppedVictimsStayHeldForTheirPreemptor) {
+  Make(2, 2, {Queue("a"), Queue("b", 1)});
+  for (int i = 0; i < 4; ++i) Submit(Job("a", 4));
+  EXPECT_EQ(Started(s_->Schedule(0)).size(), 4u);
+  const int b = Submit(Job("b", 8), 1);
+  const std::vector<int> victims = Preempted(s_->Schedule(1));
+  ASSERT_EQ(victims.size(), 2u);  // the two jobs of one node: fewest victims
+  EXPECT_EQ(J(victims[0]).placements[0].node, J(victims[1]).placements[0].node);
+  // The first victim stops: its GPUs wait for b, even though the victim itself (pending again)
+  // would fit there.
+  EXPECT_TRUE(s_->Stopped(victims[0], 2).empty());
+  EXPECT_EQ(J(victims[0]).state, JobState::kPending);
+  EXPECT_TRUE(s_->Schedule(3).empty());
+  EXPECT_EQ(J(victims[0]).state, JobState::kPending);
+  EXPECT_EQ(FreeGpus(s_->allocator()), 0);
+  // The last one stops: b is placed at once.
+  EXPECT_EQ(Started(s_->Stopped(victims[1], 4)), std::vector<int>{b});
+  EXPECT_FALSE(J(b).borrowed);
+  EXPECT_TRUE(J(b).held.empty());
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, AVictimThatFinishesWhileStoppingReleasesItsPreemptor) {
+  Make(2, 2, {Queue("a"), Queue("b", 1)});
+  Submit(Job("a", 8));
+  Submit(Job("a", 8));
+  s_->Schedule(0);
+  const int b = Submit(Job("b", 8), 1);
+  const std::vector<int> victims = Preempted(s_->Schedule(1));
+  ASSERT_EQ(victims.size(), 1u);
+  // The victim completes during its grace period instead of stopping.
+  s_->Finish(victims[0], 2);
+  EXPECT_EQ(J(victims[0]).state, JobState::kDone);
+  EXPECT_TRUE(J(b).waiting_for.empty());
+  // Nobody else takes its GPUs first: b starts in the next cycle.
+  Submit(Job("a", 8), 3);
+  EXPECT_EQ(Started(s_->Schedule(3)), std::vector<int>{b});
+  EXPECT_FALSE(J(b).borrowed);
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, APreemptorThatGoesAwayFreesItsVictims) {
+  Make(2, 2, {Queue("a"), Queue("b", 1)});
+  for (int i = 0; i < 4; ++i) Submit(Job("a", 4));
+  s_->Schedule(0);
+  const int b = Submit(Job("b", 8), 1);
+  const std::vector<int> victims = Preempted(s_->Schedule(1));
+  ASSERT_EQ(victims.size(), 2u);
+  EXPECT_TRUE(s_->Stopped(victims[0], 2).empty());
+  s_->Finish(b, 3);  // cancelled while waiting
+  EXPECT_EQ(J(victims[1]).preempted_by, -1);
+  EXPECT_TRUE(s_->Stopped(victims[1], 4).empty());
+  // Both victims get their GPUs back.
+  EXPECT_EQ(Started(s_->Schedule(5)), victims);
+  EXPECT_EQ(FreeGpus(s_->allocator()), 0);
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, TwoReclaimersNeverShareVictims) {
+  Make(2, 2, {Queue("a"), Queue("b", 1), Queue("c", 1)});
+  for (int i = 0; i < 4; ++i) Submit(Job("a", 4));
+  EXPECT_EQ(Started(s_->Schedule(0)).size(), 4u);
+  // Both reclaim in the same cycle.
+  const int b = Submit(Job("b", 8), 1);
+  const int c = Submit(Job("c", 8), 1);
+  const std::vector<Decision> d = s_->Schedule(1);
+  std::set<int> by_b, by_c;
+  for (const Decision& x : d) {
+    ASSERT_EQ(x.kind, Decision::Kind::kPreempt);
+    ASSERT_TRUE(x.preemptor == b || x.preemptor == c);
+    const bool fresh = (x.preemptor == b ? by_b : by_c).insert(x.job).second;
+    EXPECT_TRUE(fresh) << "job " << x.job << " preempted twice";
+  }
+  EXPECT_EQ(by_b.size(), 2u);
+  EXPECT_EQ(by_c.size(), 2u);
+  for (int v : by_b) EXPECT_EQ(by_c.count(v), 0u) << "victim " << v << " given to both";
+  // Stopping victims are not chosen again.
+  EXPECT_TRUE(s_->Schedule(2).empty());
+  std::vector<Decision> starts;
+  for (int v : by_b)
+    for (const Decision& x : s_->Stopped(v, 3)) starts.push_back(x);
+  for (int v : by_c)
+    for (const Decision& x : s_->Stopped(v, 3)) starts.push_back(x);
+  EXPECT_EQ(Started(starts), (std::vector<int>{b, c}));
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, ALaterReclaimerSkipsVictimsAlreadyStopping) {
+  Make(2, 2, {Queue("a"), Queue("b", 1), Queue("c", 1)});
+  for (int i = 0; i < 4; ++i) Submit(Job("a", 4));
+  s_->Schedule(0);
+  const int b = Submit(Job("b", 8), 1);
+  const std::vector<int> first = Preempted(s_->Schedule(1));
+  ASSERT_EQ(first.size(), 2u);
+  const int c = Submit(Job("c", 8), 2);
+  const std::vector<Decision> d = s_->Schedule(2);
+  const std::vector<int> second = Preempted(d);
+  ASSERT_EQ(second.size(), 2u);
+  for (const Decision& x : d) EXPECT_EQ(x.preemptor, c);
+  for (int v : second) {
+    EXPECT_EQ(std::count(first.begin(), first.end(), v), 0) << v;
+    EXPECT_EQ(J(v).preempted_by, c);
+  }
+  for (int v : first) EXPECT_EQ(J(v).preempted_by, b);
+  ExpectConsistent();
+}
+
+// --- Priority preemption ---------------------------------------------------------------------
+
+TEST_F(SchedulerTest, PreemptsOnlyStrictlyLowerPriorityInsideAQueue) {
+  Make(1, 1, {Queue("a")});
+  const int lo = Submit(Job("a", 4, 1, 3));
+  const int mid = Submit(Job("a", 4, 1, 5));
+  EXPECT_EQ(Started(s_->Schedule(0)), (std::vector<int>{lo, mid}));
+  // Equal priority never preempts.
+  const int eq = Submit(Job("a", 4, 1, 3), 1);
+  EXPECT_TRUE(s_->Schedule(1).empty());
+  s_->Finish(eq, 1);
+  // Above lo but not above mid, and it needs both: no preemption at all.
+  const int big = Submit(Job("a", 8, 1, 4), 2);
+  EXPECT_TRUE(s_->Schedule(2).empty());
+  EXPECT_EQ(J(lo).state, JobState::kRunning);
+  EXPECT_EQ(J(mid).state, JobState::kRunning);
+  // Above both, and lo alone makes room: only lo goes.
+  const int hi = Submit(Job("a", 4, 1, 6), 3);
+  const std::vector<Decision> d = s_->Schedule(3);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kind, Decision::Kind::kPreempt);
+  EXPECT_EQ(d[0].job, lo);
+  EXPECT_EQ(d[0].preemptor, hi);
+  EXPECT_EQ(Started(s_->Stopped(lo, 4)), std::vector<int>{hi});
+  EXPECT_EQ(J(mid).state, JobState::kRunning);
+  EXPECT_EQ(J(big).state, JobState::kPending);
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, NonPreemptibleJobsAreNeverVictims) {
+  Make(1, 1, {Queue("a")});
+  JobSpec lo = Job("a", 8, 1, 0);
+  lo.preemptible = false;
+  const int id = Submit(lo);
+  s_->Schedule(0);
+  Submit(Job("a", 8, 1, 100), 1);
+  EXPECT_TRUE(s_->Schedule(1).empty());
+  EXPECT_EQ(J(id).state, JobState::kRunning);
+}
+
+TEST_F(SchedulerTest, PriorityPreemptionInsideTheGuaranteeStaysGuaranteed) {
+  Make(2, 2, {Queue("a", 1), Queue("b")});
+  const int lo = Submit(Job("a", 8, 1, 0));
+  const int other = Submit(Job("b", 8));
+  EXPECT_EQ(Started(s_->Schedule(0)), (std::vector<int>{lo, other}));
+  EXPECT_FALSE(J(lo).borrowed);
+  EXPECT_TRUE(J(other).borrowed);
+  const int hi = Submit(Job("a", 8, 1, 10), 1);
+  EXPECT_EQ(Preempted(s_->Schedule(1)), std::vector<int>{lo});
+  EXPECT_EQ(Started(s_->Stopped(lo, 2)), std::vector<int>{hi});
+  // hi took lo's place inside a's guarantee; it is not a borrower...
+  EXPECT_FALSE(J(hi).borrowed);
+  // ...so lo, pending again, has no guarantee left to reclaim from b.
+  EXPECT_TRUE(s_->Schedule(3).empty());
+  EXPECT_EQ(J(other).state, JobState::kRunning);
+  ExpectConsistent();
+}
+
+// --- Gangs, spread, elastic ------------------------------------------------------------------
+
+TEST_F(SchedulerTest, GangIsPlacedWholeOrNotAtAll) {
+  Make(2, 2, {Queue("a")});
+  const int small = Submit(Job("a", 4));
+  s_->Schedule(0);
+  const auto before = Holdings(s_->allocator());
+  // Two full nodes: only one is free.
+  const int gang = Submit(Job("a", 8, 2), 1);
+  // Two groups, the first would fit alone.
+  JobSpec groups = Job("a", 8);
+  groups.groups.push_back(groups.groups[0]);
+  groups.groups[1].name = "second";
+  const int two_groups = Submit(groups, 2);
+  EXPECT_TRUE(s_->Schedule(2).empty());
+  EXPECT_EQ(Holdings(s_->allocator()), before);
+  EXPECT_EQ(FreeGpus(s_->allocator()), 12);
+  EXPECT_EQ(J(gang).replicas, 0);
+  EXPECT_TRUE(J(gang).allocations.empty());
+  EXPECT_TRUE(J(two_groups).allocations.empty());
+  ExpectConsistent();
+  // Room for the whole gang: every replica is placed at once.
+  s_->Finish(small, 3);
+  const std::vector<Decision> d = s_->Schedule(3);
+  ASSERT_EQ(Started(d), std::vector<int>{gang});
+  ASSERT_EQ(d[0].placements.size(), 2u);
+  EXPECT_NE(d[0].placements[0].node, d[0].placements[1].node);
+  EXPECT_EQ(J(gang).replicas, 2);
+  EXPECT_DOUBLE_EQ(J(gang).gpu_equivalents, 16);
+  s_->Finish(gang, 4);
+  EXPECT_EQ(Started(s_->Schedule(4)), std::vector<int>{two_groups});
+  EXPECT_EQ(J(two_groups).placements.size(), 2u);
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, HardSpreadPutsOneReplicaPerRack) {
+  Make(6, 2, {Queue("a")});  // 3 racks of 2 nodes
+  JobSpec spec = Job("a", 1, 3);
+  spec.spread.push_back({"rack", 1, true});
+  const int id = Submit(spec);
+  const std::vector<Decision> d = s_->Schedule(0);
+  ASSERT_EQ(Started(d), std::vector<int>{id});
+  std::map<std::string, int> per_rack;
+  for (const ReplicaPlacement& r : J(id).placements) ++per_rack[cluster_->nodes[r.node].rack];
+  EXPECT_EQ(per_rack.size(), 3u);
+  for (const auto& [rack, n] : per_rack) EXPECT_EQ(n, 1) << rack;
+
+  JobSpec six = Job("a", 1, 6);
+  six.spread.push_back({"rack", 1, true});
+  const int id6 = Submit(six, 1);
+  ASSERT_EQ(Started(s_->Schedule(1)), std::vector<int>{id6});
+  per_rack.clear();
+  for (const ReplicaPlacement& r : J(id6).placements) ++per_rack[cluster_->nodes[r.node].rack];
+  EXPECT_EQ(per_rack.size(), 3u);
+  for (const auto& [rack, n] : per_rack) EXPECT_EQ(n, 2) << rack;
+}
+
+TEST_F(SchedulerTest, HardSpreadThatCannotBeMetLeavesTheJobPending) {
+  Make(6, 2, {Queue("a")});
+  // Rack 2 full: a second replica anywhere would make skew 2.
+  JobSpec pin = Job("a", 8);
+  pin.groups[0].node_selector["rack"] = "rack-2";
+  Submit(pin);
+  Submit(pin);
+  EXPECT_EQ(Started(s_->Schedule(0)).size(), 2u);
+  JobSpec spec = Job("a", 1, 3);
+  spec.spread.push_back({"rack", 1, true});
+  const int id = Submit(spec, 1);
+  EXPECT_TRUE(s_->Schedule(1).empty());
+  EXPECT_EQ(J(id).state, JobState::kPending);
+  // Soft spread (a score) still places it.
+  spec.spread[0].hard = false;
+  EXPECT_EQ(Started(s_->Schedule(2)).size(), 0u);  // the hard one still waits
+  const int soft = Submit(spec, 2);
+  EXPECT_EQ(Started(s_->Schedule(2)), std::vector<int>{soft});
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, ElasticJobStartsWithMinReplicas) {
+  Make(1, 1, {Queue("a")});
+  const int rigid = Submit(Job("a", 8, 2));
+  JobSpec elastic = Job("a", 8, 2);
+  elastic.min_replicas = 1;
+  const int id = Submit(elastic, 1);
+  const std::vector<Decision> d = s_->Schedule(1);
+  ASSERT_EQ(Started(d), std::vector<int>{id});
+  EXPECT_EQ(d[0].placements.size(), 1u);
+  EXPECT_EQ(J(id).replicas, 1);
+  EXPECT_DOUBLE_EQ(J(id).gpu_equivalents, 8);
+  EXPECT_DOUBLE_EQ(s_->Queues()[0].usage_gpus, 8);
+  EXPECT_EQ(J(rigid).state, JobState::kPending);
+}
+
+TEST_F(SchedulerTest, ElasticJobStartsWholeWhenItFits) {
+  Make(2, 2, {Queue("a")});
+  JobSpec elastic = Job("a", 8, 2);
+  elastic.min_replicas = 1;
+  const int id = Submit(elastic);
+  EXPECT_EQ(Started(s_->Schedule(0)), std::vector<int>{id});
+  EXPECT_EQ(J(id).replicas, 2);
+}
+
+// --- Order, fairness, caps -------------------------------------------------------------------
+
+TEST_F(SchedulerTest, FairSharesFollowWaterFilling) {
+  Make(4, 4, {Queue("a", 0, 1), Queue("b", 0, 1), Queue("c", 0, 2)});
+  Submit(Job("a", 2));
+  for (int i = 0; i < 2; ++i) Submit(Job("b", 8));
+  for (int i = 0; i < 4; ++i) Submit(Job("c", 8));
+  // Demands 2, 16, 32 on 32 GPUs, weights 1, 1, 2: 8 per unit of weight would give a 8, so a
+  // stops at 2 (b 2, c 4); the other 24 go 1:2 to b and c: 10 and 20.
+  std::vector<QueueStatus> q = s_->Queues();
+  ASSERT_EQ(q.size(), 3u);
+  EXPECT_NEAR(q[0].fair_share_gpus, 2, 1e-9);
+  EXPECT_NEAR(q[1].fair_share_gpus, 10, 1e-9);
+  EXPECT_NEAR(q[2].fair_share_gpus, 20, 1e-9);
+  EXPECT_DOUBLE_EQ(q[1].pending_gpus, 16);
+  EXPECT_EQ(q[2].pending, 4);
+  EXPECT_DOUBLE_EQ(q[2].weight, 2);
+  // The smallest weighted dominant share goes next: a (2), b (8), c (8), c (16, share 0.25 on
+  // weight 2); then no whole node is left.
+  s_->Schedule(0);
+  q = s_->Queues();
+  EXPECT_DOUBLE_EQ(q[0].usage_gpus, 2);
+  EXPECT_DOUBLE_EQ(q[1].usage_gpus, 8);
+  EXPECT_DOUBLE_EQ(q[2].usage_gpus, 16);
+  EXPECT_EQ(q[2].running, 2);
+  EXPECT_EQ(q[2].pending, 2);
+  // Demand is running plus pending: the shares do not move.
+  EXPECT_NEAR(q[1].fair_share_gpus, 10, 1e-9);
+  EXPECT_NEAR(q[2].fair_share_gpus, 20, 1e-9);
+}
+
+TEST_F(SchedulerTest, FairSharesHonourGuaranteesFirst) {
+  Make(4, 4, {Queue("a", 0, 1), Queue("b", 1, 1), Queue("c", 0, 2)});
+  Submit(Job("a", 2));
+  for (int i = 0; i < 2; ++i) Submit(Job("b", 8));
+  for (int i = 0; i < 4; ++i) Submit(Job("c", 8));
+  // b's 8 first; then 24 at 6 per unit of weight stops a at 2 (b 10, c 4); the last 16 go 1:2.
+  const std::vector<QueueStatus> q = s_->Queues();
+  EXPECT_DOUBLE_EQ(q[1].guarantee_gpus, 8);
+  EXPECT_NEAR(q[0].fair_share_gpus, 2, 1e-9);
+  EXPECT_NEAR(q[1].fair_share_gpus, 10 + 16.0 / 3, 1e-9);
+  EXPECT_NEAR(q[2].fair_share_gpus, 4 + 32.0 / 3, 1e-9);
+}
+
+TEST_F(SchedulerTest, BackfillLetsASmallJobPassABigOne) {
+  Make(2, 2, {Queue("a")});
+  Submit(Job("a", 4));
+  s_->Schedule(0);
+  const int big = Submit(Job("a", 8, 2), 1);
+  const int small = Submit(Job("a", 2), 2);
+  EXPECT_EQ(Started(s_->Schedule(2)), std::vector<int>{small});
+  EXPECT_EQ(J(big).state, JobState::kPending);
+  EXPECT_FALSE(J(big).reason.empty());
+}
+
+TEST_F(SchedulerTest, HigherPriorityGoesFirstInsideAQueue) {
+  Make(1, 1, {Queue("a")});
+  const int lo = Submit(Job("a", 8, 1, 1));
+  const int hi = Submit(Job("a", 8, 1, 2), 1);
+  EXPECT_EQ(Started(s_->Schedule(1)), std::vector<int>{hi});
+  EXPECT_EQ(J(lo).state, JobState::kPending);
+}
+
+// Which of an old priority-0 job (submitted at 0) and a fresh priority-5 job (submitted at
+// `now`) gets the one free node at `now`.
+int AgingWinner(double now, double per_hour, double cap) {
+  Cluster cluster = SyntheticDgxCluster(1, 1, 0);
+  Policy policy = BerthPolicy();
+  policy.aging_per_hour = per_hour;
+  policy.aging_cap = cap;
+  Scheduler s(&cluster, {Queue("a")}, policy);
+  std::string why;
+  const int blocker = s.Submit(Job("a", 8, 1, 100), 0, &why);
+  s.Schedule(0);
+  JobSpec old_spec = Job("a", 8, 1, 0);
+  old_spec.preemptible = false;  // ordering only: the fresh job must not preempt it after
+  const int old_job = s.Submit(old_spec, 0, &why);
+  const int fresh = s.Submit(Job("a", 8, 1, 5), now, &why);
+  s.Schedule(now / 2);
+  s.Finish(blocker, now);
+  const std::vector<int> started = Started(s.Schedule(now));
+  EXPECT_EQ(started.size(), 1u);
+  if (started.empty()) return -1;
+  return started[0] == old_job ? 0 : started[0] == fresh ? 1 : -1;
+}
+
+TEST_F(SchedulerTest, AgingLiftsAnOldLowPriorityJobAheadEventually) {
+  // 10 points per hour: after 30 minutes the old job has caught up 5 points.
+  EXPECT_EQ(AgingWinner(1000, 10, 100), 1);  // 2.8 < 5: the fresh, higher priority job
+  EXPECT_EQ(AgingWinner(3600, 10, 100), 0);  // 10 > 5: the old one
+  EXPECT_EQ(AgingWinner(36000, 0, 100), 1);  // no aging
+  EXPECT_EQ(AgingWinner(36000, 10, 3), 1);   // aging capped below the gap
+}
+
+TEST_F(SchedulerTest, CapIsRespected) {
+  Make(2, 2, {Queue("a", 0, 1, 8)});
+  const int first = Submit(Job("a", 8));
+  const int second = Submit(Job("a", 8), 1);
+  EXPECT_EQ(Started(s_->Schedule(1)), std::vector<int>{first});
+  EXPECT_EQ(J(second).state, JobState::kPending);
+  EXPECT_DOUBLE_EQ(s_->Queues()[0].usage_gpus, 8);
+  EXPECT_DOUBLE_EQ(s_->Queues()[0].fair_share_gpus, 8);
+  EXPECT_EQ(FreeGpus(s_->allocator()), 8);
+}
+
+TEST_F(SchedulerTest, PreemptionNeverTakesAQueuePastItsCap) {
+  Make(2, 2, {Queue("a", 0, 1, 12)});
+  const int eight = Submit(Job("a", 8));
+  s_->Schedule(0);
+  const int four = Submit(Job("a", 4), 50);
+  EXPECT_EQ(Started(s_->Schedule(50)), std::vector<int>{four});
+  // The cheapest victim (four: least GPU-time lost) makes room on its node, but 8 + 8 > 12:
+  // only preempting `eight` keeps the queue within its cap.
+  const int hi = Submit(Job("a", 8, 1, 10), 100);
+  const std::vector<int> victims = Preempted(s_->Schedule(100));
+  ASSERT_FALSE(victims.empty());
+  EXPECT_NE(std::find(victims.begin(), victims.end(), eight), victims.end());
+  std::vector<int> started;
+  for (int v : victims)
+    for (const Decision& d : s_->Stopped(v, 101)) started.push_back(d.job);
+  EXPECT_EQ(started, std::vector<int>{hi});
+  EXPECT_LE(s_->Queues()[0].usage_gpus, 12);
+  s_->Schedule(102);
+  EXPECT_LE(s_->Queues()[0].usage_gpus, 12);
+  ExpectConsistent();
+}
+
+// --- Telemetry back-off ----------------------------------------------------------------------
+
+Telemetry FullMemory(const Cluster& cluster, double fb_used_mib) {
+  Telemetry t;
+  t.gpus.resize(cluster.nodes.size());
+  for (size_t n = 0; n < cluster.nodes.size(); ++n) {
+    t.gpus[n].resize(cluster.nodes[n].gpus.size());
+    for (GpuTelemetry& g : t.gpus[n]) g.fb_used_mib = fb_used_mib;
+  }
+  t.node_images.resize(cluster.nodes.size());
+  return t;
+}
+
+TEST_F(SchedulerTest, TelemetryRefusalBacksOff) {
+  Make(1, 1, {Queue("a")});
+  s_->SetTelemetry(FullMemory(*cluster_, 80000));  // above 0.9 of 80 GiB everywhere
+  const int id = Submit(Job("a", 1));
+  EXPECT_TRUE(s_->Schedule(0).empty());
+  EXPECT_DOUBLE_EQ(J(id).backoff, 10);
+  EXPECT_DOUBLE_EQ(J(id).next_try, 10);
+  EXPECT_NE(J(id).reason.find("telemetry"), std::string::npos) << J(id).reason;
+  // Not retried before next_try, even when capacity changes.
+  s_->SetTelemetry(FullMemory(*cluster_, 80000));
+  EXPECT_TRUE(s_->Schedule(5).empty());
+  EXPECT_DOUBLE_EQ(J(id).next_try, 10);
+  // Each refusal doubles the back-off, up to max_backoff_s.
+  double now = 10;
+  for (double want : {20, 40, 80, 160, 300, 300}) {
+    EXPECT_TRUE(s_->Schedule(now).empty());
+    EXPECT_DOUBLE_EQ(J(id).backoff, want);
+    EXPECT_DOUBLE_EQ(J(id).next_try, now + want);
+    now += want;
+  }
+  // Memory frees up: the job starts on its next try, and the back-off resets.
+  s_->SetTelemetry(FullMemory(*cluster_, 1000));
+  EXPECT_TRUE(s_->Schedule(now - 1).empty());
+  EXPECT_EQ(Started(s_->Schedule(now)), std::vector<int>{id});
+  EXPECT_DOUBLE_EQ(J(id).backoff, 0);
+}
+
+TEST_F(SchedulerTest, CapacityRefusalDoesNotBackOff) {
+  Make(1, 1, {Queue("a")});
+  Submit(Job("a", 8));
+  s_->Schedule(0);
+  const int id = Submit(Job("a", 8), 1);
+  EXPECT_TRUE(s_->Schedule(1).empty());
+  EXPECT_DOUBLE_EQ(J(id).next_try, 0);
+  EXPECT_DOUBLE_EQ(J(id).backoff, 0);
+}
+
+TEST_F(SchedulerTest, ATelemetryRefusalDoesNotLeakIntoTheNextJob) {
+  Make(2, 2, {Queue("a"), Queue("b", 1)});
+  Submit(Job("a", 8));
+  Submit(Job("a", 7));
+  EXPECT_EQ(Started(s_->Schedule(0)).size(), 2u);
+  // The one free GPU is observed full; everything else is fine.
+  Telemetry t = FullMemory(*cluster_, 1000);
+  int free_node = -1, free_gpu = -1;
+  for (int n = 0; n < 2; ++n)
+    for (int g = 0; g < 8; ++g)
+      if (s_->allocator().gpu_free(n, g)) free_node = n, free_gpu = g;
+  ASSERT_GE(free_node, 0);
+  t.gpus[free_node][free_gpu].fb_used_mib = 80000;
+  s_->SetTelemetry(t);
+  // x is refused by the telemetry filter only; y, right behind it, by capacity only (no
+  // candidate at all), and y is inside b's guarantee: it must reclaim, not back off.
+  const int x = Submit(Job("b", 1, 1, 10), 1);
+  const int y = Submit(Job("b", 8, 1, 0), 1);
+  const std::vector<Decision> d = s_->Schedule(1);
+  EXPECT_GT(J(x).next_try, 1);
+  EXPECT_DOUBLE_EQ(J(y).next_try, 0) << J(y).reason;
+  EXPECT_EQ(Preempted(d).size(), 1u);
+  EXPECT_EQ(J(y).waiting_for.size(), 1u);
+}
+
+// --- Policy and submission errors ------------------------------------------------------------
+
+TEST_F(SchedulerTest, SetPolicyKeepsTheOldPolicyWhenInvalid) {
+  Make(1, 1, {Queue("a")});
+  Policy bad = BerthPolicy();
+  bad.name = "bad";
+  bad.scores[0].weight = -1;
+  bad.filters.push_back({"no-such-filter", 1, {}});
+  const std::vector<std::string> errors = s_->SetPolicy(bad);
+  EXPECT_EQ(errors.size(), 2u);
+  EXPECT_EQ(s_->policy().name, "berth");
+  EXPECT_DOUBLE_EQ(s_->policy().scores[0].weight, BerthPolicy().scores[0].weight);
+  // Still schedules with the old one.
+  const int id = Submit(Job("a", 1));
+  EXPECT_EQ(Started(s_->Schedule(0)), std::vector<int>{id});
+  Policy good;
+  ASSERT_TRUE(BuiltinPolicy("bestfit", &good));
+  EXPECT_TRUE(s_->SetPolicy(good).empty());
+  EXPECT_EQ(s_->policy().name, "bestfit");
+}
+
+TEST_F(SchedulerTest, InvalidPolicyAtConstructionIsAnError) {
+  Cluster cluster = SyntheticDgxCluster(1, 1, 0);
+  Policy bad = BerthPolicy();
+  bad.candidates = -1;
+  Scheduler s(&cluster, {Queue("a")}, bad);
+  EXPECT_EQ(s.error().rfind("policy: candidates", 0), 0u) << s.error();
+}
+
+TEST_F(SchedulerTest, BadQueuesAreErrors) {
+  Cluster cluster = SyntheticDgxCluster(1, 1, 0);
+  EXPECT_NE(Scheduler(&cluster, {Queue("a"), Queue("a")}, BerthPolicy()).error(), "");
+  EXPECT_NE(Scheduler(&cluster, {Queue("a", 0, 0)}, BerthPolicy()).error(), "");
+  EXPECT_NE(Scheduler(&cluster, {Queue("a", 2)}, BerthPolicy()).error(), "");  // 2 of 1 node
+}
+
+TEST_F(SchedulerTest, SubmitErrorsNameTheField) {
+  Make(1, 1, {Queue("a"), Queue("b")});
+  std::string why;
+  EXPECT_EQ(s_->Submit(Job("nope", 1), 0, &why), -1);
+  EXPECT_EQ(why.rfind("queue: ", 0), 0u) << why;
+  EXPECT_NE(why.find("\"nope\""), std::string::npos) << why;
+  EXPECT_NE(why.find("known queues: a, b"), std::string::npos) << why;
+
+  JobSpec empty = Job("a", 1);
+  empty.groups.clear();
+  EXPECT_EQ(s_->Submit(empty, 0, &why), -1);
+  EXPECT_EQ(why.rfind("groups: ", 0), 0u) << why;
+
+  JobSpec elastic = Job("a", 1, 2);
+  elastic.min_replicas = 3;
+  EXPECT_EQ(s_->Submit(elastic, 0, &why), -1);
+  EXPECT_EQ(why.rfind("minReplicas: ", 0), 0u) << why;
+  elastic.min_replicas = -1;
+  EXPECT_EQ(s_->Submit(elastic, 0, &why), -1);
+  EXPECT_EQ(why.rfind("minReplicas: ", 0), 0u) << why;
+
+  JobSpec zero = Job("a", 1, 2);
+  zero.groups.push_back(zero.groups[0]);
+  zero.groups[1].name = "workers";
+  zero.groups[1].replicas = 0;
+  EXPECT_EQ(s_->Submit(zero, 0, &why), -1);
+  EXPECT_EQ(why.rfind("groups.workers.replicas: ", 0), 0u) << why;
+
+  EXPECT_TRUE(s_->jobs().empty());
+  EXPECT_GE(Submit(Job("b", 1)), 0);
+}
+
+}  // namespace
+}  // namespace berth
