@@ -126,25 +126,31 @@ int BuddyAllocator::FindWithin(int within, int type, int count,
                                const std::function<bool(int node)>& node_fits) const {
   const auto& cells = tree_->cells();
   const int pool = pool_[within];
+  auto usable = [&](int c) {
+    if (taken_[c] || pool_[c] != pool || free_[c] < count) return false;
+    if (!tree_->Contains(cells[c].type, type)) return false;
+    return !(tree_->type_of(c).level == Level::kNode && node_fits && !node_fits(cells[c].node));
+  };
+  if (!usable(within)) return -1;
+  if (cells[within].type == type) return within;
   int best = -1;
-  // Depth-first, fuller branches first; a strictly better fit replaces the best so far.
-  std::vector<int> stack = {within};
-  std::vector<int> kids;
+  // Depth-first, fuller branches first; a strictly better fit replaces the best so far. The
+  // scratch stacks are reused across calls: this runs for every node of every decision.
+  thread_local std::vector<int> stack, kids;
+  stack.assign(1, within);
   while (!stack.empty()) {
     const int c = stack.back();
     stack.pop_back();
-    if (taken_[c] || pool_[c] != pool || free_[c] < count) continue;
-    if (!tree_->Contains(cells[c].type, type)) continue;
-    if (tree_->type_of(c).level == Level::kNode && node_fits && !node_fits(cells[c].node)) continue;
+    if (!usable(c)) continue;
     if (cells[c].type == type) {
       if (best < 0 || free_[c] < free_[best]) best = c;
       if (free_[c] == count) return c;
       continue;
     }
-    if (best >= 0 && free_[c] >= free_[best] && free_[c] == tree_->type_of(c).leaf_count) continue;
+    if (best >= 0 && free_[c] == tree_->type_of(c).leaf_count) continue;
     kids.assign(cells[c].children.begin(), cells[c].children.end());
     std::sort(kids.begin(), kids.end(), [&](int a, int b) { return free_[a] > free_[b]; });
-    for (int k : kids) stack.push_back(k);
+    stack.insert(stack.end(), kids.begin(), kids.end());
   }
   return best;
 }

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <atomic>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "core/allocator.h"
 #include "core/placement.h"
@@ -125,12 +128,28 @@ PackingResult RunPacking(const Cluster& cluster, const std::vector<TracePod>& po
   PackingResult result;
   result.policy = policy.name;
   const std::vector<TypicalPod> typical = WorkloadTypicalPods(pods);
-  for (size_t s = 0; s < seeds.size(); ++s) {
-    result.seeds.push_back(RunPackingSeed(cluster, pods, policy, seeds[s], tune, typical,
-                                          [&](double f) {
-                                            if (progress) progress((s + f) / seeds.size());
-                                          }));
-  }
+  // Seeds are independent runs on their own allocators: one worker per core.
+  result.seeds.resize(seeds.size());
+  std::vector<double> done(seeds.size(), 0);
+  std::mutex mu;
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t s = next++; s < seeds.size(); s = next++) {
+      result.seeds[s] = RunPackingSeed(cluster, pods, policy, seeds[s], tune, typical, [&](double f) {
+        std::lock_guard<std::mutex> lock(mu);
+        done[s] = f;
+        double total = 0;
+        for (double d : done) total += d;
+        if (progress) progress(total / seeds.size());
+      });
+    }
+  };
+  const size_t workers =
+      std::max<size_t>(1, std::min<size_t>(seeds.size(), std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
   const size_t points = result.seeds.empty() ? 0 : result.seeds[0].alloc_ratio.size();
   result.mean.alloc_ratio.assign(points, 0);
   result.mean.frag_amount.assign(points, 0);

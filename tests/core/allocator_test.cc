@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "allocator_test_util.h"
+#include "config/flat_node.h"
 #include "core/synthetic_cluster.h"
 
 namespace berth {
@@ -319,6 +320,31 @@ TEST_F(AllocatorTest, GangTriesEveryRackNotOnlyTheBestFit) {
   const int id = Alloc(gang);
   EXPECT_EQ(cluster_.nodes[R(id, 0).node].rack, "rack-b");
   EXPECT_EQ(cluster_.nodes[R(id, 1).node].rack, "rack-b");
+  ReleaseAll();
+  ExpectInitial();
+}
+
+TEST_F(AllocatorTest, CpuOnlyGangsWithAffinityAcrossCpuOnlyNodes) {
+  // A GPU node with little CPU and a CPU-only node (no cell): a CPU-only gang spreads over both.
+  Cluster cluster;
+  cluster.models.push_back({"T4", 15360, {}});
+  cluster.nodes.push_back(MakeFlatNode("gpu", 3000, 8192, 2, "T4"));
+  cluster.nodes.push_back(MakeFlatNode("cpu", 8000, 8192, 0, ""));
+  Use(std::move(cluster));
+  AllocationRequest gang = CpuOnly(2000, 0);
+  gang.replicas = 2;
+  gang.gang_affinity = Level::kNode;
+  Refused(gang, "node");
+  gang.gang_affinity = Level::kCluster;
+  const int spread = Alloc(gang);
+  EXPECT_NE(R(spread, 0).node, R(spread, 1).node);
+  Release(spread);
+  // Both fit on the CPU-only node: one node, as asked.
+  gang.demand.cpu_milli = 4000;
+  gang.gang_affinity = Level::kNode;
+  const int together = Alloc(gang);
+  EXPECT_EQ(R(together, 0).node, 1);
+  EXPECT_EQ(R(together, 1).node, 1);
   ReleaseAll();
   ExpectInitial();
 }

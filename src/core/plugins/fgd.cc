@@ -37,15 +37,26 @@ int64_t FgdScore(double frag_before, double frag_after) {
   return static_cast<int64_t>(1.0 / (1.0 + std::exp(-x)) * 100);
 }
 
-bool SamePods(const std::vector<TypicalPod>& a, const std::vector<TypicalPod>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].cpu_milli != b[i].cpu_milli || a[i].gpus != b[i].gpus ||
-        a[i].gpu_milli != b[i].gpu_milli || a[i].frequency != b[i].frequency ||
-        a[i].models != b[i].models)
-      return false;
-  return true;
-}
+// A cheap summary of a typical pod list, to notice when the context's list changes (the model
+// is rebuilt then): its address, its size, and a position-weighted sum of its numbers. (A change
+// of allowed models alone is not noticed: pass a new list for that.)
+struct PodsKey {
+  const std::vector<TypicalPod>* pods = nullptr;
+  size_t size = 0;
+  double sum = 0;
+
+  static PodsKey Of(const std::vector<TypicalPod>* pods) {
+    PodsKey key{pods, pods->size(), 0};
+    double i = 1;
+    for (const TypicalPod& t : *pods) {
+      key.sum += i * (t.frequency + 1e-3 * static_cast<double>(t.cpu_milli) + t.gpu_milli +
+                      7.0 * t.gpus + static_cast<double>(t.models.size()));
+      i += 1;
+    }
+    return key;
+  }
+  bool operator==(const PodsKey&) const = default;
+};
 
 class FgdScorePlugin : public ScorePlugin {
  public:
@@ -115,9 +126,10 @@ class FgdScorePlugin : public ScorePlugin {
                 std::shared_ptr<const FragmentationModel>* model, NodeView* view) const {
     std::lock_guard<std::mutex> lock(mu_);
     const Cluster* cluster = &ctx.alloc->cluster();
-    if (model_ == nullptr || &model_->cluster() != cluster ||
-        !SamePods(model_->typical_pods(), *ctx.typical_pods)) {
+    const PodsKey key = PodsKey::Of(ctx.typical_pods);
+    if (model_ == nullptr || &model_->cluster() != cluster || !(key == key_)) {
       model_ = std::make_shared<const FragmentationModel>(cluster, *ctx.typical_pods);
+      key_ = key;
       views_.assign(cluster->nodes.size(), NodeView());
       frags_.assign(cluster->nodes.size(), -1);
     }
@@ -132,6 +144,7 @@ class FgdScorePlugin : public ScorePlugin {
 
   mutable std::mutex mu_;
   mutable std::shared_ptr<const FragmentationModel> model_;
+  mutable PodsKey key_;
   mutable std::vector<NodeView> views_;  // per node: the last view seen, and its fragmentation
   mutable std::vector<double> frags_;
 };
