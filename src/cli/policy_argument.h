@@ -7,7 +7,9 @@
 
 namespace berth {
 
-// Throws ConfigError for an unknown name or an invalid file (every bad field listed).
+// A built-in name (BuiltinPolicy), else a policy file (LoadPolicyFile) when the argument is an
+// existing file or ends in .yaml / .yml. Throws ConfigError for an unknown name or an invalid
+// file (every bad field listed).
 Policy LoadPolicyArgument(const std::string& name_or_path);
 
 }  // namespace berth

@@ -27,6 +27,15 @@ std::string Describe(const YAML::Node& node) {
   throw ConfigError(message + what);
 }
 
+// A scalar that is a whole finite number ("3", "-0.5", "1e3"; not ".inf" or "3 GiB").
+bool ParseNumber(const YAML::Node& node, double* value) {
+  if (!node.IsScalar()) return false;
+  const std::string& text = node.Scalar();
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  return ec == std::errc() && end == text.data() + text.size() && !text.empty() &&
+         std::isfinite(*value);
+}
+
 }  // namespace
 
 std::string Join(const std::vector<std::string>& items, const std::string& separator) {
@@ -120,14 +129,14 @@ int64_t YamlReader::Int(const YAML::Node& node, const std::string& path, int64_t
 
 double YamlReader::NonNegativeNumber(const YAML::Node& node, const std::string& path) const {
   double value = 0;
-  if (node.IsScalar()) {
-    const std::string& text = node.Scalar();
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec == std::errc() && end == text.data() + text.size() && !text.empty() &&
-        std::isfinite(value) && value >= 0)
-      return value;
-  }
+  if (ParseNumber(node, &value) && value >= 0) return value;
   Fail(node, path, "expected a number >= 0, got " + Describe(node));
+}
+
+double YamlReader::Number(const YAML::Node& node, const std::string& path) const {
+  double value = 0;
+  if (ParseNumber(node, &value)) return value;
+  Fail(node, path, "expected a number, got " + Describe(node));
 }
 
 bool YamlReader::Bool(const YAML::Node& node, const std::string& path) const {

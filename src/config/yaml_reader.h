@@ -57,6 +57,8 @@ class YamlReader {
               int64_t min = std::numeric_limits<int64_t>::min(),
               int64_t max = std::numeric_limits<int64_t>::max()) const;
   double NonNegativeNumber(const YAML::Node& node, const std::string& path) const;
+  // Any finite number, negative too (for fields whose range is checked elsewhere).
+  double Number(const YAML::Node& node, const std::string& path) const;
   bool Bool(const YAML::Node& node, const std::string& path) const;
 
  private:

@@ -803,11 +803,27 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
     ok = place_all(-1);
     if (ok && req.gang_affinity && req.replicas > 1) {
       // Check the VC placement stayed inside one cell of the gang's level.
-      int lca = tree_->node_cell(alloc.replicas[0].node);
-      for (const ReplicaPlacement& r : alloc.replicas)
-        while (lca >= 0 && !tree_->IsWithin(tree_->node_cell(r.node), lca))
-          lca = tree_->cells()[lca].parent;
-      if (lca < 0 || tree_->type_of(lca).level > *req.gang_affinity) {
+      const Level level = *req.gang_affinity;
+      const Node& first = cluster_->nodes[alloc.replicas[0].node];
+      bool cell_less = false, same_node = true, same_rack = !first.rack.empty();
+      for (const ReplicaPlacement& r : alloc.replicas) {
+        cell_less = cell_less || tree_->node_cell(r.node) < 0;
+        same_node = same_node && r.node == alloc.replicas[0].node;
+        same_rack = same_rack && cluster_->nodes[r.node].rack == first.rack;
+      }
+      bool inside = false;
+      if (cell_less) {
+        // Nodes without GPUs are no cells: compare the nodes and racks themselves.
+        inside = level >= Level::kCluster || (level >= Level::kRack && same_rack) ||
+                 (level >= Level::kNode && same_node);
+      } else {
+        int lca = tree_->node_cell(alloc.replicas[0].node);
+        for (const ReplicaPlacement& r : alloc.replicas)
+          while (lca >= 0 && !tree_->IsWithin(tree_->node_cell(r.node), lca))
+            lca = tree_->cells()[lca].parent;
+        inside = lca >= 0 && tree_->type_of(lca).level <= level;
+      }
+      if (!inside) {
         undo_all();
         ok = false;
         *why = "the gang does not fit inside one " + std::string(LevelName(*req.gang_affinity));

@@ -261,6 +261,26 @@ double FragmentationModel::ClusterFragmentation(const Allocator& alloc) const {
   return sum;
 }
 
+FragmentationTracker::FragmentationTracker(const FragmentationModel* model, const Allocator& alloc)
+    : model_(model) {
+  RefreshAll(alloc);
+}
+
+void FragmentationTracker::Refresh(const Allocator& alloc, int node) {
+  per_node_[node] = model_->NodeFragmentation(alloc, node);
+}
+
+void FragmentationTracker::RefreshAll(const Allocator& alloc) {
+  per_node_.assign(alloc.cluster().nodes.size(), 0);
+  for (size_t n = 0; n < per_node_.size(); ++n) Refresh(alloc, static_cast<int>(n));
+}
+
+double FragmentationTracker::total() const {
+  double sum = 0;
+  for (double f : per_node_) sum += f;
+  return sum;
+}
+
 double NodeFragmentation(const Allocator& alloc, int node, const std::vector<TypicalPod>& pods) {
   return FragmentationModel(&alloc.cluster(), pods).NodeFragmentation(alloc, node);
 }

@@ -126,6 +126,23 @@ class FragmentationModel {
   std::vector<char> accepts_;                 // [t * models + m]
 };
 
+// The cluster's fragmentation kept node by node, for a metric read after every placement:
+// Refresh the nodes a placement or release touched instead of recomputing every node.
+class FragmentationTracker {
+ public:
+  // `model` must outlive the tracker. Computes every node of `alloc`.
+  FragmentationTracker(const FragmentationModel* model, const Allocator& alloc);
+
+  void Refresh(const Allocator& alloc, int node);
+  void RefreshAll(const Allocator& alloc);
+  double node(int n) const { return per_node_[n]; }
+  double total() const;  // summed afresh (no drift from repeated updates)
+
+ private:
+  const FragmentationModel* model_;
+  std::vector<double> per_node_;
+};
+
 // Convenience forms that compile the typical pods on each call (tests, one-off reports).
 double NodeFragmentation(const Allocator& alloc, int node, const std::vector<TypicalPod>& pods);
 double ClusterFragmentation(const Allocator& alloc, const std::vector<TypicalPod>& pods);

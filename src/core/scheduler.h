@@ -60,6 +60,7 @@ struct JobRecord {
   double backoff = 0;
   int preempted_by = -1;    // while stopping: the preemptor the victim is reserved for
   std::vector<int> waiting_for;  // a preemptor: victims still stopping
+  std::vector<int> held;  // a preemptor: allocations of its stopped victims, kept until it starts
   bool reserved_guaranteed = false;
   int preemptions = 0;      // times this job was preempted
   // The scheduler's state version when the job last failed to fit; it is retried only after

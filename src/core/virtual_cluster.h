@@ -1,6 +1,6 @@
 // Virtual clusters: tenants' guaranteed quotas, expressed in cells (HiveD's model).
 //
-// A VC is guaranteed `count` cells of each listed cell type (e.g. 2 "dgx-a100.node" cells,
+// A VC is guaranteed `count` cells of each listed cell type (e.g. 2 "dgx-a100/node" cells,
 // 4 "T4" GPUs). The guarantee is in topology, not only in numbers: a VC guaranteed one 8-GPU
 // node always gets a whole node. "VC safety" is the invariant that every VC's unused
 // guarantee can still be carved from the free cells at all times.

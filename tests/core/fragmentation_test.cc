@@ -78,6 +78,20 @@ TEST(FragmentationTest, ModelMismatchIsAllFragment) {
   EXPECT_TRUE(model.Accepts(1, 0));
 }
 
+TEST(FragmentationTest, TrackerFollowsRefreshedNodes) {
+  const Cluster cluster = OpenbTestCluster({{.gpus = 2}, {.gpus = 2}});
+  Allocator alloc(&cluster, {});
+  ASSERT_EQ(alloc.error(), "");
+  const FragmentationModel model(&cluster, {Typical(1, 1000, 1)});
+  FragmentationTracker tracker(&model, alloc);
+  EXPECT_DOUBLE_EQ(tracker.total(), 0);
+  Place(&alloc, 1, ShareDemand(400));
+  tracker.Refresh(alloc, 1);
+  EXPECT_DOUBLE_EQ(tracker.node(1), 600);
+  EXPECT_DOUBLE_EQ(tracker.total(), 600);
+  EXPECT_DOUBLE_EQ(tracker.total(), model.ClusterFragmentation(alloc));
+}
+
 TEST(FragmentationTest, MultiGpuPodNeedsEnoughGpus) {
   const Cluster cluster = OpenbTestCluster({{.gpus = 4}});
   const FragmentationModel model(&cluster, {Typical(2, 1000, 1)});

@@ -17,8 +17,10 @@
 // lowest-index fitting free GPU in the reference's order (all free GPUs give the same F').
 // A MIG instance changes only the node's free CPU (MIG GPUs are outside the measure). Without
 // typical pods (ctx.typical_pods null or empty) every candidate scores 0.
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,20 +40,24 @@ int64_t FgdScore(double frag_before, double frag_after) {
 }
 
 // A cheap summary of a typical pod list, to notice when the context's list changes (the model
-// is rebuilt then): its address, its size, and a position-weighted sum of its numbers. (A change
-// of allowed models alone is not noticed: pass a new list for that.)
+// is rebuilt then): its address, its size, and a hash of its numbers. (A change of allowed
+// models alone is not noticed: pass a new list for that.)
 struct PodsKey {
   const std::vector<TypicalPod>* pods = nullptr;
   size_t size = 0;
-  double sum = 0;
+  uint64_t hash = 0;
 
   static PodsKey Of(const std::vector<TypicalPod>* pods) {
     PodsKey key{pods, pods->size(), 0};
-    double i = 1;
+    uint64_t i = 1;
     for (const TypicalPod& t : *pods) {
-      key.sum += i * (t.frequency + 1e-3 * static_cast<double>(t.cpu_milli) + t.gpu_milli +
-                      7.0 * t.gpus + static_cast<double>(t.models.size()));
-      i += 1;
+      uint64_t frequency;
+      std::memcpy(&frequency, &t.frequency, sizeof frequency);
+      const uint64_t shape = static_cast<uint64_t>(t.cpu_milli) ^
+                             (static_cast<uint64_t>(t.gpu_milli) << 32) ^
+                             (static_cast<uint64_t>(t.gpus) << 48) ^ (t.models.size() << 56);
+      key.hash += (frequency ^ (shape * 0x9E3779B97F4A7C15ull)) * i;
+      i += 2;
     }
     return key;
   }
@@ -88,13 +94,14 @@ class FgdScorePlugin : public ScorePlugin {
     // give the same F', so each distinct free milli is evaluated once.
     const int mine = c.gpus[0];
     const int my_free = before.free_milli(mine);
-    std::vector<std::pair<int, int64_t>> by_free;  // (free milli, score)
+    std::array<std::pair<int, int64_t>, NodeView::kInlineGpus> by_free;  // (free milli, score)
+    int distinct = 0;
     auto score_of = [&](int gpu) {
       const int free = before.free_milli(gpu);
-      for (const auto& [f, s] : by_free)
-        if (f == free) return s;
+      for (int i = 0; i < distinct; ++i)
+        if (by_free[i].first == free) return by_free[i].second;
       const int64_t s = after(gpu, d.gpu_milli);
-      by_free.push_back({free, s});
+      if (distinct < NodeView::kInlineGpus) by_free[distinct++] = {free, s};
       return s;
     };
     const int64_t my_score = score_of(mine);
@@ -127,9 +134,11 @@ class FgdScorePlugin : public ScorePlugin {
     std::lock_guard<std::mutex> lock(mu_);
     const Cluster* cluster = &ctx.alloc->cluster();
     const PodsKey key = PodsKey::Of(ctx.typical_pods);
-    if (model_ == nullptr || &model_->cluster() != cluster || !(key == key_)) {
+    if (model_ == nullptr || &model_->cluster() != cluster || !(key == key_) ||
+        views_.size() != cluster->nodes.size() || models_ != cluster->models.size()) {
       model_ = std::make_shared<const FragmentationModel>(cluster, *ctx.typical_pods);
       key_ = key;
+      models_ = cluster->models.size();
       views_.assign(cluster->nodes.size(), NodeView());
       frags_.assign(cluster->nodes.size(), -1);
     }
@@ -145,6 +154,7 @@ class FgdScorePlugin : public ScorePlugin {
   mutable std::mutex mu_;
   mutable std::shared_ptr<const FragmentationModel> model_;
   mutable PodsKey key_;
+  mutable size_t models_ = 0;            // the cluster's model count when the model was built
   mutable std::vector<NodeView> views_;  // per node: the last view seen, and its fragmentation
   mutable std::vector<double> frags_;
 };

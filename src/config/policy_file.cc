@@ -1,0 +1,300 @@
+#include "config/policy_file.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "config/config_error.h"
+#include "config/file_text.h"
+#include "config/yaml_reader.h"
+
+namespace berth {
+namespace {
+
+// The top-level fields, sorted (for "known fields: ..." messages).
+const std::vector<std::string> kFields = {
+    "agingCap",   "agingPerHour",      "base",   "candidates",          "filters",
+    "maxBackoffSeconds", "name",       "priorityClasses", "qosWeights", "reclaimHysteresis",
+    "retryBackoffSeconds", "scores",   "seed"};
+
+// A validation message whose field was never written in the file may still be caused by one
+// that was: maxBackoffSeconds inherited from the base is too small for the file's
+// retryBackoffSeconds.
+const std::map<std::string, std::string> kRelatedField = {
+    {"maxBackoffSeconds", "retryBackoffSeconds"}};
+
+struct Problem {
+  int line;  // 1-based; INT_MAX when the file has no line for it (sorts last)
+  std::string text;
+};
+
+// The ValidatePolicy field a message is about: its text up to the first ": ".
+std::string MessageField(const std::string& message) {
+  const size_t colon = message.find(": ");
+  return colon == std::string::npos ? "" : message.substr(0, colon);
+}
+
+// True when `path` is `prefix` or a field inside it ("scores[2].weight" inside "scores[2]").
+bool Within(const std::string& path, const std::string& prefix) {
+  if (path.rfind(prefix, 0) != 0) return false;
+  return path.size() == prefix.size() || path[prefix.size()] == '.' || path[prefix.size()] == '[';
+}
+
+class PolicyParser {
+ public:
+  explicit PolicyParser(const std::string& source) : r_(source) {}
+
+  Policy Parse(const std::string& text) {
+    const YAML::Node root = r_.Parse(text);
+    if (!root.IsMap())
+      r_.Fail(root, "",
+              "expected a map with fields " + Join(kFields) + ", got " +
+                  (root.IsSequence() ? "a list"
+                   : root.IsScalar() ? "\"" + root.Scalar() + "\""
+                                     : std::string("nothing")));
+    const std::vector<YamlEntry> entries = r_.Entries(root, "");
+
+    // The base first: every other field overrides it.
+    Policy policy;
+    BuiltinPolicy("berth", &policy);
+    if (const YAML::Node base = root["base"]) {
+      Try("base", [&] {
+        const std::string name = r_.String(base, "base");
+        Note("base", base);
+        if (!BuiltinPolicy(name, &policy))
+          r_.Fail(base, "base",
+                  "unknown built-in policy \"" + name + "\"; built-in policies: " +
+                      Join(BuiltinPolicyNames()));
+      });
+    }
+    Try("name", [&] {
+      const YAML::Node name = r_.Required(root, "", "name");
+      policy.name = r_.String(name, "name");
+      Note("name", name);
+    });
+
+    for (const YamlEntry& e : entries) {
+      const std::string& key = e.key;
+      const YAML::Node& v = e.value;
+      if (key == "name" || key == "base") continue;
+      if (std::find(kFields.begin(), kFields.end(), key) == kFields.end()) {
+        Try(key, [&] {
+          r_.Fail(e.key_node, "", "unknown field \"" + key + "\"; known fields: " + Join(kFields));
+        });
+        continue;
+      }
+      Note(key, v);
+      if (key == "filters") {
+        ParsePlugins(v, key, false, &policy.filters);
+      } else if (key == "scores") {
+        ParsePlugins(v, key, true, &policy.scores);
+      } else if (key == "priorityClasses") {
+        ParsePriorityClasses(v, &policy.priority_classes);
+      } else if (key == "qosWeights") {
+        ParseQosWeights(v, &policy.qos_weights);
+      } else if (key == "candidates") {
+        Try(key, [&] { policy.candidates = static_cast<int>(r_.Int(v, key, INT_MIN, INT_MAX)); });
+      } else if (key == "seed") {
+        Try(key, [&] { policy.seed = static_cast<uint64_t>(r_.Int(v, key, 0)); });
+      } else {
+        double* knob = key == "agingPerHour"          ? &policy.aging_per_hour
+                       : key == "agingCap"            ? &policy.aging_cap
+                       : key == "reclaimHysteresis"   ? &policy.reclaim_hysteresis
+                       : key == "retryBackoffSeconds" ? &policy.retry_backoff_s
+                                                      : &policy.max_backoff_s;
+        Try(key, [&] { *knob = r_.Number(v, key); });
+      }
+    }
+
+    for (const std::string& message : ValidatePolicy(policy)) AddValidationProblem(message);
+    if (problems_.empty()) return policy;
+    std::stable_sort(problems_.begin(), problems_.end(),
+                     [](const Problem& a, const Problem& b) { return a.line < b.line; });
+    std::string all;
+    for (const Problem& p : problems_) all += (all.empty() ? "" : "\n") + p.text;
+    throw ConfigError(all);
+  }
+
+ private:
+  // Runs `parse`; a ConfigError it throws is kept as a problem and `path` is marked failed, so
+  // that ValidatePolicy's complaints about what the failed field left behind are not reported.
+  template <typename Parse>
+  bool Try(const std::string& path, Parse&& parse) {
+    try {
+      parse();
+      return true;
+    } catch (const ConfigError& e) {
+      problems_.push_back({LineIn(e.what()), e.what()});
+      failed_.push_back(path);
+      return false;
+    }
+  }
+
+  // The line of a message of this source ("SOURCE:LINE: ..."), INT_MAX when it has none.
+  int LineIn(const std::string& message) const {
+    const std::string prefix = r_.source() + ":";
+    if (message.rfind(prefix, 0) != 0) return INT_MAX;
+    const char* digits = message.c_str() + prefix.size();
+    char* end = nullptr;
+    const long line = std::strtol(digits, &end, 10);
+    return end != digits && *end == ':' && line > 0 ? static_cast<int>(line) : INT_MAX;
+  }
+
+  // Remembers the line of the node that holds ValidatePolicy's field `path`.
+  void Note(const std::string& path, const YAML::Node& node) {
+    if (node.IsDefined() && !node.Mark().is_null()) lines_[path] = node.Mark().line + 1;
+  }
+
+  // "filters: [a, {name: b, params: {x: 1}}]" into `out`, entry by entry. An entry that cannot
+  // be read keeps its place as a nameless placeholder, so that ValidatePolicy's indices are the
+  // file's.
+  void ParsePlugins(const YAML::Node& node, const std::string& path, bool scores,
+                    std::vector<PluginConfig>* out) {
+    if (!Try(path, [&] { r_.Sequence(node, path); })) return;
+    std::vector<PluginConfig> plugins;
+    for (size_t i = 0; i < node.size(); ++i) {
+      const std::string item = IndexPath(path, i);
+      PluginConfig config;
+      Try(item, [&] { config = ParsePlugin(node[i], item, scores); });
+      plugins.push_back(std::move(config));
+    }
+    *out = std::move(plugins);
+  }
+
+  PluginConfig ParsePlugin(const YAML::Node& node, const std::string& path, bool scores) {
+    PluginConfig config;
+    Note(path, node);
+    if (node.IsScalar()) {  // the short form: the name alone
+      config.name = node.Scalar();
+      return config;
+    }
+    if (!node.IsMap())
+      r_.Fail(node, path,
+              std::string("expected a plugin name or a map with fields name, ") +
+                  (scores ? "weight, " : "") + "params");
+    if (scores)
+      r_.CheckFields(node, path, {"name", "weight", "params"});
+    else
+      r_.CheckFields(node, path, {"name", "params"});
+    const YAML::Node name = r_.Required(node, path, "name");
+    config.name = r_.String(name, FieldPath(path, "name"));
+    Note(FieldPath(path, "name"), name);
+    if (const YAML::Node weight = node["weight"]) {
+      config.weight = r_.Number(weight, FieldPath(path, "weight"));
+      Note(FieldPath(path, "weight"), weight);
+    }
+    if (const YAML::Node params = node["params"]) {
+      const std::string params_path = FieldPath(path, "params");
+      Note(params_path, params);
+      for (const YamlEntry& p : r_.Entries(params, params_path)) {
+        const std::string param_path = FieldPath(params_path, p.key);
+        config.params[p.key] = r_.Number(p.value, param_path);
+        Note(param_path, p.key_node);
+      }
+    }
+    return config;
+  }
+
+  void ParsePriorityClasses(const YAML::Node& node, std::map<std::string, int>* out) {
+    const std::string path = "priorityClasses";
+    std::vector<YamlEntry> entries;
+    if (!Try(path, [&] { entries = r_.Entries(node, path); })) return;
+    std::map<std::string, int> classes;
+    for (const YamlEntry& e : entries) {
+      const std::string entry_path = FieldPath(path, e.key);
+      Try(entry_path, [&] {
+        classes[e.key] = static_cast<int>(r_.Int(e.value, entry_path, INT_MIN, INT_MAX));
+        Note(entry_path, e.key_node);
+      });
+    }
+    *out = std::move(classes);
+  }
+
+  void ParseQosWeights(const YAML::Node& node, std::map<QosClass, QosWeights>* out) {
+    const std::string path = "qosWeights";
+    std::vector<YamlEntry> entries;
+    if (!Try(path, [&] { entries = r_.Entries(node, path); })) return;
+    std::map<QosClass, QosWeights> table;
+    for (const YamlEntry& e : entries) {
+      Try(FieldPath(path, e.key), [&] {
+        QosClass qos;
+        if (!ParseQos(e.key, &qos))
+          r_.Fail(e.key_node, path,
+                  "unknown QoS class \"" + e.key +
+                      "\"; known classes: guaranteed, burstable, best-effort");
+        // ValidatePolicy names the class as QosName does ("besteffort" is "best-effort").
+        const std::string class_path = FieldPath(path, QosName(qos));
+        if (table.count(qos))
+          r_.Fail(e.key_node, path,
+                  "QoS class \"" + std::string(QosName(qos)) + "\" is given twice; give it once");
+        r_.CheckFields(e.value, class_path, {"cpu", "memory", "gpu"});
+        QosWeights w;
+        for (const YamlEntry& res : r_.Entries(e.value, class_path)) {
+          const std::string resource_path = FieldPath(class_path, res.key);
+          (res.key == "cpu" ? w.cpu : res.key == "memory" ? w.memory : w.gpu) =
+              r_.Number(res.value, resource_path);
+          Note(resource_path, res.value);
+        }
+        Note(class_path, e.key_node);
+        table[qos] = w;
+      });
+    }
+    *out = std::move(table);
+  }
+
+  // One ValidatePolicy message, at the line of the entry it names where the file has one.
+  void AddValidationProblem(const std::string& message) {
+    const std::string field = MessageField(message);
+    for (const std::string& failed : failed_)
+      if (Within(field, failed)) return;  // already reported as unreadable
+    if (auto it = kRelatedField.find(field); it != kRelatedField.end())
+      for (const std::string& failed : failed_)
+        if (Within(it->second, failed)) return;
+
+    int line = INT_MAX;
+    // A plugin's bad parameter: the line of that parameter.
+    const size_t quote = message.find("parameter \"");
+    if (quote != std::string::npos) {
+      const size_t start = quote + 11, end = message.find('"', start);
+      if (end != std::string::npos) {
+        auto it = lines_.find(field + ".params." + message.substr(start, end - start));
+        if (it != lines_.end()) line = it->second;
+      }
+    }
+    // Else the field itself, or the closest entry holding it ("scores[2].weight" -> "scores[2]").
+    for (std::string path = field; line == INT_MAX && !path.empty();) {
+      if (auto it = lines_.find(path); it != lines_.end()) {
+        line = it->second;
+        break;
+      }
+      const size_t cut = path.find_last_of(".[");
+      path = cut == std::string::npos ? "" : path.substr(0, cut);
+    }
+    if (line == INT_MAX)
+      if (auto it = kRelatedField.find(field); it != kRelatedField.end())
+        if (auto l = lines_.find(it->second); l != lines_.end()) line = l->second;
+    problems_.push_back({line, r_.source() + (line == INT_MAX ? "" : ":" + std::to_string(line)) +
+                                   ": " + message});
+  }
+
+  YamlReader r_;
+  std::map<std::string, int> lines_;  // ValidatePolicy field -> its line in the file
+  std::vector<std::string> failed_;   // fields that could not be read
+  std::vector<Problem> problems_;
+};
+
+}  // namespace
+
+Policy LoadPolicyFile(const std::string& path) {
+  return ParsePolicyYaml(ReadFileText(path), path);
+}
+
+Policy ParsePolicyYaml(const std::string& text, const std::string& source_name) {
+  return PolicyParser(source_name).Parse(text);
+}
+
+}  // namespace berth

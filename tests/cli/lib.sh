@@ -1,0 +1,24 @@
+# Shared helpers for the end-to-end tests of the berth binary. Each test script sources this
+# with BERTH (the binary) and SRC (the repository root) as its two arguments.
+set -euo pipefail
+BERTH=$1
+SRC=$2
+SHARED="$SRC/../shared"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+cd "$SRC"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_error "substring" command...: the command must exit non-zero and print the substring.
+expect_error() {
+  local want=$1; shift
+  local out rc=0
+  out=$("$@" 2>&1) || rc=$?
+  [ "$rc" -ne 0 ] || fail "expected failure from: $*"
+  [ "$rc" -lt 128 ] || fail "crashed (exit $rc): $*"
+  grep -qF -- "$want" <<<"$out" || fail "expected '$want' in output of: $*; got: $out"
+}
+
+# json_get FILE EXPR: evaluates a Python expression on the parsed JSON document `d`.
+json_get() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
