@@ -403,7 +403,8 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, const std::vec
   const Demand& d = req.demand;
   if (!NodeUsable(req, node)) return;
   if (d.gpus == 0 && d.gpu_milli == 0 && d.mig_profile.empty()) {
-    if (resources_.Fits(node, {}, d.cpu_milli, d.memory_mib)) out->push_back({node, {}, Level::kNode, {}});
+    if (resources_.Fits(node, {}, d.cpu_milli, d.memory_mib))
+      out->push_back({node, {}, Level::kNode, {}});
     return;
   }
   // The node's totals only: which sockets the replica needs is known once its GPUs are.
@@ -791,7 +792,8 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
             buddy_.pool(c) != BuddyAllocator::kPhysicalPool)
           continue;
         bool inside_taken = false;
-        for (int a = c; a >= 0 && buddy_.pool(a) == BuddyAllocator::kPhysicalPool; a = cells[a].parent)
+        for (int a = c; a >= 0 && buddy_.pool(a) == BuddyAllocator::kPhysicalPool;
+             a = cells[a].parent)
           inside_taken = inside_taken || buddy_.taken(a);
         if (!inside_taken) candidates.push_back({buddy_.free_leaves(c), c});
       }

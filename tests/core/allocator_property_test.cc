@@ -16,17 +16,19 @@
 #include <vector>
 
 #include "allocator_test_util.h"
+#include "config/cluster_file.h"
 #include "config/openb_node_list.h"
 #include "core/allocator.h"
+#include "core/synthetic_cluster.h"
 
 namespace berth {
 namespace {
 
-// Operations per cluster. The sanitizers slow the allocator down about tenfold; there the counts
-// are cut so that the whole suite stays within its time budget (the Release build runs the full
-// counts).
+// Operations per cluster. The sanitizer build (Debug, ASan + UBSan) runs the allocator and the
+// checks about 50 times slower; there the counts are cut twentyfold so that the suite stays
+// within its time budget. The Release build runs the full counts.
 #if defined(__SANITIZE_ADDRESS__)
-constexpr int kScale = 10;
+constexpr int kScale = 20;
 #else
 constexpr int kScale = 1;
 #endif
@@ -47,7 +49,8 @@ class RandomChooser : public PlacementChooser {
       }
       if (d.gpus > 0) {
         EXPECT_EQ(static_cast<int>(c.gpus.size()), d.gpus);
-        for (int g : c.gpus) EXPECT_TRUE(a_->gpu_free(c.node, g)) << "node " << c.node << " GPU " << g;
+        for (int g : c.gpus)
+          EXPECT_TRUE(a_->gpu_free(c.node, g)) << "node " << c.node << " GPU " << g;
       } else if (d.gpu_milli > 0 || !d.mig_profile.empty()) {
         EXPECT_EQ(c.gpus.size(), 1u);
       } else {
@@ -66,10 +69,22 @@ class RandomChooser : public PlacementChooser {
 struct ClusterCase {
   std::string name;
   std::function<Cluster()> load;
-  bool with_vcs = false;
+  std::function<std::vector<VirtualClusterSpec>()> vcs;  // null: no VCs
   int ops = 0;
   bool health = false;  // also random bad GPUs and cordoned nodes
 };
+
+constexpr char kExplicitYaml[] = R"(name: k80-pool
+skuTypes: {K80: {gpu: 1, cpu: 4, memory: 32Gi}}
+cellTypes:
+  K80-PAIR: {childCellType: K80, childCellNumber: 2}
+  K80-NODE: {childCellType: K80-PAIR, childCellNumber: 2, isNodeLevel: true}
+  K80-NODE-POOL: {childCellType: K80-NODE, childCellNumber: 3}
+physicalCells:
+  - {cellType: K80-NODE-POOL, cellAddress: pool-a}
+  - {cellType: K80-NODE-POOL, cellAddress: pool-b}
+  - {cellType: K80-NODE, cellAddress: lone-node}
+)";
 
 void PrintTo(const ClusterCase& c, std::ostream* os) { *os << c.name; }
 
@@ -77,7 +92,7 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<ClusterCase> {
  protected:
   void SetUp() override {
     cluster_ = GetParam().load();
-    vcs_ = GetParam().with_vcs ? ExampleVcs() : std::vector<VirtualClusterSpec>{};
+    vcs_ = GetParam().vcs ? GetParam().vcs() : std::vector<VirtualClusterSpec>{};
     a_ = std::make_unique<Allocator>(&cluster_, vcs_);
     ASSERT_EQ(a_->error(), "");
     offset_.push_back(0);
@@ -119,8 +134,8 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<ClusterCase> {
       d.affinity = RandomLevel({Level::kSwitch, Level::kSocket, Level::kNode});
       r.gang_affinity = RandomLevel({Level::kNode, Level::kRack, Level::kCluster});
     } else if (kind < 75) {
-      d.gpu_milli = Chance(0.5) ? Pick(std::vector<int>{100, 250, 333, 500, 750, 999})
-                                : Rand(1, 999);
+      d.gpu_milli =
+          Chance(0.5) ? Pick(std::vector<int>{100, 250, 333, 500, 750, 999}) : Rand(1, 999);
       if (Chance(0.5)) d.gpu_memory_mib = Rand(0, 48000);
       if (Chance(0.2)) r.replicas = Rand(2, 3);
     } else if (kind < 92) {
@@ -172,7 +187,8 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<ClusterCase> {
       sockets.erase(std::unique(sockets.begin(), sockets.end()), sockets.end());
       if (sockets != r.sockets) return ::testing::AssertionFailure() << "sockets";
       std::vector<int> cpus;
-      for (int s : sockets) cpus.insert(cpus.end(), node.sockets[s].cpus.begin(), node.sockets[s].cpus.end());
+      for (int s : sockets)
+        cpus.insert(cpus.end(), node.sockets[s].cpus.begin(), node.sockets[s].cpus.end());
       if (cpus != r.cpus) return ::testing::AssertionFailure() << "pinned CPUs";
       if (r.cpu_milli != d.cpu_milli || r.memory_mib != d.memory_mib)
         return ::testing::AssertionFailure() << "CPU or memory amounts";
@@ -185,8 +201,7 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<ClusterCase> {
       for (int g : r.gpus) {
         const int leaf = tree.gpu_cell(r.node, g);
         if (leaf < 0) return ::testing::AssertionFailure() << "a GPU outside the cell tree";
-        if (!a_->gpu_usable(r.node, g))
-          return ::testing::AssertionFailure() << "an unusable GPU";
+        if (!a_->gpu_usable(r.node, g)) return ::testing::AssertionFailure() << "an unusable GPU";
         if (a_->buddy().pool(leaf) != pool)
           return ::testing::AssertionFailure()
                  << "GPU in pool " << a_->buddy().pool(leaf) << ", expected " << pool;
@@ -202,9 +217,8 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<ClusterCase> {
           return ::testing::AssertionFailure() << "GPU count";
         const Level loosest = d.affinity.value_or(Level::kNode);
         if (tree.type_of(lca).tight_level > std::min(loosest, Level::kNode))
-          return ::testing::AssertionFailure()
-                 << "affinity " << LevelName(loosest) << " broken: GPUs span a "
-                 << tree.type_of(lca).name;
+          return ::testing::AssertionFailure() << "affinity " << LevelName(loosest)
+                                               << " broken: GPUs span a " << tree.type_of(lca).name;
       } else if (r.gpus.size() != 1) {
         return ::testing::AssertionFailure() << "a share or MIG slice on several GPUs";
       }
@@ -248,7 +262,8 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<ClusterCase> {
             u.memory += r.gpu_memory_mib;
             const int64_t cap =
                 cluster_.FindModel(cluster_.nodes[r.node].gpus[g].model)->memory_mib;
-            if (u.milli > 1000) return ::testing::AssertionFailure() << where() << u.milli << " milli";
+            if (u.milli > 1000)
+              return ::testing::AssertionFailure() << where() << u.milli << " milli";
             if (cap > 0 && u.memory > cap)
               return ::testing::AssertionFailure() << where() << u.memory << " MiB of GPU memory";
           }
@@ -259,7 +274,8 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<ClusterCase> {
             const int mask = ((1 << p.memory_slots) - 1) << r.mig_start;
             if (std::find(p.starts.begin(), p.starts.end(), r.mig_start) == p.starts.end())
               return ::testing::AssertionFailure() << where() << "MIG start not allowed";
-            if (u.mig_slots & mask) return ::testing::AssertionFailure() << where() << "MIG overlap";
+            if (u.mig_slots & mask)
+              return ::testing::AssertionFailure() << where() << "MIG overlap";
             u.mig_slots |= mask;
             u.mig_compute += p.compute_slices;
             if (u.mig_compute > kMigComputeSlices)
@@ -271,7 +287,8 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<ClusterCase> {
     for (size_t n = 0; n < cluster_.nodes.size(); ++n) {
       if (cpu[n] > a_->node_resources().cpu_milli(static_cast<int>(n)) ||
           mem[n] > a_->node_resources().memory_mib(static_cast<int>(n)))
-        return ::testing::AssertionFailure() << "node " << cluster_.nodes[n].name << " overcommitted";
+        return ::testing::AssertionFailure()
+               << "node " << cluster_.nodes[n].name << " overcommitted";
       for (size_t g = 0; g < cluster_.nodes[n].gpus.size(); ++g) {
         const Use& u = use[GpuIndex(static_cast<int>(n), static_cast<int>(g))];
         const bool used = u.whole >= 0 || u.milli > 0 || u.mig_slots != 0;
@@ -383,11 +400,11 @@ TEST_P(AllocatorPropertyTest, RandomOperationsKeepTheInvariants) {
 INSTANTIATE_TEST_SUITE_P(
     Examples, AllocatorPropertyTest,
     ::testing::Values(
-        ClusterCase{"DgxA100", [] { return ExampleCluster("dgx-a100.yaml"); }, false, 100000},
-        ClusterCase{"Pcie8", [] { return ExampleCluster("pcie8.yaml"); }, false, 100000},
-        ClusterCase{"MultiRackWithVcs", [] { return ExampleCluster("multi-rack.yaml"); }, true,
-                    100000},
-        ClusterCase{"H100Mig", [] { return ExampleCluster("h100-mig.yaml"); }, false, 100000},
+        ClusterCase{"DgxA100", [] { return ExampleCluster("dgx-a100.yaml"); }, nullptr, 100000},
+        ClusterCase{"Pcie8", [] { return ExampleCluster("pcie8.yaml"); }, nullptr, 100000},
+        ClusterCase{"MultiRackWithVcs", [] { return ExampleCluster("multi-rack.yaml"); },
+                    ExampleVcs, 100000},
+        ClusterCase{"H100Mig", [] { return ExampleCluster("h100-mig.yaml"); }, nullptr, 100000},
         // 1213 nodes and 6212 GPUs: the full consistency checks after every step cost about
         // 150 times those of multi-rack.yaml, so this cluster gets far fewer steps.
         ClusterCase{"OpenbNodeList",
@@ -395,10 +412,27 @@ INSTANTIATE_TEST_SUITE_P(
                       return LoadOpenbNodeList(std::string(BERTH_SHARED_DIR) +
                                                "/traces/openb/openb_node_list_gpu_node.csv");
                     },
-                    false, 400},
-        // Beyond the brief's 100,000 per example: bad GPUs and cordoned nodes come and go.
-        ClusterCase{"MultiRackWithVcsAndFailures",
-                    [] { return ExampleCluster("multi-rack.yaml"); }, true, 10000, true}),
+                    nullptr, 400},
+        // Beyond the examples: bad GPUs and cordoned nodes coming and going; a HiveD explicit
+        // hierarchy with VCs named the qualified way; racks mixing MIG and whole-GPU nodes.
+        ClusterCase{"MultiRackWithVcsAndFailures", [] { return ExampleCluster("multi-rack.yaml"); },
+                    ExampleVcs, 10000, true},
+        ClusterCase{"ExplicitCellsWithVcs",
+                    [] { return ParseClusterYaml(kExplicitYaml, "k80.yaml"); },
+                    [] {
+                      return std::vector<VirtualClusterSpec>{
+                          {"a", {{"K80-NODE-POOL.K80-NODE", 2}}},
+                          {"b", {{"K80-NODE-POOL.K80-NODE.K80-PAIR", 2}, {"K80", 1}}}};
+                    },
+                    20000},
+        ClusterCase{"SyntheticDgxWithMigAndVcs", [] { return SyntheticDgxCluster(8, 4, 3); },
+                    [] {
+                      return std::vector<VirtualClusterSpec>{
+                          {"a", {{"dgx-a100/node", 2}}},
+                          {"b", {{"rack", 1}}},
+                          {"c", {{"dgx-a100-mig/socket", 1}, {"A100-80GB/mig", 2}}}};
+                    },
+                    20000}),
     [](const ::testing::TestParamInfo<ClusterCase>& info) { return info.param.name; });
 
 }  // namespace

@@ -71,7 +71,8 @@ class AllocatorTest : public ::testing::Test {
       return r;
     }();
     const Allocation* alloc = a_->Find(id);
-    if (alloc && replica < static_cast<int>(alloc->replicas.size())) return alloc->replicas[replica];
+    if (alloc && replica < static_cast<int>(alloc->replicas.size()))
+      return alloc->replicas[replica];
     ADD_FAILURE() << "no replica " << replica << " of allocation " << id;
     return kNone;
   }
@@ -232,6 +233,35 @@ TEST_F(AllocatorTest, ModelFilter) {
   other.demand.models = {"H100-80GB", "A100-80GB"};
   const int a100 = Alloc(other);
   EXPECT_EQ(cluster_.nodes[R(a100).node].gpus[0].model, "A100-80GB");
+  ReleaseAll();
+  ExpectInitial();
+}
+
+TEST_F(AllocatorTest, ExplicitHivedCells) {
+  Use(ParseClusterYaml(R"(name: k80-pool
+skuTypes: {K80: {gpu: 1, cpu: 4, memory: 32Gi}}
+cellTypes:
+  K80-PAIR: {childCellType: K80, childCellNumber: 2}
+  K80-NODE: {childCellType: K80-PAIR, childCellNumber: 2, isNodeLevel: true}
+  K80-NODE-POOL: {childCellType: K80-NODE, childCellNumber: 2}
+physicalCells:
+  - {cellType: K80-NODE-POOL, cellAddress: pool-a}
+)",
+                       "k80.yaml"),
+      {{"vc", {{"K80-NODE-POOL.K80-NODE", 1}}}});
+  const int one = Alloc(WholeGpus(1));
+  // Two GPUs with PAIR (switch-level) affinity: the other pair, not one GPU from each.
+  const int two = Alloc(WholeGpus(2, Level::kSwitch));
+  const int leaf0 = a_->tree().gpu_cell(R(two).node, R(two).gpus[0]);
+  const int leaf1 = a_->tree().gpu_cell(R(two).node, R(two).gpus[1]);
+  EXPECT_EQ(a_->tree().cells()[leaf0].parent, a_->tree().cells()[leaf1].parent);
+  EXPECT_EQ(a_->tree().type_of(a_->tree().cells()[leaf0].parent).name, "K80-PAIR");
+  EXPECT_EQ(R(two).node, R(one).node);
+  // The VC's guaranteed node is the other one: work outside VCs may not take it.
+  Refused(WholeGpus(2), "guarantee");
+  const int vc = Alloc(ForVc(WholeGpus(4), 0));
+  EXPECT_NE(R(vc).node, R(one).node);
+  EXPECT_EQ(a_->vcs()[0].bound_cells.size(), 1u);
   ReleaseAll();
   ExpectInitial();
 }
@@ -986,8 +1016,7 @@ TEST_F(AllocatorTest, BusyButHealthyHardwareIsNoLoss) {
 TEST_F(AllocatorTest, SharingAnomalyCannotStarveAnotherVc) {
   // HiveD's sharing anomaly: A's 1-GPU jobs come and go and fragment its cells; B must still get
   // a whole node every time, and work outside VCs must never take the node B is owed.
-  Use(SyntheticDgxCluster(4, 4, 0),
-      {{"A", {{"dgx-a100/node", 2}}}, {"B", {{"dgx-a100/node", 1}}}});
+  Use(SyntheticDgxCluster(4, 4, 0), {{"A", {{"dgx-a100/node", 2}}}, {"B", {{"dgx-a100/node", 1}}}});
   std::vector<int> a_jobs;
   for (int round = 0; round < 6; ++round) {
     while (true) {
@@ -1001,8 +1030,10 @@ TEST_F(AllocatorTest, SharingAnomalyCannotStarveAnotherVc) {
     // Release every other job (a different half each round).
     std::vector<int> kept;
     for (size_t i = 0; i < a_jobs.size(); ++i) {
-      if (static_cast<int>(i % 2) == round % 2) Release(a_jobs[i]);
-      else kept.push_back(a_jobs[i]);
+      if (static_cast<int>(i % 2) == round % 2)
+        Release(a_jobs[i]);
+      else
+        kept.push_back(a_jobs[i]);
     }
     a_jobs = kept;
     for (int id : a_jobs) EXPECT_EQ(PoolOf(R(id)), 1);

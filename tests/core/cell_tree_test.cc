@@ -69,9 +69,12 @@ void ExpectWellFormed(const CellTree& tree) {
     std::vector<std::pair<int, int>> kids;
     for (int k : cells[c].children) {
       EXPECT_EQ(cells[k].parent, c);
-      auto it = std::find_if(kids.begin(), kids.end(), [&](auto& p) { return p.first == cells[k].type; });
-      if (it == kids.end()) kids.push_back({cells[k].type, 1});
-      else ++it->second;
+      auto it =
+          std::find_if(kids.begin(), kids.end(), [&](auto& p) { return p.first == cells[k].type; });
+      if (it == kids.end())
+        kids.push_back({cells[k].type, 1});
+      else
+        ++it->second;
       EXPECT_LT(tree.type_of(k).level, type.level) << cells[k].address;
     }
     std::sort(kids.begin(), kids.end());
@@ -89,8 +92,8 @@ void ExpectWellFormed(const CellTree& tree) {
 
 TEST(LevelTest, NamesAndParsing) {
   Level level = Level::kGpu;
-  for (Level l : {Level::kGpu, Level::kSwitch, Level::kSocket, Level::kNode, Level::kRack,
-                  Level::kCluster}) {
+  for (Level l :
+       {Level::kGpu, Level::kSwitch, Level::kSocket, Level::kNode, Level::kRack, Level::kCluster}) {
     ASSERT_TRUE(ParseLevel(LevelName(l), &level)) << LevelName(l);
     EXPECT_EQ(level, l);
   }
@@ -107,9 +110,9 @@ TEST(CellTreeTest, DgxA100) {
   const Cluster cluster = Example("dgx-a100.yaml");
   const CellTree tree = Build(cluster);
   ExpectWellFormed(tree);
-  EXPECT_EQ(TypeNames(tree), (std::vector<std::string>{"A100-80GB", "dgx-a100/switch",
-                                                       "dgx-a100/socket", "dgx-a100/node",
-                                                       "cluster"}));
+  EXPECT_EQ(TypeNames(tree),
+            (std::vector<std::string>{"A100-80GB", "dgx-a100/switch", "dgx-a100/socket",
+                                      "dgx-a100/node", "cluster"}));
   const std::vector<int> counts = {8, 4, 2, 1, 1};
   const std::vector<int> leaves = {1, 2, 4, 8, 8};
   const std::vector<Level> levels = {Level::kGpu, Level::kSwitch, Level::kSocket, Level::kNode,
@@ -158,8 +161,7 @@ TEST(CellTreeTest, FlatNodeCollapsesToTheNode) {
   cluster.nodes.push_back(MakeFlatNode("t4-2", 32000, 65536, 1, "T4"));
   const CellTree tree = Build(cluster);
   ExpectWellFormed(tree);
-  EXPECT_EQ(TypeNames(tree),
-            (std::vector<std::string>{"T4", "T4x4/node", "T4x1/node", "cluster"}));
+  EXPECT_EQ(TypeNames(tree), (std::vector<std::string>{"T4", "T4x4/node", "T4x1/node", "cluster"}));
   const CellType& node = tree.types()[1];
   EXPECT_EQ(node.level, Level::kNode);
   EXPECT_EQ(node.tight_level, Level::kSwitch);  // one PCIe switch: as tight as a switch

@@ -84,9 +84,10 @@ TEST(WaterFillTest, NeverHandsOutMoreThanCapacity) {
       EXPECT_LE(s[i], std::min(claims[i].demand, claims[i].cap) + 1e-6);
     }
     // Work conserving: what is left over means every claim is at its demand or cap.
-    if (Sum(s) < capacity - 1e-6)
+    if (Sum(s) < capacity - 1e-6) {
       for (size_t i = 0; i < claims.size(); ++i)
         EXPECT_NEAR(s[i], std::min(claims[i].demand, claims[i].cap), 1e-6);
+    }
   }
   EXPECT_TRUE(WaterFill(10, {}).empty());
 }

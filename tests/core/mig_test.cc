@@ -106,10 +106,13 @@ TEST(MigProfilesTest, PlacementsAndLimitsMatchLgipp) {
     int compute, slots, max;
     std::vector<int> starts;
   };
-  const std::vector<Expected> expected = {
-      {1, 1, 7, {0, 1, 2, 3, 4, 5, 6}}, {1, 1, 1, {0, 1, 2, 3, 4, 5, 6}}, {1, 2, 4, {0, 2, 4, 6}},
-      {2, 2, 3, {0, 2, 4}},             {3, 4, 2, {0, 4}},                {4, 4, 1, {0}},
-      {7, 8, 1, {0}}};
+  const std::vector<Expected> expected = {{1, 1, 7, {0, 1, 2, 3, 4, 5, 6}},
+                                          {1, 1, 1, {0, 1, 2, 3, 4, 5, 6}},
+                                          {1, 2, 4, {0, 2, 4, 6}},
+                                          {2, 2, 3, {0, 2, 4}},
+                                          {3, 4, 2, {0, 4}},
+                                          {4, 4, 1, {0}},
+                                          {7, 8, 1, {0}}};
   for (const char* model : {"A100-40GB", "A100-80GB", "H100-80GB", "H100-NVL", "H200"}) {
     const std::vector<MigProfile> t = BuiltinMigProfiles(model);
     ASSERT_EQ(t.size(), expected.size()) << model;

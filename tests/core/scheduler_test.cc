@@ -173,8 +173,11 @@ TEST_F(SchedulerTest, NoReclaimFromJobsThatCannotBePreempted) {
   EXPECT_TRUE(J(b).waiting_for.empty());
   EXPECT_FALSE(J(b).reason.empty());
   EXPECT_EQ(Holdings(s_->allocator()), before);
-  for (const auto& [id, job] : s_->jobs())
-    if (id != b) EXPECT_EQ(job.state, JobState::kRunning) << id;
+  for (const auto& [id, job] : s_->jobs()) {
+    if (id != b) {
+      EXPECT_EQ(job.state, JobState::kRunning) << id;
+    }
+  }
 }
 
 TEST_F(SchedulerTest, StoppedVictimsStayHeldForTheirPreemptor) {

@@ -12,11 +12,13 @@
 //
 // berth: the candidate on the GPU the reference would take scores the node's score; the node's
 // other share candidates score their own F' score less kOtherGpuPenalty (gpu_choice.h), so
-// the best candidates are one per best node and the pipeline's uniform tie break picks among
-// nodes as kube-scheduler does. A node offers one fresh GPU for a share; it stands for the
-// lowest-index fitting free GPU in the reference's order (all free GPUs give the same F').
+// the best candidates are one per best node and the pipeline's tie break chooses the node (the
+// reference's: the smallest node name). A node offers one fresh GPU for a share; it stands for
+// the lowest-index fitting free GPU in the reference's order (all free GPUs give the same F').
 // A MIG instance changes only the node's free CPU (MIG GPUs are outside the measure). Without
-// typical pods (ctx.typical_pods null or empty) every candidate scores 0.
+// typical pods (ctx.typical_pods null or empty) every candidate scores 0. The plugin compiles
+// the typical pods once (FragmentationModel) and rebuilds when the list's address, size or
+// numbers change; it remembers each node's fragmentation until the node changes.
 #include <array>
 #include <cmath>
 #include <cstdint>

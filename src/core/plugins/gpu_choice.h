@@ -1,15 +1,20 @@
 // How the paper's simulator picks the GPUs inside the chosen node, expressed over berth's
 // candidates so that a score plugin can reproduce it.
 //
-// The reference (hkust-adsl/kubernetes-scheduler-simulator) scores nodes, takes the best node
-// (kube-scheduler breaks ties uniformly at random), and only then picks GPUs on it (the
-// Open-Gpu-Share plugin's Reserve): whole-GPU pods take the first free GPUs by index; a share
-// takes the GPU its gpuSelMethod names. berth instead scores candidates: for a share, one per
-// GPU already shared that still fits, plus one fresh GPU (Allocator::AddCandidatesOnNode).
-// A plugin reproduces the reference by giving the candidate the reference would take on a
-// node the node's score, and every other candidate of that node a score lowered by
-// kOtherGpuPenalty (or its own, lower, score): the best candidates are then exactly one per
-// best node, and the pipeline's uniform tie break picks the node as kube-scheduler does.
+// The reference (hkust-adsl/kubernetes-scheduler-simulator) scores nodes, takes the best node,
+// and only then picks GPUs on it (the Open-Gpu-Share plugin's Reserve): whole-GPU pods take
+// the first free GPUs by index; a share takes the GPU its gpuSelMethod names. Among nodes with
+// the best score its kube-scheduler fork (vendor/.../core/generic_scheduler.go, selectHost)
+// takes the one with the lexicographically smallest name, not a random one ("for
+// reproducibility"); in the openb node list that is the lowest node index.
+//
+// berth instead scores candidates: for a share, one per GPU already shared that still fits
+// (GPUs in the same state offered once, the lowest index), plus one fresh GPU
+// (Allocator::AddCandidatesOnNode). A plugin reproduces the reference by giving the candidate
+// the reference would take on a node the node's score, and every other candidate of that node
+// a score lowered by kOtherGpuPenalty (or its own, lower, score): the best candidates are then
+// exactly one per best node, and the pipeline's tie break chooses among nodes (by name, to
+// match the published runs).
 #pragma once
 
 #include "core/allocator.h"
