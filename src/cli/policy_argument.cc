@@ -27,8 +27,8 @@ Policy LoadPolicyArgument(const std::string& name_or_path) {
     return LoadPolicyFile(name_or_path);
   std::string known;
   for (const std::string& n : BuiltinPolicyNames()) known += (known.empty() ? "" : ", ") + n;
-  throw ConfigError("--policy: unknown policy \"" + name_or_path + "\"; built-in policies: " +
-                    known + "; or give a policy file (.yaml)");
+  throw ConfigError("--policy: unknown policy \"" + name_or_path +
+                    "\"; built-in policies: " + known + "; or give a policy file (.yaml)");
 }
 
 }  // namespace berth

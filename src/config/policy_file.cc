@@ -16,10 +16,19 @@ namespace berth {
 namespace {
 
 // The top-level fields, sorted (for "known fields: ..." messages).
-const std::vector<std::string> kFields = {
-    "agingCap",   "agingPerHour",      "base",   "candidates",          "filters",
-    "maxBackoffSeconds", "name",       "priorityClasses", "qosWeights", "reclaimHysteresis",
-    "retryBackoffSeconds", "scores",   "seed"};
+const std::vector<std::string> kFields = {"agingCap",
+                                          "agingPerHour",
+                                          "base",
+                                          "candidates",
+                                          "filters",
+                                          "maxBackoffSeconds",
+                                          "name",
+                                          "priorityClasses",
+                                          "qosWeights",
+                                          "reclaimHysteresis",
+                                          "retryBackoffSeconds",
+                                          "scores",
+                                          "seed"};
 
 // A validation message whose field was never written in the file may still be caused by one
 // that was: maxBackoffSeconds inherited from the base is too small for the file's
@@ -67,8 +76,8 @@ class PolicyParser {
         Note("base", base);
         if (!BuiltinPolicy(name, &policy))
           r_.Fail(base, "base",
-                  "unknown built-in policy \"" + name + "\"; built-in policies: " +
-                      Join(BuiltinPolicyNames()));
+                  "unknown built-in policy \"" + name +
+                      "\"; built-in policies: " + Join(BuiltinPolicyNames()));
       });
     }
     Try("name", [&] {
@@ -97,7 +106,7 @@ class PolicyParser {
       } else if (key == "qosWeights") {
         ParseQosWeights(v, &policy.qos_weights);
       } else if (key == "candidates") {
-        Try(key, [&] { policy.candidates = static_cast<int>(r_.Int(v, key, INT_MIN, INT_MAX)); });
+        Try(key, [&] { policy.candidates = Int32(v, key); });
       } else if (key == "seed") {
         Try(key, [&] { policy.seed = static_cast<uint64_t>(r_.Int(v, key, 0)); });
       } else {
@@ -142,6 +151,15 @@ class PolicyParser {
     char* end = nullptr;
     const long line = std::strtol(digits, &end, 10);
     return end != digits && *end == ':' && line > 0 ? static_cast<int>(line) : INT_MAX;
+  }
+
+  // An integer that fits an int; its range is ValidatePolicy's to check.
+  int Int32(const YAML::Node& node, const std::string& path) const {
+    const int64_t value = r_.Int(node, path);
+    if (value < INT_MIN || value > INT_MAX)
+      r_.Fail(node, path,
+              "must be between " + std::to_string(INT_MIN) + " and " + std::to_string(INT_MAX));
+    return static_cast<int>(value);
   }
 
   // Remembers the line of the node that holds ValidatePolicy's field `path`.
@@ -207,7 +225,7 @@ class PolicyParser {
     for (const YamlEntry& e : entries) {
       const std::string entry_path = FieldPath(path, e.key);
       Try(entry_path, [&] {
-        classes[e.key] = static_cast<int>(r_.Int(e.value, entry_path, INT_MIN, INT_MAX));
+        classes[e.key] = Int32(e.value, entry_path);
         Note(entry_path, e.key_node);
       });
     }
@@ -235,8 +253,9 @@ class PolicyParser {
         QosWeights w;
         for (const YamlEntry& res : r_.Entries(e.value, class_path)) {
           const std::string resource_path = FieldPath(class_path, res.key);
-          (res.key == "cpu" ? w.cpu : res.key == "memory" ? w.memory : w.gpu) =
-              r_.Number(res.value, resource_path);
+          (res.key == "cpu"      ? w.cpu
+           : res.key == "memory" ? w.memory
+                                 : w.gpu) = r_.Number(res.value, resource_path);
           Note(resource_path, res.value);
         }
         Note(class_path, e.key_node);
@@ -277,8 +296,8 @@ class PolicyParser {
     if (line == INT_MAX)
       if (auto it = kRelatedField.find(field); it != kRelatedField.end())
         if (auto l = lines_.find(it->second); l != lines_.end()) line = l->second;
-    problems_.push_back({line, r_.source() + (line == INT_MAX ? "" : ":" + std::to_string(line)) +
-                                   ": " + message});
+    problems_.push_back(
+        {line, r_.source() + (line == INT_MAX ? "" : ":" + std::to_string(line)) + ": " + message});
   }
 
   YamlReader r_;
@@ -289,9 +308,7 @@ class PolicyParser {
 
 }  // namespace
 
-Policy LoadPolicyFile(const std::string& path) {
-  return ParsePolicyYaml(ReadFileText(path), path);
-}
+Policy LoadPolicyFile(const std::string& path) { return ParsePolicyYaml(ReadFileText(path), path); }
 
 Policy ParsePolicyYaml(const std::string& text, const std::string& source_name) {
   return PolicyParser(source_name).Parse(text);

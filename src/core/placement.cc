@@ -43,7 +43,7 @@ int PlacementPipeline::Choose(const AllocationRequest& /*request*/,
       best = static_cast<int>(i);
       best_score = score;
       ties = 1;
-    } else if (score > best_score - 1e-9) {
+    } else if (score > best_score - 1e-9 && policy_.tie_break == TieBreak::kRandom) {
       // Reservoir sampling keeps every tied candidate equally likely.
       ++ties;
       if (std::uniform_int_distribution<int>(0, ties - 1)(rng_) == 0) best = static_cast<int>(i);

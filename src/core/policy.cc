@@ -69,6 +69,7 @@ bool BuiltinPolicy(const std::string& name, Policy* out) {
     for (const std::string& n : BuiltinPolicyNames()) known = known || n == name;
     if (!known) return false;
     p.scores = {{name, 1, {}}};
+    p.tie_break = TieBreak::kFirst;  // as the benchmark's simulator breaks ties
   }
   *out = std::move(p);
   return true;

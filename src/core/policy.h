@@ -25,6 +25,10 @@ struct QosWeights {
   double cpu = 1, memory = 1, gpu = 1;
 };
 
+// How the pipeline picks among candidates with the best score: uniformly at random (seeded), or
+// the first in node order, as the openb benchmark's kube-scheduler does "for reproducibility".
+enum class TieBreak { kRandom, kFirst };
+
 struct Policy {
   std::string name = "berth";
   std::vector<PluginConfig> filters;
@@ -33,6 +37,7 @@ struct Policy {
   std::map<QosClass, QosWeights> qos_weights;
   int candidates = 0;  // nodes scored per replica; 0: every feasible node
   uint64_t seed = 42;  // tie breaks
+  TieBreak tie_break = TieBreak::kRandom;
   double aging_per_hour = 10;          // priority points a waiting job gains per hour
   double aging_cap = 100;              // most points aging can add
   double reclaim_hysteresis = 0.05;    // fraction of a queue's fair share (no oscillation)

@@ -158,8 +158,7 @@ TEST(PolicyFileTest, ParseErrors) {
   const std::string qos = "name: p\nqosWeights:\n  gold: {gpu: 1}\n";
   EXPECT_TRUE(FailsAt(qos, "gold", {"qosWeights", "unknown QoS class \"gold\"", "best-effort"}));
   const std::string qos_field = "name: p\nqosWeights:\n  burstable: {gpus: 1}\n";
-  EXPECT_TRUE(FailsAt(qos_field, "burstable",
-                      {"qosWeights.burstable", "unknown field \"gpus\""}));
+  EXPECT_TRUE(FailsAt(qos_field, "burstable", {"qosWeights.burstable", "unknown field \"gpus\""}));
   const std::string twice = "name: p\nqosWeights:\n  best-effort: {}\n  besteffort: {}\n";
   EXPECT_TRUE(FailsAt(twice, "besteffort", {"\"best-effort\" is given twice"}));
   // The base and the name.
@@ -188,10 +187,11 @@ TEST(PolicyFileTest, ValidationErrorsPointAtTheirEntry) {
                                 {"scores[2]", "plugin \"fgd\" is listed twice"}));
   const std::string param =
       "name: p\nscores:\n  - name: binpack\n    params:\n      gpu: 3\n      disk: 1\n";
-  EXPECT_TRUE(FailsAt(param, "disk", {"scores[0]", "unknown parameter \"disk\"",
-                                      "known: gpu, cpu, memory"}));
-  const std::string ratio = "name: p\nfilters:\n  - {name: gpu-memory-threshold, params: "
-                            "{ratio: 1.5}}\n";
+  EXPECT_TRUE(FailsAt(param, "disk",
+                      {"scores[0]", "unknown parameter \"disk\"", "known: gpu, cpu, memory"}));
+  const std::string ratio =
+      "name: p\nfilters:\n  - {name: gpu-memory-threshold, params: "
+      "{ratio: 1.5}}\n";
   EXPECT_TRUE(FailsAt(ratio, "ratio", {"filters[0]", "\"ratio\" must be in (0, 1]"}));
   const std::string hysteresis = "name: p\nreclaimHysteresis: 1.5\n";
   EXPECT_TRUE(FailsAt(hysteresis, "reclaimHysteresis", {"reclaimHysteresis", "[0, 1)"}));

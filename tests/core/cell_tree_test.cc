@@ -230,6 +230,22 @@ TEST(CellTreeTest, SingleChildLevelsCollapse) {
   EXPECT_EQ(tree.types()[tree.FindType("single-gpu-switches/node")].tight_level, Level::kNode);
 }
 
+TEST(CellTreeTest, AShapeNameReusedForAnotherShapeGetsASuffix) {
+  Cluster cluster;
+  cluster.models.push_back({"T4", 15360, {}});
+  cluster.nodes.push_back(ShapedNode("a", "box", "T4", {{2, 2}}));
+  cluster.nodes.push_back(ShapedNode("b", "box", "T4", {{2, 2, 2}}));
+  cluster.nodes.push_back(ShapedNode("c", "box", "T4", {{2, 2}}));
+  const CellTree tree = Build(cluster);
+  ExpectWellFormed(tree);
+  const int four = tree.cells()[tree.node_cell(0)].type;
+  const int six = tree.cells()[tree.node_cell(1)].type;
+  EXPECT_EQ(tree.types()[four].name, "box/node");
+  EXPECT_EQ(tree.types()[six].name, "box/node#2");
+  EXPECT_EQ(tree.cells()[tree.node_cell(2)].type, four);  // same shape: same type
+  EXPECT_EQ(tree.types()[six].leaf_count, 6);
+}
+
 TEST(CellTreeTest, MultiRackNamesRackTypesByComposition) {
   const Cluster cluster = Example("multi-rack.yaml");
   const CellTree tree = Build(cluster);

@@ -36,38 +36,28 @@
 namespace berth {
 namespace {
 
-int64_t FgdScore(double frag_before, double frag_after) {
+// The reference's score, an integer as kube-scheduler scores are; `continuous` keeps the
+// fraction, so that placements the integer would tie stay ordered (berth's own policy).
+double FgdScore(double frag_before, double frag_after, bool continuous) {
   const double x = (frag_before - frag_after) / 1000;
-  return static_cast<int64_t>(1.0 / (1.0 + std::exp(-x)) * 100);
+  const double score = 1.0 / (1.0 + std::exp(-x)) * 100;
+  return continuous ? score : std::floor(score);
 }
 
-// A cheap summary of a typical pod list, to notice when the context's list changes (the model
-// is rebuilt then): its address, its size, and a hash of its numbers. (A change of allowed
-// models alone is not noticed: pass a new list for that.)
+// Which typical pod list the cached model was built from: its address and size (a caller that
+// changes the workload model passes a new list).
 struct PodsKey {
   const std::vector<TypicalPod>* pods = nullptr;
   size_t size = 0;
-  uint64_t hash = 0;
 
-  static PodsKey Of(const std::vector<TypicalPod>* pods) {
-    PodsKey key{pods, pods->size(), 0};
-    uint64_t i = 1;
-    for (const TypicalPod& t : *pods) {
-      uint64_t frequency;
-      std::memcpy(&frequency, &t.frequency, sizeof frequency);
-      const uint64_t shape = static_cast<uint64_t>(t.cpu_milli) ^
-                             (static_cast<uint64_t>(t.gpu_milli) << 32) ^
-                             (static_cast<uint64_t>(t.gpus) << 48) ^ (t.models.size() << 56);
-      key.hash += (frequency ^ (shape * 0x9E3779B97F4A7C15ull)) * i;
-      i += 2;
-    }
-    return key;
-  }
+  static PodsKey Of(const std::vector<TypicalPod>* pods) { return {pods, pods->size()}; }
   bool operator==(const PodsKey&) const = default;
 };
 
 class FgdScorePlugin : public ScorePlugin {
  public:
+  explicit FgdScorePlugin(bool continuous) : continuous_(continuous) {}
+
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     if (ctx.typical_pods == nullptr || ctx.typical_pods->empty()) return 0;
     const Allocator& alloc = *ctx.alloc;
@@ -81,7 +71,7 @@ class FgdScorePlugin : public ScorePlugin {
       NodeView view = before;
       view.free_cpu_milli -= d.cpu_milli;
       if (gpu >= 0) view.set_free_milli(gpu, view.free_milli(gpu) - milli);
-      return FgdScore(frag_before, model->Fragmentation(view));
+      return FgdScore(frag_before, model->Fragmentation(view), continuous_);
     };
 
     if (d.gpu_milli <= 0 || c.gpus.size() != 1) {
@@ -89,24 +79,24 @@ class FgdScorePlugin : public ScorePlugin {
       view.free_cpu_milli -= d.cpu_milli;
       if (d.gpus > 0)
         for (int g : c.gpus) view.set_free_milli(g, 0);
-      return static_cast<double>(FgdScore(frag_before, model->Fragmentation(view)));
+      return FgdScore(frag_before, model->Fragmentation(view), continuous_);
     }
 
     // A share: score every GPU it fits on, in index order; GPUs with the same free milli
     // give the same F', so each distinct free milli is evaluated once.
     const int mine = c.gpus[0];
     const int my_free = before.free_milli(mine);
-    std::array<std::pair<int, int64_t>, NodeView::kInlineGpus> by_free;  // (free milli, score)
+    std::array<std::pair<int, double>, NodeView::kInlineGpus> by_free;  // (free milli, score)
     int distinct = 0;
     auto score_of = [&](int gpu) {
       const int free = before.free_milli(gpu);
       for (int i = 0; i < distinct; ++i)
         if (by_free[i].first == free) return by_free[i].second;
-      const int64_t s = after(gpu, d.gpu_milli);
+      const double s = after(gpu, d.gpu_milli);
       if (distinct < NodeView::kInlineGpus) by_free[distinct++] = {free, s};
       return s;
     };
-    const int64_t my_score = score_of(mine);
+    const double my_score = score_of(mine);
     // The reference takes the first GPU (by index) with the best score. As the fresh GPU, c
     // stands for the first fitting free GPU.
     const int gpus = before.gpu_count();
@@ -121,11 +111,10 @@ class FgdScorePlugin : public ScorePlugin {
     for (int g = 0; g < gpus && chosen; ++g) {
       if (g == mine || !ShareFitsGpu(alloc, d, c.node, g)) continue;
       if (my_free == 1000 && before.free_milli(g) == 1000) continue;  // the same choice as c
-      const int64_t s = score_of(g);
+      const double s = score_of(g);
       if (s > my_score || (s == my_score && g < position)) chosen = false;
     }
-    const double score = static_cast<double>(my_score);
-    return chosen ? score : score - kOtherGpuPenalty;
+    return chosen ? my_score : my_score - kOtherGpuPenalty;
   }
 
  private:
@@ -153,6 +142,7 @@ class FgdScorePlugin : public ScorePlugin {
     return frags_[node];
   }
 
+  const bool continuous_;
   mutable std::mutex mu_;
   mutable std::shared_ptr<const FragmentationModel> model_;
   mutable PodsKey key_;
@@ -164,8 +154,8 @@ class FgdScorePlugin : public ScorePlugin {
 }  // namespace
 
 std::unique_ptr<ScorePlugin> MakeFgdScore(const PluginConfig& config, std::string* error) {
-  if (!CheckParams(config, {}, error)) return nullptr;
-  return std::make_unique<FgdScorePlugin>();
+  if (!CheckParams(config, {"continuous"}, error)) return nullptr;
+  return std::make_unique<FgdScorePlugin>(Param(config, "continuous", 0) != 0);
 }
 
 }  // namespace berth
