@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <map>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -28,7 +28,8 @@ const std::vector<std::string> kFields = {"agingCap",
                                           "reclaimHysteresis",
                                           "retryBackoffSeconds",
                                           "scores",
-                                          "seed"};
+                                          "seed",
+                                          "tieBreak"};
 
 // A validation message whose field was never written in the file may still be caused by one
 // that was: maxBackoffSeconds inherited from the base is too small for the file's
@@ -109,6 +110,16 @@ class PolicyParser {
         Try(key, [&] { policy.candidates = Int32(v, key); });
       } else if (key == "seed") {
         Try(key, [&] { policy.seed = static_cast<uint64_t>(r_.Int(v, key, 0)); });
+      } else if (key == "tieBreak") {
+        Try(key, [&] {
+          const std::string value = r_.String(v, key);
+          if (value == "random")
+            policy.tie_break = TieBreak::kRandom;
+          else if (value == "first")
+            policy.tie_break = TieBreak::kFirst;
+          else
+            r_.Fail(v, key, "unknown value \"" + value + "\"; known values: first, random");
+        });
       } else {
         double* knob = key == "agingPerHour"          ? &policy.aging_per_hour
                        : key == "agingCap"            ? &policy.aging_cap

@@ -19,14 +19,19 @@ class PlacementPipeline : public PlacementChooser {
                                                  std::vector<std::string>* errors);
 
   // The decision the next Choose calls belong to (job, group, allocator, telemetry, ...).
-  // `placed` and `rng` are filled in by the pipeline itself.
-  void SetContext(const PlacementContext& context) { context_ = context; }
+  // `placed` and `rng` are filled in by the pipeline itself. Clears refused_by_retryable: a
+  // decision whose request never reaches Choose (no candidate at all) must not inherit the
+  // previous decision's refusal.
+  void SetContext(const PlacementContext& context) {
+    context_ = context;
+    refused_by_retryable_ = false;
+  }
   const Policy& policy() const { return policy_; }
 
   int Choose(const AllocationRequest& request, const std::vector<Candidate>& candidates,
              const std::vector<ReplicaPlacement>& placed) override;
 
-  // Whether the last Choose refused a candidate through a retryable filter.
+  // Whether the last Choose since SetContext refused a candidate through a retryable filter.
   bool refused_by_retryable() const { return refused_by_retryable_; }
 
  private:

@@ -148,10 +148,40 @@ void Scheduler::Release(JobRecord& job) {
   job.gpu_equivalents = 0;
 }
 
+// A victim has stopped (or ended while stopping): its allocations go to its preemptor, which
+// still waits, so that nobody else takes them first. Returns the preemptor when this was its
+// last victim, else null.
+JobRecord* Scheduler::HandOver(JobRecord& victim) {
+  auto it = jobs_.find(victim.preempted_by);
+  victim.preempted_by = -1;
+  if (it == jobs_.end() || it->second.state != JobState::kPending) return nullptr;
+  JobRecord& p = it->second;
+  p.held.insert(p.held.end(), victim.allocations.begin(), victim.allocations.end());
+  victim.allocations.clear();  // Release(victim) then frees nothing in the allocator
+  std::erase(p.waiting_for, victim.id);
+  return p.waiting_for.empty() ? &p : nullptr;
+}
+
+void Scheduler::ReleaseHeld(JobRecord& job) {
+  if (job.held.empty()) return;
+  for (int id : job.held) allocator_->Release(id);
+  job.held.clear();
+  ++version_;
+}
+
+// The last victim is gone: the preemptor takes the freed cells before anyone else can.
+bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* out) {
+  ReleaseHeld(p);
+  return Start(p, p.reserved_guaranteed, now, out);
+}
+
 void Scheduler::Finish(int id, double now) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.state == JobState::kDone) return;
   JobRecord& job = it->second;
+  // A victim that ends while stopping frees its preemptor as if it had stopped; the preemptor
+  // starts first thing in the next cycle (Finish returns no decisions).
+  if (job.state == JobState::kStopping && job.preempted_by >= 0) HandOver(job);
   if (job.state == JobState::kRunning || job.state == JobState::kStopping) Release(job);
   if (job.state == JobState::kPending) {
     auto& pending = queues_[job.queue].pending;
@@ -161,6 +191,7 @@ void Scheduler::Finish(int id, double now) {
   for (int v : job.waiting_for)
     if (jobs_.count(v)) jobs_[v].preempted_by = -1;
   job.waiting_for.clear();
+  ReleaseHeld(job);
   job.state = JobState::kDone;
   job.end_time = now;
 }
@@ -258,6 +289,14 @@ double Scheduler::EffectivePriority(const JobRecord& job, double now) const {
 
 std::vector<Decision> Scheduler::Schedule(double now) {
   std::vector<Decision> out;
+  // Preemptors whose last victim ended instead of stopping go before anyone else.
+  for (Queue& q : queues_) {
+    const std::vector<int> pending = q.pending;  // Start edits the list
+    for (int id : pending) {
+      JobRecord& j = jobs_.at(id);
+      if (j.waiting_for.empty() && !j.held.empty()) StartPreemptor(j, now, &out);
+    }
+  }
   const std::vector<double> fair = FairShares();
   // Each queue's pending jobs in order: priority with aging, the user's share, submit time.
   std::vector<std::vector<int>> order(queues_.size());
@@ -346,10 +385,30 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   }
   if (!reclaim.empty()) plans.push_back({reclaim, true});
   if (!fair_reclaim.empty()) plans.push_back({fair_reclaim, false});
-  if (!lower.empty()) plans.push_back({lower, within_guarantee});
+  if (!lower.empty()) {
+    // Inside the guarantee when the victims' guaranteed GPUs make room there, else borrowing.
+    if (job.spec.priority >= 0 && queue.guarantee_gpus > 0) plans.push_back({lower, true});
+    plans.push_back({lower, false});
+  }
+  // Whether the queue may hold the preemptor once `victims` are gone, as Schedule asks of a
+  // start: inside its guarantee for a guaranteed placement, under its cap for a borrowed one.
+  auto allowed = [&](const Plan& plan, const std::vector<int>& victims) {
+    double own = 0, own_guaranteed = 0;
+    for (int v : victims) {
+      const JobRecord& r = jobs_.at(v);
+      if (r.queue != job.queue) continue;
+      own += r.gpu_equivalents;
+      if (!r.borrowed) own_guaranteed += r.gpu_equivalents;
+    }
+    if (plan.guaranteed)
+      return job.spec.priority >= 0 &&
+             queue.guaranteed_gpus - own_guaranteed + need <= queue.guarantee_gpus + 1e-9;
+    return queue.spec.cap_gpus < 0 || queue.usage.gpu - own + need <= queue.spec.cap_gpus + 1e-9;
+  };
 
   auto lost = [&](const JobRecord& v) { return v.gpu_equivalents * std::max(0.0, now - v.start_time); };
   for (Plan& plan : plans) {
+    if (!allowed(plan, plan.victims)) continue;  // not even with every victim gone
     // Cheapest victims first: lowest priority, then the least GPU-time lost.
     std::sort(plan.victims.begin(), plan.victims.end(), [&](int a, int b) {
       const JobRecord& x = jobs_.at(a);
@@ -358,6 +417,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       return lost(x) < lost(y);
     });
     auto fits_without = [&](const std::vector<int>& victims) {
+      if (!allowed(plan, victims)) return false;
       Allocator trial = *allocator_;
       for (int v : victims)
         for (int a : jobs_.at(v).allocations) trial.Release(a);
@@ -374,7 +434,8 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       chosen.push_back(v);
       std::vector<int> ids;
       std::vector<ReplicaPlacement> placements;
-      if (TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, &placements)) {
+      if (allowed(plan, chosen) &&
+          TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, &placements)) {
         fits = true;
         break;
       }
@@ -411,20 +472,13 @@ std::vector<Decision> Scheduler::Stopped(int id, double now) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.state != JobState::kStopping) return out;
   JobRecord& victim = it->second;
-  const int preemptor = victim.preempted_by;
+  JobRecord* preemptor = victim.preempted_by >= 0 ? HandOver(victim) : nullptr;
   Release(victim);
   victim.state = JobState::kPending;
-  victim.preempted_by = -1;
   victim.borrowed = false;
   ++victim.preemptions;
   queues_[victim.queue].pending.push_back(id);
-  if (preemptor < 0 || !jobs_.count(preemptor)) return out;
-  JobRecord& p = jobs_.at(preemptor);
-  p.waiting_for.erase(std::remove(p.waiting_for.begin(), p.waiting_for.end(), id),
-                      p.waiting_for.end());
-  // The last victim is gone: the preemptor takes the freed cells before anyone else can.
-  if (p.waiting_for.empty() && p.state == JobState::kPending)
-    Start(p, p.reserved_guaranteed, now, &out);
+  if (preemptor != nullptr) StartPreemptor(*preemptor, now, &out);
   return out;
 }
 

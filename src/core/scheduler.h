@@ -13,8 +13,9 @@
 //  - Preemption: to reclaim a guarantee (or a fair share, with hysteresis) from borrowers, or
 //    for a strictly higher priority inside one queue. Victims are whole jobs, chosen for fewest
 //    victims, then least GPU-time lost, then lowest priority, and only when the preemptor then
-//    fits. Victims stay reserved for their preemptor until they have stopped; then the
-//    preemptor is placed at once, before anyone else. Preempted jobs go back to pending.
+//    fits, within its guarantee or cap. Victims stay reserved for their preemptor, and the cells
+//    of those that have stopped are held for it, until the last has stopped; then the preemptor
+//    is placed at once, before anyone else. Preempted jobs go back to pending.
 #pragma once
 
 #include <cstdint>
@@ -147,6 +148,9 @@ class Scheduler {
                   std::vector<Decision>* out);
   void Account(const JobRecord& job, int sign);
   void Release(JobRecord& job);
+  JobRecord* HandOver(JobRecord& victim);
+  void ReleaseHeld(JobRecord& job);
+  bool StartPreemptor(JobRecord& preemptor, double now, std::vector<Decision>* out);
   std::vector<double> FairShares() const;
   double EffectivePriority(const JobRecord& job, double now) const;
 

@@ -36,7 +36,8 @@ struct VirtualCluster {
 
 // Resolves specs; returns "" or an error naming the VC and the field: an unknown cell type, or
 // guarantees that together do not fit the healthy cluster.
-std::string ResolveVirtualClusters(const CellTree& tree, const std::vector<VirtualClusterSpec>& specs,
+std::string ResolveVirtualClusters(const CellTree& tree,
+                                   const std::vector<VirtualClusterSpec>& specs,
                                    std::vector<VirtualCluster>* out);
 
 // The test of VC safety. `available` counts, per cell type, maximal cells that can serve a

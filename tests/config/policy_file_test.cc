@@ -65,6 +65,7 @@ TEST(PolicyFileTest, ExampleLoadsAndValidates) {
   EXPECT_DOUBLE_EQ(p.qos_weights.at(QosClass::kBestEffort).gpu, 0.5);
   EXPECT_EQ(p.candidates, 64);
   EXPECT_EQ(p.seed, 42u);
+  EXPECT_EQ(p.tie_break, TieBreak::kRandom);
   EXPECT_DOUBLE_EQ(p.reclaim_hysteresis, 0.05);
   EXPECT_DOUBLE_EQ(p.max_backoff_s, 300);
 }
@@ -126,6 +127,18 @@ TEST(PolicyFileTest, BaseIsInheritedFieldByField) {
   EXPECT_DOUBLE_EQ(q.qos_weights.at(QosClass::kGuaranteed).cpu, 1);  // QosWeights' default
 }
 
+TEST(PolicyFileTest, TieBreak) {
+  EXPECT_EQ(ParsePolicyYaml("name: p\ntieBreak: first\n", "policy.yaml").tie_break,
+            TieBreak::kFirst);
+  EXPECT_EQ(ParsePolicyYaml("name: p\nbase: fgd\ntieBreak: random\n", "policy.yaml").tie_break,
+            TieBreak::kRandom);
+  Policy fgd;
+  ASSERT_TRUE(BuiltinPolicy("fgd", &fgd));
+  EXPECT_EQ(ParsePolicyYaml("name: p\nbase: fgd\n", "policy.yaml").tie_break, fgd.tie_break);
+  EXPECT_TRUE(FailsAt("name: p\ntieBreak: last\n", "last",
+                      {"tieBreak", "unknown value \"last\"", "known values: first, random"}));
+}
+
 TEST(PolicyFileTest, WithoutBaseTheDefaultsAreBerths) {
   Policy berth;
   ASSERT_TRUE(BuiltinPolicy("berth", &berth));
@@ -137,6 +150,7 @@ TEST(PolicyFileTest, WithoutBaseTheDefaultsAreBerths) {
     EXPECT_EQ(p.scores[i].weight, berth.scores[i].weight);
   }
   EXPECT_EQ(p.candidates, berth.candidates);
+  EXPECT_EQ(p.tie_break, berth.tie_break);
   EXPECT_EQ(p.aging_cap, berth.aging_cap);
 }
 

@@ -67,15 +67,15 @@ TEST_F(PlacementPipelineTest, FiltersThenRanksByWeightedScore) {
   t.gpus[2][0].util_percent = 0;
   const std::vector<Candidate> candidates = OnePerNode(3);
 
-  auto images_first = Build(MakePolicy({Plugin("node-health")},
-                                       {Plugin("image-locality", 3), Plugin("load", 1)}));
+  auto images_first =
+      Build(MakePolicy({Plugin("node-health")}, {Plugin("image-locality", 3), Plugin("load", 1)}));
   EXPECT_EQ(Choose(*images_first, candidates), 2);  // 400 vs 300 vs 100
   // The best-scored node is filtered out: the next best wins, not a random survivor.
   h_.alloc().SetNodeCordoned(2, true);
   EXPECT_EQ(Choose(*images_first, candidates), 0);  // 300 vs 100
   // Weights decide, not the plugin order.
-  auto load_first = Build(MakePolicy({Plugin("node-health")},
-                                     {Plugin("image-locality", 1), Plugin("load", 3)}));
+  auto load_first =
+      Build(MakePolicy({Plugin("node-health")}, {Plugin("image-locality", 1), Plugin("load", 3)}));
   EXPECT_EQ(Choose(*load_first, candidates), 1);  // 100 vs 300
   // Nothing survives the filters: -1.
   h_.alloc().SetNodeCordoned(0, true);
@@ -109,6 +109,15 @@ TEST_F(PlacementPipelineTest, TiesAreBrokenBySeededRng) {
     EXPECT_GT(n, 20) << "candidate " << candidate;
     EXPECT_LT(n, 90) << "candidate " << candidate;
   }
+}
+
+TEST_F(PlacementPipelineTest, TieBreakFirstTakesTheFirstBestCandidate) {
+  Policy policy = MakePolicy({}, {Plugin("load")});
+  policy.tie_break = TieBreak::kFirst;
+  auto p = Build(policy);
+  Telemetry& t = h_.Observe();
+  t.gpus[0][0].util_percent = 60;  // the others are unknown (50): tied best from node 1 on
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(Choose(*p, OnePerNode(6)), 1);
 }
 
 TEST_F(PlacementPipelineTest, OnlyTheBestScoresTie) {

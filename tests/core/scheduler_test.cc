@@ -52,9 +52,7 @@ std::vector<int> Jobs(const std::vector<Decision>& decisions, Decision::Kind kin
   std::sort(out.begin(), out.end());
   return out;
 }
-std::vector<int> Started(const std::vector<Decision>& d) {
-  return Jobs(d, Decision::Kind::kStart);
-}
+std::vector<int> Started(const std::vector<Decision>& d) { return Jobs(d, Decision::Kind::kStart); }
 std::vector<int> Preempted(const std::vector<Decision>& d) {
   return Jobs(d, Decision::Kind::kPreempt);
 }

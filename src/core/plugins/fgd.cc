@@ -36,12 +36,12 @@
 namespace berth {
 namespace {
 
-// The reference's score, an integer as kube-scheduler scores are; `continuous` keeps the
-// fraction, so that placements the integer would tie stay ordered (berth's own policy).
-double FgdScore(double frag_before, double frag_after, bool continuous) {
+// The reference's score is an integer, as kube-scheduler scores are: `resolution` 1. Other
+// resolutions make the steps finer (> 1) or coarser (< 1); 0 keeps the score continuous.
+double FgdScore(double frag_before, double frag_after, double resolution) {
   const double x = (frag_before - frag_after) / 1000;
   const double score = 1.0 / (1.0 + std::exp(-x)) * 100;
-  return continuous ? score : std::floor(score);
+  return resolution > 0 ? std::floor(score * resolution) / resolution : score;
 }
 
 // Which typical pod list the cached model was built from: its address and size (a caller that
@@ -56,7 +56,7 @@ struct PodsKey {
 
 class FgdScorePlugin : public ScorePlugin {
  public:
-  explicit FgdScorePlugin(bool continuous) : continuous_(continuous) {}
+  explicit FgdScorePlugin(double resolution) : resolution_(resolution) {}
 
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     if (ctx.typical_pods == nullptr || ctx.typical_pods->empty()) return 0;
@@ -71,7 +71,7 @@ class FgdScorePlugin : public ScorePlugin {
       NodeView view = before;
       view.free_cpu_milli -= d.cpu_milli;
       if (gpu >= 0) view.set_free_milli(gpu, view.free_milli(gpu) - milli);
-      return FgdScore(frag_before, model->Fragmentation(view), continuous_);
+      return FgdScore(frag_before, model->Fragmentation(view), resolution_);
     };
 
     if (d.gpu_milli <= 0 || c.gpus.size() != 1) {
@@ -79,7 +79,7 @@ class FgdScorePlugin : public ScorePlugin {
       view.free_cpu_milli -= d.cpu_milli;
       if (d.gpus > 0)
         for (int g : c.gpus) view.set_free_milli(g, 0);
-      return FgdScore(frag_before, model->Fragmentation(view), continuous_);
+      return FgdScore(frag_before, model->Fragmentation(view), resolution_);
     }
 
     // A share: score every GPU it fits on, in index order; GPUs with the same free milli
@@ -142,7 +142,7 @@ class FgdScorePlugin : public ScorePlugin {
     return frags_[node];
   }
 
-  const bool continuous_;
+  const double resolution_;
   mutable std::mutex mu_;
   mutable std::shared_ptr<const FragmentationModel> model_;
   mutable PodsKey key_;
@@ -154,8 +154,13 @@ class FgdScorePlugin : public ScorePlugin {
 }  // namespace
 
 std::unique_ptr<ScorePlugin> MakeFgdScore(const PluginConfig& config, std::string* error) {
-  if (!CheckParams(config, {"continuous"}, error)) return nullptr;
-  return std::make_unique<FgdScorePlugin>(Param(config, "continuous", 0) != 0);
+  if (!CheckParams(config, {"resolution"}, error)) return nullptr;
+  const double resolution = Param(config, "resolution", 1);
+  if (resolution < 0) {
+    *error = "scores[fgd].resolution: must be >= 0 (0: continuous, 1: the reference's integers)";
+    return nullptr;
+  }
+  return std::make_unique<FgdScorePlugin>(resolution);
 }
 
 }  // namespace berth
