@@ -74,8 +74,13 @@ class Progress {
   double last_ = -1;
 };
 
+// The openb trace next to the repository, as the developers' machines and CI lay it out.
+constexpr const char* kOpenbDir = "../shared/traces/openb/";
+
 struct PackingArgs {
-  std::string nodes, pods, policies = "fgd", seeds = "42-51", json, svg;
+  std::string nodes = std::string(kOpenbDir) + "openb_node_list_gpu_node.csv";
+  std::string pods = std::string(kOpenbDir) + "openb_pod_list_default.csv";
+  std::string policies = "fgd", seeds = "42-51", json, svg;
   double tune = 1.3;
   int candidates = 0;
   bool skip_malformed = false;
@@ -269,8 +274,8 @@ void AddSimCommand(CLI::App& app) {
   sim->require_subcommand(1);
   auto* packing = sim->add_subcommand("packing", "The FGD paper's packing protocol on an openb trace");
   auto a = std::make_shared<PackingArgs>();
-  packing->add_option("--nodes", a->nodes, "openb node list (CSV)")->required();
-  packing->add_option("--pods", a->pods, "openb pod list (CSV)")->required();
+  packing->add_option("--nodes", a->nodes, "openb node list (CSV)")->capture_default_str();
+  packing->add_option("--pods", a->pods, "openb pod list (CSV)")->capture_default_str();
   packing->add_option("--policy", a->policies,
                       "Policies, comma-separated: random, dotprod, gpu-clustering, gpu-packing, "
                       "bestfit, fgd, berth, or a policy file");
