@@ -44,6 +44,9 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
   }
   shared_gpus_.resize(vcs_.size() + 1);
   mig_gpus_.resize(vcs_.size() + 1);
+  for (size_t c = 0; c < tree_->cells().size(); ++c)
+    level_cells_[static_cast<int>(tree_->type_of(static_cast<int>(c)).level)].push_back(
+        static_cast<int>(c));
 }
 
 const Allocation* Allocator::Find(int id) const {
@@ -786,9 +789,9 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
       // Every cell of the level with the GPUs free, best fit first: the best fit can still fail
       // on CPU, memory or models where another cell of the level holds the gang.
       std::vector<std::pair<int, int>> candidates;  // (free GPUs, cell)
-      for (int c = 0; c < static_cast<int>(cells.size()); ++c) {
+      for (int c : level_cells_[static_cast<int>(level)]) {
         const CellType& type = tree_->type_of(c);
-        if (type.level != level || type.leaf_count < total || buddy_.free_leaves(c) < total ||
+        if (type.leaf_count < total || buddy_.free_leaves(c) < total ||
             buddy_.pool(c) != BuddyAllocator::kPhysicalPool)
           continue;
         bool inside_taken = false;

@@ -211,6 +211,7 @@ class Allocator {
   // Per pool: GPUs that host shares, by free milli (best fit), and GPUs carved for MIG.
   std::vector<std::set<std::pair<int, int>>> shared_gpus_;
   std::vector<std::set<int>> mig_gpus_;
+  std::vector<int> level_cells_[6];  // cells of each Level, for gang placement
   int next_id_ = 1;
   int rotation_ = 0;  // where the next bounded candidate scan starts
 };
