@@ -85,8 +85,8 @@ std::vector<int> Allocator::SocketsOf(int node, const std::vector<int>& gpus) co
 
 bool Allocator::FitsNode(const AllocationRequest& req, int node,
                          const std::vector<int>& gpus) const {
-  return NodeUsable(req, node) && resources_.Fits(node, SocketsOf(node, gpus), req.demand.cpu_milli,
-                                                  req.demand.memory_mib);
+  return NodeUsable(req, node) &&
+         resources_.Fits(node, SocketsOf(node, gpus), req.demand.cpu_milli, req.demand.memory_mib);
 }
 
 void Allocator::HoldGpus(int cell, int holder) {
@@ -189,8 +189,10 @@ int Allocator::TakeFreshGpu(const AllocationRequest& req, int pool, bool mig) {
   one.gpus = 1;
   const std::vector<int> types = WholeTypes(one, mig);
   std::vector<int> roots;
-  if (pool == BuddyAllocator::kPhysicalPool) roots.push_back(tree_->root());
-  else roots = vcs_[pool - 1].bound_cells;
+  if (pool == BuddyAllocator::kPhysicalPool)
+    roots.push_back(tree_->root());
+  else
+    roots = vcs_[pool - 1].bound_cells;
   // The node's totals only: which sockets the replica needs is known once its GPUs are.
   const std::function<bool(int)> node_ok = [&](int node) {
     return NodeUsable(req, node) && req.demand.cpu_milli <= resources_.free_cpu_milli(node) &&
@@ -215,9 +217,12 @@ bool Allocator::PlaceWhole(const AllocationRequest& req, int pool, int within,
                            ReplicaPlacement* out, Taken* taken, int id) {
   const std::vector<int> types = WholeTypes(req.demand, false);
   std::vector<int> roots;
-  if (within >= 0) roots.push_back(within);
-  else if (pool == BuddyAllocator::kPhysicalPool) roots.push_back(tree_->root());
-  else roots = vcs_[pool - 1].bound_cells;
+  if (within >= 0)
+    roots.push_back(within);
+  else if (pool == BuddyAllocator::kPhysicalPool)
+    roots.push_back(tree_->root());
+  else
+    roots = vcs_[pool - 1].bound_cells;
   // The node's totals only: which sockets the replica needs is known once its GPUs are.
   const std::function<bool(int)> node_ok = [&](int node) {
     return NodeUsable(req, node) && req.demand.cpu_milli <= resources_.free_cpu_milli(node) &&
@@ -334,7 +339,8 @@ bool Allocator::PlaceMig(const AllocationRequest& req, int pool, ReplicaPlacemen
     if (!MigPlacement(req, c.node, c.gpu, &p, &start, &slot)) continue;
     // Pack: the GPU with the fewest free memory slots wins.
     const int free = kMigMemorySlots - __builtin_popcount(gpus_[c.node][c.gpu].mig.used_slots());
-    if (free < best_free) best = leaf, best_p = p, best_start = start, best_slot = slot, best_free = free;
+    if (free < best_free)
+      best = leaf, best_p = p, best_start = start, best_slot = slot, best_free = free;
   }
   if (best < 0) {
     best = TakeFreshGpu(req, pool, true);
@@ -562,8 +568,10 @@ void Allocator::Commit(const AllocationRequest& req, int pool, const Candidate& 
   if (c.gpus.empty()) return;  // CPU-only
   const int leaf = tree_->gpu_cell(c.node, c.gpus[0]);
   if (!c.cells.empty()) buddy_.TakeCell(leaf);  // a fresh GPU
-  if (d.gpu_milli > 0) AddShare(req, pool, leaf, out);
-  else AddMigInstance(req, pool, leaf, c.mig_profile, c.mig_start, c.mig_slot, out);
+  if (d.gpu_milli > 0)
+    AddShare(req, pool, leaf, out);
+  else
+    AddMigInstance(req, pool, leaf, c.mig_profile, c.mig_start, c.mig_slot, out);
 }
 
 std::vector<int> Allocator::NeededByGuarantees() const {
@@ -583,9 +591,12 @@ std::vector<int> Allocator::AvailableForGuarantees() const {
     if (cells[c].gpu >= 0) {
       const GpuState& g = gpus_[cells[c].node][cells[c].gpu];
       if (!gpu_usable(cells[c].node, cells[c].gpu)) continue;
-      if (g.holder == kFree) ok[c] = 1;
-      else if (g.holder == kShared || g.holder == kMig) ok[c] = g.guaranteed_shares == 0;
-      else if (g.holder >= 0) ok[c] = allocations_.at(g.holder).preemptible;
+      if (g.holder == kFree)
+        ok[c] = 1;
+      else if (g.holder == kShared || g.holder == kMig)
+        ok[c] = g.guaranteed_shares == 0;
+      else if (g.holder >= 0)
+        ok[c] = allocations_.at(g.holder).preemptible;
       continue;
     }
     ok[c] = 1;
@@ -600,8 +611,8 @@ std::vector<int> Allocator::AvailableForGuarantees() const {
 }
 
 int Allocator::GuaranteeShortfallGpus() const {
-  return ShortfallGpus(*tree_, GuaranteeShortfall(*tree_, AvailableForGuarantees(),
-                                                 NeededByGuarantees()));
+  return ShortfallGpus(*tree_,
+                       GuaranteeShortfall(*tree_, AvailableForGuarantees(), NeededByGuarantees()));
 }
 
 bool Allocator::BindFor(const AllocationRequest& req, Taken* taken) {
@@ -614,10 +625,11 @@ bool Allocator::BindFor(const AllocationRequest& req, Taken* taken) {
   for (size_t i = 0; i < vc.guarantee_types.size(); ++i) {
     if (vc.bound_counts[i] >= vc.guarantee_counts[i]) continue;
     const int g = vc.guarantee_types[i];
-    const bool useful = std::any_of(wanted.begin(), wanted.end(),
-                                    [&](int t) { return tree_->Contains(g, t); });
+    const bool useful =
+        std::any_of(wanted.begin(), wanted.end(), [&](int t) { return tree_->Contains(g, t); });
     if (!useful) continue;
-    if (pick < 0 || tree_->types()[g].leaf_count < tree_->types()[vc.guarantee_types[pick]].leaf_count)
+    if (pick < 0 ||
+        tree_->types()[g].leaf_count < tree_->types()[vc.guarantee_types[pick]].leaf_count)
       pick = static_cast<int>(i);
   }
   if (pick < 0) return false;
@@ -662,10 +674,10 @@ void Allocator::MaybeUnbind(int vc, int cell) {
 
 // Gives back one replica's GPU share or MIG instance and its CPU and memory.
 void Allocator::UndoReplica(const ReplicaPlacement& r, bool preemptible) {
-  resources_.Give(r.node, r.gpu_milli > 0 || r.mig_profile >= 0 || !r.gpus.empty()
-                              ? r.sockets
-                              : std::vector<int>{},
-                  r.cpu_milli, r.memory_mib);
+  resources_.Give(
+      r.node,
+      r.gpu_milli > 0 || r.mig_profile >= 0 || !r.gpus.empty() ? r.sockets : std::vector<int>{},
+      r.cpu_milli, r.memory_mib);
   if (r.gpu_milli == 0 && r.mig_profile < 0) return;
   const int gpu = r.gpus[0];
   const int leaf = tree_->gpu_cell(r.node, gpu);
@@ -678,10 +690,12 @@ void Allocator::UndoReplica(const ReplicaPlacement& r, bool preemptible) {
     g.used_milli -= r.gpu_milli;
     g.used_memory_mib -= r.gpu_memory_mib;
   } else {
-    const auto& profiles = cluster_->FindModel(cluster_->nodes[r.node].gpus[gpu].model)->mig_profiles;
+    const auto& profiles =
+        cluster_->FindModel(cluster_->nodes[r.node].gpus[gpu].model)->mig_profiles;
     g.mig.Remove(profiles, r.mig_profile, r.mig_start);
     for (size_t i = 0; i < g.fixed.size(); ++i)
-      if (g.fixed_used[i] && g.fixed[i].profile == r.mig_profile && g.fixed[i].start == r.mig_start) {
+      if (g.fixed_used[i] && g.fixed[i].profile == r.mig_profile &&
+          g.fixed[i].start == r.mig_start) {
         g.fixed_used[i] = 0;
         break;
       }
@@ -739,8 +753,8 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
     *why = "a replica asks for one of gpus, gpuMilli or migProfile, not several";
     return std::nullopt;
   }
-  if (d.gpus < 0 || d.gpu_milli < 0 || d.gpu_milli >= 1000 || req.replicas < 1 ||
-      d.cpu_milli < 0 || d.memory_mib < 0 || d.gpu_memory_mib < 0) {
+  if (d.gpus < 0 || d.gpu_milli < 0 || d.gpu_milli >= 1000 || req.replicas < 1 || d.cpu_milli < 0 ||
+      d.memory_mib < 0 || d.gpu_memory_mib < 0) {
     *why = "replicas must be >= 1, gpuMilli 1..999, and no amount negative";
     return std::nullopt;
   }
@@ -946,14 +960,16 @@ std::string Allocator::CheckConsistency() const {
     for (size_t g = 0; g < gpus_[n].size(); ++g) {
       const GpuState& st = gpus_[n][g];
       const auto key = std::make_pair(static_cast<int>(n), static_cast<int>(g));
-      const std::string where = "node " + cluster_->nodes[n].name + " GPU " + std::to_string(g);
+      const auto where = [&] {
+        return "node " + cluster_->nodes[n].name + " GPU " + std::to_string(g);
+      };
       auto w = whole.find(key);
       if ((w != whole.end()) != (st.holder >= 0) || (w != whole.end() && w->second != st.holder))
-        return where + ": holder disagrees with the allocations";
+        return where() + ": holder disagrees with the allocations";
       auto m = milli.find(key);
       const int shared_milli = m == milli.end() ? 0 : m->second;
       if (shared_milli > 1000 || (st.holder == kShared && st.used_milli != shared_milli))
-        return where + ": shares add up to " + std::to_string(shared_milli);
+        return where() + ": shares add up to " + std::to_string(shared_milli);
       const int leaf = tree_->gpu_cell(static_cast<int>(n), static_cast<int>(g));
       if (leaf < 0) continue;
       // A GPU is free for the buddy allocator exactly when nobody holds it.
@@ -963,7 +979,7 @@ std::string Allocator::CheckConsistency() const {
         if (buddy_.taken(c)) in_taken = true;
         c = cells[c].parent;
       }
-      if (in_taken != (st.holder != kFree)) return where + ": buddy state disagrees with holder";
+      if (in_taken != (st.holder != kFree)) return where() + ": buddy state disagrees with holder";
     }
   }
   return "";

@@ -27,9 +27,8 @@ BuddyAllocator::BuddyAllocator(const CellTree* tree, int pool_count) : tree_(tre
   for (size_t t = 0; t < types.size(); ++t) {
     for (size_t a = 0; a < types.size(); ++a)
       if (a != t && tree->Contains(a, t)) holders_[t].push_back(static_cast<int>(a));
-    std::sort(holders_[t].begin(), holders_[t].end(), [&](int a, int b) {
-      return types[a].leaf_count < types[b].leaf_count;
-    });
+    std::sort(holders_[t].begin(), holders_[t].end(),
+              [&](int a, int b) { return types[a].leaf_count < types[b].leaf_count; });
   }
 }
 
@@ -69,7 +68,8 @@ void BuddyAllocator::SetFree(int cell, int free) {
 
 void BuddyAllocator::AddToAncestors(int cell, int delta) {
   const int pool = pool_[cell];
-  for (int a = tree_->cells()[cell].parent; a >= 0 && pool_[a] == pool; a = tree_->cells()[a].parent)
+  for (int a = tree_->cells()[cell].parent; a >= 0 && pool_[a] == pool;
+       a = tree_->cells()[a].parent)
     SetFree(a, free_[a] + delta);
 }
 
@@ -219,8 +219,8 @@ void BuddyAllocator::Give(int cell) {
   AddToAncestors(cell, size);
   AddToList(cell);
   int c = cell;
-  for (int p = cells[c].parent; p >= 0 && pool_[p] == pool_[c] &&
-                                free_[p] == tree_->type_of(p).leaf_count;
+  for (int p = cells[c].parent;
+       p >= 0 && pool_[p] == pool_[c] && free_[p] == tree_->type_of(p).leaf_count;
        c = p, p = cells[p].parent) {
     for (int child : cells[p].children) RemoveFromList(child);
     AddToList(p);
@@ -266,22 +266,28 @@ std::string BuddyAllocator::CheckConsistency() const {
   }
   for (int c = n - 1; c >= 0; --c) {
     const int size = tree_->type_of(c).leaf_count;
-    if (taken_[c]) expect[c] = 0;
-    else if (pos_[c] >= 0 || inside_whole[c]) expect[c] = size;
+    if (taken_[c])
+      expect[c] = 0;
+    else if (pos_[c] >= 0 || inside_whole[c])
+      expect[c] = size;
     else
       for (int child : cells[c].children)
         if (pool_[child] == pool_[c]) expect[c] += expect[child];
-    const std::string where = "cell " + cells[c].address + " (" + tree_->type_of(c).name + ")";
+    // Built only for a message: this check runs after every step of the property tests.
+    const auto where = [&] {
+      return "cell " + cells[c].address + " (" + tree_->type_of(c).name + ")";
+    };
     if (free_[c] != expect[c])
-      return where + ": free count " + std::to_string(free_[c]) + ", tree says " +
+      return where() + ": free count " + std::to_string(free_[c]) + ", tree says " +
              std::to_string(expect[c]);
-    const bool partial = expect[c] > 0 && expect[c] < size && tree_->type_of(c).level <= Level::kNode;
-    if (partial != (bucket_pos_[c] >= 0)) return where + ": partial bucket out of step";
+    const bool partial =
+        expect[c] > 0 && expect[c] < size && tree_->type_of(c).level <= Level::kNode;
+    if (partial != (bucket_pos_[c] >= 0)) return where() + ": partial bucket out of step";
     if (!inside_whole[c] && !taken_[c]) {
       const bool whole_free = expect[c] == size;
-      if (whole_free != (pos_[c] >= 0)) return where + ": free list out of step";
+      if (whole_free != (pos_[c] >= 0)) return where() + ": free list out of step";
     }
-    if (inside_whole[c] && pos_[c] >= 0) return where + ": listed inside a free or taken cell";
+    if (inside_whole[c] && pos_[c] >= 0) return where() + ": listed inside a free or taken cell";
   }
   for (size_t pool = 0; pool < lists_.size(); ++pool)
     for (size_t t = 0; t < lists_[pool].size(); ++t)
