@@ -29,7 +29,8 @@ struct Scenario {
 std::string MigProfileToBench(const Cluster& cluster) {
   for (const Node& n : cluster.nodes)
     for (const Gpu& g : n.gpus)
-      if (g.mig_enabled && g.mig_layout.empty()) return cluster.FindModel(g.model)->mig_profiles[0].name;
+      if (g.mig_enabled && g.mig_layout.empty())
+        return cluster.FindModel(g.model)->mig_profiles[0].name;
   return "";
 }
 
@@ -81,23 +82,27 @@ void RunBenchAlloc(const std::string& cluster_path, bool json, int iterations) {
   if (!json)
     std::cout << "cluster: " << cluster.nodes.size() << " nodes, " << cluster.gpu_count()
               << " GPUs, " << used << " GPUs in use before timing\n"
-              << std::left << std::setw(16) << "scenario" << std::right << std::setw(12)
-              << "ns/op" << std::setw(12) << "ops" << "\n";
+              << std::left << std::setw(16) << "scenario" << std::right << std::setw(12) << "ns/op"
+              << std::setw(12) << "ops"
+              << "\n";
   for (const Scenario& s : scenarios) {
     int failures = 0;
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < s.iterations; ++i) {
       const auto id = alloc->Allocate(s.request);
-      if (id) alloc->Release(*id);
-      else ++failures;
+      if (id)
+        alloc->Release(*id);
+      else
+        ++failures;
     }
-    const double ns = std::chrono::duration<double, std::nano>(
-                          std::chrono::steady_clock::now() - start).count() / s.iterations;
-    results.push_back({{"name", s.name}, {"ns_per_op", ns}, {"ops", s.iterations},
-                       {"failed", failures}});
+    const double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+        s.iterations;
+    results.push_back(
+        {{"name", s.name}, {"ns_per_op", ns}, {"ops", s.iterations}, {"failed", failures}});
     if (!json)
-      std::cout << std::left << std::setw(16) << s.name << std::right << std::setw(12)
-                << std::fixed << std::setprecision(0) << ns << std::setw(12) << s.iterations
+      std::cout << std::left << std::setw(16) << s.name << std::right << std::setw(12) << std::fixed
+                << std::setprecision(0) << ns << std::setw(12) << s.iterations
                 << (failures ? "  (" + std::to_string(failures) + " did not fit)" : "") << "\n";
   }
   if (json) std::cout << nlohmann::json{{"results", results}}.dump(2) << "\n";
@@ -203,21 +208,27 @@ void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   std::sort(latencies_us.begin(), latencies_us.end());
   auto pct = [&](double p) {
-    return latencies_us.empty() ? 0.0 : latencies_us[static_cast<size_t>(p * (latencies_us.size() - 1))];
+    return latencies_us.empty() ? 0.0
+                                : latencies_us[static_cast<size_t>(p * (latencies_us.size() - 1))];
   };
   const double per_sec = busy_s > 0 ? job_count / busy_s : 0;
   if (json) {
-    std::cout << nlohmann::json{{"decisions_per_sec", per_sec}, {"p50_us", pct(0.5)},
-                                {"p99_us", pct(0.99)}, {"jobs", job_count}, {"placed", placed},
-                                {"unplaced", unplaced}, {"preemptions", preemptions},
-                                {"gpus", cluster.gpu_count()}, {"queues", queue_count},
+    std::cout << nlohmann::json{{"decisions_per_sec", per_sec},
+                                {"p50_us", pct(0.5)},
+                                {"p99_us", pct(0.99)},
+                                {"jobs", job_count},
+                                {"placed", placed},
+                                {"unplaced", unplaced},
+                                {"preemptions", preemptions},
+                                {"gpus", cluster.gpu_count()},
+                                {"queues", queue_count},
                                 {"wall_s", wall_s}}
                      .dump(2)
               << "\n";
     return;
   }
-  std::cout << "cluster: " << cluster.nodes.size() << " nodes, " << cluster.gpu_count()
-            << " GPUs; " << queue_count << " queues; policy " << policy.name << "\n"
+  std::cout << "cluster: " << cluster.nodes.size() << " nodes, " << cluster.gpu_count() << " GPUs; "
+            << queue_count << " queues; policy " << policy.name << "\n"
             << "jobs: " << job_count << " (" << placed << " placed, " << unplaced
             << " did not fit, " << preemptions << " preemptions)\n"
             << std::fixed << std::setprecision(1) << "decisions/s: " << per_sec

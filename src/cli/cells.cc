@@ -41,9 +41,12 @@ std::vector<CellCounts> CountGpus(const Allocator& alloc) {
 nlohmann::json TreeJson(const Allocator& alloc, const std::vector<CellCounts>& counts, int c) {
   const Cell& cell = alloc.tree().cells()[c];
   const CellType& type = alloc.tree().type_of(c);
-  nlohmann::json j = {{"address", cell.address}, {"type", type.name},
-                      {"level", LevelName(type.level)}, {"gpus", counts[c].gpus},
-                      {"free", counts[c].free}, {"bad", counts[c].bad},
+  nlohmann::json j = {{"address", cell.address},
+                      {"type", type.name},
+                      {"level", LevelName(type.level)},
+                      {"gpus", counts[c].gpus},
+                      {"free", counts[c].free},
+                      {"bad", counts[c].bad},
                       {"used", counts[c].gpus - counts[c].free - counts[c].bad}};
   if (!cell.children.empty()) {
     nlohmann::json kids = nlohmann::json::array();
@@ -57,8 +60,8 @@ void PrintTree(const Allocator& alloc, const std::vector<CellCounts>& counts, in
                Level stop) {
   const Cell& cell = alloc.tree().cells()[c];
   const CellType& type = alloc.tree().type_of(c);
-  std::cout << std::string(2 * depth + 2, ' ') << cell.address << " (" << type.name << "): "
-            << counts[c].free << "/" << counts[c].gpus << " GPUs free";
+  std::cout << std::string(2 * depth + 2, ' ') << cell.address << " (" << type.name
+            << "): " << counts[c].free << "/" << counts[c].gpus << " GPUs free";
   if (counts[c].bad) std::cout << ", " << counts[c].bad << " bad";
   std::cout << "\n";
   if (type.level <= stop) return;
@@ -90,10 +93,14 @@ void RunCells(const std::string& cluster_path, const std::string& vcs_path, bool
     TypeRow& r = rows[tree.cells()[c].type];
     const CellCounts& k = counts[c];
     ++r.cells;
-    if (k.bad) ++r.bad;
-    else if (k.free == k.gpus) ++r.free;
-    else if (k.free == 0) ++r.used;
-    else ++r.partial;
+    if (k.bad)
+      ++r.bad;
+    else if (k.free == k.gpus)
+      ++r.free;
+    else if (k.free == 0)
+      ++r.used;
+    else
+      ++r.partial;
   }
 
   if (json) {
@@ -105,10 +112,14 @@ void RunCells(const std::string& cluster_path, const std::string& vcs_path, bool
     j["types"] = nlohmann::json::array();
     for (size_t t = 0; t < rows.size(); ++t) {
       const CellType& type = tree.types()[t];
-      j["types"].push_back({{"name", type.name}, {"level", LevelName(type.level)},
-                            {"gpus_per_cell", type.leaf_count}, {"model", type.model},
-                            {"cells", rows[t].cells}, {"free", rows[t].free},
-                            {"partial", rows[t].partial}, {"used", rows[t].used},
+      j["types"].push_back({{"name", type.name},
+                            {"level", LevelName(type.level)},
+                            {"gpus_per_cell", type.leaf_count},
+                            {"model", type.model},
+                            {"cells", rows[t].cells},
+                            {"free", rows[t].free},
+                            {"partial", rows[t].partial},
+                            {"used", rows[t].used},
                             {"bad", rows[t].bad}});
     }
     j["virtual_clusters"] = nlohmann::json::array();
@@ -116,7 +127,8 @@ void RunCells(const std::string& cluster_path, const std::string& vcs_path, bool
       nlohmann::json vc = {{"name", alloc->vcs()[v].name}, {"guarantees", nlohmann::json::array()}};
       for (const auto& s : alloc->VcStatus(static_cast<int>(v)))
         vc["guarantees"].push_back({{"cell_type", tree.types()[s.type].name},
-                                    {"guaranteed", s.guaranteed}, {"bound", s.bound},
+                                    {"guaranteed", s.guaranteed},
+                                    {"bound", s.bound},
                                     {"healthy", s.healthy}});
       j["virtual_clusters"].push_back(std::move(vc));
     }
@@ -128,10 +140,10 @@ void RunCells(const std::string& cluster_path, const std::string& vcs_path, bool
   std::cout << "cluster " << cluster.name << ": " << cluster.nodes.size() << " nodes, "
             << cluster.gpu_count() << " GPUs, " << cluster.racks.size() << " racks\n\n";
   std::cout << "cell types (free / partly used / used / holding a bad GPU):\n";
-  std::cout << "  " << std::left << std::setw(40) << "TYPE" << std::setw(9) << "LEVEL"
-            << std::right << std::setw(6) << "GPUS" << std::setw(8) << "CELLS" << std::setw(7)
-            << "FREE" << std::setw(9) << "PARTIAL" << std::setw(7) << "USED" << std::setw(6)
-            << "BAD" << "\n";
+  std::cout << "  " << std::left << std::setw(40) << "TYPE" << std::setw(9) << "LEVEL" << std::right
+            << std::setw(6) << "GPUS" << std::setw(8) << "CELLS" << std::setw(7) << "FREE"
+            << std::setw(9) << "PARTIAL" << std::setw(7) << "USED" << std::setw(6) << "BAD"
+            << "\n";
   for (size_t t = 0; t < rows.size(); ++t) {
     const CellType& type = tree.types()[t];
     std::cout << "  " << std::left << std::setw(40) << type.name << std::setw(9)

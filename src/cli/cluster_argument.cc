@@ -1,7 +1,7 @@
-#include "cli/commands.h"
-#include "config/cluster_file.h"
 #include <fstream>
 
+#include "cli/commands.h"
+#include "config/cluster_file.h"
 #include "config/openb_node_list.h"
 #include "config/tiresias_trace.h"
 
@@ -10,7 +10,8 @@ namespace berth {
 extern const char* const kDefaultClusterYaml;
 
 Cluster LoadClusterArgument(const std::string& path) {
-  if (path.empty()) return ParseClusterYaml(kDefaultClusterYaml, "<embedded examples/multi-rack.yaml>");
+  if (path.empty())
+    return ParseClusterYaml(kDefaultClusterYaml, "<embedded examples/multi-rack.yaml>");
   if (path.size() > 4 && path.substr(path.size() - 4) == ".csv") {
     // Two CSV formats, told apart by their header.
     std::ifstream in(path);

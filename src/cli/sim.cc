@@ -15,9 +15,9 @@
 #include "config/config_error.h"
 #include "config/openb_node_list.h"
 #include "config/openb_pod_list.h"
-#include "sim/chart.h"
 #include "config/tiresias_trace.h"
 #include "config/vc_file.h"
+#include "sim/chart.h"
 #include "sim/packing.h"
 #include "sim/replay.h"
 #include "sim/report.h"
@@ -57,11 +57,13 @@ class Progress {
   explicit Progress(std::string label) : label_(std::move(label)), tty_(isatty(2)) {}
   void operator()(double fraction, int pods) {
     if (!tty_) return;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     if (s - last_ < 0.2 && fraction < 1) return;
     last_ = s;
-    std::cerr << "\r  " << label_ << ": " << std::setw(3) << static_cast<int>(100 * fraction) << "% ("
-              << static_cast<long>(s > 0 ? pods * fraction / s : 0) << " pods/s)   " << std::flush;
+    std::cerr << "\r  " << label_ << ": " << std::setw(3) << static_cast<int>(100 * fraction)
+              << "% (" << static_cast<long>(s > 0 ? pods * fraction / s : 0) << " pods/s)   "
+              << std::flush;
   }
   void Done() {
     if (tty_) std::cerr << "\r" << std::string(60, ' ') << "\r";
@@ -89,7 +91,8 @@ struct PackingArgs {
 void RunSimPacking(const PackingArgs& a) {
   const Cluster cluster = LoadOpenbNodeList(a.nodes);
   int skipped = 0;
-  const std::vector<TracePod> pods = LoadOpenbPodList(a.pods, a.skip_malformed ? &skipped : nullptr);
+  const std::vector<TracePod> pods =
+      LoadOpenbPodList(a.pods, a.skip_malformed ? &skipped : nullptr);
   if (skipped) std::cerr << "skipped " << skipped << " malformed rows of " << a.pods << "\n";
   if (pods.empty()) throw ConfigError(a.pods + ": no pods");
   const std::vector<uint64_t> seeds = ParseSeeds(a.seeds);
@@ -108,8 +111,8 @@ void RunSimPacking(const PackingArgs& a) {
   for (const Policy& p : policies) {
     Progress progress(p.name);
     const int total_pods = static_cast<int>(pods.size() * seeds.size() * a.tune);
-    results.push_back(RunPacking(cluster, pods, p, seeds, a.tune,
-                                 [&](double f) { progress(f, total_pods); }));
+    results.push_back(
+        RunPacking(cluster, pods, p, seeds, a.tune, [&](double f) { progress(f, total_pods); }));
     progress.Done();
   }
   const double seconds =
@@ -145,11 +148,11 @@ void RunSimPacking(const PackingArgs& a) {
         alloc[std::to_string(x)] = r.mean.alloc_ratio[x];
         frag[std::to_string(x)] = r.mean.frag_amount[x];
       }
-      j["policies"][r.policy] = {{"seeds", r.seeds.size()},
-                                 {"alloc_ratio", alloc},
-                                 {"frag_amount", frag},
-                                 {"unallocated_gpus_" + std::to_string(points),
-                                  r.unallocated_gpus_at_end}};
+      j["policies"][r.policy] = {
+          {"seeds", r.seeds.size()},
+          {"alloc_ratio", alloc},
+          {"frag_amount", frag},
+          {"unallocated_gpus_" + std::to_string(points), r.unallocated_gpus_at_end}};
     }
     std::ofstream out(a.json);
     out << j.dump(2) << "\n";
@@ -187,7 +190,8 @@ void RunSimReplay(const ReplayArgs& a) {
   const Cluster cluster = LoadClusterArgument(a.cluster);
   std::vector<QueueSpec> queues;
   if (!a.vcs.empty())
-    for (const VirtualClusterSpec& vc : LoadVcFile(a.vcs)) queues.push_back({vc.name, 1, -1, vc.guarantees});
+    for (const VirtualClusterSpec& vc : LoadVcFile(a.vcs))
+      queues.push_back({vc.name, 1, -1, vc.guarantees});
   if (queues.empty()) queues.push_back({"default", 1, -1, {}});
   std::vector<ReplayJob> jobs;
   int skipped = 0;
@@ -229,7 +233,8 @@ void RunSimReplay(const ReplayArgs& a) {
   std::cout << std::left << std::setw(16) << "policy" << std::right << std::setw(11) << "JCT mean"
             << std::setw(9) << "p50" << std::setw(9) << "p95" << std::setw(9) << "p99"
             << std::setw(11) << "wait mean" << std::setw(10) << "makespan" << std::setw(7) << "util"
-            << std::setw(9) << "preempt" << std::setw(9) << "anomaly" << "   (hours, %)\n";
+            << std::setw(9) << "preempt" << std::setw(9) << "anomaly"
+            << "   (hours, %)\n";
   for (const ReplayResult& r : results)
     std::cout << std::left << std::setw(16) << r.policy << std::right << std::setprecision(2)
               << std::setw(11) << r.jct.mean / 3600 << std::setw(9) << r.jct.p50 / 3600
@@ -246,15 +251,13 @@ void RunSimReplay(const ReplayArgs& a) {
     };
     for (const ReplayResult& r : results) {
       nlohmann::json per_queue;
-      for (const auto& [q, d] : r.per_queue) per_queue[q] = {{"jct_s", dist(d.first)}, {"wait_s", dist(d.second)}};
-      j["policies"][r.policy] = {{"jct_s", dist(r.jct)},
-                                 {"wait_s", dist(r.wait)},
-                                 {"makespan_s", r.makespan},
-                                 {"utilization_percent", r.mean_utilization},
-                                 {"preemptions", r.preemptions},
-                                 {"sharing_anomaly_jobs", r.anomalies},
-                                 {"never_fit", r.unfinished},
-                                 {"queues", per_queue}};
+      for (const auto& [q, d] : r.per_queue)
+        per_queue[q] = {{"jct_s", dist(d.first)}, {"wait_s", dist(d.second)}};
+      j["policies"][r.policy] = {
+          {"jct_s", dist(r.jct)},         {"wait_s", dist(r.wait)},
+          {"makespan_s", r.makespan},     {"utilization_percent", r.mean_utilization},
+          {"preemptions", r.preemptions}, {"sharing_anomaly_jobs", r.anomalies},
+          {"never_fit", r.unfinished},    {"queues", per_queue}};
     }
     std::ofstream out(a.json);
     out << j.dump(2) << "\n";
@@ -262,7 +265,8 @@ void RunSimReplay(const ReplayArgs& a) {
   }
   if (!a.report.empty()) {
     std::ofstream out(a.report);
-    out << ReplayReportHtml("berth replay: " + (a.trace.empty() ? a.format : BaseName(a.trace)), results);
+    out << ReplayReportHtml("berth replay: " + (a.trace.empty() ? a.format : BaseName(a.trace)),
+                            results);
     if (!out) throw ConfigError("--report: cannot write " + a.report);
   }
 }
@@ -272,7 +276,8 @@ void RunSimReplay(const ReplayArgs& a) {
 void AddSimCommand(CLI::App& app) {
   auto* sim = app.add_subcommand("sim", "Replay traces through the engine");
   sim->require_subcommand(1);
-  auto* packing = sim->add_subcommand("packing", "The FGD paper's packing protocol on an openb trace");
+  auto* packing =
+      sim->add_subcommand("packing", "The FGD paper's packing protocol on an openb trace");
   auto a = std::make_shared<PackingArgs>();
   packing->add_option("--nodes", a->nodes, "openb node list (CSV)")->capture_default_str();
   packing->add_option("--pods", a->pods, "openb pod list (CSV)")->capture_default_str();
@@ -289,7 +294,8 @@ void AddSimCommand(CLI::App& app) {
 
   auto* replay = sim->add_subcommand("replay", "Time-based replay: arrivals, queueing, JCT");
   auto r = std::make_shared<ReplayArgs>();
-  replay->add_option("--cluster", r->cluster, "Cluster file, openb node list or Tiresias cluster CSV");
+  replay->add_option("--cluster", r->cluster,
+                     "Cluster file, openb node list or Tiresias cluster CSV");
   replay->add_option("--trace", r->trace, "Trace file (openb pod list or Tiresias jobs)");
   replay->add_option("--format", r->format, "openb, tiresias or synthetic");
   replay->add_option("--vcs", r->vcs, "Virtual-cluster file: one queue per VC");

@@ -7,8 +7,8 @@
 namespace berth {
 
 Cluster LoadTiresiasCluster(const std::string& path) {
-  CsvReader csv(path, {"num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node",
-                       "mem_p_node"});
+  CsvReader csv(
+      path, {"num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node", "mem_p_node"});
   if (!csv.Next()) throw ConfigError(path + ": expected one row after the header");
   csv.ExpectFields(5);
   const int switches = static_cast<int>(csv.Int(0, 1, 10000));
@@ -38,8 +38,7 @@ Cluster LoadTiresiasCluster(const std::string& path) {
 }
 
 std::vector<TracePod> LoadTiresiasJobs(const std::string& path, int* skipped) {
-  CsvReader csv(path, {"job_id", "num_gpu", "submit_time", "iterations", "model_name",
-                       "duration"});
+  CsvReader csv(path, {"job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration"});
   std::vector<TracePod> jobs;
   if (skipped) *skipped = 0;
   while (csv.Next()) {

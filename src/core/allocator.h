@@ -58,7 +58,7 @@ struct ReplicaPlacement {
   std::vector<int> gpus;  // GPU indices on the node
   int gpu_milli = 0;      // > 0: a share of gpus[0]
   int64_t gpu_memory_mib = 0;
-  int mig_profile = -1;   // >= 0: a MIG instance on gpus[0]
+  int mig_profile = -1;  // >= 0: a MIG instance on gpus[0]
   int mig_start = -1;
   std::vector<int> sockets;  // sockets of its GPUs (all sockets for a CPU-only replica)
   std::vector<int> cpus;     // CPUs to pin to: those of `sockets`
@@ -140,7 +140,9 @@ class Allocator {
 
   // GPU-level state, for inspection.
   int gpu_used_milli(int node, int gpu) const;  // 1000 for a whole GPU, MIG GPUs: 0
-  int64_t gpu_shared_memory_mib(int node, int gpu) const { return gpus_[node][gpu].used_memory_mib; }
+  int64_t gpu_shared_memory_mib(int node, int gpu) const {
+    return gpus_[node][gpu].used_memory_mib;
+  }
   const MigLayout& mig_layout(int node, int gpu) const;
 
  private:
@@ -150,7 +152,7 @@ class Allocator {
     int holder = kFree;  // allocation id, or a Holder
     int used_milli = 0;
     int64_t used_memory_mib = 0;
-    int shares = 0;            // shares or MIG instances on it
+    int shares = 0;             // shares or MIG instances on it
     int guaranteed_shares = 0;  // of them, not preemptible
     MigLayout mig;
     std::vector<MigInstance> fixed;  // fixed MIG geometry
@@ -171,8 +173,8 @@ class Allocator {
   void Commit(const AllocationRequest& req, int pool, const Candidate& c, ReplicaPlacement* out,
               Taken* taken, int id);
   void AddShare(const AllocationRequest& req, int pool, int leaf, ReplicaPlacement* out);
-  void AddMigInstance(const AllocationRequest& req, int pool, int leaf, int p, int start,
-                      int slot, ReplicaPlacement* out);
+  void AddMigInstance(const AllocationRequest& req, int pool, int leaf, int p, int start, int slot,
+                      ReplicaPlacement* out);
   bool MigPlacement(const AllocationRequest& req, int node, int gpu, int* p, int* start,
                     int* slot) const;
   bool ShareFits(const AllocationRequest& req, int node, int gpu) const;
@@ -203,7 +205,7 @@ class Allocator {
   std::vector<VirtualCluster> vcs_;
   BuddyAllocator buddy_;
   NodeResources resources_;
-  std::vector<std::vector<GpuState>> gpus_;  // [node][gpu]
+  std::vector<std::vector<GpuState>> gpus_;               // [node][gpu]
   std::vector<std::vector<const GpuModel*>> gpu_models_;  // [node][gpu]
   std::vector<char> cordoned_;
   std::map<int, Allocation> allocations_;

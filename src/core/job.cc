@@ -4,18 +4,25 @@ namespace berth {
 
 const char* QosName(QosClass qos) {
   switch (qos) {
-    case QosClass::kGuaranteed: return "guaranteed";
-    case QosClass::kBurstable: return "burstable";
-    case QosClass::kBestEffort: return "best-effort";
+    case QosClass::kGuaranteed:
+      return "guaranteed";
+    case QosClass::kBurstable:
+      return "burstable";
+    case QosClass::kBestEffort:
+      return "best-effort";
   }
   return "?";
 }
 
 bool ParseQos(const std::string& text, QosClass* qos) {
-  if (text == "guaranteed") *qos = QosClass::kGuaranteed;
-  else if (text == "burstable") *qos = QosClass::kBurstable;
-  else if (text == "best-effort" || text == "besteffort") *qos = QosClass::kBestEffort;
-  else return false;
+  if (text == "guaranteed")
+    *qos = QosClass::kGuaranteed;
+  else if (text == "burstable")
+    *qos = QosClass::kBurstable;
+  else if (text == "best-effort" || text == "besteffort")
+    *qos = QosClass::kBestEffort;
+  else
+    return false;
   return true;
 }
 

@@ -8,10 +8,14 @@ namespace berth {
 
 const char* JobStateName(JobState state) {
   switch (state) {
-    case JobState::kPending: return "pending";
-    case JobState::kRunning: return "running";
-    case JobState::kStopping: return "stopping";
-    case JobState::kDone: return "done";
+    case JobState::kPending:
+      return "pending";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kStopping:
+      return "stopping";
+    case JobState::kDone:
+      return "done";
   }
   return "?";
 }
@@ -270,7 +274,8 @@ std::vector<double> Scheduler::FairShares() const {
   std::vector<FairClaim> claims;
   for (const Queue& q : queues_) {
     double pending = 0;
-    for (int id : q.pending) pending += JobGpus(jobs_.at(id).spec, TotalReplicas(jobs_.at(id).spec));
+    for (int id : q.pending)
+      pending += JobGpus(jobs_.at(id).spec, TotalReplicas(jobs_.at(id).spec));
     FairClaim c;
     c.weight = q.spec.weight;
     c.guarantee = q.guarantee_gpus;
@@ -306,10 +311,10 @@ std::vector<Decision> Scheduler::Schedule(double now) {
     for (int id : order[q]) {
       const JobRecord& j = jobs_.at(id);
       auto user = queues_[q].user_usage.find(j.spec.user);
-      keyed.push_back({{-EffectivePriority(j, now),
-                        user == queues_[q].user_usage.end() ? 0.0 : user->second, j.submit_time,
-                        id},
-                       id});
+      keyed.push_back(
+          {{-EffectivePriority(j, now), user == queues_[q].user_usage.end() ? 0.0 : user->second,
+            j.submit_time, id},
+           id});
     }
     std::sort(keyed.begin(), keyed.end());
     for (size_t i = 0; i < keyed.size(); ++i) order[q][i] = keyed[i].second;
@@ -340,7 +345,8 @@ std::vector<Decision> Scheduler::Schedule(double now) {
     if (started) continue;
     if (pipeline_->refused_by_retryable()) {
       const Policy& p = pipeline_->policy();
-      job.backoff = job.backoff == 0 ? p.retry_backoff_s : std::min(p.max_backoff_s, 2 * job.backoff);
+      job.backoff =
+          job.backoff == 0 ? p.retry_backoff_s : std::min(p.max_backoff_s, 2 * job.backoff);
       job.next_try = now + job.backoff;
       job.reason = "refused by a telemetry filter; retrying with back-off";
       continue;
@@ -376,8 +382,8 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       // stay above theirs by the hysteresis margin after losing the victim.
       if (within_guarantee) reclaim.push_back(id);
       const Queue& other = queues_[v.queue];
-      if (below_fair_share && other.usage.gpu - v.gpu_equivalents >=
-                                  fair[v.queue] * (1 + policy.reclaim_hysteresis))
+      if (below_fair_share &&
+          other.usage.gpu - v.gpu_equivalents >= fair[v.queue] * (1 + policy.reclaim_hysteresis))
         fair_reclaim.push_back(id);
     }
     // (b) Strictly lower priority inside the queue: equal priority never preempts.
@@ -406,7 +412,9 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     return queue.spec.cap_gpus < 0 || queue.usage.gpu - own + need <= queue.spec.cap_gpus + 1e-9;
   };
 
-  auto lost = [&](const JobRecord& v) { return v.gpu_equivalents * std::max(0.0, now - v.start_time); };
+  auto lost = [&](const JobRecord& v) {
+    return v.gpu_equivalents * std::max(0.0, now - v.start_time);
+  };
   for (Plan& plan : plans) {
     if (!allowed(plan, plan.victims)) continue;  // not even with every victim gone
     // Cheapest victims first: lowest priority, then the least GPU-time lost.

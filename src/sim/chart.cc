@@ -14,10 +14,14 @@ const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
 std::string Escape(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -54,18 +58,18 @@ std::string LineChartSvg(const std::vector<ChartSeries>& series, const ChartOpti
   const double left = 64, right = o.width - 170, top = 36, bottom = o.height - 48;
   auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * (right - left); };
   auto py = [&](double y) { return bottom - (y - y0) / (y1 - y0) * (bottom - top); };
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    std::to_string(o.width) + "\" height=\"" + std::to_string(o.height) +
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(o.width) +
+                    "\" height=\"" + std::to_string(o.height) +
                     "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + Num(o.width / 2.0) + "\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">" +
-         Escape(o.title) + "</text>\n";
+  svg += "<text x=\"" + Num(o.width / 2.0) +
+         "\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">" + Escape(o.title) + "</text>\n";
   for (int i = 0; i <= 5; ++i) {  // grid and tick labels
     const double yv = y0 + (y1 - y0) * i / 5, xv = x0 + (x1 - x0) * i / 5;
     svg += "<line x1=\"" + Num(left) + "\" x2=\"" + Num(right) + "\" y1=\"" + Num(py(yv)) +
            "\" y2=\"" + Num(py(yv)) + "\" stroke=\"#ddd\"/>\n";
-    svg += "<text x=\"" + Num(left - 6) + "\" y=\"" + Num(py(yv) + 4) +
-           "\" text-anchor=\"end\">" + Label(yv) + "</text>\n";
+    svg += "<text x=\"" + Num(left - 6) + "\" y=\"" + Num(py(yv) + 4) + "\" text-anchor=\"end\">" +
+           Label(yv) + "</text>\n";
     svg += "<text x=\"" + Num(px(xv)) + "\" y=\"" + Num(bottom + 16) +
            "\" text-anchor=\"middle\">" + Label(xv) + "</text>\n";
   }
@@ -80,11 +84,10 @@ std::string LineChartSvg(const std::vector<ChartSeries>& series, const ChartOpti
     std::string path;
     for (const auto& [x, y] : series[i].points)
       path += (path.empty() ? "M" : " L") + Num(px(x)) + "," + Num(py(std::clamp(y, y0, y1)));
-    svg += "<path d=\"" + path + "\" fill=\"none\" stroke=\"" + color +
-           "\" stroke-width=\"2\"/>\n";
+    svg += "<path d=\"" + path + "\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\"/>\n";
     const double ly = top + 8 + 18.0 * i;
-    svg += "<line x1=\"" + Num(right + 14) + "\" x2=\"" + Num(right + 34) + "\" y1=\"" +
-           Num(ly) + "\" y2=\"" + Num(ly) + "\" stroke=\"" + color + "\" stroke-width=\"3\"/>\n";
+    svg += "<line x1=\"" + Num(right + 14) + "\" x2=\"" + Num(right + 34) + "\" y1=\"" + Num(ly) +
+           "\" y2=\"" + Num(ly) + "\" stroke=\"" + color + "\" stroke-width=\"3\"/>\n";
     svg += "<text x=\"" + Num(right + 40) + "\" y=\"" + Num(ly + 4) + "\">" +
            Escape(series[i].name) + "</text>\n";
   }

@@ -1,8 +1,8 @@
 #include "sim/packing.h"
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -25,8 +25,10 @@ int64_t RequestedMilli(const TracePod& p) { return static_cast<int64_t>(p.gpus) 
 
 Demand DemandOf(const TracePod& p) {
   Demand d;
-  if (p.gpus == 1 && p.gpu_milli < 1000) d.gpu_milli = p.gpu_milli;
-  else d.gpus = p.gpus;
+  if (p.gpus == 1 && p.gpu_milli < 1000)
+    d.gpu_milli = p.gpu_milli;
+  else
+    d.gpus = p.gpus;
   d.models = p.models;
   d.cpu_milli = p.cpu_milli;
   d.memory_mib = p.memory_mib;
@@ -135,13 +137,14 @@ PackingResult RunPacking(const Cluster& cluster, const std::vector<TracePod>& po
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t s = next++; s < seeds.size(); s = next++) {
-      result.seeds[s] = RunPackingSeed(cluster, pods, policy, seeds[s], tune, typical, [&](double f) {
-        std::lock_guard<std::mutex> lock(mu);
-        done[s] = f;
-        double total = 0;
-        for (double d : done) total += d;
-        if (progress) progress(total / seeds.size());
-      });
+      result.seeds[s] =
+          RunPackingSeed(cluster, pods, policy, seeds[s], tune, typical, [&](double f) {
+            std::lock_guard<std::mutex> lock(mu);
+            done[s] = f;
+            double total = 0;
+            for (double d : done) total += d;
+            if (progress) progress(total / seeds.size());
+          });
     }
   };
   const size_t workers =

@@ -27,17 +27,19 @@ Distribution Summarize(std::vector<double> values) {
 double CommIntensity(const std::string& workload) {
   // Parameter-heavy models spend most of a step exchanging gradients.
   static const std::pair<const char*, double> kModels[] = {
-      {"vgg", 1.0},       {"alexnet", 1.0},  {"bert", 0.8}, {"gpt", 0.8},
+      {"vgg", 1.0},       {"alexnet", 1.0},   {"bert", 0.8},   {"gpt", 0.8},
       {"inception", 0.3}, {"googlenet", 0.3}, {"resnet", 0.25}};
   for (const auto& [prefix, comm] : kModels)
     if (workload.rfind(prefix, 0) == 0) return comm;
   return 0.5;
 }
 
-std::vector<ReplayJob> ReplayJobsFromTrace(const Cluster& cluster, const std::vector<TracePod>& pods,
+std::vector<ReplayJob> ReplayJobsFromTrace(const Cluster& cluster,
+                                           const std::vector<TracePod>& pods,
                                            const std::vector<QueueSpec>& queues) {
   int node_gpus = 1;
-  for (const Node& n : cluster.nodes) node_gpus = std::max(node_gpus, static_cast<int>(n.gpus.size()));
+  for (const Node& n : cluster.nodes)
+    node_gpus = std::max(node_gpus, static_cast<int>(n.gpus.size()));
   std::vector<ReplayJob> jobs;
   for (size_t i = 0; i < pods.size(); ++i) {
     const TracePod& p = pods[i];
@@ -136,7 +138,7 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
     double remaining = 0;  // ideal seconds of work left
     double run_start = 0;
     double slowdown = 1;
-    int token = 0;         // completions from an earlier run are stale
+    int token = 0;  // completions from an earlier run are stale
   };
   std::map<int, Run> runs;  // by engine job id
   struct Event {
@@ -161,11 +163,11 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
     const ReplayJob& job = input[run.input];
     const JobRecord* rec = engine.job(d.job);
     const int gpus = job.pod.gpu_milli == 1000 ? job.pod.gpus * rec->replicas : 0;
-    run.slowdown = gpus > 1 ? PlacementFactor(PlacedLevel(engine.allocator(), d.placements), job.comm,
-                                              options) /
-                                  PlacementFactor(IdealLevel(engine.allocator(), gpus), job.comm,
-                                                  options)
-                            : 1;
+    run.slowdown =
+        gpus > 1
+            ? PlacementFactor(PlacedLevel(engine.allocator(), d.placements), job.comm, options) /
+                  PlacementFactor(IdealLevel(engine.allocator(), gpus), job.comm, options)
+            : 1;
     run.slowdown = std::max(1.0, run.slowdown);
     run.run_start = now;
     ++run.token;
@@ -187,7 +189,8 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
 
   size_t next = 0;
   size_t steps = 0;
-  const size_t sample_every = std::max<size_t>(1, 2 * input.size() / std::max(1, options.timeline_points));
+  const size_t sample_every =
+      std::max<size_t>(1, 2 * input.size() / std::max(1, options.timeline_points));
   double util_time = 0, util_area = 0, last_t = 0, last_util = 0;
   while (next < order.size() || !events.empty()) {
     const double t_arrival = next < order.size() ? input[order[next]].pod.submit_time : 1e300;
@@ -204,8 +207,10 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
       spec.preemptible = !options.shortest_first;
       TaskGroup g;
       g.replicas = job.replicas;
-      if (job.pod.gpus == 1 && job.pod.gpu_milli < 1000) g.demand.gpu_milli = job.pod.gpu_milli;
-      else g.demand.gpus = job.pod.gpus;
+      if (job.pod.gpus == 1 && job.pod.gpu_milli < 1000)
+        g.demand.gpu_milli = job.pod.gpu_milli;
+      else
+        g.demand.gpus = job.pod.gpus;
       g.demand.models = job.pod.models;
       g.demand.cpu_milli = job.pod.cpu_milli;
       g.demand.memory_mib = job.pod.memory_mib;
@@ -225,10 +230,10 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
       } else {
         // The victim loses the work since its last checkpoint.
         const double done = (now - run.run_start) / run.slowdown;
-        const double kept = options.checkpoint_interval_s > 0
-                                ? std::floor(done / options.checkpoint_interval_s) *
-                                      options.checkpoint_interval_s
-                                : 0;
+        const double kept =
+            options.checkpoint_interval_s > 0
+                ? std::floor(done / options.checkpoint_interval_s) * options.checkpoint_interval_s
+                : 0;
         run.remaining = std::max(0.0, run.remaining - kept);
         ++run.token;
         ++result.jobs[run.input].preemptions;
@@ -246,8 +251,8 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
       if (status[q].pending == 0 || status[q].borrowed_gpus >= borrowed) continue;
       for (int id : engine.pending(static_cast<int>(q))) {
         const JobRecord& rec = *engine.job(id);
-        const double need = rec.spec.groups[0].replicas *
-                            GpuEquivalents(cluster, rec.spec.groups[0].demand);
+        const double need =
+            rec.spec.groups[0].replicas * GpuEquivalents(cluster, rec.spec.groups[0].demand);
         if (guaranteed_use + need <= status[q].guarantee_gpus + 1e-9)
           result.jobs[runs.at(id).input].anomaly = true;
       }
@@ -268,7 +273,8 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
       }
       result.timeline.push_back(std::move(p));
     }
-    if (progress && steps % 256 == 0) progress(static_cast<double>(next) / std::max<size_t>(1, order.size()));
+    if (progress && steps % 256 == 0)
+      progress(static_cast<double>(next) / std::max<size_t>(1, order.size()));
     // Nothing left to happen: the remaining jobs can never fit.
     if (next == order.size() && events.empty()) break;
   }

@@ -19,17 +19,17 @@
 namespace berth {
 
 struct ReplayJob {
-  TracePod pod;       // per-replica shape when replicas > 1
+  TracePod pod;  // per-replica shape when replicas > 1
   int replicas = 1;
   std::string queue;  // "" : the first queue
   int priority = 100;
-  double comm = 1;    // communication intensity 0..1 (how much crossing nodes hurts)
+  double comm = 1;  // communication intensity 0..1 (how much crossing nodes hurts)
 };
 
 struct ReplayOptions {
-  double cross_switch = 1.5;   // slowdown for spreading over PCIe switches of one socket
-  double cross_socket = 1.5;   // ... over sockets of one node
-  double cross_node = 5;       // ... over nodes, for a fully communication-bound job
+  double cross_switch = 1.5;  // slowdown for spreading over PCIe switches of one socket
+  double cross_socket = 1.5;  // ... over sockets of one node
+  double cross_node = 5;      // ... over nodes, for a fully communication-bound job
   double checkpoint_interval_s = 1800;
   bool shortest_first = false;  // order by known duration (SJF) instead of arrival
   int timeline_points = 400;
@@ -46,8 +46,8 @@ struct JobOutcome {
 
 struct TimelinePoint {
   double time = 0;
-  double utilization = 0;    // GPU-equivalents in use / GPUs, %
-  double fragmentation = 0;  // FGD fragmentation, % of GPUs
+  double utilization = 0;                             // GPU-equivalents in use / GPUs, %
+  double fragmentation = 0;                           // FGD fragmentation, % of GPUs
   std::vector<double> queue_usage, queue_fair_share;  // GPUs, per queue
 };
 
@@ -75,7 +75,8 @@ double CommIntensity(const std::string& workload);
 
 // Builds replay jobs from trace pods: multi-node requests become gangs of node-sized replicas,
 // queues are assigned round-robin by job index when the trace has none.
-std::vector<ReplayJob> ReplayJobsFromTrace(const Cluster& cluster, const std::vector<TracePod>& pods,
+std::vector<ReplayJob> ReplayJobsFromTrace(const Cluster& cluster,
+                                           const std::vector<TracePod>& pods,
                                            const std::vector<QueueSpec>& queues);
 
 ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& queues,

@@ -9,13 +9,15 @@ namespace berth {
 std::vector<ReplayJob> SyntheticJobs(const Cluster& cluster, const std::vector<QueueSpec>& queues,
                                      const SyntheticOptions& o) {
   int node_gpus = 1;
-  for (const Node& n : cluster.nodes) node_gpus = std::max(node_gpus, static_cast<int>(n.gpus.size()));
+  for (const Node& n : cluster.nodes)
+    node_gpus = std::max(node_gpus, static_cast<int>(n.gpus.size()));
   // GPUs per job and how often: 1, 2, 4, 8 GPUs, then gangs of whole nodes.
-  const std::vector<std::pair<int, double>> sizes = {
-      {1, 0.5}, {2, 0.15}, {4, 0.15}, {8, 0.12}, {16, 0.04}, {32, 0.03}, {64, 0.01}};
+  const std::vector<std::pair<int, double>> sizes = {{1, 0.5},   {2, 0.15},  {4, 0.15}, {8, 0.12},
+                                                     {16, 0.04}, {32, 0.03}, {64, 0.01}};
   double mean_gpus = 0;
   for (const auto& [g, p] : sizes) mean_gpus += g * p;
-  const double mean_duration = o.median_duration_s * std::exp(o.duration_sigma * o.duration_sigma / 2);
+  const double mean_duration =
+      o.median_duration_s * std::exp(o.duration_sigma * o.duration_sigma / 2);
   const double rate = o.load * cluster.gpu_count() / (mean_gpus * mean_duration);  // jobs / s
   std::mt19937_64 rng(o.seed);
   std::exponential_distribution<double> gap(rate > 0 ? rate : 1);

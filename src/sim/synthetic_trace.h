@@ -14,9 +14,9 @@ namespace berth {
 
 struct SyntheticOptions {
   int jobs = 1000;
-  double load = 0.9;                 // mean GPU demand as a fraction of the cluster's GPUs
+  double load = 0.9;  // mean GPU demand as a fraction of the cluster's GPUs
   double median_duration_s = 3600;
-  double duration_sigma = 1.0;       // of the log-normal
+  double duration_sigma = 1.0;  // of the log-normal
   uint64_t seed = 1;
 };
 

@@ -25,24 +25,17 @@
 namespace berth {
 namespace {
 
-constexpr double kMaxCpuMilli = 128000;  // gpushareutils.MaxSpecCpu
-constexpr double kMaxGpuMilli = 8000;    // gpushareutils.MaxSpecGpu
-
 class BestFitScore : public ScorePlugin {
  public:
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     const Allocator& alloc = *ctx.alloc;
     const Demand& d = ctx.group->demand;
     const int64_t free_cpu = alloc.node_resources().free_cpu_milli(c.node);
-    int64_t free_gpu = 0;
-    const std::vector<Gpu>& gpus = alloc.cluster().nodes[c.node].gpus;
-    for (int g = 0; g < static_cast<int>(gpus.size()); ++g)
-      if (!gpus[g].mig_enabled && alloc.gpu_usable(c.node, g))
-        free_gpu += 1000 - alloc.gpu_used_milli(c.node, g);
+    const int64_t free_gpu = NodeFreeGpuMilli(alloc, c.node);
     const int64_t want_gpu = d.gpu_milli > 0 ? d.gpu_milli : int64_t{1000} * d.gpus;
     if (free_cpu < d.cpu_milli || free_gpu < want_gpu) return 0;
-    const double leftover = static_cast<double>(free_cpu - d.cpu_milli) / kMaxCpuMilli * 0.5 +
-                            static_cast<double>(free_gpu - want_gpu) / kMaxGpuMilli * 0.5;
+    const double leftover = static_cast<double>(free_cpu - d.cpu_milli) / kMaxSpecCpuMilli * 0.5 +
+                            static_cast<double>(free_gpu - want_gpu) / kMaxSpecGpuMilli * 0.5;
     const double score = static_cast<double>(static_cast<int64_t>((1.0 - leftover) * 100));
     return BestFitCandidateScore(alloc, d, c, std::clamp(score, 0.0, 100.0));
   }

@@ -24,9 +24,6 @@
 namespace berth {
 namespace {
 
-constexpr double kMaxCpuMilli = 128000;  // gpushareutils.MaxSpecCpu
-constexpr double kMaxGpuMilli = 8000;    // gpushareutils.MaxSpecGpu
-
 class DotProdScore : public ScorePlugin {
  public:
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
@@ -34,14 +31,10 @@ class DotProdScore : public ScorePlugin {
     const Demand& d = ctx.group->demand;
     const int64_t free_cpu = alloc.node_resources().free_cpu_milli(c.node);
     if (free_cpu < d.cpu_milli) return 0;
-    int64_t free_gpu = 0;
-    const std::vector<Gpu>& gpus = alloc.cluster().nodes[c.node].gpus;
-    for (int g = 0; g < static_cast<int>(gpus.size()); ++g)
-      if (!gpus[g].mig_enabled && alloc.gpu_usable(c.node, g))
-        free_gpu += 1000 - alloc.gpu_used_milli(c.node, g);
+    const int64_t free_gpu = NodeFreeGpuMilli(alloc, c.node);
     const int64_t want_gpu = d.gpu_milli > 0 ? d.gpu_milli : int64_t{1000} * d.gpus;
-    const double dot = (free_cpu / kMaxCpuMilli) * (d.cpu_milli / kMaxCpuMilli) +
-                       (free_gpu / kMaxGpuMilli) * (want_gpu / kMaxGpuMilli);
+    const double dot = (free_cpu / kMaxSpecCpuMilli) * (d.cpu_milli / kMaxSpecCpuMilli) +
+                       (free_gpu / kMaxSpecGpuMilli) * (want_gpu / kMaxSpecGpuMilli);
     const double score = static_cast<double>(static_cast<int64_t>(100 * (1 - dot / 2)));
     return BestFitCandidateScore(alloc, d, c, std::clamp(score, 0.0, 100.0));
   }

@@ -61,4 +61,13 @@ void ShareWeight(const Allocator& alloc, const Demand& demand, const Candidate& 
   *gpus_on_node = std::max(fitting, *gpus_here);
 }
 
+int64_t NodeFreeGpuMilli(const Allocator& alloc, int node) {
+  int64_t free = 0;
+  const std::vector<Gpu>& gpus = alloc.cluster().nodes[node].gpus;
+  for (int g = 0; g < static_cast<int>(gpus.size()); ++g)
+    if (!gpus[g].mig_enabled && alloc.gpu_usable(node, g))
+      free += 1000 - alloc.gpu_used_milli(node, g);
+  return free;
+}
+
 }  // namespace berth

@@ -31,6 +31,13 @@ constexpr double kOtherGpuPenalty = 1e-3;
 // the CPU and memory of the GPU's socket; those are not repeated here.)
 bool ShareFitsGpu(const Allocator& alloc, const Demand& demand, int node, int gpu);
 
+// The reference's normalizers for node resources (gpushareutils.MaxSpecCpu / MaxSpecGpu).
+constexpr double kMaxSpecCpuMilli = 128000;
+constexpr double kMaxSpecGpuMilli = 8000;
+
+// Free GPU milli of a node's usable, non-MIG GPUs (what dotprod and bestfit weigh).
+int64_t NodeFreeGpuMilli(const Allocator& alloc, int node);
+
 // Whether `c` is the GPU the reference's "best" selection (allocateGpuIdBasedOnBestFit) takes
 // on c.node: for a share, the fitting GPU with the least free milli, the lowest index among
 // equals, a fresh GPU only when no shared GPU fits. True for every other demand.
