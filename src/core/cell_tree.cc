@@ -30,20 +30,26 @@ std::string CompositionText(const std::vector<std::pair<int, int>>& children,
 
 const char* LevelName(Level level) {
   switch (level) {
-    case Level::kGpu: return "gpu";
-    case Level::kSwitch: return "switch";
-    case Level::kSocket: return "socket";
-    case Level::kNode: return "node";
-    case Level::kRack: return "rack";
-    case Level::kCluster: return "cluster";
+    case Level::kGpu:
+      return "gpu";
+    case Level::kSwitch:
+      return "switch";
+    case Level::kSocket:
+      return "socket";
+    case Level::kNode:
+      return "node";
+    case Level::kRack:
+      return "rack";
+    case Level::kCluster:
+      return "cluster";
   }
   return "?";
 }
 
 bool ParseLevel(const std::string& text, Level* level) {
   static const std::map<std::string, Level> kNames = {
-      {"gpu", Level::kGpu},   {"switch", Level::kSwitch}, {"socket", Level::kSocket},
-      {"node", Level::kNode}, {"rack", Level::kRack},     {"cluster", Level::kCluster},
+      {"gpu", Level::kGpu},    {"switch", Level::kSwitch}, {"socket", Level::kSocket},
+      {"node", Level::kNode},  {"rack", Level::kRack},     {"cluster", Level::kCluster},
       {"any", Level::kCluster}};
   auto it = kNames.find(text);
   if (it == kNames.end()) return false;
@@ -80,8 +86,8 @@ int CellTree::InternType(CellType type) {
 namespace {
 
 // Fills in size, model and MIG flag of an inner type from its children's types.
-CellType InnerType(std::string name, Level level, Level tight,
-                   const std::vector<Proto>& kids, const std::vector<CellType>& types) {
+CellType InnerType(std::string name, Level level, Level tight, const std::vector<Proto>& kids,
+                   const std::vector<CellType>& types) {
   CellType t;
   t.name = std::move(name);
   t.level = level;
@@ -95,8 +101,10 @@ CellType InnerType(std::string name, Level level, Level tight,
     const CellType& kt = types[k.type];
     t.leaf_count += kt.leaf_count;
     t.mig = t.mig && kt.mig;
-    if (first) t.model = kt.model;
-    else if (t.model != kt.model) t.model = "";
+    if (first)
+      t.model = kt.model;
+    else if (t.model != kt.model)
+      t.model = "";
     first = false;
   }
   return t;
@@ -139,10 +147,11 @@ std::string CellTree::Build(const Cluster& cluster, CellTree* out) {
     // Derived view: node > socket > switch > GPU, collapsing single-child levels.
     auto build_node = [&](int n) {
       const Node& node = cluster.nodes[n];
-      const std::string shape = node.shape.empty()
-                                    ? (node.gpus.empty() ? "cpu" : node.gpus[0].model + "x" +
-                                                                       std::to_string(node.gpus.size()))
-                                    : node.shape;
+      const std::string shape =
+          node.shape.empty()
+              ? (node.gpus.empty() ? "cpu"
+                                   : node.gpus[0].model + "x" + std::to_string(node.gpus.size()))
+              : node.shape;
       std::map<int, std::map<int, std::vector<int>>> gpus_by_socket;  // socket > switch > GPUs
       for (size_t g = 0; g < node.gpus.size(); ++g) {
         const int w = node.gpus[g].pcie_switch;
@@ -180,11 +189,12 @@ std::string CellTree::Build(const Cluster& cluster, CellTree* out) {
         so.kids = std::move(socket_kids);
         sockets.push_back(std::move(so));
       }
-      const Level tight = switch_count <= 1           ? Level::kSwitch
+      const Level tight = switch_count <= 1            ? Level::kSwitch
                           : gpus_by_socket.size() <= 1 ? Level::kSocket
                                                        : Level::kNode;
       Proto p;
-      p.type = tree.InternType(InnerType(shape + "/node", Level::kNode, tight, sockets, tree.types_));
+      p.type =
+          tree.InternType(InnerType(shape + "/node", Level::kNode, tight, sockets, tree.types_));
       p.node = n;
       p.address = node.name;
       p.kids = std::move(sockets);
@@ -195,8 +205,10 @@ std::string CellTree::Build(const Cluster& cluster, CellTree* out) {
     for (size_t n = 0; n < cluster.nodes.size(); ++n) {
       if (cluster.nodes[n].gpus.empty()) continue;
       Proto p = build_node(static_cast<int>(n));
-      if (cluster.nodes[n].rack.empty()) root.kids.push_back(std::move(p));
-      else by_rack[cluster.nodes[n].rack].push_back(std::move(p));
+      if (cluster.nodes[n].rack.empty())
+        root.kids.push_back(std::move(p));
+      else
+        by_rack[cluster.nodes[n].rack].push_back(std::move(p));
     }
     // Racks are named "rack" when they all hold the same node types, else by composition.
     std::set<std::vector<std::pair<int, int>>> compositions;
@@ -206,7 +218,8 @@ std::string CellTree::Build(const Cluster& cluster, CellTree* out) {
       auto it = by_rack.find(rack);
       if (it == by_rack.end()) continue;
       CellType t = InnerType("rack", Level::kRack, Level::kRack, it->second, tree.types_);
-      if (compositions.size() > 1) t.name = "rack(" + CompositionText(t.children, tree.types_) + ")";
+      if (compositions.size() > 1)
+        t.name = "rack(" + CompositionText(t.children, tree.types_) + ")";
       Proto r;
       r.type = tree.InternType(t);
       r.address = rack;
@@ -259,8 +272,8 @@ std::string CellTree::Build(const Cluster& cluster, CellTree* out) {
       if (!error.empty()) return Proto{};
       if (t.is_node_level && gpu_counter != static_cast<int>(cluster.nodes[node].gpus.size())) {
         error = "node \"" + spec.address + "\" has " +
-                std::to_string(cluster.nodes[node].gpus.size()) + " GPUs but cell type " +
-                t.name + " holds " + std::to_string(gpu_counter);
+                std::to_string(cluster.nodes[node].gpus.size()) + " GPUs but cell type " + t.name +
+                " holds " + std::to_string(gpu_counter);
         return Proto{};
       }
       const int h = height(t.name);
@@ -282,8 +295,8 @@ std::string CellTree::Build(const Cluster& cluster, CellTree* out) {
   }
 
   if (root.kids.empty()) return "the cluster has no GPUs; declare at least one node with GPUs";
-  root.type = tree.InternType(InnerType("cluster", Level::kCluster, Level::kCluster, root.kids,
-                                        tree.types_));
+  root.type = tree.InternType(
+      InnerType("cluster", Level::kCluster, Level::kCluster, root.kids, tree.types_));
   root.address = cluster.name.empty() ? "cluster" : cluster.name;
 
   // Emit cells in preorder.

@@ -31,13 +31,15 @@ std::string ValidateCluster(const Cluster& cluster) {
   for (const Node& node : cluster.nodes) {
     const std::string where = "node \"" + node.name + "\"";
     if (node.name.empty()) return "nodes: a node has no name; give every node a unique name";
-    if (!names.insert(node.name).second) return where + ": declared twice; node names must be unique";
+    if (!names.insert(node.name).second)
+      return where + ": declared twice; node names must be unique";
     if (!node.rack.empty() && !racks.count(node.rack))
       return where + ": rack \"" + node.rack + "\" is not declared under racks";
     if (node.cpu_milli < 0 || node.memory_mib < 0)
       return where + ": cpuMilli and memoryMiB must not be negative";
     for (size_t s = 0; s < node.switches.size(); ++s)
-      if (node.switches[s].socket < 0 || node.switches[s].socket >= static_cast<int>(node.sockets.size()))
+      if (node.switches[s].socket < 0 ||
+          node.switches[s].socket >= static_cast<int>(node.sockets.size()))
         return where + ": PCIe switch " + std::to_string(s) + " is under socket " +
                std::to_string(node.switches[s].socket) + ", which the node does not have";
     for (size_t g = 0; g < node.gpus.size(); ++g) {

@@ -78,7 +78,7 @@ struct Cluster {
   std::string name;
   std::vector<GpuModel> models;
   std::vector<Node> nodes;
-  std::vector<std::string> racks;        // declaration order
+  std::vector<std::string> racks;               // declaration order
   std::optional<ExplicitCells> explicit_cells;  // set: cells come from here, not the hierarchy
 
   const GpuModel* FindModel(const std::string& name) const;

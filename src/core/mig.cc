@@ -42,10 +42,12 @@ std::string Normalize(const std::string& model) {
 std::vector<MigProfile> BuiltinMigProfiles(const std::string& model) {
   const std::string n = Normalize(model);
   auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
-  if (has("A100") && has("80GB")) return Table({"10gb", "20gb", "40gb", "80gb", 9856, 19968, 40192, 80384});
+  if (has("A100") && has("80GB"))
+    return Table({"10gb", "20gb", "40gb", "80gb", 9856, 19968, 40192, 80384});
   if (has("A100")) return Table({"5gb", "10gb", "20gb", "40gb", 4864, 9856, 19968, 40192});
   // H100 NVL sizes are the advertised GB figures; NVML's exact MiB values are not published.
-  if (has("H100") && has("NVL")) return Table({"12gb", "24gb", "47gb", "94gb", 12288, 24576, 48128, 96256});
+  if (has("H100") && has("NVL"))
+    return Table({"12gb", "24gb", "47gb", "94gb", 12288, 24576, 48128, 96256});
   if (has("H100")) return Table({"10gb", "20gb", "40gb", "80gb", 10240, 20480, 40960, 81920});
   if (has("H200")) return Table({"18gb", "35gb", "71gb", "141gb", 18432, 35840, 72704, 144384});
   return {};

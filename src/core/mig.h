@@ -13,10 +13,10 @@
 namespace berth {
 
 struct MigProfile {
-  std::string name;            // e.g. "3g.40gb", "1g.10gb+me"
-  int compute_slices = 0;      // the "g" count
-  int memory_slots = 0;        // consecutive memory slots occupied (1, 2, 4 or 8)
-  std::vector<int> starts;     // allowed start slots
+  std::string name;         // e.g. "3g.40gb", "1g.10gb+me"
+  int compute_slices = 0;   // the "g" count
+  int memory_slots = 0;     // consecutive memory slots occupied (1, 2, 4 or 8)
+  std::vector<int> starts;  // allowed start slots
   int max_instances = 0;
   int64_t memory_mib = 0;
 };
@@ -36,7 +36,8 @@ struct MigInstance {
 // Places a declared layout ("name" or "name@start" entries) on an empty GPU, larger profiles
 // first. Returns "" and fills `placed`, or a message saying which entry cannot be placed.
 std::string PlaceMigLayout(const std::vector<MigProfile>& profiles,
-                           const std::vector<std::string>& layout, std::vector<MigInstance>* placed);
+                           const std::vector<std::string>& layout,
+                           std::vector<MigInstance>* placed);
 
 constexpr int kMigMemorySlots = 8;
 constexpr int kMigComputeSlices = 7;

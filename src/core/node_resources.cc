@@ -19,8 +19,8 @@ NodeResources::NodeResources(const Cluster* cluster) : cluster_(cluster) {
       a.cpu_total = node.sockets[s].cpus.empty()
                         ? node.cpu_milli / count
                         : 1000 * static_cast<int64_t>(node.sockets[s].cpus.size());
-      a.memory_total = node.sockets[s].memory_mib > 0 ? node.sockets[s].memory_mib
-                                                      : node.memory_mib / count;
+      a.memory_total =
+          node.sockets[s].memory_mib > 0 ? node.sockets[s].memory_mib : node.memory_mib / count;
       a.cpu_free = a.cpu_total;
       a.memory_free = a.memory_total;
       sockets_[i].push_back(a);

@@ -38,10 +38,10 @@ struct Policy {
   int candidates = 0;  // nodes scored per replica; 0: every feasible node
   uint64_t seed = 42;  // tie breaks
   TieBreak tie_break = TieBreak::kRandom;
-  double aging_per_hour = 10;          // priority points a waiting job gains per hour
-  double aging_cap = 100;              // most points aging can add
-  double reclaim_hysteresis = 0.05;    // fraction of a queue's fair share (no oscillation)
-  double retry_backoff_s = 10;         // first back-off of a job refused by a filter
+  double aging_per_hour = 10;        // priority points a waiting job gains per hour
+  double aging_cap = 100;            // most points aging can add
+  double reclaim_hysteresis = 0.05;  // fraction of a queue's fair share (no oscillation)
+  double retry_backoff_s = 10;       // first back-off of a job refused by a filter
   double max_backoff_s = 300;
 };
 

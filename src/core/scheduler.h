@@ -20,9 +20,9 @@
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,19 +55,19 @@ struct JobRecord {
   bool borrowed = false;  // placed above its queue's guarantee: preemptible by reclaim
   std::vector<int> allocations;
   std::vector<ReplicaPlacement> placements;
-  int replicas = 0;         // replicas running (elastic jobs may run fewer than asked)
+  int replicas = 0;            // replicas running (elastic jobs may run fewer than asked)
   double gpu_equivalents = 0;  // what it holds while running
-  double next_try = 0;      // back-off after a retryable refusal
+  double next_try = 0;         // back-off after a retryable refusal
   double backoff = 0;
-  int preempted_by = -1;    // while stopping: the preemptor the victim is reserved for
+  int preempted_by = -1;         // while stopping: the preemptor the victim is reserved for
   std::vector<int> waiting_for;  // a preemptor: victims still stopping
   std::vector<int> held;  // a preemptor: allocations of its stopped victims, kept until it starts
   bool reserved_guaranteed = false;
-  int preemptions = 0;      // times this job was preempted
+  int preemptions = 0;  // times this job was preempted
   // The scheduler's state version when the job last failed to fit; it is retried only after
   // capacity was freed (or new victims appeared), since nothing else can make it fit.
   uint64_t failed_at = UINT64_MAX;
-  std::string reason;       // why it is still pending
+  std::string reason;  // why it is still pending
 };
 
 struct Decision {

@@ -8,8 +8,8 @@
 namespace berth {
 
 struct GpuTelemetry {
-  double fb_used_mib = -1;  // DCGM_FI_DEV_FB_USED
-  double util_percent = -1; // DCGM_FI_DEV_GPU_UTIL
+  double fb_used_mib = -1;   // DCGM_FI_DEV_FB_USED
+  double util_percent = -1;  // DCGM_FI_DEV_GPU_UTIL
 };
 
 struct Telemetry {

@@ -26,7 +26,8 @@ int ShortfallGpus(const CellTree& tree, const std::vector<int>& shortfall) {
   return gpus;
 }
 
-std::string ResolveVirtualClusters(const CellTree& tree, const std::vector<VirtualClusterSpec>& specs,
+std::string ResolveVirtualClusters(const CellTree& tree,
+                                   const std::vector<VirtualClusterSpec>& specs,
                                    std::vector<VirtualCluster>* out) {
   out->clear();
   const int n = static_cast<int>(tree.types().size());

@@ -50,8 +50,7 @@ std::unique_ptr<ScorePlugin> MakeLoadScore(const PluginConfig& config, std::stri
 // The openb fragmentation benchmark's policies (the FGD paper's simulator).
 std::unique_ptr<ScorePlugin> MakeRandomScore(const PluginConfig& config, std::string* error);
 std::unique_ptr<ScorePlugin> MakeDotProdScore(const PluginConfig& config, std::string* error);
-std::unique_ptr<ScorePlugin> MakeGpuClusteringScore(const PluginConfig& config,
-                                                    std::string* error);
+std::unique_ptr<ScorePlugin> MakeGpuClusteringScore(const PluginConfig& config, std::string* error);
 std::unique_ptr<ScorePlugin> MakeGpuPackingScore(const PluginConfig& config, std::string* error);
 std::unique_ptr<ScorePlugin> MakeBestFitScore(const PluginConfig& config, std::string* error);
 std::unique_ptr<ScorePlugin> MakeFgdScore(const PluginConfig& config, std::string* error);

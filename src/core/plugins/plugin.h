@@ -24,8 +24,8 @@ namespace berth {
 // A pod shape of the workload and how often it occurs (FGD's "typical pods").
 struct TypicalPod {
   int64_t cpu_milli = 0;
-  int gpus = 0;       // GPUs per pod
-  int gpu_milli = 0;  // per GPU, 1..1000
+  int gpus = 0;                     // GPUs per pod
+  int gpu_milli = 0;                // per GPU, 1..1000
   std::vector<std::string> models;  // allowed models; empty: any
   double frequency = 0;
 };
