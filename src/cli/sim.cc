@@ -127,7 +127,7 @@ void RunSimPacking(const PackingArgs& a) {
   const std::vector<int> columns = {50, 80, 90, 100, 110, 120, 130};
   for (int c : columns)
     if (c <= points) std::cout << std::setw(8) << c;
-  std::cout << std::setw(10) << "frag@end" << std::setw(12) << "unalloc GPUs\n";
+  std::cout << std::setw(10) << "frag@end" << std::setw(14) << "unalloc GPUs\n";
   for (const PackingResult& r : results) {
     std::cout << std::left << std::setw(16) << r.policy << std::right << std::setprecision(2);
     for (int c : columns)
