@@ -44,9 +44,13 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
   }
   shared_gpus_.resize(vcs_.size() + 1);
   mig_gpus_.resize(vcs_.size() + 1);
-  for (size_t c = 0; c < tree_->cells().size(); ++c)
-    level_cells_[static_cast<int>(tree_->type_of(static_cast<int>(c)).level)].push_back(
-        static_cast<int>(c));
+  const int cell_count = static_cast<int>(tree_->cells().size());
+  for (int c = 0; c < cell_count; ++c)
+    level_cells_[static_cast<int>(tree_->type_of(c).level)].push_back(c);
+  backable_.assign(cell_count, 0);
+  backable_children_.assign(cell_count, 0);
+  available_.assign(tree_->types().size(), 0);
+  for (int c = cell_count - 1; c >= 0; --c) SetBackable(c, ComputeBackable(c, backable_children_));
 }
 
 const Allocation* Allocator::Find(int id) const {
@@ -93,6 +97,7 @@ void Allocator::HoldGpus(int cell, int holder) {
   const auto& cells = tree_->cells();
   for (int c = cell; c < tree_->subtree_end(cell); ++c)
     if (cells[c].gpu >= 0) gpus_[cells[c].node][cells[c].gpu].holder = holder;
+  RefreshBacking(cell);
 }
 
 // Candidate cell types for k whole GPUs (or one fresh GPU for shares / MIG), tightest first.
@@ -265,6 +270,7 @@ void Allocator::AddShare(const AllocationRequest& req, int pool, int leaf, Repli
   ++g.shares;
   if (!req.opportunistic) ++g.guaranteed_shares;
   if (g.used_milli < 1000) shared.insert({1000 - g.used_milli, leaf});
+  RefreshBacking(leaf);
   out->node = c.node;
   out->gpus = {c.gpu};
   out->gpu_milli = d.gpu_milli;
@@ -325,6 +331,7 @@ void Allocator::AddMigInstance(const AllocationRequest& req, int pool, int leaf,
   if (slot >= 0) g.fixed_used[slot] = 1;
   ++g.shares;
   if (!req.opportunistic) ++g.guaranteed_shares;
+  RefreshBacking(leaf);
   out->node = c.node;
   out->gpus = {c.gpu};
   out->mig_profile = p;
@@ -582,37 +589,50 @@ std::vector<int> Allocator::NeededByGuarantees() const {
   return needed;
 }
 
-std::vector<int> Allocator::AvailableForGuarantees() const {
-  const auto& cells = tree_->cells();
-  const int n = static_cast<int>(cells.size());
-  std::vector<char> ok(n, 0);
-  for (int c = n - 1; c >= 0; --c) {
-    if (buddy_.pool(c) != BuddyAllocator::kPhysicalPool) continue;
-    if (cells[c].gpu >= 0) {
-      const GpuState& g = gpus_[cells[c].node][cells[c].gpu];
-      if (!gpu_usable(cells[c].node, cells[c].gpu)) continue;
-      if (g.holder == kFree)
-        ok[c] = 1;
-      else if (g.holder == kShared || g.holder == kMig)
-        ok[c] = g.guaranteed_shares == 0;
-      else if (g.holder >= 0)
-        ok[c] = allocations_.at(g.holder).preemptible;
-      continue;
-    }
-    ok[c] = 1;
-    for (int child : cells[c].children) ok[c] = ok[c] && ok[child];
+bool Allocator::ComputeBackable(int cell, const std::vector<int>& backable_children) const {
+  const Cell& c = tree_->cells()[cell];
+  if (buddy_.pool(cell) != BuddyAllocator::kPhysicalPool) return false;
+  if (c.gpu < 0) return backable_children[cell] == static_cast<int>(c.children.size());
+  if (!gpu_usable(c.node, c.gpu)) return false;
+  const GpuState& g = gpus_[c.node][c.gpu];
+  if (g.holder == kShared || g.holder == kMig) return g.guaranteed_shares == 0;
+  if (g.holder >= 0) return allocations_.at(g.holder).preemptible;
+  return g.holder == kFree;
+}
+
+bool Allocator::Counted(int cell) const {
+  const int parent = tree_->cells()[cell].parent;
+  return backable_[cell] && (parent < 0 || !backable_[parent]);
+}
+
+// Whether a cell counts as a maximal backable cell depends on it and its parent only, so a
+// change is accounted for on the cell and its children.
+void Allocator::SetBackable(int cell, bool backable) {
+  if (static_cast<bool>(backable_[cell]) == backable) return;
+  const Cell& c = tree_->cells()[cell];
+  auto account = [&](int sign) {
+    if (Counted(cell)) available_[c.type] += sign;
+    for (int child : c.children)
+      if (Counted(child)) available_[tree_->cells()[child].type] += sign;
+  };
+  account(-1);
+  backable_[cell] = backable;
+  account(+1);
+  if (c.parent >= 0) backable_children_[c.parent] += backable ? 1 : -1;
+}
+
+void Allocator::RefreshBacking(int cell) {
+  for (int c = tree_->subtree_end(cell) - 1; c >= cell; --c)
+    SetBackable(c, ComputeBackable(c, backable_children_));
+  for (int a = tree_->cells()[cell].parent; a >= 0; a = tree_->cells()[a].parent) {
+    const bool now = ComputeBackable(a, backable_children_);
+    if (static_cast<bool>(backable_[a]) == now) break;  // nothing above can change either
+    SetBackable(a, now);
   }
-  std::vector<int> available(tree_->types().size(), 0);
-  for (int c = 0; c < n; ++c) {
-    const int p = cells[c].parent;
-    if (ok[c] && (p < 0 || !ok[p])) ++available[cells[c].type];
-  }
-  return available;
 }
 
 int Allocator::GuaranteeShortfallGpus() const {
-  return ShortfallGpus(*tree_,
-                       GuaranteeShortfall(*tree_, AvailableForGuarantees(), NeededByGuarantees()));
+  return ShortfallGpus(*tree_, GuaranteeShortfall(*tree_, available_, NeededByGuarantees()));
 }
 
 bool Allocator::BindFor(const AllocationRequest& req, Taken* taken) {
@@ -641,10 +661,12 @@ bool Allocator::BindFor(const AllocationRequest& req, Taken* taken) {
   // Bound before the check: the safety test reads the GPUs' holders, and a cell only taken in
   // the physical pool still looks free there.
   buddy_.Bind(cell, req.vc + 1);
+  RefreshBacking(cell);
   if (GuaranteeShortfallGpus() > before) {  // this split would break another VC's guarantee
     --vc.bound_counts[pick];
     buddy_.Unbind(cell);
     buddy_.Give(cell);
+    RefreshBacking(cell);
     return false;
   }
   vc.bound_cells.push_back(cell);
@@ -670,6 +692,7 @@ void Allocator::MaybeUnbind(int vc, int cell) {
     }
   buddy_.Unbind(root);
   buddy_.Give(root);
+  RefreshBacking(root);
 }
 
 // Gives back one replica's GPU share or MIG instance and its CPU and memory.
@@ -702,6 +725,7 @@ void Allocator::UndoReplica(const ReplicaPlacement& r, bool preemptible) {
   }
   if (g.shares > 0) {
     if (r.gpu_milli > 0) shared_gpus_[pool].insert({1000 - g.used_milli, leaf});
+    RefreshBacking(leaf);
     return;
   }
   shared_gpus_[pool].erase({1000 - g.used_milli, leaf});
@@ -713,8 +737,9 @@ void Allocator::UndoReplica(const ReplicaPlacement& r, bool preemptible) {
   } else {
     g.holder = kFree;
     buddy_.Give(leaf);
-    if (pool != BuddyAllocator::kPhysicalPool) MaybeUnbind(pool - 1, leaf);
   }
+  RefreshBacking(leaf);
+  if (g.holder == kFree && pool != BuddyAllocator::kPhysicalPool) MaybeUnbind(pool - 1, leaf);
 }
 
 void Allocator::UndoTaken(Taken* taken, int vc) {
@@ -728,6 +753,7 @@ void Allocator::UndoTaken(Taken* taken, int vc) {
       if (cells[c].gpu >= 0 && !gpu_usable(cells[c].node, cells[c].gpu)) {
         buddy_.TakeCell(c);
         gpus_[cells[c].node][cells[c].gpu].holder = kBad;
+        RefreshBacking(c);
       }
     if (vc >= 0 && buddy_.pool(cell) == vc + 1) MaybeUnbind(vc, cell);
   }
@@ -882,15 +908,17 @@ void Allocator::UpdateUsability(int node, int gpu, bool was_usable) {
   GpuState& g = gpus_[node][gpu];
   const int leaf = tree_->gpu_cell(node, gpu);
   if (leaf < 0 || was_usable == usable) return;
+  const bool returned = usable && g.holder == kBad;
   if (!usable && g.holder == kFree) {
     buddy_.TakeCell(leaf);
     g.holder = kBad;
-  } else if (usable && g.holder == kBad) {
+  } else if (returned) {
     g.holder = kFree;
     buddy_.Give(leaf);
-    const int vc = BoundVc(leaf);
-    if (vc >= 0) MaybeUnbind(vc, leaf);
   }
+  RefreshBacking(leaf);
+  const int vc = BoundVc(leaf);
+  if (returned && vc >= 0) MaybeUnbind(vc, leaf);
 }
 
 void Allocator::SetGpuBad(int node, int gpu, bool bad) {
@@ -916,7 +944,7 @@ const MigLayout& Allocator::mig_layout(int node, int gpu) const { return gpus_[n
 
 std::vector<Allocator::GuaranteeStatus> Allocator::VcStatus(int vc) const {
   const std::vector<int> needed = NeededByGuarantees();
-  std::vector<int> shortfall = GuaranteeShortfall(*tree_, AvailableForGuarantees(), needed);
+  std::vector<int> shortfall = GuaranteeShortfall(*tree_, available_, needed);
   // A shortfall falls on VCs in declaration order (a stable, visible rule).
   std::vector<GuaranteeStatus> out;
   for (size_t v = 0; v < vcs_.size(); ++v) {
@@ -982,6 +1010,19 @@ std::string Allocator::CheckConsistency() const {
       if (in_taken != (st.holder != kFree)) return where() + ": buddy state disagrees with holder";
     }
   }
+  // The guarantee backing kept up to date agrees with one computed from scratch.
+  const int n = static_cast<int>(cells.size());
+  std::vector<char> backable(n, 0);
+  std::vector<int> backable_children(n, 0), available(tree_->types().size(), 0);
+  for (int c = n - 1; c >= 0; --c) {
+    backable[c] = ComputeBackable(c, backable_children);
+    if (backable[c] && cells[c].parent >= 0) ++backable_children[cells[c].parent];
+  }
+  for (int c = 0; c < n; ++c)
+    if (backable[c] && (cells[c].parent < 0 || !backable[cells[c].parent]))
+      ++available[cells[c].type];
+  if (backable != backable_ || available != available_)
+    return "guarantee backing disagrees with the cells' holders";
   return "";
 }
 

@@ -195,8 +195,14 @@ class Allocator {
   std::vector<int> SocketsOf(int node, const std::vector<int>& gpus) const;
   bool FitsNode(const AllocationRequest& req, int node, const std::vector<int>& gpus) const;
   void HoldGpus(int cell, int holder);
-  std::vector<int> AvailableForGuarantees() const;
   std::vector<int> NeededByGuarantees() const;
+  // Guarantee backing: a cell is backable when it is in the physical pool and every GPU below
+  // it is free or held only by preemptible work. Kept current on every change (O(depth)), since
+  // every bind asks how many maximal backable cells of each type are left.
+  bool ComputeBackable(int cell, const std::vector<int>& backable_children) const;
+  void SetBackable(int cell, bool backable);
+  void RefreshBacking(int cell);  // after a change to the cell's subtree (holders, pool, health)
+  bool Counted(int cell) const;   // backable, and its parent is not
   int BoundVc(int cell) const;  // VC owning the pool of a cell, -1 for the physical pool
 
   const Cluster* cluster_;
@@ -214,6 +220,9 @@ class Allocator {
   std::vector<std::set<std::pair<int, int>>> shared_gpus_;
   std::vector<std::set<int>> mig_gpus_;
   std::vector<int> level_cells_[6];  // cells of each Level, for gang placement
+  std::vector<char> backable_;           // [cell]
+  std::vector<int> backable_children_;   // [cell] children that are backable
+  std::vector<int> available_;           // [type] maximal backable cells
   int next_id_ = 1;
   int rotation_ = 0;  // where the next bounded candidate scan starts
 };
