@@ -631,6 +631,26 @@ void Allocator::RefreshBacking(int cell) {
   }
 }
 
+int Allocator::FreeGpus(int vc) const {
+  const int root = tree_->root();
+  int free = buddy_.pool(root) == BuddyAllocator::kPhysicalPool ? buddy_.free_leaves(root) : 0;
+  if (vc >= 0)
+    for (int cell : vcs_[vc].bound_cells) free += buddy_.free_leaves(cell);
+  return free;
+}
+
+int Allocator::FreeGpusOn(int node, int vc) const {
+  int free = 0;
+  for (size_t g = 0; g < gpus_[node].size(); ++g) {
+    const int leaf = tree_->gpu_cell(node, static_cast<int>(g));
+    const int pool = leaf < 0 ? -1 : buddy_.pool(leaf);
+    if (gpu_free(node, static_cast<int>(g)) &&
+        (pool == BuddyAllocator::kPhysicalPool || (vc >= 0 && pool == vc + 1)))
+      ++free;
+  }
+  return free;
+}
+
 int Allocator::GuaranteeShortfallGpus() const {
   return ShortfallGpus(*tree_, GuaranteeShortfall(*tree_, available_, NeededByGuarantees()));
 }

@@ -127,6 +127,11 @@ class Allocator {
   };
   std::vector<GuaranteeStatus> VcStatus(int vc) const;
 
+  // Whole free GPUs a placement could use: in the physical pool, plus (vc >= 0) in the cells
+  // bound to vc. Over the cluster, or on one node.
+  int FreeGpus(int vc) const;
+  int FreeGpusOn(int node, int vc) const;
+
   // The GPUs the guarantees lack right now; 0 means every VC's unused guarantee is backable.
   int GuaranteeShortfallGpus() const;
   // "" when the buddy state, the GPU holders, shares, MIG layouts and node resources agree.

@@ -415,15 +415,62 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   auto lost = [&](const JobRecord& v) {
     return v.gpu_equivalents * std::max(0.0, now - v.start_time);
   };
+  // Whole GPUs the job needs; 0 when it asks for shares, MIG slices or no GPU, where counting
+  // free GPUs says nothing about fitting.
+  int need_gpus = 0, per_replica_gpus = 0;
+  for (const TaskGroup& g : job.spec.groups) {
+    if (g.demand.gpus <= 0) {
+      need_gpus = 0;
+      break;
+    }
+    need_gpus += g.replicas * g.demand.gpus;
+    per_replica_gpus = std::max(per_replica_gpus, g.demand.gpus);
+  }
   for (Plan& plan : plans) {
     if (!allowed(plan, plan.victims)) continue;  // not even with every victim gone
-    // Cheapest victims first: lowest priority, then the least GPU-time lost.
-    std::sort(plan.victims.begin(), plan.victims.end(), [&](int a, int b) {
+    // An upper bound on the GPUs the preemptor could find: free ones plus all the victims hold.
+    // What-if trials (each copies the allocator) run only where it reaches the need.
+    const int vc = plan.guaranteed ? job.queue : -1;
+    const int free_now = allocator_->FreeGpus(vc);
+    auto may_fit = [&](int freed) { return need_gpus == 0 || free_now + freed >= need_gpus; };
+    std::map<int, int> held;  // victim -> GPUs it holds
+    int all_freed = 0;
+    for (int v : plan.victims) {
+      for (const ReplicaPlacement& r : jobs_.at(v).placements)
+        held[v] += static_cast<int>(r.gpus.size());
+      all_freed += held[v];
+    }
+    if (!may_fit(all_freed)) continue;
+    // Victims grouped by node, so that a growing set empties nodes one at a time instead of
+    // nibbling at every node: first the nodes that free a replica's GPUs with the fewest
+    // victims, then the least GPU-time lost; inside a node, the cheapest victims first.
+    auto cheaper = [&](int a, int b) {
       const JobRecord& x = jobs_.at(a);
       const JobRecord& y = jobs_.at(b);
-      if (x.spec.priority != y.spec.priority) return x.spec.priority < y.spec.priority;
-      return lost(x) < lost(y);
-    });
+      if (lost(x) != lost(y)) return lost(x) < lost(y);
+      return x.spec.priority < y.spec.priority;
+    };
+    std::map<int, std::vector<int>> on_node;  // a victim counts on the node of its first replica
+    for (int v : plan.victims) on_node[jobs_.at(v).placements.front().node].push_back(v);
+    std::vector<std::tuple<size_t, double, int>> nodes;  // (victims needed, lost, node)
+    for (auto& [node, victims] : on_node) {
+      std::sort(victims.begin(), victims.end(), cheaper);
+      int free = allocator_->FreeGpusOn(node, vc);
+      size_t needed = 0;
+      double cost = 0;
+      while (needed < victims.size() && free < per_replica_gpus) {
+        for (const ReplicaPlacement& r : jobs_.at(victims[needed]).placements)
+          if (r.node == node) free += static_cast<int>(r.gpus.size());
+        cost += lost(jobs_.at(victims[needed++]));
+      }
+      if (free < per_replica_gpus) needed = plan.victims.size() + 1;  // cannot host a replica
+      nodes.push_back({needed, cost, node});
+    }
+    std::sort(nodes.begin(), nodes.end());
+    plan.victims.clear();
+    for (const auto& [needed, cost, node] : nodes)
+      plan.victims.insert(plan.victims.end(), on_node[node].begin(), on_node[node].end());
+
     auto fits_without = [&](const std::vector<int>& victims) {
       if (!allowed(plan, victims)) return false;
       Allocator trial = *allocator_;
@@ -436,24 +483,38 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     // Grow the victim set until the preemptor fits on a what-if copy...
     Allocator trial = *allocator_;
     std::vector<int> chosen;
+    std::vector<ReplicaPlacement> placements;
+    int freed = 0;
     bool fits = false;
     for (int v : plan.victims) {
       for (int a : jobs_.at(v).allocations) trial.Release(a);
       chosen.push_back(v);
+      freed += held[v];
       std::vector<int> ids;
-      std::vector<ReplicaPlacement> placements;
-      if (allowed(plan, chosen) &&
+      if (may_fit(freed) && allowed(plan, chosen) &&
           TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, &placements)) {
         fits = true;
         break;
       }
     }
     if (!fits) continue;
-    // ...then drop every victim the preemptor does not need (fewest victims).
+    // ...then drop the victims the preemptor does not need (fewest victims): first, at once,
+    // those with nothing on the nodes the trial placed it on; then one by one.
+    std::set<int> used_nodes;
+    for (const ReplicaPlacement& r : placements) used_nodes.insert(r.node);
+    std::vector<int> touching;
+    for (int v : chosen) {
+      bool touches = false;
+      for (const ReplicaPlacement& r : jobs_.at(v).placements) touches |= used_nodes.count(r.node);
+      if (touches) touching.push_back(v);
+    }
+    if (touching.size() < chosen.size() && fits_without(touching)) chosen = touching;
     for (size_t i = chosen.size(); i-- > 1;) {
       std::vector<int> without = chosen;
       without.erase(without.begin() + static_cast<long>(i) - 1);
-      if (fits_without(without)) chosen = without;
+      int without_freed = 0;
+      for (int v : without) without_freed += held[v];
+      if (may_fit(without_freed) && fits_without(without)) chosen = without;
     }
     for (int v : chosen) {
       JobRecord& victim = jobs_.at(v);
