@@ -169,6 +169,7 @@ void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_
     const double us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     latencies_us.push_back(us);
+    { static std::map<std::string,std::vector<double>> cat; std::string k = (group.replicas>1?"gang":group.demand.gpus>1?"multi":"one"); k += engine.job(id)->state==JobState::kPending?"-fail":"-ok"; bool pre=false; for (auto& d: decisions) pre |= d.kind==Decision::Kind::kPreempt; if(pre) k+="-pre"; cat[k].push_back(us); if (i==job_count-1) for (auto& [n,v]:cat){ std::sort(v.begin(),v.end()); double sum=0; for(double x:v) sum+=x; fprintf(stderr,"%s n=%zu mean=%.1f p50=%.1f p90=%.1f max=%.1f total=%.0f\n",n.c_str(),v.size(),sum/v.size(),v[v.size()/2],v[v.size()*9/10],v.back(),sum);} }
     busy_s += us / 1e6;
     for (const Decision& d : decisions) {
       if (d.kind == Decision::Kind::kPreempt) {

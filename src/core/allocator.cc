@@ -55,7 +55,7 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
 
 const Allocation* Allocator::Find(int id) const {
   auto it = allocations_.find(id);
-  return it == allocations_.end() ? nullptr : &it->second;
+  return it == allocations_.end() ? nullptr : it->second.get();
 }
 
 bool Allocator::ModelAllowed(const Demand& d, const std::string& model) const {
@@ -219,7 +219,7 @@ int Allocator::TakeFreshGpu(const AllocationRequest& req, int pool, bool mig) {
 }
 
 bool Allocator::PlaceWhole(const AllocationRequest& req, int pool, int within,
-                           ReplicaPlacement* out, Taken* taken, int id) {
+                           ReplicaPlacement* out, Allocation* taken, int id) {
   const std::vector<int> types = WholeTypes(req.demand, false);
   std::vector<int> roots;
   if (within >= 0)
@@ -377,7 +377,7 @@ bool Allocator::PlaceCpuOnly(const AllocationRequest& req, ReplicaPlacement* out
 bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
                              PlacementChooser* chooser, int limit,
                              const std::vector<ReplicaPlacement>& placed, ReplicaPlacement* out,
-                             Taken* taken, int id, std::string* why) {
+                             Allocation* taken, int id, std::string* why) {
   const Demand& d = req.demand;
   auto place = [&] {
     if (chooser) {
@@ -560,7 +560,7 @@ std::vector<Candidate> Allocator::Enumerate(const AllocationRequest& req, int po
 }
 
 void Allocator::Commit(const AllocationRequest& req, int pool, const Candidate& c,
-                       ReplicaPlacement* out, Taken* taken, int id) {
+                       ReplicaPlacement* out, Allocation* taken, int id) {
   const Demand& d = req.demand;
   out->node = c.node;
   if (d.gpus > 0) {
@@ -596,7 +596,7 @@ bool Allocator::ComputeBackable(int cell, const std::vector<int>& backable_child
   if (!gpu_usable(c.node, c.gpu)) return false;
   const GpuState& g = gpus_[c.node][c.gpu];
   if (g.holder == kShared || g.holder == kMig) return g.guaranteed_shares == 0;
-  if (g.holder >= 0) return allocations_.at(g.holder).preemptible;
+  if (g.holder >= 0) return allocations_.at(g.holder)->preemptible;
   return g.holder == kFree;
 }
 
@@ -631,31 +631,30 @@ void Allocator::RefreshBacking(int cell) {
   }
 }
 
-int Allocator::FreeGpus(int vc) const {
-  const int root = tree_->root();
-  int free = buddy_.pool(root) == BuddyAllocator::kPhysicalPool ? buddy_.free_leaves(root) : 0;
-  if (vc >= 0)
-    for (int cell : vcs_[vc].bound_cells) free += buddy_.free_leaves(cell);
-  return free;
-}
-
 int Allocator::FreeGpusOn(int node, int vc) const {
+  const int pool = vc < 0 ? BuddyAllocator::kPhysicalPool : vc + 1;
   int free = 0;
   for (size_t g = 0; g < gpus_[node].size(); ++g) {
     const int leaf = tree_->gpu_cell(node, static_cast<int>(g));
-    const int pool = leaf < 0 ? -1 : buddy_.pool(leaf);
-    if (gpu_free(node, static_cast<int>(g)) &&
-        (pool == BuddyAllocator::kPhysicalPool || (vc >= 0 && pool == vc + 1)))
-      ++free;
+    if (leaf >= 0 && buddy_.pool(leaf) == pool && gpu_free(node, static_cast<int>(g))) ++free;
   }
   return free;
+}
+
+int Allocator::UnboundGuaranteeGpus(int vc) const {
+  const VirtualCluster& v = vcs_[vc];
+  int gpus = 0;
+  for (size_t i = 0; i < v.guarantee_types.size(); ++i)
+    gpus += (v.guarantee_counts[i] - v.bound_counts[i]) *
+            tree_->types()[v.guarantee_types[i]].leaf_count;
+  return gpus;
 }
 
 int Allocator::GuaranteeShortfallGpus() const {
   return ShortfallGpus(*tree_, GuaranteeShortfall(*tree_, available_, NeededByGuarantees()));
 }
 
-bool Allocator::BindFor(const AllocationRequest& req, Taken* taken) {
+bool Allocator::BindFor(const AllocationRequest& req, Allocation* taken) {
   VirtualCluster& vc = vcs_[req.vc];
   const Demand& d = req.demand;
   const std::vector<int> wanted =
@@ -762,7 +761,7 @@ void Allocator::UndoReplica(const ReplicaPlacement& r, bool preemptible) {
   if (g.holder == kFree && pool != BuddyAllocator::kPhysicalPool) MaybeUnbind(pool - 1, leaf);
 }
 
-void Allocator::UndoTaken(Taken* taken, int vc) {
+void Allocator::UndoCells(Allocation* taken, int vc) {
   const auto& cells = tree_->cells();
   for (auto it = taken->whole_cells.rbegin(); it != taken->whole_cells.rend(); ++it) {
     const int cell = *it;
@@ -814,19 +813,18 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
   alloc.id = id;
   alloc.vc = req.vc;
   alloc.preemptible = req.opportunistic;
-  Taken taken;
   const bool checked = !req.opportunistic && pool == BuddyAllocator::kPhysicalPool && !vcs_.empty();
   const int shortfall_before = checked ? GuaranteeShortfallGpus() : 0;
 
   auto undo_all = [&] {
     for (const ReplicaPlacement& r : alloc.replicas) UndoReplica(r, alloc.preemptible);
     alloc.replicas.clear();
-    UndoTaken(&taken, pool == BuddyAllocator::kPhysicalPool ? -1 : req.vc);
+    UndoCells(&alloc, pool == BuddyAllocator::kPhysicalPool ? -1 : req.vc);
   };
   auto place_all = [&](int within) {
     for (int i = 0; i < req.replicas; ++i) {
       ReplicaPlacement r;
-      if (!PlaceReplica(req, pool, within, chooser, candidate_limit, alloc.replicas, &r, &taken, id,
+      if (!PlaceReplica(req, pool, within, chooser, candidate_limit, alloc.replicas, &r, &alloc, id,
                         why)) {
         undo_all();
         return false;
@@ -836,7 +834,8 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
     return true;
   };
 
-  allocations_[id] = alloc;  // visible to HoldGpus' readers during placement
+  // Visible to readers of the GPUs' holders (the guarantee backing) during placement.
+  allocations_[id] = std::make_shared<const Allocation>(alloc);
   bool ok = false;
   const int total = req.replicas * d.gpus;
   if (!chooser && req.replicas > 1 && d.gpus > 0 && pool == BuddyAllocator::kPhysicalPool &&
@@ -905,19 +904,16 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
     if (why->empty()) *why = "no free capacity fits the request";
     return std::nullopt;
   }
-  allocations_[id] = std::move(alloc);
-  taken_[id] = std::move(taken);
+  allocations_[id] = std::make_shared<const Allocation>(std::move(alloc));
   return id;
 }
 
 void Allocator::Release(int id) {
   auto it = allocations_.find(id);
   if (it == allocations_.end()) return;
-  const Allocation& a = it->second;
+  Allocation a = *it->second;
   for (const ReplicaPlacement& r : a.replicas) UndoReplica(r, a.preemptible);
-  const int pool_vc = a.preemptible ? -1 : a.vc;
-  UndoTaken(&taken_[id], pool_vc);
-  taken_.erase(id);
+  UndoCells(&a, a.preemptible ? -1 : a.vc);
   allocations_.erase(it);
 }
 
@@ -990,7 +986,7 @@ std::string Allocator::CheckConsistency() const {
   std::map<std::pair<int, int>, int> milli;
   std::vector<int64_t> cpu(cluster_->nodes.size(), 0), mem(cluster_->nodes.size(), 0);
   for (const auto& [id, a] : allocations_) {
-    for (const ReplicaPlacement& r : a.replicas) {
+    for (const ReplicaPlacement& r : a->replicas) {
       cpu[r.node] += r.cpu_milli;
       mem[r.node] += r.memory_mib;
       if (r.gpu_milli > 0) milli[{r.node, r.gpus[0]}] += r.gpu_milli;

@@ -89,6 +89,10 @@ struct Allocation {
   int vc = -1;
   bool preemptible = false;
   std::vector<ReplicaPlacement> replicas;
+  // What releasing it gives back, to undo exactly: the cells it took whole, and the cells it
+  // bound to its VC.
+  std::vector<int> whole_cells;
+  std::vector<int> bound_here;
 };
 
 class Allocator {
@@ -107,7 +111,9 @@ class Allocator {
                               PlacementChooser* chooser = nullptr, int candidate_limit = 0);
   void Release(int id);
   const Allocation* Find(int id) const;
-  const std::map<int, Allocation>& allocations() const { return allocations_; }
+  // Allocations never change once made; what-if copies share them.
+  using AllocationMap = std::map<int, std::shared_ptr<const Allocation>>;
+  const AllocationMap& allocations() const { return allocations_; }
 
   // Health. A bad GPU or a cordoned node is taken out of the free space at once; a GPU in use
   // when it goes bad is held back when its job releases it.
@@ -127,10 +133,11 @@ class Allocator {
   };
   std::vector<GuaranteeStatus> VcStatus(int vc) const;
 
-  // Whole free GPUs a placement could use: in the physical pool, plus (vc >= 0) in the cells
-  // bound to vc. Over the cluster, or on one node.
-  int FreeGpus(int vc) const;
+  // Whole free GPUs on a node in the cells bound to vc, or (vc < 0) in the physical pool.
   int FreeGpusOn(int node, int vc) const;
+  // GPUs of vc's guarantee not bound yet: how far its guaranteed work can still grow into the
+  // physical pool.
+  int UnboundGuaranteeGpus(int vc) const;
 
   // The GPUs the guarantees lack right now; 0 means every VC's unused guarantee is backable.
   int GuaranteeShortfallGpus() const;
@@ -164,19 +171,15 @@ class Allocator {
     std::vector<char> fixed_used;
     bool bad = false;
   };
-  struct Taken {  // what an allocation holds, to undo exactly
-    std::vector<int> whole_cells;
-    std::vector<int> bound_here;  // cells this allocation bound to its VC
-  };
 
   bool PlaceReplica(const AllocationRequest& req, int pool, int within, PlacementChooser* chooser,
                     int limit, const std::vector<ReplicaPlacement>& placed, ReplicaPlacement* out,
-                    Taken* taken, int id, std::string* why);
+                    Allocation* taken, int id, std::string* why);
   std::vector<Candidate> Enumerate(const AllocationRequest& req, int pool, int limit);
   void AddCandidatesOnNode(const AllocationRequest& req, const std::vector<int>& types, int node,
                            int root, std::vector<Candidate>* out) const;
   void Commit(const AllocationRequest& req, int pool, const Candidate& c, ReplicaPlacement* out,
-              Taken* taken, int id);
+              Allocation* taken, int id);
   void AddShare(const AllocationRequest& req, int pool, int leaf, ReplicaPlacement* out);
   void AddMigInstance(const AllocationRequest& req, int pool, int leaf, int p, int start, int slot,
                       ReplicaPlacement* out);
@@ -184,14 +187,14 @@ class Allocator {
                     int* slot) const;
   bool ShareFits(const AllocationRequest& req, int node, int gpu) const;
   bool PlaceWhole(const AllocationRequest& req, int pool, int within, ReplicaPlacement* out,
-                  Taken* taken, int id);
+                  Allocation* taken, int id);
   bool PlaceShare(const AllocationRequest& req, int pool, ReplicaPlacement* out);
   bool PlaceMig(const AllocationRequest& req, int pool, ReplicaPlacement* out);
   bool PlaceCpuOnly(const AllocationRequest& req, ReplicaPlacement* out);
-  bool BindFor(const AllocationRequest& req, Taken* taken);
+  bool BindFor(const AllocationRequest& req, Allocation* taken);
   void UndoReplica(const ReplicaPlacement& r, bool preemptible);
   void UpdateUsability(int node, int gpu, bool was_usable);
-  void UndoTaken(Taken* taken, int vc);
+  void UndoCells(Allocation* taken, int vc);  // gives back whole_cells, unbinds bound_here
   void MaybeUnbind(int vc, int cell);
   int TakeFreshGpu(const AllocationRequest& req, int pool, bool mig);
   std::vector<int> WholeTypes(const Demand& d, bool mig) const;
@@ -219,8 +222,7 @@ class Allocator {
   std::vector<std::vector<GpuState>> gpus_;               // [node][gpu]
   std::vector<std::vector<const GpuModel*>> gpu_models_;  // [node][gpu]
   std::vector<char> cordoned_;
-  std::map<int, Allocation> allocations_;
-  std::map<int, Taken> taken_;
+  AllocationMap allocations_;
   // Per pool: GPUs that host shares, by free milli (best fit), and GPUs carved for MIG.
   std::vector<std::set<std::pair<int, int>>> shared_gpus_;
   std::vector<std::set<int>> mig_gpus_;

@@ -1,10 +1,76 @@
 #include "core/scheduler.h"
 
 #include <algorithm>
+#include <climits>
 #include <set>
 #include <tuple>
 
 namespace berth {
+namespace {
+
+// An upper bound on how many replicas of a job could be placed once some victims are gone: a
+// node hosts (its free GPUs + what the victims free there) / the smallest replica's GPUs,
+// counting only GPUs the placement may use: a guaranteed one uses its VC's bound cells, and
+// the physical pool only as far as its guarantee has cells left to bind. What-if trials copy
+// the allocator, so they run only where this bound reaches the job's replicas. Jobs asking for
+// shares, MIG slices or no GPU are not bounded.
+class ReplicaBound {
+ public:
+  ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc,
+               const std::map<int, JobRecord>& jobs)
+      : jobs_(jobs), vc_(vc) {
+    for (const TaskGroup& g : spec.groups) {
+      if (g.demand.gpus <= 0) return;  // unbounded
+      smallest_ = smallest_ == 0 ? g.demand.gpus : std::min(smallest_, g.demand.gpus);
+      replicas_ += g.replicas;
+    }
+    physical_cap_ = vc < 0 ? INT_MAX : alloc.UnboundGuaranteeGpus(vc) / smallest_;
+    for (int pool : {kPhysical, kOwn}) {
+      free_[pool].assign(alloc.cluster().nodes.size(), 0);
+      if (pool == kOwn && vc < 0) continue;
+      for (size_t n = 0; n < free_[pool].size(); ++n) {
+        free_[pool][n] = alloc.FreeGpusOn(static_cast<int>(n), pool == kOwn ? vc : -1);
+        slots_[pool] += free_[pool][n] / smallest_;
+      }
+    }
+  }
+  int free_on(int node) const {
+    return smallest_ == 0 ? 0 : free_[kPhysical][node] + free_[kOwn][node];
+  }
+  int smallest() const { return smallest_; }
+
+  // Counts what the victim holds as free. A released cell of the VC's own may go back to the
+  // physical pool; counting it in either is still an upper bound.
+  void Free(int victim) {
+    if (smallest_ == 0) return;
+    const JobRecord& v = jobs_.at(victim);
+    const int pool = vc_ >= 0 && !v.borrowed && v.queue == vc_ ? kOwn : kPhysical;
+    for (const ReplicaPlacement& r : v.placements) {
+      int& free = free_[pool][r.node];
+      slots_[pool] -= free / smallest_;
+      free += static_cast<int>(r.gpus.size());
+      slots_[pool] += free / smallest_;
+    }
+  }
+  bool may_fit() const {
+    return smallest_ == 0 || slots_[kOwn] + std::min(slots_[kPhysical], physical_cap_) >= replicas_;
+  }
+  bool MayFitWithout(const std::vector<int>& victims) const {
+    ReplicaBound after = *this;
+    for (int v : victims) after.Free(v);
+    return after.may_fit();
+  }
+
+ private:
+  enum { kPhysical = 0, kOwn = 1 };  // the physical pool; the VC's bound cells
+  const std::map<int, JobRecord>& jobs_;
+  int vc_;
+  int smallest_ = 0, replicas_ = 0, physical_cap_ = 0;  // smallest_ 0: unbounded
+  std::vector<int> free_[2];  // [pool][node] free GPUs
+  int slots_[2] = {0, 0};
+};
+
+}  // namespace
 
 const char* JobStateName(JobState state) {
   switch (state) {
@@ -415,32 +481,10 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   auto lost = [&](const JobRecord& v) {
     return v.gpu_equivalents * std::max(0.0, now - v.start_time);
   };
-  // Whole GPUs the job needs; 0 when it asks for shares, MIG slices or no GPU, where counting
-  // free GPUs says nothing about fitting.
-  int need_gpus = 0, per_replica_gpus = 0;
-  for (const TaskGroup& g : job.spec.groups) {
-    if (g.demand.gpus <= 0) {
-      need_gpus = 0;
-      break;
-    }
-    need_gpus += g.replicas * g.demand.gpus;
-    per_replica_gpus = std::max(per_replica_gpus, g.demand.gpus);
-  }
   for (Plan& plan : plans) {
     if (!allowed(plan, plan.victims)) continue;  // not even with every victim gone
-    // An upper bound on the GPUs the preemptor could find: free ones plus all the victims hold.
-    // What-if trials (each copies the allocator) run only where it reaches the need.
-    const int vc = plan.guaranteed ? job.queue : -1;
-    const int free_now = allocator_->FreeGpus(vc);
-    auto may_fit = [&](int freed) { return need_gpus == 0 || free_now + freed >= need_gpus; };
-    std::map<int, int> held;  // victim -> GPUs it holds
-    int all_freed = 0;
-    for (int v : plan.victims) {
-      for (const ReplicaPlacement& r : jobs_.at(v).placements)
-        held[v] += static_cast<int>(r.gpus.size());
-      all_freed += held[v];
-    }
-    if (!may_fit(all_freed)) continue;
+    const ReplicaBound bound(*allocator_, job.spec, plan.guaranteed ? job.queue : -1, jobs_);
+    if (!bound.MayFitWithout(plan.victims)) continue;
     // Victims grouped by node, so that a growing set empties nodes one at a time instead of
     // nibbling at every node: first the nodes that free a replica's GPUs with the fewest
     // victims, then the least GPU-time lost; inside a node, the cheapest victims first.
@@ -455,15 +499,15 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     std::vector<std::tuple<size_t, double, int>> nodes;  // (victims needed, lost, node)
     for (auto& [node, victims] : on_node) {
       std::sort(victims.begin(), victims.end(), cheaper);
-      int free = allocator_->FreeGpusOn(node, vc);
+      int free = bound.free_on(node);
       size_t needed = 0;
       double cost = 0;
-      while (needed < victims.size() && free < per_replica_gpus) {
+      while (needed < victims.size() && free < bound.smallest()) {
         for (const ReplicaPlacement& r : jobs_.at(victims[needed]).placements)
           if (r.node == node) free += static_cast<int>(r.gpus.size());
         cost += lost(jobs_.at(victims[needed++]));
       }
-      if (free < per_replica_gpus) needed = plan.victims.size() + 1;  // cannot host a replica
+      if (free < bound.smallest()) needed = plan.victims.size() + 1;  // cannot host a replica
       nodes.push_back({needed, cost, node});
     }
     std::sort(nodes.begin(), nodes.end());
@@ -484,14 +528,14 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     Allocator trial = *allocator_;
     std::vector<int> chosen;
     std::vector<ReplicaPlacement> placements;
-    int freed = 0;
+    ReplicaBound growing = bound;
     bool fits = false;
     for (int v : plan.victims) {
       for (int a : jobs_.at(v).allocations) trial.Release(a);
       chosen.push_back(v);
-      freed += held[v];
+      growing.Free(v);
       std::vector<int> ids;
-      if (may_fit(freed) && allowed(plan, chosen) &&
+      if (growing.may_fit() && allowed(plan, chosen) &&
           TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, &placements)) {
         fits = true;
         break;
@@ -512,9 +556,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     for (size_t i = chosen.size(); i-- > 1;) {
       std::vector<int> without = chosen;
       without.erase(without.begin() + static_cast<long>(i) - 1);
-      int without_freed = 0;
-      for (int v : without) without_freed += held[v];
-      if (may_fit(without_freed) && fits_without(without)) chosen = without;
+      if (bound.MayFitWithout(without) && fits_without(without)) chosen = without;
     }
     for (int v : chosen) {
       JobRecord& victim = jobs_.at(v);

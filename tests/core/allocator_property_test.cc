@@ -243,7 +243,7 @@ class AllocatorPropertyTest : public ::testing::TestWithParam<ClusterCase> {
     std::vector<Use> use(offset_.back());
     std::vector<int64_t> cpu(cluster_.nodes.size(), 0), mem(cluster_.nodes.size(), 0);
     for (const auto& [id, alloc] : a_->allocations()) {
-      for (const ReplicaPlacement& r : alloc.replicas) {
+      for (const ReplicaPlacement& r : alloc->replicas) {
         cpu[r.node] += r.cpu_milli;
         mem[r.node] += r.memory_mib;
         for (int g : r.gpus) {

@@ -63,7 +63,7 @@ std::vector<std::pair<int, std::vector<std::pair<int, std::vector<int>>>>> Holdi
   std::vector<std::pair<int, std::vector<std::pair<int, std::vector<int>>>>> out;
   for (const auto& [id, alloc] : a.allocations()) {
     std::vector<std::pair<int, std::vector<int>>> replicas;
-    for (const ReplicaPlacement& r : alloc.replicas) replicas.push_back({r.node, r.gpus});
+    for (const ReplicaPlacement& r : alloc->replicas) replicas.push_back({r.node, r.gpus});
     out.push_back({id, replicas});
   }
   return out;

@@ -68,7 +68,7 @@ class AffinityIndex {
       added = allocations.begin();
     }
     for (; added != allocations.end(); ++added) {
-      for (const ReplicaPlacement& r : added->second.replicas) {
+      for (const ReplicaPlacement& r : added->second->replicas) {
         const int affinity = AffinityOf(r);
         if (affinity == kNoAffinity || r.node < 0) continue;
         auto& counts = per_node_[r.node];
