@@ -16,9 +16,7 @@ namespace {
 // shares, MIG slices or no GPU are not bounded.
 class ReplicaBound {
  public:
-  ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc,
-               const std::map<int, JobRecord>& jobs)
-      : jobs_(jobs), vc_(vc) {
+  ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc) : vc_(vc) {
     for (const TaskGroup& g : spec.groups) {
       if (g.demand.gpus <= 0) return;  // unbounded
       smallest_ = smallest_ == 0 ? g.demand.gpus : std::min(smallest_, g.demand.gpus);
@@ -41,11 +39,10 @@ class ReplicaBound {
 
   // Counts what the victim holds as free. A released cell of the VC's own may go back to the
   // physical pool; counting it in either is still an upper bound.
-  void Free(int victim) {
+  void Free(const JobRecord& victim) {
     if (smallest_ == 0) return;
-    const JobRecord& v = jobs_.at(victim);
-    const int pool = vc_ >= 0 && !v.borrowed && v.queue == vc_ ? kOwn : kPhysical;
-    for (const ReplicaPlacement& r : v.placements) {
+    const int pool = vc_ >= 0 && !victim.borrowed && victim.queue == vc_ ? kOwn : kPhysical;
+    for (const ReplicaPlacement& r : victim.placements) {
       int& free = free_[pool][r.node];
       slots_[pool] -= free / smallest_;
       free += static_cast<int>(r.gpus.size());
@@ -55,15 +52,14 @@ class ReplicaBound {
   bool may_fit() const {
     return smallest_ == 0 || slots_[kOwn] + std::min(slots_[kPhysical], physical_cap_) >= replicas_;
   }
-  bool MayFitWithout(const std::vector<int>& victims) const {
+  bool MayFitWithout(const std::vector<JobRecord*>& victims) const {
     ReplicaBound after = *this;
-    for (int v : victims) after.Free(v);
+    for (const JobRecord* v : victims) after.Free(*v);
     return after.may_fit();
   }
 
  private:
   enum { kPhysical = 0, kOwn = 1 };  // the physical pool; the VC's bound cells
-  const std::map<int, JobRecord>& jobs_;
   int vc_;
   int smallest_ = 0, replicas_ = 0, physical_cap_ = 0;  // smallest_ 0: unbounded
   std::vector<int> free_[2];  // [pool][node] free GPUs
@@ -322,7 +318,7 @@ bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<D
     job.backoff = 0;
     job.reason.clear();
     Account(job, +1);
-    running_.insert(job.id);
+    running_[job.id] = &job;
     if (job.borrowed) ++version_;
     auto& pending = queues_[job.queue].pending;
     pending.erase(std::remove(pending.begin(), pending.end(), job.id), pending.end());
@@ -431,29 +427,26 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       job.spec.priority >= 0 && queue.guaranteed_gpus + need <= queue.guarantee_gpus + 1e-9;
   const bool below_fair_share = queue.usage.gpu + need <= fair[job.queue] + 1e-9;
 
+  using Victims = std::vector<JobRecord*>;
   struct Plan {
-    std::vector<int> victims;
+    Victims victims;
     bool guaranteed;
   };
-  auto eligible = [&](const JobRecord& v) {
-    return v.state == JobState::kRunning && v.spec.preemptible && v.preempted_by < 0;
-  };
   std::vector<Plan> plans;
-  std::vector<int> reclaim, fair_reclaim, lower;
-  for (int id : running_) {
-    const JobRecord& v = jobs_.at(id);
-    if (!eligible(v)) continue;
-    if (v.queue != job.queue && v.borrowed) {
+  Victims reclaim, fair_reclaim, lower;
+  for (const auto& [id, v] : running_) {
+    if (v->state != JobState::kRunning || !v->spec.preemptible || v->preempted_by >= 0) continue;
+    if (v->queue != job.queue && v->borrowed) {
       // (a) Reclaim the guarantee from borrowers; (a') restore the fair share from queues that
       // stay above theirs by the hysteresis margin after losing the victim.
-      if (within_guarantee) reclaim.push_back(id);
-      const Queue& other = queues_[v.queue];
+      if (within_guarantee) reclaim.push_back(v);
+      const Queue& other = queues_[v->queue];
       if (below_fair_share &&
-          other.usage.gpu - v.gpu_equivalents >= fair[v.queue] * (1 + policy.reclaim_hysteresis))
-        fair_reclaim.push_back(id);
+          other.usage.gpu - v->gpu_equivalents >= fair[v->queue] * (1 + policy.reclaim_hysteresis))
+        fair_reclaim.push_back(v);
     }
     // (b) Strictly lower priority inside the queue: equal priority never preempts.
-    if (v.queue == job.queue && v.spec.priority < job.spec.priority) lower.push_back(id);
+    if (v->queue == job.queue && v->spec.priority < job.spec.priority) lower.push_back(v);
   }
   if (!reclaim.empty()) plans.push_back({reclaim, true});
   if (!fair_reclaim.empty()) plans.push_back({fair_reclaim, false});
@@ -464,38 +457,50 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   }
   // Whether the queue may hold the preemptor once `victims` are gone, as Schedule asks of a
   // start: inside its guarantee for a guaranteed placement, under its cap for a borrowed one.
-  auto allowed = [&](const Plan& plan, const std::vector<int>& victims) {
+  auto allowed = [&](const Plan& plan, const Victims& victims) {
     double own = 0, own_guaranteed = 0;
-    for (int v : victims) {
-      const JobRecord& r = jobs_.at(v);
-      if (r.queue != job.queue) continue;
-      own += r.gpu_equivalents;
-      if (!r.borrowed) own_guaranteed += r.gpu_equivalents;
+    for (const JobRecord* v : victims) {
+      if (v->queue != job.queue) continue;
+      own += v->gpu_equivalents;
+      if (!v->borrowed) own_guaranteed += v->gpu_equivalents;
     }
     if (plan.guaranteed)
       return job.spec.priority >= 0 &&
              queue.guaranteed_gpus - own_guaranteed + need <= queue.guarantee_gpus + 1e-9;
     return queue.spec.cap_gpus < 0 || queue.usage.gpu - own + need <= queue.spec.cap_gpus + 1e-9;
   };
-
-  auto lost = [&](const JobRecord& v) {
-    return v.gpu_equivalents * std::max(0.0, now - v.start_time);
+  auto fits_on = [&](Allocator& trial, const Plan& plan, std::vector<ReplicaPlacement>* where) {
+    std::vector<int> ids;
+    return TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, where);
   };
+  auto fits_without = [&](const Plan& plan, const Victims& victims) {
+    if (!allowed(plan, victims)) return false;
+    Allocator trial = *allocator_;
+    for (const JobRecord* v : victims)
+      for (int a : v->allocations) trial.Release(a);
+    std::vector<ReplicaPlacement> where;
+    return fits_on(trial, plan, &where);
+  };
+
+  // GPU-time each candidate would lose: the cost a victim set minimizes after its size.
+  std::map<const JobRecord*, double> lost;
+  for (const Victims* list : {&reclaim, &fair_reclaim, &lower})
+    for (const JobRecord* v : *list) lost[v] = v->gpu_equivalents * std::max(0.0, now - v->start_time);
+  auto cheaper = [&](const JobRecord* x, const JobRecord* y) {
+    if (lost[x] != lost[y]) return lost[x] < lost[y];
+    if (x->spec.priority != y->spec.priority) return x->spec.priority < y->spec.priority;
+    return x->id < y->id;
+  };
+
   for (Plan& plan : plans) {
     if (!allowed(plan, plan.victims)) continue;  // not even with every victim gone
-    const ReplicaBound bound(*allocator_, job.spec, plan.guaranteed ? job.queue : -1, jobs_);
+    const ReplicaBound bound(*allocator_, job.spec, plan.guaranteed ? job.queue : -1);
     if (!bound.MayFitWithout(plan.victims)) continue;
     // Victims grouped by node, so that a growing set empties nodes one at a time instead of
     // nibbling at every node: first the nodes that free a replica's GPUs with the fewest
     // victims, then the least GPU-time lost; inside a node, the cheapest victims first.
-    auto cheaper = [&](int a, int b) {
-      const JobRecord& x = jobs_.at(a);
-      const JobRecord& y = jobs_.at(b);
-      if (lost(x) != lost(y)) return lost(x) < lost(y);
-      return x.spec.priority < y.spec.priority;
-    };
-    std::map<int, std::vector<int>> on_node;  // a victim counts on the node of its first replica
-    for (int v : plan.victims) on_node[jobs_.at(v).placements.front().node].push_back(v);
+    std::map<int, Victims> on_node;  // a victim counts on the node of its first replica
+    for (JobRecord* v : plan.victims) on_node[v->placements.front().node].push_back(v);
     std::vector<std::tuple<size_t, double, int>> nodes;  // (victims needed, lost, node)
     for (auto& [node, victims] : on_node) {
       std::sort(victims.begin(), victims.end(), cheaper);
@@ -503,9 +508,9 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       size_t needed = 0;
       double cost = 0;
       while (needed < victims.size() && free < bound.smallest()) {
-        for (const ReplicaPlacement& r : jobs_.at(victims[needed]).placements)
+        for (const ReplicaPlacement& r : victims[needed]->placements)
           if (r.node == node) free += static_cast<int>(r.gpus.size());
-        cost += lost(jobs_.at(victims[needed++]));
+        cost += lost[victims[needed++]];
       }
       if (free < bound.smallest()) needed = plan.victims.size() + 1;  // cannot host a replica
       nodes.push_back({needed, cost, node});
@@ -515,28 +520,17 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     for (const auto& [needed, cost, node] : nodes)
       plan.victims.insert(plan.victims.end(), on_node[node].begin(), on_node[node].end());
 
-    auto fits_without = [&](const std::vector<int>& victims) {
-      if (!allowed(plan, victims)) return false;
-      Allocator trial = *allocator_;
-      for (int v : victims)
-        for (int a : jobs_.at(v).allocations) trial.Release(a);
-      std::vector<int> ids;
-      std::vector<ReplicaPlacement> placements;
-      return TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, &placements);
-    };
     // Grow the victim set until the preemptor fits on a what-if copy...
     Allocator trial = *allocator_;
-    std::vector<int> chosen;
-    std::vector<ReplicaPlacement> placements;
+    Victims chosen;
+    std::vector<ReplicaPlacement> where;
     ReplicaBound growing = bound;
     bool fits = false;
-    for (int v : plan.victims) {
-      for (int a : jobs_.at(v).allocations) trial.Release(a);
+    for (JobRecord* v : plan.victims) {
+      for (int a : v->allocations) trial.Release(a);
       chosen.push_back(v);
-      growing.Free(v);
-      std::vector<int> ids;
-      if (growing.may_fit() && allowed(plan, chosen) &&
-          TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, &placements)) {
+      growing.Free(*v);
+      if (growing.may_fit() && allowed(plan, chosen) && fits_on(trial, plan, &where)) {
         fits = true;
         break;
       }
@@ -545,31 +539,31 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     // ...then drop the victims the preemptor does not need (fewest victims): first, at once,
     // those with nothing on the nodes the trial placed it on; then one by one.
     std::set<int> used_nodes;
-    for (const ReplicaPlacement& r : placements) used_nodes.insert(r.node);
-    std::vector<int> touching;
-    for (int v : chosen) {
+    for (const ReplicaPlacement& r : where) used_nodes.insert(r.node);
+    Victims touching;
+    for (JobRecord* v : chosen) {
       bool touches = false;
-      for (const ReplicaPlacement& r : jobs_.at(v).placements) touches |= used_nodes.count(r.node);
+      for (const ReplicaPlacement& r : v->placements) touches |= used_nodes.count(r.node) > 0;
       if (touches) touching.push_back(v);
     }
-    if (touching.size() < chosen.size() && fits_without(touching)) chosen = touching;
+    if (touching.size() < chosen.size() && fits_without(plan, touching)) chosen = touching;
     for (size_t i = chosen.size(); i-- > 1;) {
-      std::vector<int> without = chosen;
+      Victims without = chosen;
       without.erase(without.begin() + static_cast<long>(i) - 1);
-      if (bound.MayFitWithout(without) && fits_without(without)) chosen = without;
+      if (bound.MayFitWithout(without) && fits_without(plan, without)) chosen = without;
     }
-    for (int v : chosen) {
-      JobRecord& victim = jobs_.at(v);
-      victim.state = JobState::kStopping;
-      victim.preempted_by = job.id;
+    job.waiting_for.clear();
+    for (JobRecord* victim : chosen) {
+      victim->state = JobState::kStopping;
+      victim->preempted_by = job.id;
+      job.waiting_for.push_back(victim->id);
       Decision d;
       d.kind = Decision::Kind::kPreempt;
-      d.job = v;
+      d.job = victim->id;
       d.preemptor = job.id;
-      d.grace_period_s = victim.spec.grace_period_s;
+      d.grace_period_s = victim->spec.grace_period_s;
       out->push_back(std::move(d));
     }
-    job.waiting_for = chosen;
     job.reserved_guaranteed = plan.guaranteed;
     job.reason = "waiting for " + std::to_string(chosen.size()) + " preempted job(s) to stop";
     return true;

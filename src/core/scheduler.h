@@ -165,7 +165,7 @@ class Scheduler {
   std::vector<TypicalPod> typical_pods_;
   ResourceVector capacity_;
   int next_job_ = 1;
-  std::set<int> running_;  // running and stopping jobs (preemption candidates)
+  std::map<int, JobRecord*> running_;  // running and stopping jobs (preemption candidates)
   uint64_t version_ = 0;   // bumped whenever capacity is freed or a borrower starts
 };
 
