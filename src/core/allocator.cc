@@ -47,6 +47,8 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
   const int cell_count = static_cast<int>(tree_->cells().size());
   for (int c = 0; c < cell_count; ++c)
     level_cells_[static_cast<int>(tree_->type_of(c).level)].push_back(c);
+  for (size_t t = 0; t < tree_->types().size(); ++t)
+    if (tree_->types()[t].level == Level::kNode) node_types_.push_back(static_cast<int>(t));
   backable_.assign(cell_count, 0);
   backable_children_.assign(cell_count, 0);
   available_.assign(tree_->types().size(), 0);
@@ -518,6 +520,12 @@ std::vector<Candidate> Allocator::Enumerate(const AllocationRequest& req, int po
   std::vector<std::pair<int, int>> roots;
   if (cpu_only) {
     for (size_t n = 0; n < cluster_->nodes.size(); ++n) roots.push_back({static_cast<int>(n), -1});
+  } else if (pool == BuddyAllocator::kPhysicalPool && d.gpus > 0) {
+    // Only nodes with that many free GPUs can offer any: the buddy allocator's buckets name them
+    // without a visit to every node.
+    std::vector<int> node_cells;
+    for (int type : node_types_) buddy_.CellsWithFree(pool, type, d.gpus, &node_cells);
+    for (int cell : node_cells) roots.push_back({tree_->cells()[cell].node, cell});
   } else if (pool == BuddyAllocator::kPhysicalPool) {
     for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
       const int cell = tree_->node_cell(static_cast<int>(n));
@@ -533,6 +541,7 @@ std::vector<Candidate> Allocator::Enumerate(const AllocationRequest& req, int po
         if (tree_->type_of(c).level == Level::kNode) roots.push_back({tree_->cells()[c].node, c});
     }
   }
+  std::sort(roots.begin(), roots.end());  // candidates come in node order: ties go to the first
   std::vector<Candidate> out;
   const std::vector<int> types =
       cpu_only ? std::vector<int>{} : WholeTypes(d, !d.mig_profile.empty());
@@ -546,16 +555,19 @@ std::vector<Candidate> Allocator::Enumerate(const AllocationRequest& req, int po
     for (const auto& [node, root] : roots) AddCandidatesOnNode(req, types, node, root, &out);
     return out;
   }
-  // Bounded: nodes in rotation, so that successive decisions look at different nodes.
-  std::vector<int> nodes_seen;
+  // Bounded: nodes in rotation, from node `rotation_` on, so that successive decisions look at
+  // different nodes.
   const int n = static_cast<int>(roots.size());
-  for (int i = 0; i < n && static_cast<int>(nodes_seen.size()) < limit; ++i) {
-    const auto& [node, root] = roots[(rotation_ + i) % n];
+  const int first = static_cast<int>(
+      std::lower_bound(roots.begin(), roots.end(), std::make_pair(rotation_, -1)) - roots.begin());
+  int nodes_seen = 0;
+  for (int i = 0; i < n && nodes_seen < limit; ++i) {
+    const auto& [node, root] = roots[(first + i) % n];
     const size_t before = out.size();
     AddCandidatesOnNode(req, types, node, root, &out);
-    if (out.size() > before) nodes_seen.push_back(node);
+    if (out.size() > before) ++nodes_seen;
   }
-  rotation_ = (rotation_ + 1) % n;
+  rotation_ = (rotation_ + 1) % static_cast<int>(cluster_->nodes.size());
   return out;
 }
 

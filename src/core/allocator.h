@@ -227,6 +227,7 @@ class Allocator {
   std::vector<std::set<std::pair<int, int>>> shared_gpus_;
   std::vector<std::set<int>> mig_gpus_;
   std::vector<int> level_cells_[6];  // cells of each Level, for gang placement
+  std::vector<int> node_types_;      // cell types of whole nodes
   std::vector<char> backable_;           // [cell]
   std::vector<int> backable_children_;   // [cell] children that are backable
   std::vector<int> available_;           // [type] maximal backable cells

@@ -122,6 +122,19 @@ int BuddyAllocator::FindFast(int pool, int type, int count) const {
   return -1;
 }
 
+void BuddyAllocator::CellsWithFree(int pool, int type, int count, std::vector<int>* out) const {
+  if (count > tree_->types()[type].leaf_count) return;
+  const auto& buckets = partial_[pool][type];
+  for (size_t f = std::max(count, 1); f < buckets.size(); ++f)
+    out->insert(out->end(), buckets[f].begin(), buckets[f].end());
+  out->insert(out->end(), lists_[pool][type].begin(), lists_[pool][type].end());
+  const auto& cells = tree_->cells();
+  for (int holder : holders_[type])
+    for (int free_cell : lists_[pool][holder])
+      for (int c = free_cell; c < tree_->subtree_end(free_cell); ++c)
+        if (cells[c].type == type) out->push_back(c);
+}
+
 int BuddyAllocator::FindWithin(int within, int type, int count,
                                const std::function<bool(int node)>& node_fits) const {
   const auto& cells = tree_->cells();

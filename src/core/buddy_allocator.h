@@ -43,6 +43,10 @@ class BuddyAllocator {
   // -1 if none.
   int FindWithin(int within, int type, int count,
                  const std::function<bool(int node)>& node_fits) const;
+  // Appends the cells of `type` in `pool` with at least `count` free GPUs (partly used ones from
+  // the best-fit buckets, whole free ones from the free lists, or inside larger free cells). Types
+  // above nodes have no buckets: only their whole free cells are found.
+  void CellsWithFree(int pool, int type, int count, std::vector<int>* out) const;
   // Takes `count` free GPUs inside `cell` (which must have that many; it may lie inside a
   // larger free cell), tightest first: whole
   // cells when they fit exactly, else the child with the fewest free GPUs that still fits.
