@@ -267,10 +267,12 @@ FragmentationTracker::FragmentationTracker(const FragmentationModel* model, cons
 }
 
 void FragmentationTracker::Refresh(const Allocator& alloc, int node) {
-  per_node_[node] = model_->NodeFragmentation(alloc, node);
+  views_[node] = model_->View(alloc, node);
+  per_node_[node] = model_->Fragmentation(views_[node]);
 }
 
 void FragmentationTracker::RefreshAll(const Allocator& alloc) {
+  views_.assign(alloc.cluster().nodes.size(), NodeView());
   per_node_.assign(alloc.cluster().nodes.size(), 0);
   for (size_t n = 0; n < per_node_.size(); ++n) Refresh(alloc, static_cast<int>(n));
 }

@@ -126,8 +126,10 @@ class FragmentationModel {
   std::vector<char> accepts_;                 // [t * models + m]
 };
 
-// The cluster's fragmentation kept node by node, for a metric read after every placement:
-// Refresh the nodes a placement or release touched instead of recomputing every node.
+// The cluster's fragmentation kept node by node, for a metric read after every placement and
+// for fgd's scores (PlacementContext::fragmentation): Refresh the nodes a placement or release
+// touched instead of recomputing every node. Each node's view is kept with its fragmentation,
+// so that readers need not rebuild it from the allocator.
 class FragmentationTracker {
  public:
   // `model` must outlive the tracker. Computes every node of `alloc`.
@@ -135,11 +137,14 @@ class FragmentationTracker {
 
   void Refresh(const Allocator& alloc, int node);
   void RefreshAll(const Allocator& alloc);
+  const FragmentationModel& model() const { return *model_; }
   double node(int n) const { return per_node_[n]; }
+  const NodeView& view(int n) const { return views_[n]; }  // as of the node's last Refresh
   double total() const;  // summed afresh (no drift from repeated updates)
 
  private:
   const FragmentationModel* model_;
+  std::vector<NodeView> views_;
   std::vector<double> per_node_;
 };
 

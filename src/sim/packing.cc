@@ -74,13 +74,9 @@ PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>&
   curve.pods = static_cast<int>(order.size());
   int64_t arrived = 0, allocated = 0;
   int next_point = 1;
-  // Fragmentation per node, recomputed only for the node a pod lands on.
-  std::vector<double> node_frag(cluster.nodes.size());
-  double frag_total = 0;
-  for (size_t n = 0; n < cluster.nodes.size(); ++n) {
-    node_frag[n] = frag.NodeFragmentation(alloc, static_cast<int>(n));
-    frag_total += node_frag[n];
-  }
+  // Fragmentation per node, recomputed only for the node a pod lands on; fgd scores from it.
+  FragmentationTracker node_frag(&frag, alloc);
+  double frag_total = node_frag.total();
   const double initial_frag = frag_total;
   JobSpec job;
   TaskGroup group;
@@ -89,6 +85,7 @@ PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>&
   ctx.job = &job;
   ctx.group = &group;
   ctx.typical_pods = &typical;
+  ctx.fragmentation = &node_frag;
   for (size_t i = 0; i < order.size(); ++i) {
     const TracePod& pod = *order[i];
     group.demand = DemandOf(pod);
@@ -100,9 +97,9 @@ PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>&
       allocated += RequestedMilli(pod);
       ++curve.placed;
       const int node = alloc.Find(*id)->replicas[0].node;
-      frag_total -= node_frag[node];
-      node_frag[node] = frag.NodeFragmentation(alloc, node);
-      frag_total += node_frag[node];
+      frag_total -= node_frag.node(node);
+      node_frag.Refresh(alloc, node);
+      frag_total += node_frag.node(node);
     }
     // Point x is sampled right after the pod that brings the arrived workload to x%.
     while (next_point <= points && 100.0 * arrived >= next_point * static_cast<double>(capacity)) {

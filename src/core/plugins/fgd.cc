@@ -16,9 +16,11 @@
 // reference's: the smallest node name). A node offers one fresh GPU for a share; it stands for
 // the lowest-index fitting free GPU in the reference's order (all free GPUs give the same F').
 // A MIG instance changes only the node's free CPU (MIG GPUs are outside the measure). Without
-// typical pods (ctx.typical_pods null or empty) every candidate scores 0. The plugin compiles
-// the typical pods once (FragmentationModel) and rebuilds when the list's address, size or
-// numbers change; it remembers each node's fragmentation until the node changes.
+// typical pods (ctx.typical_pods null or empty) every candidate scores 0. Given a
+// FragmentationTracker (ctx.fragmentation), the plugin reads the nodes and their fragmentation
+// from it. Otherwise it compiles the typical pods once (FragmentationModel) and rebuilds when
+// the list's address, size or numbers change; it remembers each node's fragmentation until the
+// node changes.
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -59,19 +61,30 @@ class FgdScorePlugin : public ScorePlugin {
   explicit FgdScorePlugin(double resolution) : resolution_(resolution) {}
 
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
+    if (const FragmentationTracker* tracker = ctx.fragmentation) {
+      if (tracker->model().typical_pods().empty()) return 0;
+      return ScoreOn(ctx, c, tracker->model(), tracker->view(c.node), tracker->node(c.node));
+    }
     if (ctx.typical_pods == nullptr || ctx.typical_pods->empty()) return 0;
-    const Allocator& alloc = *ctx.alloc;
-    const Demand& d = ctx.group->demand;
     std::shared_ptr<const FragmentationModel> model;
     NodeView before;
     const double frag_before = Before(ctx, c.node, &model, &before);
+    return ScoreOn(ctx, c, *model, before, frag_before);
+  }
+
+ private:
+  // The score of `c` on its node as it is (`before`, of fragmentation `frag_before`).
+  double ScoreOn(const PlacementContext& ctx, const Candidate& c, const FragmentationModel& model,
+                 const NodeView& before, double frag_before) const {
+    const Allocator& alloc = *ctx.alloc;
+    const Demand& d = ctx.group->demand;
 
     // The node after the replica, with `gpu` (or, when -1, none) giving up `milli`.
     auto after = [&](int gpu, int milli) {
       NodeView view = before;
       view.free_cpu_milli -= d.cpu_milli;
       if (gpu >= 0) view.set_free_milli(gpu, view.free_milli(gpu) - milli);
-      return FgdScore(frag_before, model->Fragmentation(view), resolution_);
+      return FgdScore(frag_before, model.Fragmentation(view), resolution_);
     };
 
     if (d.gpu_milli <= 0 || c.gpus.size() != 1) {
@@ -79,7 +92,7 @@ class FgdScorePlugin : public ScorePlugin {
       view.free_cpu_milli -= d.cpu_milli;
       if (d.gpus > 0)
         for (int g : c.gpus) view.set_free_milli(g, 0);
-      return FgdScore(frag_before, model->Fragmentation(view), resolution_);
+      return FgdScore(frag_before, model.Fragmentation(view), resolution_);
     }
 
     // A share: score every GPU it fits on, in index order; GPUs with the same free milli
@@ -117,7 +130,6 @@ class FgdScorePlugin : public ScorePlugin {
     return chosen ? my_score : my_score - kOtherGpuPenalty;
   }
 
- private:
   // The model for ctx's typical pods, the node as it is, and its fragmentation (remembered
   // per node: most nodes do not change from one decision to the next).
   double Before(const PlacementContext& ctx, int node,

@@ -21,6 +21,8 @@ namespace berth {
 // Candidate (a node, its GPUs, how tight they are) is declared in allocator.h: the allocator
 // produces candidates, plugins rank them.
 
+class FragmentationTracker;  // fragmentation.h
+
 // A pod shape of the workload and how often it occurs (FGD's "typical pods").
 struct TypicalPod {
   int64_t cpu_milli = 0;
@@ -39,6 +41,10 @@ struct PlacementContext {
   const TaskGroup* group = nullptr;
   const std::vector<ReplicaPlacement>* placed = nullptr;  // this job's replicas placed so far
   const std::vector<TypicalPod>* typical_pods = nullptr;  // workload model (fgd); may be null
+  // The workload's fragmentation per node, current with `alloc` (the caller refreshes every
+  // node it changes before the next decision). When set, fgd reads the nodes from it instead of
+  // compiling typical_pods and comparing each node with the allocator; may be null.
+  const FragmentationTracker* fragmentation = nullptr;
   // Per node, GPU-equivalents held by jobs of priority above / below this job's (packing that
   // respects priority); may be null.
   const std::vector<double>* higher_priority_gpus = nullptr;

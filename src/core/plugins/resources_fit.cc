@@ -23,7 +23,9 @@ class ResourcesFitFilter : public FilterPlugin {
     const Allocator& alloc = *ctx.alloc;
     const Demand& d = ctx.group->demand;
     const Node& node = alloc.cluster().nodes[c.node];
-    std::vector<int> sockets;
+    // Reused between calls: a vector per candidate costs more than the check itself.
+    thread_local std::vector<int> sockets;
+    sockets.clear();
     for (int g : c.gpus) {
       const int s = node.switches[node.gpus[g].pcie_switch].socket;
       if (std::find(sockets.begin(), sockets.end(), s) == sockets.end()) sockets.push_back(s);

@@ -47,21 +47,21 @@ bool AllFree(const Allocator& alloc, int cell) {
 // 0..1: the share of the enclosing cells that taking `c.gpus` would break (see the top).
 double BrokenFraction(const Allocator& alloc, const Candidate& c) {
   const CellTree& tree = alloc.tree();
-  std::vector<int> leaves;
-  for (int g : c.gpus) {
-    const int leaf = tree.gpu_cell(c.node, g);
-    if (leaf < 0) return 0;
-    leaves.push_back(leaf);
-  }
-  int cell = leaves[0];
-  while (cell >= 0 && !std::all_of(leaves.begin(), leaves.end(),
-                                   [&](int leaf) { return tree.IsWithin(leaf, cell); }))
-    cell = tree.cells()[cell].parent;
+  for (int g : c.gpus)
+    if (tree.gpu_cell(c.node, g) < 0) return 0;
+  // The leaves are looked up again rather than collected: no allocation per candidate.
+  const auto holds_all = [&](int cell) {
+    for (int g : c.gpus)
+      if (!tree.IsWithin(tree.gpu_cell(c.node, g), cell)) return false;
+    return true;
+  };
+  int cell = tree.gpu_cell(c.node, c.gpus[0]);
+  while (cell >= 0 && !holds_all(cell)) cell = tree.cells()[cell].parent;
   int considered = 0, broken = 0;
   bool free = true;  // once a cell is partly used, so are all its ancestors
   for (; cell >= 0 && tree.type_of(cell).level < Level::kCluster;
        cell = tree.cells()[cell].parent) {
-    if (tree.type_of(cell).leaf_count <= static_cast<int>(leaves.size())) continue;
+    if (tree.type_of(cell).leaf_count <= static_cast<int>(c.gpus.size())) continue;
     ++considered;
     free = free && AllFree(alloc, cell);
     if (free) ++broken;

@@ -114,5 +114,70 @@ TEST_F(FgdTest, FollowsChangesOfTheTypicalPods) {
   EXPECT_EQ(fgd_->Score(ctx, GpuCandidate(0, {used})), Expected(100));
 }
 
+// Scores every candidate twice, from a FragmentationTracker and from the plugin's own view of
+// the allocator, and takes the first best by the tracker's scores.
+class ComparingChooser : public PlacementChooser {
+ public:
+  ComparingChooser(const ScorePlugin* fgd, const PlacementContext& with_tracker)
+      : fgd_(fgd), with_(with_tracker), without_(with_tracker) {
+    without_.fragmentation = nullptr;
+  }
+
+  int Choose(const AllocationRequest& /*request*/, const std::vector<Candidate>& candidates,
+             const std::vector<ReplicaPlacement>& /*placed*/) override {
+    int best = -1;
+    double best_score = 0;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const double score = fgd_->Score(with_, candidates[i]);
+      EXPECT_EQ(score, fgd_->Score(without_, candidates[i])) << "node " << candidates[i].node;
+      ++compared;
+      if (best < 0 || score > best_score) best = static_cast<int>(i), best_score = score;
+    }
+    return best;
+  }
+
+  int compared = 0;
+
+ private:
+  const ScorePlugin* fgd_;
+  PlacementContext with_, without_;
+};
+
+TEST_F(FgdTest, TrackerScoresEqualTheAllocatorsOverPlacements) {
+  const Cluster cluster = OpenbTestCluster({{.cpu_milli = 8000, .gpus = 2},
+                                            {.gpus = 4, .model = "B"},
+                                            {.gpus = 8},
+                                            {.cpu_milli = 16000, .gpus = 4, .model = "B"}});
+  Allocator alloc(&cluster, {});
+  ASSERT_EQ(alloc.error(), "");
+  std::vector<TypicalPod> pods = {Typical(1, 500, .3), Typical(1, 1000, .3), Typical(2, 1000, .2),
+                                  Typical(1, 250, .1), Typical(0, 0, .1)};
+  pods[3].models = {"B"};
+  const FragmentationModel model(&cluster, pods);
+  FragmentationTracker tracker(&model, alloc);
+  TaskGroup group;
+  PlacementContext ctx = ContextFor(alloc, group);
+  ctx.typical_pods = &pods;
+  ctx.fragmentation = &tracker;
+  const std::vector<Demand> demands = {ShareDemand(300), WholeDemand(1),   ShareDemand(500),
+                                       CpuDemand(3000),  WholeDemand(2),   ShareDemand(700),
+                                       ShareDemand(250), WholeDemand(4),   ShareDemand(100, 4000),
+                                       CpuDemand(500),   ShareDemand(900), WholeDemand(1, 6000)};
+  ComparingChooser chooser(fgd_.get(), ctx);
+  int placed = 0;
+  for (int round = 0; round < 3; ++round)
+    for (const Demand& d : demands) {
+      group.demand = d;
+      AllocationRequest req;
+      req.demand = d;
+      if (const auto id = alloc.Allocate(req, nullptr, &chooser)) {
+        tracker.Refresh(alloc, alloc.Find(*id)->replicas[0].node);
+        ++placed;
+      }
+    }
+  EXPECT_GT(placed, 20);
+  EXPECT_GT(chooser.compared, 50);
+}
+
 }  // namespace
 }  // namespace berth
