@@ -1,9 +1,19 @@
 #include "core/allocator.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace berth {
 namespace {
+
+// Node versions: one counter for all allocators, so that no two states share a version.
+std::atomic<uint64_t> next_node_version{1};
+
+bool SameDemand(const Demand& a, const Demand& b) {
+  return a.gpus == b.gpus && a.gpu_milli == b.gpu_milli && a.gpu_memory_mib == b.gpu_memory_mib &&
+         a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib && a.affinity == b.affinity &&
+         a.mig_profile == b.mig_profile && a.models == b.models;
+}
 
 int PoolOf(const AllocationRequest& req) {
   return req.vc >= 0 && !req.opportunistic ? req.vc + 1 : BuddyAllocator::kPhysicalPool;
@@ -49,6 +59,10 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
     level_cells_[static_cast<int>(tree_->type_of(c).level)].push_back(c);
   for (size_t t = 0; t < tree_->types().size(); ++t)
     if (tree_->types()[t].level == Level::kNode) node_types_.push_back(static_cast<int>(t));
+  node_version_.assign(cluster->nodes.size(), 0);
+  for (size_t n = 0; n < node_version_.size(); ++n) Touch(static_cast<int>(n));
+  cache_ = std::make_shared<CandidateCache>();
+  cache_->nodes.resize(cluster->nodes.size());
   backable_.assign(cell_count, 0);
   backable_children_.assign(cell_count, 0);
   available_.assign(tree_->types().size(), 0);
@@ -100,6 +114,19 @@ void Allocator::HoldGpus(int cell, int holder) {
   for (int c = cell; c < tree_->subtree_end(cell); ++c)
     if (cells[c].gpu >= 0) gpus_[cells[c].node][cells[c].gpu].holder = holder;
   RefreshBacking(cell);
+  TouchCell(cell);
+}
+
+void Allocator::Touch(int node) { node_version_[node] = next_node_version++; }
+
+void Allocator::TouchCell(int cell) {
+  const auto& cells = tree_->cells();
+  if (cells[cell].node >= 0) {
+    Touch(cells[cell].node);
+    return;
+  }
+  for (int c = cell; c < tree_->subtree_end(cell); ++c)
+    if (tree_->type_of(c).level == Level::kNode) Touch(cells[c].node);
 }
 
 // Candidate cell types for k whole GPUs (or one fresh GPU for shares / MIG), tightest first.
@@ -273,6 +300,7 @@ void Allocator::AddShare(const AllocationRequest& req, int pool, int leaf, Repli
   if (!req.opportunistic) ++g.guaranteed_shares;
   if (g.used_milli < 1000) shared.insert({1000 - g.used_milli, leaf});
   RefreshBacking(leaf);
+  Touch(c.node);
   out->node = c.node;
   out->gpus = {c.gpu};
   out->gpu_milli = d.gpu_milli;
@@ -334,6 +362,7 @@ void Allocator::AddMigInstance(const AllocationRequest& req, int pool, int leaf,
   ++g.shares;
   if (!req.opportunistic) ++g.guaranteed_shares;
   RefreshBacking(leaf);
+  Touch(c.node);
   out->node = c.node;
   out->gpus = {c.gpu};
   out->mig_profile = p;
@@ -383,7 +412,7 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
   const Demand& d = req.demand;
   auto place = [&] {
     if (chooser) {
-      const std::vector<Candidate> candidates = Enumerate(req, pool, limit);
+      const CandidateList& candidates = Enumerate(req, pool, limit);
       if (candidates.empty()) return false;
       const int pick = chooser->Choose(req, candidates, placed);
       if (pick < 0) return false;
@@ -408,6 +437,7 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
   out->cpu_milli = d.cpu_milli;
   out->memory_mib = d.memory_mib;
   resources_.Take(out->node, out->sockets, d.cpu_milli, d.memory_mib);
+  Touch(out->node);
   out->cpus = resources_.PinnedCpus(out->node, out->sockets);
   if (!has_gpu)
     for (size_t s = 0; s < cluster_->nodes[out->node].sockets.size(); ++s)
@@ -513,7 +543,57 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, const std::vec
   }
 }
 
-std::vector<Candidate> Allocator::Enumerate(const AllocationRequest& req, int pool, int limit) {
+const Candidate& CandidateList::operator[](size_t i) const {
+  auto run = std::upper_bound(runs_.begin(), runs_.end(), i,
+                              [](size_t index, const Run& r) { return index < r.start; });
+  --run;
+  return (*run->candidates)[i - run->start];
+}
+
+int Allocator::ShapeOf(const Demand& demand) {
+  std::vector<Demand>& shapes = cache_->shapes;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    if (SameDemand(shapes[i], demand)) return static_cast<int>(i);
+  if (shapes.size() == kMaxShapes) {  // start over rather than grow without end
+    shapes.clear();
+    for (NodeCache& n : cache_->nodes) n.count = 0;
+  }
+  shapes.push_back(demand);
+  return static_cast<int>(shapes.size()) - 1;
+}
+
+const std::vector<Candidate>& Allocator::CandidatesOnNode(const AllocationRequest& req, int shape,
+                                                          const std::vector<int>& types, int node,
+                                                          int root) {
+  if (root >= 0 && root != tree_->node_cell(node)) {  // below the node (bound to a VC): not cached
+    auto& runs = enumerated_.uncached;
+    if (enumerated_.uncached_used == runs.size()) runs.emplace_back();
+    std::vector<Candidate>& run = runs[enumerated_.uncached_used++];
+    run.clear();
+    AddCandidatesOnNode(req, types, node, root, &run);
+    return run;
+  }
+  NodeCache& cache = cache_->nodes[node];
+  if (cache.version != node_version_[node]) {
+    cache.version = node_version_[node];
+    cache.count = cache.next = 0;
+  }
+  for (int i = 0; i < cache.count; ++i)
+    if (cache.shape[i] == shape) return cache.candidates[i];
+  int slot = cache.count;
+  if (slot < kCachedShapes) {
+    ++cache.count;
+  } else {
+    slot = cache.next;
+    cache.next = (cache.next + 1) % kCachedShapes;
+  }
+  cache.shape[slot] = shape;
+  cache.candidates[slot].clear();
+  AddCandidatesOnNode(req, types, node, root, &cache.candidates[slot]);
+  return cache.candidates[slot];
+}
+
+const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool, int limit) {
   const Demand& d = req.demand;
   const bool cpu_only = d.gpus == 0 && d.gpu_milli == 0 && d.mig_profile.empty();
   // Each node with the cell below which its candidates lie.
@@ -542,32 +622,36 @@ std::vector<Candidate> Allocator::Enumerate(const AllocationRequest& req, int po
     }
   }
   std::sort(roots.begin(), roots.end());  // candidates come in node order: ties go to the first
-  std::vector<Candidate> out;
   const std::vector<int> types =
       cpu_only ? std::vector<int>{} : WholeTypes(d, !d.mig_profile.empty());
+  CandidateList& out = enumerated_.list;
+  out.Clear();
+  enumerated_.uncached_used = 0;
+  const int shape = ShapeOf(d);
+  auto add = [&](int node, int root) {
+    const std::vector<Candidate>& found = CandidatesOnNode(req, shape, types, node, root);
+    out.Add(found);
+    return !found.empty();
+  };
   if (req.only_node >= 0) {
     for (const auto& [node, root] : roots)
-      if (node == req.only_node) AddCandidatesOnNode(req, types, node, root, &out);
-    return out;
+      if (node == req.only_node) add(node, root);
+  } else if (limit <= 0 || static_cast<int>(roots.size()) <= limit) {
+    for (const auto& [node, root] : roots) add(node, root);
+  } else {
+    // Bounded: nodes in rotation, from node `rotation_` on, so that successive decisions look
+    // at different nodes.
+    const int n = static_cast<int>(roots.size());
+    const int first = static_cast<int>(
+        std::lower_bound(roots.begin(), roots.end(), std::make_pair(rotation_, -1)) -
+        roots.begin());
+    int nodes_seen = 0;
+    for (int i = 0; i < n && nodes_seen < limit; ++i) {
+      const auto& [node, root] = roots[(first + i) % n];
+      if (add(node, root)) ++nodes_seen;
+    }
+    rotation_ = (rotation_ + 1) % static_cast<int>(cluster_->nodes.size());
   }
-  if (limit <= 0 || static_cast<int>(roots.size()) <= limit) {
-    out.reserve(roots.size());
-    for (const auto& [node, root] : roots) AddCandidatesOnNode(req, types, node, root, &out);
-    return out;
-  }
-  // Bounded: nodes in rotation, from node `rotation_` on, so that successive decisions look at
-  // different nodes.
-  const int n = static_cast<int>(roots.size());
-  const int first = static_cast<int>(
-      std::lower_bound(roots.begin(), roots.end(), std::make_pair(rotation_, -1)) - roots.begin());
-  int nodes_seen = 0;
-  for (int i = 0; i < n && nodes_seen < limit; ++i) {
-    const auto& [node, root] = roots[(first + i) % n];
-    const size_t before = out.size();
-    AddCandidatesOnNode(req, types, node, root, &out);
-    if (out.size() > before) ++nodes_seen;
-  }
-  rotation_ = (rotation_ + 1) % static_cast<int>(cluster_->nodes.size());
   return out;
 }
 
@@ -693,11 +777,13 @@ bool Allocator::BindFor(const AllocationRequest& req, Allocation* taken) {
   // the physical pool still looks free there.
   buddy_.Bind(cell, req.vc + 1);
   RefreshBacking(cell);
+  TouchCell(cell);
   if (GuaranteeShortfallGpus() > before) {  // this split would break another VC's guarantee
     --vc.bound_counts[pick];
     buddy_.Unbind(cell);
     buddy_.Give(cell);
     RefreshBacking(cell);
+    TouchCell(cell);
     return false;
   }
   vc.bound_cells.push_back(cell);
@@ -724,10 +810,12 @@ void Allocator::MaybeUnbind(int vc, int cell) {
   buddy_.Unbind(root);
   buddy_.Give(root);
   RefreshBacking(root);
+  TouchCell(root);
 }
 
 // Gives back one replica's GPU share or MIG instance and its CPU and memory.
 void Allocator::UndoReplica(const ReplicaPlacement& r, bool preemptible) {
+  Touch(r.node);
   resources_.Give(
       r.node,
       r.gpu_milli > 0 || r.mig_profile >= 0 || !r.gpus.empty() ? r.sockets : std::vector<int>{},
@@ -945,6 +1033,7 @@ void Allocator::UpdateUsability(int node, int gpu, bool was_usable) {
     buddy_.Give(leaf);
   }
   RefreshBacking(leaf);
+  Touch(node);
   const int vc = BoundVc(leaf);
   if (returned && vc >= 0) MaybeUnbind(vc, leaf);
 }
@@ -952,6 +1041,7 @@ void Allocator::UpdateUsability(int node, int gpu, bool was_usable) {
 void Allocator::SetGpuBad(int node, int gpu, bool bad) {
   const bool was_usable = gpu_usable(node, gpu);
   gpus_[node][gpu].bad = bad;
+  Touch(node);
   UpdateUsability(node, gpu, was_usable);
 }
 
@@ -959,6 +1049,7 @@ void Allocator::SetNodeCordoned(int node, bool cordoned) {
   std::vector<char> before(gpus_[node].size());
   for (size_t g = 0; g < before.size(); ++g) before[g] = gpu_usable(node, static_cast<int>(g));
   cordoned_[node] = cordoned;
+  Touch(node);
   for (size_t g = 0; g < before.size(); ++g) UpdateUsability(node, static_cast<int>(g), before[g]);
 }
 
@@ -1051,6 +1142,22 @@ std::string Allocator::CheckConsistency() const {
       ++available[cells[c].type];
   if (backable != backable_ || available != available_)
     return "guarantee backing disagrees with the cells' holders";
+  // Cached candidates of unchanged nodes are what the node offers now.
+  for (size_t n = 0; n < node_version_.size(); ++n) {
+    const NodeCache& cache = cache_->nodes[n];
+    if (cache.version != node_version_[n]) continue;
+    for (int i = 0; i < cache.count; ++i) {
+      AllocationRequest req;
+      req.demand = cache_->shapes[cache.shape[i]];
+      const Demand& d = req.demand;
+      const bool cpu_only = d.gpus == 0 && d.gpu_milli == 0 && d.mig_profile.empty();
+      std::vector<Candidate> fresh;
+      AddCandidatesOnNode(req, cpu_only ? std::vector<int>{} : WholeTypes(d, !d.mig_profile.empty()),
+                          static_cast<int>(n), tree_->node_cell(static_cast<int>(n)), &fresh);
+      if (fresh != cache.candidates[i])
+        return "node " + cluster_->nodes[n].name + ": cached candidates are stale";
+    }
+  }
   return "";
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -73,6 +74,38 @@ struct Candidate {
   Level tightness = Level::kNode;  // the tightest cell level holding all of `gpus`
   std::vector<int> cells;          // cells taken whole (a fresh GPU for a share or MIG slice)
   int mig_profile = -1, mig_start = -1, mig_slot = -1;
+  bool operator==(const Candidate&) const = default;
+};
+
+// The candidates offered for one replica, as runs of candidates (a node's, usually) that stay
+// where the allocator keeps them: offering a node's unchanged candidates again copies nothing.
+// Valid until the allocator's next placement.
+class CandidateList {
+ public:
+  struct Run {
+    const std::vector<Candidate>* candidates;
+    size_t start;  // index of its first candidate in the list
+  };
+  CandidateList() = default;
+  CandidateList(const std::vector<Candidate>& all) { Add(all); }  // NOLINT: one run, by reference
+
+  void Clear() {
+    runs_.clear();
+    size_ = 0;
+  }
+  void Add(const std::vector<Candidate>& run) {
+    if (run.empty()) return;
+    runs_.push_back({&run, size_});
+    size_ += run.size();
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const std::vector<Run>& runs() const { return runs_; }
+  const Candidate& operator[](size_t i) const;  // O(log runs)
+
+ private:
+  std::vector<Run> runs_;
+  size_t size_ = 0;
 };
 
 // Picks one candidate per replica (the plugin pipeline implements it). `placed` holds the
@@ -80,7 +113,7 @@ struct Candidate {
 class PlacementChooser {
  public:
   virtual ~PlacementChooser() = default;
-  virtual int Choose(const AllocationRequest& request, const std::vector<Candidate>& candidates,
+  virtual int Choose(const AllocationRequest& request, const CandidateList& candidates,
                      const std::vector<ReplicaPlacement>& placed) = 0;
 };
 
@@ -175,7 +208,15 @@ class Allocator {
   bool PlaceReplica(const AllocationRequest& req, int pool, int within, PlacementChooser* chooser,
                     int limit, const std::vector<ReplicaPlacement>& placed, ReplicaPlacement* out,
                     Allocation* taken, int id, std::string* why);
-  std::vector<Candidate> Enumerate(const AllocationRequest& req, int pool, int limit);
+  // The candidates of every node (or `limit` of them); the result lives until the next call.
+  const CandidateList& Enumerate(const AllocationRequest& req, int pool, int limit);
+  // A node's candidates below `root`, from the cache while the node is unchanged since they
+  // were computed for the same demand.
+  const std::vector<Candidate>& CandidatesOnNode(const AllocationRequest& req, int shape,
+                                                const std::vector<int>& types, int node, int root);
+  int ShapeOf(const Demand& demand);  // the cache's id for the demand
+  void Touch(int node);      // the node changed: its cached candidates are stale
+  void TouchCell(int cell);  // every node in or above the cell changed
   void AddCandidatesOnNode(const AllocationRequest& req, const std::vector<int>& types, int node,
                            int root, std::vector<Candidate>* out) const;
   void Commit(const AllocationRequest& req, int pool, const Candidate& c, ReplicaPlacement* out,
@@ -233,6 +274,36 @@ class Allocator {
   std::vector<int> available_;           // [type] maximal backable cells
   int next_id_ = 1;
   int rotation_ = 0;  // where the next bounded candidate scan starts
+
+  // Candidate cache. Every change to a node gives it a new version, unique across all
+  // allocators (what-if copies included), so cached candidates are valid wherever their node's
+  // version still matches; copies therefore share the cache. Keyed by demand shape (an id into
+  // `shapes`), for the node's own cell as root.
+  static constexpr int kCachedShapes = 32;  // per node
+  static constexpr int kMaxShapes = 4096;   // beyond: the cache starts over
+  struct NodeCache {
+    uint64_t version = 0;  // the node's version its entries were computed at
+    int count = 0;         // entries in use
+    int next = 0;          // the entry replaced next once all are in use
+    int shape[kCachedShapes];
+    std::vector<Candidate> candidates[kCachedShapes];
+  };
+  struct CandidateCache {
+    std::vector<Demand> shapes;
+    std::vector<NodeCache> nodes;
+  };
+  std::vector<uint64_t> node_version_;  // [node]
+  std::shared_ptr<CandidateCache> cache_;
+  // The last enumeration: scratch whose copy is empty, as a what-if never reads it.
+  struct Scratch {
+    CandidateList list;
+    std::deque<std::vector<Candidate>> uncached;  // runs of roots the cache does not keep
+    size_t uncached_used = 0;
+    Scratch() = default;
+    Scratch(const Scratch&) {}
+    Scratch& operator=(const Scratch&) { return *this; }
+  };
+  Scratch enumerated_;
 };
 
 }  // namespace berth

@@ -17,7 +17,7 @@ std::unique_ptr<PlacementPipeline> PlacementPipeline::Make(const Policy& policy,
 }
 
 int PlacementPipeline::Choose(const AllocationRequest& /*request*/,
-                              const std::vector<Candidate>& candidates,
+                              const CandidateList& candidates,
                               const std::vector<ReplicaPlacement>& placed) {
   PlacementContext ctx = context_;
   ctx.placed = &placed;
@@ -27,8 +27,10 @@ int PlacementPipeline::Choose(const AllocationRequest& /*request*/,
   int best = -1;
   double best_score = 0;
   int ties = 0;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const Candidate& c = candidates[i];
+  for (const CandidateList::Run& run : candidates.runs())
+    for (size_t j = 0; j < run.candidates->size(); ++j) {
+    const size_t i = run.start + j;
+    const Candidate& c = (*run.candidates)[j];
     bool feasible = true;
     for (const auto& f : filters_) {
       if (f->Feasible(ctx, c)) continue;
@@ -48,7 +50,7 @@ int PlacementPipeline::Choose(const AllocationRequest& /*request*/,
       ++ties;
       if (std::uniform_int_distribution<int>(0, ties - 1)(rng_) == 0) best = static_cast<int>(i);
     }
-  }
+    }
   if (best >= 0) refused_by_retryable_ = false;
   return best;
 }

@@ -28,7 +28,7 @@ class PlacementPipeline : public PlacementChooser {
   }
   const Policy& policy() const { return policy_; }
 
-  int Choose(const AllocationRequest& request, const std::vector<Candidate>& candidates,
+  int Choose(const AllocationRequest& request, const CandidateList& candidates,
              const std::vector<ReplicaPlacement>& placed) override;
 
   // Whether the last Choose since SetContext refused a candidate through a retryable filter.

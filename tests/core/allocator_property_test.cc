@@ -38,11 +38,12 @@ class RandomChooser : public PlacementChooser {
  public:
   RandomChooser(const Allocator* allocator, std::mt19937* rng) : a_(allocator), rng_(rng) {}
 
-  int Choose(const AllocationRequest& request, const std::vector<Candidate>& candidates,
+  int Choose(const AllocationRequest& request, const CandidateList& candidates,
              const std::vector<ReplicaPlacement>& placed) override {
     (void)placed;
     const Demand& d = request.demand;
-    for (const Candidate& c : candidates) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const Candidate& c = candidates[i];
       EXPECT_GE(c.node, 0);
       if (request.only_node >= 0) {
         EXPECT_EQ(c.node, request.only_node);

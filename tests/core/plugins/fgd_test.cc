@@ -123,7 +123,7 @@ class ComparingChooser : public PlacementChooser {
     without_.fragmentation = nullptr;
   }
 
-  int Choose(const AllocationRequest& /*request*/, const std::vector<Candidate>& candidates,
+  int Choose(const AllocationRequest& /*request*/, const CandidateList& candidates,
              const std::vector<ReplicaPlacement>& /*placed*/) override {
     int best = -1;
     double best_score = 0;
