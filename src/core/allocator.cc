@@ -621,7 +621,8 @@ const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool
         if (tree_->type_of(c).level == Level::kNode) roots.push_back({tree_->cells()[c].node, c});
     }
   }
-  std::sort(roots.begin(), roots.end());  // candidates come in node order: ties go to the first
+  // Candidates come in node order (ties go to the first); the scan of every node is in order.
+  if (!std::is_sorted(roots.begin(), roots.end())) std::sort(roots.begin(), roots.end());
   const std::vector<int> types =
       cpu_only ? std::vector<int>{} : WholeTypes(d, !d.mig_profile.empty());
   CandidateList& out = enumerated_.list;

@@ -35,16 +35,12 @@ struct AffinityParams {
 };
 
 // True when every GPU under `cell` is free.
+// Every GPU of the cell free in its pool: the buddy allocator's count says so at once (cells on
+// a candidate's path hold its free GPUs, so no ancestor of theirs is taken whole).
 bool AllFree(const Allocator& alloc, int cell) {
-  const CellTree& tree = alloc.tree();
-  for (int c = cell; c < tree.subtree_end(cell); ++c) {
-    const Cell& x = tree.cells()[c];
-    if (x.gpu >= 0 && !alloc.gpu_free(x.node, x.gpu)) return false;
-  }
-  return true;
+  return alloc.buddy().free_leaves(cell) == alloc.tree().type_of(cell).leaf_count;
 }
 
-// 0..1: the share of the enclosing cells that taking `c.gpus` would break (see the top).
 double BrokenFraction(const Allocator& alloc, const Candidate& c) {
   const CellTree& tree = alloc.tree();
   for (int g : c.gpus)
