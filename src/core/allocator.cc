@@ -730,6 +730,17 @@ void Allocator::RefreshBacking(int cell) {
 
 int Allocator::FreeGpusOn(int node, int vc) const {
   const int pool = vc < 0 ? BuddyAllocator::kPhysicalPool : vc + 1;
+  const int cell = tree_->node_cell(node);
+  if (cell < 0) return 0;
+  if (buddy_.pool(cell) == pool) {
+    // Counts below a cell taken whole are not kept up to date: nothing is free there.
+    for (int a = cell; a >= 0 && buddy_.pool(a) == pool; a = tree_->cells()[a].parent)
+      if (buddy_.taken(a)) return 0;
+    return buddy_.free_leaves(cell);
+  }
+  if (pool == BuddyAllocator::kPhysicalPool || buddy_.pool(cell) != BuddyAllocator::kPhysicalPool)
+    return 0;
+  // Cells below the node bound to vc: their GPUs one by one.
   int free = 0;
   for (size_t g = 0; g < gpus_[node].size(); ++g) {
     const int leaf = tree_->gpu_cell(node, static_cast<int>(g));

@@ -363,6 +363,18 @@ TEST_P(AllocatorPropertyTest, RandomOperationsKeepTheInvariants) {
     }
     ASSERT_EQ(a_->CheckConsistency(), "") << "step " << step;
     ASSERT_TRUE(CheckAll()) << "step " << step;
+    // The per-node free counts that bound preemption trials agree with the GPUs themselves.
+    for (size_t n = 0; n < cluster_.nodes.size(); ++n)
+      for (int vc = -1; vc < static_cast<int>(a_->vcs().size()); ++vc) {
+        int free = 0;
+        for (size_t g = 0; g < cluster_.nodes[n].gpus.size(); ++g) {
+          const int leaf = a_->tree().gpu_cell(static_cast<int>(n), static_cast<int>(g));
+          free += leaf >= 0 && a_->buddy().pool(leaf) == vc + 1 &&
+                  a_->gpu_free(static_cast<int>(n), static_cast<int>(g));
+        }
+        ASSERT_EQ(a_->FreeGpusOn(static_cast<int>(n), vc), free)
+            << "step " << step << " node " << n << " vc " << vc;
+      }
     if (!c.health) {
       ASSERT_EQ(a_->GuaranteeShortfallGpus(), 0) << "step " << step;
     }
