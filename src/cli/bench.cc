@@ -140,6 +140,9 @@ void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_
   double used = 0;
   std::vector<int> running;
   std::vector<double> latencies_us;
+  // The same latencies by kind of job, to show where a tail comes from.
+  const char* kinds[] = {"1 GPU", "2-8 GPUs", "gang"};
+  std::vector<double> by_kind[3];
   int placed = 0, unplaced = 0, preemptions = 0;
   const auto begin = std::chrono::steady_clock::now();
   double busy_s = 0;
@@ -151,13 +154,16 @@ void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_
     spec.priority = 100;
     TaskGroup group;
     const double r = unit(rng);
+    int kind = 0;
     if (r < 0.7) {
       group.demand.gpus = 1;
     } else if (r < 0.9) {
       group.demand.gpus = std::uniform_int_distribution<int>(2, 8)(rng);
+      kind = 1;
     } else {
       group.demand.gpus = 8;
       group.replicas = std::uniform_int_distribution<int>(2, 8)(rng);
+      kind = 2;
     }
     group.demand.cpu_milli = 4000 * group.demand.gpus;
     group.demand.memory_mib = 32768 * group.demand.gpus;
@@ -169,7 +175,7 @@ void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_
     const double us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     latencies_us.push_back(us);
-    { static std::map<std::string,std::vector<double>> cat; std::string k = (group.replicas>1?"gang":group.demand.gpus>1?"multi":"one"); k += engine.job(id)->state==JobState::kPending?"-fail":"-ok"; bool pre=false; for (auto& d: decisions) pre |= d.kind==Decision::Kind::kPreempt; if(pre) k+="-pre"; cat[k].push_back(us); if (i==job_count-1) for (auto& [n,v]:cat){ std::sort(v.begin(),v.end()); double sum=0; for(double x:v) sum+=x; fprintf(stderr,"%s n=%zu mean=%.1f p50=%.1f p90=%.1f max=%.1f total=%.0f\n",n.c_str(),v.size(),sum/v.size(),v[v.size()/2],v[v.size()*9/10],v.back(),sum);} }
+    by_kind[kind].push_back(us);
     busy_s += us / 1e6;
     for (const Decision& d : decisions) {
       if (d.kind == Decision::Kind::kPreempt) {
@@ -207,11 +213,11 @@ void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_
   if (!json) std::cerr << "\r";
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  std::sort(latencies_us.begin(), latencies_us.end());
-  auto pct = [&](double p) {
-    return latencies_us.empty() ? 0.0
-                                : latencies_us[static_cast<size_t>(p * (latencies_us.size() - 1))];
+  auto pct_of = [](std::vector<double>& v, double p) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
   };
+  auto pct = [&](double p) { return pct_of(latencies_us, p); };
   const double per_sec = busy_s > 0 ? job_count / busy_s : 0;
   if (json) {
     std::cout << nlohmann::json{{"decisions_per_sec", per_sec},
@@ -234,6 +240,10 @@ void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_
             << " did not fit, " << preemptions << " preemptions)\n"
             << std::fixed << std::setprecision(1) << "decisions/s: " << per_sec
             << "   p50: " << pct(0.5) << " us   p99: " << pct(0.99) << " us\n";
+  for (int k = 0; k < 3; ++k)
+    std::cout << "  " << std::left << std::setw(9) << kinds[k] << std::right << std::setw(6)
+              << by_kind[k].size() << " jobs   p50: " << std::setw(7) << pct_of(by_kind[k], 0.5)
+              << " us   p99: " << std::setw(7) << pct_of(by_kind[k], 0.99) << " us\n";
 }
 
 }  // namespace
