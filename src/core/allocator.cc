@@ -9,11 +9,6 @@ namespace {
 // Node versions: one counter for all allocators, so that no two states share a version.
 std::atomic<uint64_t> next_node_version{1};
 
-bool SameDemand(const Demand& a, const Demand& b) {
-  return a.gpus == b.gpus && a.gpu_milli == b.gpu_milli && a.gpu_memory_mib == b.gpu_memory_mib &&
-         a.cpu_milli == b.cpu_milli && a.memory_mib == b.memory_mib && a.affinity == b.affinity &&
-         a.mig_profile == b.mig_profile && a.models == b.models;
-}
 
 int PoolOf(const AllocationRequest& req) {
   return req.vc >= 0 && !req.opportunistic ? req.vc + 1 : BuddyAllocator::kPhysicalPool;
@@ -553,7 +548,7 @@ const Candidate& CandidateList::operator[](size_t i) const {
 int Allocator::ShapeOf(const Demand& demand) {
   std::vector<Demand>& shapes = cache_->shapes;
   for (size_t i = 0; i < shapes.size(); ++i)
-    if (SameDemand(shapes[i], demand)) return static_cast<int>(i);
+    if (shapes[i] == demand) return static_cast<int>(i);
   if (shapes.size() == kMaxShapes) {  // start over rather than grow without end
     shapes.clear();
     for (NodeCache& n : cache_->nodes) n.count = 0;

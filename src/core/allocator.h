@@ -42,6 +42,7 @@ struct Demand {
   std::optional<Level> affinity;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
+  bool operator==(const Demand&) const = default;
 };
 
 struct AllocationRequest {
@@ -155,6 +156,10 @@ class Allocator {
   bool gpu_usable(int node, int gpu) const;
   bool gpu_free(int node, int gpu) const;  // usable and held by nobody
   bool node_cordoned(int node) const { return cordoned_[node]; }
+  // Changes with every change to the node (GPUs, cells, CPU, memory, health), and is unique
+  // across allocators and their copies: what a plugin derives from a node stays valid while
+  // the version does.
+  uint64_t node_version(int node) const { return node_version_[node]; }
 
   // Per VC and guarantee type: unbound cells that free or preemptible cells can no longer back
   // because hardware is bad (HiveD shows failures only when they are inevitable).
