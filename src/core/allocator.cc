@@ -34,6 +34,7 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
   gpus_.resize(cluster->nodes.size());
   gpu_models_.resize(cluster->nodes.size());
   cordoned_.assign(cluster->nodes.size(), 0);
+  bad_gpus_.assign(cluster->nodes.size(), 0);
   for (size_t n = 0; n < cluster->nodes.size(); ++n) {
     gpus_[n].resize(cluster->nodes[n].gpus.size());
     for (const Gpu& gpu : cluster->nodes[n].gpus)
@@ -598,9 +599,14 @@ const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool
   } else if (pool == BuddyAllocator::kPhysicalPool && d.gpus > 0) {
     // Only nodes with that many free GPUs can offer any: the buddy allocator's buckets name them
     // without a visit to every node.
+    // Marked per node and read back in node order: cheaper than sorting them.
     std::vector<int> node_cells;
     for (int type : node_types_) buddy_.CellsWithFree(pool, type, d.gpus, &node_cells);
-    for (int cell : node_cells) roots.push_back({tree_->cells()[cell].node, cell});
+    std::vector<int>& root_of = enumerated_.root_of;
+    root_of.assign(cluster_->nodes.size(), -1);
+    for (int cell : node_cells) root_of[tree_->cells()[cell].node] = cell;
+    for (size_t n = 0; n < root_of.size(); ++n)
+      if (root_of[n] >= 0) roots.push_back({static_cast<int>(n), root_of[n]});
   } else if (pool == BuddyAllocator::kPhysicalPool) {
     for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
       const int cell = tree_->node_cell(static_cast<int>(n));
@@ -1047,6 +1053,7 @@ void Allocator::UpdateUsability(int node, int gpu, bool was_usable) {
 
 void Allocator::SetGpuBad(int node, int gpu, bool bad) {
   const bool was_usable = gpu_usable(node, gpu);
+  bad_gpus_[node] += static_cast<int>(bad) - static_cast<int>(gpus_[node][gpu].bad);
   gpus_[node][gpu].bad = bad;
   Touch(node);
   UpdateUsability(node, gpu, was_usable);

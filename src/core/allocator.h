@@ -156,6 +156,8 @@ class Allocator {
   bool gpu_usable(int node, int gpu) const;
   bool gpu_free(int node, int gpu) const;  // usable and held by nobody
   bool node_cordoned(int node) const { return cordoned_[node]; }
+  // Every GPU of the node usable (none bad, not cordoned): O(1), for per-candidate checks.
+  bool node_healthy(int node) const { return !cordoned_[node] && bad_gpus_[node] == 0; }
   // Changes with every change to the node (GPUs, cells, CPU, memory, health), and is unique
   // across allocators and their copies: what a plugin derives from a node stays valid while
   // the version does.
@@ -268,6 +270,7 @@ class Allocator {
   std::vector<std::vector<GpuState>> gpus_;               // [node][gpu]
   std::vector<std::vector<const GpuModel*>> gpu_models_;  // [node][gpu]
   std::vector<char> cordoned_;
+  std::vector<int> bad_gpus_;  // [node] GPUs marked bad
   AllocationMap allocations_;
   // Per pool: GPUs that host shares, by free milli (best fit), and GPUs carved for MIG.
   std::vector<std::set<std::pair<int, int>>> shared_gpus_;
@@ -304,6 +307,7 @@ class Allocator {
     CandidateList list;
     std::deque<std::vector<Candidate>> uncached;  // runs of roots the cache does not keep
     size_t uncached_used = 0;
+    std::vector<int> root_of;  // [node] the node's root cell this time, or -1
     Scratch() = default;
     Scratch(const Scratch&) {}
     Scratch& operator=(const Scratch&) { return *this; }

@@ -17,6 +17,7 @@ class NodeHealthFilter : public FilterPlugin {
  public:
   bool Feasible(const PlacementContext& ctx, const Candidate& c) const override {
     const Allocator& alloc = *ctx.alloc;
+    if (alloc.node_healthy(c.node)) return true;
     if (alloc.node_cordoned(c.node)) return false;
     for (int g : c.gpus)
       if (!alloc.gpu_usable(c.node, g)) return false;
