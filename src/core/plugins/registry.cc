@@ -43,6 +43,7 @@ constexpr ScoreEntry kScores[] = {
     {"gpu-packing", MakeGpuPackingScore},
     {"bestfit", MakeBestFitScore},
     {"fgd", MakeFgdScore},
+    {"scarcity", MakeScarcityScore},
 };
 
 std::string Join(const std::vector<std::string>& names) {

@@ -1,0 +1,128 @@
+// scarcity score: keep the hosts of scarce pod shapes. FGD (fgd.cc) weighs a node's loss of a
+// typical pod shape by how often the shape occurs, but not by how many other nodes could
+// still host it: breaking the last empty 8-GPU node costs it no more than breaking the first
+// of three hundred. This score charges a placement, for every typical GPU pod shape the node
+// could host before it and cannot after it, the shape's frequency x its GPU milli / the number
+// of nodes that host it now:
+//
+//   lost = sum over shapes t hostable before and not after of f_t x gpus_t x milli_t / H_t
+//   score = 100 x scale / (scale + lost)
+//
+// so that, late in a fill, the few nodes left for large or model-constrained pods are taken
+// last. A node hosts shape t when t accepts its GPU model, its free CPU covers t's, and t's
+// GPUs each find t's milli free (the fragmentation measure's test, fragmentation.h).
+//
+// Reads the nodes from ctx.fragmentation; without it every candidate scores 100 (neutral). The
+// counts H_t are kept per node with the node's view and brought up to date once per pass over
+// the candidates (a pass starts when a candidate's node is below the previous one's: the
+// allocator offers candidates in node order, and nothing changes within a pass), and when the
+// node scored changed since it was counted. (A decision whose first candidate is on the node
+// the previous decision's pass ended on, with the placement elsewhere, sees counts one
+// placement old: a small error in a tie-breaker, for not comparing every node per candidate.)
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/fragmentation.h"
+#include "core/plugins/factories.h"
+
+namespace berth {
+namespace {
+
+class ScarcityScore : public ScorePlugin {
+ public:
+  explicit ScarcityScore(double scale) : scale_(scale) {}
+
+  double Score(const PlacementContext& ctx, const Candidate& c) const override {
+    const FragmentationTracker* tracker = ctx.fragmentation;
+    if (tracker == nullptr) return 100;
+    const FragmentationModel& model = tracker->model();
+    const std::vector<TypicalPod>& pods = model.typical_pods();
+    const int shapes = static_cast<int>(pods.size());
+    const Demand& d = ctx.group->demand;
+
+    std::lock_guard<std::mutex> lock(mu_);
+    Update(*tracker, c.node);
+    const NodeView& before = tracker->view(c.node);
+    NodeView after = before;
+    after.free_cpu_milli -= d.cpu_milli;
+    if (d.gpus > 0)
+      for (int g : c.gpus) after.set_free_milli(g, 0);
+    else if (d.gpu_milli > 0 && c.gpus.size() == 1)
+      after.set_free_milli(c.gpus[0], after.free_milli(c.gpus[0]) - d.gpu_milli);
+
+    double lost = 0;
+    const char* was = &hosts_[static_cast<size_t>(c.node) * shapes];
+    for (int t = 0; t < shapes; ++t) {
+      if (!was[t] || Hosts(model, t, after)) continue;
+      const TypicalPod& p = pods[t];
+      lost += p.frequency * p.gpus * p.gpu_milli / std::max(1, count_[t]);
+    }
+    return 100 * scale_ / (scale_ + lost);
+  }
+
+ private:
+  static bool Hosts(const FragmentationModel& model, int t, const NodeView& view) {
+    const TypicalPod& p = model.typical_pods()[t];
+    if (p.gpu_milli <= 0 || view.free_cpu_milli < p.cpu_milli || !model.Accepts(t, view.model))
+      return false;
+    int fit = 0;
+    for (int g = 0; g < view.gpu_count(); ++g) fit += view.free_milli(g) >= p.gpu_milli;
+    return fit >= std::max(p.gpus, 1);
+  }
+
+  // Recounts the nodes whose view changed, on a new pass or when `node` itself changed.
+  void Update(const FragmentationTracker& tracker, int node) const {
+    const FragmentationModel& model = tracker.model();
+    const int shapes = static_cast<int>(model.typical_pods().size());
+    const int nodes = static_cast<int>(model.cluster().nodes.size());
+    if (&model != model_ || views_.size() != static_cast<size_t>(nodes)) {
+      model_ = &model;
+      views_.assign(nodes, NodeView());
+      hosts_.assign(static_cast<size_t>(nodes) * shapes, 0);
+      count_.assign(shapes, 0);
+      seen_.assign(nodes, 0);
+      last_node_ = -1;
+    }
+    const bool new_pass = node < last_node_ || last_node_ < 0;
+    last_node_ = node;
+    if (!new_pass && seen_[node] && views_[node] == tracker.view(node)) return;
+    for (int n = 0; n < nodes; ++n) {
+      if (seen_[n] && views_[n] == tracker.view(n)) continue;
+      seen_[n] = 1;
+      views_[n] = tracker.view(n);
+      char* h = &hosts_[static_cast<size_t>(n) * shapes];
+      for (int t = 0; t < shapes; ++t) {
+        const char now = Hosts(model, t, views_[n]);
+        count_[t] += now - h[t];
+        h[t] = now;
+      }
+    }
+  }
+
+  const double scale_;
+  mutable std::mutex mu_;
+  mutable const FragmentationModel* model_ = nullptr;
+  mutable std::vector<NodeView> views_;  // per node: the view its hosts_ row was counted from
+  mutable std::vector<char> seen_;       // per node: counted at least once
+  mutable std::vector<char> hosts_;      // [node * shapes + t]: the node hosts shape t
+  mutable std::vector<int> count_;       // per shape: nodes hosting it
+  mutable int last_node_ = -1;
+};
+
+}  // namespace
+
+std::unique_ptr<ScorePlugin> MakeScarcityScore(const PluginConfig& config, std::string* error) {
+  if (!CheckParams(config, {"scale"}, error)) return nullptr;
+  const double scale = Param(config, "scale", 10);
+  if (!(scale > 0)) {
+    *error = "scores[scarcity].scale: must be > 0";
+    return nullptr;
+  }
+  return std::make_unique<ScarcityScore>(scale);
+}
+
+}  // namespace berth

@@ -1,0 +1,93 @@
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/fragmentation.h"
+#include "openb_test_cluster.h"
+
+namespace berth {
+namespace {
+
+std::unique_ptr<ScorePlugin> Scarcity(double scale) {
+  PluginConfig config;
+  config.name = "scarcity";
+  config.params = {{"scale", scale}};
+  std::string error;
+  auto plugin = MakeScore(config, &error);
+  EXPECT_NE(plugin, nullptr) << error;
+  return plugin;
+}
+
+TypicalPod Typical(int gpus, int milli, double frequency) {
+  TypicalPod t;
+  t.cpu_milli = 1000;
+  t.gpus = gpus;
+  t.gpu_milli = milli;
+  t.frequency = frequency;
+  return t;
+}
+
+TEST(ScarcityTest, NeutralWithoutAFragmentationTracker) {
+  const Cluster cluster = OpenbTestCluster({{.gpus = 2}});
+  Allocator alloc(&cluster, {});
+  TaskGroup group;
+  group.demand = WholeDemand(1);
+  const PlacementContext ctx = ContextFor(alloc, group);
+  EXPECT_EQ(MakeScoreOrDie("scarcity")->Score(ctx, GpuCandidate(0, {0})), 100);
+}
+
+TEST(ScarcityTest, KeepsTheLastHostOfAScarceShape) {
+  // Node 0 has 4 GPUs with one taken: it no longer hosts the 4-GPU shape. Node 1 is the last
+  // node that does. A 1-GPU pod costs nothing on node 0 and breaks the last 4-GPU host on node 1.
+  const Cluster cluster = OpenbTestCluster({{.gpus = 4}, {.gpus = 4}});
+  Allocator alloc(&cluster, {});
+  ASSERT_EQ(alloc.error(), "");
+  Place(&alloc, 0, WholeDemand(1));
+  const FragmentationModel model(&cluster, {Typical(1, 1000, .8), Typical(4, 1000, .2)});
+  const FragmentationTracker tracker(&model, alloc);
+  TaskGroup group;
+  group.demand = WholeDemand(1);
+  PlacementContext ctx = ContextFor(alloc, group);
+  ctx.fragmentation = &tracker;
+  const auto scarcity = Scarcity(10);
+  EXPECT_EQ(scarcity->Score(ctx, GpuCandidate(0, {1})), 100);
+  // lost = .2 x 4 x 1000 / 1 host = 800: 100 x 10 / 810.
+  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 1000.0 / 810, 1e-9);
+}
+
+TEST(ScarcityTest, CountsFollowTheCluster) {
+  // Two empty 2-GPU nodes host the 2-GPU shape: breaking either costs 1 x 2 x 1000 / 2 = 1000,
+  // breaking the last one twice that.
+  const Cluster cluster = OpenbTestCluster({{.gpus = 2}, {.gpus = 2}});
+  Allocator alloc(&cluster, {});
+  ASSERT_EQ(alloc.error(), "");
+  const FragmentationModel model(&cluster, {Typical(2, 1000, 1)});
+  FragmentationTracker tracker(&model, alloc);
+  TaskGroup group;
+  group.demand = ShareDemand(500);
+  PlacementContext ctx = ContextFor(alloc, group);
+  ctx.fragmentation = &tracker;
+  const auto scarcity = Scarcity(1000);
+  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(0, {0})), 100 * 1000.0 / 2000, 1e-9);
+  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 100 * 1000.0 / 2000, 1e-9);
+  Place(&alloc, 0, ShareDemand(500));
+  tracker.Refresh(alloc, 0);
+  // The next decision's pass starts again from the first node: node 0 is recounted, and node 1
+  // is the last host. lost = 1 x 2 x 1000 / 1 = 2000.
+  EXPECT_EQ(scarcity->Score(ctx, GpuCandidate(0, {0})), 100);
+  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 100 * 1000.0 / 3000, 1e-9);
+}
+
+TEST(ScarcityTest, RejectsABadScale) {
+  std::string error;
+  PluginConfig config;
+  config.name = "scarcity";
+  config.params = {{"scale", 0}};
+  EXPECT_EQ(MakeScore(config, &error), nullptr);
+  EXPECT_NE(error.find("scale"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace berth
