@@ -24,6 +24,7 @@ int PlacementPipeline::Choose(const AllocationRequest& /*request*/,
   ctx.policy = &policy_;
   ctx.rng = &rng_;
   refused_by_retryable_ = false;
+  for (const WeightedScore& s : scores_) s.plugin->PreScore(ctx);
   int best = -1;
   double best_score = 0;
   int ties = 0;

@@ -65,6 +65,9 @@ class ScorePlugin {
  public:
   virtual ~ScorePlugin() = default;
   virtual double Score(const PlacementContext& ctx, const Candidate& c) const = 0;  // 0..100
+  // Called once before a replica's candidates are scored (kube's PreScore): state that every
+  // candidate's score reads is brought up to date here, not per candidate.
+  virtual void PreScore(const PlacementContext& /*ctx*/) const {}
 };
 
 // Builds a plugin from its policy entry; returns null with `error` set for an unknown name or

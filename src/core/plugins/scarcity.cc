@@ -13,12 +13,8 @@
 // GPUs each find t's milli free (the fragmentation measure's test, fragmentation.h).
 //
 // Reads the nodes from ctx.fragmentation; without it every candidate scores 100 (neutral). The
-// counts H_t are kept per node with the node's view and brought up to date once per pass over
-// the candidates (a pass starts when a candidate's node is below the previous one's: the
-// allocator offers candidates in node order, and nothing changes within a pass), and when the
-// node scored changed since it was counted. (A decision whose first candidate is on the node
-// the previous decision's pass ended on, with the placement elsewhere, sees counts one
-// placement old: a small error in a tie-breaker, for not comparing every node per candidate.)
+// counts H_t are kept per node with the node's view and brought up to date before each
+// replica's candidates are scored (PreScore), for the nodes whose view changed.
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -45,7 +41,7 @@ class ScarcityScore : public ScorePlugin {
     const Demand& d = ctx.group->demand;
 
     std::lock_guard<std::mutex> lock(mu_);
-    Update(*tracker, c.node);
+    if (&model != model_) Update(*tracker);  // scored before any PreScore
     const NodeView& before = tracker->view(c.node);
     NodeView after = before;
     after.free_cpu_milli -= d.cpu_milli;
@@ -64,6 +60,12 @@ class ScarcityScore : public ScorePlugin {
     return 100 * scale_ / (scale_ + lost);
   }
 
+  void PreScore(const PlacementContext& ctx) const override {
+    if (ctx.fragmentation == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    Update(*ctx.fragmentation);
+  }
+
  private:
   static bool Hosts(const FragmentationModel& model, int t, const NodeView& view) {
     const TypicalPod& p = model.typical_pods()[t];
@@ -74,8 +76,8 @@ class ScarcityScore : public ScorePlugin {
     return fit >= std::max(p.gpus, 1);
   }
 
-  // Recounts the nodes whose view changed, on a new pass or when `node` itself changed.
-  void Update(const FragmentationTracker& tracker, int node) const {
+  // Recounts the nodes whose view changed since they were counted.
+  void Update(const FragmentationTracker& tracker) const {
     const FragmentationModel& model = tracker.model();
     const int shapes = static_cast<int>(model.typical_pods().size());
     const int nodes = static_cast<int>(model.cluster().nodes.size());
@@ -85,11 +87,7 @@ class ScarcityScore : public ScorePlugin {
       hosts_.assign(static_cast<size_t>(nodes) * shapes, 0);
       count_.assign(shapes, 0);
       seen_.assign(nodes, 0);
-      last_node_ = -1;
     }
-    const bool new_pass = node < last_node_ || last_node_ < 0;
-    last_node_ = node;
-    if (!new_pass && seen_[node] && views_[node] == tracker.view(node)) return;
     for (int n = 0; n < nodes; ++n) {
       if (seen_[n] && views_[n] == tracker.view(n)) continue;
       seen_[n] = 1;
@@ -110,7 +108,6 @@ class ScarcityScore : public ScorePlugin {
   mutable std::vector<char> seen_;       // per node: counted at least once
   mutable std::vector<char> hosts_;      // [node * shapes + t]: the node hosts shape t
   mutable std::vector<int> count_;       // per shape: nodes hosting it
-  mutable int last_node_ = -1;
 };
 
 }  // namespace

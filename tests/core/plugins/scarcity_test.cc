@@ -52,6 +52,7 @@ TEST(ScarcityTest, KeepsTheLastHostOfAScarceShape) {
   PlacementContext ctx = ContextFor(alloc, group);
   ctx.fragmentation = &tracker;
   const auto scarcity = Scarcity(10);
+  scarcity->PreScore(ctx);
   EXPECT_EQ(scarcity->Score(ctx, GpuCandidate(0, {1})), 100);
   // lost = .2 x 4 x 1000 / 1 host = 800: 100 x 10 / 810.
   EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 1000.0 / 810, 1e-9);
@@ -70,12 +71,14 @@ TEST(ScarcityTest, CountsFollowTheCluster) {
   PlacementContext ctx = ContextFor(alloc, group);
   ctx.fragmentation = &tracker;
   const auto scarcity = Scarcity(1000);
+  scarcity->PreScore(ctx);
   EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(0, {0})), 100 * 1000.0 / 2000, 1e-9);
   EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 100 * 1000.0 / 2000, 1e-9);
   Place(&alloc, 0, ShareDemand(500));
   tracker.Refresh(alloc, 0);
-  // The next decision's pass starts again from the first node: node 0 is recounted, and node 1
-  // is the last host. lost = 1 x 2 x 1000 / 1 = 2000.
+  // Before the next decision node 0 is recounted, and node 1 is the last host.
+  // lost = 1 x 2 x 1000 / 1 = 2000.
+  scarcity->PreScore(ctx);
   EXPECT_EQ(scarcity->Score(ctx, GpuCandidate(0, {0})), 100);
   EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 100 * 1000.0 / 3000, 1e-9);
 }
