@@ -36,6 +36,8 @@ struct JobSpec {
   std::string queue;
   std::string user;
   int priority = 0;
+  // A named class of the policy's priorityClasses; when set, it gives `priority` at submit.
+  std::string priority_class;
   QosClass qos = QosClass::kBurstable;
   std::vector<TaskGroup> groups;
   int min_replicas = 0;  // elastic jobs: start with at least this many replicas (0: all)

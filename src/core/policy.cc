@@ -72,7 +72,8 @@ bool BuiltinPolicy(const std::string& name, Policy* out) {
                 {"topology-affinity", 1, {}},
                 {"topology-spread", 1, {}},
                 {"image-locality", 1, {}},
-                {"load", 1, {}}};
+                {"load", 1, {}},
+                {"priority-packing", 1, {}}};
     p.tie_break = TieBreak::kFirst;
     p.candidates = 64;
   } else {

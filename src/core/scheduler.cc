@@ -120,6 +120,7 @@ Scheduler::Scheduler(const Cluster* cluster, const std::vector<QueueSpec>& queue
           vc.guarantee_counts[i] * tree.types()[vc.guarantee_types[i]].leaf_count;
   }
   capacity_.gpu = cluster->gpu_count();
+  gpus_by_priority_.resize(cluster->nodes.size());
   for (size_t n = 0; n < cluster->nodes.size(); ++n) {
     capacity_.cpu_milli += cluster->nodes[n].cpu_milli;
     capacity_.memory_mib += cluster->nodes[n].memory_mib;
@@ -183,8 +184,20 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
     }
   }
   JobRecord job;
-  job.id = next_job_++;
   job.spec = spec;
+  if (!spec.priority_class.empty()) {
+    const auto& classes = pipeline_->policy().priority_classes;
+    auto it = classes.find(spec.priority_class);
+    if (it == classes.end()) {
+      std::string known;
+      for (const auto& [name, value] : classes) known += (known.empty() ? "" : ", ") + name;
+      *why = "priorityClass: unknown class \"" + spec.priority_class + "\"; the policy defines: " +
+             (known.empty() ? "none (add priorityClasses to the policy file)" : known);
+      return -1;
+    }
+    job.spec.priority = it->second;
+  }
+  job.id = next_job_++;
   job.queue = q->second;
   job.submit_time = now;
   queues_[job.queue].pending.push_back(job.id);
@@ -201,6 +214,12 @@ void Scheduler::Account(const JobRecord& job, int sign) {
   (job.borrowed ? q.borrowed_gpus : q.guaranteed_gpus) += sign * r.gpu;
   q.user_usage[job.spec.user] += sign * r.gpu;
   q.running += sign;
+  for (const ReplicaPlacement& p : job.placements) {
+    auto& on_node = gpus_by_priority_[p.node];
+    double& gpus = on_node[job.spec.priority];
+    gpus += sign * job.gpu_equivalents / static_cast<double>(job.placements.size());
+    if (gpus < 1e-9) on_node.erase(job.spec.priority);
+  }
 }
 
 void Scheduler::Release(JobRecord& job) {
@@ -282,6 +301,7 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     ctx.job = &job.spec;
     ctx.group = &group;
     ctx.typical_pods = typical_pods_.empty() ? nullptr : &typical_pods_;
+    ctx.gpus_by_priority = &gpus_by_priority_;
     pipeline_->SetContext(ctx);
     std::string why;
     const auto id = alloc.Allocate(req, &why, pipeline_.get(), pipeline_->policy().candidates);

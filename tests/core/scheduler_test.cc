@@ -314,6 +314,52 @@ TEST_F(SchedulerTest, PreemptsOnlyStrictlyLowerPriorityInsideAQueue) {
   ExpectConsistent();
 }
 
+TEST_F(SchedulerTest, PriorityClassesNameTheirNumbers) {
+  Policy policy = BerthPolicy();
+  policy.priority_classes = {{"prod", 1000}, {"default", 100}};
+  Make(1, 1, {Queue("a")}, policy);
+  JobSpec batch = Job("a", 8);
+  batch.priority_class = "default";
+  const int lo = Submit(batch);
+  EXPECT_EQ(J(lo).spec.priority, 100);
+  EXPECT_EQ(Started(s_->Schedule(0)), std::vector<int>{lo});
+  // A prod job outranks it: it preempts inside the queue.
+  JobSpec serving = Job("a", 8);
+  serving.priority_class = "prod";
+  const int hi = Submit(serving, 1);
+  EXPECT_EQ(J(hi).spec.priority, 1000);
+  EXPECT_EQ(Preempted(s_->Schedule(1)), std::vector<int>{lo});
+  // An unknown class is refused, naming the classes the policy has.
+  JobSpec typo = Job("a", 1);
+  typo.priority_class = "prdo";
+  std::string why;
+  EXPECT_EQ(s_->Submit(typo, 2, &why), -1);
+  EXPECT_EQ(why, "priorityClass: unknown class \"prdo\"; the policy defines: default, prod");
+}
+
+TEST_F(SchedulerTest, LowPriorityWorkPacksSoThatPreemptingItFreesWholeNodes) {
+  Make(2, 2, {Queue("a")});
+  // One-GPU jobs of two priorities, interleaved: each priority gathers on its own node.
+  std::vector<int> lo, hi;
+  for (int i = 0; i < 4; ++i) {
+    lo.push_back(Submit(Job("a", 1, 1, 1), i));
+    s_->Schedule(i);
+    hi.push_back(Submit(Job("a", 1, 1, 5), i));
+    s_->Schedule(i);
+  }
+  const int lo_node = J(lo[0]).placements[0].node;
+  for (int id : lo) EXPECT_EQ(J(id).placements[0].node, lo_node);
+  for (int id : hi) EXPECT_NE(J(id).placements[0].node, lo_node);
+  // So a job that needs a whole node finds one by preempting the low-priority work alone.
+  const int big = Submit(Job("a", 8, 1, 5), 10);
+  std::vector<int> victims = Preempted(s_->Schedule(10));
+  std::sort(victims.begin(), victims.end());
+  EXPECT_EQ(victims, lo);
+  for (int v : victims) s_->Stopped(v, 11);
+  EXPECT_EQ(J(big).state, JobState::kRunning);
+  ExpectConsistent();
+}
+
 TEST_F(SchedulerTest, NonPreemptibleJobsAreNeverVictims) {
   Make(1, 1, {Queue("a")});
   JobSpec lo = Job("a", 8, 1, 0);

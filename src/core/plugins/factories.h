@@ -54,6 +54,8 @@ std::unique_ptr<ScorePlugin> MakeGpuClusteringScore(const PluginConfig& config, 
 std::unique_ptr<ScorePlugin> MakeGpuPackingScore(const PluginConfig& config, std::string* error);
 std::unique_ptr<ScorePlugin> MakeBestFitScore(const PluginConfig& config, std::string* error);
 std::unique_ptr<ScorePlugin> MakeFgdScore(const PluginConfig& config, std::string* error);
+std::unique_ptr<ScorePlugin> MakePriorityPackingScore(const PluginConfig& config,
+                                                      std::string* error);
 // berth's own.
 std::unique_ptr<ScorePlugin> MakeScarcityScore(const PluginConfig& config, std::string* error);
 

@@ -6,6 +6,7 @@
 // they never change the allocator. Each plugin lives in plugins/<name>.cc.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -45,10 +46,9 @@ struct PlacementContext {
   // node it changes before the next decision). When set, fgd reads the nodes from it instead of
   // compiling typical_pods and comparing each node with the allocator; may be null.
   const FragmentationTracker* fragmentation = nullptr;
-  // Per node, GPU-equivalents held by jobs of priority above / below this job's (packing that
-  // respects priority); may be null.
-  const std::vector<double>* higher_priority_gpus = nullptr;
-  const std::vector<double>* lower_priority_gpus = nullptr;
+  // Per node, GPU-equivalents held by running jobs, by priority (the engine keeps them, for
+  // packing that respects priority); may be null.
+  const std::vector<std::map<int, double>>* gpus_by_priority = nullptr;
   std::mt19937_64* rng = nullptr;  // seeded by the policy; for random choices only
 };
 

@@ -43,6 +43,7 @@ constexpr ScoreEntry kScores[] = {
     {"gpu-packing", MakeGpuPackingScore},
     {"bestfit", MakeBestFitScore},
     {"fgd", MakeFgdScore},
+    {"priority-packing", MakePriorityPackingScore},
     {"scarcity", MakeScarcityScore},
 };
 
