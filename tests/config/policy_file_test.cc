@@ -189,9 +189,9 @@ TEST(PolicyFileTest, ParseErrors) {
 
 TEST(PolicyFileTest, ValidationErrorsPointAtTheirEntry) {
   const std::string plugin = "name: p\nscores:\n  - fgd\n  - {name: tetris, weight: 2}\n";
-  EXPECT_TRUE(FailsAt(plugin, "tetris", {"scores[1]", "unknown plugin", "known: "}));
+  EXPECT_TRUE(FailsAt(plugin, "tetris", {"scores[1]", "unknown score plugin", "known: "}));
   const std::string filter = "name: p\nfilters: [node-health, fgd]\n";
-  EXPECT_TRUE(FailsAt(filter, "fgd", {"filters[1]", "unknown plugin"}));
+  EXPECT_TRUE(FailsAt(filter, "fgd", {"filters[1]", "unknown filter plugin"}));
   const std::string zero = "name: p\nscores:\n  - fgd\n  - name: binpack\n    weight: 0\n";
   EXPECT_TRUE(FailsAt(zero, "weight: 0", {"scores[1].weight", "must be > 0"}));
   const std::string negative = "name: p\nscores:\n  - {name: fgd, weight: -3}\n";

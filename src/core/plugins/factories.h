@@ -3,7 +3,7 @@
 // adding one row to the table there.
 //
 // A factory returns null with `error` set ("unknown parameter \"x\"; known: ratio") when the
-// policy entry's parameters are bad; the registry prefixes the entry ("scores[binpack]: ").
+// policy entry's parameters are bad; the registry prefixes the plugin (`plugin "binpack": `).
 #pragma once
 
 #include <memory>

@@ -169,7 +169,7 @@ std::unique_ptr<ScorePlugin> MakeFgdScore(const PluginConfig& config, std::strin
   if (!CheckParams(config, {"resolution"}, error)) return nullptr;
   const double resolution = Param(config, "resolution", 1);
   if (resolution < 0) {
-    *error = "scores[fgd].resolution: must be >= 0 (0: continuous, 1: the reference's integers)";
+    *error = "resolution: must be >= 0 (0: continuous, 1: the reference's integers)";
     return nullptr;
   }
   return std::make_unique<FgdScorePlugin>(resolution);

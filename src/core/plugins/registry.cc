@@ -57,15 +57,17 @@ template <typename Plugin, typename Entry, size_t N>
 std::unique_ptr<Plugin> Make(const Entry (&table)[N], const char* section,
                              const std::vector<std::string>& names, const PluginConfig& config,
                              std::string* error) {
-  const std::string where = std::string(section) + "[" + config.name + "]: ";
   for (const Entry& e : table) {
     if (config.name != e.name) continue;
     std::string why;
     std::unique_ptr<Plugin> plugin = e.make(config, &why);
-    if (!plugin && error) *error = where + (why.empty() ? "cannot be built" : why);
+    if (!plugin && error)
+      *error = "plugin \"" + config.name + "\": " + (why.empty() ? "cannot be built" : why);
     return plugin;
   }
-  if (error) *error = where + "unknown plugin; known: " + Join(names);
+  if (error)
+    *error = "unknown " + std::string(section) + " plugin \"" + config.name + "\"; known: " +
+             Join(names);
   return nullptr;
 }
 
@@ -97,11 +99,11 @@ double Param(const PluginConfig& config, const std::string& key, double fallback
 }
 
 std::unique_ptr<FilterPlugin> MakeFilter(const PluginConfig& config, std::string* error) {
-  return Make<FilterPlugin>(kFilters, "filters", FilterNames(), config, error);
+  return Make<FilterPlugin>(kFilters, "filter", FilterNames(), config, error);
 }
 
 std::unique_ptr<ScorePlugin> MakeScore(const PluginConfig& config, std::string* error) {
-  return Make<ScorePlugin>(kScores, "scores", ScoreNames(), config, error);
+  return Make<ScorePlugin>(kScores, "score", ScoreNames(), config, error);
 }
 
 std::vector<std::string> FilterNames() { return Names(kFilters); }

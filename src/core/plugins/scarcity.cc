@@ -116,7 +116,7 @@ std::unique_ptr<ScorePlugin> MakeScarcityScore(const PluginConfig& config, std::
   if (!CheckParams(config, {"scale"}, error)) return nullptr;
   const double scale = Param(config, "scale", 10);
   if (!(scale > 0)) {
-    *error = "scores[scarcity].scale: must be > 0";
+    *error = "scale: must be > 0";
     return nullptr;
   }
   return std::make_unique<ScarcityScore>(scale);

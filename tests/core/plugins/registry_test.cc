@@ -27,20 +27,20 @@ TEST(PluginRegistryTest, ListsEveryPlugin) {
 TEST(PluginRegistryTest, UnknownPluginNamesTheKnownOnes) {
   std::string error;
   EXPECT_EQ(MakeScore(Config("nope"), &error), nullptr);
-  EXPECT_EQ(error.rfind("scores[nope]: unknown plugin; known: ", 0), 0u) << error;
+  EXPECT_EQ(error.rfind("unknown score plugin \"nope\"; known: ", 0), 0u) << error;
   EXPECT_NE(error.find("binpack"), std::string::npos);
   EXPECT_EQ(MakeFilter(Config("binpack"), &error), nullptr);  // a score, not a filter
-  EXPECT_EQ(error.rfind("filters[binpack]: unknown plugin", 0), 0u) << error;
+  EXPECT_EQ(error.rfind("unknown filter plugin \"binpack\"", 0), 0u) << error;
 }
 
 TEST(PluginRegistryTest, UnknownParameterIsAnError) {
   std::string error;
   EXPECT_EQ(MakeScore(Config("binpack", {{"x", 1}}), &error), nullptr);
-  EXPECT_EQ(error, "scores[binpack]: unknown parameter \"x\"; known: gpu, cpu, memory");
+  EXPECT_EQ(error, "plugin \"binpack\": unknown parameter \"x\"; known: gpu, cpu, memory");
   EXPECT_EQ(MakeFilter(Config("gpu-memory-threshold", {{"ratoi", 0.8}}), &error), nullptr);
-  EXPECT_EQ(error, "filters[gpu-memory-threshold]: unknown parameter \"ratoi\"; known: ratio");
+  EXPECT_EQ(error, "plugin \"gpu-memory-threshold\": unknown parameter \"ratoi\"; known: ratio");
   EXPECT_EQ(MakeFilter(Config("node-health", {{"x", 1}}), &error), nullptr);
-  EXPECT_EQ(error, "filters[node-health]: unknown parameter \"x\"; known: none");
+  EXPECT_EQ(error, "plugin \"node-health\": unknown parameter \"x\"; known: none");
 }
 
 TEST(PluginRegistryTest, BadParameterValuesAreErrors) {
