@@ -9,7 +9,6 @@ namespace {
 // Node versions: one counter for all allocators, so that no two states share a version.
 std::atomic<uint64_t> next_node_version{1};
 
-
 int PoolOf(const AllocationRequest& req) {
   return req.vc >= 0 && !req.opportunistic ? req.vc + 1 : BuddyAllocator::kPhysicalPool;
 }
@@ -1166,7 +1165,8 @@ std::string Allocator::CheckConsistency() const {
       const Demand& d = req.demand;
       const bool cpu_only = d.gpus == 0 && d.gpu_milli == 0 && d.mig_profile.empty();
       std::vector<Candidate> fresh;
-      AddCandidatesOnNode(req, cpu_only ? std::vector<int>{} : WholeTypes(d, !d.mig_profile.empty()),
+      AddCandidatesOnNode(req,
+                          cpu_only ? std::vector<int>{} : WholeTypes(d, !d.mig_profile.empty()),
                           static_cast<int>(n), tree_->node_cell(static_cast<int>(n)), &fresh);
       if (fresh != cache.candidates[i])
         return "node " + cluster_->nodes[n].name + ": cached candidates are stale";

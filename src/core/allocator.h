@@ -220,10 +220,10 @@ class Allocator {
   // A node's candidates below `root`, from the cache while the node is unchanged since they
   // were computed for the same demand.
   const std::vector<Candidate>& CandidatesOnNode(const AllocationRequest& req, int shape,
-                                                const std::vector<int>& types, int node, int root);
+                                                 const std::vector<int>& types, int node, int root);
   int ShapeOf(const Demand& demand);  // the cache's id for the demand
-  void Touch(int node);      // the node changed: its cached candidates are stale
-  void TouchCell(int cell);  // every node in or above the cell changed
+  void Touch(int node);               // the node changed: its cached candidates are stale
+  void TouchCell(int cell);           // every node in or above the cell changed
   void AddCandidatesOnNode(const AllocationRequest& req, const std::vector<int>& types, int node,
                            int root, std::vector<Candidate>* out) const;
   void Commit(const AllocationRequest& req, int pool, const Candidate& c, ReplicaPlacement* out,
@@ -259,7 +259,7 @@ class Allocator {
   void SetBackable(int cell, bool backable);
   void RefreshBacking(int cell);  // after a change to the cell's subtree (holders, pool, health)
   bool Counted(int cell) const;   // backable, and its parent is not
-  int BoundVc(int cell) const;  // VC owning the pool of a cell, -1 for the physical pool
+  int BoundVc(int cell) const;    // VC owning the pool of a cell, -1 for the physical pool
 
   const Cluster* cluster_;
   std::shared_ptr<CellTree> tree_;  // immutable once built; copies of the allocator share it
@@ -275,11 +275,11 @@ class Allocator {
   // Per pool: GPUs that host shares, by free milli (best fit), and GPUs carved for MIG.
   std::vector<std::set<std::pair<int, int>>> shared_gpus_;
   std::vector<std::set<int>> mig_gpus_;
-  std::vector<int> level_cells_[6];  // cells of each Level, for gang placement
-  std::vector<int> node_types_;      // cell types of whole nodes
-  std::vector<char> backable_;           // [cell]
-  std::vector<int> backable_children_;   // [cell] children that are backable
-  std::vector<int> available_;           // [type] maximal backable cells
+  std::vector<int> level_cells_[6];     // cells of each Level, for gang placement
+  std::vector<int> node_types_;         // cell types of whole nodes
+  std::vector<char> backable_;          // [cell]
+  std::vector<int> backable_children_;  // [cell] children that are backable
+  std::vector<int> available_;          // [type] maximal backable cells
   int next_id_ = 1;
   int rotation_ = 0;  // where the next bounded candidate scan starts
 

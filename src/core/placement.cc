@@ -16,8 +16,7 @@ std::unique_ptr<PlacementPipeline> PlacementPipeline::Make(const Policy& policy,
   return pipeline;
 }
 
-int PlacementPipeline::Choose(const AllocationRequest& /*request*/,
-                              const CandidateList& candidates,
+int PlacementPipeline::Choose(const AllocationRequest& /*request*/, const CandidateList& candidates,
                               const std::vector<ReplicaPlacement>& placed) {
   PlacementContext ctx = context_;
   ctx.placed = &placed;
@@ -30,27 +29,27 @@ int PlacementPipeline::Choose(const AllocationRequest& /*request*/,
   int ties = 0;
   for (const CandidateList::Run& run : candidates.runs())
     for (size_t j = 0; j < run.candidates->size(); ++j) {
-    const size_t i = run.start + j;
-    const Candidate& c = (*run.candidates)[j];
-    bool feasible = true;
-    for (const auto& f : filters_) {
-      if (f->Feasible(ctx, c)) continue;
-      feasible = false;
-      refused_by_retryable_ = refused_by_retryable_ || f->retryable();
-      break;
-    }
-    if (!feasible) continue;
-    double score = 0;
-    for (const WeightedScore& s : scores_) score += s.weight * s.plugin->Score(ctx, c);
-    if (best < 0 || score > best_score + 1e-9) {
-      best = static_cast<int>(i);
-      best_score = score;
-      ties = 1;
-    } else if (score > best_score - 1e-9 && policy_.tie_break == TieBreak::kRandom) {
-      // Reservoir sampling keeps every tied candidate equally likely.
-      ++ties;
-      if (std::uniform_int_distribution<int>(0, ties - 1)(rng_) == 0) best = static_cast<int>(i);
-    }
+      const size_t i = run.start + j;
+      const Candidate& c = (*run.candidates)[j];
+      bool feasible = true;
+      for (const auto& f : filters_) {
+        if (f->Feasible(ctx, c)) continue;
+        feasible = false;
+        refused_by_retryable_ = refused_by_retryable_ || f->retryable();
+        break;
+      }
+      if (!feasible) continue;
+      double score = 0;
+      for (const WeightedScore& s : scores_) score += s.weight * s.plugin->Score(ctx, c);
+      if (best < 0 || score > best_score + 1e-9) {
+        best = static_cast<int>(i);
+        best_score = score;
+        ties = 1;
+      } else if (score > best_score - 1e-9 && policy_.tie_break == TieBreak::kRandom) {
+        // Reservoir sampling keeps every tied candidate equally likely.
+        ++ties;
+        if (std::uniform_int_distribution<int>(0, ties - 1)(rng_) == 0) best = static_cast<int>(i);
+      }
     }
   if (best >= 0) refused_by_retryable_ = false;
   return best;

@@ -67,12 +67,8 @@ bool BuiltinPolicy(const std::string& name, Policy* out) {
     // set. Ties left go to the
     // first node: filling nodes in order packs (seeded random ties scatter work; on the openb
     // default trace they cost FGD 5 points of allocation).
-    p.scores = {{"fgd", 100, {}},
-                {"scarcity", 5, {}},
-                {"topology-affinity", 1, {}},
-                {"topology-spread", 1, {}},
-                {"image-locality", 1, {}},
-                {"load", 1, {}},
+    p.scores = {{"fgd", 100, {}},           {"scarcity", 5, {}},       {"topology-affinity", 1, {}},
+                {"topology-spread", 1, {}}, {"image-locality", 1, {}}, {"load", 1, {}},
                 {"priority-packing", 1, {}}};
     p.tie_break = TieBreak::kFirst;
     p.candidates = 64;

@@ -62,7 +62,7 @@ class ReplicaBound {
   enum { kPhysical = 0, kOwn = 1 };  // the physical pool; the VC's bound cells
   int vc_;
   int smallest_ = 0, replicas_ = 0, physical_cap_ = 0;  // smallest_ 0: unbounded
-  std::vector<int> free_[2];  // [pool][node] free GPUs
+  std::vector<int> free_[2];                            // [pool][node] free GPUs
   int slots_[2] = {0, 0};
 };
 
@@ -505,7 +505,8 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   // GPU-time each candidate would lose: the cost a victim set minimizes after its size.
   std::map<const JobRecord*, double> lost;
   for (const Victims* list : {&reclaim, &fair_reclaim, &lower})
-    for (const JobRecord* v : *list) lost[v] = v->gpu_equivalents * std::max(0.0, now - v->start_time);
+    for (const JobRecord* v : *list)
+      lost[v] = v->gpu_equivalents * std::max(0.0, now - v->start_time);
   auto cheaper = [&](const JobRecord* x, const JobRecord* y) {
     if (lost[x] != lost[y]) return lost[x] < lost[y];
     if (x->spec.priority != y->spec.priority) return x->spec.priority < y->spec.priority;

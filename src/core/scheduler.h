@@ -167,7 +167,7 @@ class Scheduler {
   int next_job_ = 1;
   std::map<int, JobRecord*> running_;  // running and stopping jobs (preemption candidates)
   std::vector<std::map<int, double>> gpus_by_priority_;  // [node] priority -> GPU-equivalents
-  uint64_t version_ = 0;   // bumped whenever capacity is freed or a borrower starts
+  uint64_t version_ = 0;  // bumped whenever capacity is freed or a borrower starts
 };
 
 }  // namespace berth

@@ -66,8 +66,8 @@ std::unique_ptr<Plugin> Make(const Entry (&table)[N], const char* section,
     return plugin;
   }
   if (error)
-    *error = "unknown " + std::string(section) + " plugin \"" + config.name + "\"; known: " +
-             Join(names);
+    *error = "unknown " + std::string(section) + " plugin \"" + config.name +
+             "\"; known: " + Join(names);
   return nullptr;
 }
 
