@@ -421,11 +421,26 @@ std::vector<Decision> Scheduler::Schedule(double now) {
     const bool may_guarantee =
         job.spec.priority >= 0 && queue.guaranteed_gpus + need <= queue.guarantee_gpus + 1e-9;
     const bool under_cap = queue.spec.cap_gpus < 0 || queue.usage.gpu + need <= queue.spec.cap_gpus;
-    bool started = false;
-    if (may_guarantee) started = Start(job, true, now, &out);
-    if (!started && under_cap) started = Start(job, false, now, &out);
+    // A gang that the replica bound rules out is not placed replica by replica only to be
+    // undone at its last replica (elastic gangs may still start smaller: always tried).
+    const int replicas = TotalReplicas(job.spec);
+    const bool whole_gang =
+        replicas > 1 && (job.spec.min_replicas == 0 || job.spec.min_replicas == replicas);
+    auto worth_trying = [&](bool guaranteed) {
+      return !whole_gang ||
+             ReplicaBound(*allocator_, job.spec, guaranteed ? job.queue : -1).may_fit();
+    };
+    bool started = false, tried = false;
+    if (may_guarantee && worth_trying(true)) {
+      tried = true;
+      started = Start(job, true, now, &out);
+    }
+    if (!started && under_cap && worth_trying(false)) {
+      tried = true;
+      started = Start(job, false, now, &out);
+    }
     if (started) continue;
-    if (pipeline_->refused_by_retryable()) {
+    if (tried && pipeline_->refused_by_retryable()) {
       const Policy& p = pipeline_->policy();
       job.backoff =
           job.backoff == 0 ? p.retry_backoff_s : std::min(p.max_backoff_s, 2 * job.backoff);
