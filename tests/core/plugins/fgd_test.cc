@@ -11,15 +11,6 @@
 namespace berth {
 namespace {
 
-TypicalPod Typical(int gpus, int milli, double frequency) {
-  TypicalPod t;
-  t.cpu_milli = 1000;
-  t.gpus = gpus;
-  t.gpu_milli = milli;
-  t.frequency = frequency;
-  return t;
-}
-
 class FgdTest : public ::testing::Test {
  protected:
   const std::vector<TypicalPod> pods_ = {Typical(1, 500, .5), Typical(1, 1000, .5)};

@@ -15,6 +15,7 @@
 #include "config/flat_node.h"
 #include "core/allocator.h"
 #include "core/cluster.h"
+#include "core/fragmentation.h"
 #include "core/plugins/plugin.h"
 
 namespace berth {
@@ -106,6 +107,16 @@ inline std::unique_ptr<ScorePlugin> MakeScoreOrDie(const std::string& name) {
   std::unique_ptr<ScorePlugin> plugin = MakeScore(config, &error);
   EXPECT_NE(plugin, nullptr) << error;
   return plugin;
+}
+
+// A typical pod of the workload model: 1 CPU, `gpus` x `milli`, at `frequency`.
+inline TypicalPod Typical(int gpus, int milli, double frequency) {
+  TypicalPod t;
+  t.cpu_milli = 1000;
+  t.gpus = gpus;
+  t.gpu_milli = milli;
+  t.frequency = frequency;
+  return t;
 }
 
 }  // namespace berth

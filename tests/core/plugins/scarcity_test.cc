@@ -20,15 +20,6 @@ std::unique_ptr<ScorePlugin> Scarcity(double scale) {
   return plugin;
 }
 
-TypicalPod Typical(int gpus, int milli, double frequency) {
-  TypicalPod t;
-  t.cpu_milli = 1000;
-  t.gpus = gpus;
-  t.gpu_milli = milli;
-  t.frequency = frequency;
-  return t;
-}
-
 TEST(ScarcityTest, NeutralWithoutAFragmentationTracker) {
   const Cluster cluster = OpenbTestCluster({{.gpus = 2}});
   Allocator alloc(&cluster, {});
