@@ -158,10 +158,6 @@ class Allocator {
   bool node_cordoned(int node) const { return cordoned_[node]; }
   // Every GPU of the node usable (none bad, not cordoned): O(1), for per-candidate checks.
   bool node_healthy(int node) const { return !cordoned_[node] && bad_gpus_[node] == 0; }
-  // Changes with every change to the node (GPUs, cells, CPU, memory, health), and is unique
-  // across allocators and their copies: what a plugin derives from a node stays valid while
-  // the version does.
-  uint64_t node_version(int node) const { return node_version_[node]; }
 
   // Per VC and guarantee type: unbound cells that free or preemptible cells can no longer back
   // because hardware is bad (HiveD shows failures only when they are inevitable).
