@@ -405,9 +405,11 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
                              const std::vector<ReplicaPlacement>& placed, ReplicaPlacement* out,
                              Allocation* taken, int id, std::string* why) {
   const Demand& d = req.demand;
+  // A later replica continues the scan of the one before, unless a bind added nodes since.
+  bool next_replica = !placed.empty();
   auto place = [&] {
     if (chooser) {
-      const CandidateList& candidates = Enumerate(req, pool, limit);
+      const CandidateList& candidates = Enumerate(req, pool, limit, next_replica);
       if (candidates.empty()) return false;
       const int pick = chooser->Choose(req, candidates, placed);
       if (pick < 0) return false;
@@ -421,8 +423,10 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
   };
   bool ok = place();
   // A VC whose bound cells are full binds another cell of its guarantee, if it has one left.
-  while (!ok && pool != BuddyAllocator::kPhysicalPool && within < 0 && BindFor(req, taken))
+  while (!ok && pool != BuddyAllocator::kPhysicalPool && within < 0 && BindFor(req, taken)) {
+    next_replica = false;
     ok = place();
+  }
   if (!ok) {
     *why = "no free capacity fits the request";
     return false;
@@ -559,7 +563,8 @@ int Allocator::ShapeOf(const Demand& demand) {
 
 const std::vector<Candidate>& Allocator::CandidatesOnNode(const AllocationRequest& req, int shape,
                                                           const std::vector<int>& types, int node,
-                                                          int root) {
+                                                          int root, uint64_t* version) {
+  *version = 0;
   if (root >= 0 && root != tree_->node_cell(node)) {  // below the node (bound to a VC): not cached
     auto& runs = enumerated_.uncached;
     if (enumerated_.uncached_used == runs.size()) runs.emplace_back();
@@ -573,6 +578,7 @@ const std::vector<Candidate>& Allocator::CandidatesOnNode(const AllocationReques
     cache.version = node_version_[node];
     cache.count = cache.next = 0;
   }
+  *version = cache.version;
   for (int i = 0; i < cache.count; ++i)
     if (cache.shape[i] == shape) return cache.candidates[i];
   int slot = cache.count;
@@ -588,20 +594,56 @@ const std::vector<Candidate>& Allocator::CandidatesOnNode(const AllocationReques
   return cache.candidates[slot];
 }
 
-const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool, int limit) {
+const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool, int limit,
+                                          bool next_replica) {
+  Scratch& e = enumerated_;
+  if (!next_replica) {
+    StartScan(req, pool, limit);
+  } else {
+    // The request's next replica. Its own placements are the only change since the last scan,
+    // and they only take capacity: a picked node that is unchanged keeps its run, a changed one
+    // is looked at again, and each that no longer offers any is made up for from the scan's
+    // remainder. The result is the scan's as if started afresh from the same node.
+    size_t kept = 0;
+    for (Scratch::Pick& pick : e.picked) {
+      if (pick.version != node_version_[pick.node]) {
+        pick.run = &CandidatesOnNode(req, e.shape, e.types, pick.node, pick.root, &pick.version);
+        if (pick.run->empty()) continue;
+      }
+      e.picked[kept++] = pick;
+    }
+    e.picked.resize(kept);
+  }
+  const int n = static_cast<int>(e.roots.size());
+  while (e.scanned < n && (e.limit <= 0 || static_cast<int>(e.picked.size()) < e.limit)) {
+    const auto& [node, root] = e.roots[(e.first + e.scanned++) % n];
+    Scratch::Pick pick{node, root, 0, nullptr};
+    pick.run = &CandidatesOnNode(req, e.shape, e.types, node, root, &pick.version);
+    if (!pick.run->empty()) e.picked.push_back(pick);
+  }
+  e.list.Clear();
+  for (const Scratch::Pick& pick : e.picked) e.list.Add(*pick.run, pick.version);
+  return e.list;
+}
+
+void Allocator::StartScan(const AllocationRequest& req, int pool, int limit) {
+  Scratch& e = enumerated_;
   const Demand& d = req.demand;
   const bool cpu_only = d.gpus == 0 && d.gpu_milli == 0 && d.mig_profile.empty();
-  // Each node with the cell below which its candidates lie.
-  std::vector<std::pair<int, int>> roots;
+  // Each node with the cell below which its candidates lie. Scratch vectors are reused: an
+  // allocation per enumeration costs more than a cached node's visit.
+  std::vector<std::pair<int, int>>& roots = e.roots;
+  roots.clear();
   if (cpu_only) {
     for (size_t n = 0; n < cluster_->nodes.size(); ++n) roots.push_back({static_cast<int>(n), -1});
   } else if (pool == BuddyAllocator::kPhysicalPool && d.gpus > 0) {
     // Only nodes with that many free GPUs can offer any: the buddy allocator's buckets name them
     // without a visit to every node.
     // Marked per node and read back in node order: cheaper than sorting them.
-    std::vector<int> node_cells;
+    std::vector<int>& node_cells = e.node_cells;
+    node_cells.clear();
     for (int type : node_types_) buddy_.CellsWithFree(pool, type, d.gpus, &node_cells);
-    std::vector<int>& root_of = enumerated_.root_of;
+    std::vector<int>& root_of = e.root_of;
     root_of.assign(cluster_->nodes.size(), -1);
     for (int cell : node_cells) root_of[tree_->cells()[cell].node] = cell;
     for (size_t n = 0; n < root_of.size(); ++n)
@@ -621,39 +663,28 @@ const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool
         if (tree_->type_of(c).level == Level::kNode) roots.push_back({tree_->cells()[c].node, c});
     }
   }
+  if (req.only_node >= 0)
+    roots.erase(std::remove_if(roots.begin(), roots.end(),
+                               [&](const auto& r) { return r.first != req.only_node; }),
+                roots.end());
   // Candidates come in node order (ties go to the first); the scan of every node is in order.
   if (!std::is_sorted(roots.begin(), roots.end())) std::sort(roots.begin(), roots.end());
-  const std::vector<int> types =
-      cpu_only ? std::vector<int>{} : WholeTypes(d, !d.mig_profile.empty());
-  CandidateList& out = enumerated_.list;
-  out.Clear();
-  enumerated_.uncached_used = 0;
-  const int shape = ShapeOf(d);
-  auto add = [&](int node, int root) {
-    const std::vector<Candidate>& found = CandidatesOnNode(req, shape, types, node, root);
-    out.Add(found);
-    return !found.empty();
-  };
-  if (req.only_node >= 0) {
-    for (const auto& [node, root] : roots)
-      if (node == req.only_node) add(node, root);
-  } else if (limit <= 0 || static_cast<int>(roots.size()) <= limit) {
-    for (const auto& [node, root] : roots) add(node, root);
-  } else {
+  e.types = cpu_only ? std::vector<int>{} : WholeTypes(d, !d.mig_profile.empty());
+  e.shape = ShapeOf(d);
+  e.uncached_used = 0;
+  e.picked.clear();
+  e.scanned = 0;
+  e.first = 0;
+  e.limit = 0;
+  if (limit > 0 && static_cast<int>(roots.size()) > limit) {
     // Bounded: nodes in rotation, from node `rotation_` on, so that successive decisions look
     // at different nodes.
-    const int n = static_cast<int>(roots.size());
-    const int first = static_cast<int>(
+    e.first = static_cast<int>(
         std::lower_bound(roots.begin(), roots.end(), std::make_pair(rotation_, -1)) -
         roots.begin());
-    int nodes_seen = 0;
-    for (int i = 0; i < n && nodes_seen < limit; ++i) {
-      const auto& [node, root] = roots[(first + i) % n];
-      if (add(node, root)) ++nodes_seen;
-    }
+    e.limit = limit;
     rotation_ = (rotation_ + 1) % static_cast<int>(cluster_->nodes.size());
   }
-  return out;
 }
 
 void Allocator::Commit(const AllocationRequest& req, int pool, const Candidate& c,

@@ -86,6 +86,9 @@ class CandidateList {
   struct Run {
     const std::vector<Candidate>* candidates;
     size_t start;  // index of its first candidate in the list
+    // The node's version when the run comes from the allocator's candidate cache, else 0.
+    // Versions are unique: the same version, the same node state and the same candidates.
+    uint64_t version;
   };
   CandidateList() = default;
   CandidateList(const std::vector<Candidate>& all) { Add(all); }  // NOLINT: one run, by reference
@@ -94,9 +97,9 @@ class CandidateList {
     runs_.clear();
     size_ = 0;
   }
-  void Add(const std::vector<Candidate>& run) {
+  void Add(const std::vector<Candidate>& run, uint64_t version = 0) {
     if (run.empty()) return;
-    runs_.push_back({&run, size_});
+    runs_.push_back({&run, size_, version});
     size_ += run.size();
   }
   size_t size() const { return size_; }
@@ -211,12 +214,18 @@ class Allocator {
   bool PlaceReplica(const AllocationRequest& req, int pool, int within, PlacementChooser* chooser,
                     int limit, const std::vector<ReplicaPlacement>& placed, ReplicaPlacement* out,
                     Allocation* taken, int id, std::string* why);
-  // The candidates of every node (or `limit` of them); the result lives until the next call.
-  const CandidateList& Enumerate(const AllocationRequest& req, int pool, int limit);
+  // The candidates of every node (or of `limit` nodes); the result lives until the next call.
+  // `next_replica`: the same request's next replica, placed since the last call.
+  const CandidateList& Enumerate(const AllocationRequest& req, int pool, int limit,
+                                 bool next_replica);
+  // Starts the scan Enumerate continues: the nodes (with root cells) in scan order.
+  void StartScan(const AllocationRequest& req, int pool, int limit);
   // A node's candidates below `root`, from the cache while the node is unchanged since they
-  // were computed for the same demand.
+  // were computed for the same demand. `version`: the node's version when they come from the
+  // cache, 0 when they were computed for this enumeration only.
   const std::vector<Candidate>& CandidatesOnNode(const AllocationRequest& req, int shape,
-                                                 const std::vector<int>& types, int node, int root);
+                                                 const std::vector<int>& types, int node, int root,
+                                                 uint64_t* version);
   int ShapeOf(const Demand& demand);  // the cache's id for the demand
   void Touch(int node);               // the node changed: its cached candidates are stale
   void TouchCell(int cell);           // every node in or above the cell changed
@@ -304,6 +313,19 @@ class Allocator {
     std::deque<std::vector<Candidate>> uncached;  // runs of roots the cache does not keep
     size_t uncached_used = 0;
     std::vector<int> root_of;  // [node] the node's root cell this time, or -1
+    // The scan: (node, root cell) in node order, visited from `first` on, wrapping around, until
+    // `limit` nodes (0: all) offer candidates.
+    std::vector<std::pair<int, int>> roots;
+    int first = 0, scanned = 0, limit = 0;
+    std::vector<int> types;  // WholeTypes of the demand
+    int shape = 0;
+    struct Pick {
+      int node, root;
+      uint64_t version;  // CandidatesOnNode's
+      const std::vector<Candidate>* run;
+    };
+    std::vector<Pick> picked;  // the nodes that offered candidates, in scan order
+    std::vector<int> node_cells;
     Scratch() = default;
     Scratch(const Scratch&) {}
     Scratch& operator=(const Scratch&) { return *this; }

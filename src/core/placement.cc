@@ -10,13 +10,33 @@ std::unique_ptr<PlacementPipeline> PlacementPipeline::Make(const Policy& policy,
   pipeline->policy_ = policy;
   pipeline->rng_.seed(policy.seed);
   std::string error;
-  for (const PluginConfig& f : policy.filters) pipeline->filters_.push_back(MakeFilter(f, &error));
-  for (const PluginConfig& s : policy.scores)
-    pipeline->scores_.push_back({s.weight, MakeScore(s, &error)});
+  for (const PluginConfig& f : policy.filters) {
+    pipeline->filters_.push_back(MakeFilter(f, &error));
+    pipeline->filter_local_.push_back(pipeline->filters_.back()->node_local());
+    pipeline->any_local_ |= pipeline->filter_local_.back();
+  }
+  for (const PluginConfig& s : policy.scores) {
+    std::unique_ptr<ScorePlugin> plugin = MakeScore(s, &error);
+    const bool local = plugin->node_local();
+    pipeline->scores_.push_back({s.weight, std::move(plugin), local});
+    pipeline->any_local_ |= local;
+  }
   return pipeline;
 }
 
-int PlacementPipeline::Choose(const AllocationRequest& /*request*/, const CandidateList& candidates,
+void PlacementPipeline::JudgeLocally(const PlacementContext& ctx, const Candidate& c,
+                                     LocalVerdict* v) const {
+  v->known = true;
+  for (size_t f = 0; f < filters_.size(); ++f)
+    if (filter_local_[f] && !filters_[f]->Feasible(ctx, c)) {
+      v->refused_by = static_cast<int>(f);
+      return;
+    }
+  for (const WeightedScore& s : scores_)
+    if (s.local) v->score += s.weight * s.plugin->Score(ctx, c);
+}
+
+int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateList& candidates,
                               const std::vector<ReplicaPlacement>& placed) {
   PlacementContext ctx = context_;
   ctx.placed = &placed;
@@ -24,23 +44,40 @@ int PlacementPipeline::Choose(const AllocationRequest& /*request*/, const Candid
   ctx.rng = &rng_;
   refused_by_retryable_ = false;
   for (const WeightedScore& s : scores_) s.plugin->PreScore(ctx);
+  // Only a request of several replicas can see a run again within one decision.
+  const bool remember = any_local_ && request.replicas > 1;
   int best = -1;
   double best_score = 0;
   int ties = 0;
-  for (const CandidateList::Run& run : candidates.runs())
+  for (const CandidateList::Run& run : candidates.runs()) {
+    LocalVerdict* verdicts = nullptr;
+    if (remember && run.version != 0) {
+      const size_t node = static_cast<size_t>(run.candidates->front().node);
+      if (node >= by_node_.size()) by_node_.resize(node + 1);
+      NodeVerdicts& seen = by_node_[node];
+      if (seen.decision != decision_ || seen.version != run.version) {
+        seen = {decision_, run.version, local_.size()};
+        local_.resize(local_.size() + run.candidates->size());
+      }
+      verdicts = &local_[seen.first];
+    }
     for (size_t j = 0; j < run.candidates->size(); ++j) {
       const size_t i = run.start + j;
       const Candidate& c = (*run.candidates)[j];
+      LocalVerdict once;
+      LocalVerdict& v = verdicts ? verdicts[j] : once;
+      if (!v.known) JudgeLocally(ctx, c, &v);
+      // Filters in policy order, so that the first to refuse names the reason as before.
       bool feasible = true;
-      for (const auto& f : filters_) {
-        if (f->Feasible(ctx, c)) continue;
-        feasible = false;
-        refused_by_retryable_ = refused_by_retryable_ || f->retryable();
-        break;
+      for (size_t f = 0; f < filters_.size() && feasible; ++f) {
+        const FilterPlugin& filter = *filters_[f];
+        feasible = filter_local_[f] ? v.refused_by != static_cast<int>(f) : filter.Feasible(ctx, c);
+        if (!feasible) refused_by_retryable_ = refused_by_retryable_ || filter.retryable();
       }
       if (!feasible) continue;
-      double score = 0;
-      for (const WeightedScore& s : scores_) score += s.weight * s.plugin->Score(ctx, c);
+      double score = v.score;
+      for (const WeightedScore& s : scores_)
+        if (!s.local) score += s.weight * s.plugin->Score(ctx, c);
       if (best < 0 || score > best_score + 1e-9) {
         best = static_cast<int>(i);
         best_score = score;
@@ -51,6 +88,7 @@ int PlacementPipeline::Choose(const AllocationRequest& /*request*/, const Candid
         if (std::uniform_int_distribution<int>(0, ties - 1)(rng_) == 0) best = static_cast<int>(i);
       }
     }
+  }
   if (best >= 0) refused_by_retryable_ = false;
   return best;
 }

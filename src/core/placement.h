@@ -25,6 +25,8 @@ class PlacementPipeline : public PlacementChooser {
   void SetContext(const PlacementContext& context) {
     context_ = context;
     refused_by_retryable_ = false;
+    ++decision_;
+    local_.clear();
   }
   const Policy& policy() const { return policy_; }
 
@@ -38,14 +40,34 @@ class PlacementPipeline : public PlacementChooser {
   struct WeightedScore {
     double weight;
     std::unique_ptr<ScorePlugin> plugin;
+    bool local;  // plugin->node_local(), asked once
   };
+  // What the node-local plugins said of one candidate: the first node-local filter that refused
+  // it (-1: none), else the weighted sum of the node-local scores.
+  struct LocalVerdict {
+    bool known = false;
+    int refused_by = -1;
+    double score = 0;
+  };
+  void JudgeLocally(const PlacementContext& ctx, const Candidate& c, LocalVerdict* v) const;
 
   Policy policy_;
   std::vector<std::unique_ptr<FilterPlugin>> filters_;
+  std::vector<char> filter_local_;  // [filter] node_local(), asked once
   std::vector<WeightedScore> scores_;
   PlacementContext context_;
   std::mt19937_64 rng_;
   bool refused_by_retryable_ = false;
+  bool any_local_ = false;
+  // The local verdicts of this decision's cached runs (one per node; its version is unique to
+  // the node's state): a gang's later replicas see mostly the runs its first replica saw.
+  struct NodeVerdicts {
+    uint64_t decision = 0, version = 0;
+    size_t first = 0;  // index in local_
+  };
+  uint64_t decision_ = 0;              // counts SetContext calls
+  std::vector<NodeVerdicts> by_node_;  // [node]
+  std::vector<LocalVerdict> local_;
 };
 
 }  // namespace berth

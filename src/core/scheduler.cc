@@ -17,12 +17,7 @@ namespace {
 class ReplicaBound {
  public:
   ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc) : vc_(vc) {
-    for (const TaskGroup& g : spec.groups) {
-      if (g.demand.gpus <= 0) return;  // unbounded
-      smallest_ = smallest_ == 0 ? g.demand.gpus : std::min(smallest_, g.demand.gpus);
-      replicas_ += g.replicas;
-    }
-    physical_cap_ = vc < 0 ? INT_MAX : alloc.UnboundGuaranteeGpus(vc) / smallest_;
+    if (!Measure(alloc, spec, vc)) return;
     for (int pool : {kPhysical, kOwn}) {
       free_[pool].assign(alloc.cluster().nodes.size(), 0);
       if (pool == kOwn && vc < 0) continue;
@@ -31,6 +26,34 @@ class ReplicaBound {
         slots_[pool] += free_[pool][n] / smallest_;
       }
     }
+  }
+  // may_fit() of a fresh bound, without building one: stops counting at the first proof, and
+  // visits only nodes the placement may use (this runs before every try of a whole gang).
+  static bool MayFitNow(const Allocator& alloc, const JobSpec& spec, int vc) {
+    ReplicaBound b(vc);
+    if (!b.Measure(alloc, spec, vc)) return true;
+    if (vc >= 0) {
+      // The VC's own GPUs lie on the nodes of its bound cells.
+      const CellTree& tree = alloc.tree();
+      thread_local std::vector<int> nodes;
+      nodes.clear();
+      for (int bound : alloc.vcs()[vc].bound_cells) {
+        if (tree.type_of(bound).level <= Level::kNode) {
+          nodes.push_back(tree.cells()[bound].node);
+          continue;
+        }
+        for (int c = bound; c < tree.subtree_end(bound); ++c)
+          if (tree.type_of(c).level == Level::kNode) nodes.push_back(tree.cells()[c].node);
+      }
+      std::sort(nodes.begin(), nodes.end());
+      nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+      for (size_t i = 0; i < nodes.size() && !b.may_fit(); ++i)
+        b.slots_[kOwn] += alloc.FreeGpusOn(nodes[i], vc) / b.smallest_;
+    }
+    const int nodes = static_cast<int>(alloc.cluster().nodes.size());
+    for (int n = 0; n < nodes && b.physical_cap_ > b.slots_[kPhysical] && !b.may_fit(); ++n)
+      b.slots_[kPhysical] += alloc.FreeGpusOn(n, -1) / b.smallest_;
+    return b.may_fit();
   }
   int free_on(int node) const {
     return smallest_ == 0 ? 0 : free_[kPhysical][node] + free_[kOwn][node];
@@ -60,6 +83,20 @@ class ReplicaBound {
 
  private:
   enum { kPhysical = 0, kOwn = 1 };  // the physical pool; the VC's bound cells
+  explicit ReplicaBound(int vc) : vc_(vc) {}
+  // The smallest replica, the replica count and the physical cap; false when unbounded.
+  bool Measure(const Allocator& alloc, const JobSpec& spec, int vc) {
+    for (const TaskGroup& g : spec.groups) {
+      if (g.demand.gpus <= 0) {
+        smallest_ = 0;
+        return false;
+      }
+      smallest_ = smallest_ == 0 ? g.demand.gpus : std::min(smallest_, g.demand.gpus);
+      replicas_ += g.replicas;
+    }
+    physical_cap_ = vc < 0 ? INT_MAX : alloc.UnboundGuaranteeGpus(vc) / smallest_;
+    return smallest_ > 0;
+  }
   int vc_;
   int smallest_ = 0, replicas_ = 0, physical_cap_ = 0;  // smallest_ 0: unbounded
   std::vector<int> free_[2];                            // [pool][node] free GPUs
@@ -428,7 +465,7 @@ std::vector<Decision> Scheduler::Schedule(double now) {
         replicas > 1 && (job.spec.min_replicas == 0 || job.spec.min_replicas == replicas);
     auto worth_trying = [&](bool guaranteed) {
       return !whole_gang ||
-             ReplicaBound(*allocator_, job.spec, guaranteed ? job.queue : -1).may_fit();
+             ReplicaBound::MayFitNow(*allocator_, job.spec, guaranteed ? job.queue : -1);
     };
     bool started = false, tried = false;
     if (may_guarantee && worth_trying(true)) {

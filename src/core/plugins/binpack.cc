@@ -13,6 +13,7 @@ namespace {
 
 class BinpackScore : public ScorePlugin {
  public:
+  bool node_local() const override { return true; }
   explicit BinpackScore(ResourceWeights weights) : weights_(weights) {}
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     return 100.0 * AllocatedFractionAfter(ctx, c, weights_);

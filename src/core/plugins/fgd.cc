@@ -58,6 +58,7 @@ struct PodsKey {
 
 class FgdScorePlugin : public ScorePlugin {
  public:
+  bool node_local() const override { return true; }
   explicit FgdScorePlugin(double resolution) : resolution_(resolution) {}
 
   double Score(const PlacementContext& ctx, const Candidate& c) const override {

@@ -16,6 +16,7 @@ namespace {
 
 class GpuMemoryThresholdFilter : public FilterPlugin {
  public:
+  bool node_local() const override { return true; }
   explicit GpuMemoryThresholdFilter(double ratio) : ratio_(ratio) {}
 
   bool Feasible(const PlacementContext& ctx, const Candidate& c) const override {

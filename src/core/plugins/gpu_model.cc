@@ -12,6 +12,7 @@ namespace {
 
 class GpuModelFilter : public FilterPlugin {
  public:
+  bool node_local() const override { return true; }
   bool Feasible(const PlacementContext& ctx, const Candidate& c) const override {
     const std::vector<std::string>& models = ctx.group->demand.models;
     if (models.empty()) return true;

@@ -23,6 +23,7 @@ std::string Normalized(const std::string& image) {
 
 class ImageLocalityScore : public ScorePlugin {
  public:
+  bool node_local() const override { return true; }
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     if (ctx.telemetry == nullptr || ctx.group->image.empty()) return 0;
     const auto& images = ctx.telemetry->node_images;

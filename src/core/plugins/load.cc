@@ -14,6 +14,7 @@ namespace {
 
 class LoadScore : public ScorePlugin {
  public:
+  bool node_local() const override { return true; }
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     if (c.gpus.empty()) return 50;
     double sum = 0;

@@ -15,6 +15,7 @@ namespace {
 
 class NodeHealthFilter : public FilterPlugin {
  public:
+  bool node_local() const override { return true; }
   bool Feasible(const PlacementContext& ctx, const Candidate& c) const override {
     const Allocator& alloc = *ctx.alloc;
     if (alloc.node_healthy(c.node)) return true;

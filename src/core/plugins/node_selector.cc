@@ -12,6 +12,7 @@ namespace {
 
 class NodeSelectorFilter : public FilterPlugin {
  public:
+  bool node_local() const override { return true; }
   bool Feasible(const PlacementContext& ctx, const Candidate& c) const override {
     const Node& node = ctx.alloc->cluster().nodes[c.node];
     std::string value;

@@ -59,6 +59,10 @@ class FilterPlugin {
   // True for filters that refuse on observed, changing state (telemetry): a job they refuse is
   // retried with back-off instead of waiting for capacity to free up.
   virtual bool retryable() const { return false; }
+  // True when the verdict reads only the candidate, its node's state and the decision's fixed
+  // context (job, group, policy, telemetry, typical pods): never `placed`, other nodes or the
+  // RNG. The pipeline then reuses it for a gang's later replicas while the node is unchanged.
+  virtual bool node_local() const { return false; }
 };
 
 class ScorePlugin {
@@ -68,6 +72,10 @@ class ScorePlugin {
   // Called once before a replica's candidates are scored (kube's PreScore): state that every
   // candidate's score reads is brought up to date here, not per candidate.
   virtual void PreScore(const PlacementContext& /*ctx*/) const {}
+  // True when the verdict reads only the candidate, its node's state and the decision's fixed
+  // context (job, group, policy, telemetry, typical pods): never `placed`, other nodes or the
+  // RNG. The pipeline then reuses it for a gang's later replicas while the node is unchanged.
+  virtual bool node_local() const { return false; }
 };
 
 // Builds a plugin from its policy entry; returns null with `error` set for an unknown name or

@@ -20,6 +20,7 @@ namespace {
 
 class PriorityPackingScore : public ScorePlugin {
  public:
+  bool node_local() const override { return true; }
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     if (ctx.gpus_by_priority == nullptr || ctx.job == nullptr ||
         c.node >= static_cast<int>(ctx.gpus_by_priority->size()))

@@ -19,6 +19,7 @@ namespace {
 
 class QosBalanceScore : public ScorePlugin {
  public:
+  bool node_local() const override { return true; }
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     ResourceWeights weights{1, 1, 1};
     if (ctx.policy != nullptr) {

@@ -19,6 +19,7 @@ namespace {
 
 class ResourcesFitFilter : public FilterPlugin {
  public:
+  bool node_local() const override { return true; }
   bool Feasible(const PlacementContext& ctx, const Candidate& c) const override {
     const Allocator& alloc = *ctx.alloc;
     const Demand& d = ctx.group->demand;

@@ -14,6 +14,7 @@ namespace {
 
 class SpreadScore : public ScorePlugin {
  public:
+  bool node_local() const override { return true; }
   explicit SpreadScore(ResourceWeights weights) : weights_(weights) {}
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     return 100.0 * (1.0 - AllocatedFractionAfter(ctx, c, weights_));

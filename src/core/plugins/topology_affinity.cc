@@ -19,6 +19,7 @@
 //    job; "other_node" (default 10) on another node of a rack the job already uses (or when the
 //    cluster has no racks); "other_rack" (default 50) in a rack the job does not use yet.
 #include <algorithm>
+#include <climits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,16 +44,17 @@ bool AllFree(const Allocator& alloc, int cell) {
 
 double BrokenFraction(const Allocator& alloc, const Candidate& c) {
   const CellTree& tree = alloc.tree();
-  for (int g : c.gpus)
-    if (tree.gpu_cell(c.node, g) < 0) return 0;
-  // The leaves are looked up again rather than collected: no allocation per candidate.
-  const auto holds_all = [&](int cell) {
-    for (int g : c.gpus)
-      if (!tree.IsWithin(tree.gpu_cell(c.node, g), cell)) return false;
-    return true;
-  };
-  int cell = tree.gpu_cell(c.node, c.gpus[0]);
-  while (cell >= 0 && !holds_all(cell)) cell = tree.cells()[cell].parent;
+  // Cells are numbered in preorder: a cell holds all the candidate's GPUs when its id range
+  // covers their leaves' lowest and highest ids.
+  int lo = INT_MAX, hi = -1;
+  for (int g : c.gpus) {
+    const int leaf = tree.gpu_cell(c.node, g);
+    if (leaf < 0) return 0;
+    lo = std::min(lo, leaf);
+    hi = std::max(hi, leaf);
+  }
+  int cell = lo;
+  while (cell >= 0 && hi >= tree.subtree_end(cell)) cell = tree.cells()[cell].parent;
   int considered = 0, broken = 0;
   bool free = true;  // once a cell is partly used, so are all its ancestors
   for (; cell >= 0 && tree.type_of(cell).level < Level::kCluster;
@@ -86,17 +88,45 @@ class TopologyAffinityScore : public ScorePlugin {
   double GangPenalty(const PlacementContext& ctx, const Candidate& c) const {
     if (ctx.placed == nullptr || ctx.placed->empty()) return 0;
     const Cluster& cluster = ctx.alloc->cluster();
+    const Spread& spread = SpreadOf(*ctx.placed, cluster);
+    if (std::find(spread.nodes.begin(), spread.nodes.end(), c.node) != spread.nodes.end()) return 0;
     const std::string& rack = cluster.nodes[c.node].rack;
-    bool same_rack = rack.empty();
-    for (const ReplicaPlacement& r : *ctx.placed) {
-      if (r.node < 0) continue;
-      if (r.node == c.node) return 0;
-      same_rack = same_rack || cluster.nodes[r.node].rack == rack;
-    }
+    const bool same_rack = rack.empty() || std::find(spread.racks.begin(), spread.racks.end(),
+                                                     rack) != spread.racks.end();
     return same_rack ? p_.other_node : p_.other_rack;
   }
 
+  // The nodes and racks the job's placed replicas use. Every candidate of a replica asks for
+  // the same `placed`: it is summarized once, and recognized by its node ids.
+  struct Spread {
+    const Cluster* cluster = nullptr;
+    std::vector<int> placed_nodes;   // in placement order, to recognize the list
+    std::vector<int> nodes;          // distinct
+    std::vector<std::string> racks;  // distinct
+  };
+  const Spread& SpreadOf(const std::vector<ReplicaPlacement>& placed,
+                         const Cluster& cluster) const {
+    bool same = spread_.cluster == &cluster && spread_.placed_nodes.size() == placed.size();
+    for (size_t i = 0; same && i < placed.size(); ++i)
+      same = spread_.placed_nodes[i] == placed[i].node;
+    if (same) return spread_;
+    spread_ = {};
+    spread_.cluster = &cluster;
+    for (const ReplicaPlacement& r : placed) {
+      spread_.placed_nodes.push_back(r.node);
+      if (r.node < 0 ||
+          std::find(spread_.nodes.begin(), spread_.nodes.end(), r.node) != spread_.nodes.end())
+        continue;
+      spread_.nodes.push_back(r.node);
+      const std::string& rack = cluster.nodes[r.node].rack;
+      if (std::find(spread_.racks.begin(), spread_.racks.end(), rack) == spread_.racks.end())
+        spread_.racks.push_back(rack);
+    }
+    return spread_;
+  }
+
   AffinityParams p_;
+  mutable Spread spread_;  // of the last `placed` scored
 };
 
 }  // namespace
