@@ -59,13 +59,21 @@ PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>&
     order.push_back(clone);
     total += RequestedMilli(*clone);
   }
+  // Node order, which decides ties (the policies break them by first node): the reference's
+  // simulator (pkg/simulator/simulator.go, syncClusterResourceList) renames every node
+  // "<rank>-<name>" with a seeded random rank drawn after the pods are shuffled and inflated,
+  // and kube-scheduler then takes the smallest name among the best. So each seed sees the
+  // nodes in a random order of its own, not the node list's, where nodes of one GPU model
+  // stand together (first-fit in list order fills one model's nodes first).
+  Cluster shuffled = cluster;
+  std::shuffle(shuffled.nodes.begin(), shuffled.nodes.end(), rng);
 
   Policy seeded = policy;
   seeded.seed = seed;
   std::vector<std::string> errors;
   auto pipeline = PlacementPipeline::Make(seeded, &errors);
-  Allocator alloc(&cluster, {});
-  const FragmentationModel frag(&cluster, typical);
+  Allocator alloc(&shuffled, {});
+  const FragmentationModel frag(&shuffled, typical);
 
   const int points = static_cast<int>(std::lround(tune * 100));
   PackingCurve curve;

@@ -1,7 +1,8 @@
 // Packing mode: the FGD paper's protocol (../shared/notes/fgd-reference.md). Pods arrive one at
 // a time, in a seeded random order, inflated with random clones up to `tune` x the cluster's
 // GPU capacity; each is placed online by the policy or dropped. No departures, no queue, no
-// retry, no migration: the same engine a server runs, on an empty cluster.
+// retry, no migration: the same engine a server runs, on an empty cluster whose nodes are in a
+// seeded random order (the reference's tie order; ties go to the first node).
 //
 // Metrics are sampled by arrived workload (requested GPU milli so far over capacity, in whole
 // percent): the GPU allocation ratio and FGD's fragmentation amount, both in %.

@@ -6,7 +6,9 @@
 // the first free GPUs by index; a share takes the GPU its gpuSelMethod names. Among nodes with
 // the best score its kube-scheduler fork (vendor/.../core/generic_scheduler.go, selectHost)
 // takes the one with the lexicographically smallest name, not a random one ("for
-// reproducibility"); in the openb node list that is the lowest node index.
+// reproducibility"). Its names are not the node list's, though: the simulator prefixes each
+// with a seeded random rank, so ties go to the first node of a random order fixed for the run
+// (berth sim packing gives its cluster such an order; the pipeline takes the first candidate).
 //
 // berth instead scores candidates: for a share, one per GPU already shared that still fits
 // (GPUs in the same state offered once, the lowest index), plus one fresh GPU
