@@ -20,6 +20,7 @@ std::unique_ptr<PlacementPipeline> PlacementPipeline::Make(const Policy& policy,
     const bool local = plugin->node_local();
     pipeline->scores_.push_back({s.weight, std::move(plugin), local});
     pipeline->any_local_ |= local;
+    if (!local) pipeline->nonlocal_max_ += 100 * s.weight;
   }
   return pipeline;
 }
@@ -67,14 +68,21 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
       LocalVerdict once;
       LocalVerdict& v = verdicts ? verdicts[j] : once;
       if (!v.known) JudgeLocally(ctx, c, &v);
-      // Filters in policy order, so that the first to refuse names the reason as before.
-      bool feasible = true;
-      for (size_t f = 0; f < filters_.size() && feasible; ++f) {
-        const FilterPlugin& filter = *filters_[f];
-        feasible = filter_local_[f] ? v.refused_by != static_cast<int>(f) : filter.Feasible(ctx, c);
-        if (!feasible) refused_by_retryable_ = refused_by_retryable_ || filter.retryable();
+      // Scores are 0..100: a candidate whose node-local score leaves it short of the best even
+      // with full marks from the rest cannot win or tie, and is not looked at further.
+      if (v.refused_by < 0 && best >= 0 && v.score + nonlocal_max_ < best_score - 1e-9) continue;
+      // The first filter in policy order to refuse decides whether the refusal is retryable.
+      int refused_by = v.refused_by;
+      const int before = refused_by >= 0 ? refused_by : static_cast<int>(filters_.size());
+      for (int f = 0; f < before; ++f)
+        if (!filter_local_[f] && !filters_[f]->Feasible(ctx, c)) {
+          refused_by = f;
+          break;
+        }
+      if (refused_by >= 0) {
+        refused_by_retryable_ = refused_by_retryable_ || filters_[refused_by]->retryable();
+        continue;
       }
-      if (!feasible) continue;
       double score = v.score;
       for (const WeightedScore& s : scores_)
         if (!s.local) score += s.weight * s.plugin->Score(ctx, c);

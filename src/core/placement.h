@@ -59,6 +59,7 @@ class PlacementPipeline : public PlacementChooser {
   std::mt19937_64 rng_;
   bool refused_by_retryable_ = false;
   bool any_local_ = false;
+  double nonlocal_max_ = 0;  // the most the scores that are not node-local can add
   // The local verdicts of this decision's cached runs (one per node; its version is unique to
   // the node's state): a gang's later replicas see mostly the runs its first replica saw.
   struct NodeVerdicts {

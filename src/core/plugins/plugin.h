@@ -68,7 +68,8 @@ class FilterPlugin {
 class ScorePlugin {
  public:
   virtual ~ScorePlugin() = default;
-  virtual double Score(const PlacementContext& ctx, const Candidate& c) const = 0;  // 0..100
+  // 0..100, never outside: the pipeline skips candidates that could not win with full marks.
+  virtual double Score(const PlacementContext& ctx, const Candidate& c) const = 0;
   // Called once before a replica's candidates are scored (kube's PreScore): state that every
   // candidate's score reads is brought up to date here, not per candidate.
   virtual void PreScore(const PlacementContext& /*ctx*/) const {}
