@@ -780,6 +780,34 @@ int Allocator::FreeGpusOn(int node, int vc) const {
   return free;
 }
 
+int Allocator::ReplicaSlots(int vc, int gpus, int enough) const {
+  thread_local std::vector<int> nodes;
+  nodes.clear();
+  if (vc < 0) {
+    thread_local std::vector<int> cells;
+    cells.clear();
+    for (int type : node_types_)
+      buddy_.CellsWithFree(BuddyAllocator::kPhysicalPool, type, gpus, &cells);
+    for (int cell : cells) nodes.push_back(tree_->cells()[cell].node);
+  } else {
+    // The VC's free GPUs lie on the nodes of its bound cells.
+    for (int bound : vcs_[vc].bound_cells) {
+      if (tree_->type_of(bound).level <= Level::kNode) {
+        nodes.push_back(tree_->cells()[bound].node);
+        continue;
+      }
+      for (int c = bound; c < tree_->subtree_end(bound); ++c)
+        if (tree_->type_of(c).level == Level::kNode) nodes.push_back(tree_->cells()[c].node);
+    }
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  }
+  int slots = 0;
+  for (size_t i = 0; i < nodes.size() && slots < enough; ++i)
+    slots += FreeGpusOn(nodes[i], vc) / gpus;
+  return slots;
+}
+
 int Allocator::UnboundGuaranteeGpus(int vc) const {
   const VirtualCluster& v = vcs_[vc];
   int gpus = 0;

@@ -174,6 +174,9 @@ class Allocator {
 
   // Whole free GPUs on a node in the cells bound to vc, or (vc < 0) in the physical pool.
   int FreeGpusOn(int node, int vc) const;
+  // How many replicas of `gpus` whole GPUs (> 0) those free GPUs could hold, node by node (each
+  // node's FreeGpusOn / gpus), counted up to `enough`. Visits only the nodes with that many free.
+  int ReplicaSlots(int vc, int gpus, int enough) const;
   // GPUs of vc's guarantee not bound yet: how far its guaranteed work can still grow into the
   // physical pool.
   int UnboundGuaranteeGpus(int vc) const;

@@ -11,16 +11,20 @@ std::unique_ptr<PlacementPipeline> PlacementPipeline::Make(const Policy& policy,
   pipeline->rng_.seed(policy.seed);
   std::string error;
   for (const PluginConfig& f : policy.filters) {
+    const int index = static_cast<int>(pipeline->filters_.size());
     pipeline->filters_.push_back(MakeFilter(f, &error));
-    pipeline->filter_local_.push_back(pipeline->filters_.back()->node_local());
-    pipeline->any_local_ |= pipeline->filter_local_.back();
+    (pipeline->filters_.back()->node_local() ? pipeline->local_filters_ : pipeline->other_filters_)
+        .push_back(index);
   }
   for (const PluginConfig& s : policy.scores) {
-    std::unique_ptr<ScorePlugin> plugin = MakeScore(s, &error);
-    const bool local = plugin->node_local();
-    pipeline->scores_.push_back({s.weight, std::move(plugin), local});
-    pipeline->any_local_ |= local;
-    if (!local) pipeline->nonlocal_max_ += 100 * s.weight;
+    pipeline->score_plugins_.push_back(MakeScore(s, &error));
+    const ScorePlugin* plugin = pipeline->score_plugins_.back().get();
+    if (plugin->node_local()) {
+      pipeline->local_scores_.push_back({s.weight, plugin});
+    } else {
+      pipeline->other_scores_.push_back({s.weight, plugin});
+      pipeline->nonlocal_max_ += 100 * s.weight;
+    }
   }
   return pipeline;
 }
@@ -28,13 +32,12 @@ std::unique_ptr<PlacementPipeline> PlacementPipeline::Make(const Policy& policy,
 void PlacementPipeline::JudgeLocally(const PlacementContext& ctx, const Candidate& c,
                                      LocalVerdict* v) const {
   v->known = true;
-  for (size_t f = 0; f < filters_.size(); ++f)
-    if (filter_local_[f] && !filters_[f]->Feasible(ctx, c)) {
-      v->refused_by = static_cast<int>(f);
+  for (int f : local_filters_)
+    if (!filters_[f]->Feasible(ctx, c)) {
+      v->refused_by = f;
       return;
     }
-  for (const WeightedScore& s : scores_)
-    if (s.local) v->score += s.weight * s.plugin->Score(ctx, c);
+  for (const WeightedScore& s : local_scores_) v->score += s.weight * s.plugin->Score(ctx, c);
 }
 
 int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateList& candidates,
@@ -44,9 +47,9 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
   ctx.policy = &policy_;
   ctx.rng = &rng_;
   refused_by_retryable_ = false;
-  for (const WeightedScore& s : scores_) s.plugin->PreScore(ctx);
+  for (const auto& plugin : score_plugins_) plugin->PreScore(ctx);
   // Only a request of several replicas can see a run again within one decision.
-  const bool remember = any_local_ && request.replicas > 1;
+  const bool remember = request.replicas > 1 && !(local_filters_.empty() && local_scores_.empty());
   int best = -1;
   double best_score = 0;
   int ties = 0;
@@ -74,18 +77,19 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
       // The first filter in policy order to refuse decides whether the refusal is retryable.
       int refused_by = v.refused_by;
       const int before = refused_by >= 0 ? refused_by : static_cast<int>(filters_.size());
-      for (int f = 0; f < before; ++f)
-        if (!filter_local_[f] && !filters_[f]->Feasible(ctx, c)) {
+      for (int f : other_filters_) {
+        if (f >= before) break;
+        if (!filters_[f]->Feasible(ctx, c)) {
           refused_by = f;
           break;
         }
+      }
       if (refused_by >= 0) {
         refused_by_retryable_ = refused_by_retryable_ || filters_[refused_by]->retryable();
         continue;
       }
       double score = v.score;
-      for (const WeightedScore& s : scores_)
-        if (!s.local) score += s.weight * s.plugin->Score(ctx, c);
+      for (const WeightedScore& s : other_scores_) score += s.weight * s.plugin->Score(ctx, c);
       if (best < 0 || score > best_score + 1e-9) {
         best = static_cast<int>(i);
         best_score = score;

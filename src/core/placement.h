@@ -39,8 +39,7 @@ class PlacementPipeline : public PlacementChooser {
  private:
   struct WeightedScore {
     double weight;
-    std::unique_ptr<ScorePlugin> plugin;
-    bool local;  // plugin->node_local(), asked once
+    const ScorePlugin* plugin;
   };
   // What the node-local plugins said of one candidate: the first node-local filter that refused
   // it (-1: none), else the weighted sum of the node-local scores.
@@ -52,13 +51,14 @@ class PlacementPipeline : public PlacementChooser {
   void JudgeLocally(const PlacementContext& ctx, const Candidate& c, LocalVerdict* v) const;
 
   Policy policy_;
-  std::vector<std::unique_ptr<FilterPlugin>> filters_;
-  std::vector<char> filter_local_;  // [filter] node_local(), asked once
-  std::vector<WeightedScore> scores_;
+  std::vector<std::unique_ptr<FilterPlugin>> filters_;  // in policy order
+  std::vector<std::unique_ptr<ScorePlugin>> score_plugins_;
+  // Split by node_local(), asked once: filters as indices into filters_ (order kept).
+  std::vector<int> local_filters_, other_filters_;
+  std::vector<WeightedScore> local_scores_, other_scores_;
   PlacementContext context_;
   std::mt19937_64 rng_;
   bool refused_by_retryable_ = false;
-  bool any_local_ = false;
   double nonlocal_max_ = 0;  // the most the scores that are not node-local can add
   // The local verdicts of this decision's cached runs (one per node; its version is unique to
   // the node's state): a gang's later replicas see mostly the runs its first replica saw.

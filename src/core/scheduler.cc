@@ -32,27 +32,9 @@ class ReplicaBound {
   static bool MayFitNow(const Allocator& alloc, const JobSpec& spec, int vc) {
     ReplicaBound b(vc);
     if (!b.Measure(alloc, spec, vc)) return true;
-    if (vc >= 0) {
-      // The VC's own GPUs lie on the nodes of its bound cells.
-      const CellTree& tree = alloc.tree();
-      thread_local std::vector<int> nodes;
-      nodes.clear();
-      for (int bound : alloc.vcs()[vc].bound_cells) {
-        if (tree.type_of(bound).level <= Level::kNode) {
-          nodes.push_back(tree.cells()[bound].node);
-          continue;
-        }
-        for (int c = bound; c < tree.subtree_end(bound); ++c)
-          if (tree.type_of(c).level == Level::kNode) nodes.push_back(tree.cells()[c].node);
-      }
-      std::sort(nodes.begin(), nodes.end());
-      nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-      for (size_t i = 0; i < nodes.size() && !b.may_fit(); ++i)
-        b.slots_[kOwn] += alloc.FreeGpusOn(nodes[i], vc) / b.smallest_;
-    }
-    const int nodes = static_cast<int>(alloc.cluster().nodes.size());
-    for (int n = 0; n < nodes && b.physical_cap_ > b.slots_[kPhysical] && !b.may_fit(); ++n)
-      b.slots_[kPhysical] += alloc.FreeGpusOn(n, -1) / b.smallest_;
+    if (vc >= 0) b.slots_[kOwn] = alloc.ReplicaSlots(vc, b.smallest_, b.replicas_);
+    const int wanted = std::min(b.physical_cap_, b.replicas_ - b.slots_[kOwn]);
+    if (wanted > 0) b.slots_[kPhysical] = alloc.ReplicaSlots(-1, b.smallest_, wanted);
     return b.may_fit();
   }
   int free_on(int node) const {

@@ -45,13 +45,22 @@ bool AllFree(const Allocator& alloc, int cell) {
 double BrokenFraction(const Allocator& alloc, const Candidate& c) {
   const CellTree& tree = alloc.tree();
   // Cells are numbered in preorder: a cell holds all the candidate's GPUs when its id range
-  // covers their leaves' lowest and highest ids.
-  int lo = INT_MAX, hi = -1;
-  for (int g : c.gpus) {
-    const int leaf = tree.gpu_cell(c.node, g);
-    if (leaf < 0) return 0;
-    lo = std::min(lo, leaf);
-    hi = std::max(hi, leaf);
+  // covers their leaves' lowest and highest ids. The whole cells a candidate names, when they
+  // hold exactly its GPUs, give that range without a look at each GPU.
+  int lo = INT_MAX, hi = -1, leaves = 0;
+  for (int cell : c.cells) {
+    lo = std::min(lo, cell);
+    hi = std::max(hi, tree.subtree_end(cell) - 1);
+    leaves += tree.type_of(cell).leaf_count;
+  }
+  if (c.cells.empty() || leaves != static_cast<int>(c.gpus.size())) {
+    lo = INT_MAX, hi = -1;
+    for (int g : c.gpus) {
+      const int leaf = tree.gpu_cell(c.node, g);
+      if (leaf < 0) return 0;
+      lo = std::min(lo, leaf);
+      hi = std::max(hi, leaf);
+    }
   }
   int cell = lo;
   while (cell >= 0 && hi >= tree.subtree_end(cell)) cell = tree.cells()[cell].parent;
