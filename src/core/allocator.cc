@@ -73,14 +73,6 @@ bool Allocator::ModelAllowed(const Demand& d, const std::string& model) const {
   return d.models.empty() || std::find(d.models.begin(), d.models.end(), model) != d.models.end();
 }
 
-bool Allocator::gpu_usable(int node, int gpu) const {
-  return !gpus_[node][gpu].bad && !cordoned_[node];
-}
-
-bool Allocator::gpu_free(int node, int gpu) const {
-  return gpus_[node][gpu].holder == kFree && gpu_usable(node, gpu);
-}
-
 bool Allocator::NodeUsable(const AllocationRequest& req, int node) const {
   return !cordoned_[node] && (req.only_node < 0 || req.only_node == node);
 }

@@ -156,8 +156,11 @@ class Allocator {
   // when it goes bad is held back when its job releases it.
   void SetGpuBad(int node, int gpu, bool bad);
   void SetNodeCordoned(int node, bool cordoned);
-  bool gpu_usable(int node, int gpu) const;
-  bool gpu_free(int node, int gpu) const;  // usable and held by nobody
+  // Inline: plugins ask these for every GPU of every candidate.
+  bool gpu_usable(int node, int gpu) const { return !gpus_[node][gpu].bad && !cordoned_[node]; }
+  bool gpu_free(int node, int gpu) const {  // usable and held by nobody
+    return gpus_[node][gpu].holder == kFree && gpu_usable(node, gpu);
+  }
   bool node_cordoned(int node) const { return cordoned_[node]; }
   // Every GPU of the node usable (none bad, not cordoned): O(1), for per-candidate checks.
   bool node_healthy(int node) const { return !cordoned_[node] && bad_gpus_[node] == 0; }

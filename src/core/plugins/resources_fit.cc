@@ -25,7 +25,8 @@ class ResourcesFitFilter : public FilterPlugin {
     const Demand& d = ctx.group->demand;
     const Node& node = alloc.cluster().nodes[c.node];
     // Reused between calls: a vector per candidate costs more than the check itself.
-    thread_local std::vector<int> sockets;
+    thread_local std::vector<int> scratch;
+    std::vector<int>& sockets = scratch;  // the thread-local's address, looked up once
     sockets.clear();
     for (int g : c.gpus) {
       const int s = node.switches[node.gpus[g].pcie_switch].socket;
@@ -38,6 +39,7 @@ class ResourcesFitFilter : public FilterPlugin {
  private:
   static bool GpuFits(const Allocator& alloc, const Demand& d, int node, int gpu) {
     const Gpu& g = alloc.cluster().nodes[node].gpus[gpu];
+    if (d.gpus > 0) return !g.mig_enabled && alloc.gpu_free(node, gpu);
     if (!alloc.gpu_usable(node, gpu)) return false;
     if (!d.mig_profile.empty()) {
       if (!g.mig_enabled) return false;
