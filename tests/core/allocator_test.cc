@@ -1056,5 +1056,59 @@ TEST_F(AllocatorTest, SharingAnomalyCannotStarveAnotherVc) {
   ExpectInitial();
 }
 
+// Takes the first candidate offered and records how many there were.
+class FirstChooser : public PlacementChooser {
+ public:
+  int Choose(const AllocationRequest&, const CandidateList& candidates,
+             const std::vector<ReplicaPlacement>&) override {
+    offered.push_back(static_cast<int>(candidates.size()));
+    return candidates.empty() ? -1 : 0;
+  }
+  std::vector<int> offered;
+};
+
+TEST_F(AllocatorTest, AGangsLaterReplicasScanOnPastTheNodesItFilled) {
+  // Whole-node replicas with room for two nodes' candidates at a time: each replica fills the
+  // node it takes, and the next must still see two nodes, found further along the scan.
+  Use(SyntheticDgxCluster(6, 6, 0));
+  FirstChooser chooser;
+  std::string why;
+  const std::optional<int> id = a_->Allocate(Gang(6, 8, std::nullopt), &why, &chooser, 2);
+  ASSERT_TRUE(id.has_value()) << why;
+  EXPECT_EQ(chooser.offered, (std::vector<int>{2, 2, 2, 2, 2, 1}));
+  std::vector<int> nodes;
+  for (const ReplicaPlacement& r : a_->Find(*id)->replicas) nodes.push_back(r.node);
+  std::sort(nodes.begin(), nodes.end());
+  EXPECT_EQ(std::unique(nodes.begin(), nodes.end()), nodes.end()) << "a node taken twice";
+  EXPECT_EQ(a_->CheckConsistency(), "");
+  // A replica that changes a node only partly sees that node again, with what is left on it.
+  Release(*id);
+  chooser.offered.clear();
+  const std::optional<int> halves = a_->Allocate(Gang(4, 4, std::nullopt), &why, &chooser, 1);
+  ASSERT_TRUE(halves.has_value()) << why;
+  const auto& replicas = a_->Find(*halves)->replicas;
+  EXPECT_EQ(replicas[0].node, replicas[1].node);
+  EXPECT_EQ(replicas[2].node, replicas[3].node);
+  EXPECT_NE(replicas[0].node, replicas[2].node);
+  EXPECT_EQ(a_->CheckConsistency(), "");
+}
+
+TEST_F(AllocatorTest, ReplicaSlotsCountsWholeReplicasNodeByNode) {
+  Use(SyntheticDgxCluster(4, 4, 0), {{"A", {{"dgx-a100/node", 1}}}});
+  // A binds its node only when it places work: the physical pool has all four nodes, and one
+  // of them keeps 3 free GPUs.
+  Alloc(WholeGpus(5));
+  EXPECT_EQ(a_->ReplicaSlots(-1, 8, 100), 3);
+  EXPECT_EQ(a_->ReplicaSlots(-1, 4, 100), 6);
+  EXPECT_EQ(a_->ReplicaSlots(-1, 3, 100), 7);
+  EXPECT_EQ(a_->ReplicaSlots(-1, 4, 1), 2) << "counting stops at the node that reaches enough";
+  // A VC's own slots lie on its bound cells only.
+  EXPECT_EQ(a_->ReplicaSlots(0, 1, 100), 0);
+  Alloc(ForVc(WholeGpus(2), 0));
+  EXPECT_EQ(a_->ReplicaSlots(0, 2, 100), 3);
+  EXPECT_EQ(a_->ReplicaSlots(-1, 8, 100), 2);
+  EXPECT_EQ(a_->CheckConsistency(), "");
+}
+
 }  // namespace
 }  // namespace berth

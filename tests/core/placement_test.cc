@@ -182,5 +182,24 @@ TEST_F(PlacementPipelineTest, NewContextClearsTheRetryableFlag) {
   EXPECT_FALSE(p->refused_by_retryable());
 }
 
+TEST_F(PlacementPipelineTest, AGangsLaterReplicasSeeTheNodesItChanged) {
+  // spread is node-local, so the pipeline reuses its scores between a gang's replicas; the node
+  // the first replica took must be scored afresh, or it would still look empty and win the tie.
+  Policy policy = MakePolicy({Plugin("resources-fit")}, {Plugin("spread")});
+  policy.tie_break = TieBreak::kFirst;
+  auto p = Build(policy);
+  h_.demand().gpus = 4;
+  p->SetContext(h_.ctx());
+  AllocationRequest req;
+  req.demand = h_.demand();
+  req.replicas = 3;
+  std::string why;
+  const std::optional<int> id = h_.alloc().Allocate(req, &why, p.get(), 0);
+  ASSERT_TRUE(id.has_value()) << why;
+  std::vector<int> nodes;
+  for (const ReplicaPlacement& r : h_.alloc().Find(*id)->replicas) nodes.push_back(r.node);
+  EXPECT_EQ(nodes, (std::vector<int>{0, 1, 2}));
+}
+
 }  // namespace
 }  // namespace berth
