@@ -128,11 +128,25 @@ void BuddyAllocator::CellsWithFree(int pool, int type, int count, std::vector<in
   for (size_t f = std::max(count, 1); f < buckets.size(); ++f)
     out->insert(out->end(), buckets[f].begin(), buckets[f].end());
   out->insert(out->end(), lists_[pool][type].begin(), lists_[pool][type].end());
+  // Inside larger free cells: down through the cells that can hold the type only, so a free
+  // rack costs its nodes, not every cell below them.
   const auto& cells = tree_->cells();
+  thread_local std::vector<int> scratch;
+  std::vector<int>& stack = scratch;
   for (int holder : holders_[type])
-    for (int free_cell : lists_[pool][holder])
-      for (int c = free_cell; c < tree_->subtree_end(free_cell); ++c)
-        if (cells[c].type == type) out->push_back(c);
+    for (int free_cell : lists_[pool][holder]) {
+      stack.assign(1, free_cell);
+      while (!stack.empty()) {
+        const int c = stack.back();
+        stack.pop_back();
+        if (cells[c].type == type) {
+          out->push_back(c);
+          continue;
+        }
+        for (auto child = cells[c].children.rbegin(); child != cells[c].children.rend(); ++child)
+          if (tree_->Contains(cells[*child].type, type)) stack.push_back(*child);
+      }
+    }
 }
 
 int BuddyAllocator::FindWithin(int within, int type, int count,
