@@ -57,7 +57,6 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
   node_version_.assign(cluster->nodes.size(), 0);
   for (size_t n = 0; n < node_version_.size(); ++n) Touch(static_cast<int>(n));
   cache_ = std::make_shared<CandidateCache>();
-  cache_->nodes.resize(cluster->nodes.size());
   backable_.assign(cell_count, 0);
   backable_children_.assign(cell_count, 0);
   available_.assign(tree_->types().size(), 0);
@@ -541,19 +540,39 @@ const Candidate& CandidateList::operator[](size_t i) const {
   return (*run->candidates)[i - run->start];
 }
 
-int Allocator::ShapeOf(const Demand& demand) {
-  std::vector<Demand>& shapes = cache_->shapes;
-  for (size_t i = 0; i < shapes.size(); ++i)
-    if (shapes[i] == demand) return static_cast<int>(i);
-  if (shapes.size() == kMaxShapes) {  // start over rather than grow without end
-    shapes.clear();
-    for (NodeCache& n : cache_->nodes) n.count = 0;
+int Allocator::RowOf(const Demand& demand) {
+  CandidateCache& cache = *cache_;
+  size_t shape = 0;
+  while (shape < cache.shapes.size() && !(cache.shapes[shape] == demand)) ++shape;
+  if (shape == cache.shapes.size()) {
+    if (shape == kMaxShapes) {  // start over rather than grow without end
+      cache.shapes.clear();
+      cache.row_of.clear();
+      for (CacheRow& row : cache.rows) row.shape = -1;
+      shape = 0;
+    }
+    cache.shapes.push_back(demand);
+    cache.row_of.push_back(-1);
   }
-  shapes.push_back(demand);
-  return static_cast<int>(shapes.size()) - 1;
+  int& row = cache.row_of[shape];
+  if (row < 0) {
+    if (cache.rows.size() < kCachedShapes) {
+      row = static_cast<int>(cache.rows.size());
+      cache.rows.emplace_back().nodes.resize(cluster_->nodes.size());
+    } else {
+      row = 0;
+      for (size_t r = 1; r < cache.rows.size(); ++r)
+        if (cache.rows[r].used < cache.rows[row].used) row = static_cast<int>(r);
+      if (cache.rows[row].shape >= 0) cache.row_of[cache.rows[row].shape] = -1;
+      for (CacheEntry& entry : cache.rows[row].nodes) entry.version = 0;
+    }
+    cache.rows[row].shape = static_cast<int>(shape);
+  }
+  cache.rows[row].used = ++cache.uses;
+  return row;
 }
 
-const std::vector<Candidate>& Allocator::CandidatesOnNode(const AllocationRequest& req, int shape,
+const std::vector<Candidate>& Allocator::CandidatesOnNode(const AllocationRequest& req, int row,
                                                           const std::vector<int>& types, int node,
                                                           int root, uint64_t* version) {
   *version = 0;
@@ -565,25 +584,14 @@ const std::vector<Candidate>& Allocator::CandidatesOnNode(const AllocationReques
     AddCandidatesOnNode(req, types, node, root, &run);
     return run;
   }
-  NodeCache& cache = cache_->nodes[node];
-  if (cache.version != node_version_[node]) {
-    cache.version = node_version_[node];
-    cache.count = cache.next = 0;
+  CacheEntry& entry = cache_->rows[row].nodes[node];
+  *version = node_version_[node];
+  if (entry.version != *version) {
+    entry.version = *version;
+    entry.candidates.clear();
+    AddCandidatesOnNode(req, types, node, root, &entry.candidates);
   }
-  *version = cache.version;
-  for (int i = 0; i < cache.count; ++i)
-    if (cache.shape[i] == shape) return cache.candidates[i];
-  int slot = cache.count;
-  if (slot < kCachedShapes) {
-    ++cache.count;
-  } else {
-    slot = cache.next;
-    cache.next = (cache.next + 1) % kCachedShapes;
-  }
-  cache.shape[slot] = shape;
-  cache.candidates[slot].clear();
-  AddCandidatesOnNode(req, types, node, root, &cache.candidates[slot]);
-  return cache.candidates[slot];
+  return entry.candidates;
 }
 
 const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool, int limit,
@@ -599,7 +607,7 @@ const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool
     size_t kept = 0;
     for (Scratch::Pick& pick : e.picked) {
       if (pick.version != node_version_[pick.node]) {
-        pick.run = &CandidatesOnNode(req, e.shape, e.types, pick.node, pick.root, &pick.version);
+        pick.run = &CandidatesOnNode(req, e.row, e.types, pick.node, pick.root, &pick.version);
         if (pick.run->empty()) continue;
       }
       e.picked[kept++] = pick;
@@ -610,7 +618,7 @@ const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool
   while (e.scanned < n && (e.limit <= 0 || static_cast<int>(e.picked.size()) < e.limit)) {
     const auto& [node, root] = e.roots[(e.first + e.scanned++) % n];
     Scratch::Pick pick{node, root, 0, nullptr};
-    pick.run = &CandidatesOnNode(req, e.shape, e.types, node, root, &pick.version);
+    pick.run = &CandidatesOnNode(req, e.row, e.types, node, root, &pick.version);
     if (!pick.run->empty()) e.picked.push_back(pick);
   }
   e.list.Clear();
@@ -662,7 +670,7 @@ void Allocator::StartScan(const AllocationRequest& req, int pool, int limit) {
   // Candidates come in node order (ties go to the first); the scan of every node is in order.
   if (!std::is_sorted(roots.begin(), roots.end())) std::sort(roots.begin(), roots.end());
   e.types = cpu_only ? std::vector<int>{} : WholeTypes(d, !d.mig_profile.empty());
-  e.shape = ShapeOf(d);
+  e.row = RowOf(d);
   e.uncached_used = 0;
   e.picked.clear();
   e.scanned = 0;
@@ -1207,19 +1215,20 @@ std::string Allocator::CheckConsistency() const {
   if (backable != backable_ || available != available_)
     return "guarantee backing disagrees with the cells' holders";
   // Cached candidates of unchanged nodes are what the node offers now.
-  for (size_t n = 0; n < node_version_.size(); ++n) {
-    const NodeCache& cache = cache_->nodes[n];
-    if (cache.version != node_version_[n]) continue;
-    for (int i = 0; i < cache.count; ++i) {
-      AllocationRequest req;
-      req.demand = cache_->shapes[cache.shape[i]];
-      const Demand& d = req.demand;
-      const bool cpu_only = d.gpus == 0 && d.gpu_milli == 0 && d.mig_profile.empty();
+  for (const CacheRow& row : cache_->rows) {
+    if (row.shape < 0) continue;
+    AllocationRequest req;
+    req.demand = cache_->shapes[row.shape];
+    const Demand& d = req.demand;
+    const bool cpu_only = d.gpus == 0 && d.gpu_milli == 0 && d.mig_profile.empty();
+    const std::vector<int> types =
+        cpu_only ? std::vector<int>{} : WholeTypes(d, !d.mig_profile.empty());
+    for (size_t n = 0; n < node_version_.size(); ++n) {
+      if (row.nodes[n].version != node_version_[n]) continue;
       std::vector<Candidate> fresh;
-      AddCandidatesOnNode(req,
-                          cpu_only ? std::vector<int>{} : WholeTypes(d, !d.mig_profile.empty()),
-                          static_cast<int>(n), tree_->node_cell(static_cast<int>(n)), &fresh);
-      if (fresh != cache.candidates[i])
+      AddCandidatesOnNode(req, types, static_cast<int>(n), tree_->node_cell(static_cast<int>(n)),
+                          &fresh);
+      if (fresh != row.nodes[n].candidates)
         return "node " + cluster_->nodes[n].name + ": cached candidates are stale";
     }
   }

@@ -229,12 +229,12 @@ class Allocator {
   // A node's candidates below `root`, from the cache while the node is unchanged since they
   // were computed for the same demand. `version`: the node's version when they come from the
   // cache, 0 when they were computed for this enumeration only.
-  const std::vector<Candidate>& CandidatesOnNode(const AllocationRequest& req, int shape,
+  const std::vector<Candidate>& CandidatesOnNode(const AllocationRequest& req, int row,
                                                  const std::vector<int>& types, int node, int root,
                                                  uint64_t* version);
-  int ShapeOf(const Demand& demand);  // the cache's id for the demand
-  void Touch(int node);               // the node changed: its cached candidates are stale
-  void TouchCell(int cell);           // every node in or above the cell changed
+  int RowOf(const Demand& demand);  // the cache's row for the demand
+  void Touch(int node);             // the node changed: its cached candidates are stale
+  void TouchCell(int cell);         // every node in or above the cell changed
   void AddCandidatesOnNode(const AllocationRequest& req, const std::vector<int>& types, int node,
                            int root, std::vector<Candidate>* out) const;
   void Commit(const AllocationRequest& req, int pool, const Candidate& c, ReplicaPlacement* out,
@@ -297,19 +297,25 @@ class Allocator {
   // Candidate cache. Every change to a node gives it a new version, unique across all
   // allocators (what-if copies included), so cached candidates are valid wherever their node's
   // version still matches; copies therefore share the cache. Keyed by demand shape (an id into
-  // `shapes`), for the node's own cell as root.
-  static constexpr int kCachedShapes = 32;  // per node
-  static constexpr int kMaxShapes = 4096;   // beyond: the cache starts over
-  struct NodeCache {
-    uint64_t version = 0;  // the node's version its entries were computed at
-    int count = 0;         // entries in use
-    int next = 0;          // the entry replaced next once all are in use
-    int shape[kCachedShapes];
-    std::vector<Candidate> candidates[kCachedShapes];
+  // `shapes`), for the node's own cell as root: each shape in use has a row with an entry per
+  // node, so that finding a node's candidates is an index, and the shape asked for least
+  // recently gives its row up to a new one.
+  static constexpr int kCachedShapes = 256;  // rows
+  static constexpr int kMaxShapes = 4096;    // beyond: the cache starts over
+  struct CacheEntry {
+    uint64_t version = 0;  // the node's version its candidates were computed at
+    std::vector<Candidate> candidates;
+  };
+  struct CacheRow {
+    int shape = -1;
+    uint64_t used = 0;  // CandidateCache::uses when last asked for
+    std::vector<CacheEntry> nodes;
   };
   struct CandidateCache {
     std::vector<Demand> shapes;
-    std::vector<NodeCache> nodes;
+    std::vector<int> row_of;  // [shape] its row, or -1
+    std::vector<CacheRow> rows;
+    uint64_t uses = 0;
   };
   std::vector<uint64_t> node_version_;  // [node]
   std::shared_ptr<CandidateCache> cache_;
@@ -324,7 +330,7 @@ class Allocator {
     std::vector<std::pair<int, int>> roots;
     int first = 0, scanned = 0, limit = 0;
     std::vector<int> types;  // WholeTypes of the demand
-    int shape = 0;
+    int row = 0;             // RowOf the demand
     struct Pick {
       int node, root;
       uint64_t version;  // CandidatesOnNode's

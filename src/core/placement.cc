@@ -1,5 +1,7 @@
 #include "core/placement.h"
 
+#include <algorithm>
+
 namespace berth {
 
 std::unique_ptr<PlacementPipeline> PlacementPipeline::Make(const Policy& policy,
@@ -48,22 +50,38 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
   ctx.rng = &rng_;
   refused_by_retryable_ = false;
   for (const auto& plugin : score_plugins_) plugin->PreScore(ctx);
-  // Only a request of several replicas can see a run again within one decision.
-  const bool remember = request.replicas > 1 && !(local_filters_.empty() && local_scores_.empty());
+  // A run is seen again by a gang's later replicas within one decision, and, when verdicts are
+  // kept, by the same demand's later decisions. Only a single replica's are kept: a gang's later
+  // replicas see nodes its earlier ones changed before the allocator has recorded the gang.
+  const bool keep = keep_ && request.replicas == 1;
+  std::vector<NodeVerdicts>* memo = nullptr;
+  if ((request.replicas > 1 || keep) && !(local_filters_.empty() && local_scores_.empty())) {
+    size_t row = 0;
+    if (keep) {
+      const Demand& d = context_.group->demand;
+      row = static_cast<size_t>(std::find(demands_.begin(), demands_.end(), d) - demands_.begin());
+      if (row == demands_.size()) demands_.push_back(d);
+      ++row;
+    }
+    if (row >= by_node_.size()) by_node_.resize(row + 1);
+    memo = &by_node_[row];
+  }
+  const uint64_t stamp = keep ? 0 : decision_;
   int best = -1;
   double best_score = 0;
   int ties = 0;
   for (const CandidateList::Run& run : candidates.runs()) {
     LocalVerdict* verdicts = nullptr;
-    if (remember && run.version != 0) {
+    if (memo && run.version != 0) {
       const size_t node = static_cast<size_t>(run.candidates->front().node);
-      if (node >= by_node_.size()) by_node_.resize(node + 1);
-      NodeVerdicts& seen = by_node_[node];
-      if (seen.decision != decision_ || seen.version != run.version) {
-        seen = {decision_, run.version, local_.size()};
-        local_.resize(local_.size() + run.candidates->size());
+      if (node >= memo->size()) memo->resize(node + 1);
+      NodeVerdicts& seen = (*memo)[node];
+      if (seen.decision != stamp || seen.version != run.version) {
+        seen.decision = stamp;
+        seen.version = run.version;
+        seen.verdicts.assign(run.candidates->size(), LocalVerdict());
       }
-      verdicts = &local_[seen.first];
+      verdicts = seen.verdicts.data();
     }
     for (size_t j = 0; j < run.candidates->size(); ++j) {
       const size_t i = run.start + j;

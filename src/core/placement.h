@@ -26,8 +26,12 @@ class PlacementPipeline : public PlacementChooser {
     context_ = context;
     refused_by_retryable_ = false;
     ++decision_;
-    local_.clear();
   }
+  // Declares that every later decision has the same context but for the group's demand, and
+  // that whatever the node-local plugins read of a node (the fragmentation tracker included)
+  // changes only with the node's version: the packing simulator's case. Node-local verdicts
+  // are then kept per demand across decisions while their node is unchanged.
+  void KeepVerdictsAcrossDecisions() { keep_ = true; }
   const Policy& policy() const { return policy_; }
 
   int Choose(const AllocationRequest& request, const CandidateList& candidates,
@@ -60,15 +64,18 @@ class PlacementPipeline : public PlacementChooser {
   std::mt19937_64 rng_;
   bool refused_by_retryable_ = false;
   double nonlocal_max_ = 0;  // the most the scores that are not node-local can add
-  // The local verdicts of this decision's cached runs (one per node; its version is unique to
-  // the node's state): a gang's later replicas see mostly the runs its first replica saw.
+  // The local verdicts of cached runs (one per node; its version is unique to the node's
+  // state), for this decision only, or per demand when kept across decisions: a gang's later
+  // replicas see mostly the runs its first replica saw, and a demand's next decision every node
+  // that has not changed since.
   struct NodeVerdicts {
     uint64_t decision = 0, version = 0;
-    size_t first = 0;  // index in local_
+    std::vector<LocalVerdict> verdicts;
   };
-  uint64_t decision_ = 0;              // counts SetContext calls
-  std::vector<NodeVerdicts> by_node_;  // [node]
-  std::vector<LocalVerdict> local_;
+  uint64_t decision_ = 0;  // counts SetContext calls
+  bool keep_ = false;
+  std::vector<Demand> demands_;                     // when kept: the demands seen
+  std::vector<std::vector<NodeVerdicts>> by_node_;  // [0, or 1 + demand's index when kept][node]
 };
 
 }  // namespace berth

@@ -72,6 +72,8 @@ PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>&
   seeded.seed = seed;
   std::vector<std::string> errors;
   auto pipeline = PlacementPipeline::Make(seeded, &errors);
+  // The context below changes only in the demand, and node_frag only where a pod lands.
+  pipeline->KeepVerdictsAcrossDecisions();
   Allocator alloc(&shuffled, {});
   const FragmentationModel frag(&shuffled, typical);
 

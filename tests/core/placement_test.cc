@@ -201,5 +201,40 @@ TEST_F(PlacementPipelineTest, AGangsLaterReplicasSeeTheNodesItChanged) {
   EXPECT_EQ(nodes, (std::vector<int>{0, 1, 2}));
 }
 
+// Verdicts kept across decisions choose as a pipeline that judges every candidate afresh: a
+// node's are judged again once it changes (a placement on it, a cordon and its end).
+TEST(PlacementPipelineKeepTest, KeptVerdictsChooseAsFreshOnes) {
+  PluginHarness kept_h(SyntheticDgxCluster(8, 8, 0)), fresh_h(SyntheticDgxCluster(8, 8, 0));
+  Policy policy =
+      MakePolicy({Plugin("node-health"), Plugin("resources-fit")}, {Plugin("gpu-packing")});
+  policy.tie_break = TieBreak::kFirst;
+  auto kept = Build(policy);
+  auto fresh = Build(policy);
+  kept->KeepVerdictsAcrossDecisions();
+  const int shapes[][2] = {{1, 0}, {0, 300}, {2, 0}, {0, 700}, {0, 300}};  // GPUs, GPU milli
+  int placed = 0;
+  for (int i = 0; i < 60; ++i) {
+    for (PluginHarness* h : {&kept_h, &fresh_h}) {
+      h->demand().gpus = shapes[i % 5][0];
+      h->demand().gpu_milli = shapes[i % 5][1];
+      if (i == 20 || i == 30) h->alloc().SetNodeCordoned(3, i == 20);
+    }
+    AllocationRequest req;
+    req.demand = kept_h.demand();
+    kept->SetContext(kept_h.ctx());
+    fresh->SetContext(fresh_h.ctx());
+    const auto a = kept_h.alloc().Allocate(req, nullptr, kept.get());
+    const auto b = fresh_h.alloc().Allocate(req, nullptr, fresh.get());
+    ASSERT_EQ(a.has_value(), b.has_value()) << "decision " << i;
+    if (!a) continue;
+    ++placed;
+    const ReplicaPlacement& ra = kept_h.alloc().Find(*a)->replicas[0];
+    const ReplicaPlacement& rb = fresh_h.alloc().Find(*b)->replicas[0];
+    EXPECT_EQ(ra.node, rb.node) << "decision " << i;
+    EXPECT_EQ(ra.gpus, rb.gpus) << "decision " << i;
+  }
+  EXPECT_GT(placed, 40);
+}
+
 }  // namespace
 }  // namespace berth

@@ -27,6 +27,7 @@ namespace {
 
 class BestFitScore : public ScorePlugin {
  public:
+  bool node_local() const override { return true; }
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     const Allocator& alloc = *ctx.alloc;
     const Demand& d = ctx.group->demand;

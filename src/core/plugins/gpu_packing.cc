@@ -55,6 +55,7 @@ int64_t PackingScore(const std::vector<int>& free, int gpus_wanted, int milli) {
 
 class GpuPackingScore : public ScorePlugin {
  public:
+  bool node_local() const override { return true; }
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     const Allocator& alloc = *ctx.alloc;
     const Demand& d = ctx.group->demand;
