@@ -68,6 +68,9 @@ class AffinityIndex {
       added = allocations.begin();
     }
     for (; added != allocations.end(); ++added) {
+      // The allocator lists an allocation before its replicas are placed (the newest id): it
+      // is counted once it is final, not skipped for good.
+      if (added->second->replicas.empty()) break;
       for (const ReplicaPlacement& r : added->second->replicas) {
         const int affinity = AffinityOf(r);
         if (affinity == kNoAffinity || r.node < 0) continue;

@@ -67,5 +67,41 @@ TEST_F(GpuClusteringTest, FollowsAllocationsAndReleases) {
   EXPECT_DOUBLE_EQ(clustering_->Score(ctx, GpuCandidate(2, {3})), 12 + 25);
 }
 
+// Scores every candidate with the plugin (as the pipeline does, in the middle of the
+// allocation) and takes the one on `node`.
+class ScoringChooser : public PlacementChooser {
+ public:
+  ScoringChooser(const ScorePlugin* plugin, PlacementContext ctx, int node)
+      : plugin_(plugin), ctx_(ctx), node_(node) {}
+  int Choose(const AllocationRequest&, const CandidateList& candidates,
+             const std::vector<ReplicaPlacement>&) override {
+    int pick = -1;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      plugin_->Score(ctx_, candidates[i]);
+      if (candidates[i].node == node_ && pick < 0) pick = static_cast<int>(i);
+    }
+    return pick;
+  }
+
+ private:
+  const ScorePlugin* plugin_;
+  PlacementContext ctx_;
+  int node_;
+};
+
+TEST_F(GpuClusteringTest, CountsAnAllocationItScoredWhileItWasBeingPlaced) {
+  // The allocator lists an allocation before its replicas are placed; scoring its candidates
+  // then must not mark it as counted with no replicas.
+  TaskGroup group;
+  group.demand = WholeDemand(1);
+  const PlacementContext ctx = ContextFor(alloc_, group);
+  ScoringChooser chooser(clustering_.get(), ctx, 2);
+  AllocationRequest req;
+  req.demand = WholeDemand(1);
+  std::string why;
+  ASSERT_TRUE(alloc_.Allocate(req, &why, &chooser, 0).has_value()) << why;
+  EXPECT_DOUBLE_EQ(clustering_->Score(ctx, GpuCandidate(2, {3})), 15 + 75);
+}
+
 }  // namespace
 }  // namespace berth
