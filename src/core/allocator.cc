@@ -654,14 +654,7 @@ void Allocator::StartScan(const AllocationRequest& req, int pool, int limit) {
       if (cell >= 0 && buddy_.pool(cell) == pool) roots.push_back({static_cast<int>(n), cell});
     }
   } else {
-    for (int bound : vcs_[pool - 1].bound_cells) {
-      if (tree_->type_of(bound).level <= Level::kNode) {
-        roots.push_back({tree_->cells()[bound].node, bound});
-        continue;
-      }
-      for (int c = bound; c < tree_->subtree_end(bound); ++c)
-        if (tree_->type_of(c).level == Level::kNode) roots.push_back({tree_->cells()[c].node, c});
-    }
+    AddBoundRoots(pool - 1, &roots);
   }
   if (req.only_node >= 0)
     roots.erase(std::remove_if(roots.begin(), roots.end(),
@@ -780,6 +773,17 @@ int Allocator::FreeGpusOn(int node, int vc) const {
   return free;
 }
 
+void Allocator::AddBoundRoots(int vc, std::vector<std::pair<int, int>>* roots) const {
+  for (int bound : vcs_[vc].bound_cells) {
+    if (tree_->type_of(bound).level <= Level::kNode) {
+      roots->push_back({tree_->cells()[bound].node, bound});
+      continue;
+    }
+    for (int c = bound; c < tree_->subtree_end(bound); ++c)
+      if (tree_->type_of(c).level == Level::kNode) roots->push_back({tree_->cells()[c].node, c});
+  }
+}
+
 int Allocator::ReplicaSlots(int vc, int gpus, int enough) const {
   thread_local std::vector<int> nodes;
   nodes.clear();
@@ -791,14 +795,10 @@ int Allocator::ReplicaSlots(int vc, int gpus, int enough) const {
     for (int cell : cells) nodes.push_back(tree_->cells()[cell].node);
   } else {
     // The VC's free GPUs lie on the nodes of its bound cells.
-    for (int bound : vcs_[vc].bound_cells) {
-      if (tree_->type_of(bound).level <= Level::kNode) {
-        nodes.push_back(tree_->cells()[bound].node);
-        continue;
-      }
-      for (int c = bound; c < tree_->subtree_end(bound); ++c)
-        if (tree_->type_of(c).level == Level::kNode) nodes.push_back(tree_->cells()[c].node);
-    }
+    thread_local std::vector<std::pair<int, int>> roots;
+    roots.clear();
+    AddBoundRoots(vc, &roots);
+    for (const auto& [node, root] : roots) nodes.push_back(node);
     std::sort(nodes.begin(), nodes.end());
     nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
   }

@@ -224,6 +224,9 @@ class Allocator {
   // `next_replica`: the same request's next replica, placed since the last call.
   const CandidateList& Enumerate(const AllocationRequest& req, int pool, int limit,
                                  bool next_replica);
+  // Appends (node, cell) for every node under vc's bound cells: the node's cell, or the bound
+  // cell itself when it lies at or below a node.
+  void AddBoundRoots(int vc, std::vector<std::pair<int, int>>* roots) const;
   // Starts the scan Enumerate continues: the nodes (with root cells) in scan order.
   void StartScan(const AllocationRequest& req, int pool, int limit);
   // A node's candidates below `root`, from the cache while the node is unchanged since they
