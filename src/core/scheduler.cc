@@ -17,7 +17,7 @@ namespace {
 class ReplicaBound {
  public:
   ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc) : vc_(vc) {
-    if (!Measure(alloc, spec, vc)) return;
+    if (!Measure(alloc, spec)) return;
     for (int pool : {kPhysical, kOwn}) {
       free_[pool].assign(alloc.cluster().nodes.size(), 0);
       if (pool == kOwn && vc < 0) continue;
@@ -31,7 +31,7 @@ class ReplicaBound {
   // visits only nodes the placement may use (this runs before every try of a whole gang).
   static bool MayFitNow(const Allocator& alloc, const JobSpec& spec, int vc) {
     ReplicaBound b(vc);
-    if (!b.Measure(alloc, spec, vc)) return true;
+    if (!b.Measure(alloc, spec)) return true;
     if (vc >= 0) b.slots_[kOwn] = alloc.ReplicaSlots(vc, b.smallest_, b.replicas_);
     const int wanted = std::min(b.physical_cap_, b.replicas_ - b.slots_[kOwn]);
     if (wanted > 0) b.slots_[kPhysical] = alloc.ReplicaSlots(-1, b.smallest_, wanted);
@@ -67,7 +67,7 @@ class ReplicaBound {
   enum { kPhysical = 0, kOwn = 1 };  // the physical pool; the VC's bound cells
   explicit ReplicaBound(int vc) : vc_(vc) {}
   // The smallest replica, the replica count and the physical cap; false when unbounded.
-  bool Measure(const Allocator& alloc, const JobSpec& spec, int vc) {
+  bool Measure(const Allocator& alloc, const JobSpec& spec) {
     for (const TaskGroup& g : spec.groups) {
       if (g.demand.gpus <= 0) {
         smallest_ = 0;
@@ -76,7 +76,7 @@ class ReplicaBound {
       smallest_ = smallest_ == 0 ? g.demand.gpus : std::min(smallest_, g.demand.gpus);
       replicas_ += g.replicas;
     }
-    physical_cap_ = vc < 0 ? INT_MAX : alloc.UnboundGuaranteeGpus(vc) / smallest_;
+    physical_cap_ = vc_ < 0 ? INT_MAX : alloc.UnboundGuaranteeGpus(vc_) / smallest_;
     return smallest_ > 0;
   }
   int vc_;
