@@ -1,24 +1,54 @@
-// The scheduling engine: queues of jobs, fair shares, elastic borrowing, preemption and the
-// plugin pipeline, over the allocator. Pure: the clock is passed in, telemetry is fed in, and
-// decisions come out for adapters (simulator, server, Kubernetes extender) to carry out.
+// The scheduling engine: queues of jobs, fair shares, elastic borrowing, preemption,
+// reservations and the plugin pipeline, over the allocator. Pure: the clock is passed in,
+// telemetry is fed in, and decisions and events come out for adapters (simulator, server,
+// Kubernetes extender) to carry out and persist.
 //
-// Contract:
+// Threading: one engine is driven by one thread. Nothing here locks; an adapter that serves
+// several clients (the server) funnels every call through one owner (a mutex around the engine,
+// or a single engine thread fed by a queue), so calls never overlap.
+//
+// Contract, per call:
 //  - A queue is a virtual cluster: its guarantee is the VC's cells. Jobs of priority >= 0 run
 //    inside the guarantee when they fit; above it a queue borrows idle capacity (up to its cap)
-//    and the borrowed jobs are preemptible. Priority < 0 jobs always borrow.
-//  - Gangs are all-or-nothing. Elastic jobs start with min_replicas when all do not fit.
-//  - Order: the queue with the smallest weighted dominant share goes next; inside a queue,
-//    priority (plus aging), then the user with the smallest share, then submit time. A job that
-//    cannot be placed does not block the jobs behind it (backfill).
-//  - Preemption: to reclaim a guarantee (or a fair share, with hysteresis) from borrowers, or
-//    for a strictly higher priority inside one queue. Victims are whole jobs, chosen for fewest
+//    and borrowed jobs are preemptible. Priority < 0 jobs always borrow.
+//  - Gangs are all-or-nothing. Elastic jobs (min_replicas > 0) start with as many replicas as
+//    fit, at least min_replicas.
+//  - Order (queue_order.h): the queue with the smallest weighted dominant share goes next;
+//    inside a queue, the highest whole priority point (priority plus aging), then the user with
+//    the smallest dominant share, updated as jobs start in the cycle (DRF among users), then
+//    submit time. A job that cannot be placed does not block the jobs behind it (backfill), but
+//    nobody is placed on GPUs reserved for another job.
+//  - Preemption (preemption.h): to reclaim a guarantee or a fair share from borrowers, or for a
+//    strictly higher priority inside one queue. Victims are whole jobs, chosen for fewest
 //    victims, then least GPU-time lost, then lowest priority, and only when the preemptor then
-//    fits, within its guarantee or cap. Victims stay reserved for their preemptor, and the cells
-//    of those that have stopped are held for it, until the last has stopped; then the preemptor
-//    is placed at once, before anyone else. Preempted jobs go back to pending.
+//    fits within its guarantee or cap.
+//
+// Contract, over time (what holds cycle after cycle; tests/core/scheduler_dynamics_test.cc):
+//  - No thrash. A preemptor's planned placement (its victims' GPUs and the free GPUs of its
+//    plan) is reserved for it until it starts or goes away; nobody else is placed there, so it
+//    starts as soon as its last victim stops. Victims are chosen only for a preemptor that then
+//    fits.
+//  - Shares settle. Guarantee and fair-share checks count *committed* usage: running jobs that
+//    are not stopping, plus preemptors waiting for their victims. A queue reclaims its fair
+//    share only while it stays within that share after the start; a queue is reclaimed from
+//    only while it holds more than (1 + reclaim_hysteresis) x its share and keeps at least its
+//    share after losing the victim. Each reclaim moves both queues toward their shares without
+//    crossing them, so with steady demand preemptions stop and usage stays at the weighted
+//    max-min shares (up to one job's size).
+//  - Nothing starves. A pending job that has waited reserve_after_s and fits the empty cluster
+//    (within its cap) gets a reservation: the GPUs of a placement chosen like a preemption's
+//    (fewest, cheapest occupants), up to max_reservations jobs at once, oldest first. Smaller
+//    jobs backfill around it; as the occupants end, their GPUs stay free for it, so it starts
+//    within reserve_after_s plus the longest run of the jobs on its reserved GPUs (plus the
+//    wait for an earlier reservation when max_reservations are taken). A borrower's reservation
+//    yields to guaranteed work, which may take those GPUs (the reservation is then re-planned).
+//  - Health: cordon, drain, a bad GPU or node, and every freed GPU wake pending jobs; jobs on
+//    bad hardware or a drained node get an evict decision and go back to pending.
+//  - A victim that has not stopped by its grace deadline gets a kill decision.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +60,7 @@
 #include "core/fairness.h"
 #include "core/job.h"
 #include "core/placement.h"
+#include "core/reservation.h"
 #include "core/telemetry.h"
 
 namespace berth {
@@ -44,39 +75,66 @@ struct QueueSpec {
 enum class JobState { kPending, kRunning, kStopping, kDone };
 const char* JobStateName(JobState state);
 
+// How a job left the engine.
+enum class JobEnd { kNone, kSucceeded, kFailed, kCancelled, kLost };
+const char* JobEndName(JobEnd end);
+
 struct JobRecord {
   int id = -1;
   JobSpec spec;
   int queue = -1;
   JobState state = JobState::kPending;
+  JobEnd end = JobEnd::kNone;
+  int exit_code = 0;
+  std::string external_id;  // the adapter's name for it (container id, pod UID)
   double submit_time = 0;
+  double pending_since = 0;  // submit, or the last return to pending
   double start_time = -1;
   double end_time = -1;
-  bool borrowed = false;  // placed above its queue's guarantee: preemptible by reclaim
+  double stop_deadline = -1;  // while stopping: when the victim is killed
+  bool borrowed = false;      // placed above its queue's guarantee: preemptible by reclaim
   std::vector<int> allocations;
   std::vector<ReplicaPlacement> placements;
   int replicas = 0;            // replicas running (elastic jobs may run fewer than asked)
   double gpu_equivalents = 0;  // what it holds while running
-  double next_try = 0;         // back-off after a retryable refusal
+  double next_try = 0;         // back-off after a retryable refusal or a failed start
   double backoff = 0;
   int preempted_by = -1;         // while stopping: the preemptor the victim is reserved for
   std::vector<int> waiting_for;  // a preemptor: victims still stopping
-  std::vector<int> held;  // a preemptor: allocations of its stopped victims, kept until it starts
-  bool reserved_guaranteed = false;
-  int preemptions = 0;  // times this job was preempted
+  bool reserved_guaranteed = false;  // a waiting preemptor: its plan is inside the guarantee
+  double committed_gpus = 0;         // a waiting preemptor: GPUs counted as committed
+  int preemptions = 0;               // times this job was preempted or evicted
   // The scheduler's state version when the job last failed to fit; it is retried only after
-  // capacity was freed (or new victims appeared), since nothing else can make it fit.
+  // capacity was freed, health changed or new victims appeared, since nothing else can help.
   uint64_t failed_at = UINT64_MAX;
-  std::string reason;  // why it is still pending
+  std::string reason;  // why it is still pending, or why it stopped
 };
 
 struct Decision {
-  enum class Kind { kStart, kPreempt };
+  enum class Kind {
+    kStart,    // run the job at `placements`
+    kPreempt,  // stop the job within grace_period_s (for `preemptor`), then report Stopped
+    kEvict,    // stop the job now (bad hardware, drain, an elastic shrink); report Stopped
+    kKill,     // a victim passed its grace deadline: kill it, then report Stopped
+  };
   Kind kind = Kind::kStart;
   int job = -1;
   std::vector<ReplicaPlacement> placements;  // kStart
+  std::vector<std::string> gpu_ids;          // kStart: "node/index" per GPU, in placement order
   int preemptor = -1;                        // kPreempt
   double grace_period_s = 0;                 // kPreempt: the victim's grace period
+  std::string reason;
+};
+const char* DecisionKindName(Decision::Kind kind);
+
+// One entry of the engine's ordered event stream: every decision and every state change, with
+// its reason. Sequence numbers start at 1 and never repeat within an engine.
+struct EngineEvent {
+  uint64_t seq = 0;
+  double time = 0;
+  int job = -1;
+  std::string kind;  // submitted, start, preempt, evict, kill, stopped, pending, succeeded, ...
+  std::string reason;
 };
 
 struct QueueStatus {
@@ -84,10 +142,20 @@ struct QueueStatus {
   double weight = 1;
   double guarantee_gpus = 0;
   double fair_share_gpus = 0;
-  double usage_gpus = 0;
+  double usage_gpus = 0;      // held: running and stopping jobs
+  double committed_gpus = 0;  // running jobs not stopping, plus waiting preemptors
   double borrowed_gpus = 0;
   double pending_gpus = 0;
   int running = 0, pending = 0;
+};
+
+// One node's answer to a dry run.
+struct NodeVerdict {
+  int node = -1;
+  bool feasible = false;
+  double score = 0;  // the pipeline's weighted score of its best placement there
+  std::vector<ReplicaPlacement> placements;
+  std::string reason;  // when infeasible
 };
 
 class Scheduler {
@@ -101,13 +169,40 @@ class Scheduler {
 
   // Queues a job; returns its id, or -1 with `why` (unknown queue, nothing asked, ...).
   int Submit(const JobSpec& spec, double now, std::string* why);
-  // The job ended (completed, failed or cancelled); frees what it holds.
-  void Finish(int job, double now);
-  // A victim told to stop has stopped: it goes back to pending, and a preemptor whose victims
-  // have all stopped is placed at once. Returns the resulting start decisions.
+  // The job ended (succeeded, failed, cancelled, lost); frees what it holds. A pending job can
+  // end too (cancelled). Its record stays readable until it falls out of the last
+  // kKeptFinished ended jobs.
+  void Finish(int job, double now, JobEnd end = JobEnd::kSucceeded, int exit_code = 0);
+  // A job told to stop (preempt, evict, kill) has stopped: it goes back to pending, and a
+  // preemptor whose victims have all stopped is placed at once. Returns the start decisions.
   std::vector<Decision> Stopped(int job, double now);
+  // The adapter could not start a job it was told to start (image pull failed, ...): it goes
+  // back to pending with back-off, and what it held is freed.
+  void StartFailed(int job, double now, const std::string& reason);
   // One scheduling cycle.
   std::vector<Decision> Schedule(double now);
+
+  // Health through the engine: each wakes pending jobs; jobs on hardware that went bad, or on
+  // a drained node, get evict decisions.
+  std::vector<Decision> SetNodeCordoned(int node, bool cordoned, double now);
+  std::vector<Decision> Drain(int node, double now);  // cordon, and evict every job on it
+  std::vector<Decision> SetGpuBad(int node, int gpu, bool bad, double now);
+  std::vector<Decision> SetNodeBad(int node, bool bad, double now);  // every GPU of the node
+
+  // Crash recovery: a job that is already running at exactly `placements` (as decided before),
+  // counted as borrowed or not as before. Returns its id, or -1 with `why`.
+  int Adopt(const JobSpec& spec, const std::vector<ReplicaPlacement>& placements, bool borrowed,
+            double submit_time, double start_time, std::string* why);
+  // Dry run (the Kubernetes extender's filter/prioritize): the job's placement on each of
+  // `nodes` alone, nothing committed. Reservations of other jobs are honoured.
+  std::vector<NodeVerdict> Evaluate(const JobSpec& spec, const std::vector<int>& nodes);
+  // Commits a pending job at `placements` (the extender's bind); false with `why` when they are
+  // no longer free or the queue may not hold it.
+  bool StartAt(int job, const std::vector<ReplicaPlacement>& placements, double now,
+               std::string* why);
+
+  void SetExternalId(int job, const std::string& external_id);
+  const JobRecord* FindExternal(const std::string& external_id) const;
 
   void SetTelemetry(const Telemetry& telemetry) {
     telemetry_ = telemetry;
@@ -124,35 +219,60 @@ class Scheduler {
   }
   const std::vector<int>& pending(int queue) const { return queues_[queue].pending; }
   const Allocator& allocator() const { return *allocator_; }
-  Allocator& mutable_allocator() { return *allocator_; }
+  const Reservations& reservations() const { return reservations_; }
+  // The events after `seq` (0: all kept), oldest first. The engine keeps the last kKeptEvents.
+  std::vector<EngineEvent> EventsSince(uint64_t seq) const;
+  uint64_t last_event() const { return next_event_ - 1; }
+  // "" when the per-queue accounting, the reservations and the allocator agree with the jobs.
+  std::string CheckConsistency() const;
+
+  static constexpr size_t kKeptFinished = 4096;
+  static constexpr size_t kKeptEvents = 65536;
 
  private:
   struct Queue {
     QueueSpec spec;
     double guarantee_gpus = 0;
-    ResourceVector usage;
+    ResourceVector held;       // running and stopping jobs
+    ResourceVector committed;  // running jobs not stopping, plus waiting preemptors
+    double committed_guaranteed = 0;
     double borrowed_gpus = 0;
-    double guaranteed_gpus = 0;  // usage inside the guarantee
-    std::map<std::string, double> user_usage;
+    double demand_gpus = 0;  // every job not ended, at full size
+    std::map<std::string, ResourceVector> user_usage;
     int running = 0;
     std::vector<int> pending;
   };
 
   double JobGpus(const JobSpec& spec, int replicas) const;
   ResourceVector JobResources(const JobRecord& job) const;
+  bool MayGuarantee(const JobRecord& job, double need) const;
+  bool UnderCap(const JobRecord& job, double need, std::string* why) const;
   // Places every group on `alloc`; fills ids and placements, or leaves nothing behind.
   bool TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocator& alloc,
-                std::vector<int>* ids, std::vector<ReplicaPlacement>* placements);
+                std::vector<int>* ids, std::vector<ReplicaPlacement>* placements,
+                PlacementChooser* chooser = nullptr);
   bool Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out);
+  void Run(JobRecord& job, bool guaranteed, int replicas, std::vector<int> ids,
+           std::vector<ReplicaPlacement> placements, double now, std::vector<Decision>* out);
   bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair,
                   std::vector<Decision>* out);
-  void Account(const JobRecord& job, int sign);
+  void TryReserve(JobRecord& job, double now);
+  void Account(const JobRecord& job, int sign);  // held and committed, while running
+  void Uncommit(const JobRecord& job);           // a running job was told to stop
+  void CommitWaiting(JobRecord& preemptor, double gpus, bool guaranteed);
+  void UncommitWaiting(JobRecord& preemptor);
   void Release(JobRecord& job);
-  JobRecord* HandOver(JobRecord& victim);
-  void ReleaseHeld(JobRecord& job);
+  void ToPending(JobRecord& job, double now, const std::string& why);
+  void TellToStop(JobRecord& job, Decision::Kind kind, int preemptor, const std::string& why,
+                  double now, std::vector<Decision>* out);
+  void DropPreemptor(JobRecord& preemptor);
   bool StartPreemptor(JobRecord& preemptor, double now, std::vector<Decision>* out);
+  void EvictFrom(int node, int gpu, const std::string& why, double now,
+                 std::vector<Decision>* out);
+  void HealthChanged(int node);
   std::vector<double> FairShares() const;
-  double EffectivePriority(const JobRecord& job, double now) const;
+  void Emit(double now, int job, const std::string& kind, const std::string& reason = "");
+  void Forget(int job);
 
   const Cluster* cluster_;
   std::string error_;
@@ -161,13 +281,18 @@ class Scheduler {
   std::vector<Queue> queues_;
   std::map<std::string, int> queue_index_;
   std::map<int, JobRecord> jobs_;
+  std::map<std::string, int> by_external_;
+  std::deque<int> finished_;  // ended jobs still kept, oldest first
+  Reservations reservations_;
   Telemetry telemetry_;
   std::vector<TypicalPod> typical_pods_;
   ResourceVector capacity_;
   int next_job_ = 1;
   std::map<int, JobRecord*> running_;  // running and stopping jobs (preemption candidates)
   std::vector<std::map<int, double>> gpus_by_priority_;  // [node] priority -> GPU-equivalents
-  uint64_t version_ = 0;  // bumped whenever capacity is freed or a borrower starts
+  uint64_t version_ = 0;  // bumped whenever capacity is freed, health changes or a borrower starts
+  std::deque<EngineEvent> events_;
+  uint64_t next_event_ = 1;
 };
 
 }  // namespace berth

@@ -1,0 +1,61 @@
+#include "core/reservation.h"
+
+namespace berth {
+
+std::vector<int> Reservations::Reserve(int job, const std::vector<ReplicaPlacement>& plan,
+                                       bool yields, bool for_preemption, size_t nodes) {
+  if (reserved_on_.size() < nodes) reserved_on_.resize(nodes, 0);
+  Drop(job);
+  std::vector<int> dropped;
+  Reservation r;
+  r.yields = yields;
+  r.for_preemption = for_preemption;
+  for (const ReplicaPlacement& p : plan)
+    for (int g : p.gpus) {
+      const int owner = OwnerOf(p.node, g);
+      if (owner == job) continue;
+      if (owner >= 0) {
+        Drop(owner);
+        dropped.push_back(owner);
+      }
+      owners_[{p.node, g}] = job;
+      ++reserved_on_[p.node];
+      r.gpus.push_back({p.node, g});
+    }
+  if (!for_preemption) ++starving_;
+  by_job_[job] = std::move(r);
+  return dropped;
+}
+
+void Reservations::Drop(int job) {
+  auto it = by_job_.find(job);
+  if (it == by_job_.end()) return;
+  for (const auto& [node, gpu] : it->second.gpus) {
+    owners_.erase({node, gpu});
+    --reserved_on_[node];
+  }
+  if (!it->second.for_preemption) --starving_;
+  by_job_.erase(it);
+}
+
+bool Reservations::BlocksOnNode(const Candidate& c, int job, bool guaranteed) const {
+  for (int g : c.gpus) {
+    auto it = owners_.find({c.node, g});
+    if (it == owners_.end() || it->second == job) continue;
+    if (guaranteed && by_job_.at(it->second).yields) continue;
+    return true;
+  }
+  return false;
+}
+
+int Reservations::OwnerOf(int node, int gpu) const {
+  auto it = owners_.find({node, gpu});
+  return it == owners_.end() ? -1 : it->second;
+}
+
+const Reservations::Reservation* Reservations::Of(int job) const {
+  auto it = by_job_.find(job);
+  return it == by_job_.end() ? nullptr : &it->second;
+}
+
+}  // namespace berth
