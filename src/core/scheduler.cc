@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "core/preemption.h"
 #include "core/queue_order.h"
@@ -485,6 +486,7 @@ bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<D
 bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* out) {
   const bool guaranteed = p.reserved_guaranteed;
   UncommitWaiting(p);
+  ++version_;  // what it binds or leaves free may fit jobs that failed before
   if (Start(p, guaranteed, now, out)) return true;
   // The plan broke (hardware failed under it): the job waits like any other.
   reservations_.Drop(p.id);
@@ -615,6 +617,39 @@ std::vector<Decision> Scheduler::Schedule(double now) {
   return out;
 }
 
+bool Scheduler::TryPlaceOn(JobRecord& job, bool guaranteed, Allocator& trial,
+                           TrialPlacement* placement) {
+  std::vector<int> ids;
+  if (!TryPlace(job, guaranteed, TotalReplicas(job.spec), trial, &ids, &placement->where))
+    return false;
+  placement->bound_gpus.clear();
+  const auto& cells = trial.tree().cells();
+  for (int id : ids)
+    for (int bound : trial.Find(id)->bound_here)
+      for (int c = bound; c < trial.tree().subtree_end(bound); ++c)
+        if (cells[c].gpu >= 0) placement->bound_gpus.push_back({cells[c].node, cells[c].gpu});
+  return true;
+}
+
+std::vector<std::pair<int, int>> Scheduler::ReservedGpus(const TrialPlacement& placement) {
+  std::set<std::pair<int, int>> gpus(placement.bound_gpus.begin(), placement.bound_gpus.end());
+  for (const ReplicaPlacement& r : placement.where)
+    for (int g : r.gpus) gpus.insert({r.node, g});
+  return {gpus.begin(), gpus.end()};
+}
+
+// A guaranteed preemptor whose plan binds a new guarantee cell has the whole cell reserved; the
+// queue's other guaranteed work waits for that cell instead of reclaiming another one.
+const JobRecord* Scheduler::CellBeingReclaimed(int queue) const {
+  for (int id : queues_[queue].pending) {
+    const JobRecord& p = jobs_.at(id);
+    if (p.committed_gpus <= 0 || !p.reserved_guaranteed) continue;
+    const Reservations::Reservation* r = reservations_.Of(id);
+    if (r && static_cast<double>(r->gpus.size()) > p.committed_gpus + kEps) return &p;
+  }
+  return nullptr;
+}
+
 bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>& fair,
                            std::vector<Decision>* out) {
   Queue& queue = queues_[job.queue];
@@ -622,6 +657,12 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   const double need = JobGpus(job.spec, TotalReplicas(job.spec));
   const bool within_guarantee = MayGuarantee(job, need);
   const bool below_fair_share = queue.committed.gpu + need <= fair[job.queue] + kEps;
+  if (within_guarantee) {
+    if (const JobRecord* p = CellBeingReclaimed(job.queue)) {
+      job.reason = "waiting for the guarantee cell job " + std::to_string(p->id) + " reclaims";
+      return false;
+    }
+  }
 
   using Victims = std::vector<JobRecord*>;
   enum class Why { kGuarantee, kFairShare, kPriority };
@@ -679,9 +720,8 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
                queue.committed_guaranteed - own_guaranteed + need <= queue.guarantee_gpus + kEps;
       return queue.spec.cap_gpus < 0 || queue.held.gpu - own + need <= queue.spec.cap_gpus + kEps;
     };
-    search.fits = [&](Allocator& trial, std::vector<ReplicaPlacement>* where) {
-      std::vector<int> ids;
-      return TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, where);
+    search.fits = [&](Allocator& trial, TrialPlacement* where) {
+      return TryPlaceOn(job, plan.guaranteed, trial, where);
     };
     std::optional<VictimPlan> found = FindVictims(search, plan.victims);
     if (!found) continue;
@@ -696,7 +736,10 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     }
     CommitWaiting(job, need, plan.guaranteed);
     // A borrower's plan that this guaranteed one overlaps gives way.
-    for (int dropped : reservations_.Reserve(job.id, found->where, !plan.guaranteed, true, 0,
+    Reservations::Reservation kind;
+    kind.yields = !plan.guaranteed;
+    kind.for_preemption = true;
+    for (int dropped : reservations_.Reserve(job.id, ReservedGpus(found->placement), kind,
                                              cluster_->nodes.size()))
       DropPreemptor(jobs_.at(dropped));
     job.reason =
@@ -729,14 +772,17 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   search.vc = guaranteed ? job.queue : -1;
   search.now = now;
   search.allowed = [](const std::vector<JobRecord*>&) { return true; };
-  search.fits = [&](Allocator& trial, std::vector<ReplicaPlacement>* where) {
-    std::vector<int> ids;
-    return TryPlace(job, guaranteed, TotalReplicas(job.spec), trial, &ids, where);
+  search.fits = [&](Allocator& trial, TrialPlacement* where) {
+    return TryPlaceOn(job, guaranteed, trial, where);
   };
   std::optional<VictimPlan> found = FindVictims(search, occupants);
   if (!found) return;
-  reservations_.Reserve(job.id, found->where, !guaranteed, false, WholePriority(job, now),
-                        cluster_->nodes.size());
+  Reservations::Reservation kind;
+  kind.yields = !guaranteed;
+  kind.priority = WholePriority(job, now);
+  for (int dropped :
+       reservations_.Reserve(job.id, ReservedGpus(found->placement), kind, cluster_->nodes.size()))
+    DropPreemptor(jobs_.at(dropped));
   job.reason = "reserved GPUs, waiting for " + std::to_string(found->victims.size()) +
                " job(s) on them to end";
   Emit(now, job.id, "reserved", job.reason);

@@ -60,6 +60,7 @@
 #include "core/fairness.h"
 #include "core/job.h"
 #include "core/placement.h"
+#include "core/preemption.h"
 #include "core/reservation.h"
 #include "core/telemetry.h"
 
@@ -256,6 +257,10 @@ class Scheduler {
            std::vector<ReplicaPlacement> placements, double now, std::vector<Decision>* out);
   bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair,
                   std::vector<Decision>* out);
+  // The whole job on a what-if allocator, with the guarantee cells it binds.
+  bool TryPlaceOn(JobRecord& job, bool guaranteed, Allocator& trial, TrialPlacement* placement);
+  static std::vector<std::pair<int, int>> ReservedGpus(const TrialPlacement& placement);
+  const JobRecord* CellBeingReclaimed(int queue) const;
   void TryReserve(JobRecord& job, double now);
   void Account(const JobRecord& job, int sign);  // held and committed, while running
   void Uncommit(const JobRecord& job);           // a running job was told to stop
