@@ -273,6 +273,8 @@ void Scheduler::Release(JobRecord& job) {
     if (gpus < kEps) on_node.erase(job.spec.priority);
   }
   running_.erase(job.id);
+  if (job.stop_deadline >= 0) deadlines_.erase({job.stop_deadline, job.id});
+  job.stop_deadline = -1;
   ++version_;
   for (int id : job.allocations) allocator_->Release(id);
   job.allocations.clear();
@@ -299,6 +301,7 @@ void Scheduler::TellToStop(JobRecord& job, Decision::Kind kind, int preemptor,
   job.preempted_by = preemptor;
   job.reason = why;
   job.stop_deadline = kind == Decision::Kind::kPreempt ? now + job.spec.grace_period_s : -1;
+  if (job.stop_deadline >= 0) deadlines_.insert({job.stop_deadline, job.id});
   Decision d;
   d.kind = kind;
   d.job = job.id;
@@ -342,7 +345,10 @@ void Scheduler::Finish(int id, double now, JobEnd end, int exit_code) {
   // starts first thing in the next cycle (Finish returns no decisions).
   if (job.state == JobState::kStopping && job.preempted_by >= 0) {
     auto p = jobs_.find(job.preempted_by);
-    if (p != jobs_.end()) std::erase(p->second.waiting_for, id);
+    if (p != jobs_.end()) {
+      std::erase(p->second.waiting_for, id);
+      if (p->second.waiting_for.empty()) ready_preemptors_.push_back(p->first);
+    }
     job.preempted_by = -1;
   }
   if (job.state == JobState::kRunning || job.state == JobState::kStopping) Release(job);
@@ -537,24 +543,27 @@ std::vector<Decision> Scheduler::Schedule(double now) {
   now_ = now;
   const Policy& policy = pipeline_->policy();
   // Victims past their grace deadline are killed (once).
-  for (auto& [id, j] : running_)
-    if (j->state == JobState::kStopping && j->stop_deadline >= 0 && j->stop_deadline <= now) {
-      j->stop_deadline = -1;
-      Decision d;
-      d.kind = Decision::Kind::kKill;
-      d.job = id;
-      d.reason = "grace period over";
-      Emit(now, id, "kill", d.reason);
-      out.push_back(std::move(d));
-    }
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const int id = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    jobs_.at(id).stop_deadline = -1;
+    Decision d;
+    d.kind = Decision::Kind::kKill;
+    d.job = id;
+    d.reason = "grace period over";
+    Emit(now, id, "kill", d.reason);
+    out.push_back(std::move(d));
+  }
   // Preemptors whose last victim ended instead of stopping go before anyone else.
-  for (Queue& q : queues_) {
-    const std::vector<int> pending = q.pending;  // Start edits the list
-    for (int id : pending) {
-      JobRecord& j = jobs_.at(id);
-      const Reservations::Reservation* r = reservations_.Of(id);
-      if (j.waiting_for.empty() && r && r->for_preemption) StartPreemptor(j, now, &out);
-    }
+  std::vector<int> ready;
+  ready.swap(ready_preemptors_);
+  for (int id : ready) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    JobRecord& j = it->second;
+    const Reservations::Reservation* r = reservations_.Of(id);
+    if (j.state == JobState::kPending && j.waiting_for.empty() && r && r->for_preemption)
+      StartPreemptor(j, now, &out);
   }
   const std::vector<double> fair = FairShares();
 

@@ -295,6 +295,8 @@ class Scheduler {
   ResourceVector capacity_;
   int next_job_ = 1;
   std::map<int, JobRecord*> running_;  // running and stopping jobs (preemption candidates)
+  std::set<std::pair<double, int>> deadlines_;  // (stop deadline, victim) not yet killed
+  std::vector<int> ready_preemptors_;  // preemptors whose last victim ended (not stopped)
   std::vector<std::map<int, double>> gpus_by_priority_;  // [node] priority -> GPU-equivalents
   uint64_t version_ = 0;  // bumped whenever capacity is freed, health changes or a borrower starts
   std::deque<EngineEvent> events_;
