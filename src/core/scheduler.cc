@@ -211,6 +211,18 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
   job.submit_time = now;
   job.pending_since = now;
   Queue& queue = queues_[job.queue];
+  auto [user, added] =
+      queue.user_index.emplace(spec.user, static_cast<int>(queue.user_usage.size()));
+  if (added) queue.user_usage.emplace_back();
+  job.user = user->second;
+  // Remembered classes are bounded; a job beyond them is simply never skipped.
+  constexpr size_t kMaxShapeClasses = 1 << 16;
+  const std::string key = ShapeClassKey(job.spec);
+  auto cls = shape_classes_.find(key);
+  if (cls == shape_classes_.end() && shape_classes_.size() < kMaxShapeClasses)
+    cls = shape_classes_.emplace(key, static_cast<int>(shape_classes_.size())).first;
+  job.shape_class = cls == shape_classes_.end() ? -1 : cls->second;
+  job.shape = ShapeSizeOf(job.spec);
   queue.pending.push_back(job.id);
   queue.demand_gpus += JobGpus(job.spec, TotalReplicas(job.spec));
   Emit(now, job.id, "submitted", "queue " + queue.spec.name);
@@ -225,7 +237,7 @@ void Scheduler::Account(const JobRecord& job, int sign) {
   q.held += r;
   q.committed += r;
   if (!job.borrowed) q.committed_guaranteed += r.gpu;
-  q.user_usage[job.spec.user] += r;
+  q.user_usage[job.user] += r;
   if (job.borrowed) q.borrowed_gpus += r.gpu;
   q.running += sign;
   for (const ReplicaPlacement& p : job.placements) {
@@ -241,7 +253,7 @@ void Scheduler::Uncommit(const JobRecord& job) {
   const ResourceVector r = Scaled(JobResources(job), -1);
   q.committed += r;
   if (!job.borrowed) q.committed_guaranteed += r.gpu;
-  q.user_usage[job.spec.user] += r;
+  q.user_usage[job.user] += r;
 }
 
 void Scheduler::CommitWaiting(JobRecord& p, double gpus, bool guaranteed) {
@@ -568,26 +580,30 @@ std::vector<Decision> Scheduler::Schedule(double now) {
   const std::vector<double> fair = FairShares();
 
   std::vector<CycleOrder::Entry> entries;
-  for (size_t q = 0; q < queues_.size(); ++q)
+  std::vector<CycleOrder::QueueView> views;
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    views.push_back({&queues_[q].committed, queues_[q].spec.weight, &queues_[q].user_usage});
     for (int id : queues_[q].pending) {
       const JobRecord& j = jobs_.at(id);
-      entries.push_back(
-          {id, static_cast<int>(q), j.spec.user, WholePriority(j, now), j.submit_time});
+      entries.push_back({id, static_cast<int>(q), j.user, WholePriority(j, now), j.submit_time});
     }
-  CycleOrder order(
-      static_cast<int>(queues_.size()), entries,
-      [&](int q) {
-        return DominantShare(queues_[q].committed, capacity_) / queues_[q].spec.weight;
-      },
-      [&](int q, const std::string& user) {
-        auto it = queues_[q].user_usage.find(user);
-        return it == queues_[q].user_usage.end() ? 0.0 : DominantShare(it->second, capacity_);
-      });
+  }
+  CycleOrder order(std::move(views), capacity_, std::move(entries));
   for (int id = order.Next(); id >= 0; id = order.Next()) {
     JobRecord& job = jobs_.at(id);
     if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
         job.failed_at == version_)
       continue;
+    if (failed_version_ != version_) {
+      failed_shapes_.Clear();
+      failed_version_ = version_;
+    }
+    const double priority = WholePriority(job, now);
+    if (failed_shapes_.Dominated(job.shape_class, job.shape, priority)) {
+      job.failed_at = version_;
+      TryReserve(job, now);
+      continue;
+    }
     const double need = JobGpus(job.spec, TotalReplicas(job.spec));
     const bool may_guarantee = MayGuarantee(job, need);
     std::string cap_refusal;
@@ -621,6 +637,7 @@ std::vector<Decision> Scheduler::Schedule(double now) {
     if (!may_guarantee && !under_cap) job.reason = cap_refusal;
     if (TryPreempt(job, now, fair, &out)) continue;
     job.failed_at = version_;
+    if (failed_version_ == version_) failed_shapes_.Add(job.shape_class, job.shape, priority);
     TryReserve(job, now);
   }
   return out;

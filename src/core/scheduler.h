@@ -59,6 +59,7 @@
 #include "core/allocator.h"
 #include "core/fairness.h"
 #include "core/job.h"
+#include "core/job_shape.h"
 #include "core/placement.h"
 #include "core/preemption.h"
 #include "core/reservation.h"
@@ -88,6 +89,9 @@ struct JobRecord {
   JobEnd end = JobEnd::kNone;
   int exit_code = 0;
   std::string external_id;  // the adapter's name for it (container id, pod UID)
+  int user = -1;            // index of spec.user among its queue's users
+  int shape_class = -1;     // job_shape.h; -1: not remembered
+  ShapeSize shape;
   double submit_time = 0;
   double pending_since = 0;  // submit, or the last return to pending
   double start_time = -1;
@@ -239,7 +243,8 @@ class Scheduler {
     double committed_guaranteed = 0;
     double borrowed_gpus = 0;
     double demand_gpus = 0;  // every job not ended, at full size
-    std::map<std::string, ResourceVector> user_usage;
+    std::map<std::string, int> user_index;
+    std::vector<ResourceVector> user_usage;  // [user] committed
     int running = 0;
     std::vector<int> pending;
   };
@@ -294,9 +299,12 @@ class Scheduler {
   std::vector<TypicalPod> typical_pods_;
   ResourceVector capacity_;
   int next_job_ = 1;
-  std::map<int, JobRecord*> running_;  // running and stopping jobs (preemption candidates)
+  std::map<int, JobRecord*> running_;           // running and stopping jobs (preemption candidates)
   std::set<std::pair<double, int>> deadlines_;  // (stop deadline, victim) not yet killed
-  std::vector<int> ready_preemptors_;  // preemptors whose last victim ended (not stopped)
+  std::vector<int> ready_preemptors_;           // preemptors whose last victim ended (not stopped)
+  std::map<std::string, int> shape_classes_;
+  FailedShapes failed_shapes_;  // this cycle's, while version_ stays failed_version_
+  uint64_t failed_version_ = UINT64_MAX;
   std::vector<std::map<int, double>> gpus_by_priority_;  // [node] priority -> GPU-equivalents
   uint64_t version_ = 0;  // bumped whenever capacity is freed, health changes or a borrower starts
   std::deque<EngineEvent> events_;
