@@ -127,6 +127,70 @@ std::vector<int> Scheduler::pending(int queue) const {
   return ids;
 }
 
+std::string Scheduler::SetQueues(const std::vector<QueueSpec>& specs) {
+  std::map<std::string, int> index;
+  std::vector<VirtualClusterSpec> vcs;
+  for (const QueueSpec& q : specs) {
+    if (!index.emplace(q.name, static_cast<int>(index.size())).second)
+      return "queues: \"" + q.name + "\" is declared twice";
+    if (!(q.weight > 0)) return "queues." + q.name + ".weight: must be > 0";
+    vcs.push_back({q.name, q.guarantees});
+  }
+  for (const Queue& q : queues_)
+    if (!index.count(q.spec.name) && (q.running > 0 || !q.pending.empty()))
+      return "queues." + q.spec.name + ": still has jobs; keep it until they end";
+  auto next = std::make_unique<Allocator>(cluster_, vcs);
+  if (!next->error().empty()) return next->error();
+  for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
+    next->SetNodeCordoned(static_cast<int>(n), allocator_->node_cordoned(static_cast<int>(n)));
+    for (size_t g = 0; g < cluster_->nodes[n].gpus.size(); ++g)
+      if (!allocator_->gpu_usable(static_cast<int>(n), static_cast<int>(g)) &&
+          !allocator_->node_cordoned(static_cast<int>(n)))
+        next->SetGpuBad(static_cast<int>(n), static_cast<int>(g), true);
+  }
+  // Every running job again, at its GPUs: guaranteed work first, since it binds the cells.
+  std::vector<JobRecord*> holders;
+  for (const auto& [id, j] : running_) holders.push_back(j);
+  std::stable_sort(holders.begin(), holders.end(), [](const JobRecord* a, const JobRecord* b) {
+    return !a->borrowed && b->borrowed;
+  });
+  std::map<int, std::vector<int>> ids;
+  for (JobRecord* j : holders) {
+    JobRecord moved = *j;
+    moved.queue = index.at(j->spec.queue);
+    std::vector<ReplicaPlacement> placed;
+    if (!TryPlace(moved, !j->borrowed, j->replicas, *next, &ids[j->id], &placed, &j->placements))
+      return "queues." + j->spec.queue + ": job " + std::to_string(j->id) + " would no longer " +
+             (j->borrowed ? "fit where it runs" : "fit inside the guarantee") + " (" +
+             moved.reason + ")";
+  }
+  // Accepted: the queues move to their new indices with their accounting.
+  std::vector<Queue> queues(specs.size());
+  for (Queue& q : queues_) {
+    auto it = index.find(q.spec.name);
+    if (it != index.end()) queues[it->second] = std::move(q);
+  }
+  const CellTree& tree = next->tree();
+  for (size_t q = 0; q < specs.size(); ++q) {
+    queues[q].spec = specs[q];
+    queues[q].guarantee_gpus = 0;
+    const VirtualCluster& vc = next->vcs()[q];
+    for (size_t i = 0; i < vc.guarantee_types.size(); ++i)
+      queues[q].guarantee_gpus +=
+          vc.guarantee_counts[i] * tree.types()[vc.guarantee_types[i]].leaf_count;
+  }
+  for (auto& [id, j] : jobs_) {
+    if (j.state == JobState::kDone) continue;
+    j.queue = index.at(j.spec.queue);
+    if (ids.count(id)) j.allocations = ids[id];
+  }
+  queues_ = std::move(queues);
+  queue_index_ = std::move(index);
+  allocator_ = std::move(next);
+  ++version_;
+  return "";
+}
+
 const JobRecord* Scheduler::job(int id) const {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : &it->second;
@@ -1078,8 +1142,8 @@ std::vector<QueueStatus> Scheduler::Queues() const {
 std::string Scheduler::CheckConsistency() const {
   std::vector<Queue> want(queues_.size());
   for (const auto& [id, j] : jobs_) {
-    Queue& q = want[j.queue];
     if (j.state == JobState::kDone) continue;
+    Queue& q = want[j.queue];
     q.demand_gpus += JobGpus(j.spec, TotalReplicas(j.spec));
     if (j.state == JobState::kPending) {
       q.pending.push_back(const_cast<JobRecord*>(&j));

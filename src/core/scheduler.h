@@ -170,6 +170,11 @@ class Scheduler {
 
   // Replaces the policy if it is valid as a whole; else returns its errors and keeps the old.
   std::vector<std::string> SetPolicy(const Policy& policy);
+  // Replaces the queues (weights, caps, guarantees; new queues may be added) if every queue
+  // with jobs stays and every running job still holds its GPUs as it does (inside its queue's
+  // guarantee or borrowing, as now) with every VC's guarantee safe; else returns why, naming
+  // the queue, and changes nothing.
+  std::string SetQueues(const std::vector<QueueSpec>& queues);
   const Policy& policy() const { return pipeline_->policy(); }
 
   // Queues a job; returns its id, or -1 with `why` (unknown queue, nothing asked, ...).
