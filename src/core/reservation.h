@@ -36,6 +36,7 @@ class Reservations {
   std::vector<int> Reserve(int job, const std::vector<std::pair<int, int>>& gpus, Reservation kind,
                            size_t nodes);
   void Drop(int job);
+  void SetPriority(int job, double priority) { by_job_.at(job).priority = priority; }
   // Whether `c` touches a GPU reserved for another job, for a placement of `job` at
   // `priority`, inside its guarantee or not.
   bool Blocks(const Candidate& c, int job, bool guaranteed, double priority) const {

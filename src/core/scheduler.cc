@@ -410,6 +410,7 @@ void Scheduler::DropPreemptor(JobRecord& p) {
     if (it != jobs_.end() && it->second.preempted_by == p.id) it->second.preempted_by = -1;
   }
   p.waiting_for.clear();
+  p.preempting = false;
   UncommitWaiting(p);
   reservations_.Drop(p.id);
 }
@@ -534,15 +535,7 @@ void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<i
   if (job.borrowed) ++version_;
   std::erase(queues_[job.queue].pending, &job);
   reservations_.Drop(job.id);
-  // Guaranteed work may take GPUs a borrower had reserved: that reservation is planned anew.
-  for (const ReplicaPlacement& r : job.placements)
-    for (int g : r.gpus) {
-      const int owner = reservations_.OwnerOf(r.node, g);
-      if (owner >= 0 && owner != job.id) {
-        if (reservations_.Of(owner)->for_preemption) DropPreemptor(jobs_.at(owner));
-        reservations_.Drop(owner);
-      }
-    }
+  job.preempting = false;
   Decision d;
   d.kind = Decision::Kind::kStart;
   d.job = job.id;
@@ -550,11 +543,7 @@ void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<i
   for (const ReplicaPlacement& r : job.placements)
     for (int g : r.gpus)
       d.gpu_ids.push_back(cluster_->nodes[r.node].name + "/" + std::to_string(g));
-  std::string where;
-  for (const std::string& g : d.gpu_ids) where += (where.empty() ? "" : " ") + g;
-  Emit(now, job.id, "start",
-       std::string(job.borrowed ? "borrowed" : "guaranteed") + (where.empty() ? "" : " on ") +
-           where);
+  Emit(now, job.id, "start", job.borrowed ? "borrowed" : "guaranteed");
   out->push_back(std::move(d));
 }
 
@@ -584,8 +573,10 @@ bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* 
   UncommitWaiting(p);
   ++version_;  // what it binds or leaves free may fit jobs that failed before
   if (Start(p, guaranteed, now, out)) return true;
-  // The plan broke (hardware failed under it): the job waits like any other.
+  // The plan broke (hardware failed under it, or guaranteed work took a borrower's plan): the
+  // job waits like any other.
   reservations_.Drop(p.id);
+  p.preempting = false;
   p.reason = "its planned placement broke before its victims stopped; waiting again";
   Emit(now, p.id, "pending", p.reason);
   return false;
@@ -593,7 +584,8 @@ bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* 
 
 bool Scheduler::MayGuarantee(const JobRecord& job, double need) const {
   const Queue& q = queues_[job.queue];
-  return job.spec.priority >= 0 && q.committed_guaranteed + need <= q.guarantee_gpus + kEps;
+  return job.spec.priority >= 0 && q.committed_guaranteed + need <= q.guarantee_gpus + kEps &&
+         (q.spec.cap_gpus < 0 || q.held.gpu + need <= q.spec.cap_gpus + kEps);
 }
 
 bool Scheduler::UnderCap(const JobRecord& job, double need, std::string* why) const {
@@ -631,7 +623,9 @@ double Scheduler::WholePriority(const JobRecord& job, double now) const {
 std::vector<Decision> Scheduler::Schedule(double now) {
   std::vector<Decision> out;
   now_ = now;
-  const Policy& policy = pipeline_->policy();
+  // A starving job's reservation keeps away what its owner now outranks: it ages as all do.
+  for (const auto& [id, r] : reservations_.all())
+    if (!r.for_preemption) reservations_.SetPriority(id, WholePriority(jobs_.at(id), now));
   // Victims past their grace deadline are killed (once).
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     const int id = deadlines_.begin()->second;
@@ -651,80 +645,86 @@ std::vector<Decision> Scheduler::Schedule(double now) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) continue;
     JobRecord& j = it->second;
-    const Reservations::Reservation* r = reservations_.Of(id);
-    if (j.state == JobState::kPending && j.waiting_for.empty() && r && r->for_preemption)
+    if (j.state == JobState::kPending && j.waiting_for.empty() && j.preempting)
       StartPreemptor(j, now, &out);
   }
   const std::vector<double> fair = FairShares();
-
-  std::vector<CycleOrder::Entry> entries;
-  std::vector<JobRecord*> records;  // [entry]
-  std::vector<double> priorities;   // [entry]
-  std::vector<CycleOrder::QueueView> views;
-  for (size_t q = 0; q < queues_.size(); ++q) {
-    views.push_back({&queues_[q].committed, queues_[q].spec.weight, &queues_[q].user_usage});
-    for (JobRecord* j : queues_[q].pending) {
-      priorities.push_back(WholePriority(*j, now));
-      entries.push_back({j->id, static_cast<int>(q), j->user, priorities.back(), j->submit_time});
-      records.push_back(j);
-    }
-  }
-  CycleOrder order(std::move(views), capacity_, std::move(entries));
   failed_shapes_.Clear();
-  for (int next = order.Next(); next >= 0; next = order.Next()) {
-    JobRecord& job = *records[next];
-    if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
-        job.failed_at == version_)
-      continue;
-    const double priority = priorities[next];
-    if (failed_shapes_.Dominated(job.shape_class, job.shape, priority)) {
-      job.failed_at = version_;
-      TryReserve(job, now);
-      continue;
+  // Guarantees first: only jobs that fit their queue's guarantee, placed or reclaiming inside
+  // it, from the queues with guarantee room; then everyone, borrowing too.
+  for (bool guarantee_pass : {true, false}) {
+    std::vector<CycleOrder::Entry> entries;
+    std::vector<JobRecord*> records;  // [entry]
+    std::vector<double> priorities;   // [entry]
+    std::vector<CycleOrder::QueueView> views;
+    for (size_t q = 0; q < queues_.size(); ++q) {
+      const Queue& queue = queues_[q];
+      views.push_back({&queue.committed, queue.spec.weight, &queue.user_usage});
+      if (guarantee_pass && queue.committed_guaranteed + kEps >= queue.guarantee_gpus) continue;
+      for (JobRecord* j : queue.pending) {
+        priorities.push_back(WholePriority(*j, now));
+        entries.push_back({j->id, static_cast<int>(q), j->user, priorities.back(), j->submit_time});
+        records.push_back(j);
+      }
     }
-    const double need = JobGpus(job.spec, TotalReplicas(job.spec));
-    const bool may_guarantee = MayGuarantee(job, need);
-    std::string cap_refusal;
-    const bool under_cap = UnderCap(job, need, &cap_refusal);
-    // A gang that the replica bound rules out is not placed replica by replica only to be
-    // undone at its last replica (elastic gangs may still start smaller: always tried).
-    const int replicas = TotalReplicas(job.spec);
-    const bool whole_gang =
-        replicas > 1 && (job.spec.min_replicas == 0 || job.spec.min_replicas == replicas);
-    auto worth_trying = [&](bool guaranteed) {
-      return !whole_gang ||
-             ReplicaBound::MayFitNow(*allocator_, job.spec, guaranteed ? job.queue : -1);
-    };
-    bool started = false, tried = false;
-    if (may_guarantee && worth_trying(true)) {
-      tried = true;
-      started = Start(job, true, now, &out);
-    }
-    if (!started && under_cap && worth_trying(false)) {
-      tried = true;
-      started = Start(job, false, now, &out);
-    }
-    if (started) {
-      order.UsageChanged();
-      continue;
-    }
-    if (tried && pipeline_->refused_by_retryable()) {
-      job.backoff = job.backoff == 0 ? policy.retry_backoff_s
-                                     : std::min(policy.max_backoff_s, 2 * job.backoff);
-      job.next_try = now + job.backoff;
-      job.reason = "refused by a telemetry filter; retrying with back-off";
-      continue;
-    }
-    if (!may_guarantee && !under_cap) job.reason = cap_refusal;
-    if (TryPreempt(job, now, fair, &out)) {
-      order.UsageChanged();
-      continue;
-    }
-    job.failed_at = version_;
-    failed_shapes_.Add(job.shape_class, job.shape, priority);
-    TryReserve(job, now);
+    CycleOrder order(std::move(views), capacity_, std::move(entries));
+    for (int next = order.Next(); next >= 0; next = order.Next())
+      if (TryJob(*records[next], priorities[next], guarantee_pass, fair, now, &out))
+        order.UsageChanged();
   }
   return out;
+}
+
+// One pending job's turn in a cycle; true when it started or preempted (usage changed).
+bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
+                       const std::vector<double>& fair, double now, std::vector<Decision>* out) {
+  const Policy& policy = pipeline_->policy();
+  if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
+      job.failed_at == version_)
+    return false;
+  if (failed_shapes_.Dominated(job.shape_class, job.shape, priority)) {
+    job.failed_at = version_;
+    TryReserve(job, now);
+    return false;
+  }
+  const double need = JobGpus(job.spec, TotalReplicas(job.spec));
+  const bool may_guarantee = MayGuarantee(job, need);
+  if (guarantee_pass && !may_guarantee) return false;
+  std::string cap_refusal;
+  const bool under_cap = !guarantee_pass && UnderCap(job, need, &cap_refusal);
+  // A gang that the replica bound rules out is not placed replica by replica only to be
+  // undone at its last replica (elastic gangs may still start smaller: always tried).
+  const int replicas = TotalReplicas(job.spec);
+  const bool whole_gang =
+      replicas > 1 && (job.spec.min_replicas == 0 || job.spec.min_replicas == replicas);
+  auto worth_trying = [&](bool guaranteed) {
+    return !whole_gang ||
+           ReplicaBound::MayFitNow(*allocator_, job.spec, guaranteed ? job.queue : -1);
+  };
+  bool started = false, tried = false;
+  if (may_guarantee && worth_trying(true)) {
+    tried = true;
+    started = Start(job, true, now, out);
+  }
+  if (!started && under_cap && worth_trying(false)) {
+    tried = true;
+    started = Start(job, false, now, out);
+  }
+  if (started) return true;
+  if (tried && pipeline_->refused_by_retryable()) {
+    job.backoff =
+        job.backoff == 0 ? policy.retry_backoff_s : std::min(policy.max_backoff_s, 2 * job.backoff);
+    job.next_try = now + job.backoff;
+    job.reason = "refused by a telemetry filter; retrying with back-off";
+    return false;
+  }
+  if (!may_guarantee && !under_cap) job.reason = cap_refusal;
+  if (TryPreempt(job, now, fair, guarantee_pass, out)) return true;
+  if (guarantee_pass) return false;  // it is tried again, borrowing too, in the second pass
+  job.failed_at = version_;
+  failed_shapes_.Add(job.shape_class, job.shape, priority);
+  TryReserve(job, now);
+  return false;
 }
 
 bool Scheduler::TryPlaceOn(JobRecord& job, bool guaranteed, Allocator& trial,
@@ -761,15 +761,16 @@ const JobRecord* Scheduler::CellBeingReclaimed(int queue) const {
 }
 
 bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>& fair,
-                           std::vector<Decision>* out) {
+                           bool guarantee_only, std::vector<Decision>* out) {
   Queue& queue = queues_[job.queue];
   const Policy& policy = pipeline_->policy();
   const double need = JobGpus(job.spec, TotalReplicas(job.spec));
   const bool within_guarantee = MayGuarantee(job, need);
-  const bool below_fair_share = queue.committed.gpu + need <= fair[job.queue] + kEps;
+  const bool below_fair_share =
+      !guarantee_only && queue.committed.gpu + need <= fair[job.queue] + kEps;
   // Nothing to reclaim and nobody of lower priority in the queue: no victim can exist (the
   // common case in a deep queue, so it is answered without looking at the running jobs).
-  const bool lower_exists = !queue.committed_by_priority.empty() &&
+  const bool lower_exists = !guarantee_only && !queue.committed_by_priority.empty() &&
                             queue.committed_by_priority.begin()->first < job.spec.priority;
   if (!within_guarantee && !below_fair_share && !lower_exists) {
     if (job.reason.empty()) job.reason = "no capacity fits the job";
@@ -801,8 +802,11 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
           other.committed.gpu > fair[v->queue] * (1 + policy.reclaim_hysteresis) + kEps)
         fair_reclaim.push_back(v);
     }
-    // (b) Strictly lower priority inside the queue: equal priority never preempts.
-    if (v->queue == job.queue && v->spec.priority < job.spec.priority) lower.push_back(v);
+    // (b) Strictly lower priority inside the queue, by raw priority and by the whole points
+    // (aging included) that order the queue: a job that got ahead by aging is not taken back.
+    if (!guarantee_only && v->queue == job.queue && v->spec.priority < job.spec.priority &&
+        WholePriority(*v, now) < WholePriority(job, now))
+      lower.push_back(v);
   }
   std::vector<Plan> plans;
   if (!reclaim.empty()) plans.push_back({reclaim, true, Why::kGuarantee});
@@ -833,10 +837,12 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       if (plan.why == Why::kFairShare)
         for (const auto& [q, gpus] : taken)
           if (queues_[q].committed.gpu - gpus < fair[q] - kEps) return false;
+      const bool under_cap =
+          queue.spec.cap_gpus < 0 || queue.held.gpu - own + need <= queue.spec.cap_gpus + kEps;
       if (plan.guaranteed)
-        return job.spec.priority >= 0 &&
+        return job.spec.priority >= 0 && under_cap &&
                queue.committed_guaranteed - own_guaranteed + need <= queue.guarantee_gpus + kEps;
-      return queue.spec.cap_gpus < 0 || queue.held.gpu - own + need <= queue.spec.cap_gpus + kEps;
+      return under_cap;
     };
     search.fits = [&](Allocator& trial, TrialPlacement* where) {
       return TryPlaceOn(job, plan.guaranteed, trial, where);
@@ -853,13 +859,13 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       job.waiting_for.push_back(victim->id);
     }
     CommitWaiting(job, need, plan.guaranteed);
-    // A borrower's plan that this guaranteed one overlaps gives way.
+    // A borrower's plan this guaranteed one overlaps loses its reservation; its victims still
+    // stop, and it then starts wherever it fits.
     Reservations::Reservation kind;
     kind.yields = !plan.guaranteed;
     kind.for_preemption = true;
-    for (int dropped : reservations_.Reserve(job.id, ReservedGpus(found->placement), kind,
-                                             cluster_->nodes.size()))
-      DropPreemptor(jobs_.at(dropped));
+    reservations_.Reserve(job.id, ReservedGpus(found->placement), kind, cluster_->nodes.size());
+    job.preempting = true;
     job.reason =
         "waiting for " + std::to_string(found->victims.size()) + " preempted job(s) to stop";
     Emit(now, job.id, "waiting", job.reason);
@@ -898,9 +904,7 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   Reservations::Reservation kind;
   kind.yields = !guaranteed;
   kind.priority = WholePriority(job, now);
-  for (int dropped :
-       reservations_.Reserve(job.id, ReservedGpus(found->placement), kind, cluster_->nodes.size()))
-    DropPreemptor(jobs_.at(dropped));
+  reservations_.Reserve(job.id, ReservedGpus(found->placement), kind, cluster_->nodes.size());
   job.reason = "reserved GPUs, waiting for " + std::to_string(found->victims.size()) +
                " job(s) on them to end";
   Emit(now, job.id, "reserved", job.reason);

@@ -35,13 +35,20 @@
 //    share after losing the victim. Each reclaim moves both queues toward their shares without
 //    crossing them, so with steady demand preemptions stop and usage stays at the weighted
 //    max-min shares (up to one job's size).
+//    The exception: a queue whose own small jobs fragment its guarantee cells can leave GPUs
+//    there that only it may use and that its bigger jobs cannot.
 //  - Nothing starves. A pending job that has waited reserve_after_s and fits the empty cluster
 //    (within its cap) gets a reservation: the GPUs of a placement chosen like a preemption's
 //    (fewest, cheapest occupants), up to max_reservations jobs at once, oldest first. Smaller
 //    jobs backfill around it; as the occupants end, their GPUs stay free for it, so it starts
 //    within reserve_after_s plus the longest run of the jobs on its reserved GPUs (plus the
-//    wait for an earlier reservation when max_reservations are taken). A borrower's reservation
-//    yields to guaranteed work, which may take those GPUs (the reservation is then re-planned).
+//    wait for an earlier reservation when max_reservations are taken). Jobs of higher priority
+//    (aging included, compared every cycle), and guaranteed work on a borrower's reservation,
+//    may still be placed on reserved GPUs; the reservation stays whole and waits for them too.
+//  - Guarantees first. Each cycle places jobs within their queue's guarantee (reclaiming for
+//    them) before any job borrows, so nothing is started and then preempted in one cycle.
+//    Priority preemption inside a queue compares the same whole points (aging included) that
+//    order the queue; the gap between two jobs' points does not change as both age.
 //  - Health: cordon, drain, a bad GPU or node, and every freed GPU wake pending jobs; jobs on
 //    bad hardware or a drained node get an evict decision and go back to pending.
 //  - A victim that has not stopped by its grace deadline gets a kill decision.
@@ -106,6 +113,7 @@ struct JobRecord {
   double backoff = 0;
   int preempted_by = -1;             // while stopping: the preemptor the victim is reserved for
   std::vector<int> waiting_for;      // a preemptor: victims still stopping
+  bool preempting = false;           // a preemptor waiting for its victims
   bool reserved_guaranteed = false;  // a waiting preemptor: its plan is inside the guarantee
   double committed_gpus = 0;         // a waiting preemptor: GPUs counted as committed
   int preemptions = 0;               // times this job was preempted or evicted
@@ -266,7 +274,10 @@ class Scheduler {
   bool Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out);
   void Run(JobRecord& job, bool guaranteed, int replicas, std::vector<int> ids,
            std::vector<ReplicaPlacement> placements, double now, std::vector<Decision>* out);
-  bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair,
+  bool TryJob(JobRecord& job, double priority, bool guarantee_pass, const std::vector<double>& fair,
+              double now, std::vector<Decision>* out);
+  // guarantee_only: reclaim for the guarantee, nothing else.
+  bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair, bool guarantee_only,
                   std::vector<Decision>* out);
   // The whole job on a what-if allocator, with the guarantee cells it binds.
   bool TryPlaceOn(JobRecord& job, bool guaranteed, Allocator& trial, TrialPlacement* placement);
