@@ -402,7 +402,15 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
     if (chooser) {
       const CandidateList& candidates = Enumerate(req, pool, limit, next_replica);
       if (candidates.empty()) return false;
-      const int pick = chooser->Choose(req, candidates, placed);
+      int pick = chooser->Choose(req, candidates, placed, 0);
+      // Nodes the filters refuse (a node selector, a spread constraint, telemetry) do not count
+      // towards the limit: the scan goes on with as many nodes as are missing.
+      for (int feasible = chooser->feasible_runs(); feasible >= 0 && feasible < limit;
+           feasible = chooser->feasible_runs()) {
+        const size_t first = candidates.size();
+        if (!EnumerateMore(req, limit - feasible)) break;
+        pick = chooser->Choose(req, candidates, placed, first);
+      }
       if (pick < 0) return false;
       Commit(req, pool, candidates[pick], out, taken, id);
       return true;
@@ -603,7 +611,8 @@ const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool
     // The request's next replica. Its own placements are the only change since the last scan,
     // and they only take capacity: a picked node that is unchanged keeps its run, a changed one
     // is looked at again, and each that no longer offers any is made up for from the scan's
-    // remainder. The result is the scan's as if started afresh from the same node.
+    // remainder. The result is the scan's as if started afresh from the same node, over as many
+    // nodes as the last replica's went on to.
     size_t kept = 0;
     for (Scratch::Pick& pick : e.picked) {
       if (pick.version != node_version_[pick.node]) {
@@ -614,6 +623,26 @@ const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool
     }
     e.picked.resize(kept);
   }
+  ScanOn(req);
+  e.list.Clear();
+  for (const Scratch::Pick& pick : e.picked) e.list.Add(*pick.run, pick.version);
+  return e.list;
+}
+
+bool Allocator::EnumerateMore(const AllocationRequest& req, int more) {
+  Scratch& e = enumerated_;
+  if (e.limit <= 0) return false;  // not bounded: every node was offered
+  const size_t before = e.picked.size();
+  // Kept for the request's next replica, which continues this scan.
+  e.limit = static_cast<int>(before) + more;
+  ScanOn(req);
+  for (size_t i = before; i < e.picked.size(); ++i)
+    e.list.Add(*e.picked[i].run, e.picked[i].version);
+  return e.picked.size() > before;
+}
+
+void Allocator::ScanOn(const AllocationRequest& req) {
+  Scratch& e = enumerated_;
   const int n = static_cast<int>(e.roots.size());
   while (e.scanned < n && (e.limit <= 0 || static_cast<int>(e.picked.size()) < e.limit)) {
     const auto& [node, root] = e.roots[(e.first + e.scanned++) % n];
@@ -621,9 +650,6 @@ const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool
     pick.run = &CandidatesOnNode(req, e.row, e.types, node, root, &pick.version);
     if (!pick.run->empty()) e.picked.push_back(pick);
   }
-  e.list.Clear();
-  for (const Scratch::Pick& pick : e.picked) e.list.Add(*pick.run, pick.version);
-  return e.list;
 }
 
 void Allocator::StartScan(const AllocationRequest& req, int pool, int limit) {

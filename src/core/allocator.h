@@ -112,13 +112,20 @@ class CandidateList {
   size_t size_ = 0;
 };
 
-// Picks one candidate per replica (the plugin pipeline implements it). `placed` holds the
-// replicas of this request placed so far. Returns an index into `candidates`, or -1: none.
+// Picks one candidate per replica (the plugin pipeline implements it).
 class PlacementChooser {
  public:
   virtual ~PlacementChooser() = default;
+  // Returns an index into `candidates`, or -1: none. `placed` holds the replicas of this request
+  // placed so far. `first` > 0: the list is the last call's, for the same replica, with runs
+  // appended from index `first` on (a bounded scan that went on); only those are new, and the
+  // best of the others still competes.
   virtual int Choose(const AllocationRequest& request, const CandidateList& candidates,
-                     const std::vector<ReplicaPlacement>& placed) = 0;
+                     const std::vector<ReplicaPlacement>& placed, size_t first) = 0;
+  // How many runs (nodes, usually) of this replica's candidates so far hold one that every filter
+  // passes: a bounded scan goes on until `candidate_limit` do, as kube-scheduler's
+  // percentageOfNodesToScore counts feasible nodes. -1: never scan on (no filters).
+  virtual int feasible_runs() const { return -1; }
 };
 
 struct Allocation {
@@ -142,8 +149,8 @@ class Allocator {
 
   // Places the request; returns the allocation id, or nullopt with `why` set. Without a chooser
   // the buddy allocator's own best fit decides; with one, every replica's candidates go to it.
-  // `candidate_limit` > 0 bounds the nodes offered per replica (best fit first, then nodes in
-  // rotation), as kube-scheduler's percentageOfNodesToScore does.
+  // `candidate_limit` > 0 bounds the nodes offered per replica (nodes in rotation) to about
+  // that many whose candidates the chooser's filters pass (PlacementChooser::feasible_runs).
   std::optional<int> Allocate(const AllocationRequest& request, std::string* why = nullptr,
                               PlacementChooser* chooser = nullptr, int candidate_limit = 0);
   void Release(int id);
@@ -224,6 +231,10 @@ class Allocator {
   // `next_replica`: the same request's next replica, placed since the last call.
   const CandidateList& Enumerate(const AllocationRequest& req, int pool, int limit,
                                  bool next_replica);
+  // Goes on with a bounded scan until `more` further nodes offer candidates, appending their
+  // runs to the list Enumerate returned. False when no node is left to offer any.
+  bool EnumerateMore(const AllocationRequest& req, int more);
+  void ScanOn(const AllocationRequest& req);  // until `limit` nodes offer candidates, or the end
   // Appends (node, cell) for every node under vc's bound cells: the node's cell, or the bound
   // cell itself when it lies at or below a node.
   void AddBoundRoots(int vc, std::vector<std::pair<int, int>>* roots) const;

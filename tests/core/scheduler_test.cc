@@ -467,6 +467,13 @@ TEST_F(SchedulerTest, HardSpreadThatCannotBeMetLeavesTheJobPending) {
   ExpectConsistent();
 }
 
+// Replicas per rack, by rack name.
+std::map<std::string, int> PerRack(const Cluster& cluster, const JobRecord& job) {
+  std::map<std::string, int> out;
+  for (const ReplicaPlacement& r : job.placements) ++out[cluster.nodes[r.node].rack];
+  return out;
+}
+
 TEST_F(SchedulerTest, ElasticJobStartsWithMinReplicas) {
   Make(1, 1, {Queue("a")});
   const int rigid = Submit(Job("a", 8, 2));
@@ -691,6 +698,44 @@ TEST_F(SchedulerTest, ATelemetryRefusalDoesNotLeakIntoTheNextJob) {
   EXPECT_DOUBLE_EQ(J(y).next_try, 0) << J(y).reason;
   EXPECT_EQ(Preempted(d).size(), 1u);
   EXPECT_EQ(J(y).waiting_for.size(), 1u);
+}
+
+// --- Bounded candidate scans ------------------------------------------------------------------
+
+// The berth policy scores 64 nodes per replica; nodes the filters refuse must not count.
+TEST_F(SchedulerTest, ABoundedScanGoesOnPastNodesTheSelectorRefuses) {
+  Make(200, 20, {Queue("a")});
+  ASSERT_EQ(s_->policy().candidates, 64);
+  std::vector<int> ids;
+  for (int i = 0; i < 20; ++i) {
+    JobSpec spec = Job("a", 1);
+    spec.groups[0].node_selector["rack"] = "rack-9";  // nodes 180..199
+    ids.push_back(Submit(spec));
+  }
+  ASSERT_EQ(Started(s_->Schedule(0)), ids);
+  for (int id : ids) EXPECT_EQ(cluster_->nodes[J(id).placements[0].node].rack, "rack-9");
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, ABoundedScanGoesOnPastNodesASpreadConstraintRefuses) {
+  Make(200, 100, {Queue("a")});  // 2 racks: the first 64 nodes scanned lie in one
+  JobSpec spec = Job("a", 8, 2);
+  spec.spread.push_back({"rack", 1, true});
+  const int id = Submit(spec);
+  EXPECT_EQ(Started(s_->Schedule(0)), std::vector<int>{id});
+  EXPECT_EQ(PerRack(*cluster_, J(id)).size(), 2u);
+}
+
+TEST_F(SchedulerTest, ABoundedScanGoesOnPastGpusTelemetryRefuses) {
+  Make(200, 20, {Queue("a")});
+  Telemetry t = FullMemory(*cluster_, 80000);
+  for (int n = 150; n < 200; ++n)
+    for (GpuTelemetry& g : t.gpus[n]) g.fb_used_mib = 1000;
+  s_->SetTelemetry(t);
+  std::vector<int> ids;
+  for (int i = 0; i < 10; ++i) ids.push_back(Submit(Job("a", 1)));
+  ASSERT_EQ(Started(s_->Schedule(0)), ids);
+  for (int id : ids) EXPECT_GE(J(id).placements[0].node, 150);
 }
 
 // --- Policy and submission errors ------------------------------------------------------------

@@ -56,6 +56,9 @@ class FilterPlugin {
  public:
   virtual ~FilterPlugin() = default;
   virtual bool Feasible(const PlacementContext& ctx, const Candidate& c) const = 0;
+  // True when the filter would pass every candidate of the replica at hand (kube's PreFilter
+  // Skip): the pipeline then does not ask it, once per replica instead of per candidate.
+  virtual bool Skip(const PlacementContext& /*ctx*/) const { return false; }
   // True for filters that refuse on observed, changing state (telemetry): a job they refuse is
   // retried with back-off instead of waiting for capacity to free up.
   virtual bool retryable() const { return false; }

@@ -81,6 +81,10 @@ bool SkewAfter(const PlacementContext& ctx, const SpreadConstraint& constraint, 
 
 class TopologySpreadFilter : public FilterPlugin {
  public:
+  bool Skip(const PlacementContext& ctx) const override {
+    return std::none_of(ctx.job->spread.begin(), ctx.job->spread.end(),
+                        [](const SpreadConstraint& constraint) { return constraint.hard; });
+  }
   bool Feasible(const PlacementContext& ctx, const Candidate& c) const override {
     for (const SpreadConstraint& constraint : ctx.job->spread) {
       if (!constraint.hard) continue;

@@ -32,6 +32,14 @@ TEST_F(TopologySpreadPluginTest, MaxSkewOneAcrossThreeRacks) {
   for (int n = 0; n < 6; ++n) EXPECT_TRUE(filter->Feasible(h.ctx(), Cand(n, {0}))) << n;
 }
 
+TEST_F(TopologySpreadPluginTest, TheFilterIsSkippedWithoutAHardConstraint) {
+  EXPECT_FALSE(filter->Skip(h.ctx()));
+  h.job.spread = {{"rack", 1, false}};
+  EXPECT_TRUE(filter->Skip(h.ctx()));
+  h.job.spread.clear();
+  EXPECT_TRUE(filter->Skip(h.ctx()));
+}
+
 TEST_F(TopologySpreadPluginTest, LargerSkewAndNodeKey) {
   h.job.spread = {{"rack", 2, true}};
   h.Placed(0);
