@@ -474,6 +474,20 @@ std::map<std::string, int> PerRack(const Cluster& cluster, const JobRecord& job)
   return out;
 }
 
+TEST_F(SchedulerTest, HardSpreadCountsTheReplicasOfEveryGroup) {
+  Make(6, 2, {Queue("a")});  // 3 racks of 2 nodes
+  JobSpec spec = Job("a", 1, 2);
+  spec.groups.push_back(spec.groups[0]);
+  spec.groups[1].name = "second";
+  spec.groups[1].replicas = 1;
+  spec.spread.push_back({"rack", 1, true});
+  const int id = Submit(spec);
+  ASSERT_EQ(Started(s_->Schedule(0)), std::vector<int>{id});
+  const std::map<std::string, int> per_rack = PerRack(*cluster_, J(id));
+  EXPECT_EQ(per_rack.size(), 3u);
+  for (const auto& [rack, n] : per_rack) EXPECT_EQ(n, 1) << rack;
+}
+
 TEST_F(SchedulerTest, ElasticJobStartsWithMinReplicas) {
   Make(1, 1, {Queue("a")});
   const int rigid = Submit(Job("a", 8, 2));

@@ -40,7 +40,10 @@ struct PlacementContext {
   const Policy* policy = nullptr;
   const JobSpec* job = nullptr;
   const TaskGroup* group = nullptr;
-  const std::vector<ReplicaPlacement>* placed = nullptr;  // this job's replicas placed so far
+  const std::vector<ReplicaPlacement>* placed = nullptr;  // this group's replicas placed so far
+  // The replicas of the job's earlier groups placed in this decision; null: none. With `placed`,
+  // every replica of the job placed so far.
+  const std::vector<ReplicaPlacement>* job_placed = nullptr;
   const std::vector<TypicalPod>* typical_pods = nullptr;  // workload model (fgd); may be null
   // The workload's fragmentation per node, current with `alloc` (the caller refreshes every
   // node it changes before the next decision). When set, fgd reads the nodes from it instead of
