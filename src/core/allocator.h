@@ -48,7 +48,8 @@ struct Demand {
 struct AllocationRequest {
   int replicas = 1;
   Demand demand;
-  // Loosest level the whole gang may spread over. Unset: the tightest that holds it.
+  // Loosest level the whole gang may spread over. Either way a gang goes into the fewest cells
+  // that hold it, level by level from the top (see Allocate).
   std::optional<Level> gang_affinity;
   int vc = -1;                 // index into the VCs; -1: none
   bool opportunistic = false;  // borrow any free cell; the allocation is preemptible
@@ -126,6 +127,9 @@ class PlacementChooser {
   // passes: a bounded scan goes on until `candidate_limit` do, as kube-scheduler's
   // percentageOfNodesToScore counts feasible nodes. -1: never scan on (no filters).
   virtual int feasible_runs() const { return -1; }
+  // True when the chooser wants a gang packed: the allocator then offers it the nodes of the
+  // fewest cells that hold it first (Allocate).
+  virtual bool packs_gangs() const { return false; }
 };
 
 struct Allocation {
@@ -149,6 +153,9 @@ class Allocator {
 
   // Places the request; returns the allocation id, or nullopt with `why` set. Without a chooser
   // the buddy allocator's own best fit decides; with one, every replica's candidates go to it.
+  // A gang of whole GPUs in the physical pool is offered the nodes of the fewest cells that
+  // hold it, level by level from the top (racks, then nodes), the fullest among equally few
+  // (best fit: whole cells stay free), and every node only if it does not fit there.
   // `candidate_limit` > 0 bounds the nodes offered per replica (nodes in rotation) to about
   // that many whose candidates the chooser's filters pass (PlacementChooser::feasible_runs).
   std::optional<int> Allocate(const AllocationRequest& request, std::string* why = nullptr,
@@ -240,6 +247,10 @@ class Allocator {
   void AddBoundRoots(int vc, std::vector<std::pair<int, int>>* roots) const;
   // Starts the scan Enumerate continues: the nodes (with root cells) in scan order.
   void StartScan(const AllocationRequest& req, int pool, int limit);
+  // The nodes of the fewest cells that hold the gang `req` (whole GPUs, physical pool), into
+  // enumerated_.confine; false, leaving it empty, when none do (within one cell of its
+  // gang_affinity level) or when they are every node with room.
+  bool PlanGang(const AllocationRequest& req);
   // A node's candidates below `root`, from the cache while the node is unchanged since they
   // were computed for the same demand. `version`: the node's version when they come from the
   // cache, 0 when they were computed for this enumeration only.
@@ -352,6 +363,9 @@ class Allocator {
     };
     std::vector<Pick> picked;  // the nodes that offered candidates, in scan order
     std::vector<int> node_cells;
+    std::vector<int> confine;  // when not empty: the only nodes a scan offers, in node order
+    std::vector<int> slots;    // [cell] replicas PlanGang's gang could place there; else 0
+    std::vector<int> counted;  // the cells whose slots are set
     Scratch() = default;
     Scratch(const Scratch&) {}
     Scratch& operator=(const Scratch&) { return *this; }

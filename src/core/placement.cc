@@ -21,6 +21,7 @@ std::unique_ptr<PlacementPipeline> PlacementPipeline::Make(const Policy& policy,
   for (const PluginConfig& s : policy.scores) {
     pipeline->score_plugins_.push_back(MakeScore(s, &error));
     const ScorePlugin* plugin = pipeline->score_plugins_.back().get();
+    pipeline->packs_gangs_ = pipeline->packs_gangs_ || plugin->packs_gangs();
     if (plugin->node_local()) {
       pipeline->local_scores_.push_back({s.weight, plugin});
     } else {

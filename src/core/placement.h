@@ -37,6 +37,10 @@ class PlacementPipeline : public PlacementChooser {
   int Choose(const AllocationRequest& request, const CandidateList& candidates,
              const std::vector<ReplicaPlacement>& placed, size_t first) override;
   int feasible_runs() const override { return feasible_runs_; }
+  // When a score of the policy packs gangs, unless the job asks for its replicas to be spread.
+  bool packs_gangs() const override {
+    return packs_gangs_ && (context_.job == nullptr || context_.job->spread.empty());
+  }
 
   // Whether the last replica chosen for since SetContext (its Choose and the calls continuing
   // it) had a candidate refused through a retryable filter and none picked.
@@ -74,7 +78,8 @@ class PlacementPipeline : public PlacementChooser {
   double best_score_ = 0;
   int ties_ = 0;
   int feasible_runs_ = 0;
-  double nonlocal_max_ = 0;  // the most the scores that are not node-local can add
+  double nonlocal_max_ = 0;   // the most the scores that are not node-local can add
+  bool packs_gangs_ = false;  // a score plugin's packs_gangs()
   // The local verdicts of cached runs (one per node; its version is unique to the node's
   // state), for this decision only, or per demand when kept across decisions: a gang's later
   // replicas see mostly the runs its first replica saw, and a demand's next decision every node

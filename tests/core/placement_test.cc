@@ -207,6 +207,21 @@ TEST_F(PlacementPipelineTest, AContinuedChooseCountsFeasibleRunsAndKeepsTheBest)
   EXPECT_EQ(p->feasible_runs(), 3);
 }
 
+TEST_F(PlacementPipelineTest, GangsArePackedWhenAScoreAsksAndTheJobDoesNotSpread) {
+  Policy berth;
+  ASSERT_TRUE(BuiltinPolicy("berth", &berth));
+  auto p = Build(berth);
+  p->SetContext(h_.ctx());
+  EXPECT_TRUE(p->packs_gangs());
+  h_.job.spread.push_back({"rack", 1, false});
+  p->SetContext(h_.ctx());
+  EXPECT_FALSE(p->packs_gangs());
+  h_.job.spread.clear();
+  auto spread = Build(MakePolicy({Plugin("resources-fit")}, {Plugin("spread")}));
+  spread->SetContext(h_.ctx());
+  EXPECT_FALSE(spread->packs_gangs());
+}
+
 TEST_F(PlacementPipelineTest, NewContextClearsTheRetryableFlag) {
   auto p = Build(MakePolicy({Plugin("gpu-memory-threshold")}, {}));
   Telemetry& t = h_.Observe();

@@ -488,6 +488,48 @@ TEST_F(SchedulerTest, HardSpreadCountsTheReplicasOfEveryGroup) {
   for (const auto& [rack, n] : per_rack) EXPECT_EQ(n, 1) << rack;
 }
 
+TEST_F(SchedulerTest, GangTakesTheFewestRacksThatHoldIt) {
+  Make(8, 2, {Queue("a")});  // 4 racks of 2 nodes
+  const int busy = Submit(Job("a", 8));
+  ASSERT_EQ(Started(s_->Schedule(0)), std::vector<int>{busy});
+  // Four whole nodes: two whole racks are free, and the gang should leave the half-used rack
+  // alone rather than span three racks.
+  const int gang = Submit(Job("a", 8, 4), 1);
+  ASSERT_EQ(Started(s_->Schedule(1)), std::vector<int>{gang});
+  const std::map<std::string, int> per_rack = PerRack(*cluster_, J(gang));
+  EXPECT_EQ(per_rack.size(), 2u);
+  EXPECT_EQ(per_rack.count(cluster_->nodes[J(busy).placements[0].node].rack), 0u);
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, GangOfPartNodesTakesTheFewestRacksAndNodes) {
+  Make(8, 2, {Queue("a")});
+  const int busy = Submit(Job("a", 4));
+  ASSERT_EQ(Started(s_->Schedule(0)), std::vector<int>{busy});
+  // 4 x 4 GPUs: the busy node's free half would be the best fit for one replica, but its rack
+  // holds only three; an empty rack holds all four on two nodes.
+  const int gang = Submit(Job("a", 4, 4), 1);
+  ASSERT_EQ(Started(s_->Schedule(1)), std::vector<int>{gang});
+  EXPECT_EQ(PerRack(*cluster_, J(gang)).size(), 1u);
+  std::set<int> nodes;
+  for (const ReplicaPlacement& r : J(gang).placements) nodes.insert(r.node);
+  EXPECT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes.count(J(busy).placements[0].node), 0u);
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, GangWithRackAffinityFindsTheRackThatHoldsIt) {
+  Make(8, 2, {Queue("a")});
+  const int busy = Submit(Job("a", 8));
+  ASSERT_EQ(Started(s_->Schedule(0)), std::vector<int>{busy});
+  // The half-used rack is the best fit for the first replica, but cannot hold the second.
+  JobSpec spec = Job("a", 8, 2);
+  spec.gang_affinity = Level::kRack;
+  const int gang = Submit(spec, 1);
+  ASSERT_EQ(Started(s_->Schedule(1)), std::vector<int>{gang}) << J(gang).reason;
+  EXPECT_EQ(PerRack(*cluster_, J(gang)).size(), 1u);
+}
+
 TEST_F(SchedulerTest, ElasticJobStartsWithMinReplicas) {
   Make(1, 1, {Queue("a")});
   const int rigid = Submit(Job("a", 8, 2));

@@ -76,6 +76,9 @@ class ScorePlugin {
   virtual ~ScorePlugin() = default;
   // 0..100, never outside: the pipeline skips candidates that could not win with full marks.
   virtual double Score(const PlacementContext& ctx, const Candidate& c) const = 0;
+  // True when the score means a gang to take as few cells as hold it: the allocator then offers
+  // a gang those cells' nodes first (Allocator::Allocate), which no per-replica score can do.
+  virtual bool packs_gangs() const { return false; }
   // Called once before a replica's candidates are scored (kube's PreScore): state that every
   // candidate's score reads is brought up to date here, not per candidate.
   virtual void PreScore(const PlacementContext& /*ctx*/) const {}

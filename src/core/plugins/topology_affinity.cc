@@ -19,6 +19,10 @@
 //    candidate's node already holds one; "other_node" (default 10) on another node of a rack the
 //    job already uses (or when the cluster has no racks); "other_rack" (default 50) in a rack the
 //    job does not use yet.
+//
+// Replica by replica, the gang penalty cannot see that the first replica's best fit (a partly
+// used rack) leaves the rest of the gang to span more racks than it needs: the plugin asks the
+// allocator to offer a gang the nodes of the fewest cells that hold it (packs_gangs).
 #include <algorithm>
 #include <climits>
 #include <memory>
@@ -80,6 +84,7 @@ double BrokenFraction(const Allocator& alloc, const Candidate& c) {
 class TopologyAffinityScore : public ScorePlugin {
  public:
   explicit TopologyAffinityScore(AffinityParams p) : p_(p) {}
+  bool packs_gangs() const override { return true; }
 
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     const Allocator& alloc = *ctx.alloc;
