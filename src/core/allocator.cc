@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <tuple>
 
 namespace berth {
 namespace {
@@ -410,7 +412,15 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
     if (chooser) {
       const CandidateList& candidates = Enumerate(req, pool, limit, next_replica);
       if (candidates.empty()) return false;
-      const int pick = chooser->Choose(req, candidates, placed);
+      int pick = chooser->Choose(req, candidates, placed, 0);
+      // Nodes the filters refuse (a node selector, a spread constraint, telemetry) do not count
+      // towards the limit: the scan goes on with as many nodes as are missing.
+      for (int feasible = chooser->feasible_runs(); feasible >= 0 && feasible < limit;
+           feasible = chooser->feasible_runs()) {
+        const size_t first = candidates.size();
+        if (!EnumerateMore(req, limit - feasible)) break;
+        pick = chooser->Choose(req, candidates, placed, first);
+      }
       if (pick < 0) return false;
       Commit(req, pool, candidates[pick], out, taken, id);
       return true;
@@ -615,7 +625,8 @@ const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool
     // The request's next replica. Its own placements are the only change since the last scan,
     // and they only take capacity: a picked node that is unchanged keeps its run, a changed one
     // is looked at again, and each that no longer offers any is made up for from the scan's
-    // remainder. The result is the scan's as if started afresh from the same node.
+    // remainder. The result is the scan's as if started afresh from the same node, over as many
+    // nodes as the last replica's went on to.
     size_t kept = 0;
     for (Scratch::Pick& pick : e.picked) {
       if (pick.version != node_version_[pick.node]) {
@@ -626,6 +637,26 @@ const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool
     }
     e.picked.resize(kept);
   }
+  ScanOn(req);
+  e.list.Clear();
+  for (const Scratch::Pick& pick : e.picked) e.list.Add(*pick.run, pick.version);
+  return e.list;
+}
+
+bool Allocator::EnumerateMore(const AllocationRequest& req, int more) {
+  Scratch& e = enumerated_;
+  if (e.limit <= 0) return false;  // not bounded: every node was offered
+  const size_t before = e.picked.size();
+  // Kept for the request's next replica, which continues this scan.
+  e.limit = static_cast<int>(before) + more;
+  ScanOn(req);
+  for (size_t i = before; i < e.picked.size(); ++i)
+    e.list.Add(*e.picked[i].run, e.picked[i].version);
+  return e.picked.size() > before;
+}
+
+void Allocator::ScanOn(const AllocationRequest& req) {
+  Scratch& e = enumerated_;
   const int n = static_cast<int>(e.roots.size());
   while (e.scanned < n && (e.limit <= 0 || static_cast<int>(e.picked.size()) < e.limit)) {
     const auto& [node, root] = e.roots[(e.first + e.scanned++) % n];
@@ -633,9 +664,6 @@ const CandidateList& Allocator::Enumerate(const AllocationRequest& req, int pool
     pick.run = &CandidatesOnNode(req, e.row, e.types, node, root, &pick.version);
     if (!pick.run->empty()) e.picked.push_back(pick);
   }
-  e.list.Clear();
-  for (const Scratch::Pick& pick : e.picked) e.list.Add(*pick.run, pick.version);
-  return e.list;
 }
 
 void Allocator::StartScan(const AllocationRequest& req, int pool, int limit) {
@@ -646,7 +674,11 @@ void Allocator::StartScan(const AllocationRequest& req, int pool, int limit) {
   // allocation per enumeration costs more than a cached node's visit.
   std::vector<std::pair<int, int>>& roots = e.roots;
   roots.clear();
-  if (cpu_only) {
+  if (!e.confine.empty()) {  // a gang's plan
+    roots.resize(e.confine.size());
+    for (size_t i = 0; i < roots.size(); ++i)
+      roots[i] = {e.confine[i], tree_->node_cell(e.confine[i])};
+  } else if (cpu_only) {
     for (size_t n = 0; n < cluster_->nodes.size(); ++n) roots.push_back({static_cast<int>(n), -1});
   } else if (pool == BuddyAllocator::kPhysicalPool && d.gpus > 0) {
     // Only nodes with that many free GPUs can offer any: the buddy allocator's buckets name them
@@ -690,6 +722,101 @@ void Allocator::StartScan(const AllocationRequest& req, int pool, int limit) {
     e.limit = limit;
     rotation_ = (rotation_ + 1) % static_cast<int>(cluster_->nodes.size());
   }
+}
+
+bool Allocator::PlanGang(const AllocationRequest& req) {
+  const Demand& d = req.demand;
+  const auto& cells = tree_->cells();
+  Scratch& e = enumerated_;
+  e.confine.clear();
+  // How many replicas each node with room could hold, by its free GPUs (of a model the demand
+  // may use), CPU and memory, summed into every cell above it.
+  std::vector<int>& node_cells = e.node_cells;
+  node_cells.clear();
+  for (int type : node_types_)
+    buddy_.CellsWithFree(BuddyAllocator::kPhysicalPool, type, d.gpus, &node_cells);
+  e.slots.resize(cells.size());
+  size_t nodes_with_room = 0;
+  for (int cell : node_cells) {
+    const CellType& type = tree_->type_of(cell);
+    const int node = cells[cell].node;
+    if (type.mig || type.model.empty() || !ModelAllowed(d, type.model) || cordoned_[node]) continue;
+    int64_t n = buddy_.free_leaves(cell) / d.gpus;
+    if (d.cpu_milli > 0) n = std::min(n, resources_.free_cpu_milli(node) / d.cpu_milli);
+    if (d.memory_mib > 0) n = std::min(n, resources_.free_memory_mib(node) / d.memory_mib);
+    if (n <= 0) continue;
+    ++nodes_with_room;
+    for (int c = cell; c >= 0; c = cells[c].parent) {
+      if (e.slots[c] == 0) e.counted.push_back(c);
+      e.slots[c] += static_cast<int>(n);
+    }
+  }
+  // Top down: a cell's share of the replicas goes into the fewest of its children that hold
+  // it, each time the fullest child (fewest slots, then fewest free GPUs) that leaves the rest
+  // of the share room in as many others as are still to be picked. Above the gang's affinity
+  // level the share must fit one child.
+  const Level loosest = req.gang_affinity.value_or(Level::kCluster);
+  const auto plan = [&](const auto& self, int cell, int replicas) -> bool {
+    if (cells[cell].node >= 0) {
+      e.confine.push_back(cells[cell].node);
+      return true;
+    }
+    std::vector<std::tuple<int, int, int>> kids;  // (slots, free GPUs, cell), fullest first
+    for (int c : cells[cell].children)
+      if (e.slots[c] > 0) kids.push_back({e.slots[c], buddy_.free_leaves(c), c});
+    std::sort(kids.begin(), kids.end());
+    const bool level_free = tree_->type_of(cell).level <= loosest;
+    if (level_free && std::get<0>(kids.back()) == 1 &&
+        std::all_of(kids.begin(), kids.end(),
+                    [&](const auto& kid) { return cells[std::get<2>(kid)].node >= 0; })) {
+      // Nodes that hold one replica each: any of them is as few as any other, and the chooser
+      // picks which.
+      for (const auto& kid : kids) e.confine.push_back(cells[std::get<2>(kid)].node);
+      return true;
+    }
+    if (!level_free) {
+      const size_t before = e.confine.size();
+      for (const auto& [slots, free, c] : kids) {
+        if (slots < replicas) continue;
+        if (self(self, c, replicas)) return true;
+        e.confine.resize(before);
+      }
+      return false;
+    }
+    // Room in the `n` largest children.
+    const auto largest = [&](int n) {
+      int sum = 0;
+      for (size_t i = kids.size(); i > 0 && n > 0; --i, --n) sum += std::get<0>(kids[i - 1]);
+      return sum;
+    };
+    int picks = 0;
+    while (largest(picks) < replicas) ++picks;
+    for (int left = replicas; left > 0; --picks) {
+      const int top = largest(picks), top_but_one = largest(picks - 1);
+      size_t i = 0;
+      for (; i < kids.size(); ++i) {
+        const int slots = std::get<0>(kids[i]);
+        // The other children's room: the picks - 1 largest but this one.
+        const int others = i + picks > kids.size() ? top - slots : top_but_one;
+        if (slots + others >= left) break;
+      }
+      const int share = std::min(std::get<0>(kids[i]), left);
+      if (!self(self, std::get<2>(kids[i]), share)) return false;
+      left -= share;
+      kids.erase(kids.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    return true;
+  };
+  const int root = tree_->root();
+  const bool planned = e.slots[root] >= req.replicas && plan(plan, root, req.replicas);
+  for (int c : e.counted) e.slots[c] = 0;
+  e.counted.clear();
+  if (!planned || e.confine.size() == nodes_with_room) {
+    e.confine.clear();
+    return false;
+  }
+  std::sort(e.confine.begin(), e.confine.end());
+  return true;
 }
 
 void Allocator::Commit(const AllocationRequest& req, int pool, const Candidate& c,
@@ -1126,7 +1253,14 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
         if ((ok = place_all(within))) break;
     }
   } else {
-    ok = place_all(-1);
+    if (chooser && req.replicas > 1 && d.gpus > 0 && pool == BuddyAllocator::kPhysicalPool &&
+        req.only_node < 0 && chooser->packs_gangs() && PlanGang(req)) {
+      ok = place_all(-1);
+      enumerated_.confine.clear();
+    }
+    // Every node, when the fewest cells by count of GPUs, CPU and memory did not do (a socket's
+    // CPU, a filter) or the chooser spreads the gang.
+    if (!ok) ok = place_all(-1);
     if (ok && req.gang_affinity && req.replicas > 1) {
       // Check the VC placement stayed inside one cell of the gang's level.
       const Level level = *req.gang_affinity;

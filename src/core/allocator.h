@@ -50,7 +50,8 @@ struct ReplicaPlacement;
 struct AllocationRequest {
   int replicas = 1;
   Demand demand;
-  // Loosest level the whole gang may spread over. Unset: the tightest that holds it.
+  // Loosest level the whole gang may spread over. Either way a gang goes into the fewest cells
+  // that hold it, level by level from the top (see Allocate).
   std::optional<Level> gang_affinity;
   int vc = -1;                 // index into the VCs; -1: none
   bool opportunistic = false;  // borrow any free cell; the allocation is preemptible
@@ -119,13 +120,23 @@ class CandidateList {
   size_t size_ = 0;
 };
 
-// Picks one candidate per replica (the plugin pipeline implements it). `placed` holds the
-// replicas of this request placed so far. Returns an index into `candidates`, or -1: none.
+// Picks one candidate per replica (the plugin pipeline implements it).
 class PlacementChooser {
  public:
   virtual ~PlacementChooser() = default;
+  // Returns an index into `candidates`, or -1: none. `placed` holds the replicas of this request
+  // placed so far. `first` > 0: the list is the last call's, for the same replica, with runs
+  // appended from index `first` on (a bounded scan that went on); only those are new, and the
+  // best of the others still competes.
   virtual int Choose(const AllocationRequest& request, const CandidateList& candidates,
-                     const std::vector<ReplicaPlacement>& placed) = 0;
+                     const std::vector<ReplicaPlacement>& placed, size_t first) = 0;
+  // How many runs (nodes, usually) of this replica's candidates so far hold one that every filter
+  // passes: a bounded scan goes on until `candidate_limit` do, as kube-scheduler's
+  // percentageOfNodesToScore counts feasible nodes. -1: never scan on (no filters).
+  virtual int feasible_runs() const { return -1; }
+  // True when the chooser wants a gang packed: the allocator then offers it the nodes of the
+  // fewest cells that hold it first (Allocate).
+  virtual bool packs_gangs() const { return false; }
 };
 
 struct Allocation {
@@ -149,8 +160,11 @@ class Allocator {
 
   // Places the request; returns the allocation id, or nullopt with `why` set. Without a chooser
   // the buddy allocator's own best fit decides; with one, every replica's candidates go to it.
-  // `candidate_limit` > 0 bounds the nodes offered per replica (best fit first, then nodes in
-  // rotation), as kube-scheduler's percentageOfNodesToScore does.
+  // A gang of whole GPUs in the physical pool is offered the nodes of the fewest cells that
+  // hold it, level by level from the top (racks, then nodes), the fullest among equally few
+  // (best fit: whole cells stay free), and every node only if it does not fit there.
+  // `candidate_limit` > 0 bounds the nodes offered per replica (nodes in rotation) to about
+  // that many whose candidates the chooser's filters pass (PlacementChooser::feasible_runs).
   std::optional<int> Allocate(const AllocationRequest& request, std::string* why = nullptr,
                               PlacementChooser* chooser = nullptr, int candidate_limit = 0);
   void Release(int id);
@@ -231,11 +245,19 @@ class Allocator {
   // `next_replica`: the same request's next replica, placed since the last call.
   const CandidateList& Enumerate(const AllocationRequest& req, int pool, int limit,
                                  bool next_replica);
+  // Goes on with a bounded scan until `more` further nodes offer candidates, appending their
+  // runs to the list Enumerate returned. False when no node is left to offer any.
+  bool EnumerateMore(const AllocationRequest& req, int more);
+  void ScanOn(const AllocationRequest& req);  // until `limit` nodes offer candidates, or the end
   // Appends (node, cell) for every node under vc's bound cells: the node's cell, or the bound
   // cell itself when it lies at or below a node.
   void AddBoundRoots(int vc, std::vector<std::pair<int, int>>* roots) const;
   // Starts the scan Enumerate continues: the nodes (with root cells) in scan order.
   void StartScan(const AllocationRequest& req, int pool, int limit);
+  // The nodes of the fewest cells that hold the gang `req` (whole GPUs, physical pool), into
+  // enumerated_.confine; false, leaving it empty, when none do (within one cell of its
+  // gang_affinity level) or when they are every node with room.
+  bool PlanGang(const AllocationRequest& req);
   // A node's candidates below `root`, from the cache while the node is unchanged since they
   // were computed for the same demand. `version`: the node's version when they come from the
   // cache, 0 when they were computed for this enumeration only.
@@ -357,6 +379,9 @@ class Allocator {
     };
     std::vector<Pick> picked;  // the nodes that offered candidates, in scan order
     std::vector<int> node_cells;
+    std::vector<int> confine;  // when not empty: the only nodes a scan offers, in node order
+    std::vector<int> slots;    // [cell] replicas PlanGang's gang could place there; else 0
+    std::vector<int> counted;  // the cells whose slots are set
     Scratch() = default;
     Scratch(const Scratch&) {}
     Scratch& operator=(const Scratch&) { return *this; }

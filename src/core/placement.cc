@@ -21,6 +21,7 @@ std::unique_ptr<PlacementPipeline> PlacementPipeline::Make(const Policy& policy,
   for (const PluginConfig& s : policy.scores) {
     pipeline->score_plugins_.push_back(MakeScore(s, &error));
     const ScorePlugin* plugin = pipeline->score_plugins_.back().get();
+    pipeline->packs_gangs_ = pipeline->packs_gangs_ || plugin->packs_gangs();
     if (plugin->node_local()) {
       pipeline->local_scores_.push_back({s.weight, plugin});
     } else {
@@ -42,14 +43,33 @@ void PlacementPipeline::JudgeLocally(const PlacementContext& ctx, const Candidat
   for (const WeightedScore& s : local_scores_) v->score += s.weight * s.plugin->Score(ctx, c);
 }
 
+int PlacementPipeline::FirstRefusal(const PlacementContext& ctx, const Candidate& c,
+                                    int local) const {
+  const int before = local >= 0 ? local : static_cast<int>(filters_.size());
+  for (int f : asked_filters_) {
+    if (f >= before) break;
+    if (!filters_[f]->Feasible(ctx, c)) return f;
+  }
+  return local;
+}
+
 int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateList& candidates,
-                              const std::vector<ReplicaPlacement>& placed) {
+                              const std::vector<ReplicaPlacement>& placed, size_t first) {
   PlacementContext ctx = context_;
   ctx.placed = &placed;
   ctx.policy = &policy_;
   ctx.rng = &rng_;
-  refused_by_retryable_ = false;
-  for (const auto& plugin : score_plugins_) plugin->PreScore(ctx);
+  if (first == 0) {
+    refused_by_retryable_ = false;
+    best_ = -1;
+    best_score_ = 0;
+    ties_ = 0;
+    feasible_runs_ = 0;
+    asked_filters_.clear();
+    for (int f : other_filters_)
+      if (!filters_[f]->Skip(ctx)) asked_filters_.push_back(f);
+    for (const auto& plugin : score_plugins_) plugin->PreScore(ctx);
+  }
   // A run is seen again by a gang's later replicas within one decision, and, when verdicts are
   // kept, by the same demand's later decisions. Only a single replica's are kept: a gang's later
   // replicas see nodes its earlier ones changed before the allocator has recorded the gang.
@@ -67,10 +87,8 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
     memo = &by_node_[row];
   }
   const uint64_t stamp = keep ? 0 : decision_;
-  int best = -1;
-  double best_score = 0;
-  int ties = 0;
   for (const CandidateList::Run& run : candidates.runs()) {
+    if (run.start < first) continue;
     LocalVerdict* verdicts = nullptr;
     if (memo && run.version != 0) {
       const size_t node = static_cast<size_t>(run.candidates->front().node);
@@ -83,6 +101,7 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
       }
       verdicts = seen.verdicts.data();
     }
+    bool feasible = false;  // a candidate of the run passed every filter
     for (size_t j = 0; j < run.candidates->size(); ++j) {
       const size_t i = run.start + j;
       const Candidate& c = (*run.candidates)[j];
@@ -92,38 +111,36 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
       LocalVerdict& v = verdicts ? verdicts[j] : once;
       if (!v.known) JudgeLocally(ctx, c, &v);
       // Scores are 0..100: a candidate whose node-local score leaves it short of the best even
-      // with full marks from the rest cannot win or tie, and is not looked at further.
-      if (v.refused_by < 0 && best >= 0 && v.score + nonlocal_max_ < best_score - 1e-9) continue;
+      // with full marks from the rest cannot win or tie, and is not scored; it is filtered only
+      // to count its run as feasible.
+      const bool hopeless =
+          v.refused_by < 0 && best_ >= 0 && v.score + nonlocal_max_ < best_score_ - 1e-9;
+      if (hopeless && feasible) continue;
       // The first filter in policy order to refuse decides whether the refusal is retryable.
-      int refused_by = v.refused_by;
-      const int before = refused_by >= 0 ? refused_by : static_cast<int>(filters_.size());
-      for (int f : other_filters_) {
-        if (f >= before) break;
-        if (!filters_[f]->Feasible(ctx, c)) {
-          refused_by = f;
-          break;
-        }
-      }
+      const int refused_by = FirstRefusal(ctx, c, v.refused_by);
       if (refused_by >= 0) {
         refused_by_retryable_ = refused_by_retryable_ || filters_[refused_by]->retryable();
         continue;
       }
+      feasible = true;
+      if (hopeless) continue;
       double score = v.score;
       for (const WeightedScore& s : other_scores_) score += s.weight * s.plugin->Score(ctx, c);
-      if (best < 0 || score > best_score + 1e-9) {
-        best = static_cast<int>(i);
-        best_score = score;
-        ties = 1;
-      } else if (score > best_score - 1e-9 && policy_.tie_break == TieBreak::kRandom) {
+      if (best_ < 0 || score > best_score_ + 1e-9) {
+        best_ = static_cast<int>(i);
+        best_score_ = score;
+        ties_ = 1;
+      } else if (score > best_score_ - 1e-9 && policy_.tie_break == TieBreak::kRandom) {
         // Reservoir sampling keeps every tied candidate equally likely.
-        ++ties;
-        if (std::uniform_int_distribution<int>(0, ties - 1)(rng_) == 0) best = static_cast<int>(i);
+        ++ties_;
+        if (std::uniform_int_distribution<int>(0, ties_ - 1)(rng_) == 0)
+          best_ = static_cast<int>(i);
       }
     }
+    feasible_runs_ += feasible;
   }
-  if (best >= 0) refused_by_retryable_ = false;
-  best_score_ = best_score;
-  return best;
+  if (best_ >= 0) refused_by_retryable_ = false;
+  return best_;
 }
 
 }  // namespace berth

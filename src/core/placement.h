@@ -35,9 +35,15 @@ class PlacementPipeline : public PlacementChooser {
   const Policy& policy() const { return policy_; }
 
   int Choose(const AllocationRequest& request, const CandidateList& candidates,
-             const std::vector<ReplicaPlacement>& placed) override;
+             const std::vector<ReplicaPlacement>& placed, size_t first) override;
+  int feasible_runs() const override { return feasible_runs_; }
+  // When a score of the policy packs gangs, unless the job asks for its replicas to be spread.
+  bool packs_gangs() const override {
+    return packs_gangs_ && (context_.job == nullptr || context_.job->spread.empty());
+  }
 
-  // Whether the last Choose since SetContext refused a candidate through a retryable filter.
+  // Whether the last replica chosen for since SetContext (its Choose and the calls continuing
+  // it) had a candidate refused through a retryable filter and none picked.
   bool refused_by_retryable() const { return refused_by_retryable_; }
   // The weighted score of the candidate the last Choose picked.
   double best_score() const { return best_score_; }
@@ -55,18 +61,27 @@ class PlacementPipeline : public PlacementChooser {
     double score = 0;
   };
   void JudgeLocally(const PlacementContext& ctx, const Candidate& c, LocalVerdict* v) const;
+  // The first filter in policy order that refuses `c`, given the first node-local one
+  // (`local`, -1: none); -1: none refuses.
+  int FirstRefusal(const PlacementContext& ctx, const Candidate& c, int local) const;
 
   Policy policy_;
   std::vector<std::unique_ptr<FilterPlugin>> filters_;  // in policy order
   std::vector<std::unique_ptr<ScorePlugin>> score_plugins_;
   // Split by node_local(), asked once: filters as indices into filters_ (order kept).
   std::vector<int> local_filters_, other_filters_;
+  std::vector<int> asked_filters_;  // of other_filters_, those the replica at hand does not Skip
   std::vector<WeightedScore> local_scores_, other_scores_;
   PlacementContext context_;
   std::mt19937_64 rng_;
   bool refused_by_retryable_ = false;
+  // The replica's choice so far, kept for a Choose that continues the last one.
+  int best_ = -1;
   double best_score_ = 0;
-  double nonlocal_max_ = 0;  // the most the scores that are not node-local can add
+  int ties_ = 0;
+  int feasible_runs_ = 0;
+  double nonlocal_max_ = 0;   // the most the scores that are not node-local can add
+  bool packs_gangs_ = false;  // a score plugin's packs_gangs()
   // The local verdicts of cached runs (one per node; its version is unique to the node's
   // state), for this decision only, or per demand when kept across decisions: a gang's later
   // replicas see mostly the runs its first replica saw, and a demand's next decision every node

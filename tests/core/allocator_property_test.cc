@@ -39,7 +39,7 @@ class RandomChooser : public PlacementChooser {
   RandomChooser(const Allocator* allocator, std::mt19937* rng) : a_(allocator), rng_(rng) {}
 
   int Choose(const AllocationRequest& request, const CandidateList& candidates,
-             const std::vector<ReplicaPlacement>& placed) override {
+             const std::vector<ReplicaPlacement>& placed, size_t /*first*/) override {
     (void)placed;
     const Demand& d = request.demand;
     for (size_t i = 0; i < candidates.size(); ++i) {

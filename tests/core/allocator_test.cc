@@ -1060,7 +1060,7 @@ TEST_F(AllocatorTest, SharingAnomalyCannotStarveAnotherVc) {
 class FirstChooser : public PlacementChooser {
  public:
   int Choose(const AllocationRequest&, const CandidateList& candidates,
-             const std::vector<ReplicaPlacement>&) override {
+             const std::vector<ReplicaPlacement>&, size_t) override {
     offered.push_back(static_cast<int>(candidates.size()));
     return candidates.empty() ? -1 : 0;
   }

@@ -50,7 +50,7 @@ class PlacementPipelineTest : public ::testing::Test {
 
   int Choose(PlacementPipeline& p, const std::vector<Candidate>& candidates) {
     p.SetContext(h_.ctx());
-    return p.Choose(AllocationRequest{}, candidates, {});
+    return p.Choose(AllocationRequest{}, candidates, {}, 0);
   }
 
   PluginHarness h_;
@@ -91,7 +91,8 @@ std::vector<int> TiePicks(PluginHarness& h, uint64_t seed, int count, int rounds
   p->SetContext(h.ctx());
   const std::vector<Candidate> candidates = OnePerNode(count);
   std::vector<int> picks;
-  for (int i = 0; i < rounds; ++i) picks.push_back(p->Choose(AllocationRequest{}, candidates, {}));
+  for (int i = 0; i < rounds; ++i)
+    picks.push_back(p->Choose(AllocationRequest{}, candidates, {}, 0));
   return picks;
 }
 
@@ -168,6 +169,57 @@ TEST_F(PlacementPipelineTest, RefusedByRetryableOnlyWhenATelemetryFilterRefused)
   t.gpus[0][0].fb_used_mib = 1000;
   EXPECT_EQ(Choose(*p, candidates), -1);
   EXPECT_FALSE(p->refused_by_retryable());
+}
+
+TEST_F(PlacementPipelineTest, AContinuedChooseCountsFeasibleRunsAndKeepsTheBest) {
+  // Node 0 holds the image; the others cannot win, but a bounded scan still needs to know which
+  // of them the filters pass: node 1 lacks the spread key (a filter that is not node-local),
+  // node 3's GPU is observed full (a node-local one).
+  Policy policy = MakePolicy({Plugin("gpu-memory-threshold"), Plugin("topology-spread")},
+                             {Plugin("image-locality")});
+  policy.tie_break = TieBreak::kFirst;
+  auto p = Build(policy);
+  h_.job.spread.push_back({"zone", 1, true});
+  for (int n : {0, 2, 3, 4}) h_.cluster().nodes[n].labels["zone"] = "a";
+  h_.group().image = "trainer:v1";
+  Telemetry& t = h_.Observe();
+  t.node_images[0] = {"trainer:v1"};
+  t.node_images[4] = {"trainer:v1"};
+  t.gpus[3][0].fb_used_mib = 80000;
+  const std::vector<std::vector<Candidate>> runs = {
+      {Cand(0, {0})}, {Cand(1, {0})}, {Cand(2, {0})}, {Cand(3, {0})}, {Cand(4, {0})}};
+  CandidateList list;
+  list.Add(runs[0]);
+  list.Add(runs[1]);
+  p->SetContext(h_.ctx());
+  EXPECT_EQ(p->Choose(AllocationRequest{}, list, {}, 0), 0);
+  EXPECT_EQ(p->feasible_runs(), 1);
+  list.Add(runs[2]);
+  list.Add(runs[3]);
+  EXPECT_EQ(p->Choose(AllocationRequest{}, list, {}, 2), 0);
+  EXPECT_EQ(p->feasible_runs(), 2);
+  // A tie with the earlier best: the first in node order still wins.
+  list.Add(runs[4]);
+  EXPECT_EQ(p->Choose(AllocationRequest{}, list, {}, 4), 0);
+  EXPECT_EQ(p->feasible_runs(), 3);
+  // Choosing afresh starts the count over.
+  EXPECT_EQ(p->Choose(AllocationRequest{}, list, {}, 0), 0);
+  EXPECT_EQ(p->feasible_runs(), 3);
+}
+
+TEST_F(PlacementPipelineTest, GangsArePackedWhenAScoreAsksAndTheJobDoesNotSpread) {
+  Policy berth;
+  ASSERT_TRUE(BuiltinPolicy("berth", &berth));
+  auto p = Build(berth);
+  p->SetContext(h_.ctx());
+  EXPECT_TRUE(p->packs_gangs());
+  h_.job.spread.push_back({"rack", 1, false});
+  p->SetContext(h_.ctx());
+  EXPECT_FALSE(p->packs_gangs());
+  h_.job.spread.clear();
+  auto spread = Build(MakePolicy({Plugin("resources-fit")}, {Plugin("spread")}));
+  spread->SetContext(h_.ctx());
+  EXPECT_FALSE(spread->packs_gangs());
 }
 
 TEST_F(PlacementPipelineTest, NewContextClearsTheRetryableFlag) {

@@ -472,6 +472,69 @@ TEST_F(SchedulerTest, HardSpreadThatCannotBeMetLeavesTheJobPending) {
   ExpectConsistent();
 }
 
+// Replicas per rack, by rack name.
+std::map<std::string, int> PerRack(const Cluster& cluster, const JobRecord& job) {
+  std::map<std::string, int> out;
+  for (const ReplicaPlacement& r : job.placements) ++out[cluster.nodes[r.node].rack];
+  return out;
+}
+
+TEST_F(SchedulerTest, HardSpreadCountsTheReplicasOfEveryGroup) {
+  Make(6, 2, {Queue("a")});  // 3 racks of 2 nodes
+  JobSpec spec = Job("a", 1, 2);
+  spec.groups.push_back(spec.groups[0]);
+  spec.groups[1].name = "second";
+  spec.groups[1].replicas = 1;
+  spec.spread.push_back({"rack", 1, true});
+  const int id = Submit(spec);
+  ASSERT_EQ(Started(s_->Schedule(0)), std::vector<int>{id});
+  const std::map<std::string, int> per_rack = PerRack(*cluster_, J(id));
+  EXPECT_EQ(per_rack.size(), 3u);
+  for (const auto& [rack, n] : per_rack) EXPECT_EQ(n, 1) << rack;
+}
+
+TEST_F(SchedulerTest, GangTakesTheFewestRacksThatHoldIt) {
+  Make(8, 2, {Queue("a")});  // 4 racks of 2 nodes
+  const int busy = Submit(Job("a", 8));
+  ASSERT_EQ(Started(s_->Schedule(0)), std::vector<int>{busy});
+  // Four whole nodes: two whole racks are free, and the gang should leave the half-used rack
+  // alone rather than span three racks.
+  const int gang = Submit(Job("a", 8, 4), 1);
+  ASSERT_EQ(Started(s_->Schedule(1)), std::vector<int>{gang});
+  const std::map<std::string, int> per_rack = PerRack(*cluster_, J(gang));
+  EXPECT_EQ(per_rack.size(), 2u);
+  EXPECT_EQ(per_rack.count(cluster_->nodes[J(busy).placements[0].node].rack), 0u);
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, GangOfPartNodesTakesTheFewestRacksAndNodes) {
+  Make(8, 2, {Queue("a")});
+  const int busy = Submit(Job("a", 4));
+  ASSERT_EQ(Started(s_->Schedule(0)), std::vector<int>{busy});
+  // 4 x 4 GPUs: the busy node's free half would be the best fit for one replica, but its rack
+  // holds only three; an empty rack holds all four on two nodes.
+  const int gang = Submit(Job("a", 4, 4), 1);
+  ASSERT_EQ(Started(s_->Schedule(1)), std::vector<int>{gang});
+  EXPECT_EQ(PerRack(*cluster_, J(gang)).size(), 1u);
+  std::set<int> nodes;
+  for (const ReplicaPlacement& r : J(gang).placements) nodes.insert(r.node);
+  EXPECT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes.count(J(busy).placements[0].node), 0u);
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, GangWithRackAffinityFindsTheRackThatHoldsIt) {
+  Make(8, 2, {Queue("a")});
+  const int busy = Submit(Job("a", 8));
+  ASSERT_EQ(Started(s_->Schedule(0)), std::vector<int>{busy});
+  // The half-used rack is the best fit for the first replica, but cannot hold the second.
+  JobSpec spec = Job("a", 8, 2);
+  spec.gang_affinity = Level::kRack;
+  const int gang = Submit(spec, 1);
+  ASSERT_EQ(Started(s_->Schedule(1)), std::vector<int>{gang}) << J(gang).reason;
+  EXPECT_EQ(PerRack(*cluster_, J(gang)).size(), 1u);
+}
+
 TEST_F(SchedulerTest, ElasticJobStartsWithMinReplicas) {
   Make(1, 1, {Queue("a")});
   const int rigid = Submit(Job("a", 8, 2));
@@ -700,6 +763,44 @@ TEST_F(SchedulerTest, ATelemetryRefusalDoesNotLeakIntoTheNextJob) {
   EXPECT_DOUBLE_EQ(J(y).next_try, 0) << J(y).reason;
   EXPECT_EQ(Preempted(d).size(), 1u);
   EXPECT_EQ(J(y).waiting_for.size(), 1u);
+}
+
+// --- Bounded candidate scans ------------------------------------------------------------------
+
+// The berth policy scores 64 nodes per replica; nodes the filters refuse must not count.
+TEST_F(SchedulerTest, ABoundedScanGoesOnPastNodesTheSelectorRefuses) {
+  Make(200, 20, {Queue("a")});
+  ASSERT_EQ(s_->policy().candidates, 64);
+  std::vector<int> ids;
+  for (int i = 0; i < 20; ++i) {
+    JobSpec spec = Job("a", 1);
+    spec.groups[0].node_selector["rack"] = "rack-9";  // nodes 180..199
+    ids.push_back(Submit(spec));
+  }
+  ASSERT_EQ(Started(s_->Schedule(0)), ids);
+  for (int id : ids) EXPECT_EQ(cluster_->nodes[J(id).placements[0].node].rack, "rack-9");
+  ExpectConsistent();
+}
+
+TEST_F(SchedulerTest, ABoundedScanGoesOnPastNodesASpreadConstraintRefuses) {
+  Make(200, 100, {Queue("a")});  // 2 racks: the first 64 nodes scanned lie in one
+  JobSpec spec = Job("a", 8, 2);
+  spec.spread.push_back({"rack", 1, true});
+  const int id = Submit(spec);
+  EXPECT_EQ(Started(s_->Schedule(0)), std::vector<int>{id});
+  EXPECT_EQ(PerRack(*cluster_, J(id)).size(), 2u);
+}
+
+TEST_F(SchedulerTest, ABoundedScanGoesOnPastGpusTelemetryRefuses) {
+  Make(200, 20, {Queue("a")});
+  Telemetry t = FullMemory(*cluster_, 80000);
+  for (int n = 150; n < 200; ++n)
+    for (GpuTelemetry& g : t.gpus[n]) g.fb_used_mib = 1000;
+  s_->SetTelemetry(t);
+  std::vector<int> ids;
+  for (int i = 0; i < 10; ++i) ids.push_back(Submit(Job("a", 1)));
+  ASSERT_EQ(Started(s_->Schedule(0)), ids);
+  for (int id : ids) EXPECT_GE(J(id).placements[0].node, 150);
 }
 
 // --- Policy and submission errors ------------------------------------------------------------

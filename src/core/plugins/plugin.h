@@ -41,7 +41,10 @@ struct PlacementContext {
   const Policy* policy = nullptr;
   const JobSpec* job = nullptr;
   const TaskGroup* group = nullptr;
-  const std::vector<ReplicaPlacement>* placed = nullptr;  // this job's replicas placed so far
+  const std::vector<ReplicaPlacement>* placed = nullptr;  // this group's replicas placed so far
+  // The replicas of the job's earlier groups placed in this decision; null: none. With `placed`,
+  // every replica of the job placed so far.
+  const std::vector<ReplicaPlacement>* job_placed = nullptr;
   const std::vector<TypicalPod>* typical_pods = nullptr;  // workload model (fgd); may be null
   // The workload's fragmentation per node, current with `alloc` (the caller refreshes every
   // node it changes before the next decision). When set, fgd reads the nodes from it instead of
@@ -63,6 +66,9 @@ class FilterPlugin {
  public:
   virtual ~FilterPlugin() = default;
   virtual bool Feasible(const PlacementContext& ctx, const Candidate& c) const = 0;
+  // True when the filter would pass every candidate of the replica at hand (kube's PreFilter
+  // Skip): the pipeline then does not ask it, once per replica instead of per candidate.
+  virtual bool Skip(const PlacementContext& /*ctx*/) const { return false; }
   // True for filters that refuse on observed, changing state (telemetry): a job they refuse is
   // retried with back-off instead of waiting for capacity to free up.
   virtual bool retryable() const { return false; }
@@ -77,6 +83,9 @@ class ScorePlugin {
   virtual ~ScorePlugin() = default;
   // 0..100, never outside: the pipeline skips candidates that could not win with full marks.
   virtual double Score(const PlacementContext& ctx, const Candidate& c) const = 0;
+  // True when the score means a gang to take as few cells as hold it: the allocator then offers
+  // a gang those cells' nodes first (Allocator::Allocate), which no per-replica score can do.
+  virtual bool packs_gangs() const { return false; }
   // Called once before a replica's candidates are scored (kube's PreScore): state that every
   // candidate's score reads is brought up to date here, not per candidate.
   virtual void PreScore(const PlacementContext& /*ctx*/) const {}

@@ -15,9 +15,14 @@
 //    switch / socket / node / rack breaks nothing; taking them from an empty node breaks the
 //    socket, the node and maybe the rack. "fragmentation" (default 0.2) bounds the effect so
 //    that a tighter candidate always beats a looser one at the default tightness scores.
-//  - gang: 0 when ctx.placed is empty or the candidate's node already holds a replica of this
-//    job; "other_node" (default 10) on another node of a rack the job already uses (or when the
-//    cluster has no racks); "other_rack" (default 50) in a rack the job does not use yet.
+//  - gang: 0 when no replica of the job is placed yet (ctx.job_placed, ctx.placed) or the
+//    candidate's node already holds one; "other_node" (default 10) on another node of a rack the
+//    job already uses (or when the cluster has no racks); "other_rack" (default 50) in a rack the
+//    job does not use yet.
+//
+// Replica by replica, the gang penalty cannot see that the first replica's best fit (a partly
+// used rack) leaves the rest of the gang to span more racks than it needs: the plugin asks the
+// allocator to offer a gang the nodes of the fewest cells that hold it (packs_gangs).
 #include <algorithm>
 #include <climits>
 #include <memory>
@@ -79,6 +84,7 @@ double BrokenFraction(const Allocator& alloc, const Candidate& c) {
 class TopologyAffinityScore : public ScorePlugin {
  public:
   explicit TopologyAffinityScore(AffinityParams p) : p_(p) {}
+  bool packs_gangs() const override { return true; }
 
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     const Allocator& alloc = *ctx.alloc;
@@ -95,9 +101,10 @@ class TopologyAffinityScore : public ScorePlugin {
 
  private:
   double GangPenalty(const PlacementContext& ctx, const Candidate& c) const {
-    if (ctx.placed == nullptr || ctx.placed->empty()) return 0;
+    const auto none = [](const std::vector<ReplicaPlacement>* r) { return !r || r->empty(); };
+    if (none(ctx.job_placed) && none(ctx.placed)) return 0;  // most replicas: no summary needed
+    const Spread& spread = SpreadOf(ctx);
     const Cluster& cluster = ctx.alloc->cluster();
-    const Spread& spread = SpreadOf(*ctx.placed, cluster);
     if (std::find(spread.nodes.begin(), spread.nodes.end(), c.node) != spread.nodes.end()) return 0;
     const std::string& rack = cluster.nodes[c.node].rack;
     const bool same_rack = rack.empty() || std::find(spread.racks.begin(), spread.racks.end(),
@@ -106,30 +113,37 @@ class TopologyAffinityScore : public ScorePlugin {
   }
 
   // The nodes and racks the job's placed replicas use. Every candidate of a replica asks for
-  // the same `placed`: it is summarized once, and recognized by its node ids.
+  // the same replicas: they are summarized once, and recognized by their node ids.
   struct Spread {
     const Cluster* cluster = nullptr;
-    std::vector<int> placed_nodes;   // in placement order, to recognize the list
+    std::vector<int> placed_nodes;   // in placement order, to recognize the replicas
     std::vector<int> nodes;          // distinct
     std::vector<std::string> racks;  // distinct
   };
-  const Spread& SpreadOf(const std::vector<ReplicaPlacement>& placed,
-                         const Cluster& cluster) const {
-    bool same = spread_.cluster == &cluster && spread_.placed_nodes.size() == placed.size();
-    for (size_t i = 0; same && i < placed.size(); ++i)
-      same = spread_.placed_nodes[i] == placed[i].node;
+  const Spread& SpreadOf(const PlacementContext& ctx) const {
+    const Cluster& cluster = ctx.alloc->cluster();
+    const std::vector<ReplicaPlacement>* const lists[] = {ctx.job_placed, ctx.placed};
+    size_t count = 0;
+    for (const auto* list : lists) count += list ? list->size() : 0;
+    bool same = spread_.cluster == &cluster && spread_.placed_nodes.size() == count;
+    for (size_t i = 0; const auto* list : lists)
+      for (size_t j = 0; same && list && j < list->size(); ++j)
+        same = spread_.placed_nodes[i++] == (*list)[j].node;
     if (same) return spread_;
     spread_ = {};
     spread_.cluster = &cluster;
-    for (const ReplicaPlacement& r : placed) {
-      spread_.placed_nodes.push_back(r.node);
-      if (r.node < 0 ||
-          std::find(spread_.nodes.begin(), spread_.nodes.end(), r.node) != spread_.nodes.end())
-        continue;
-      spread_.nodes.push_back(r.node);
-      const std::string& rack = cluster.nodes[r.node].rack;
-      if (std::find(spread_.racks.begin(), spread_.racks.end(), rack) == spread_.racks.end())
-        spread_.racks.push_back(rack);
+    for (const auto* list : lists) {
+      if (list == nullptr) continue;
+      for (const ReplicaPlacement& r : *list) {
+        spread_.placed_nodes.push_back(r.node);
+        if (r.node < 0 ||
+            std::find(spread_.nodes.begin(), spread_.nodes.end(), r.node) != spread_.nodes.end())
+          continue;
+        spread_.nodes.push_back(r.node);
+        const std::string& rack = cluster.nodes[r.node].rack;
+        if (std::find(spread_.racks.begin(), spread_.racks.end(), rack) == spread_.racks.end())
+          spread_.racks.push_back(rack);
+      }
     }
     return spread_;
   }

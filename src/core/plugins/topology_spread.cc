@@ -8,7 +8,8 @@
 // mode matching). The last rule is berth's: without it a rack of CPU-only nodes would be a domain
 // stuck at 0 replicas and would cap every other domain at max_skew.
 //
-// count(d) = this job's replicas placed so far (ctx.placed) on eligible nodes of domain d;
+// count(d) = this job's replicas placed so far (of every group: ctx.job_placed and ctx.placed) on
+// eligible nodes of domain d;
 // skew = count(domain of the candidate) + 1 - min over domains of count   (kube's filter).
 //
 // Filter (hard constraints, DoNotSchedule): refuses a candidate whose node lacks a key, or
@@ -20,6 +21,7 @@
 // the soft constraints, 100 when there are none. Kube normalises raw scores over the nodes it
 // sees; a plugin here scores one candidate at a time, so the scale is absolute instead.
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -69,10 +71,11 @@ bool SkewAfter(const PlacementContext& ctx, const SpreadConstraint& constraint, 
     counts.emplace(value, 0);
   }
   counts.emplace(here, 0);  // the candidate's domain counts even if the plugin order let it in
-  if (ctx.placed != nullptr)
-    for (const ReplicaPlacement& r : *ctx.placed)
-      if (r.node >= 0 && eligible[r.node] && NodeLabel(cluster.nodes[r.node], key, &value))
-        ++counts[value];
+  for (const std::vector<ReplicaPlacement>* replicas : {ctx.job_placed, ctx.placed})
+    if (replicas != nullptr)
+      for (const ReplicaPlacement& r : *replicas)
+        if (r.node >= 0 && eligible[r.node] && NodeLabel(cluster.nodes[r.node], key, &value))
+          ++counts[value];
   int min = counts.begin()->second;
   for (const auto& [domain, count] : counts) min = std::min(min, count);
   *skew = counts[here] + 1 - min;
@@ -81,6 +84,10 @@ bool SkewAfter(const PlacementContext& ctx, const SpreadConstraint& constraint, 
 
 class TopologySpreadFilter : public FilterPlugin {
  public:
+  bool Skip(const PlacementContext& ctx) const override {
+    return std::none_of(ctx.job->spread.begin(), ctx.job->spread.end(),
+                        [](const SpreadConstraint& constraint) { return constraint.hard; });
+  }
   bool Feasible(const PlacementContext& ctx, const Candidate& c) const override {
     for (const SpreadConstraint& constraint : ctx.job->spread) {
       if (!constraint.hard) continue;

@@ -115,7 +115,7 @@ class ComparingChooser : public PlacementChooser {
   }
 
   int Choose(const AllocationRequest& /*request*/, const CandidateList& candidates,
-             const std::vector<ReplicaPlacement>& /*placed*/) override {
+             const std::vector<ReplicaPlacement>& /*placed*/, size_t /*first*/) override {
     int best = -1;
     double best_score = 0;
     for (size_t i = 0; i < candidates.size(); ++i) {

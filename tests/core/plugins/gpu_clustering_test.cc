@@ -74,7 +74,7 @@ class ScoringChooser : public PlacementChooser {
   ScoringChooser(const ScorePlugin* plugin, PlacementContext ctx, int node)
       : plugin_(plugin), ctx_(ctx), node_(node) {}
   int Choose(const AllocationRequest&, const CandidateList& candidates,
-             const std::vector<ReplicaPlacement>&) override {
+             const std::vector<ReplicaPlacement>&, size_t) override {
     int pick = -1;
     for (size_t i = 0; i < candidates.size(); ++i) {
       plugin_->Score(ctx_, candidates[i]);

@@ -83,5 +83,25 @@ TEST(TopologyAffinityPluginTest, GangsPackIntoFewNodesAndRacks) {
   EXPECT_DOUBLE_EQ(s->Score(h.ctx(), Cand(2, {0, 7}, Level::kNode)), 0);
 }
 
+TEST(TopologyAffinityPluginTest, TheJobsEarlierGroupsCountAsTheGang) {
+  PluginHarness h(SyntheticDgxCluster(4, 2, 0));  // racks {0, 1}, {2, 3}
+  h.demand().gpus = 2;
+  h.Take(0, 2);
+  std::vector<ReplicaPlacement> earlier(1);  // an earlier group's replica, on node 0
+  earlier[0].node = 0;
+  PlacementContext ctx = h.ctx();
+  ctx.job_placed = &earlier;
+  auto s = Score("topology-affinity", {{"fragmentation", 0}});
+  EXPECT_DOUBLE_EQ(s->Score(ctx, Cand(0, {4, 5}, Level::kSwitch)), 100);
+  EXPECT_DOUBLE_EQ(s->Score(ctx, Cand(1, {4, 5}, Level::kSwitch)), 90);
+  EXPECT_DOUBLE_EQ(s->Score(ctx, Cand(2, {4, 5}, Level::kSwitch)), 50);
+  // And with the group's own replicas: node 2's rack is the job's too.
+  h.Placed(2);
+  ctx = h.ctx();
+  ctx.job_placed = &earlier;
+  EXPECT_DOUBLE_EQ(s->Score(ctx, Cand(3, {4, 5}, Level::kSwitch)), 90);
+  EXPECT_DOUBLE_EQ(s->Score(ctx, Cand(0, {4, 5}, Level::kSwitch)), 100);
+}
+
 }  // namespace
 }  // namespace berth

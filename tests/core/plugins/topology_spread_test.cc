@@ -32,6 +32,28 @@ TEST_F(TopologySpreadPluginTest, MaxSkewOneAcrossThreeRacks) {
   for (int n = 0; n < 6; ++n) EXPECT_TRUE(filter->Feasible(h.ctx(), Cand(n, {0}))) << n;
 }
 
+TEST_F(TopologySpreadPluginTest, TheFilterIsSkippedWithoutAHardConstraint) {
+  EXPECT_FALSE(filter->Skip(h.ctx()));
+  h.job.spread = {{"rack", 1, false}};
+  EXPECT_TRUE(filter->Skip(h.ctx()));
+  h.job.spread.clear();
+  EXPECT_TRUE(filter->Skip(h.ctx()));
+}
+
+TEST_F(TopologySpreadPluginTest, TheJobsEarlierGroupsCount) {
+  std::vector<ReplicaPlacement> earlier(2);  // rack-0 and rack-1
+  earlier[0].node = 0;
+  earlier[1].node = 2;
+  PlacementContext ctx = h.ctx();
+  ctx.job_placed = &earlier;
+  EXPECT_FALSE(filter->Feasible(ctx, Cand(1, {0})));
+  EXPECT_FALSE(filter->Feasible(ctx, Cand(3, {0})));
+  EXPECT_TRUE(filter->Feasible(ctx, Cand(4, {0})));
+  h.job.spread[0].hard = false;
+  EXPECT_DOUBLE_EQ(score->Score(ctx, Cand(4, {0})), 100);
+  EXPECT_DOUBLE_EQ(score->Score(ctx, Cand(1, {0})), 50);  // skew 2
+}
+
 TEST_F(TopologySpreadPluginTest, LargerSkewAndNodeKey) {
   h.job.spread = {{"rack", 2, true}};
   h.Placed(0);
