@@ -178,9 +178,13 @@ TaskGroup Group(int replicas, int gpus, int milli = 0) {
 // elastic gangs; priorities 0, 5 and -1 (always borrows); some not preemptible. `steady` keeps
 // to jobs of at most 8 GPUs, all preemptible: a non-preemptible borrower may hold its queue
 // above its share for good, and "within one job's size" should mean something.
-JobSpec RandomJob(Rng& rng, const std::vector<QueueSpec>& queues, bool steady) {
+JobSpec RandomJob(Rng& rng, const std::vector<QueueSpec>& queues, double capacity, bool steady) {
   JobSpec spec;
-  spec.queue = rng.Pick(queues).name;
+  // Queues get work in proportion to what they may hold, so that a capped queue's backlog does
+  // not grow without end.
+  std::vector<double> room;
+  for (const QueueSpec& q : queues) room.push_back(q.cap_gpus < 0 ? capacity : q.cap_gpus);
+  spec.queue = queues[std::discrete_distribution<size_t>(room.begin(), room.end())(rng.gen())].name;
   spec.user = "u" + std::to_string(rng.Int(0, 3));
   const int kind = rng.Int(0, 99);
   if (kind < 35) {
@@ -731,22 +735,55 @@ double Duration(Rng& rng) {
   return rng.Chance(0.85) ? rng.Uniform(20, 300) : rng.Uniform(300, 1500);
 }
 
-// One cycle of churn: arrivals (about 1.2 times what the cluster serves, so that queues stay
-// contended without a backlog that outlives the test), cancellations, health changes,
-// telemetry, then a cycle.
-void ChurnCycle(Driver& d, Rng& rng) {
+// Hardware faults of the churn, each healed after a few minutes, so that most of the cluster
+// serves at any time.
+struct Faults {
+  explicit Faults(int nodes)
+      : node_until(static_cast<size_t>(nodes), 0),
+        gpu_until(static_cast<size_t>(nodes), std::vector<double>(kGpusPerNode, 0)) {}
+  std::vector<double> node_until;              // cordoned or drained until
+  std::vector<std::vector<double>> gpu_until;  // bad until
+};
+
+// One cycle of churn: arrivals (about 0.9 of what the cluster serves: queues contend in bursts,
+// without a backlog that outlives the test), cancellations, faults and repairs, telemetry, then
+// a scheduling cycle.
+void ChurnCycle(Driver& d, Rng& rng, Faults& f) {
   d.Advance(rng.Uniform(1, 5));
-  for (int i = rng.Chance(0.12) ? rng.Int(1, 2) : 0; i > 0; --i)
-    d.Submit(RandomJob(rng, d.queues(), false), Duration(rng));
+  for (int i = rng.Chance(0.09) ? rng.Int(1, 2) : 0; i > 0; --i)
+    d.Submit(RandomJob(rng, d.queues(), d.capacity(), false), Duration(rng));
   if (rng.Chance(0.01)) {
     const std::vector<int> live = d.live();
     if (!live.empty()) d.Cancel(rng.Pick(live));
   }
   const int node = rng.Int(0, d.nodes() - 1), gpu = rng.Int(0, kGpusPerNode - 1);
-  if (rng.Chance(0.01)) d.Cordon(node, !d.cordoned(node));
-  if (rng.Chance(0.003)) d.Drain(node);
-  if (rng.Chance(0.01)) d.GpuBad(node, gpu, !d.bad(node, gpu));
-  if (rng.Chance(0.002)) d.NodeBad(node, rng.Chance(0.5));
+  const size_t n = static_cast<size_t>(node), g = static_cast<size_t>(gpu);
+  if (!d.cordoned(node) && rng.Chance(0.003)) {
+    if (rng.Chance(0.3))
+      d.Drain(node);
+    else
+      d.Cordon(node, true);
+    f.node_until[n] = d.now() + rng.Uniform(60, 600);
+  }
+  if (!d.bad(node, gpu) && rng.Chance(0.005)) {
+    d.GpuBad(node, gpu, true);
+    f.gpu_until[n][g] = d.now() + rng.Uniform(60, 600);
+  }
+  if (rng.Chance(0.001)) {
+    d.NodeBad(node, true);
+    for (double& until : f.gpu_until[n]) until = d.now() + rng.Uniform(60, 600);
+  }
+  for (int i = 0; i < d.nodes(); ++i) {
+    const std::vector<double>& until = f.gpu_until[static_cast<size_t>(i)];
+    if (d.cordoned(i) && f.node_until[static_cast<size_t>(i)] <= d.now()) d.Cordon(i, false);
+    // A node whose GPUs are all bad and due comes back whole.
+    bool whole = true;
+    for (int j = 0; j < kGpusPerNode; ++j)
+      whole = whole && d.bad(i, j) && until[static_cast<size_t>(j)] <= d.now();
+    if (whole) d.NodeBad(i, false);
+    for (int j = 0; j < kGpusPerNode; ++j)
+      if (d.bad(i, j) && until[static_cast<size_t>(j)] <= d.now()) d.GpuBad(i, j, false);
+  }
   if (rng.Chance(0.02)) d.SetTelemetry(RandomTelemetry(rng, d.nodes()));
   d.Schedule();
 }
@@ -758,7 +795,8 @@ TEST(SchedulerDynamics, ChurnKeepsThePerCallContractAndEveryJobEnds) {
     Rng rng(seed);
     const int nodes = 6;
     Driver d(seed, nodes, RandomQueues(rng, nodes, 16), BerthPolicy());
-    for (int i = 0; i < 4000 && d.ok(); ++i) ChurnCycle(d, rng);
+    Faults faults(nodes);
+    for (int i = 0; i < 4000 && d.ok(); ++i) ChurnCycle(d, rng, faults);
     // Arrivals stop and the hardware heals: every job must end, and whenever the cluster is
     // idle a pending job that may be tried starts (nothing is lost between wake-ups).
     d.RestoreHealth();
@@ -791,7 +829,8 @@ TEST(SchedulerDynamics, SharesSettleAtTheWaterFillWithoutThrash) {
     const int nodes = 6;
     Driver d(seed, nodes, RandomQueues(rng, nodes, 16), BerthPolicy());
     // A messy start: churn with health changes.
-    for (int i = 0; i < 300 && d.ok(); ++i) ChurnCycle(d, rng);
+    Faults faults(nodes);
+    for (int i = 0; i < 300 && d.ok(); ++i) ChurnCycle(d, rng, faults);
     // Steady demand: the hardware heals, jobs outside the steady mix go, nothing ends by itself
     // and nothing arrives after the queues were topped up past the capacity.
     d.RestoreHealth();
@@ -807,7 +846,7 @@ TEST(SchedulerDynamics, SharesSettleAtTheWaterFillWithoutThrash) {
     for (double& w : want) w *= std::max(1.0, 1.3 * d.capacity() / wanted);
     for (size_t q = 0; q < want.size(); ++q)
       while (d.ok() && d.Demand()[q] < want[q]) {
-        JobSpec spec = RandomJob(rng, d.queues(), true);
+        JobSpec spec = RandomJob(rng, d.queues(), d.capacity(), true);
         spec.queue = d.queues()[q].name;
         d.Submit(spec, kNever);
       }
