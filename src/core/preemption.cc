@@ -114,6 +114,14 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
   ReplicaBound growing = bound;
   bool fits = false;
   for (JobRecord* v : ordered) {
+    // A victim that would make an allowed set disallowed (its queue would fall below its share)
+    // is passed over rather than taken: later ones may still do.
+    if (!plan.victims.empty() && search.allowed(plan.victims)) {
+      plan.victims.push_back(v);
+      const bool still = search.allowed(plan.victims);
+      plan.victims.pop_back();
+      if (!still) continue;
+    }
     for (int a : v->allocations) trial.Release(a);
     plan.victims.push_back(v);
     growing.Free(*v);

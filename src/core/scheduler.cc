@@ -256,6 +256,18 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
       return -1;
     }
   }
+  const QueueSpec& target = queues_[q->second].spec;
+  const double smallest =
+      JobGpus(spec, spec.min_replicas > 0 ? spec.min_replicas : TotalReplicas(spec));
+  if (target.cap_gpus >= 0 && smallest > target.cap_gpus + kEps) {
+    char text[240];
+    std::snprintf(text, sizeof text,
+                  "cap: queue %s may hold at most %g GPUs and the job needs %g; ask for fewer "
+                  "GPUs or replicas, or raise the queue's cap",
+                  target.name.c_str(), target.cap_gpus, smallest);
+    *why = text;
+    return -1;
+  }
   JobRecord job;
   job.spec = spec;
   // A share of a whole GPU is the GPU.
@@ -338,6 +350,7 @@ void Scheduler::CommitWaiting(JobRecord& p, double gpus, bool guaranteed) {
   Queue& q = queues_[p.queue];
   p.committed_gpus = gpus;
   p.reserved_guaranteed = guaranteed;
+  q.waiting_gpus += gpus;
   q.committed.gpu += gpus;
   if (guaranteed) q.committed_guaranteed += gpus;
 }
@@ -345,6 +358,7 @@ void Scheduler::CommitWaiting(JobRecord& p, double gpus, bool guaranteed) {
 void Scheduler::UncommitWaiting(JobRecord& p) {
   Queue& q = queues_[p.queue];
   q.committed.gpu -= p.committed_gpus;
+  q.waiting_gpus -= p.committed_gpus;
   if (p.reserved_guaranteed) q.committed_guaranteed -= p.committed_gpus;
   p.committed_gpus = 0;
 }
@@ -495,7 +509,8 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     ctx.gpus_by_priority = &gpus_by_priority_;
     ctx.reservations = reservations_.size() > 0 ? &reservations_ : nullptr;
     ctx.job_id = job.id;
-    ctx.guaranteed = guaranteed;
+    // A reservation being planned keeps clear of every other one, yielding or not.
+    ctx.guaranteed = guaranteed && !planning_reservation_;
     ctx.priority = WholePriority(job, now_);
     pipeline_->SetContext(ctx);
     if (exact) {
@@ -586,12 +601,13 @@ bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* 
 bool Scheduler::MayGuarantee(const JobRecord& job, double need) const {
   const Queue& q = queues_[job.queue];
   return job.spec.priority >= 0 && q.committed_guaranteed + need <= q.guarantee_gpus + kEps &&
-         (q.spec.cap_gpus < 0 || q.held.gpu + need <= q.spec.cap_gpus + kEps);
+         (q.spec.cap_gpus < 0 || q.held.gpu + q.waiting_gpus + need <= q.spec.cap_gpus + kEps);
 }
 
 bool Scheduler::UnderCap(const JobRecord& job, double need, std::string* why) const {
   const Queue& q = queues_[job.queue];
-  if (q.spec.cap_gpus < 0 || q.held.gpu + need <= q.spec.cap_gpus + kEps) return true;
+  if (q.spec.cap_gpus < 0 || q.held.gpu + q.waiting_gpus + need <= q.spec.cap_gpus + kEps)
+    return true;
   if (why) {
     char text[200];
     std::snprintf(text, sizeof text,
@@ -683,7 +699,9 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
       job.failed_at == version_)
     return false;
-  if (failed_shapes_.Dominated(job.shape_class, job.shape, priority)) {
+  // A job with a reservation may use GPUs the failed jobs could not: it is never skipped.
+  const Reservations::Reservation* reserved = reservations_.Of(job.id);
+  if (!reserved && failed_shapes_.Dominated(job.shape_class, job.shape, priority)) {
     job.failed_at = version_;
     TryReserve(job, now);
     return false;
@@ -723,7 +741,15 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   if (TryPreempt(job, now, fair, guarantee_pass, out)) return true;
   if (guarantee_pass) return false;  // it is tried again, borrowing too, in the second pass
   job.failed_at = version_;
-  failed_shapes_.Add(job.shape_class, job.shape, priority);
+  if (reserved && !reserved->for_preemption) {
+    // Every reserved GPU free and still no fit: the plan no longer holds (other reservations
+    // interleave with it, hardware changed). Drop it; a new one is planned.
+    bool all_free = true;
+    for (const auto& [n, g] : reserved->gpus) all_free = all_free && allocator_->gpu_free(n, g);
+    if (all_free) reservations_.Drop(job.id);
+    reserved = nullptr;
+  }
+  if (!reservations_.Of(job.id)) failed_shapes_.Add(job.shape_class, job.shape, priority);
   TryReserve(job, now);
   return false;
 }
@@ -793,7 +819,8 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   };
   Victims reclaim, fair_reclaim, lower;
   for (const auto& [id, v] : running_) {
-    if (v->state != JobState::kRunning || !v->spec.preemptible) continue;
+    // A job started in this very call is no victim yet: nothing starts and stops in one cycle.
+    if (v->state != JobState::kRunning || !v->spec.preemptible || v->start_time == now) continue;
     if (v->queue != job.queue && v->borrowed) {
       // (a) Reclaim the guarantee from borrowers; (a') restore the fair share from queues
       // above theirs by the hysteresis band (how far, `allowed` checks for the whole set).
@@ -839,7 +866,8 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
         for (const auto& [q, gpus] : taken)
           if (queues_[q].committed.gpu - gpus < fair[q] - kEps) return false;
       const bool under_cap =
-          queue.spec.cap_gpus < 0 || queue.held.gpu - own + need <= queue.spec.cap_gpus + kEps;
+          queue.spec.cap_gpus < 0 ||
+          queue.held.gpu + queue.waiting_gpus - own + need <= queue.spec.cap_gpus + kEps;
       if (plan.guaranteed)
         return job.spec.priority >= 0 && under_cap &&
                queue.committed_guaranteed - own_guaranteed + need <= queue.guarantee_gpus + kEps;
@@ -900,7 +928,9 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   search.fits = [&](Allocator& trial, TrialPlacement* where) {
     return TryPlaceOn(job, guaranteed, trial, where);
   };
+  planning_reservation_ = true;
   std::optional<VictimPlan> found = FindVictims(search, occupants);
+  planning_reservation_ = false;
   if (!found) return;
   Reservations::Reservation kind;
   kind.yields = !guaranteed;
@@ -1153,6 +1183,7 @@ std::string Scheduler::CheckConsistency() const {
     if (j.state == JobState::kPending) {
       q.pending.push_back(const_cast<JobRecord*>(&j));
       q.committed.gpu += j.committed_gpus;
+      q.waiting_gpus += j.committed_gpus;
       if (j.reserved_guaranteed) q.committed_guaranteed += j.committed_gpus;
       continue;
     }
@@ -1189,6 +1220,7 @@ std::string Scheduler::CheckConsistency() const {
       return name + "committed " + std::to_string(have.committed.gpu) + " GPUs, jobs commit " +
              std::to_string(w.committed.gpu);
     if (!near(have.borrowed_gpus, w.borrowed_gpus)) return name + "borrowed GPUs differ";
+    if (!near(have.waiting_gpus, w.waiting_gpus)) return name + "waiting preemptors' GPUs differ";
     if (!near(have.demand_gpus, w.demand_gpus)) return name + "demand differs";
     if (have.running != w.running) return name + "running count differs";
     if (have.committed_by_priority != w.committed_by_priority)

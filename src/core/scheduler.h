@@ -254,6 +254,7 @@ class Scheduler {
     ResourceVector held;       // running and stopping jobs
     ResourceVector committed;  // running jobs not stopping, plus waiting preemptors
     double committed_guaranteed = 0;
+    double waiting_gpus = 0;  // waiting preemptors' GPUs: held soon, so caps count them
     std::map<int, int> committed_by_priority;  // running jobs not stopping, by priority
     double borrowed_gpus = 0;
     double demand_gpus = 0;  // every job not ended, at full size
@@ -326,7 +327,8 @@ class Scheduler {
   uint64_t version_ = 0;  // bumped whenever capacity is freed, health changes or a borrower starts
   std::deque<EngineEvent> events_;
   uint64_t next_event_ = 1;
-  double now_ = 0;  // the clock of the latest call that passed one
+  double now_ = 0;                     // the clock of the latest call that passed one
+  bool planning_reservation_ = false;  // TryReserve's trials: every reservation blocks
 };
 
 }  // namespace berth
