@@ -72,6 +72,8 @@ std::vector<ReplayJob> ReplayJobsFromTrace(const Cluster& cluster,
 
 namespace {
 
+constexpr size_t kMaxCyclesAtOneInstant = 100000;
+
 // How much slower a placement runs than the tightest one the cluster could have offered.
 double PlacementFactor(Level level, double comm, const ReplayOptions& o) {
   double f = 1;
@@ -329,7 +331,7 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
   };
 
   size_t next = 0, next_event = 0;
-  size_t steps = 0;
+  size_t steps = 0, same_instant = 0;
   const size_t sample_every =
       std::max<size_t>(1, 2 * input.size() / std::max(1, options.timeline_points));
   const double capacity = cluster.gpu_count();
@@ -347,8 +349,17 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
     const double t_trace =
         next_event < event_order.size() ? trace_events[event_order[next_event]].time : 1e300;
     const double t_event = events.empty() ? 1e300 : events.top().time;
-    if (std::min({t_arrival, t_trace, t_event}) >= 1e300) break;  // nothing left to happen
-    now = std::min({t_arrival, t_trace, t_event});
+    const double t = std::min({t_arrival, t_trace, t_event});
+    if (t >= 1e300) break;  // nothing left to happen
+    // Decisions that undo each other at one instant (say, preempt and restart with no grace
+    // period) would never let the clock move: stop rather than hang.
+    same_instant = t == now ? same_instant + 1 : 0;
+    if (same_instant > kMaxCyclesAtOneInstant) {
+      result.error = "the engine made no progress at " + std::to_string(static_cast<int64_t>(now)) +
+                     " s: " + std::to_string(same_instant) + " cycles at one instant";
+      break;
+    }
+    now = t;
     util_until(now);
     while (!events.empty() && events.top().time <= now) {
       const Event e = events.top();
