@@ -1,5 +1,6 @@
 #include "config/berth_trace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -89,7 +90,7 @@ class TraceParser {
     if (node.size() > most)
       r_.Fail(node, path,
               std::to_string(node.size()) + " " + what + ", more than the limit of " +
-                  std::to_string(most) + "; split the trace");
+                  std::to_string(most) + "; give at most " + std::to_string(most));
   }
 
   std::string Text(const YAML::Node& node, const std::string& path, size_t most = kMaxName,
