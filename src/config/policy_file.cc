@@ -22,10 +22,12 @@ const std::vector<std::string> kFields = {"agingCap",
                                           "candidates",
                                           "filters",
                                           "maxBackoffSeconds",
+                                          "maxReservations",
                                           "name",
                                           "priorityClasses",
                                           "qosWeights",
                                           "reclaimHysteresis",
+                                          "reserveAfterSeconds",
                                           "retryBackoffSeconds",
                                           "scores",
                                           "seed",
@@ -108,6 +110,8 @@ class PolicyParser {
         ParseQosWeights(v, &policy.qos_weights);
       } else if (key == "candidates") {
         Try(key, [&] { policy.candidates = Int32(v, key); });
+      } else if (key == "maxReservations") {
+        Try(key, [&] { policy.max_reservations = Int32(v, key); });
       } else if (key == "seed") {
         Try(key, [&] { policy.seed = static_cast<uint64_t>(r_.Int(v, key, 0)); });
       } else if (key == "tieBreak") {
@@ -125,6 +129,7 @@ class PolicyParser {
                        : key == "agingCap"            ? &policy.aging_cap
                        : key == "reclaimHysteresis"   ? &policy.reclaim_hysteresis
                        : key == "retryBackoffSeconds" ? &policy.retry_backoff_s
+                       : key == "reserveAfterSeconds" ? &policy.reserve_after_s
                                                       : &policy.max_backoff_s;
         Try(key, [&] { *knob = r_.Number(v, key); });
       }

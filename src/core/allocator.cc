@@ -399,6 +399,14 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
   // A later replica continues the scan of the one before, unless a bind added nodes since.
   bool next_replica = !placed.empty();
   auto place = [&] {
+    if (req.exact) {
+      Candidate c;
+      if (placed.size() >= req.exact->size() ||
+          !ExactCandidate(req, pool, (*req.exact)[placed.size()], &c))
+        return false;
+      Commit(req, pool, c, out, taken, id);
+      return true;
+    }
     if (chooser) {
       const CandidateList& candidates = Enumerate(req, pool, limit, next_replica);
       if (candidates.empty()) return false;
@@ -414,7 +422,11 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
   };
   bool ok = place();
   // A VC whose bound cells are full binds another cell of its guarantee, if it has one left.
-  while (!ok && pool != BuddyAllocator::kPhysicalPool && within < 0 && BindFor(req, taken)) {
+  if (!ok && req.exact && pool != BuddyAllocator::kPhysicalPool &&
+      placed.size() < req.exact->size() && BindExact(req, (*req.exact)[placed.size()], taken))
+    ok = place();
+  while (!ok && !req.exact && pool != BuddyAllocator::kPhysicalPool && within < 0 &&
+         BindFor(req, taken)) {
     next_replica = false;
     ok = place();
   }
@@ -839,10 +851,14 @@ bool Allocator::BindFor(const AllocationRequest& req, Allocation* taken) {
       pick = static_cast<int>(i);
   }
   if (pick < 0) return false;
-  const int type = vc.guarantee_types[pick];
   const int before = GuaranteeShortfallGpus();
-  const int cell = buddy_.TakeType(BuddyAllocator::kPhysicalPool, type);
-  if (cell < 0) return false;
+  const int cell = buddy_.TakeType(BuddyAllocator::kPhysicalPool, vc.guarantee_types[pick]);
+  return cell >= 0 && BindCell(req, pick, cell, before, taken);
+}
+
+bool Allocator::BindCell(const AllocationRequest& req, int pick, int cell, int before,
+                         Allocation* taken) {
+  VirtualCluster& vc = vcs_[req.vc];
   ++vc.bound_counts[pick];
   // Bound before the check: the safety test reads the GPUs' holders, and a cell only taken in
   // the physical pool still looks free there.
@@ -860,6 +876,81 @@ bool Allocator::BindFor(const AllocationRequest& req, Allocation* taken) {
   vc.bound_cells.push_back(cell);
   taken->bound_here.push_back(cell);
   return true;
+}
+
+bool Allocator::BindExact(const AllocationRequest& req, const ReplicaPlacement& target,
+                          Allocation* taken) {
+  if (target.node < 0 || target.node >= static_cast<int>(gpus_.size()) || target.gpus.empty())
+    return false;
+  const int leaf = tree_->gpu_cell(target.node, target.gpus[0]);
+  if (leaf < 0) return false;
+  const VirtualCluster& vc = vcs_[req.vc];
+  const auto& cells = tree_->cells();
+  for (int c = leaf; c >= 0; c = cells[c].parent) {
+    if (buddy_.pool(c) != BuddyAllocator::kPhysicalPool) return false;
+    for (size_t i = 0; i < vc.guarantee_types.size(); ++i) {
+      if (vc.guarantee_types[i] != cells[c].type || vc.bound_counts[i] >= vc.guarantee_counts[i])
+        continue;
+      if (buddy_.free_leaves(c) != tree_->type_of(c).leaf_count) return false;
+      const int before = GuaranteeShortfallGpus();
+      buddy_.TakeCell(c);
+      return BindCell(req, static_cast<int>(i), c, before, taken);
+    }
+  }
+  return false;
+}
+
+bool Allocator::ExactCandidate(const AllocationRequest& req, int pool,
+                               const ReplicaPlacement& target, Candidate* out) const {
+  const Demand& d = req.demand;
+  const int node = target.node;
+  if (node < 0 || node >= static_cast<int>(gpus_.size()) || cordoned_[node]) return false;
+  for (int g : target.gpus)
+    if (g < 0 || g >= static_cast<int>(gpus_[node].size()) || tree_->gpu_cell(node, g) < 0)
+      return false;
+  *out = Candidate{node, target.gpus, Level::kNode, {}};
+  if (d.gpus == 0 && d.gpu_milli == 0 && d.mig_profile.empty())
+    return target.gpus.empty() && resources_.Fits(node, {}, d.cpu_milli, d.memory_mib);
+  const auto& cells = tree_->cells();
+  if (d.gpus > 0) {
+    if (static_cast<int>(target.gpus.size()) != d.gpus) return false;
+    std::set<int> wanted(target.gpus.begin(), target.gpus.end());
+    if (static_cast<int>(wanted.size()) != d.gpus) return false;
+    // The largest cells of the pool made of wanted GPUs only, each entirely free.
+    std::set<int> taken_cells;
+    for (int g : target.gpus) {
+      int c = tree_->gpu_cell(node, g);
+      if (!gpu_free(node, g) || buddy_.pool(c) != pool ||
+          !ModelAllowed(d, gpu_models_[node][g]->name))
+        return false;
+      for (int p = cells[c].parent; p >= 0 && buddy_.pool(p) == pool; p = cells[p].parent) {
+        bool inside = true;
+        for (int x = p; x < tree_->subtree_end(p) && inside; ++x)
+          if (cells[x].gpu >= 0) inside = cells[x].node == node && wanted.count(cells[x].gpu);
+        if (!inside) break;
+        c = p;
+      }
+      taken_cells.insert(c);
+    }
+    for (int c : taken_cells)
+      if (buddy_.free_leaves(c) != tree_->type_of(c).leaf_count) return false;
+    out->cells.assign(taken_cells.begin(), taken_cells.end());
+    return FitsNode(req, node, target.gpus);
+  }
+  if (target.gpus.size() != 1) return false;
+  const int gpu = target.gpus[0];
+  const int leaf = tree_->gpu_cell(node, gpu);
+  if (buddy_.pool(leaf) != pool) return false;
+  const GpuState& g = gpus_[node][gpu];
+  const bool fresh = gpu_free(node, gpu);
+  if (fresh) out->cells = {leaf};
+  if (d.gpu_milli > 0) {
+    if (!fresh && g.holder != kShared) return false;
+    return ShareFits(req, node, gpu);
+  }
+  if (!fresh && g.holder != kMig) return false;
+  return MigPlacement(req, node, gpu, &out->mig_profile, &out->mig_start, &out->mig_slot) &&
+         (target.mig_start < 0 || out->mig_start == target.mig_start);
 }
 
 void Allocator::MaybeUnbind(int vc, int cell) {

@@ -45,6 +45,8 @@ struct Demand {
   bool operator==(const Demand&) const = default;
 };
 
+struct ReplicaPlacement;
+
 struct AllocationRequest {
   int replicas = 1;
   Demand demand;
@@ -53,6 +55,11 @@ struct AllocationRequest {
   int vc = -1;                 // index into the VCs; -1: none
   bool opportunistic = false;  // borrow any free cell; the allocation is preemptible
   int only_node = -1;          // >= 0: place every replica on this node
+  // Set: replica i goes exactly where (*exact)[i] says (node, GPUs, MIG start), or the request
+  // fails: crash recovery re-creates placements decided before. A guaranteed request binds the
+  // guarantee cell holding its GPUs when they are not bound yet, so adopt guaranteed work
+  // before borrowed work. Chooser and candidate limit are not used.
+  const std::vector<ReplicaPlacement>* exact = nullptr;
 };
 
 struct ReplicaPlacement {
@@ -254,6 +261,15 @@ class Allocator {
   bool PlaceMig(const AllocationRequest& req, int pool, ReplicaPlacement* out);
   bool PlaceCpuOnly(const AllocationRequest& req, ReplicaPlacement* out);
   bool BindFor(const AllocationRequest& req, Allocation* taken);
+  // Binds `cell` (of the VC's guarantee type `pick`, just taken in the physical pool) to the
+  // request's VC, unless the shortfall of guarantees grows past `before` (measured before the
+  // take): binding never leaves another VC's guarantee without backing.
+  bool BindCell(const AllocationRequest& req, int pick, int cell, int before, Allocation* taken);
+  // The candidate that puts the replica exactly at `target`, if it is free in `pool`.
+  bool ExactCandidate(const AllocationRequest& req, int pool, const ReplicaPlacement& target,
+                      Candidate* out) const;
+  // Binds the smallest unbound guarantee cell of the request's VC that holds `target`'s GPUs.
+  bool BindExact(const AllocationRequest& req, const ReplicaPlacement& target, Allocation* taken);
   void UndoReplica(const ReplicaPlacement& r, bool preemptible);
   void UpdateUsability(int node, int gpu, bool was_usable);
   void UndoCells(Allocation* taken, int vc);  // gives back whole_cells, unbinds bound_here

@@ -86,6 +86,8 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
     for (size_t j = 0; j < run.candidates->size(); ++j) {
       const size_t i = run.start + j;
       const Candidate& c = (*run.candidates)[j];
+      if (ctx.reservations && ctx.reservations->Blocks(c, ctx.job_id, ctx.guaranteed, ctx.priority))
+        continue;
       LocalVerdict once;
       LocalVerdict& v = verdicts ? verdicts[j] : once;
       if (!v.known) JudgeLocally(ctx, c, &v);
@@ -120,6 +122,7 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
     }
   }
   if (best >= 0) refused_by_retryable_ = false;
+  best_score_ = best_score;
   return best;
 }
 

@@ -39,6 +39,8 @@ class PlacementPipeline : public PlacementChooser {
 
   // Whether the last Choose since SetContext refused a candidate through a retryable filter.
   bool refused_by_retryable() const { return refused_by_retryable_; }
+  // The weighted score of the candidate the last Choose picked.
+  double best_score() const { return best_score_; }
 
  private:
   struct WeightedScore {
@@ -63,6 +65,7 @@ class PlacementPipeline : public PlacementChooser {
   PlacementContext context_;
   std::mt19937_64 rng_;
   bool refused_by_retryable_ = false;
+  double best_score_ = 0;
   double nonlocal_max_ = 0;  // the most the scores that are not node-local can add
   // The local verdicts of cached runs (one per node; its version is unique to the node's
   // state), for this decision only, or per demand when kept across decisions: a gang's later

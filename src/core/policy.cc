@@ -30,6 +30,10 @@ std::vector<std::string> ValidatePolicy(const Policy& policy) {
   if (policy.aging_cap < 0) errors.push_back("agingCap: must be >= 0");
   if (policy.reclaim_hysteresis < 0 || policy.reclaim_hysteresis >= 1)
     errors.push_back("reclaimHysteresis: must be in [0, 1)");
+  if (!(policy.reserve_after_s >= 0) || policy.reserve_after_s > 1e9)
+    errors.push_back("reserveAfterSeconds: must be between 0 and 1e9");
+  if (policy.max_reservations < 0 || policy.max_reservations > 1000)
+    errors.push_back("maxReservations: must be between 0 and 1000 (0: no reservations)");
   if (policy.retry_backoff_s <= 0) errors.push_back("retryBackoffSeconds: must be > 0");
   if (policy.max_backoff_s < policy.retry_backoff_s)
     errors.push_back("maxBackoffSeconds: must be >= retryBackoffSeconds");

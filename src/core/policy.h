@@ -42,6 +42,9 @@ struct Policy {
   double aging_cap = 100;            // most points aging can add
   double reclaim_hysteresis = 0.05;  // fraction of a queue's fair share (no oscillation)
   double retry_backoff_s = 10;       // first back-off of a job refused by a filter
+  // A job pending this long gets a reservation (nothing starves); at most this many at once.
+  double reserve_after_s = 600;
+  int max_reservations = 2;
   double max_backoff_s = 300;
 };
 

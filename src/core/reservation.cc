@@ -3,13 +3,15 @@
 namespace berth {
 
 std::vector<int> Reservations::Reserve(int job, const std::vector<ReplicaPlacement>& plan,
-                                       bool yields, bool for_preemption, size_t nodes) {
+                                       bool yields, bool for_preemption, double priority,
+                                       size_t nodes) {
   if (reserved_on_.size() < nodes) reserved_on_.resize(nodes, 0);
   Drop(job);
   std::vector<int> dropped;
   Reservation r;
   r.yields = yields;
   r.for_preemption = for_preemption;
+  r.priority = priority;
   for (const ReplicaPlacement& p : plan)
     for (int g : p.gpus) {
       const int owner = OwnerOf(p.node, g);
@@ -38,11 +40,13 @@ void Reservations::Drop(int job) {
   by_job_.erase(it);
 }
 
-bool Reservations::BlocksOnNode(const Candidate& c, int job, bool guaranteed) const {
+bool Reservations::BlocksOnNode(const Candidate& c, int job, bool guaranteed,
+                                double priority) const {
   for (int g : c.gpus) {
     auto it = owners_.find({c.node, g});
     if (it == owners_.end() || it->second == job) continue;
-    if (guaranteed && by_job_.at(it->second).yields) continue;
+    const Reservation& r = by_job_.at(it->second);
+    if ((guaranteed && r.yields) || (!r.for_preemption && priority > r.priority)) continue;
     return true;
   }
   return false;

@@ -6,6 +6,10 @@
 // a queue's guarantee comes before another queue's borrowing. The engine drops a yielding
 // reservation when guaranteed work takes one of its GPUs.
 //
+// A starving job's reservation also gives way to jobs of strictly higher priority (its own,
+// aging included, when it was made): a reservation keeps later work of the same or lower
+// priority away, not more urgent work. A preemptor's reservation gives way to nobody.
+//
 // Plain data: the engine decides who reserves what and when to drop it.
 #pragma once
 
@@ -23,19 +27,20 @@ class Reservations {
     std::vector<std::pair<int, int>> gpus;  // (node, gpu)
     bool yields = false;
     bool for_preemption = false;  // a preemptor's plan (else a starving job's)
+    double priority = 0;          // a starving job's: jobs above it are not blocked
   };
 
   // `nodes`: the cluster's node count. Reserves every GPU of `plan` for `job` (replacing what
   // it held). A GPU already reserved by a yielding reservation moves to `job`, and that other
   // reservation is dropped whole; returns the jobs whose reservations were dropped so.
   std::vector<int> Reserve(int job, const std::vector<ReplicaPlacement>& plan, bool yields,
-                           bool for_preemption, size_t nodes);
+                           bool for_preemption, double priority, size_t nodes);
   void Drop(int job);
-  // Whether `c` touches a GPU reserved for another job (a yielding one does not count for a
-  // guaranteed placement).
-  bool Blocks(const Candidate& c, int job, bool guaranteed) const {
+  // Whether `c` touches a GPU reserved for another job, for a placement of `job` at
+  // `priority`, inside its guarantee or not.
+  bool Blocks(const Candidate& c, int job, bool guaranteed, double priority) const {
     if (owners_.empty() || reserved_on_[c.node] == 0) return false;
-    return BlocksOnNode(c, job, guaranteed);
+    return BlocksOnNode(c, job, guaranteed, priority);
   }
   // The job holding (node, gpu), or -1.
   int OwnerOf(int node, int gpu) const;
@@ -46,7 +51,7 @@ class Reservations {
   int starving() const { return starving_; }
 
  private:
-  bool BlocksOnNode(const Candidate& c, int job, bool guaranteed) const;
+  bool BlocksOnNode(const Candidate& c, int job, bool guaranteed, double priority) const;
 
   std::map<int, Reservation> by_job_;
   std::map<std::pair<int, int>, int> owners_;  // (node, gpu) -> job

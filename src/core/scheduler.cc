@@ -1,89 +1,25 @@
 #include "core/scheduler.h"
 
 #include <algorithm>
-#include <climits>
-#include <set>
-#include <tuple>
+#include <cmath>
+
+#include "core/preemption.h"
+#include "core/queue_order.h"
 
 namespace berth {
 namespace {
 
-// An upper bound on how many replicas of a job could be placed once some victims are gone: a
-// node hosts (its free GPUs + what the victims free there) / the smallest replica's GPUs,
-// counting only GPUs the placement may use: a guaranteed one uses its VC's bound cells, and
-// the physical pool only as far as its guarantee has cells left to bind. What-if trials copy
-// the allocator, so they run only where this bound reaches the job's replicas. Jobs asking for
-// shares, MIG slices or no GPU are not bounded.
-class ReplicaBound {
- public:
-  ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc) : vc_(vc) {
-    if (!Measure(alloc, spec)) return;
-    for (int pool : {kPhysical, kOwn}) {
-      free_[pool].assign(alloc.cluster().nodes.size(), 0);
-      if (pool == kOwn && vc < 0) continue;
-      for (size_t n = 0; n < free_[pool].size(); ++n) {
-        free_[pool][n] = alloc.FreeGpusOn(static_cast<int>(n), pool == kOwn ? vc : -1);
-        slots_[pool] += free_[pool][n] / smallest_;
-      }
-    }
-  }
-  // may_fit() of a fresh bound, without building one: stops counting at the first proof, and
-  // visits only nodes the placement may use (this runs before every try of a whole gang).
-  static bool MayFitNow(const Allocator& alloc, const JobSpec& spec, int vc) {
-    ReplicaBound b(vc);
-    if (!b.Measure(alloc, spec)) return true;
-    if (vc >= 0) b.slots_[kOwn] = alloc.ReplicaSlots(vc, b.smallest_, b.replicas_);
-    const int wanted = std::min(b.physical_cap_, b.replicas_ - b.slots_[kOwn]);
-    if (wanted > 0) b.slots_[kPhysical] = alloc.ReplicaSlots(-1, b.smallest_, wanted);
-    return b.may_fit();
-  }
-  int free_on(int node) const {
-    return smallest_ == 0 ? 0 : free_[kPhysical][node] + free_[kOwn][node];
-  }
-  int smallest() const { return smallest_; }
+constexpr double kEps = 1e-9;
 
-  // Counts what the victim holds as free. A released cell of the VC's own may go back to the
-  // physical pool; counting it in either is still an upper bound.
-  void Free(const JobRecord& victim) {
-    if (smallest_ == 0) return;
-    const int pool = vc_ >= 0 && !victim.borrowed && victim.queue == vc_ ? kOwn : kPhysical;
-    for (const ReplicaPlacement& r : victim.placements) {
-      int& free = free_[pool][r.node];
-      slots_[pool] -= free / smallest_;
-      free += static_cast<int>(r.gpus.size());
-      slots_[pool] += free / smallest_;
-    }
-  }
-  bool may_fit() const {
-    return smallest_ == 0 || slots_[kOwn] + std::min(slots_[kPhysical], physical_cap_) >= replicas_;
-  }
-  bool MayFitWithout(const std::vector<JobRecord*>& victims) const {
-    ReplicaBound after = *this;
-    for (const JobRecord* v : victims) after.Free(*v);
-    return after.may_fit();
-  }
-
- private:
-  enum { kPhysical = 0, kOwn = 1 };  // the physical pool; the VC's bound cells
-  explicit ReplicaBound(int vc) : vc_(vc) {}
-  // The smallest replica, the replica count and the physical cap; false when unbounded.
-  bool Measure(const Allocator& alloc, const JobSpec& spec) {
-    for (const TaskGroup& g : spec.groups) {
-      if (g.demand.gpus <= 0) {
-        smallest_ = 0;
-        return false;
-      }
-      smallest_ = smallest_ == 0 ? g.demand.gpus : std::min(smallest_, g.demand.gpus);
-      replicas_ += g.replicas;
-    }
-    physical_cap_ = vc_ < 0 ? INT_MAX : alloc.UnboundGuaranteeGpus(vc_) / smallest_;
-    return smallest_ > 0;
-  }
-  int vc_;
-  int smallest_ = 0, replicas_ = 0, physical_cap_ = 0;  // smallest_ 0: unbounded
-  std::vector<int> free_[2];                            // [pool][node] free GPUs
-  int slots_[2] = {0, 0};
-};
+ResourceVector& operator+=(ResourceVector& a, const ResourceVector& b) {
+  a.gpu += b.gpu;
+  a.cpu_milli += b.cpu_milli;
+  a.memory_mib += b.memory_mib;
+  return a;
+}
+ResourceVector Scaled(const ResourceVector& r, double k) {
+  return {r.gpu * k, r.cpu_milli * k, r.memory_mib * k};
+}
 
 }  // namespace
 
@@ -97,6 +33,36 @@ const char* JobStateName(JobState state) {
       return "stopping";
     case JobState::kDone:
       return "done";
+  }
+  return "?";
+}
+
+const char* JobEndName(JobEnd end) {
+  switch (end) {
+    case JobEnd::kNone:
+      return "";
+    case JobEnd::kSucceeded:
+      return "succeeded";
+    case JobEnd::kFailed:
+      return "failed";
+    case JobEnd::kCancelled:
+      return "cancelled";
+    case JobEnd::kLost:
+      return "lost";
+  }
+  return "?";
+}
+
+const char* DecisionKindName(Decision::Kind kind) {
+  switch (kind) {
+    case Decision::Kind::kStart:
+      return "start";
+    case Decision::Kind::kPreempt:
+      return "preempt";
+    case Decision::Kind::kEvict:
+      return "evict";
+    case Decision::Kind::kKill:
+      return "kill";
   }
   return "?";
 }
@@ -159,6 +125,19 @@ const JobRecord* Scheduler::job(int id) const {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
+void Scheduler::Emit(double now, int job, const std::string& kind, const std::string& reason) {
+  events_.push_back({next_event_++, now, job, kind, reason});
+  if (events_.size() > kKeptEvents) events_.pop_front();
+}
+
+std::vector<EngineEvent> Scheduler::EventsSince(uint64_t seq) const {
+  std::vector<EngineEvent> out;
+  auto it = std::upper_bound(events_.begin(), events_.end(), seq,
+                             [](uint64_t s, const EngineEvent& e) { return s < e.seq; });
+  out.assign(it, events_.end());
+  return out;
+}
+
 double Scheduler::JobGpus(const JobSpec& spec, int replicas) const {
   double gpus = 0;
   int left = replicas;
@@ -201,9 +180,19 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
       *why = "groups." + g.name + ".replicas: must be >= 1";
       return -1;
     }
+    if (g.demand.gpu_milli < 0 || g.demand.gpu_milli > 1000) {
+      *why = "groups." + g.name + ".gpuMilli: must be between 1 and 1000 (1000: one whole GPU)";
+      return -1;
+    }
   }
   JobRecord job;
   job.spec = spec;
+  // A share of a whole GPU is the GPU.
+  for (TaskGroup& g : job.spec.groups)
+    if (g.demand.gpu_milli == 1000) {
+      g.demand.gpu_milli = 0;
+      g.demand.gpus = 1;
+    }
   if (!spec.priority_class.empty()) {
     const auto& classes = pipeline_->policy().priority_classes;
     auto it = classes.find(spec.priority_class);
@@ -219,30 +208,69 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
   job.id = next_job_++;
   job.queue = q->second;
   job.submit_time = now;
-  queues_[job.queue].pending.push_back(job.id);
+  job.pending_since = now;
+  Queue& queue = queues_[job.queue];
+  queue.pending.push_back(job.id);
+  queue.demand_gpus += JobGpus(job.spec, TotalReplicas(job.spec));
+  Emit(now, job.id, "submitted", "queue " + queue.spec.name);
   jobs_[job.id] = std::move(job);
   return next_job_ - 1;
 }
 
+// Held counts running and stopping jobs; committed counts running jobs that are not stopping.
 void Scheduler::Account(const JobRecord& job, int sign) {
   Queue& q = queues_[job.queue];
-  const ResourceVector r = JobResources(job);
-  q.usage.gpu += sign * r.gpu;
-  q.usage.cpu_milli += sign * r.cpu_milli;
-  q.usage.memory_mib += sign * r.memory_mib;
-  (job.borrowed ? q.borrowed_gpus : q.guaranteed_gpus) += sign * r.gpu;
-  q.user_usage[job.spec.user] += sign * r.gpu;
+  const ResourceVector r = Scaled(JobResources(job), sign);
+  q.held += r;
+  q.committed += r;
+  if (!job.borrowed) q.committed_guaranteed += r.gpu;
+  q.user_usage[job.spec.user] += r;
+  if (job.borrowed) q.borrowed_gpus += r.gpu;
   q.running += sign;
   for (const ReplicaPlacement& p : job.placements) {
     auto& on_node = gpus_by_priority_[p.node];
     double& gpus = on_node[job.spec.priority];
     gpus += sign * job.gpu_equivalents / static_cast<double>(job.placements.size());
-    if (gpus < 1e-9) on_node.erase(job.spec.priority);
+    if (gpus < kEps) on_node.erase(job.spec.priority);
   }
 }
 
+void Scheduler::Uncommit(const JobRecord& job) {
+  Queue& q = queues_[job.queue];
+  const ResourceVector r = Scaled(JobResources(job), -1);
+  q.committed += r;
+  if (!job.borrowed) q.committed_guaranteed += r.gpu;
+  q.user_usage[job.spec.user] += r;
+}
+
+void Scheduler::CommitWaiting(JobRecord& p, double gpus, bool guaranteed) {
+  Queue& q = queues_[p.queue];
+  p.committed_gpus = gpus;
+  p.reserved_guaranteed = guaranteed;
+  q.committed.gpu += gpus;
+  if (guaranteed) q.committed_guaranteed += gpus;
+}
+
+void Scheduler::UncommitWaiting(JobRecord& p) {
+  Queue& q = queues_[p.queue];
+  q.committed.gpu -= p.committed_gpus;
+  if (p.reserved_guaranteed) q.committed_guaranteed -= p.committed_gpus;
+  p.committed_gpus = 0;
+}
+
 void Scheduler::Release(JobRecord& job) {
-  Account(job, -1);
+  Queue& q = queues_[job.queue];
+  const ResourceVector r = Scaled(JobResources(job), -1);
+  q.held += r;
+  if (job.borrowed) q.borrowed_gpus += r.gpu;
+  --q.running;
+  if (job.state == JobState::kRunning) Uncommit(job);
+  for (const ReplicaPlacement& p : job.placements) {
+    auto& on_node = gpus_by_priority_[p.node];
+    double& gpus = on_node[job.spec.priority];
+    gpus -= job.gpu_equivalents / static_cast<double>(job.placements.size());
+    if (gpus < kEps) on_node.erase(job.spec.priority);
+  }
   running_.erase(job.id);
   ++version_;
   for (int id : job.allocations) allocator_->Release(id);
@@ -250,60 +278,105 @@ void Scheduler::Release(JobRecord& job) {
   job.placements.clear();
   job.replicas = 0;
   job.gpu_equivalents = 0;
+  job.borrowed = false;
 }
 
-// A victim has stopped (or ended while stopping): its allocations go to its preemptor, which
-// still waits, so that nobody else takes them first. Returns the preemptor when this was its
-// last victim, else null.
-JobRecord* Scheduler::HandOver(JobRecord& victim) {
-  auto it = jobs_.find(victim.preempted_by);
-  victim.preempted_by = -1;
-  if (it == jobs_.end() || it->second.state != JobState::kPending) return nullptr;
-  JobRecord& p = it->second;
-  p.held.insert(p.held.end(), victim.allocations.begin(), victim.allocations.end());
-  victim.allocations.clear();  // Release(victim) then frees nothing in the allocator
-  std::erase(p.waiting_for, victim.id);
-  return p.waiting_for.empty() ? &p : nullptr;
+void Scheduler::ToPending(JobRecord& job, double now, const std::string& why) {
+  job.state = JobState::kPending;
+  job.pending_since = now;
+  job.stop_deadline = -1;
+  job.failed_at = UINT64_MAX;
+  job.reason = why;
+  queues_[job.queue].pending.push_back(job.id);
+  Emit(now, job.id, "pending", why);
 }
 
-void Scheduler::ReleaseHeld(JobRecord& job) {
-  if (job.held.empty()) return;
-  for (int id : job.held) allocator_->Release(id);
-  job.held.clear();
-  ++version_;
+void Scheduler::TellToStop(JobRecord& job, Decision::Kind kind, int preemptor,
+                           const std::string& why, double now, std::vector<Decision>* out) {
+  Uncommit(job);
+  job.state = JobState::kStopping;
+  job.preempted_by = preemptor;
+  job.reason = why;
+  job.stop_deadline = kind == Decision::Kind::kPreempt ? now + job.spec.grace_period_s : -1;
+  Decision d;
+  d.kind = kind;
+  d.job = job.id;
+  d.preemptor = preemptor;
+  d.grace_period_s = kind == Decision::Kind::kPreempt ? job.spec.grace_period_s : 0;
+  d.reason = why;
+  Emit(now, job.id, DecisionKindName(kind), why);
+  out->push_back(std::move(d));
 }
 
-// The last victim is gone: the preemptor takes the freed cells before anyone else can.
-bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* out) {
-  ReleaseHeld(p);
-  return Start(p, p.reserved_guaranteed, now, out);
+// A waiting preemptor goes away or gives up: its victims keep stopping (they were told), but
+// for nobody; its reservation and committed GPUs go.
+void Scheduler::DropPreemptor(JobRecord& p) {
+  for (int v : p.waiting_for) {
+    auto it = jobs_.find(v);
+    if (it != jobs_.end() && it->second.preempted_by == p.id) it->second.preempted_by = -1;
+  }
+  p.waiting_for.clear();
+  UncommitWaiting(p);
+  reservations_.Drop(p.id);
 }
 
-void Scheduler::Finish(int id, double now) {
+void Scheduler::Forget(int id) {
+  finished_.push_back(id);
+  while (finished_.size() > kKeptFinished) {
+    auto it = jobs_.find(finished_.front());
+    if (it != jobs_.end()) {
+      if (!it->second.external_id.empty()) by_external_.erase(it->second.external_id);
+      jobs_.erase(it);
+    }
+    finished_.pop_front();
+  }
+}
+
+void Scheduler::Finish(int id, double now, JobEnd end, int exit_code) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.state == JobState::kDone) return;
   JobRecord& job = it->second;
+  Queue& queue = queues_[job.queue];
   // A victim that ends while stopping frees its preemptor as if it had stopped; the preemptor
   // starts first thing in the next cycle (Finish returns no decisions).
-  if (job.state == JobState::kStopping && job.preempted_by >= 0) HandOver(job);
+  if (job.state == JobState::kStopping && job.preempted_by >= 0) {
+    auto p = jobs_.find(job.preempted_by);
+    if (p != jobs_.end()) std::erase(p->second.waiting_for, id);
+    job.preempted_by = -1;
+  }
   if (job.state == JobState::kRunning || job.state == JobState::kStopping) Release(job);
   if (job.state == JobState::kPending) {
-    auto& pending = queues_[job.queue].pending;
-    pending.erase(std::remove(pending.begin(), pending.end(), id), pending.end());
+    std::erase(queue.pending, id);
+    DropPreemptor(job);
   }
-  // A preemptor that goes away frees its victims from the reservation.
-  for (int v : job.waiting_for)
-    if (jobs_.count(v)) jobs_[v].preempted_by = -1;
-  job.waiting_for.clear();
-  ReleaseHeld(job);
+  queue.demand_gpus -= JobGpus(job.spec, TotalReplicas(job.spec));
   job.state = JobState::kDone;
+  job.end = end;
+  job.exit_code = exit_code;
   job.end_time = now;
+  job.reason = JobEndName(end);
+  Emit(now, id, JobEndName(end),
+       end == JobEnd::kFailed ? "exit code " + std::to_string(exit_code) : "");
+  Forget(id);
+}
+
+void Scheduler::StartFailed(int id, double now, const std::string& reason) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.state != JobState::kRunning) return;
+  JobRecord& job = it->second;
+  Release(job);
+  const Policy& p = pipeline_->policy();
+  job.backoff = job.backoff == 0 ? p.retry_backoff_s : std::min(p.max_backoff_s, 2 * job.backoff);
+  job.next_try = now + job.backoff;
+  ToPending(job, now, "start failed: " + reason + "; retrying with back-off");
 }
 
 bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocator& alloc,
-                         std::vector<int>* ids, std::vector<ReplicaPlacement>* placements) {
+                         std::vector<int>* ids, std::vector<ReplicaPlacement>* placements,
+                         const std::vector<ReplicaPlacement>* exact) {
   ids->clear();
   placements->clear();
+  std::vector<ReplicaPlacement> exact_group;
   int left = replicas;
   for (const TaskGroup& group : job.spec.groups) {
     if (left == 0) break;
@@ -321,7 +394,16 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     ctx.group = &group;
     ctx.typical_pods = typical_pods_.empty() ? nullptr : &typical_pods_;
     ctx.gpus_by_priority = &gpus_by_priority_;
+    ctx.reservations = reservations_.size() > 0 ? &reservations_ : nullptr;
+    ctx.job_id = job.id;
+    ctx.guaranteed = guaranteed;
+    ctx.priority = WholePriority(job, now_);
     pipeline_->SetContext(ctx);
+    if (exact) {
+      const auto first = exact->begin() + static_cast<long>(placements->size());
+      exact_group.assign(first, first + req.replicas);
+      req.exact = &exact_group;
+    }
     std::string why;
     const auto id = alloc.Allocate(req, &why, pipeline_.get(), pipeline_->policy().candidates);
     if (!id) {
@@ -338,35 +420,93 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
   return true;
 }
 
+void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<int> ids,
+                    std::vector<ReplicaPlacement> placements, double now,
+                    std::vector<Decision>* out) {
+  job.state = JobState::kRunning;
+  job.start_time = now;
+  job.borrowed = !guaranteed;
+  job.allocations = std::move(ids);
+  job.placements = std::move(placements);
+  job.replicas = replicas;
+  job.gpu_equivalents = JobGpus(job.spec, replicas);
+  job.backoff = 0;
+  job.reason.clear();
+  Account(job, +1);
+  running_[job.id] = &job;
+  if (job.borrowed) ++version_;
+  std::erase(queues_[job.queue].pending, job.id);
+  reservations_.Drop(job.id);
+  // Guaranteed work may take GPUs a borrower had reserved: that reservation is planned anew.
+  for (const ReplicaPlacement& r : job.placements)
+    for (int g : r.gpus) {
+      const int owner = reservations_.OwnerOf(r.node, g);
+      if (owner >= 0 && owner != job.id) {
+        if (reservations_.Of(owner)->for_preemption) DropPreemptor(jobs_.at(owner));
+        reservations_.Drop(owner);
+      }
+    }
+  Decision d;
+  d.kind = Decision::Kind::kStart;
+  d.job = job.id;
+  d.placements = job.placements;
+  for (const ReplicaPlacement& r : job.placements)
+    for (int g : r.gpus)
+      d.gpu_ids.push_back(cluster_->nodes[r.node].name + "/" + std::to_string(g));
+  std::string where;
+  for (const std::string& g : d.gpu_ids) where += (where.empty() ? "" : " ") + g;
+  Emit(now, job.id, "start",
+       std::string(job.borrowed ? "borrowed" : "guaranteed") + (where.empty() ? "" : " on ") +
+           where);
+  out->push_back(std::move(d));
+}
+
 bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out) {
   const int total = TotalReplicas(job.spec);
+  // Elastic jobs: as many replicas as fit, down to min_replicas (halving the shortfall).
   std::vector<int> counts = {total};
-  if (job.spec.min_replicas > 0 && job.spec.min_replicas < total)
+  if (job.spec.min_replicas > 0 && job.spec.min_replicas < total) {
+    for (int n = (total + job.spec.min_replicas) / 2; n > job.spec.min_replicas;
+         n = (n + job.spec.min_replicas) / 2)
+      if (n != counts.back()) counts.push_back(n);
     counts.push_back(job.spec.min_replicas);
+  }
   for (int replicas : counts) {
     std::vector<int> ids;
     std::vector<ReplicaPlacement> placements;
     if (!TryPlace(job, guaranteed, replicas, *allocator_, &ids, &placements)) continue;
-    job.state = JobState::kRunning;
-    job.start_time = now;
-    job.borrowed = !guaranteed;
-    job.allocations = std::move(ids);
-    job.placements = std::move(placements);
-    job.replicas = replicas;
-    job.gpu_equivalents = JobGpus(job.spec, replicas);
-    job.backoff = 0;
-    job.reason.clear();
-    Account(job, +1);
-    running_[job.id] = &job;
-    if (job.borrowed) ++version_;
-    auto& pending = queues_[job.queue].pending;
-    pending.erase(std::remove(pending.begin(), pending.end(), job.id), pending.end());
-    Decision d;
-    d.kind = Decision::Kind::kStart;
-    d.job = job.id;
-    d.placements = job.placements;
-    out->push_back(std::move(d));
+    Run(job, guaranteed, replicas, std::move(ids), std::move(placements), now, out);
     return true;
+  }
+  return false;
+}
+
+// The last victim is gone: the preemptor takes its planned GPUs, reserved for it since.
+bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* out) {
+  const bool guaranteed = p.reserved_guaranteed;
+  UncommitWaiting(p);
+  if (Start(p, guaranteed, now, out)) return true;
+  // The plan broke (hardware failed under it): the job waits like any other.
+  reservations_.Drop(p.id);
+  p.reason = "its planned placement broke before its victims stopped; waiting again";
+  Emit(now, p.id, "pending", p.reason);
+  return false;
+}
+
+bool Scheduler::MayGuarantee(const JobRecord& job, double need) const {
+  const Queue& q = queues_[job.queue];
+  return job.spec.priority >= 0 && q.committed_guaranteed + need <= q.guarantee_gpus + kEps;
+}
+
+bool Scheduler::UnderCap(const JobRecord& job, double need, std::string* why) const {
+  const Queue& q = queues_[job.queue];
+  if (q.spec.cap_gpus < 0 || q.held.gpu + need <= q.spec.cap_gpus + kEps) return true;
+  if (why) {
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "queue %s is at its cap: it holds %g of %g GPUs and the job needs %g",
+                  q.spec.name.c_str(), q.held.gpu, q.spec.cap_gpus, need);
+    *why = text;
   }
   return false;
 }
@@ -374,72 +514,73 @@ bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<D
 std::vector<double> Scheduler::FairShares() const {
   std::vector<FairClaim> claims;
   for (const Queue& q : queues_) {
-    double pending = 0;
-    for (int id : q.pending)
-      pending += JobGpus(jobs_.at(id).spec, TotalReplicas(jobs_.at(id).spec));
     FairClaim c;
     c.weight = q.spec.weight;
     c.guarantee = q.guarantee_gpus;
-    c.demand = q.usage.gpu + pending;
+    c.demand = q.demand_gpus;
     if (q.spec.cap_gpus >= 0) c.cap = q.spec.cap_gpus;
     claims.push_back(c);
   }
   return WaterFill(capacity_.gpu, claims);
 }
 
-double Scheduler::EffectivePriority(const JobRecord& job, double now) const {
+double Scheduler::WholePriority(const JobRecord& job, double now) const {
   const Policy& p = pipeline_->policy();
   const double hours = std::max(0.0, now - job.submit_time) / 3600.0;
-  return job.spec.priority + std::min(p.aging_cap, p.aging_per_hour * hours);
+  return std::floor(job.spec.priority + std::min(p.aging_cap, p.aging_per_hour * hours));
 }
 
 std::vector<Decision> Scheduler::Schedule(double now) {
   std::vector<Decision> out;
+  now_ = now;
+  const Policy& policy = pipeline_->policy();
+  // Victims past their grace deadline are killed (once).
+  for (auto& [id, j] : running_)
+    if (j->state == JobState::kStopping && j->stop_deadline >= 0 && j->stop_deadline <= now) {
+      j->stop_deadline = -1;
+      Decision d;
+      d.kind = Decision::Kind::kKill;
+      d.job = id;
+      d.reason = "grace period over";
+      Emit(now, id, "kill", d.reason);
+      out.push_back(std::move(d));
+    }
   // Preemptors whose last victim ended instead of stopping go before anyone else.
   for (Queue& q : queues_) {
     const std::vector<int> pending = q.pending;  // Start edits the list
     for (int id : pending) {
       JobRecord& j = jobs_.at(id);
-      if (j.waiting_for.empty() && !j.held.empty()) StartPreemptor(j, now, &out);
+      const Reservations::Reservation* r = reservations_.Of(id);
+      if (j.waiting_for.empty() && r && r->for_preemption) StartPreemptor(j, now, &out);
     }
   }
   const std::vector<double> fair = FairShares();
-  // Each queue's pending jobs in order: priority with aging, the user's share, submit time.
-  std::vector<std::vector<int>> order(queues_.size());
-  for (size_t q = 0; q < queues_.size(); ++q) {
-    order[q] = queues_[q].pending;
-    std::vector<std::pair<std::tuple<double, double, double, int>, int>> keyed;
-    for (int id : order[q]) {
+
+  std::vector<CycleOrder::Entry> entries;
+  for (size_t q = 0; q < queues_.size(); ++q)
+    for (int id : queues_[q].pending) {
       const JobRecord& j = jobs_.at(id);
-      auto user = queues_[q].user_usage.find(j.spec.user);
-      keyed.push_back(
-          {{-EffectivePriority(j, now), user == queues_[q].user_usage.end() ? 0.0 : user->second,
-            j.submit_time, id},
-           id});
+      entries.push_back(
+          {id, static_cast<int>(q), j.spec.user, WholePriority(j, now), j.submit_time});
     }
-    std::sort(keyed.begin(), keyed.end());
-    for (size_t i = 0; i < keyed.size(); ++i) order[q][i] = keyed[i].second;
-  }
-  std::vector<size_t> next(queues_.size(), 0);
-  while (true) {
-    // The queue with the smallest weighted dominant share that still has jobs to try.
-    int pick = -1;
-    double pick_share = 0;
-    for (size_t q = 0; q < queues_.size(); ++q) {
-      if (next[q] >= order[q].size()) continue;
-      const double share = DominantShare(queues_[q].usage, capacity_) / queues_[q].spec.weight;
-      if (pick < 0 || share < pick_share) pick = static_cast<int>(q), pick_share = share;
-    }
-    if (pick < 0) break;
-    Queue& queue = queues_[pick];
-    JobRecord& job = jobs_.at(order[pick][next[pick]++]);
+  CycleOrder order(
+      static_cast<int>(queues_.size()), entries,
+      [&](int q) {
+        return DominantShare(queues_[q].committed, capacity_) / queues_[q].spec.weight;
+      },
+      [&](int q, const std::string& user) {
+        auto it = queues_[q].user_usage.find(user);
+        return it == queues_[q].user_usage.end() ? 0.0 : DominantShare(it->second, capacity_);
+      });
+  for (int id = order.Next(); id >= 0; id = order.Next()) {
+    JobRecord& job = jobs_.at(id);
     if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
         job.failed_at == version_)
       continue;
     const double need = JobGpus(job.spec, TotalReplicas(job.spec));
-    const bool may_guarantee =
-        job.spec.priority >= 0 && queue.guaranteed_gpus + need <= queue.guarantee_gpus + 1e-9;
-    const bool under_cap = queue.spec.cap_gpus < 0 || queue.usage.gpu + need <= queue.spec.cap_gpus;
+    const bool may_guarantee = MayGuarantee(job, need);
+    std::string cap_refusal;
+    const bool under_cap = UnderCap(job, need, &cap_refusal);
     // A gang that the replica bound rules out is not placed replica by replica only to be
     // undone at its last replica (elastic gangs may still start smaller: always tried).
     const int replicas = TotalReplicas(job.spec);
@@ -460,14 +601,16 @@ std::vector<Decision> Scheduler::Schedule(double now) {
     }
     if (started) continue;
     if (tried && pipeline_->refused_by_retryable()) {
-      const Policy& p = pipeline_->policy();
-      job.backoff =
-          job.backoff == 0 ? p.retry_backoff_s : std::min(p.max_backoff_s, 2 * job.backoff);
+      job.backoff = job.backoff == 0 ? policy.retry_backoff_s
+                                     : std::min(policy.max_backoff_s, 2 * job.backoff);
       job.next_try = now + job.backoff;
       job.reason = "refused by a telemetry filter; retrying with back-off";
       continue;
     }
-    if (!TryPreempt(job, now, fair, &out)) job.failed_at = version_;
+    if (!may_guarantee && !under_cap) job.reason = cap_refusal;
+    if (TryPreempt(job, now, fair, &out)) continue;
+    job.failed_at = version_;
+    TryReserve(job, now);
   }
   return out;
 }
@@ -477,169 +620,337 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   Queue& queue = queues_[job.queue];
   const Policy& policy = pipeline_->policy();
   const double need = JobGpus(job.spec, TotalReplicas(job.spec));
-  const bool within_guarantee =
-      job.spec.priority >= 0 && queue.guaranteed_gpus + need <= queue.guarantee_gpus + 1e-9;
-  const bool below_fair_share = queue.usage.gpu + need <= fair[job.queue] + 1e-9;
+  const bool within_guarantee = MayGuarantee(job, need);
+  const bool below_fair_share = queue.committed.gpu + need <= fair[job.queue] + kEps;
 
   using Victims = std::vector<JobRecord*>;
+  enum class Why { kGuarantee, kFairShare, kPriority };
   struct Plan {
     Victims victims;
     bool guaranteed;
+    Why why;
   };
-  std::vector<Plan> plans;
   Victims reclaim, fair_reclaim, lower;
   for (const auto& [id, v] : running_) {
-    if (v->state != JobState::kRunning || !v->spec.preemptible || v->preempted_by >= 0) continue;
+    if (v->state != JobState::kRunning || !v->spec.preemptible) continue;
     if (v->queue != job.queue && v->borrowed) {
-      // (a) Reclaim the guarantee from borrowers; (a') restore the fair share from queues that
-      // stay above theirs by the hysteresis margin after losing the victim.
+      // (a) Reclaim the guarantee from borrowers; (a') restore the fair share from queues
+      // above theirs by the hysteresis band (how far, `allowed` checks for the whole set).
       if (within_guarantee) reclaim.push_back(v);
       const Queue& other = queues_[v->queue];
       if (below_fair_share &&
-          other.usage.gpu - v->gpu_equivalents >= fair[v->queue] * (1 + policy.reclaim_hysteresis))
+          other.committed.gpu > fair[v->queue] * (1 + policy.reclaim_hysteresis) + kEps)
         fair_reclaim.push_back(v);
     }
     // (b) Strictly lower priority inside the queue: equal priority never preempts.
     if (v->queue == job.queue && v->spec.priority < job.spec.priority) lower.push_back(v);
   }
-  if (!reclaim.empty()) plans.push_back({reclaim, true});
-  if (!fair_reclaim.empty()) plans.push_back({fair_reclaim, false});
+  std::vector<Plan> plans;
+  if (!reclaim.empty()) plans.push_back({reclaim, true, Why::kGuarantee});
+  if (!fair_reclaim.empty()) plans.push_back({fair_reclaim, false, Why::kFairShare});
   if (!lower.empty()) {
     // Inside the guarantee when the victims' guaranteed GPUs make room there, else borrowing.
-    if (job.spec.priority >= 0 && queue.guarantee_gpus > 0) plans.push_back({lower, true});
-    plans.push_back({lower, false});
+    if (job.spec.priority >= 0 && queue.guarantee_gpus > 0)
+      plans.push_back({lower, true, Why::kPriority});
+    plans.push_back({lower, false, Why::kPriority});
   }
-  // Whether the queue may hold the preemptor once `victims` are gone, as Schedule asks of a
-  // start: inside its guarantee for a guaranteed placement, under its cap for a borrowed one.
-  auto allowed = [&](const Plan& plan, const Victims& victims) {
-    double own = 0, own_guaranteed = 0;
-    for (const JobRecord* v : victims) {
-      if (v->queue != job.queue) continue;
-      own += v->gpu_equivalents;
-      if (!v->borrowed) own_guaranteed += v->gpu_equivalents;
-    }
-    if (plan.guaranteed)
-      return job.spec.priority >= 0 &&
-             queue.guaranteed_gpus - own_guaranteed + need <= queue.guarantee_gpus + 1e-9;
-    return queue.spec.cap_gpus < 0 || queue.usage.gpu - own + need <= queue.spec.cap_gpus + 1e-9;
-  };
-  auto fits_on = [&](Allocator& trial, const Plan& plan, std::vector<ReplicaPlacement>* where) {
-    std::vector<int> ids;
-    return TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, where);
-  };
-  auto fits_without = [&](const Plan& plan, const Victims& victims) {
-    if (!allowed(plan, victims)) return false;
-    Allocator trial = *allocator_;
-    for (const JobRecord* v : victims)
-      for (int a : v->allocations) trial.Release(a);
-    std::vector<ReplicaPlacement> where;
-    return fits_on(trial, plan, &where);
-  };
-
-  // GPU-time each candidate would lose: the cost a victim set minimizes after its size.
-  std::map<const JobRecord*, double> lost;
-  for (const Victims* list : {&reclaim, &fair_reclaim, &lower})
-    for (const JobRecord* v : *list)
-      lost[v] = v->gpu_equivalents * std::max(0.0, now - v->start_time);
-  auto cheaper = [&](const JobRecord* x, const JobRecord* y) {
-    if (lost[x] != lost[y]) return lost[x] < lost[y];
-    if (x->spec.priority != y->spec.priority) return x->spec.priority < y->spec.priority;
-    return x->id < y->id;
-  };
-
-  for (Plan& plan : plans) {
-    if (!allowed(plan, plan.victims)) continue;  // not even with every victim gone
-    const ReplicaBound bound(*allocator_, job.spec, plan.guaranteed ? job.queue : -1);
-    if (!bound.MayFitWithout(plan.victims)) continue;
-    // Victims grouped by node, so that a growing set empties nodes one at a time instead of
-    // nibbling at every node: first the nodes that free a replica's GPUs with the fewest
-    // victims, then the least GPU-time lost; inside a node, the cheapest victims first.
-    std::map<int, Victims> on_node;  // a victim counts on the node of its first replica
-    for (JobRecord* v : plan.victims) on_node[v->placements.front().node].push_back(v);
-    std::vector<std::tuple<size_t, double, int>> nodes;  // (victims needed, lost, node)
-    for (auto& [node, victims] : on_node) {
-      std::sort(victims.begin(), victims.end(), cheaper);
-      int free = bound.free_on(node);
-      size_t needed = 0;
-      double cost = 0;
-      while (needed < victims.size() && free < bound.smallest()) {
-        for (const ReplicaPlacement& r : victims[needed]->placements)
-          if (r.node == node) free += static_cast<int>(r.gpus.size());
-        cost += lost[victims[needed++]];
+  for (const Plan& plan : plans) {
+    VictimSearch search;
+    search.alloc = allocator_.get();
+    search.spec = &job.spec;
+    search.vc = plan.guaranteed ? job.queue : -1;
+    search.now = now;
+    // Whether the queue may hold the preemptor once `victims` are gone, as Schedule asks of a
+    // start; and for a fair-share reclaim, whether every victim's queue keeps its share.
+    search.allowed = [&](const Victims& victims) {
+      double own = 0, own_guaranteed = 0;
+      std::map<int, double> taken;
+      for (const JobRecord* v : victims) {
+        taken[v->queue] += v->gpu_equivalents;
+        if (v->queue != job.queue) continue;
+        own += v->gpu_equivalents;
+        if (!v->borrowed) own_guaranteed += v->gpu_equivalents;
       }
-      if (free < bound.smallest()) needed = plan.victims.size() + 1;  // cannot host a replica
-      nodes.push_back({needed, cost, node});
-    }
-    std::sort(nodes.begin(), nodes.end());
-    plan.victims.clear();
-    for (const auto& [needed, cost, node] : nodes)
-      plan.victims.insert(plan.victims.end(), on_node[node].begin(), on_node[node].end());
-
-    // Grow the victim set until the preemptor fits on a what-if copy...
-    Allocator trial = *allocator_;
-    Victims chosen;
-    std::vector<ReplicaPlacement> where;
-    ReplicaBound growing = bound;
-    bool fits = false;
-    for (JobRecord* v : plan.victims) {
-      for (int a : v->allocations) trial.Release(a);
-      chosen.push_back(v);
-      growing.Free(*v);
-      if (growing.may_fit() && allowed(plan, chosen) && fits_on(trial, plan, &where)) {
-        fits = true;
-        break;
-      }
-    }
-    if (!fits) continue;
-    // ...then drop the victims the preemptor does not need (fewest victims): first, at once,
-    // those with nothing on the nodes the trial placed it on; then one by one.
-    std::set<int> used_nodes;
-    for (const ReplicaPlacement& r : where) used_nodes.insert(r.node);
-    Victims touching;
-    for (JobRecord* v : chosen) {
-      bool touches = false;
-      for (const ReplicaPlacement& r : v->placements) touches |= used_nodes.count(r.node) > 0;
-      if (touches) touching.push_back(v);
-    }
-    if (touching.size() < chosen.size() && fits_without(plan, touching)) chosen = touching;
-    for (size_t i = chosen.size(); i-- > 1;) {
-      Victims without = chosen;
-      without.erase(without.begin() + static_cast<long>(i) - 1);
-      if (bound.MayFitWithout(without) && fits_without(plan, without)) chosen = without;
-    }
+      if (plan.why == Why::kFairShare)
+        for (const auto& [q, gpus] : taken)
+          if (queues_[q].committed.gpu - gpus < fair[q] - kEps) return false;
+      if (plan.guaranteed)
+        return job.spec.priority >= 0 &&
+               queue.committed_guaranteed - own_guaranteed + need <= queue.guarantee_gpus + kEps;
+      return queue.spec.cap_gpus < 0 || queue.held.gpu - own + need <= queue.spec.cap_gpus + kEps;
+    };
+    search.fits = [&](Allocator& trial, std::vector<ReplicaPlacement>* where) {
+      std::vector<int> ids;
+      return TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, where);
+    };
+    std::optional<VictimPlan> found = FindVictims(search, plan.victims);
+    if (!found) continue;
+    const char* why = plan.why == Why::kGuarantee   ? "reclaimed for the guarantee of queue "
+                      : plan.why == Why::kFairShare ? "reclaimed for the fair share of queue "
+                                                    : "preempted by higher priority in queue ";
     job.waiting_for.clear();
-    for (JobRecord* victim : chosen) {
-      victim->state = JobState::kStopping;
-      victim->preempted_by = job.id;
+    for (JobRecord* victim : found->victims) {
+      TellToStop(*victim, Decision::Kind::kPreempt, job.id,
+                 why + queue.spec.name + " (job " + std::to_string(job.id) + ")", now, out);
       job.waiting_for.push_back(victim->id);
-      Decision d;
-      d.kind = Decision::Kind::kPreempt;
-      d.job = victim->id;
-      d.preemptor = job.id;
-      d.grace_period_s = victim->spec.grace_period_s;
-      out->push_back(std::move(d));
     }
-    job.reserved_guaranteed = plan.guaranteed;
-    job.reason = "waiting for " + std::to_string(chosen.size()) + " preempted job(s) to stop";
+    CommitWaiting(job, need, plan.guaranteed);
+    // A borrower's plan that this guaranteed one overlaps gives way.
+    for (int dropped : reservations_.Reserve(job.id, found->where, !plan.guaranteed, true, 0,
+                                             cluster_->nodes.size()))
+      DropPreemptor(jobs_.at(dropped));
+    job.reason =
+        "waiting for " + std::to_string(found->victims.size()) + " preempted job(s) to stop";
+    Emit(now, job.id, "waiting", job.reason);
     return true;
   }
   if (job.reason.empty()) job.reason = "no capacity fits the job";
   return false;
 }
 
+// A job that has waited long enough reserves the GPUs of a placement whose occupants are the
+// fewest and cheapest; as they end, nobody else is placed there, so it starts.
+void Scheduler::TryReserve(JobRecord& job, double now) {
+  const Policy& policy = pipeline_->policy();
+  if (now - job.pending_since < policy.reserve_after_s || reservations_.Of(job.id) ||
+      reservations_.starving() >= policy.max_reservations)
+    return;
+  const Queue& queue = queues_[job.queue];
+  const double need = JobGpus(job.spec, TotalReplicas(job.spec));
+  if (queue.spec.cap_gpus >= 0 && need > queue.spec.cap_gpus + kEps) return;
+  const bool guaranteed =
+      job.spec.priority >= 0 && need <= queue.guarantee_gpus + kEps && MayGuarantee(job, need);
+  std::vector<JobRecord*> occupants;
+  for (const auto& [id, v] : running_)
+    if (v->state == JobState::kRunning) occupants.push_back(v);
+  VictimSearch search;
+  search.alloc = allocator_.get();
+  search.spec = &job.spec;
+  search.vc = guaranteed ? job.queue : -1;
+  search.now = now;
+  search.allowed = [](const std::vector<JobRecord*>&) { return true; };
+  search.fits = [&](Allocator& trial, std::vector<ReplicaPlacement>* where) {
+    std::vector<int> ids;
+    return TryPlace(job, guaranteed, TotalReplicas(job.spec), trial, &ids, where);
+  };
+  std::optional<VictimPlan> found = FindVictims(search, occupants);
+  if (!found) return;
+  reservations_.Reserve(job.id, found->where, !guaranteed, false, WholePriority(job, now),
+                        cluster_->nodes.size());
+  job.reason = "reserved GPUs, waiting for " + std::to_string(found->victims.size()) +
+               " job(s) on them to end";
+  Emit(now, job.id, "reserved", job.reason);
+}
+
 std::vector<Decision> Scheduler::Stopped(int id, double now) {
   std::vector<Decision> out;
+  now_ = now;
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.state != JobState::kStopping) return out;
   JobRecord& victim = it->second;
-  JobRecord* preemptor = victim.preempted_by >= 0 ? HandOver(victim) : nullptr;
+  JobRecord* preemptor = nullptr;
+  if (victim.preempted_by >= 0) {
+    auto p = jobs_.find(victim.preempted_by);
+    if (p != jobs_.end() && p->second.state == JobState::kPending) {
+      std::erase(p->second.waiting_for, id);
+      if (p->second.waiting_for.empty()) preemptor = &p->second;
+    }
+    victim.preempted_by = -1;
+  }
   Release(victim);
-  victim.state = JobState::kPending;
-  victim.borrowed = false;
   ++victim.preemptions;
-  queues_[victim.queue].pending.push_back(id);
+  Emit(now, id, "stopped", victim.reason);
+  ToPending(victim, now, "stopped: " + victim.reason);
   if (preemptor != nullptr) StartPreemptor(*preemptor, now, &out);
   return out;
+}
+
+void Scheduler::HealthChanged(int node) {
+  ++version_;
+  // A starving job's reservation on hardware that cannot be used is planned anew.
+  std::vector<int> broken;
+  for (const auto& [job, r] : reservations_.all()) {
+    if (r.for_preemption) continue;
+    for (const auto& [n, g] : r.gpus)
+      if (n == node && !allocator_->gpu_usable(n, g)) {
+        broken.push_back(job);
+        break;
+      }
+  }
+  for (int job : broken) reservations_.Drop(job);
+}
+
+void Scheduler::EvictFrom(int node, int gpu, const std::string& why, double now,
+                          std::vector<Decision>* out) {
+  std::vector<JobRecord*> on_it;
+  for (const auto& [id, j] : running_) {
+    if (j->state != JobState::kRunning) continue;
+    for (const ReplicaPlacement& r : j->placements)
+      if (r.node == node && (gpu < 0 || std::count(r.gpus.begin(), r.gpus.end(), gpu))) {
+        on_it.push_back(j);
+        break;
+      }
+  }
+  for (JobRecord* j : on_it) TellToStop(*j, Decision::Kind::kEvict, -1, why, now, out);
+}
+
+std::vector<Decision> Scheduler::SetNodeCordoned(int node, bool cordoned, double now) {
+  allocator_->SetNodeCordoned(node, cordoned);
+  HealthChanged(node);
+  Emit(now, -1, cordoned ? "cordon" : "uncordon", cluster_->nodes[node].name);
+  return {};
+}
+
+std::vector<Decision> Scheduler::Drain(int node, double now) {
+  std::vector<Decision> out = SetNodeCordoned(node, true, now);
+  EvictFrom(node, -1, "node " + cluster_->nodes[node].name + " drained", now, &out);
+  return out;
+}
+
+std::vector<Decision> Scheduler::SetGpuBad(int node, int gpu, bool bad, double now) {
+  std::vector<Decision> out;
+  allocator_->SetGpuBad(node, gpu, bad);
+  HealthChanged(node);
+  const std::string name = cluster_->nodes[node].name + "/" + std::to_string(gpu);
+  Emit(now, -1, bad ? "gpu-bad" : "gpu-recovered", name);
+  if (bad) EvictFrom(node, gpu, "GPU " + name + " went bad", now, &out);
+  return out;
+}
+
+std::vector<Decision> Scheduler::SetNodeBad(int node, bool bad, double now) {
+  std::vector<Decision> out;
+  for (size_t g = 0; g < cluster_->nodes[node].gpus.size(); ++g) {
+    std::vector<Decision> more = SetGpuBad(node, static_cast<int>(g), bad, now);
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+int Scheduler::Adopt(const JobSpec& spec, const std::vector<ReplicaPlacement>& placements,
+                     bool borrowed, double submit_time, double start_time, std::string* why) {
+  const int id = Submit(spec, submit_time, why);
+  if (id < 0) return -1;
+  JobRecord& job = jobs_.at(id);
+  const int replicas = static_cast<int>(placements.size());
+  if (replicas < std::max(1, job.spec.min_replicas) || replicas > TotalReplicas(job.spec)) {
+    *why = "placements: " + std::to_string(replicas) + " replicas, the job asks for " +
+           std::to_string(TotalReplicas(job.spec));
+  } else {
+    std::vector<int> ids;
+    std::vector<ReplicaPlacement> placed;
+    if (TryPlace(job, !borrowed, replicas, *allocator_, &ids, &placed, &placements)) {
+      std::vector<Decision> ignored;
+      Run(job, !borrowed, replicas, std::move(ids), std::move(placed), start_time, &ignored);
+      return id;
+    }
+    *why = "placements: not free as given (" + job.reason + ")";
+  }
+  // Not adopted: the job leaves no trace.
+  std::erase(queues_[job.queue].pending, id);
+  queues_[job.queue].demand_gpus -= JobGpus(job.spec, TotalReplicas(job.spec));
+  jobs_.erase(id);
+  return -1;
+}
+
+std::vector<NodeVerdict> Scheduler::Evaluate(const JobSpec& spec, const std::vector<int>& nodes) {
+  std::vector<NodeVerdict> out;
+  JobRecord probe;
+  probe.spec = spec;
+  auto q = queue_index_.find(spec.queue);
+  probe.queue = q == queue_index_.end() ? -1 : q->second;
+  for (int node : nodes) {
+    NodeVerdict v;
+    v.node = node;
+    if (probe.queue < 0 || node < 0 || node >= static_cast<int>(cluster_->nodes.size())) {
+      v.reason = probe.queue < 0 ? "unknown queue" : "unknown node";
+      out.push_back(std::move(v));
+      continue;
+    }
+    const double need = JobGpus(spec, TotalReplicas(spec));
+    const bool guaranteed = MayGuarantee(probe, need);
+    if (!guaranteed && !UnderCap(probe, need, &v.reason)) {
+      out.push_back(std::move(v));
+      continue;
+    }
+    // Every replica on this one node, on a what-if copy only.
+    Allocator trial = *allocator_;
+    double score = 0;
+    std::vector<int> ids;
+    v.feasible = true;
+    for (const TaskGroup& group : spec.groups) {
+      AllocationRequest req;
+      req.replicas = group.replicas;
+      req.demand = group.demand;
+      req.vc = probe.queue;
+      req.opportunistic = !guaranteed;
+      req.only_node = node;
+      PlacementContext ctx;
+      ctx.alloc = &trial;
+      ctx.telemetry = &telemetry_;
+      ctx.job = &spec;
+      ctx.group = &group;
+      ctx.gpus_by_priority = &gpus_by_priority_;
+      ctx.reservations = &reservations_;
+      ctx.guaranteed = guaranteed;
+      ctx.priority = WholePriority(probe, now_);
+      pipeline_->SetContext(ctx);
+      const auto id = trial.Allocate(req, &v.reason, pipeline_.get(), 0);
+      if (!id) {
+        v.feasible = false;
+        break;
+      }
+      score += pipeline_->best_score();
+      const Allocation* a = trial.Find(*id);
+      v.placements.insert(v.placements.end(), a->replicas.begin(), a->replicas.end());
+    }
+    if (v.feasible) {
+      v.score = score;
+      v.reason.clear();
+    } else {
+      v.placements.clear();
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+bool Scheduler::StartAt(int id, const std::vector<ReplicaPlacement>& placements, double now,
+                        std::string* why) {
+  now_ = now;
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.state != JobState::kPending ||
+      !it->second.waiting_for.empty()) {
+    *why = "job " + std::to_string(id) + " is not pending";
+    return false;
+  }
+  JobRecord& job = it->second;
+  const int replicas = static_cast<int>(placements.size());
+  const double need = JobGpus(job.spec, replicas);
+  const bool guaranteed = MayGuarantee(job, need);
+  if (!guaranteed && !UnderCap(job, need, why)) return false;
+  std::vector<int> ids;
+  std::vector<ReplicaPlacement> placed;
+  if (replicas < 1 || replicas > TotalReplicas(job.spec) ||
+      !TryPlace(job, guaranteed, replicas, *allocator_, &ids, &placed, &placements)) {
+    *why = "placements: not free as given";
+    return false;
+  }
+  std::vector<Decision> ignored;
+  Run(job, guaranteed, replicas, std::move(ids), std::move(placed), now, &ignored);
+  return true;
+}
+
+void Scheduler::SetExternalId(int id, const std::string& external_id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  if (!it->second.external_id.empty()) by_external_.erase(it->second.external_id);
+  it->second.external_id = external_id;
+  if (!external_id.empty()) by_external_[external_id] = id;
+}
+
+const JobRecord* Scheduler::FindExternal(const std::string& external_id) const {
+  auto it = by_external_.find(external_id);
+  return it == by_external_.end() ? nullptr : job(it->second);
 }
 
 std::vector<QueueStatus> Scheduler::Queues() const {
@@ -652,7 +963,8 @@ std::vector<QueueStatus> Scheduler::Queues() const {
     s.weight = queue.spec.weight;
     s.guarantee_gpus = queue.guarantee_gpus;
     s.fair_share_gpus = fair[q];
-    s.usage_gpus = queue.usage.gpu;
+    s.usage_gpus = queue.held.gpu;
+    s.committed_gpus = queue.committed.gpu;
     s.borrowed_gpus = queue.borrowed_gpus;
     s.pending = static_cast<int>(queue.pending.size());
     for (int id : queue.pending) {
@@ -663,6 +975,66 @@ std::vector<QueueStatus> Scheduler::Queues() const {
     out.push_back(std::move(s));
   }
   return out;
+}
+
+std::string Scheduler::CheckConsistency() const {
+  std::vector<Queue> want(queues_.size());
+  for (const auto& [id, j] : jobs_) {
+    Queue& q = want[j.queue];
+    if (j.state == JobState::kDone) continue;
+    q.demand_gpus += JobGpus(j.spec, TotalReplicas(j.spec));
+    if (j.state == JobState::kPending) {
+      q.pending.push_back(id);
+      q.committed.gpu += j.committed_gpus;
+      if (j.reserved_guaranteed) q.committed_guaranteed += j.committed_gpus;
+      continue;
+    }
+    const ResourceVector r = JobResources(j);
+    q.held += r;
+    ++q.running;
+    if (j.borrowed) q.borrowed_gpus += r.gpu;
+    if (j.state == JobState::kRunning) {
+      q.committed += r;
+      if (!j.borrowed) q.committed_guaranteed += r.gpu;
+    }
+    if (!running_.count(id)) return "job " + std::to_string(id) + " runs but is not listed";
+    for (int a : j.allocations)
+      if (!allocator_->Find(a))
+        return "job " + std::to_string(id) + " holds allocation " + std::to_string(a) +
+               " the allocator does not have";
+  }
+  auto near = [](double a, double b) { return std::fabs(a - b) < 1e-6 * std::max(1.0, b); };
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    const Queue& have = queues_[i];
+    Queue& w = want[i];
+    const std::string name = "queue " + have.spec.name + ": ";
+    std::vector<int> pending = have.pending;
+    std::sort(pending.begin(), pending.end());
+    std::sort(w.pending.begin(), w.pending.end());
+    if (pending != w.pending) return name + "pending list differs from the pending jobs";
+    if (!near(have.held.gpu, w.held.gpu) || !near(have.held.cpu_milli, w.held.cpu_milli) ||
+        !near(have.held.memory_mib, w.held.memory_mib))
+      return name + "held " + std::to_string(have.held.gpu) + " GPUs, jobs hold " +
+             std::to_string(w.held.gpu);
+    if (!near(have.committed.gpu, w.committed.gpu) ||
+        !near(have.committed_guaranteed, w.committed_guaranteed))
+      return name + "committed " + std::to_string(have.committed.gpu) + " GPUs, jobs commit " +
+             std::to_string(w.committed.gpu);
+    if (!near(have.borrowed_gpus, w.borrowed_gpus)) return name + "borrowed GPUs differ";
+    if (!near(have.demand_gpus, w.demand_gpus)) return name + "demand differs";
+    if (have.running != w.running) return name + "running count differs";
+  }
+  for (const auto& [id, r] : reservations_.all()) {
+    const JobRecord* j = job(id);
+    if (!j || j->state != JobState::kPending)
+      return "reservation of job " + std::to_string(id) + ", which is not pending";
+  }
+  if (running_.size() !=
+      static_cast<size_t>(std::count_if(jobs_.begin(), jobs_.end(), [](const auto& e) {
+        return e.second.state == JobState::kRunning || e.second.state == JobState::kStopping;
+      })))
+    return "running list differs from the running jobs";
+  return "";
 }
 
 }  // namespace berth

@@ -99,8 +99,8 @@ struct JobRecord {
   double gpu_equivalents = 0;  // what it holds while running
   double next_try = 0;         // back-off after a retryable refusal or a failed start
   double backoff = 0;
-  int preempted_by = -1;         // while stopping: the preemptor the victim is reserved for
-  std::vector<int> waiting_for;  // a preemptor: victims still stopping
+  int preempted_by = -1;             // while stopping: the preemptor the victim is reserved for
+  std::vector<int> waiting_for;      // a preemptor: victims still stopping
   bool reserved_guaranteed = false;  // a waiting preemptor: its plan is inside the guarantee
   double committed_gpus = 0;         // a waiting preemptor: GPUs counted as committed
   int preemptions = 0;               // times this job was preempted or evicted
@@ -250,7 +250,7 @@ class Scheduler {
   // Places every group on `alloc`; fills ids and placements, or leaves nothing behind.
   bool TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocator& alloc,
                 std::vector<int>* ids, std::vector<ReplicaPlacement>* placements,
-                PlacementChooser* chooser = nullptr);
+                const std::vector<ReplicaPlacement>* exact = nullptr);
   bool Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out);
   void Run(JobRecord& job, bool guaranteed, int replicas, std::vector<int> ids,
            std::vector<ReplicaPlacement> placements, double now, std::vector<Decision>* out);
@@ -267,10 +267,11 @@ class Scheduler {
                   double now, std::vector<Decision>* out);
   void DropPreemptor(JobRecord& preemptor);
   bool StartPreemptor(JobRecord& preemptor, double now, std::vector<Decision>* out);
-  void EvictFrom(int node, int gpu, const std::string& why, double now,
-                 std::vector<Decision>* out);
+  void EvictFrom(int node, int gpu, const std::string& why, double now, std::vector<Decision>* out);
   void HealthChanged(int node);
   std::vector<double> FairShares() const;
+  // Priority plus aging, in whole points (aging reorders by points, not by seconds).
+  double WholePriority(const JobRecord& job, double now) const;
   void Emit(double now, int job, const std::string& kind, const std::string& reason = "");
   void Forget(int job);
 
@@ -293,6 +294,7 @@ class Scheduler {
   uint64_t version_ = 0;  // bumped whenever capacity is freed, health changes or a borrower starts
   std::deque<EngineEvent> events_;
   uint64_t next_event_ = 1;
+  double now_ = 0;  // the clock of the latest call that passed one
 };
 
 }  // namespace berth

@@ -100,7 +100,10 @@ class SchedulerTest : public ::testing::Test {
     return *j;
   }
 
-  void ExpectConsistent() { EXPECT_EQ(s_->allocator().CheckConsistency(), ""); }
+  void ExpectConsistent() {
+    EXPECT_EQ(s_->allocator().CheckConsistency(), "");
+    EXPECT_EQ(s_->CheckConsistency(), "");
+  }
 
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<Scheduler> s_;
@@ -192,11 +195,13 @@ TEST_F(SchedulerTest, StoppedVictimsStayHeldForTheirPreemptor) {
   EXPECT_EQ(J(victims[0]).state, JobState::kPending);
   EXPECT_TRUE(s_->Schedule(3).empty());
   EXPECT_EQ(J(victims[0]).state, JobState::kPending);
-  EXPECT_EQ(FreeGpus(s_->allocator()), 0);
+  EXPECT_EQ(FreeGpus(s_->allocator()), 4);
+  ASSERT_NE(s_->reservations().Of(b), nullptr);
+  EXPECT_EQ(s_->reservations().Of(b)->gpus.size(), 8u);
   // The last one stops: b is placed at once.
   EXPECT_EQ(Started(s_->Stopped(victims[1], 4)), std::vector<int>{b});
   EXPECT_FALSE(J(b).borrowed);
-  EXPECT_TRUE(J(b).held.empty());
+  EXPECT_EQ(s_->reservations().Of(b), nullptr);
   ExpectConsistent();
 }
 

@@ -15,6 +15,7 @@
 #include "core/allocator.h"
 #include "core/job.h"
 #include "core/policy.h"
+#include "core/reservation.h"
 #include "core/telemetry.h"
 
 namespace berth {
@@ -50,6 +51,12 @@ struct PlacementContext {
   // packing that respects priority); may be null.
   const std::vector<std::map<int, double>>* gpus_by_priority = nullptr;
   std::mt19937_64* rng = nullptr;  // seeded by the policy; for random choices only
+  // GPUs reserved for waiting jobs (the engine's); the pipeline never offers another job's to
+  // `job_id`. May be null: nothing reserved.
+  const Reservations* reservations = nullptr;
+  int job_id = -1;
+  bool guaranteed = false;  // placed inside the job's guarantee (yielding reservations give way)
+  double priority = 0;      // the job's whole priority points, aging included
 };
 
 class FilterPlugin {

@@ -1,0 +1,152 @@
+#include "core/preemption.h"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "core/scheduler.h"
+
+namespace berth {
+
+ReplicaBound::ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc) : vc_(vc) {
+  if (!Measure(alloc, spec)) return;
+  for (int pool : {kPhysical, kOwn}) {
+    free_[pool].assign(alloc.cluster().nodes.size(), 0);
+    if (pool == kOwn && vc < 0) continue;
+    for (size_t n = 0; n < free_[pool].size(); ++n) {
+      free_[pool][n] = alloc.FreeGpusOn(static_cast<int>(n), pool == kOwn ? vc : -1);
+      slots_[pool] += free_[pool][n] / smallest_;
+    }
+  }
+}
+
+bool ReplicaBound::MayFitNow(const Allocator& alloc, const JobSpec& spec, int vc) {
+  ReplicaBound b(vc);
+  if (!b.Measure(alloc, spec)) return true;
+  if (vc >= 0) b.slots_[kOwn] = alloc.ReplicaSlots(vc, b.smallest_, b.replicas_);
+  const int wanted = std::min(b.physical_cap_, b.replicas_ - b.slots_[kOwn]);
+  if (wanted > 0) b.slots_[kPhysical] = alloc.ReplicaSlots(-1, b.smallest_, wanted);
+  return b.may_fit();
+}
+
+// A released cell of the VC's own may go back to the physical pool; counting it in either is
+// still an upper bound.
+void ReplicaBound::Free(const JobRecord& victim) {
+  if (smallest_ == 0) return;
+  const int pool = vc_ >= 0 && !victim.borrowed && victim.queue == vc_ ? kOwn : kPhysical;
+  for (const ReplicaPlacement& r : victim.placements) {
+    int& free = free_[pool][r.node];
+    slots_[pool] -= free / smallest_;
+    free += static_cast<int>(r.gpus.size());
+    slots_[pool] += free / smallest_;
+  }
+}
+
+bool ReplicaBound::MayFitWithout(const std::vector<JobRecord*>& victims) const {
+  ReplicaBound after = *this;
+  for (const JobRecord* v : victims) after.Free(*v);
+  return after.may_fit();
+}
+
+bool ReplicaBound::Measure(const Allocator& alloc, const JobSpec& spec) {
+  for (const TaskGroup& g : spec.groups) {
+    if (g.demand.gpus <= 0) {
+      smallest_ = 0;
+      return false;
+    }
+    smallest_ = smallest_ == 0 ? g.demand.gpus : std::min(smallest_, g.demand.gpus);
+    replicas_ += g.replicas;
+  }
+  physical_cap_ = vc_ < 0 ? INT_MAX : alloc.UnboundGuaranteeGpus(vc_) / smallest_;
+  return smallest_ > 0;
+}
+
+std::optional<VictimPlan> FindVictims(const VictimSearch& search,
+                                      std::vector<JobRecord*> candidates) {
+  using Victims = std::vector<JobRecord*>;
+  if (candidates.empty() || !search.allowed(candidates)) return std::nullopt;
+  const ReplicaBound bound(*search.alloc, *search.spec, search.vc);
+  if (!bound.MayFitWithout(candidates)) return std::nullopt;
+
+  // GPU-time each candidate would lose: the cost a victim set minimizes after its size.
+  std::map<const JobRecord*, double> lost;
+  for (const JobRecord* v : candidates)
+    lost[v] = v->gpu_equivalents * std::max(0.0, search.now - v->start_time);
+  auto cheaper = [&](const JobRecord* x, const JobRecord* y) {
+    if (lost[x] != lost[y]) return lost[x] < lost[y];
+    if (x->spec.priority != y->spec.priority) return x->spec.priority < y->spec.priority;
+    return x->id < y->id;
+  };
+  std::map<int, Victims> on_node;  // a victim counts on the node of its first replica
+  for (JobRecord* v : candidates) on_node[v->placements.front().node].push_back(v);
+  std::vector<std::tuple<size_t, double, int>> nodes;  // (victims needed, lost, node)
+  for (auto& [node, victims] : on_node) {
+    std::sort(victims.begin(), victims.end(), cheaper);
+    int free = bound.free_on(node);
+    size_t needed = 0;
+    double cost = 0;
+    while (needed < victims.size() && free < bound.smallest()) {
+      for (const ReplicaPlacement& r : victims[needed]->placements)
+        if (r.node == node) free += static_cast<int>(r.gpus.size());
+      cost += lost[victims[needed++]];
+    }
+    if (free < bound.smallest()) needed = candidates.size() + 1;  // cannot host a replica
+    nodes.push_back({needed, cost, node});
+  }
+  std::sort(nodes.begin(), nodes.end());
+  Victims ordered;
+  for (const auto& [needed, cost, node] : nodes)
+    ordered.insert(ordered.end(), on_node[node].begin(), on_node[node].end());
+
+  auto fits_without = [&](const Victims& victims, std::vector<ReplicaPlacement>* where) {
+    if (!search.allowed(victims)) return false;
+    Allocator trial = *search.alloc;
+    for (const JobRecord* v : victims)
+      for (int a : v->allocations) trial.Release(a);
+    return search.fits(trial, where);
+  };
+
+  // Grow the victim set until the job fits on a what-if copy...
+  Allocator trial = *search.alloc;
+  VictimPlan plan;
+  ReplicaBound growing = bound;
+  bool fits = false;
+  for (JobRecord* v : ordered) {
+    for (int a : v->allocations) trial.Release(a);
+    plan.victims.push_back(v);
+    growing.Free(*v);
+    if (growing.may_fit() && search.allowed(plan.victims) && search.fits(trial, &plan.where)) {
+      fits = true;
+      break;
+    }
+  }
+  if (!fits) return std::nullopt;
+  // ...then drop the victims it does not need (fewest victims): first, at once, those with
+  // nothing on the nodes the trial placed it on; then one by one.
+  std::set<int> used_nodes;
+  for (const ReplicaPlacement& r : plan.where) used_nodes.insert(r.node);
+  Victims touching;
+  for (JobRecord* v : plan.victims) {
+    bool touches = false;
+    for (const ReplicaPlacement& r : v->placements) touches |= used_nodes.count(r.node) > 0;
+    if (touches) touching.push_back(v);
+  }
+  std::vector<ReplicaPlacement> where;
+  if (touching.size() < plan.victims.size() && fits_without(touching, &where)) {
+    plan.victims = touching;
+    plan.where = where;
+  }
+  for (size_t i = plan.victims.size(); i-- > 1;) {
+    Victims without = plan.victims;
+    without.erase(without.begin() + static_cast<long>(i) - 1);
+    if (bound.MayFitWithout(without) && fits_without(without, &where)) {
+      plan.victims = without;
+      plan.where = where;
+    }
+  }
+  return plan;
+}
+
+}  // namespace berth

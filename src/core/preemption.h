@@ -1,0 +1,80 @@
+// Choosing victims: which running jobs must stop so that a pending job fits. The engine decides
+// who may be a victim (reclaim, priority) and what the queue may hold; this file finds the
+// cheapest set among those candidates and the placement the job then gets.
+//
+// Contract: victims are whole jobs. The set returned is small first (the fewest victims),
+// then cheap (the least GPU-time lost, then the lowest priority): candidates are grouped by
+// node, nodes that free a replica with the fewest victims first, so that a growing set empties
+// nodes one at a time instead of nibbling at every node; then victims the job does not need are
+// dropped. The job is placed on what-if copies of the allocator only, never on the real one.
+// The same search serves a starving job's reservation, whose "victims" are the jobs it waits
+// for.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/job.h"
+
+namespace berth {
+
+struct JobRecord;  // scheduler.h
+
+// An upper bound on how many replicas of a job could be placed once some victims are gone: a
+// node hosts (its free GPUs + what the victims free there) / the smallest replica's GPUs,
+// counting only GPUs the placement may use: a guaranteed one uses its VC's bound cells, and the
+// physical pool only as far as its guarantee has cells left to bind. What-if trials copy the
+// allocator, so they run only where this bound reaches the job's replicas. Jobs asking for
+// shares, MIG slices or no GPU are not bounded.
+class ReplicaBound {
+ public:
+  ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc);
+  // may_fit() of a fresh bound, without building one: stops counting at the first proof, and
+  // visits only nodes the placement may use (this runs before every try of a whole gang).
+  static bool MayFitNow(const Allocator& alloc, const JobSpec& spec, int vc);
+  int free_on(int node) const {
+    return smallest_ == 0 ? 0 : free_[kPhysical][node] + free_[kOwn][node];
+  }
+  int smallest() const { return smallest_; }
+  // Counts what the victim holds as free.
+  void Free(const JobRecord& victim);
+  bool may_fit() const {
+    return smallest_ == 0 || slots_[kOwn] + std::min(slots_[kPhysical], physical_cap_) >= replicas_;
+  }
+  bool MayFitWithout(const std::vector<JobRecord*>& victims) const;
+
+ private:
+  enum { kPhysical = 0, kOwn = 1 };  // the physical pool; the VC's bound cells
+  explicit ReplicaBound(int vc) : vc_(vc) {}
+  // The smallest replica, the replica count and the physical cap; false when unbounded.
+  bool Measure(const Allocator& alloc, const JobSpec& spec);
+  int vc_;
+  int smallest_ = 0, replicas_ = 0, physical_cap_ = 0;  // smallest_ 0: unbounded
+  std::vector<int> free_[2];                            // [pool][node] free GPUs
+  int slots_[2] = {0, 0};
+};
+
+struct VictimPlan {
+  std::vector<JobRecord*> victims;
+  std::vector<ReplicaPlacement> where;  // the job's placement once they are gone
+};
+
+// What the search asks of the engine.
+struct VictimSearch {
+  const Allocator* alloc = nullptr;
+  const JobSpec* spec = nullptr;
+  int vc = -1;  // the VC whose bound cells the placement may use (-1: borrowing)
+  double now = 0;
+  // Whether the queue may hold the job once `victims` are gone.
+  std::function<bool(const std::vector<JobRecord*>& victims)> allowed;
+  // Places the job on `trial` (a what-if copy); fills `where` on success.
+  std::function<bool(Allocator& trial, std::vector<ReplicaPlacement>* where)> fits;
+};
+
+// The cheapest set of `candidates` whose removal lets the job fit, or nullopt.
+std::optional<VictimPlan> FindVictims(const VictimSearch& search,
+                                      std::vector<JobRecord*> candidates);
+
+}  // namespace berth
