@@ -180,7 +180,9 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
   };
   std::map<int, Run> runs;                 // by engine job id
   std::vector<int> ids(input.size(), -1);  // engine job id by input index
-  enum EventKind { kCompletion, kVictimStops };
+  // kWake: a cycle when a job's wait reaches reserve_after_s, as a server's periodic cycle
+  // would run one, so that its reservation is made then and not at the next event.
+  enum EventKind { kCompletion, kVictimStops, kWake };
   struct Event {
     double time;
     uint64_t seq;  // ties in the order they were scheduled
@@ -244,6 +246,9 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
             : 0;
     run.remaining = std::max(0.0, run.remaining - kept);
   };
+  auto wake_for_reservation = [&](int job, double now) {
+    events.push({now + policy.reserve_after_s, event_seq++, kWake, job, 0});
+  };
   auto handle = [&](const std::vector<Decision>& decisions, double now) {
     std::deque<Decision> work(decisions.begin(), decisions.end());
     while (!work.empty()) {
@@ -270,6 +275,7 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
           ++(evict ? result.evictions : result.kills);
           if (evict) ++o.evictions;
           end_run(run, now, evict ? "evict" : "kill", d.reason);
+          wake_for_reservation(d.job, now);
           for (Decision& next : engine.Stopped(d.job, now)) work.push_back(std::move(next));
           break;
         }
@@ -345,6 +351,12 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
     last_t = std::max(last_t, to);
   };
   while (true) {
+    // A wake for a job that is no longer pending asks for nothing.
+    while (!events.empty() && events.top().kind == kWake) {
+      const JobRecord* rec = engine.job(events.top().job);
+      if (rec && rec->state == JobState::kPending) break;
+      events.pop();
+    }
     const double t_arrival = next < order.size() ? input[order[next]].submit : 1e300;
     const double t_trace =
         next_event < event_order.size() ? trace_events[event_order[next_event]].time : 1e300;
@@ -364,6 +376,7 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
     while (!events.empty() && events.top().time <= now) {
       const Event e = events.top();
       events.pop();
+      if (e.kind == kWake) continue;  // the cycle below is all it asks for
       Run& run = runs.at(e.job);
       if (e.token != run.token) continue;
       if (e.kind == kCompletion) {
@@ -373,6 +386,7 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
         result.jobs[run.input].end_kind = "succeeded";
       } else {
         end_run(run, now, "preempt", "");
+        wake_for_reservation(e.job, now);
         handle(engine.Stopped(e.job, now), now);
       }
     }
@@ -395,6 +409,7 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
       }
       ids[i] = id;
       runs[id] = {i, input[i].duration, 0, 1, 0};
+      wake_for_reservation(id, now);
     }
     while (next_event < event_order.size() && trace_events[event_order[next_event]].time <= now)
       apply(trace_events[event_order[next_event++]], now);

@@ -10,7 +10,8 @@
 //  - preempt: the victim uses its whole grace period, then stops; evict and kill: it stops at
 //    once. A stopped job loses the work done since its last checkpoint and queues again.
 //  - At one instant the replay takes, in order: completions and stops, arrivals, the trace's
-//    events (in file order), then one scheduling cycle.
+//    events (in file order), then one scheduling cycle. A cycle also runs when a pending job
+//    has waited the policy's reserve_after_s, as a server's periodic cycle would.
 #pragma once
 
 #include <functional>
