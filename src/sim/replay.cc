@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <optional>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -319,14 +320,44 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
   auto track_anomalies = [&](const std::vector<QueueStatus>& status, double now) {
     double borrowed = 0;
     for (const QueueStatus& q : status) borrowed += q.borrowed_gpus;
+    // The guarantee is in cells, not only in GPUs: a job fits it when its VC's cells could hold
+    // it once the other queues' borrowers are gone (tried on a copy of the allocator per
+    // queue, made only when needed).
+    std::optional<Allocator> unborrowed;
+    int unborrowed_for = -1;
+    auto fits_cells = [&](const JobRecord& job) {
+      if (unborrowed_for != job.queue) {
+        unborrowed.emplace(engine.allocator());
+        unborrowed_for = job.queue;
+        for (const auto& [id, j] : engine.jobs())
+          if (j.borrowed && j.queue != job.queue &&
+              (j.state == JobState::kRunning || j.state == JobState::kStopping))
+            for (int a : j.allocations) unborrowed->Release(a);
+      }
+      std::vector<int> taken;
+      for (const TaskGroup& g : job.spec.groups) {
+        AllocationRequest req;
+        req.replicas = g.replicas;
+        req.demand = g.demand;
+        req.gang_affinity = job.spec.gang_affinity;
+        req.vc = job.queue;
+        const std::optional<int> a = unborrowed->Allocate(req, nullptr);
+        if (!a) break;
+        taken.push_back(*a);
+      }
+      for (int a : taken) unborrowed->Release(a);
+      return taken.size() == job.spec.groups.size();
+    };
     std::set<int> waiting;
     for (size_t q = 0; q < status.size(); ++q) {
       if (status[q].pending == 0 || borrowed - status[q].borrowed_gpus <= 1e-9) continue;
       const double guaranteed_use = status[q].usage_gpus - status[q].borrowed_gpus;
-      for (int id : engine.pending(static_cast<int>(q)))
-        if (guaranteed_use + JobGpus(cluster, engine.job(id)->spec) <=
-            status[q].guarantee_gpus + 1e-9)
+      for (int id : engine.pending(static_cast<int>(q))) {
+        const JobRecord& job = *engine.job(id);
+        if (guaranteed_use + JobGpus(cluster, job.spec) <= status[q].guarantee_gpus + 1e-9 &&
+            fits_cells(job))
           waiting.insert(id);
+      }
     }
     for (auto it = guaranteed_wait_since.begin(); it != guaranteed_wait_since.end();) {
       JobOutcome& o = result.jobs[runs.at(it->first).input];
