@@ -66,7 +66,7 @@ bool ReplicaBound::Measure(const Allocator& alloc, const JobSpec& spec) {
 std::optional<VictimPlan> FindVictims(const VictimSearch& search,
                                       std::vector<JobRecord*> candidates) {
   using Victims = std::vector<JobRecord*>;
-  if (candidates.empty() || !search.allowed(candidates)) return std::nullopt;
+  if (candidates.empty()) return std::nullopt;
   const ReplicaBound bound(*search.alloc, *search.spec, search.vc);
   if (!bound.MayFitWithout(candidates)) return std::nullopt;
 
@@ -100,7 +100,7 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
   for (const auto& [needed, cost, node] : nodes)
     ordered.insert(ordered.end(), on_node[node].begin(), on_node[node].end());
 
-  auto fits_without = [&](const Victims& victims, std::vector<ReplicaPlacement>* where) {
+  auto fits_without = [&](const Victims& victims, TrialPlacement* where) {
     if (!search.allowed(victims)) return false;
     Allocator trial = *search.alloc;
     for (const JobRecord* v : victims)
@@ -117,7 +117,7 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
     for (int a : v->allocations) trial.Release(a);
     plan.victims.push_back(v);
     growing.Free(*v);
-    if (growing.may_fit() && search.allowed(plan.victims) && search.fits(trial, &plan.where)) {
+    if (growing.may_fit() && search.allowed(plan.victims) && search.fits(trial, &plan.placement)) {
       fits = true;
       break;
     }
@@ -126,24 +126,24 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
   // ...then drop the victims it does not need (fewest victims): first, at once, those with
   // nothing on the nodes the trial placed it on; then one by one.
   std::set<int> used_nodes;
-  for (const ReplicaPlacement& r : plan.where) used_nodes.insert(r.node);
+  for (const ReplicaPlacement& r : plan.placement.where) used_nodes.insert(r.node);
   Victims touching;
   for (JobRecord* v : plan.victims) {
     bool touches = false;
     for (const ReplicaPlacement& r : v->placements) touches |= used_nodes.count(r.node) > 0;
     if (touches) touching.push_back(v);
   }
-  std::vector<ReplicaPlacement> where;
+  TrialPlacement where;
   if (touching.size() < plan.victims.size() && fits_without(touching, &where)) {
     plan.victims = touching;
-    plan.where = where;
+    plan.placement = where;
   }
   for (size_t i = plan.victims.size(); i-- > 1;) {
     Victims without = plan.victims;
     without.erase(without.begin() + static_cast<long>(i) - 1);
     if (bound.MayFitWithout(without) && fits_without(without, &where)) {
       plan.victims = without;
-      plan.where = where;
+      plan.placement = where;
     }
   }
   return plan;

@@ -56,9 +56,16 @@ class ReplicaBound {
   int slots_[2] = {0, 0};
 };
 
+// Where a job would go on a what-if allocator: its replicas, plus every GPU of the guarantee
+// cells the placement binds (a cell is bound whole: all of it must stay free for the job).
+struct TrialPlacement {
+  std::vector<ReplicaPlacement> where;
+  std::vector<std::pair<int, int>> bound_gpus;  // (node, gpu)
+};
+
 struct VictimPlan {
   std::vector<JobRecord*> victims;
-  std::vector<ReplicaPlacement> where;  // the job's placement once they are gone
+  TrialPlacement placement;  // once they are gone
 };
 
 // What the search asks of the engine.
@@ -69,8 +76,8 @@ struct VictimSearch {
   double now = 0;
   // Whether the queue may hold the job once `victims` are gone.
   std::function<bool(const std::vector<JobRecord*>& victims)> allowed;
-  // Places the job on `trial` (a what-if copy); fills `where` on success.
-  std::function<bool(Allocator& trial, std::vector<ReplicaPlacement>* where)> fits;
+  // Places the job on `trial` (a what-if copy); fills `placement` on success.
+  std::function<bool(Allocator& trial, TrialPlacement* placement)> fits;
 };
 
 // The cheapest set of `candidates` whose removal lets the job fit, or nullopt.

@@ -1,43 +1,37 @@
 #include "core/queue_order.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace berth {
 
-CycleOrder::CycleOrder(int queues, const std::vector<Entry>& pending, QueueShare queue_share,
-                       UserShare user_share)
-    : queues_(static_cast<size_t>(queues)),
-      queue_share_(std::move(queue_share)),
-      user_share_(std::move(user_share)) {
-  std::vector<std::map<std::string, int>> user_index(queues_.size());
-  for (const Entry& e : pending) {
-    PerQueue& q = queues_[e.queue];
-    auto [it, added] = user_index[e.queue].emplace(e.user, static_cast<int>(q.users.size()));
-    if (added) {
-      q.users.emplace_back();
-      q.names.push_back(e.user);
-    }
-    q.users[it->second].jobs.push_back(e);
+CycleOrder::CycleOrder(std::vector<QueueView> queues, const ResourceVector& capacity,
+                       std::vector<Entry> pending)
+    : views_(std::move(queues)), capacity_(capacity), queues_(views_.size()) {
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    queues_[q].users.resize(views_[q].users->size());
+    queues_[q].next.assign(views_[q].users->size(), 0);
   }
-  for (size_t qi = 0; qi < queues_.size(); ++qi) {
-    PerQueue& q = queues_[qi];
-    for (UserJobs& u : q.users)
-      std::sort(u.jobs.begin(), u.jobs.end(), [](const Entry& a, const Entry& b) {
-        const double pa = std::floor(a.priority), pb = std::floor(b.priority);
-        if (pa != pb) return pa > pb;
+  for (const Entry& e : pending) queues_[e.queue].users[e.user].push_back(e);
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    PerQueue& pq = queues_[q];
+    for (size_t u = 0; u < pq.users.size(); ++u) {
+      std::vector<Entry>& jobs = pq.users[u];
+      if (jobs.empty()) continue;
+      std::sort(jobs.begin(), jobs.end(), [](const Entry& a, const Entry& b) {
+        if (a.priority != b.priority) return a.priority > b.priority;
         if (a.submit != b.submit) return a.submit < b.submit;
         return a.job < b.job;
       });
-    for (size_t u = 0; u < q.users.size(); ++u)
-      q.heads.push(KeyOf(static_cast<int>(qi), static_cast<int>(u)));
+      pq.heads.push(KeyOf(static_cast<int>(q), static_cast<int>(u)));
+    }
   }
 }
 
 CycleOrder::Key CycleOrder::KeyOf(int queue, int user) const {
   const PerQueue& q = queues_[queue];
-  const Entry& e = q.users[user].jobs[q.users[user].next];
-  return {-std::floor(e.priority), user_share_(queue, q.names[user]), e.submit, e.job, user};
+  const Entry& e = q.users[user][q.next[user]];
+  const double share = DominantShare((*views_[queue].users)[user], capacity_);
+  return {-e.priority, share, e.submit, e.job, user};
 }
 
 int CycleOrder::Next() {
@@ -45,7 +39,7 @@ int CycleOrder::Next() {
   double pick_share = 0;
   for (size_t q = 0; q < queues_.size(); ++q) {
     if (queues_[q].heads.empty()) continue;
-    const double share = queue_share_(static_cast<int>(q));
+    const double share = DominantShare(*views_[q].usage, capacity_) / views_[q].weight;
     if (pick < 0 || share < pick_share) pick = static_cast<int>(q), pick_share = share;
   }
   if (pick < 0) return -1;
@@ -60,9 +54,8 @@ int CycleOrder::Next() {
       q.heads.push(now);
       continue;
     }
-    UserJobs& u = q.users[user];
-    const int job = u.jobs[u.next++].job;
-    if (u.next < u.jobs.size()) q.heads.push(KeyOf(pick, user));
+    const int job = q.users[user][q.next[user]++].job;
+    if (q.next[user] < q.users[user].size()) q.heads.push(KeyOf(pick, user));
     return job;
   }
 }

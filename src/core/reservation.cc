@@ -2,30 +2,25 @@
 
 namespace berth {
 
-std::vector<int> Reservations::Reserve(int job, const std::vector<ReplicaPlacement>& plan,
-                                       bool yields, bool for_preemption, double priority,
-                                       size_t nodes) {
+std::vector<int> Reservations::Reserve(int job, const std::vector<std::pair<int, int>>& gpus,
+                                       Reservation kind, size_t nodes) {
   if (reserved_on_.size() < nodes) reserved_on_.resize(nodes, 0);
   Drop(job);
   std::vector<int> dropped;
-  Reservation r;
-  r.yields = yields;
-  r.for_preemption = for_preemption;
-  r.priority = priority;
-  for (const ReplicaPlacement& p : plan)
-    for (int g : p.gpus) {
-      const int owner = OwnerOf(p.node, g);
-      if (owner == job) continue;
-      if (owner >= 0) {
-        Drop(owner);
-        dropped.push_back(owner);
-      }
-      owners_[{p.node, g}] = job;
-      ++reserved_on_[p.node];
-      r.gpus.push_back({p.node, g});
+  kind.gpus.clear();
+  for (const auto& [node, gpu] : gpus) {
+    const int owner = OwnerOf(node, gpu);
+    if (owner == job) continue;
+    if (owner >= 0) {
+      Drop(owner);
+      dropped.push_back(owner);
     }
-  if (!for_preemption) ++starving_;
-  by_job_[job] = std::move(r);
+    owners_[{node, gpu}] = job;
+    ++reserved_on_[node];
+    kind.gpus.push_back({node, gpu});
+  }
+  if (!kind.for_preemption) ++starving_;
+  by_job_[job] = std::move(kind);
   return dropped;
 }
 

@@ -30,11 +30,11 @@ class Reservations {
     double priority = 0;          // a starving job's: jobs above it are not blocked
   };
 
-  // `nodes`: the cluster's node count. Reserves every GPU of `plan` for `job` (replacing what
-  // it held). A GPU already reserved by a yielding reservation moves to `job`, and that other
+  // `nodes`: the cluster's node count. Reserves `gpus` (node, gpu) for `job` (replacing what it
+  // held). A GPU already reserved by another reservation moves to `job`, and that other
   // reservation is dropped whole; returns the jobs whose reservations were dropped so.
-  std::vector<int> Reserve(int job, const std::vector<ReplicaPlacement>& plan, bool yields,
-                           bool for_preemption, double priority, size_t nodes);
+  std::vector<int> Reserve(int job, const std::vector<std::pair<int, int>>& gpus, Reservation kind,
+                           size_t nodes);
   void Drop(int job);
   // Whether `c` touches a GPU reserved for another job, for a placement of `job` at
   // `priority`, inside its guarantee or not.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "core/preemption.h"
 #include "core/queue_order.h"
@@ -210,6 +211,18 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
   job.submit_time = now;
   job.pending_since = now;
   Queue& queue = queues_[job.queue];
+  auto [user, added] =
+      queue.user_index.emplace(spec.user, static_cast<int>(queue.user_usage.size()));
+  if (added) queue.user_usage.emplace_back();
+  job.user = user->second;
+  // Remembered classes are bounded; a job beyond them is simply never skipped.
+  constexpr size_t kMaxShapeClasses = 1 << 16;
+  const std::string key = ShapeClassKey(job.spec);
+  auto cls = shape_classes_.find(key);
+  if (cls == shape_classes_.end() && shape_classes_.size() < kMaxShapeClasses)
+    cls = shape_classes_.emplace(key, static_cast<int>(shape_classes_.size())).first;
+  job.shape_class = cls == shape_classes_.end() ? -1 : cls->second;
+  job.shape = ShapeSizeOf(job.spec);
   queue.pending.push_back(job.id);
   queue.demand_gpus += JobGpus(job.spec, TotalReplicas(job.spec));
   Emit(now, job.id, "submitted", "queue " + queue.spec.name);
@@ -224,7 +237,7 @@ void Scheduler::Account(const JobRecord& job, int sign) {
   q.held += r;
   q.committed += r;
   if (!job.borrowed) q.committed_guaranteed += r.gpu;
-  q.user_usage[job.spec.user] += r;
+  q.user_usage[job.user] += r;
   if (job.borrowed) q.borrowed_gpus += r.gpu;
   q.running += sign;
   for (const ReplicaPlacement& p : job.placements) {
@@ -240,7 +253,7 @@ void Scheduler::Uncommit(const JobRecord& job) {
   const ResourceVector r = Scaled(JobResources(job), -1);
   q.committed += r;
   if (!job.borrowed) q.committed_guaranteed += r.gpu;
-  q.user_usage[job.spec.user] += r;
+  q.user_usage[job.user] += r;
 }
 
 void Scheduler::CommitWaiting(JobRecord& p, double gpus, bool guaranteed) {
@@ -272,6 +285,8 @@ void Scheduler::Release(JobRecord& job) {
     if (gpus < kEps) on_node.erase(job.spec.priority);
   }
   running_.erase(job.id);
+  if (job.stop_deadline >= 0) deadlines_.erase({job.stop_deadline, job.id});
+  job.stop_deadline = -1;
   ++version_;
   for (int id : job.allocations) allocator_->Release(id);
   job.allocations.clear();
@@ -298,6 +313,7 @@ void Scheduler::TellToStop(JobRecord& job, Decision::Kind kind, int preemptor,
   job.preempted_by = preemptor;
   job.reason = why;
   job.stop_deadline = kind == Decision::Kind::kPreempt ? now + job.spec.grace_period_s : -1;
+  if (job.stop_deadline >= 0) deadlines_.insert({job.stop_deadline, job.id});
   Decision d;
   d.kind = kind;
   d.job = job.id;
@@ -341,7 +357,10 @@ void Scheduler::Finish(int id, double now, JobEnd end, int exit_code) {
   // starts first thing in the next cycle (Finish returns no decisions).
   if (job.state == JobState::kStopping && job.preempted_by >= 0) {
     auto p = jobs_.find(job.preempted_by);
-    if (p != jobs_.end()) std::erase(p->second.waiting_for, id);
+    if (p != jobs_.end()) {
+      std::erase(p->second.waiting_for, id);
+      if (p->second.waiting_for.empty()) ready_preemptors_.push_back(p->first);
+    }
     job.preempted_by = -1;
   }
   if (job.state == JobState::kRunning || job.state == JobState::kStopping) Release(job);
@@ -485,6 +504,7 @@ bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<D
 bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* out) {
   const bool guaranteed = p.reserved_guaranteed;
   UncommitWaiting(p);
+  ++version_;  // what it binds or leaves free may fit jobs that failed before
   if (Start(p, guaranteed, now, out)) return true;
   // The plan broke (hardware failed under it): the job waits like any other.
   reservations_.Drop(p.id);
@@ -535,48 +555,55 @@ std::vector<Decision> Scheduler::Schedule(double now) {
   now_ = now;
   const Policy& policy = pipeline_->policy();
   // Victims past their grace deadline are killed (once).
-  for (auto& [id, j] : running_)
-    if (j->state == JobState::kStopping && j->stop_deadline >= 0 && j->stop_deadline <= now) {
-      j->stop_deadline = -1;
-      Decision d;
-      d.kind = Decision::Kind::kKill;
-      d.job = id;
-      d.reason = "grace period over";
-      Emit(now, id, "kill", d.reason);
-      out.push_back(std::move(d));
-    }
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const int id = deadlines_.begin()->second;
+    deadlines_.erase(deadlines_.begin());
+    jobs_.at(id).stop_deadline = -1;
+    Decision d;
+    d.kind = Decision::Kind::kKill;
+    d.job = id;
+    d.reason = "grace period over";
+    Emit(now, id, "kill", d.reason);
+    out.push_back(std::move(d));
+  }
   // Preemptors whose last victim ended instead of stopping go before anyone else.
-  for (Queue& q : queues_) {
-    const std::vector<int> pending = q.pending;  // Start edits the list
-    for (int id : pending) {
-      JobRecord& j = jobs_.at(id);
-      const Reservations::Reservation* r = reservations_.Of(id);
-      if (j.waiting_for.empty() && r && r->for_preemption) StartPreemptor(j, now, &out);
-    }
+  std::vector<int> ready;
+  ready.swap(ready_preemptors_);
+  for (int id : ready) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    JobRecord& j = it->second;
+    const Reservations::Reservation* r = reservations_.Of(id);
+    if (j.state == JobState::kPending && j.waiting_for.empty() && r && r->for_preemption)
+      StartPreemptor(j, now, &out);
   }
   const std::vector<double> fair = FairShares();
 
   std::vector<CycleOrder::Entry> entries;
-  for (size_t q = 0; q < queues_.size(); ++q)
+  std::vector<CycleOrder::QueueView> views;
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    views.push_back({&queues_[q].committed, queues_[q].spec.weight, &queues_[q].user_usage});
     for (int id : queues_[q].pending) {
       const JobRecord& j = jobs_.at(id);
-      entries.push_back(
-          {id, static_cast<int>(q), j.spec.user, WholePriority(j, now), j.submit_time});
+      entries.push_back({id, static_cast<int>(q), j.user, WholePriority(j, now), j.submit_time});
     }
-  CycleOrder order(
-      static_cast<int>(queues_.size()), entries,
-      [&](int q) {
-        return DominantShare(queues_[q].committed, capacity_) / queues_[q].spec.weight;
-      },
-      [&](int q, const std::string& user) {
-        auto it = queues_[q].user_usage.find(user);
-        return it == queues_[q].user_usage.end() ? 0.0 : DominantShare(it->second, capacity_);
-      });
+  }
+  CycleOrder order(std::move(views), capacity_, std::move(entries));
   for (int id = order.Next(); id >= 0; id = order.Next()) {
     JobRecord& job = jobs_.at(id);
     if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
         job.failed_at == version_)
       continue;
+    if (failed_version_ != version_) {
+      failed_shapes_.Clear();
+      failed_version_ = version_;
+    }
+    const double priority = WholePriority(job, now);
+    if (failed_shapes_.Dominated(job.shape_class, job.shape, priority)) {
+      job.failed_at = version_;
+      TryReserve(job, now);
+      continue;
+    }
     const double need = JobGpus(job.spec, TotalReplicas(job.spec));
     const bool may_guarantee = MayGuarantee(job, need);
     std::string cap_refusal;
@@ -610,9 +637,43 @@ std::vector<Decision> Scheduler::Schedule(double now) {
     if (!may_guarantee && !under_cap) job.reason = cap_refusal;
     if (TryPreempt(job, now, fair, &out)) continue;
     job.failed_at = version_;
+    if (failed_version_ == version_) failed_shapes_.Add(job.shape_class, job.shape, priority);
     TryReserve(job, now);
   }
   return out;
+}
+
+bool Scheduler::TryPlaceOn(JobRecord& job, bool guaranteed, Allocator& trial,
+                           TrialPlacement* placement) {
+  std::vector<int> ids;
+  if (!TryPlace(job, guaranteed, TotalReplicas(job.spec), trial, &ids, &placement->where))
+    return false;
+  placement->bound_gpus.clear();
+  const auto& cells = trial.tree().cells();
+  for (int id : ids)
+    for (int bound : trial.Find(id)->bound_here)
+      for (int c = bound; c < trial.tree().subtree_end(bound); ++c)
+        if (cells[c].gpu >= 0) placement->bound_gpus.push_back({cells[c].node, cells[c].gpu});
+  return true;
+}
+
+std::vector<std::pair<int, int>> Scheduler::ReservedGpus(const TrialPlacement& placement) {
+  std::set<std::pair<int, int>> gpus(placement.bound_gpus.begin(), placement.bound_gpus.end());
+  for (const ReplicaPlacement& r : placement.where)
+    for (int g : r.gpus) gpus.insert({r.node, g});
+  return {gpus.begin(), gpus.end()};
+}
+
+// A guaranteed preemptor whose plan binds a new guarantee cell has the whole cell reserved; the
+// queue's other guaranteed work waits for that cell instead of reclaiming another one.
+const JobRecord* Scheduler::CellBeingReclaimed(int queue) const {
+  for (int id : queues_[queue].pending) {
+    const JobRecord& p = jobs_.at(id);
+    if (p.committed_gpus <= 0 || !p.reserved_guaranteed) continue;
+    const Reservations::Reservation* r = reservations_.Of(id);
+    if (r && static_cast<double>(r->gpus.size()) > p.committed_gpus + kEps) return &p;
+  }
+  return nullptr;
 }
 
 bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>& fair,
@@ -622,6 +683,12 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   const double need = JobGpus(job.spec, TotalReplicas(job.spec));
   const bool within_guarantee = MayGuarantee(job, need);
   const bool below_fair_share = queue.committed.gpu + need <= fair[job.queue] + kEps;
+  if (within_guarantee) {
+    if (const JobRecord* p = CellBeingReclaimed(job.queue)) {
+      job.reason = "waiting for the guarantee cell job " + std::to_string(p->id) + " reclaims";
+      return false;
+    }
+  }
 
   using Victims = std::vector<JobRecord*>;
   enum class Why { kGuarantee, kFairShare, kPriority };
@@ -679,9 +746,8 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
                queue.committed_guaranteed - own_guaranteed + need <= queue.guarantee_gpus + kEps;
       return queue.spec.cap_gpus < 0 || queue.held.gpu - own + need <= queue.spec.cap_gpus + kEps;
     };
-    search.fits = [&](Allocator& trial, std::vector<ReplicaPlacement>* where) {
-      std::vector<int> ids;
-      return TryPlace(job, plan.guaranteed, TotalReplicas(job.spec), trial, &ids, where);
+    search.fits = [&](Allocator& trial, TrialPlacement* where) {
+      return TryPlaceOn(job, plan.guaranteed, trial, where);
     };
     std::optional<VictimPlan> found = FindVictims(search, plan.victims);
     if (!found) continue;
@@ -696,7 +762,10 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     }
     CommitWaiting(job, need, plan.guaranteed);
     // A borrower's plan that this guaranteed one overlaps gives way.
-    for (int dropped : reservations_.Reserve(job.id, found->where, !plan.guaranteed, true, 0,
+    Reservations::Reservation kind;
+    kind.yields = !plan.guaranteed;
+    kind.for_preemption = true;
+    for (int dropped : reservations_.Reserve(job.id, ReservedGpus(found->placement), kind,
                                              cluster_->nodes.size()))
       DropPreemptor(jobs_.at(dropped));
     job.reason =
@@ -729,14 +798,17 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   search.vc = guaranteed ? job.queue : -1;
   search.now = now;
   search.allowed = [](const std::vector<JobRecord*>&) { return true; };
-  search.fits = [&](Allocator& trial, std::vector<ReplicaPlacement>* where) {
-    std::vector<int> ids;
-    return TryPlace(job, guaranteed, TotalReplicas(job.spec), trial, &ids, where);
+  search.fits = [&](Allocator& trial, TrialPlacement* where) {
+    return TryPlaceOn(job, guaranteed, trial, where);
   };
   std::optional<VictimPlan> found = FindVictims(search, occupants);
   if (!found) return;
-  reservations_.Reserve(job.id, found->where, !guaranteed, false, WholePriority(job, now),
-                        cluster_->nodes.size());
+  Reservations::Reservation kind;
+  kind.yields = !guaranteed;
+  kind.priority = WholePriority(job, now);
+  for (int dropped :
+       reservations_.Reserve(job.id, ReservedGpus(found->placement), kind, cluster_->nodes.size()))
+    DropPreemptor(jobs_.at(dropped));
   job.reason = "reserved GPUs, waiting for " + std::to_string(found->victims.size()) +
                " job(s) on them to end";
   Emit(now, job.id, "reserved", job.reason);

@@ -59,7 +59,9 @@
 #include "core/allocator.h"
 #include "core/fairness.h"
 #include "core/job.h"
+#include "core/job_shape.h"
 #include "core/placement.h"
+#include "core/preemption.h"
 #include "core/reservation.h"
 #include "core/telemetry.h"
 
@@ -87,6 +89,9 @@ struct JobRecord {
   JobEnd end = JobEnd::kNone;
   int exit_code = 0;
   std::string external_id;  // the adapter's name for it (container id, pod UID)
+  int user = -1;            // index of spec.user among its queue's users
+  int shape_class = -1;     // job_shape.h; -1: not remembered
+  ShapeSize shape;
   double submit_time = 0;
   double pending_since = 0;  // submit, or the last return to pending
   double start_time = -1;
@@ -238,7 +243,8 @@ class Scheduler {
     double committed_guaranteed = 0;
     double borrowed_gpus = 0;
     double demand_gpus = 0;  // every job not ended, at full size
-    std::map<std::string, ResourceVector> user_usage;
+    std::map<std::string, int> user_index;
+    std::vector<ResourceVector> user_usage;  // [user] committed
     int running = 0;
     std::vector<int> pending;
   };
@@ -256,6 +262,10 @@ class Scheduler {
            std::vector<ReplicaPlacement> placements, double now, std::vector<Decision>* out);
   bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair,
                   std::vector<Decision>* out);
+  // The whole job on a what-if allocator, with the guarantee cells it binds.
+  bool TryPlaceOn(JobRecord& job, bool guaranteed, Allocator& trial, TrialPlacement* placement);
+  static std::vector<std::pair<int, int>> ReservedGpus(const TrialPlacement& placement);
+  const JobRecord* CellBeingReclaimed(int queue) const;
   void TryReserve(JobRecord& job, double now);
   void Account(const JobRecord& job, int sign);  // held and committed, while running
   void Uncommit(const JobRecord& job);           // a running job was told to stop
@@ -289,7 +299,12 @@ class Scheduler {
   std::vector<TypicalPod> typical_pods_;
   ResourceVector capacity_;
   int next_job_ = 1;
-  std::map<int, JobRecord*> running_;  // running and stopping jobs (preemption candidates)
+  std::map<int, JobRecord*> running_;           // running and stopping jobs (preemption candidates)
+  std::set<std::pair<double, int>> deadlines_;  // (stop deadline, victim) not yet killed
+  std::vector<int> ready_preemptors_;           // preemptors whose last victim ended (not stopped)
+  std::map<std::string, int> shape_classes_;
+  FailedShapes failed_shapes_;  // this cycle's, while version_ stays failed_version_
+  uint64_t failed_version_ = UINT64_MAX;
   std::vector<std::map<int, double>> gpus_by_priority_;  // [node] priority -> GPU-equivalents
   uint64_t version_ = 0;  // bumped whenever capacity is freed, health changes or a borrower starts
   std::deque<EngineEvent> events_;

@@ -1,0 +1,426 @@
+// The engine cycle after cycle: each test here reproduces one way the engine went wrong over
+// many cycles (issue 9's bugs 1, 2, 3, 6 and 8), driven the way an adapter drives it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/scheduler.h"
+#include "core/synthetic_cluster.h"
+
+namespace berth {
+namespace {
+
+JobSpec Job(const std::string& queue, int gpus, const std::string& user = "user") {
+  JobSpec spec;
+  spec.name = queue + "-job";
+  spec.queue = queue;
+  spec.user = user;
+  TaskGroup g;
+  g.name = "main";
+  g.demand.gpus = gpus;
+  spec.groups.push_back(g);
+  return spec;
+}
+
+QueueSpec Queue(const std::string& name, int guaranteed_nodes = 0, double weight = 1) {
+  QueueSpec q{name, weight, -1, {}};
+  if (guaranteed_nodes > 0) q.guarantees.push_back({"dgx-a100/node", guaranteed_nodes});
+  return q;
+}
+
+// Carries out decisions as an adapter would: a started job runs for its duration, a preempted
+// one stops when its grace period is over, an evicted or killed one at once.
+class Driver {
+ public:
+  Driver(int nodes, int per_rack, const std::vector<QueueSpec>& queues, Policy policy = Berth())
+      : cluster_(SyntheticDgxCluster(nodes, per_rack, 0)), s_(&cluster_, queues, policy) {
+    EXPECT_EQ(s_.error(), "");
+  }
+  static Policy Berth() {
+    Policy p;
+    EXPECT_TRUE(BuiltinPolicy("berth", &p));
+    return p;
+  }
+
+  int Submit(const JobSpec& spec, double duration = 1e9) {
+    std::string why;
+    const int id = s_.Submit(spec, now_, &why);
+    EXPECT_GE(id, 0) << why;
+    duration_[id] = duration;
+    return id;
+  }
+  // One cycle at the current time, then the clock moves on by `step` seconds, carrying out
+  // what fell due in between.
+  void Cycle(double step = 1) {
+    Handle(s_.Schedule(now_));
+    Check();
+    const double until = now_ + step;
+    while (true) {
+      auto next = std::min_element(due_.begin(), due_.end(),
+                                   [](const Due& a, const Due& b) { return a.at < b.at; });
+      if (next == due_.end() || next->at > until) break;
+      const Due d = *next;
+      due_.erase(next);
+      now_ = std::max(now_, d.at);
+      const JobRecord* j = s_.job(d.job);
+      if (!j || j->start_time != d.started) continue;  // stale: the job moved on
+      if (d.stop) {
+        Handle(s_.Stopped(d.job, now_));
+      } else if (j->state == JobState::kRunning) {
+        s_.Finish(d.job, now_);
+      }
+      Check();
+    }
+    now_ = until;
+  }
+  void Check() {
+    ASSERT_EQ(s_.CheckConsistency(), "");
+    ASSERT_EQ(s_.allocator().CheckConsistency(), "");
+  }
+  void Handle(const std::vector<Decision>& decisions) {
+    for (const Decision& d : decisions) {
+      ++count_[d.kind];
+      const double started = s_.job(d.job)->start_time;
+      if (d.kind == Decision::Kind::kStart) {
+        ++starts_[d.job];
+        due_.push_back({now_ + duration_[d.job], d.job, false, started});
+      } else if (d.kind == Decision::Kind::kPreempt) {
+        ++preempted_[d.job];
+        due_.push_back({now_ + d.grace_period_s, d.job, true, started});
+      } else {
+        due_.push_back({now_, d.job, true, started});
+      }
+    }
+  }
+  const JobRecord& J(int id) { return *s_.job(id); }
+  int Running(const std::string& queue) {
+    int n = 0;
+    for (const auto& [id, j] : s_.jobs())
+      n += j.state == JobState::kRunning && j.spec.queue == queue;
+    return n;
+  }
+
+  Cluster cluster_;
+  Scheduler s_;
+  double now_ = 0;
+  std::map<int, double> duration_;
+  std::map<Decision::Kind, int> count_;
+  std::map<int, int> starts_, preempted_;
+  struct Due {
+    double at;
+    int job;
+    bool stop;  // else: the job completes
+    double started;
+  };
+  std::vector<Due> due_;
+};
+
+// Bug 1: the free GPUs of a preemptor's plan were not held for it, so another job took them
+// during the victim's grace period, and the preemptor preempted that one, forever.
+TEST(SchedulerOverTimeTest, APreemptorsPlannedFreeGpusAreHeldForIt) {
+  Driver d(1, 1, {Queue("a"), Queue("b", 1)});
+  const int a1 = d.Submit(Job("a", 4));
+  d.Cycle();
+  ASSERT_EQ(d.J(a1).state, JobState::kRunning);
+  const int b1 = d.Submit(Job("b", 8));
+  d.Cycle();
+  EXPECT_EQ(d.J(a1).state, JobState::kStopping);
+  const int a2 = d.Submit(Job("a", 4));
+  for (int i = 0; i < 200; ++i) d.Cycle(5);
+  EXPECT_EQ(d.J(b1).state, JobState::kRunning);
+  EXPECT_EQ(d.preempted_[a1], 1);
+  EXPECT_EQ(d.preempted_[a2], 0);
+  EXPECT_EQ(d.starts_[b1], 1);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
+}
+
+// Bug 2: reclaim read running usage only, so every pending job of the queue below its share
+// preempted at once, and the shares flipped every cycle.
+TEST(SchedulerOverTimeTest, FairShareReclaimSettlesAtWaterFilling) {
+  Driver d(4, 4, {Queue("a", 0, 1), Queue("b", 0, 3)});
+  for (int i = 0; i < 32; ++i) d.Submit(Job("a", 1));
+  d.Cycle();
+  ASSERT_EQ(d.Running("a"), 32);
+  for (int i = 0; i < 32; ++i) d.Submit(Job("b", 1));
+  for (int i = 0; i < 200; ++i) d.Cycle(5);
+  EXPECT_EQ(d.Running("a"), 8);
+  EXPECT_EQ(d.Running("b"), 24);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 24);
+  for (const auto& [job, times] : d.preempted_) EXPECT_LE(times, 1) << job;
+}
+
+TEST(SchedulerOverTimeTest, GuaranteeReclaimTakesNoMoreThanTheGuarantee) {
+  Driver d(4, 4, {Queue("a"), Queue("b", 1)});
+  for (int i = 0; i < 32; ++i) d.Submit(Job("a", 1));
+  d.Cycle();
+  for (int i = 0; i < 16; ++i) d.Submit(Job("b", 1));
+  for (int i = 0; i < 200; ++i) d.Cycle(5);
+  // b's guarantee is one node (8 GPUs); its weight equals a's, so its fair share is 16: the 8
+  // beyond the guarantee come by fair-share reclaim, and then nothing moves.
+  EXPECT_EQ(d.Running("b"), 16);
+  EXPECT_EQ(d.Running("a"), 16);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 16);
+}
+
+// Bug 3: a big job waited forever behind a stream of small ones; aging reordered but nothing
+// reserved capacity for it.
+TEST(SchedulerOverTimeTest, ABigJobGetsAReservationAndStartsWithinTheBound) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 600;
+  Driver d(1, 1, {Queue("a")}, policy);
+  const double small = 300;  // each small job runs 5 minutes
+  for (int i = 0; i < 8; ++i) d.Submit(Job("a", 1), small);
+  d.Cycle();
+  const int big = d.Submit(Job("a", 8), 1000);
+  const double submitted = d.now_;
+  double started = -1;
+  for (int i = 0; i < 2000 && started < 0; ++i) {
+    // A steady stream: a new small job every 10 seconds, more than the node can run.
+    if (i % 10 == 0) d.Submit(Job("a", 1), small);
+    d.Cycle(1);
+    if (d.J(big).state == JobState::kRunning) started = d.J(big).start_time;
+  }
+  ASSERT_GE(started, 0) << d.J(big).reason;
+  // The bound of the header: reserve_after_s plus the longest run on its reserved GPUs.
+  EXPECT_LE(started - submitted, policy.reserve_after_s + small + 2);
+}
+
+TEST(SchedulerOverTimeTest, AReservationDoesNotBlockHigherPriorityWork) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 0;
+  Driver d(1, 1, {Queue("a")}, policy);
+  const int small = d.Submit(Job("a", 4), 100);
+  d.Cycle();
+  const int big = d.Submit(Job("a", 8));
+  d.Cycle();
+  ASSERT_NE(d.s_.reservations().Of(big), nullptr);
+  JobSpec urgent = Job("a", 4);
+  urgent.priority = 50;
+  const int u = d.Submit(urgent);
+  d.Cycle();
+  EXPECT_EQ(d.J(u).state, JobState::kRunning);
+  EXPECT_EQ(d.J(small).state, JobState::kRunning);
+}
+
+// Bug 6: health changes did not wake pending jobs, and jobs on bad hardware got no decision.
+TEST(SchedulerOverTimeTest, UncordonWakesAPendingJob) {
+  Driver d(1, 1, {Queue("a")});
+  d.Handle(d.s_.SetNodeCordoned(0, true, d.now_));
+  const int j = d.Submit(Job("a", 8));
+  d.Cycle();
+  EXPECT_EQ(d.J(j).state, JobState::kPending);
+  d.Handle(d.s_.SetNodeCordoned(0, false, d.now_));
+  d.Cycle();
+  EXPECT_EQ(d.J(j).state, JobState::kRunning);
+}
+
+TEST(SchedulerOverTimeTest, AJobOnABadGpuIsEvictedAndRestartsElsewhere) {
+  Driver d(2, 2, {Queue("a")});
+  const int j = d.Submit(Job("a", 8));
+  d.Cycle();
+  ASSERT_EQ(d.J(j).state, JobState::kRunning);
+  const int node = d.J(j).placements[0].node;
+  const std::vector<Decision> out = d.s_.SetGpuBad(node, 3, true, d.now_);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, Decision::Kind::kEvict);
+  EXPECT_EQ(out[0].job, j);
+  EXPECT_NE(out[0].reason.find("went bad"), std::string::npos) << out[0].reason;
+  d.Handle(out);
+  d.Cycle();
+  d.Cycle();
+  EXPECT_EQ(d.J(j).state, JobState::kRunning);
+  EXPECT_NE(d.J(j).placements[0].node, node);
+  EXPECT_EQ(d.J(j).preemptions, 1);
+}
+
+TEST(SchedulerOverTimeTest, DrainEvictsEverythingOnTheNode) {
+  Driver d(2, 2, {Queue("a")});
+  for (int i = 0; i < 4; ++i) d.Submit(Job("a", 4));
+  d.Cycle();
+  const std::vector<Decision> out = d.s_.Drain(0, d.now_);
+  EXPECT_EQ(out.size(), 2u);
+  for (const Decision& e : out) EXPECT_EQ(e.kind, Decision::Kind::kEvict);
+  d.Handle(out);
+  for (int i = 0; i < 5; ++i) d.Cycle();
+  for (const auto& [id, j] : d.s_.jobs())
+    if (j.state == JobState::kRunning) {
+      EXPECT_EQ(j.placements[0].node, 1);
+    }
+}
+
+// Bug 8: users inside a queue were ordered by their share at the start of the cycle only.
+TEST(SchedulerOverTimeTest, UsersShareAQueueInsideOneCycle) {
+  Driver d(1, 1, {Queue("a")});
+  for (int i = 0; i < 10; ++i) d.Submit(Job("a", 1, "u1"));
+  for (int i = 0; i < 10; ++i) d.Submit(Job("a", 1, "u2"));
+  d.Cycle();
+  std::map<std::string, int> by_user;
+  for (const auto& [id, j] : d.s_.jobs()) by_user[j.spec.user] += j.state == JobState::kRunning;
+  EXPECT_EQ(by_user["u1"], 4);
+  EXPECT_EQ(by_user["u2"], 4);
+}
+
+TEST(SchedulerOverTimeTest, AVictimPastItsGraceDeadlineIsKilledOnce) {
+  Driver d(1, 1, {Queue("a"), Queue("b", 1)});
+  const int a1 = d.Submit(Job("a", 8));
+  d.Cycle();
+  d.Submit(Job("b", 8));
+  std::vector<Decision> out = d.s_.Schedule(d.now_);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, Decision::Kind::kPreempt);
+  // The adapter never reports the stop: at the deadline the engine says kill, once.
+  EXPECT_TRUE(d.s_.Schedule(d.now_ + 29).empty());
+  out = d.s_.Schedule(d.now_ + 30);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, Decision::Kind::kKill);
+  EXPECT_EQ(out[0].job, a1);
+  EXPECT_TRUE(d.s_.Schedule(d.now_ + 31).empty());
+}
+
+// --- Smaller ones (bug 9) and what adapters need ----------------------------------------------
+
+TEST(SchedulerOverTimeTest, AWholeGpuShareIsOneGpu) {
+  Driver d(1, 1, {Queue("a")});
+  JobSpec spec = Job("a", 0);
+  spec.groups[0].demand.gpu_milli = 1000;
+  const int j = d.Submit(spec);
+  d.Cycle();
+  ASSERT_EQ(d.J(j).state, JobState::kRunning);
+  EXPECT_EQ(d.J(j).placements[0].gpus.size(), 1u);
+  EXPECT_EQ(d.J(j).placements[0].gpu_milli, 0);
+  spec.groups[0].demand.gpu_milli = 1001;
+  std::string why;
+  EXPECT_EQ(d.s_.Submit(spec, 0, &why), -1);
+  EXPECT_NE(why.find("gpuMilli"), std::string::npos) << why;
+}
+
+TEST(SchedulerOverTimeTest, ACapRefusalSaysSo) {
+  QueueSpec capped = Queue("a");
+  capped.cap_gpus = 8;
+  Driver d(2, 2, {capped});
+  d.Submit(Job("a", 8));
+  const int second = d.Submit(Job("a", 8));
+  d.Cycle();
+  EXPECT_EQ(d.J(second).state, JobState::kPending);
+  EXPECT_NE(d.J(second).reason.find("queue a is at its cap"), std::string::npos)
+      << d.J(second).reason;
+}
+
+TEST(SchedulerOverTimeTest, EndedJobsAreForgottenAfterTheLastFew) {
+  Driver d(1, 1, {Queue("a")});
+  const int first = d.Submit(Job("a", 1), 1);
+  d.Cycle(2);
+  d.s_.SetExternalId(first, "container-1");
+  for (size_t i = 0; i < Scheduler::kKeptFinished + 10; ++i) {
+    const int id = d.Submit(Job("a", 1));
+    d.s_.Finish(id, d.now_, JobEnd::kCancelled);
+  }
+  EXPECT_EQ(d.s_.job(first), nullptr);
+  EXPECT_EQ(d.s_.FindExternal("container-1"), nullptr);
+  EXPECT_LE(d.s_.jobs().size(), Scheduler::kKeptFinished);
+  d.Check();
+}
+
+TEST(SchedulerOverTimeTest, EventsAreOrderedAndResumable) {
+  Driver d(1, 1, {Queue("a")});
+  const int j = d.Submit(Job("a", 8), 10);
+  d.Cycle(20);
+  const std::vector<EngineEvent> all = d.s_.EventsSince(0);
+  ASSERT_GE(all.size(), 3u);
+  std::vector<std::string> kinds;
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].seq, i + 1);
+    if (all[i].job == j) kinds.push_back(all[i].kind);
+  }
+  EXPECT_EQ(kinds, (std::vector<std::string>{"submitted", "start", "succeeded"}));
+  EXPECT_EQ(d.s_.EventsSince(all[1].seq).size(), all.size() - 2);
+  EXPECT_EQ(d.s_.last_event(), all.back().seq);
+}
+
+TEST(SchedulerOverTimeTest, FailedStartsBackOffAndRetry) {
+  Driver d(1, 1, {Queue("a")});
+  const int j = d.Submit(Job("a", 8));
+  d.Cycle();
+  ASSERT_EQ(d.J(j).state, JobState::kRunning);
+  d.s_.StartFailed(j, d.now_, "image pull failed");
+  EXPECT_EQ(d.J(j).state, JobState::kPending);
+  EXPECT_NE(d.J(j).reason.find("image pull failed"), std::string::npos);
+  d.Cycle();  // still backing off
+  EXPECT_EQ(d.J(j).state, JobState::kPending);
+  for (int i = 0; i < 20; ++i) d.Cycle();
+  EXPECT_EQ(d.J(j).state, JobState::kRunning);
+}
+
+// Crash recovery: a new engine adopts the running jobs at their exact GPUs and ends in the same
+// state as the old one.
+TEST(SchedulerOverTimeTest, ANewEngineAdoptsRunningJobsExactly) {
+  Driver d(4, 2, {Queue("a"), Queue("b", 1)});
+  for (int i = 0; i < 6; ++i) d.Submit(Job("a", 2));
+  d.Submit(Job("b", 8));
+  JobSpec share = Job("a", 0);
+  share.groups[0].demand.gpu_milli = 300;
+  d.Submit(share);
+  d.Cycle();
+  Scheduler fresh(&d.cluster_, {Queue("a"), Queue("b", 1)}, Driver::Berth());
+  // Guaranteed work first: it binds the guarantee's cells.
+  std::vector<const JobRecord*> running;
+  for (const auto& [id, j] : d.s_.jobs())
+    if (j.state == JobState::kRunning) running.push_back(&j);
+  std::stable_sort(running.begin(), running.end(), [](const JobRecord* x, const JobRecord* y) {
+    return !x->borrowed && y->borrowed;
+  });
+  for (const JobRecord* j : running) {
+    std::string why;
+    const int id =
+        fresh.Adopt(j->spec, j->placements, j->borrowed, j->submit_time, j->start_time, &why);
+    ASSERT_GE(id, 0) << why;
+    EXPECT_EQ(fresh.job(id)->placements.size(), j->placements.size());
+    for (size_t r = 0; r < j->placements.size(); ++r) {
+      EXPECT_EQ(fresh.job(id)->placements[r].node, j->placements[r].node);
+      EXPECT_EQ(fresh.job(id)->placements[r].gpus, j->placements[r].gpus);
+    }
+  }
+  for (size_t n = 0; n < d.cluster_.nodes.size(); ++n)
+    for (size_t g = 0; g < 8; ++g)
+      EXPECT_EQ(fresh.allocator().gpu_used_milli(n, g), d.s_.allocator().gpu_used_milli(n, g));
+  EXPECT_EQ(fresh.CheckConsistency(), "");
+  EXPECT_EQ(fresh.allocator().CheckConsistency(), "");
+  // Adopting onto GPUs that are taken is refused and leaves nothing behind.
+  std::string why;
+  EXPECT_EQ(fresh.Adopt(running[0]->spec, running[0]->placements, running[0]->borrowed, 0, 0, &why),
+            -1);
+  EXPECT_NE(why.find("placements"), std::string::npos) << why;
+  EXPECT_EQ(fresh.CheckConsistency(), "");
+}
+
+// The extender's dry run scores nodes without committing; the bind then commits exactly.
+TEST(SchedulerOverTimeTest, DryRunThenCommit) {
+  Driver d(2, 2, {Queue("a")});
+  d.Submit(Job("a", 4));
+  d.Cycle();
+  const int j = d.Submit(Job("a", 8));
+  d.Handle(d.s_.SetNodeCordoned(1, true, d.now_));
+  d.Cycle();  // pending: node 0 is half full and node 1 cordoned
+  ASSERT_EQ(d.J(j).state, JobState::kPending);
+  d.Handle(d.s_.SetNodeCordoned(1, false, d.now_));
+  const std::vector<NodeVerdict> v = d.s_.Evaluate(d.J(j).spec, {0, 1});
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_FALSE(v[0].feasible);
+  EXPECT_TRUE(v[1].feasible);
+  EXPECT_EQ(v[1].placements.size(), 1u);
+  d.Check();
+  EXPECT_EQ(d.J(j).state, JobState::kPending);
+  std::string why;
+  ASSERT_TRUE(d.s_.StartAt(j, v[1].placements, d.now_, &why)) << why;
+  EXPECT_EQ(d.J(j).state, JobState::kRunning);
+  EXPECT_EQ(d.J(j).placements[0].node, 1);
+  d.Check();
+}
+
+}  // namespace
+}  // namespace berth
