@@ -108,10 +108,101 @@ void RunBenchAlloc(const std::string& cluster_path, bool json, int iterations) {
   if (json) std::cout << nlohmann::json{{"results", results}}.dump(2) << "\n";
 }
 
+// Cycle time by queue depth: a full cluster with `pending` jobs waiting, of many shapes (1-8
+// GPUs, gangs of 8-GPU replicas, several CPU and memory sizes, 37 users, every
+// queue). Each cycle a few running jobs end and as many new jobs arrive, then one Schedule call
+// (one cycle) is timed. Decisions/s here counts the starts and preemptions those cycles make.
+struct DeepQueueFigures {
+  double cycle_ms_p50 = 0, cycle_ms_p99 = 0, decisions_per_sec = 0, pending = 0;
+  int cycles = 0, decisions = 0;
+};
+
+DeepQueueFigures RunDeepQueue(const Cluster& cluster, const std::vector<QueueSpec>& queues,
+                              const Policy& policy, int pending_target, bool progress) {
+  Scheduler engine(&cluster, queues, policy);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> unit(0, 1);
+  int serial = 0;
+  auto submit = [&](double now) {
+    JobSpec spec;
+    spec.name = "deep-" + std::to_string(serial);
+    spec.queue = queues[serial % queues.size()].name;
+    spec.user = "user-" + std::to_string(serial % 37);
+    spec.priority = 100;
+    ++serial;
+    TaskGroup group;
+    if (unit(rng) < 0.9) {
+      group.demand.gpus = std::uniform_int_distribution<int>(1, 8)(rng);
+    } else {
+      group.demand.gpus = 8;
+      group.replicas = std::uniform_int_distribution<int>(2, 4)(rng);
+    }
+    group.demand.cpu_milli =
+        1000 * std::uniform_int_distribution<int>(2, 6)(rng) * group.demand.gpus;
+    group.demand.memory_mib = 16384 * (1 << std::uniform_int_distribution<int>(0, 2)(rng));
+    spec.groups.push_back(group);
+    std::string why;
+    engine.Submit(spec, now, &why);
+  };
+  std::vector<int> running;
+  auto handle = [&](const std::vector<Decision>& decisions, double now) {
+    for (const Decision& d : decisions)
+      if (d.kind == Decision::Kind::kStart) {
+        running.push_back(d.job);
+      } else {
+        std::erase(running, d.job);
+        for (const Decision& s : engine.Stopped(d.job, now)) running.push_back(s.job);
+      }
+  };
+  // Fill: enough jobs to fill the cluster and leave `pending_target` waiting.
+  const int fill = pending_target + cluster.gpu_count() / 2;
+  for (int i = 0; i < fill; ++i) submit(0);
+  handle(engine.Schedule(0), 0);
+
+  DeepQueueFigures f;
+  std::vector<double> cycle_ms;
+  double busy_s = 0, pending_sum = 0;
+  const int cycles = 200;
+  for (int c = 1; c <= cycles; ++c) {
+    const double now = c;  // seconds: well under any reservation threshold
+    for (int k = 0; k < 8 && !running.empty(); ++k) {
+      const size_t at = std::uniform_int_distribution<size_t>(0, running.size() - 1)(rng);
+      engine.Finish(running[at], now);
+      running[at] = running.back();
+      running.pop_back();
+      submit(now);
+    }
+    size_t pending = 0;
+    for (size_t q = 0; q < queues.size(); ++q)
+      pending += engine.pending(static_cast<int>(q)).size();
+    pending_sum += static_cast<double>(pending);
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<Decision> decisions = engine.Schedule(now);
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    busy_s += s;
+    cycle_ms.push_back(1000 * s);
+    f.decisions += static_cast<int>(decisions.size());
+    handle(decisions, now);
+    if (progress && c % (cycles / 10) == 0)
+      std::cerr << "\r  deep queue: " << (100 * c / cycles) << "% of " << cycles << " cycles"
+                << std::flush;
+  }
+  if (progress) std::cerr << "\r";
+  std::sort(cycle_ms.begin(), cycle_ms.end());
+  f.cycles = cycles;
+  f.cycle_ms_p50 = cycle_ms[cycle_ms.size() / 2];
+  f.cycle_ms_p99 = cycle_ms[static_cast<size_t>(0.99 * (cycle_ms.size() - 1))];
+  f.decisions_per_sec = busy_s > 0 ? f.decisions / busy_s : 0;
+  f.pending = pending_sum / cycles;
+  return f;
+}
+
 // A stream of mixed jobs through the engine with the default policy: 70% 1-GPU, 20% 2-8 GPUs,
 // 10% gangs of 16-64 GPUs (8-GPU replicas), spread over the queues, with departures that keep
 // the cluster between 85% and 90% allocated. One decision = one Schedule call for one job.
-void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_count, bool json) {
+void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_count, int pending,
+                      bool json) {
   const Cluster cluster =
       cluster_path.empty() ? SyntheticDgxCluster(1250, 32, 0) : LoadClusterArgument(cluster_path);
   // Each queue is guaranteed an equal slice of 40% of the nodes, as whole-node cells.
@@ -211,6 +302,8 @@ void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_
       std::cerr << "\r  " << (100 * i / job_count) << "% (" << i << " jobs)" << std::flush;
   }
   if (!json) std::cerr << "\r";
+  DeepQueueFigures deep;
+  if (pending > 0) deep = RunDeepQueue(cluster, queues, policy, pending, !json);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   auto pct_of = [](std::vector<double>& v, double p) {
@@ -229,6 +322,10 @@ void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_
                                 {"preemptions", preemptions},
                                 {"gpus", cluster.gpu_count()},
                                 {"queues", queue_count},
+                                {"pending", deep.pending},
+                                {"cycle_ms_p50", deep.cycle_ms_p50},
+                                {"cycle_ms_p99", deep.cycle_ms_p99},
+                                {"deep_decisions_per_sec", deep.decisions_per_sec},
                                 {"wall_s", wall_s}}
                      .dump(2)
               << "\n";
@@ -244,6 +341,14 @@ void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_
     std::cout << "  " << std::left << std::setw(9) << kinds[k] << std::right << std::setw(6)
               << by_kind[k].size() << " jobs   p50: " << std::setw(7) << pct_of(by_kind[k], 0.5)
               << " us   p99: " << std::setw(7) << pct_of(by_kind[k], 0.99) << " us\n";
+  if (pending > 0)
+    std::cout << "deep queue: " << std::setprecision(0) << deep.pending << " pending, "
+              << deep.cycles << " cycles   cycle p50: " << std::setprecision(2) << deep.cycle_ms_p50
+              << " ms   p99: " << deep.cycle_ms_p99 << " ms\n"
+              << std::setprecision(1) << "  decisions/s at that depth: " << deep.decisions_per_sec
+              << " (" << deep.decisions << " decisions), " << std::setprecision(2)
+              << (per_sec > 0 ? deep.decisions_per_sec / per_sec : 0)
+              << "x the empty-queue figure\n";
 }
 
 }  // namespace
@@ -268,11 +373,16 @@ void AddBenchCommand(CLI::App& app) {
   auto s_queues = std::make_shared<int>(10);
   auto s_jobs = std::make_shared<int>(20000);
   auto s_json = std::make_shared<bool>(false);
+  auto s_pending = std::make_shared<int>(0);
   sched->add_option("--cluster", *s_cluster, "Cluster file instead of 1,250 DGX-like nodes");
+  sched
+      ->add_option("--pending", *s_pending,
+                   "Also time cycles with this many jobs waiting (deep queue), up to 100000")
+      ->check(CLI::Range(0, 100000));
   sched->add_option("--queues", *s_queues, "Queues (virtual clusters)")->check(CLI::PositiveNumber);
   sched->add_option("--jobs", *s_jobs, "Jobs in the stream")->check(CLI::PositiveNumber);
   sched->add_flag("--json", *s_json, "Print JSON");
-  sched->callback([=] { RunBenchSchedule(*s_cluster, *s_queues, *s_jobs, *s_json); });
+  sched->callback([=] { RunBenchSchedule(*s_cluster, *s_queues, *s_jobs, *s_pending, *s_json); });
 }
 
 }  // namespace berth

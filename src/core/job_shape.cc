@@ -50,7 +50,21 @@ void FailedShapes::Add(int cls, const ShapeSize& size, double priority) {
   if (cls < 0) return;
   if (static_cast<size_t>(cls) >= failed_.size()) failed_.resize(cls + 1);
   std::vector<Failure>& list = failed_[cls];
-  if (list.size() < kPerClass) list.push_back({size, priority});
+  // Keep the smallest failures: one that the new failure covers (larger, no higher priority)
+  // says nothing more.
+  std::erase_if(list,
+                [&](const Failure& f) { return f.size.Covers(size) && f.priority <= priority; });
+  if (list.size() == kPerClass) {
+    auto volume = [](const ShapeSize& s) {
+      return static_cast<double>(s.units) * s.replicas * (1 + s.cpu_milli) * (1 + s.memory_mib);
+    };
+    auto largest = std::max_element(
+        list.begin(), list.end(),
+        [&](const Failure& a, const Failure& b) { return volume(a.size) < volume(b.size); });
+    if (volume(largest->size) <= volume(size)) return;
+    list.erase(largest);
+  }
+  list.push_back({size, priority});
 }
 
 }  // namespace berth

@@ -2,7 +2,8 @@
 // kinds of demand, models, affinity, selectors, spread) and a size. Within one cycle nothing
 // frees capacity, so a job at least as large as one of its class that could neither be placed
 // nor preempt for, and of no higher priority, cannot be either (kube-scheduler and Slurm skip
-// such jobs the same way). This is what keeps a cycle over a deep queue cheap.
+// such jobs the same way). A borrower started later in the cycle is a new possible victim;
+// the jobs skipped meanwhile see it in the next cycle. This keeps a deep queue's cycle cheap.
 #pragma once
 
 #include <cstdint>

@@ -11,7 +11,10 @@ CycleOrder::CycleOrder(std::vector<QueueView> queues, const ResourceVector& capa
     queues_[q].users.resize(views_[q].users->size());
     queues_[q].next.assign(views_[q].users->size(), 0);
   }
-  for (const Entry& e : pending) queues_[e.queue].users[e.user].push_back(e);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    pending[i].index = static_cast<int>(i);
+    queues_[pending[i].queue].users[pending[i].user].push_back(pending[i]);
+  }
   for (size_t q = 0; q < queues_.size(); ++q) {
     PerQueue& pq = queues_[q];
     for (size_t u = 0; u < pq.users.size(); ++u) {
@@ -35,13 +38,16 @@ CycleOrder::Key CycleOrder::KeyOf(int queue, int user) const {
 }
 
 int CycleOrder::Next() {
-  int pick = -1;
-  double pick_share = 0;
-  for (size_t q = 0; q < queues_.size(); ++q) {
-    if (queues_[q].heads.empty()) continue;
-    const double share = DominantShare(*views_[q].usage, capacity_) / views_[q].weight;
-    if (pick < 0 || share < pick_share) pick = static_cast<int>(q), pick_share = share;
+  if (stale_) {
+    queue_share_.resize(queues_.size());
+    for (size_t q = 0; q < queues_.size(); ++q)
+      queue_share_[q] = DominantShare(*views_[q].usage, capacity_) / views_[q].weight;
+    stale_ = false;
   }
+  int pick = -1;
+  for (size_t q = 0; q < queues_.size(); ++q)
+    if (!queues_[q].heads.empty() && (pick < 0 || queue_share_[q] < queue_share_[pick]))
+      pick = static_cast<int>(q);
   if (pick < 0) return -1;
   PerQueue& q = queues_[pick];
   while (true) {
@@ -54,9 +60,9 @@ int CycleOrder::Next() {
       q.heads.push(now);
       continue;
     }
-    const int job = q.users[user][q.next[user]++].job;
+    const int index = q.users[user][q.next[user]++].index;
     if (q.next[user] < q.users[user].size()) q.heads.push(KeyOf(pick, user));
-    return job;
+    return index;
   }
 }
 

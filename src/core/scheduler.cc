@@ -121,6 +121,76 @@ std::vector<std::string> Scheduler::SetPolicy(const Policy& policy) {
   return errors;
 }
 
+std::vector<int> Scheduler::pending(int queue) const {
+  std::vector<int> ids;
+  for (const JobRecord* j : queues_[queue].pending) ids.push_back(j->id);
+  return ids;
+}
+
+std::string Scheduler::SetQueues(const std::vector<QueueSpec>& specs) {
+  std::map<std::string, int> index;
+  std::vector<VirtualClusterSpec> vcs;
+  for (const QueueSpec& q : specs) {
+    if (!index.emplace(q.name, static_cast<int>(index.size())).second)
+      return "queues: \"" + q.name + "\" is declared twice";
+    if (!(q.weight > 0)) return "queues." + q.name + ".weight: must be > 0";
+    vcs.push_back({q.name, q.guarantees});
+  }
+  for (const Queue& q : queues_)
+    if (!index.count(q.spec.name) && (q.running > 0 || !q.pending.empty()))
+      return "queues." + q.spec.name + ": still has jobs; keep it until they end";
+  auto next = std::make_unique<Allocator>(cluster_, vcs);
+  if (!next->error().empty()) return next->error();
+  for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
+    next->SetNodeCordoned(static_cast<int>(n), allocator_->node_cordoned(static_cast<int>(n)));
+    for (size_t g = 0; g < cluster_->nodes[n].gpus.size(); ++g)
+      if (!allocator_->gpu_usable(static_cast<int>(n), static_cast<int>(g)) &&
+          !allocator_->node_cordoned(static_cast<int>(n)))
+        next->SetGpuBad(static_cast<int>(n), static_cast<int>(g), true);
+  }
+  // Every running job again, at its GPUs: guaranteed work first, since it binds the cells.
+  std::vector<JobRecord*> holders;
+  for (const auto& [id, j] : running_) holders.push_back(j);
+  std::stable_sort(holders.begin(), holders.end(), [](const JobRecord* a, const JobRecord* b) {
+    return !a->borrowed && b->borrowed;
+  });
+  std::map<int, std::vector<int>> ids;
+  for (JobRecord* j : holders) {
+    JobRecord moved = *j;
+    moved.queue = index.at(j->spec.queue);
+    std::vector<ReplicaPlacement> placed;
+    if (!TryPlace(moved, !j->borrowed, j->replicas, *next, &ids[j->id], &placed, &j->placements))
+      return "queues." + j->spec.queue + ": job " + std::to_string(j->id) + " would no longer " +
+             (j->borrowed ? "fit where it runs" : "fit inside the guarantee") + " (" +
+             moved.reason + ")";
+  }
+  // Accepted: the queues move to their new indices with their accounting.
+  std::vector<Queue> queues(specs.size());
+  for (Queue& q : queues_) {
+    auto it = index.find(q.spec.name);
+    if (it != index.end()) queues[it->second] = std::move(q);
+  }
+  const CellTree& tree = next->tree();
+  for (size_t q = 0; q < specs.size(); ++q) {
+    queues[q].spec = specs[q];
+    queues[q].guarantee_gpus = 0;
+    const VirtualCluster& vc = next->vcs()[q];
+    for (size_t i = 0; i < vc.guarantee_types.size(); ++i)
+      queues[q].guarantee_gpus +=
+          vc.guarantee_counts[i] * tree.types()[vc.guarantee_types[i]].leaf_count;
+  }
+  for (auto& [id, j] : jobs_) {
+    if (j.state == JobState::kDone) continue;
+    j.queue = index.at(j.spec.queue);
+    if (ids.count(id)) j.allocations = ids[id];
+  }
+  queues_ = std::move(queues);
+  queue_index_ = std::move(index);
+  allocator_ = std::move(next);
+  ++version_;
+  return "";
+}
+
 const JobRecord* Scheduler::job(int id) const {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : &it->second;
@@ -223,11 +293,11 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
     cls = shape_classes_.emplace(key, static_cast<int>(shape_classes_.size())).first;
   job.shape_class = cls == shape_classes_.end() ? -1 : cls->second;
   job.shape = ShapeSizeOf(job.spec);
-  queue.pending.push_back(job.id);
   queue.demand_gpus += JobGpus(job.spec, TotalReplicas(job.spec));
   Emit(now, job.id, "submitted", "queue " + queue.spec.name);
-  jobs_[job.id] = std::move(job);
-  return next_job_ - 1;
+  JobRecord& stored = jobs_[job.id] = std::move(job);
+  queue.pending.push_back(&stored);
+  return stored.id;
 }
 
 // Held counts running and stopping jobs; committed counts running jobs that are not stopping.
@@ -238,6 +308,7 @@ void Scheduler::Account(const JobRecord& job, int sign) {
   q.committed += r;
   if (!job.borrowed) q.committed_guaranteed += r.gpu;
   q.user_usage[job.user] += r;
+  CountPriority(q, job.spec.priority, sign);
   if (job.borrowed) q.borrowed_gpus += r.gpu;
   q.running += sign;
   for (const ReplicaPlacement& p : job.placements) {
@@ -254,6 +325,13 @@ void Scheduler::Uncommit(const JobRecord& job) {
   q.committed += r;
   if (!job.borrowed) q.committed_guaranteed += r.gpu;
   q.user_usage[job.user] += r;
+  CountPriority(q, job.spec.priority, -1);
+}
+
+void Scheduler::CountPriority(Queue& q, int priority, int sign) {
+  int& n = q.committed_by_priority[priority];
+  n += sign;
+  if (n == 0) q.committed_by_priority.erase(priority);
 }
 
 void Scheduler::CommitWaiting(JobRecord& p, double gpus, bool guaranteed) {
@@ -302,7 +380,7 @@ void Scheduler::ToPending(JobRecord& job, double now, const std::string& why) {
   job.stop_deadline = -1;
   job.failed_at = UINT64_MAX;
   job.reason = why;
-  queues_[job.queue].pending.push_back(job.id);
+  queues_[job.queue].pending.push_back(&job);
   Emit(now, job.id, "pending", why);
 }
 
@@ -365,7 +443,7 @@ void Scheduler::Finish(int id, double now, JobEnd end, int exit_code) {
   }
   if (job.state == JobState::kRunning || job.state == JobState::kStopping) Release(job);
   if (job.state == JobState::kPending) {
-    std::erase(queue.pending, id);
+    std::erase(queue.pending, &job);
     DropPreemptor(job);
   }
   queue.demand_gpus -= JobGpus(job.spec, TotalReplicas(job.spec));
@@ -454,7 +532,7 @@ void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<i
   Account(job, +1);
   running_[job.id] = &job;
   if (job.borrowed) ++version_;
-  std::erase(queues_[job.queue].pending, job.id);
+  std::erase(queues_[job.queue].pending, &job);
   reservations_.Drop(job.id);
   // Guaranteed work may take GPUs a borrower had reserved: that reservation is planned anew.
   for (const ReplicaPlacement& r : job.placements)
@@ -580,25 +658,25 @@ std::vector<Decision> Scheduler::Schedule(double now) {
   const std::vector<double> fair = FairShares();
 
   std::vector<CycleOrder::Entry> entries;
+  std::vector<JobRecord*> records;  // [entry]
+  std::vector<double> priorities;   // [entry]
   std::vector<CycleOrder::QueueView> views;
   for (size_t q = 0; q < queues_.size(); ++q) {
     views.push_back({&queues_[q].committed, queues_[q].spec.weight, &queues_[q].user_usage});
-    for (int id : queues_[q].pending) {
-      const JobRecord& j = jobs_.at(id);
-      entries.push_back({id, static_cast<int>(q), j.user, WholePriority(j, now), j.submit_time});
+    for (JobRecord* j : queues_[q].pending) {
+      priorities.push_back(WholePriority(*j, now));
+      entries.push_back({j->id, static_cast<int>(q), j->user, priorities.back(), j->submit_time});
+      records.push_back(j);
     }
   }
   CycleOrder order(std::move(views), capacity_, std::move(entries));
-  for (int id = order.Next(); id >= 0; id = order.Next()) {
-    JobRecord& job = jobs_.at(id);
+  failed_shapes_.Clear();
+  for (int next = order.Next(); next >= 0; next = order.Next()) {
+    JobRecord& job = *records[next];
     if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
         job.failed_at == version_)
       continue;
-    if (failed_version_ != version_) {
-      failed_shapes_.Clear();
-      failed_version_ = version_;
-    }
-    const double priority = WholePriority(job, now);
+    const double priority = priorities[next];
     if (failed_shapes_.Dominated(job.shape_class, job.shape, priority)) {
       job.failed_at = version_;
       TryReserve(job, now);
@@ -626,7 +704,10 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       tried = true;
       started = Start(job, false, now, &out);
     }
-    if (started) continue;
+    if (started) {
+      order.UsageChanged();
+      continue;
+    }
     if (tried && pipeline_->refused_by_retryable()) {
       job.backoff = job.backoff == 0 ? policy.retry_backoff_s
                                      : std::min(policy.max_backoff_s, 2 * job.backoff);
@@ -635,9 +716,12 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       continue;
     }
     if (!may_guarantee && !under_cap) job.reason = cap_refusal;
-    if (TryPreempt(job, now, fair, &out)) continue;
+    if (TryPreempt(job, now, fair, &out)) {
+      order.UsageChanged();
+      continue;
+    }
     job.failed_at = version_;
-    if (failed_version_ == version_) failed_shapes_.Add(job.shape_class, job.shape, priority);
+    failed_shapes_.Add(job.shape_class, job.shape, priority);
     TryReserve(job, now);
   }
   return out;
@@ -667,10 +751,10 @@ std::vector<std::pair<int, int>> Scheduler::ReservedGpus(const TrialPlacement& p
 // A guaranteed preemptor whose plan binds a new guarantee cell has the whole cell reserved; the
 // queue's other guaranteed work waits for that cell instead of reclaiming another one.
 const JobRecord* Scheduler::CellBeingReclaimed(int queue) const {
-  for (int id : queues_[queue].pending) {
-    const JobRecord& p = jobs_.at(id);
+  for (const JobRecord* waiting : queues_[queue].pending) {
+    const JobRecord& p = *waiting;
     if (p.committed_gpus <= 0 || !p.reserved_guaranteed) continue;
-    const Reservations::Reservation* r = reservations_.Of(id);
+    const Reservations::Reservation* r = reservations_.Of(p.id);
     if (r && static_cast<double>(r->gpus.size()) > p.committed_gpus + kEps) return &p;
   }
   return nullptr;
@@ -683,6 +767,14 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   const double need = JobGpus(job.spec, TotalReplicas(job.spec));
   const bool within_guarantee = MayGuarantee(job, need);
   const bool below_fair_share = queue.committed.gpu + need <= fair[job.queue] + kEps;
+  // Nothing to reclaim and nobody of lower priority in the queue: no victim can exist (the
+  // common case in a deep queue, so it is answered without looking at the running jobs).
+  const bool lower_exists = !queue.committed_by_priority.empty() &&
+                            queue.committed_by_priority.begin()->first < job.spec.priority;
+  if (!within_guarantee && !below_fair_share && !lower_exists) {
+    if (job.reason.empty()) job.reason = "no capacity fits the job";
+    return false;
+  }
   if (within_guarantee) {
     if (const JobRecord* p = CellBeingReclaimed(job.queue)) {
       job.reason = "waiting for the guarantee cell job " + std::to_string(p->id) + " reclaims";
@@ -918,7 +1010,7 @@ int Scheduler::Adopt(const JobSpec& spec, const std::vector<ReplicaPlacement>& p
     *why = "placements: not free as given (" + job.reason + ")";
   }
   // Not adopted: the job leaves no trace.
-  std::erase(queues_[job.queue].pending, id);
+  std::erase(queues_[job.queue].pending, &job);
   queues_[job.queue].demand_gpus -= JobGpus(job.spec, TotalReplicas(job.spec));
   jobs_.erase(id);
   return -1;
@@ -1039,10 +1131,8 @@ std::vector<QueueStatus> Scheduler::Queues() const {
     s.committed_gpus = queue.committed.gpu;
     s.borrowed_gpus = queue.borrowed_gpus;
     s.pending = static_cast<int>(queue.pending.size());
-    for (int id : queue.pending) {
-      const JobRecord& j = jobs_.at(id);
-      s.pending_gpus += JobGpus(j.spec, TotalReplicas(j.spec));
-    }
+    for (const JobRecord* j : queue.pending)
+      s.pending_gpus += JobGpus(j->spec, TotalReplicas(j->spec));
     s.running = queue.running;
     out.push_back(std::move(s));
   }
@@ -1052,11 +1142,11 @@ std::vector<QueueStatus> Scheduler::Queues() const {
 std::string Scheduler::CheckConsistency() const {
   std::vector<Queue> want(queues_.size());
   for (const auto& [id, j] : jobs_) {
-    Queue& q = want[j.queue];
     if (j.state == JobState::kDone) continue;
+    Queue& q = want[j.queue];
     q.demand_gpus += JobGpus(j.spec, TotalReplicas(j.spec));
     if (j.state == JobState::kPending) {
-      q.pending.push_back(id);
+      q.pending.push_back(const_cast<JobRecord*>(&j));
       q.committed.gpu += j.committed_gpus;
       if (j.reserved_guaranteed) q.committed_guaranteed += j.committed_gpus;
       continue;
@@ -1068,6 +1158,7 @@ std::string Scheduler::CheckConsistency() const {
     if (j.state == JobState::kRunning) {
       q.committed += r;
       if (!j.borrowed) q.committed_guaranteed += r.gpu;
+      ++q.committed_by_priority[j.spec.priority];
     }
     if (!running_.count(id)) return "job " + std::to_string(id) + " runs but is not listed";
     for (int a : j.allocations)
@@ -1080,7 +1171,7 @@ std::string Scheduler::CheckConsistency() const {
     const Queue& have = queues_[i];
     Queue& w = want[i];
     const std::string name = "queue " + have.spec.name + ": ";
-    std::vector<int> pending = have.pending;
+    std::vector<JobRecord*> pending = have.pending;
     std::sort(pending.begin(), pending.end());
     std::sort(w.pending.begin(), w.pending.end());
     if (pending != w.pending) return name + "pending list differs from the pending jobs";
@@ -1095,6 +1186,8 @@ std::string Scheduler::CheckConsistency() const {
     if (!near(have.borrowed_gpus, w.borrowed_gpus)) return name + "borrowed GPUs differ";
     if (!near(have.demand_gpus, w.demand_gpus)) return name + "demand differs";
     if (have.running != w.running) return name + "running count differs";
+    if (have.committed_by_priority != w.committed_by_priority)
+      return name + "running jobs by priority differ";
   }
   for (const auto& [id, r] : reservations_.all()) {
     const JobRecord* j = job(id);

@@ -170,6 +170,11 @@ class Scheduler {
 
   // Replaces the policy if it is valid as a whole; else returns its errors and keeps the old.
   std::vector<std::string> SetPolicy(const Policy& policy);
+  // Replaces the queues (weights, caps, guarantees; new queues may be added) if every queue
+  // with jobs stays and every running job still holds its GPUs as it does (inside its queue's
+  // guarantee or borrowing, as now) with every VC's guarantee safe; else returns why, naming
+  // the queue, and changes nothing.
+  std::string SetQueues(const std::vector<QueueSpec>& queues);
   const Policy& policy() const { return pipeline_->policy(); }
 
   // Queues a job; returns its id, or -1 with `why` (unknown queue, nothing asked, ...).
@@ -222,7 +227,7 @@ class Scheduler {
   std::vector<Allocator::GuaranteeStatus> QueueCells(int queue) const {
     return allocator_->VcStatus(queue);
   }
-  const std::vector<int>& pending(int queue) const { return queues_[queue].pending; }
+  std::vector<int> pending(int queue) const;  // ids, in arrival order
   const Allocator& allocator() const { return *allocator_; }
   const Reservations& reservations() const { return reservations_; }
   // The events after `seq` (0: all kept), oldest first. The engine keeps the last kKeptEvents.
@@ -241,12 +246,13 @@ class Scheduler {
     ResourceVector held;       // running and stopping jobs
     ResourceVector committed;  // running jobs not stopping, plus waiting preemptors
     double committed_guaranteed = 0;
+    std::map<int, int> committed_by_priority;  // running jobs not stopping, by priority
     double borrowed_gpus = 0;
     double demand_gpus = 0;  // every job not ended, at full size
     std::map<std::string, int> user_index;
     std::vector<ResourceVector> user_usage;  // [user] committed
     int running = 0;
-    std::vector<int> pending;
+    std::vector<JobRecord*> pending;  // records live in jobs_, whose nodes never move
   };
 
   double JobGpus(const JobSpec& spec, int replicas) const;
@@ -269,6 +275,7 @@ class Scheduler {
   void TryReserve(JobRecord& job, double now);
   void Account(const JobRecord& job, int sign);  // held and committed, while running
   void Uncommit(const JobRecord& job);           // a running job was told to stop
+  static void CountPriority(Queue& q, int priority, int sign);
   void CommitWaiting(JobRecord& preemptor, double gpus, bool guaranteed);
   void UncommitWaiting(JobRecord& preemptor);
   void Release(JobRecord& job);
@@ -303,8 +310,7 @@ class Scheduler {
   std::set<std::pair<double, int>> deadlines_;  // (stop deadline, victim) not yet killed
   std::vector<int> ready_preemptors_;           // preemptors whose last victim ended (not stopped)
   std::map<std::string, int> shape_classes_;
-  FailedShapes failed_shapes_;  // this cycle's, while version_ stays failed_version_
-  uint64_t failed_version_ = UINT64_MAX;
+  FailedShapes failed_shapes_;                           // this cycle's
   std::vector<std::map<int, double>> gpus_by_priority_;  // [node] priority -> GPU-equivalents
   uint64_t version_ = 0;  // bumped whenever capacity is freed, health changes or a borrower starts
   std::deque<EngineEvent> events_;

@@ -398,6 +398,41 @@ TEST(SchedulerOverTimeTest, ANewEngineAdoptsRunningJobsExactly) {
   EXPECT_EQ(fresh.CheckConsistency(), "");
 }
 
+// Queues change at run time, validated like a policy: refused whole when a running job would
+// lose its footing.
+TEST(SchedulerOverTimeTest, QueuesChangeAtRunTimeOrNotAtAll) {
+  Driver d(2, 2, {Queue("a"), Queue("b", 1)});
+  const int b1 = d.Submit(Job("b", 8));
+  const int a1 = d.Submit(Job("a", 4));
+  d.Cycle();
+  ASSERT_FALSE(d.J(b1).borrowed);
+  ASSERT_TRUE(d.J(a1).borrowed);
+  // b's guarantee cannot go while b1 runs inside it; a queue with jobs cannot go either.
+  std::string why = d.s_.SetQueues({Queue("a"), Queue("b", 0)});
+  EXPECT_NE(why.find("queues.b: job"), std::string::npos) << why;
+  why = d.s_.SetQueues({Queue("b", 1)});
+  EXPECT_NE(why.find("queues.a: still has jobs"), std::string::npos) << why;
+  EXPECT_EQ(d.s_.Queues()[1].guarantee_gpus, 8);
+  d.Check();
+  // A new queue and a new weight: accepted, the jobs keep their GPUs.
+  QueueSpec heavy = Queue("a", 0, 3);
+  ASSERT_EQ(d.s_.SetQueues({Queue("c", 0), Queue("b", 1), heavy}), "");
+  d.Check();
+  const std::vector<QueueStatus> q = d.s_.Queues();
+  ASSERT_EQ(q.size(), 3u);
+  EXPECT_EQ(q[2].name, "a");
+  EXPECT_EQ(q[2].weight, 3);
+  EXPECT_EQ(q[2].usage_gpus, 4);
+  EXPECT_EQ(q[1].usage_gpus, 8);
+  EXPECT_EQ(d.J(a1).state, JobState::kRunning);
+  const int c1 = d.Submit(Job("c", 4));
+  d.Cycle();
+  EXPECT_EQ(d.J(c1).state, JobState::kRunning);
+  d.s_.Finish(b1, d.now_);
+  d.s_.Finish(a1, d.now_);
+  d.Check();
+}
+
 // The extender's dry run scores nodes without committing; the bind then commits exactly.
 TEST(SchedulerOverTimeTest, DryRunThenCommit) {
   Driver d(2, 2, {Queue("a")});
