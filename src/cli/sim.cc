@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/policy_argument.h"
+#include "config/berth_trace.h"
 #include "config/config_error.h"
 #include "config/openb_node_list.h"
 #include "config/openb_pod_list.h"
@@ -186,29 +187,85 @@ struct ReplayArgs {
   bool sjf = false, skip_malformed = false;
 };
 
+// What a run did, job by job and queue by queue, for checking a scenario from the file alone.
+nlohmann::json OutcomesJson(const Cluster& cluster, const ReplayResult& r) {
+  auto time = [](double t) { return t < 0 ? nlohmann::json(nullptr) : nlohmann::json(t); };
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const JobOutcome& o : r.jobs) {
+    nlohmann::json runs = nlohmann::json::array();
+    for (const JobRun& run : o.runs) {
+      nlohmann::json replicas = nlohmann::json::array();
+      for (const ReplicaPlacement& p : run.placements) {
+        const Node& node = cluster.nodes[p.node];
+        replicas.push_back({{"node", node.name}, {"rack", node.rack}, {"gpus", p.gpus}});
+      }
+      runs.push_back({{"start", run.start},
+                      {"replicas", replicas},
+                      {"told_to_stop", time(run.told_to_stop)},
+                      {"stop", time(run.stop)},
+                      {"stop_kind", run.stop_kind},
+                      {"reason", run.reason}});
+    }
+    jobs.push_back({{"name", o.name},
+                    {"queue", o.queue},
+                    {"user", o.user},
+                    {"submit", o.submit},
+                    {"first_start", time(o.first_start)},
+                    {"end", time(o.end)},
+                    {"end_kind", o.end_kind},
+                    {"refused", o.refused},
+                    {"preemptions", o.preemptions},
+                    {"evictions", o.evictions},
+                    {"guaranteed_wait_s", o.guaranteed_wait_s},
+                    {"anomaly", o.anomaly},
+                    {"runs", runs}});
+  }
+  nlohmann::json queues;
+  for (size_t q = 0; q < r.queues.size(); ++q) {
+    nlohmann::json series = nlohmann::json::array();
+    for (const QueuePoint& p : r.queue_timeline[q])
+      series.push_back({{"time", p.time},
+                        {"usage_gpus", p.usage_gpus},
+                        {"fair_share_gpus", p.fair_share_gpus},
+                        {"pending", p.pending}});
+    queues[r.queues[q]] = series;
+  }
+  return {{"jobs", jobs}, {"queues", queues}};
+}
+
 void RunSimReplay(const ReplayArgs& a) {
   const Cluster cluster = LoadClusterArgument(a.cluster);
   std::vector<QueueSpec> queues;
   if (!a.vcs.empty())
     for (const VirtualClusterSpec& vc : LoadVcFile(a.vcs))
       queues.push_back({vc.name, 1, -1, vc.guarantees});
-  if (queues.empty()) queues.push_back({"default", 1, -1, {}});
   std::vector<ReplayJob> jobs;
+  std::vector<ReplayEvent> events;
   int skipped = 0;
   int* skip = a.skip_malformed ? &skipped : nullptr;
-  if (a.format == "synthetic") {
-    SyntheticOptions o;
-    o.jobs = a.jobs;
-    o.load = a.load;
-    o.seed = a.seed;
-    jobs = SyntheticJobs(cluster, queues, o);
-  } else if (a.format == "openb" || a.format == "tiresias") {
-    if (a.trace.empty()) throw ConfigError("--trace: required with --format " + a.format);
-    const std::vector<TracePod> pods =
-        a.format == "openb" ? LoadOpenbPodList(a.trace, skip) : LoadTiresiasJobs(a.trace, skip);
-    jobs = ReplayJobsFromTrace(cluster, pods, queues);
+  if (a.format == "berth") {
+    if (a.trace.empty()) throw ConfigError("--trace: required with --format berth");
+    BerthTrace trace = LoadBerthTrace(a.trace, cluster, queues);
+    queues = std::move(trace.queues);
+    jobs = std::move(trace.jobs);
+    events = std::move(trace.events);
   } else {
-    throw ConfigError("--format: expected openb, tiresias or synthetic, got \"" + a.format + "\"");
+    if (queues.empty()) queues.push_back({"default", 1, -1, {}});
+    if (a.format == "synthetic") {
+      SyntheticOptions o;
+      o.jobs = a.jobs;
+      o.load = a.load;
+      o.seed = a.seed;
+      jobs = SyntheticJobs(cluster, queues, o);
+    } else if (a.format == "openb" || a.format == "tiresias") {
+      if (a.trace.empty()) throw ConfigError("--trace: required with --format " + a.format);
+      const std::vector<TracePod> pods =
+          a.format == "openb" ? LoadOpenbPodList(a.trace, skip) : LoadTiresiasJobs(a.trace, skip);
+      jobs = ReplayJobsFromTrace(cluster, pods, queues);
+    } else {
+      throw ConfigError("--format: expected berth, openb, tiresias or synthetic, got \"" +
+                        a.format + "\"");
+    }
   }
   if (skipped) std::cerr << "skipped " << skipped << " malformed rows of " << a.trace << "\n";
   ReplayOptions options;
@@ -221,9 +278,22 @@ void RunSimReplay(const ReplayArgs& a) {
   while (std::getline(list, name, ',')) {
     const Policy policy = LoadPolicyArgument(name);
     Progress progress(policy.name);
-    results.push_back(RunReplay(cluster, queues, jobs, policy, options,
+    results.push_back(RunReplay(cluster, queues, jobs, events, policy, options,
                                 [&](double f) { progress(f, static_cast<int>(jobs.size())); }));
     progress.Done();
+    const ReplayResult& r = results.back();
+    if (!r.error.empty())
+      throw ConfigError((a.format == "berth" ? a.trace
+                         : a.vcs.empty()     ? a.cluster
+                                             : a.vcs) +
+                        ": " + r.error);
+    for (const JobOutcome& o : r.jobs)
+      if (!o.refused.empty()) {
+        std::cerr << "berth: " << policy.name << ": " << r.refused
+                  << " job(s) refused at submit; the first, " << o.name << ": " << o.refused
+                  << "\n";
+        break;
+      }
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -253,11 +323,21 @@ void RunSimReplay(const ReplayArgs& a) {
       nlohmann::json per_queue;
       for (const auto& [q, d] : r.per_queue)
         per_queue[q] = {{"jct_s", dist(d.first)}, {"wait_s", dist(d.second)}};
-      j["policies"][r.policy] = {
-          {"jct_s", dist(r.jct)},         {"wait_s", dist(r.wait)},
-          {"makespan_s", r.makespan},     {"utilization_percent", r.mean_utilization},
-          {"preemptions", r.preemptions}, {"sharing_anomaly_jobs", r.anomalies},
-          {"never_fit", r.unfinished},    {"queues", per_queue}};
+      j["policies"][r.policy] = {{"jct_s", dist(r.jct)},
+                                 {"wait_s", dist(r.wait)},
+                                 {"makespan_s", r.makespan},
+                                 {"utilization_percent", r.mean_utilization},
+                                 {"utilization_window_s", {r.utilization_from, r.utilization_to}},
+                                 {"preemptions", r.preemptions},
+                                 {"evictions", r.evictions},
+                                 {"kills", r.kills},
+                                 {"sharing_anomaly_jobs", r.anomalies},
+                                 {"sharing_anomaly_tolerance_s", r.anomaly_tolerance_s},
+                                 {"cancelled", r.cancelled},
+                                 {"refused", r.refused},
+                                 {"never_fit", r.unfinished},
+                                 {"queues", per_queue},
+                                 {"outcomes", OutcomesJson(cluster, r)}};
     }
     std::ofstream out(a.json);
     out << j.dump(2) << "\n";
@@ -296,8 +376,9 @@ void AddSimCommand(CLI::App& app) {
   auto r = std::make_shared<ReplayArgs>();
   replay->add_option("--cluster", r->cluster,
                      "Cluster file, openb node list or Tiresias cluster CSV");
-  replay->add_option("--trace", r->trace, "Trace file (openb pod list or Tiresias jobs)");
-  replay->add_option("--format", r->format, "openb, tiresias or synthetic");
+  replay->add_option("--trace", r->trace,
+                     "Trace file (berth trace, openb pod list or Tiresias jobs)");
+  replay->add_option("--format", r->format, "berth, openb, tiresias or synthetic");
   replay->add_option("--vcs", r->vcs, "Virtual-cluster file: one queue per VC");
   replay->add_option("--policy", r->policies, "Policies, comma-separated");
   replay->add_option("--jobs", r->jobs, "Synthetic: number of jobs")->check(CLI::PositiveNumber);

@@ -9,12 +9,20 @@
 
 namespace berth {
 
-std::string ReadFileText(const std::string& path) {
+std::string ReadFileText(const std::string& path, uint64_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
   if (!in) throw ConfigError(path + ": cannot read: " + std::strerror(errno));
-  return text.str();
+  std::string text;
+  char buffer[1 << 16];
+  while (in) {
+    in.read(buffer, sizeof buffer);
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > max_bytes)
+      throw ConfigError(path + ": larger than " + std::to_string(max_bytes) +
+                        " bytes; split it into smaller files");
+  }
+  if (in.bad()) throw ConfigError(path + ": cannot read: " + std::strerror(errno));
+  return text;
 }
 
 }  // namespace berth

@@ -1,6 +1,7 @@
 #include "config/vc_file.h"
 
 #include "config/file_text.h"
+#include "config/vc_fields.h"
 #include "config/yaml_reader.h"
 
 namespace berth {
@@ -24,8 +25,16 @@ VirtualClusterSpec ParseVc(const YamlReader& r, const YamlEntry& entry, const st
   vc.name = entry.key;
   if (entry.value.IsNull()) return vc;  // "vc3:" alone: borrow-only
   r.CheckFields(entry.value, path, {"virtualCells", "guarantees"});
-  const YAML::Node cells = entry.value["virtualCells"];
-  const YAML::Node guarantees = entry.value["guarantees"];
+  ParseVcGuarantees(r, entry.value, path, &vc);
+  return vc;
+}
+
+}  // namespace
+
+void ParseVcGuarantees(const YamlReader& r, const YAML::Node& map, const std::string& path,
+                       VirtualClusterSpec* vc) {
+  const YAML::Node cells = map["virtualCells"];
+  const YAML::Node guarantees = map["guarantees"];
   if (cells && guarantees)
     r.Fail(guarantees, path, "give either virtualCells or guarantees, not both");
   if (cells) {
@@ -39,7 +48,7 @@ VirtualClusterSpec ParseVc(const YamlReader& r, const YamlEntry& entry, const st
           r.String(r.Required(cells[i], cell_path, "cellType"), FieldPath(cell_path, "cellType"));
       g.count = static_cast<int>(r.Int(r.Required(cells[i], cell_path, "cellNumber"),
                                        FieldPath(cell_path, "cellNumber"), 1, kMaxCells));
-      AddGuarantee(r, cells[i], cell_path, std::move(g), &vc);
+      AddGuarantee(r, cells[i], cell_path, std::move(g), vc);
     }
   }
   if (guarantees) {
@@ -47,13 +56,10 @@ VirtualClusterSpec ParseVc(const YamlReader& r, const YamlEntry& entry, const st
     for (const YamlEntry& g : r.Entries(guarantees, guarantees_path)) {
       const std::string count_path = FieldPath(guarantees_path, g.key);
       const int count = static_cast<int>(r.Int(g.value, count_path, 1, kMaxCells));
-      AddGuarantee(r, g.key_node, count_path, {g.key, count}, &vc);
+      AddGuarantee(r, g.key_node, count_path, {g.key, count}, vc);
     }
   }
-  return vc;
 }
-
-}  // namespace
 
 std::vector<VirtualClusterSpec> LoadVcFile(const std::string& path) {
   return ParseVcYaml(ReadFileText(path), path);

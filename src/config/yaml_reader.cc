@@ -67,8 +67,7 @@ void YamlReader::Fail(const YAML::Node& at, const std::string& path,
 }
 
 void YamlReader::CheckFields(const YAML::Node& node, const std::string& path,
-                             std::initializer_list<const char*> known) const {
-  std::vector<std::string> names(known.begin(), known.end());
+                             std::vector<std::string> names) const {
   std::sort(names.begin(), names.end());
   if (!node.IsMap())
     Fail(node, path, "expected a map with fields " + Join(names) + ", got " + Describe(node));

@@ -8,7 +8,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
-#include <initializer_list>
 #include <limits>
 #include <string>
 #include <utility>
@@ -44,7 +43,7 @@ class YamlReader {
 
   // Checks that `node` is a map whose keys are unique and all in `known`.
   void CheckFields(const YAML::Node& node, const std::string& path,
-                   std::initializer_list<const char*> known) const;
+                   std::vector<std::string> known) const;
   // The entries of a map with free-form keys (names), in document order; keys must be unique.
   std::vector<YamlEntry> Entries(const YAML::Node& node, const std::string& path) const;
   // `node` itself, after checking that it is a sequence.

@@ -44,4 +44,14 @@ double GpuEquivalents(const Cluster& cluster, const Demand& demand) {
   return 0;
 }
 
+void SetGpuDemand(int gpus, int milli, Demand* demand) {
+  demand->gpus = 0;
+  demand->gpu_milli = 0;
+  if (gpus <= 0 || milli <= 0) return;
+  if (gpus == 1 && milli < 1000)
+    demand->gpu_milli = milli;
+  else
+    demand->gpus = gpus;
+}
+
 }  // namespace berth

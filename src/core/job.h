@@ -52,5 +52,9 @@ int TotalReplicas(const JobSpec& spec);
 // GPU-equivalents one replica of a group uses: whole GPUs, milli / 1000, or a MIG instance's
 // compute slices / 7 (a 7g slice counts 7 times a 1g).
 double GpuEquivalents(const Cluster& cluster, const Demand& demand);
+// Sets the GPUs of `demand` as traces and job specs give them: `gpus` GPUs of `milli`
+// thousandths each (0 of either: none). A share of 1000 is the whole GPU, so readers accept
+// 1..1000 while the allocator's shares stay 1..999; several GPUs are always whole.
+void SetGpuDemand(int gpus, int milli, Demand* demand);
 
 }  // namespace berth

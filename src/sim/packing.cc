@@ -23,18 +23,6 @@ namespace {
 
 int64_t RequestedMilli(const TracePod& p) { return static_cast<int64_t>(p.gpus) * p.gpu_milli; }
 
-Demand DemandOf(const TracePod& p) {
-  Demand d;
-  if (p.gpus == 1 && p.gpu_milli < 1000)
-    d.gpu_milli = p.gpu_milli;
-  else
-    d.gpus = p.gpus;
-  d.models = p.models;
-  d.cpu_milli = p.cpu_milli;
-  d.memory_mib = p.memory_mib;
-  return d;
-}
-
 }  // namespace
 
 PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>& pods,
@@ -98,7 +86,7 @@ PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>&
   ctx.fragmentation = &node_frag;
   for (size_t i = 0; i < order.size(); ++i) {
     const TracePod& pod = *order[i];
-    group.demand = DemandOf(pod);
+    group.demand = TraceDemand(pod);
     pipeline->SetContext(ctx);
     AllocationRequest req;
     req.demand = group.demand;

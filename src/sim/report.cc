@@ -86,9 +86,11 @@ std::string ReplayReportHtml(const std::string& title, const std::vector<ReplayR
     std::vector<ChartSeries> shares;
     for (size_t q = 0; q < r.queues.size() && q < 4; ++q) {
       ChartSeries use{r.queues[q] + " usage", {}}, fair{r.queues[q] + " fair share", {}};
-      for (const TimelinePoint& p : r.timeline) {
-        use.points.push_back({p.time / 3600.0, p.queue_usage[q]});
-        fair.points.push_back({p.time / 3600.0, p.queue_fair_share[q]});
+      const std::vector<QueuePoint>& series = r.queue_timeline[q];
+      const size_t step = std::max<size_t>(1, series.size() / 400);  // a readable chart
+      for (size_t i = 0; i < series.size(); i += step) {
+        use.points.push_back({series[i].time / 3600.0, series[i].usage_gpus});
+        fair.points.push_back({series[i].time / 3600.0, series[i].fair_share_gpus});
       }
       shares.push_back(std::move(use));
       shares.push_back(std::move(fair));

@@ -1,6 +1,10 @@
 // A synthetic workload for replay: Poisson arrivals sized to a target load, job sizes from a
 // typical training mix (most jobs small, a few multi-node gangs), log-normal durations, jobs
 // spread over queues by weight.
+//
+// The load is offered while the jobs arrive: arrival rate x mean GPUs x mean duration equals
+// `load` x the cluster's GPUs, counting sizes as generated (a gang larger than the cluster is cut
+// to it, gangs are whole nodes). The replay measures utilization over the same window.
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/allocator.h"
+
 namespace berth {
 
 // One pod (or job) of a trace. Times are seconds from the trace start; negative: unknown.
@@ -22,5 +24,8 @@ struct TracePod {
   double end_time = -1;
   double duration = -1;  // run time on ideal placement, when the trace gives it
 };
+
+// What one pod asks the allocator for: its GPUs (whole, or a share of one), models, CPU, memory.
+Demand TraceDemand(const TracePod& pod);
 
 }  // namespace berth

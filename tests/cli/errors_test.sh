@@ -60,4 +60,18 @@ expect_error "unknown policy" "$BERTH" sim packing --nodes "$T/openb_node_list_g
   --pods "$T/openb_pod_list_default.csv" --policy nope
 expect_error "--seeds" "$BERTH" sim packing --nodes "$T/openb_node_list_gpu_node.csv" \
   --pods "$T/openb_pod_list_default.csv" --seeds 9-1
+cat > "$TMP/trace.yaml" <<'YAML'
+jobs:
+  - {name: j, submit: 0, duration: 60, gpus: 1}
+events:
+  - {at: 10, fail_gpu: {node: dgx-a-0, gpu: 0}}
+YAML
+expect_error 'trace.yaml:4: events[0]: unknown field "fail_gpu"' "$BERTH" sim replay \
+  --format berth --trace "$TMP/trace.yaml"
+sed -i 's/fail_gpu/failGpu/; s/gpu: 0/gpu: 8/' "$TMP/trace.yaml"
+expect_error "trace.yaml:4: events[0].failGpu.gpu: expected an integer from 0 to 7" \
+  "$BERTH" sim replay --format berth --trace "$TMP/trace.yaml"
+expect_error "queues: the trace has its own queues" "$BERTH" sim replay --format berth \
+  --trace examples/scenarios/2-shares-settle.yaml --cluster examples/scenarios/clusters/dgx-4.yaml \
+  --vcs examples/vcs.yaml
 echo "1 passed, 0 failed"

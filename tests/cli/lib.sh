@@ -20,5 +20,5 @@ expect_error() {
   grep -qF -- "$want" <<<"$out" || fail "expected '$want' in output of: $*; got: $out"
 }
 
-# json_get FILE EXPR: evaluates a Python expression on the parsed JSON document `d`.
-json_get() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+# json_get FILE EXPR: the jq expression's value on the JSON file, raw (jq is in install-deps).
+json_get() { jq -r "$2" "$1"; }

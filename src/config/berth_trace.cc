@@ -1,0 +1,433 @@
+#include "config/berth_trace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "config/file_text.h"
+#include "config/vc_fields.h"
+#include "config/yaml_reader.h"
+#include "core/mig.h"
+
+namespace berth {
+namespace {
+
+// Bounds that keep a typo or a hostile file from exhausting memory or time.
+constexpr uint64_t kMaxFileBytes = 32 << 20;
+constexpr size_t kMaxQueues = 1000;
+constexpr size_t kMaxJobs = 200000;
+constexpr size_t kMaxEvents = 100000;
+constexpr size_t kMaxGroups = 64;
+constexpr size_t kMaxListItems = 64;  // GPU models, node selector labels, spread constraints
+constexpr size_t kMaxName = 253;      // a Kubernetes object name
+constexpr size_t kMaxImage = 1024;
+constexpr int64_t kMaxReplicas = 65536;
+constexpr int64_t kMaxGpusPerReplica = 4096;
+constexpr int64_t kMaxPriority = 1000000000;
+constexpr double kMaxSeconds = 1e9;  // about 31 years
+constexpr double kMaxWeight = 1e6;
+constexpr double kMaxGpus = 1e9;
+constexpr int kDefaultPriority = 100;  // the built-in policies' "default" class
+
+// The fields of a task group; on a job without `groups` they describe its one group.
+const std::vector<std::string> kGroupFields = {
+    "replicas",  "gpus",     "gpuMilli",  "migProfile",   "gpuMemoryMiB", "cpuMilli",
+    "memoryMiB", "affinity", "gpuModels", "nodeSelector", "image"};
+
+// `fields` and then kGroupFields.
+std::vector<std::string> WithGroupFields(std::vector<std::string> fields) {
+  fields.insert(fields.end(), kGroupFields.begin(), kGroupFields.end());
+  return fields;
+}
+
+std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
+
+std::string Format(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", v);
+  return buffer;
+}
+
+// Up to `most` of `names`, then how many more.
+std::string Some(const std::vector<std::string>& names, size_t most = 8) {
+  std::vector<std::string> shown(names.begin(), names.begin() + std::min(most, names.size()));
+  if (names.size() > most) shown.push_back("... (" + std::to_string(names.size()) + " in all)");
+  return Join(shown);
+}
+
+class TraceParser {
+ public:
+  TraceParser(const std::string& source, const Cluster& cluster) : r_(source), cluster_(cluster) {
+    for (size_t i = 0; i < cluster.nodes.size(); ++i)
+      nodes_.emplace(cluster.nodes[i].name, static_cast<int>(i));
+  }
+
+  BerthTrace Parse(const std::string& text, const std::vector<QueueSpec>& given) {
+    const YAML::Node root = r_.Parse(text);
+    r_.CheckFields(root, "", {"queues", "jobs", "events"});
+    BerthTrace trace;
+    if (const YAML::Node queues = root["queues"]) {
+      if (!given.empty())
+        r_.Fail(queues, "queues",
+                "the trace has its own queues and a VC file gives others; give them in one "
+                "place (drop --vcs, or this field)");
+      ParseQueues(queues, &trace.queues);
+    } else {
+      trace.queues = given;
+      if (trace.queues.empty()) trace.queues.push_back({"default", 1, -1, {}});
+    }
+    ParseJobs(r_.Required(root, "", "jobs"), &trace);
+    if (const YAML::Node events = root["events"]) ParseEvents(events, &trace);
+    return trace;
+  }
+
+ private:
+  // Fails unless `node` holds at most `most` items.
+  void Bounded(const YAML::Node& node, const std::string& path, size_t most,
+               const std::string& what) const {
+    if (node.size() > most)
+      r_.Fail(node, path,
+              std::to_string(node.size()) + " " + what + ", more than the limit of " +
+                  std::to_string(most) + "; give at most " + std::to_string(most));
+  }
+
+  std::string Text(const YAML::Node& node, const std::string& path, size_t most = kMaxName,
+                   bool may_be_empty = false) const {
+    std::string text = r_.String(node, path);
+    if (text.empty() && !may_be_empty) r_.Fail(node, path, "expected a name, got nothing");
+    if (text.size() > most)
+      r_.Fail(node, path, "longer than " + std::to_string(most) + " characters; shorten it");
+    return text;
+  }
+
+  double Number(const YAML::Node& node, const std::string& path, double min, double max,
+                bool above_min = false) const {
+    const double v = r_.Number(node, path);
+    if ((above_min ? v > min : v >= min) && v <= max) return v;
+    r_.Fail(node, path,
+            "expected a number " +
+                (above_min ? "> " + Format(min) + " and at most " + Format(max)
+                           : "from " + Format(min) + " to " + Format(max)) +
+                ", got " + Quoted(node.Scalar()));
+  }
+
+  double Seconds(const YAML::Node& node, const std::string& path, bool positive = false) const {
+    return Number(node, path, 0, kMaxSeconds, positive);
+  }
+
+  Level ParseLevelField(const YAML::Node& node, const std::string& path) const {
+    Level level = Level::kGpu;
+    if (!ParseLevel(r_.String(node, path), &level))
+      r_.Fail(node, path,
+              "unknown level " + Quoted(node.Scalar()) +
+                  "; known levels: gpu, switch, socket, node, rack, cluster");
+    return level;
+  }
+
+  void ParseQueues(const YAML::Node& node, std::vector<QueueSpec>* out) const {
+    const std::vector<YamlEntry> entries = r_.Entries(node, "queues");
+    if (entries.empty())
+      r_.Fail(node, "queues", "expected at least one queue; leave the field out for one queue");
+    Bounded(node, "queues", kMaxQueues, "queues");
+    for (const YamlEntry& e : entries) {
+      const std::string path = FieldPath("queues", e.key);
+      Text(e.key_node, path);
+      QueueSpec q;
+      q.name = e.key;
+      if (!e.value.IsNull()) {  // "dev:" alone: weight 1, no cap, no guarantee
+        r_.CheckFields(e.value, path, {"weight", "cap", "guarantees", "virtualCells"});
+        if (const YAML::Node w = e.value["weight"])
+          q.weight = Number(w, FieldPath(path, "weight"), 0, kMaxWeight, true);
+        if (const YAML::Node c = e.value["cap"])
+          q.cap_gpus = Number(c, FieldPath(path, "cap"), 0, kMaxGpus);
+        VirtualClusterSpec vc;
+        vc.name = q.name;
+        ParseVcGuarantees(r_, e.value, path, &vc);
+        q.guarantees = std::move(vc.guarantees);
+      }
+      out->push_back(std::move(q));
+    }
+  }
+
+  void ParseJobs(const YAML::Node& node, BerthTrace* trace) {
+    r_.Sequence(node, "jobs");
+    Bounded(node, "jobs", kMaxJobs, "jobs");
+    size_t i = 0;
+    for (const YAML::Node& item : node) {
+      const std::string path = IndexPath("jobs", i);
+      ReplayJob job = ParseJob(item, path, trace->queues);
+      const auto [it, added] = job_index_.emplace(job.spec.name, i);
+      if (!added)
+        r_.Fail(item["name"], FieldPath(path, "name"),
+                "job " + Quoted(job.spec.name) + " is also jobs[" + std::to_string(it->second) +
+                    "]; give each job its own name");
+      trace->jobs.push_back(std::move(job));
+      ++i;
+    }
+  }
+
+  ReplayJob ParseJob(const YAML::Node& j, const std::string& path,
+                     const std::vector<QueueSpec>& queues) const {
+    r_.CheckFields(
+        j, path,
+        WithGroupFields({"name", "queue", "user", "priority", "priorityClass", "qos", "submit",
+                         "duration", "workload", "minReplicas", "spread", "gangAffinity",
+                         "preemptible", "gracePeriodSeconds", "groups"}));
+    auto field = [&](const char* key) { return FieldPath(path, key); };
+    ReplayJob job;
+    JobSpec& s = job.spec;
+    s.name = Text(r_.Required(j, path, "name"), field("name"));
+    if (const YAML::Node q = j["queue"]) {
+      s.queue = Text(q, field("queue"));
+      std::vector<std::string> names;
+      for (const QueueSpec& spec : queues) names.push_back(spec.name);
+      if (std::find(names.begin(), names.end(), s.queue) == names.end())
+        r_.Fail(q, field("queue"),
+                "unknown queue " + Quoted(s.queue) + "; queues: " + Some(names) +
+                    " (declare it under queues, or in the VC file)");
+    }
+    if (const YAML::Node u = j["user"]) s.user = Text(u, field("user"));
+    s.priority = kDefaultPriority;
+    if (const YAML::Node p = j["priority"]) {
+      if (j["priorityClass"])
+        r_.Fail(j["priorityClass"], field("priorityClass"),
+                "give priority or priorityClass, not both");
+      s.priority = static_cast<int>(r_.Int(p, field("priority"), -kMaxPriority, kMaxPriority));
+    }
+    if (const YAML::Node c = j["priorityClass"]) s.priority_class = Text(c, field("priorityClass"));
+    if (const YAML::Node q = j["qos"])
+      if (!ParseQos(r_.String(q, field("qos")), &s.qos))
+        r_.Fail(q, field("qos"),
+                "unknown QoS class " + Quoted(q.Scalar()) +
+                    "; known classes: guaranteed, burstable, best-effort");
+    job.submit = Seconds(r_.Required(j, path, "submit"), field("submit"));
+    job.duration = Seconds(r_.Required(j, path, "duration"), field("duration"), true);
+    if (const YAML::Node w = j["workload"]) job.comm = CommIntensity(Text(w, field("workload")));
+    if (const YAML::Node p = j["preemptible"]) s.preemptible = r_.Bool(p, field("preemptible"));
+    if (const YAML::Node g = j["gracePeriodSeconds"])
+      s.grace_period_s = Seconds(g, field("gracePeriodSeconds"));
+    if (const YAML::Node a = j["gangAffinity"])
+      s.gang_affinity = ParseLevelField(a, field("gangAffinity"));
+    if (const YAML::Node spread = j["spread"]) ParseSpread(spread, field("spread"), &s.spread);
+
+    if (const YAML::Node groups = j["groups"]) {
+      for (const std::string& key : kGroupFields)
+        if (const YAML::Node misplaced = j[key])
+          r_.Fail(misplaced, FieldPath(path, key),
+                  "the job has groups: give " + key + " in each group instead");
+      const std::string groups_path = field("groups");
+      r_.Sequence(groups, groups_path);
+      if (groups.size() == 0) r_.Fail(groups, groups_path, "expected at least one group");
+      Bounded(groups, groups_path, kMaxGroups, "groups");
+      size_t i = 0;
+      for (const YAML::Node& g : groups) {
+        const std::string group_path = IndexPath(groups_path, i++);
+        r_.CheckFields(g, group_path, WithGroupFields({"name"}));
+        TaskGroup group;
+        if (const YAML::Node n = g["name"]) group.name = Text(n, FieldPath(group_path, "name"));
+        ParseGroup(g, group_path, &group);
+        s.groups.push_back(std::move(group));
+      }
+    } else {
+      TaskGroup group;
+      ParseGroup(j, path, &group);
+      s.groups.push_back(std::move(group));
+    }
+    const int total = TotalReplicas(s);
+    if (total > kMaxReplicas)
+      r_.Fail(j, path,
+              std::to_string(total) + " replicas in all, more than the limit of " +
+                  std::to_string(kMaxReplicas));
+    if (const YAML::Node m = j["minReplicas"])
+      s.min_replicas = static_cast<int>(r_.Int(m, field("minReplicas"), 0, total));
+    return job;
+  }
+
+  // The fields of one task group, from `g` (a group, or a job without groups).
+  void ParseGroup(const YAML::Node& g, const std::string& path, TaskGroup* group) const {
+    auto field = [&](const char* key) { return FieldPath(path, key); };
+    if (const YAML::Node n = g["replicas"])
+      group->replicas = static_cast<int>(r_.Int(n, field("replicas"), 1, kMaxReplicas));
+    const YAML::Node gpus = g["gpus"], milli = g["gpuMilli"], mig = g["migProfile"];
+    if ((gpus ? 1 : 0) + (milli ? 1 : 0) + (mig ? 1 : 0) > 1)
+      r_.Fail(g, path,
+              "give one of gpus (whole GPUs), gpuMilli (a share of one GPU) or migProfile (a "
+              "MIG instance), not several");
+    Demand& d = group->demand;
+    if (gpus)
+      SetGpuDemand(static_cast<int>(r_.Int(gpus, field("gpus"), 1, kMaxGpusPerReplica)), 1000, &d);
+    if (milli)  // 1000 thousandths of one GPU is the whole GPU
+      SetGpuDemand(1, static_cast<int>(r_.Int(milli, field("gpuMilli"), 1, 1000)), &d);
+    if (const YAML::Node m = g["gpuMemoryMiB"]) {
+      if (d.gpu_milli == 0)
+        r_.Fail(m, field("gpuMemoryMiB"),
+                "goes with a share of a GPU (gpuMilli below 1000); a whole GPU brings all its "
+                "memory");
+      d.gpu_memory_mib = r_.Int(m, field("gpuMemoryMiB"), 0, 1'000'000'000);
+    }
+    if (mig) d.mig_profile = MigProfileField(mig, field("migProfile"));
+    if (const YAML::Node c = g["cpuMilli"])
+      d.cpu_milli = r_.Int(c, field("cpuMilli"), 0, 1'000'000'000);
+    if (const YAML::Node m = g["memoryMiB"])
+      d.memory_mib = r_.Int(m, field("memoryMiB"), 0, 1'000'000'000'000);
+    if (const YAML::Node a = g["affinity"]) d.affinity = ParseLevelField(a, field("affinity"));
+    if (const YAML::Node models = g["gpuModels"]) {
+      const std::string models_path = field("gpuModels");
+      r_.Sequence(models, models_path);
+      Bounded(models, models_path, kMaxListItems, "GPU models");
+      std::vector<std::string> known;
+      for (const GpuModel& m : cluster_.models) known.push_back(m.name);
+      size_t i = 0;
+      for (const YAML::Node& m : models) {
+        const std::string model = Text(m, IndexPath(models_path, i++));
+        if (std::find(known.begin(), known.end(), model) == known.end())
+          r_.Fail(m, IndexPath(models_path, i - 1),
+                  "the cluster has no GPU model " + Quoted(model) + "; its models: " + Some(known));
+        d.models.push_back(model);
+      }
+    }
+    if (const YAML::Node selector = g["nodeSelector"]) {
+      const std::string selector_path = field("nodeSelector");
+      const std::vector<YamlEntry> labels = r_.Entries(selector, selector_path);
+      Bounded(selector, selector_path, kMaxListItems, "labels");
+      for (const YamlEntry& label : labels) {
+        const std::string label_path = FieldPath(selector_path, label.key);
+        Text(label.key_node, label_path);
+        group->node_selector[label.key] = Text(label.value, label_path, kMaxName, true);
+      }
+    }
+    if (const YAML::Node i = g["image"]) group->image = Text(i, field("image"), kMaxImage);
+  }
+
+  std::string MigProfileField(const YAML::Node& node, const std::string& path) const {
+    const std::string name = Text(node, path);
+    std::vector<std::string> known;
+    for (const GpuModel& m : cluster_.models) {
+      if (FindMigProfile(m.mig_profiles, name) >= 0) return name;
+      for (const MigProfile& p : m.mig_profiles)
+        if (std::find(known.begin(), known.end(), p.name) == known.end()) known.push_back(p.name);
+    }
+    r_.Fail(node, path,
+            "no GPU model of the cluster has the MIG profile " + Quoted(name) +
+                (known.empty() ? "; the cluster has no MIG-capable GPUs"
+                               : "; its profiles: " + Some(known, 16)));
+  }
+
+  void ParseSpread(const YAML::Node& node, const std::string& path,
+                   std::vector<SpreadConstraint>* out) const {
+    r_.Sequence(node, path);
+    Bounded(node, path, kMaxListItems, "spread constraints");
+    size_t i = 0;
+    for (const YAML::Node& c : node) {
+      const std::string item = IndexPath(path, i++);
+      r_.CheckFields(c, item, {"topologyKey", "maxSkew", "whenUnsatisfiable"});
+      SpreadConstraint s;
+      s.topology_key = Text(r_.Required(c, item, "topologyKey"), FieldPath(item, "topologyKey"));
+      if (const YAML::Node m = c["maxSkew"])
+        s.max_skew = static_cast<int>(r_.Int(m, FieldPath(item, "maxSkew"), 1, kMaxReplicas));
+      if (const YAML::Node w = c["whenUnsatisfiable"]) {
+        const std::string when = r_.String(w, FieldPath(item, "whenUnsatisfiable"));
+        if (when != "DoNotSchedule" && when != "ScheduleAnyway")
+          r_.Fail(w, FieldPath(item, "whenUnsatisfiable"),
+                  "unknown value " + Quoted(when) +
+                      "; known values: DoNotSchedule (a filter), ScheduleAnyway (a score)");
+        s.hard = when == "DoNotSchedule";
+      }
+      out->push_back(std::move(s));
+    }
+  }
+
+  int NodeField(const YAML::Node& node, const std::string& path) const {
+    const std::string name = Text(node, path);
+    const auto it = nodes_.find(name);
+    if (it != nodes_.end()) return it->second;
+    std::vector<std::string> names;
+    for (const Node& n : cluster_.nodes) names.push_back(n.name);
+    r_.Fail(node, path, "the cluster has no node " + Quoted(name) + "; its nodes: " + Some(names));
+  }
+
+  // A GPU, `{node: NAME, gpu: INDEX}`.
+  void GpuField(const YAML::Node& node, const std::string& path, ReplayEvent* e) const {
+    r_.CheckFields(node, path, {"node", "gpu"});
+    e->node = NodeField(r_.Required(node, path, "node"), FieldPath(path, "node"));
+    const int gpus = static_cast<int>(cluster_.nodes[e->node].gpus.size());
+    const YAML::Node gpu = r_.Required(node, path, "gpu");
+    if (gpus == 0)
+      r_.Fail(gpu, FieldPath(path, "gpu"),
+              "node " + Quoted(cluster_.nodes[e->node].name) + " has no GPUs");
+    e->gpu = static_cast<int>(r_.Int(gpu, FieldPath(path, "gpu"), 0, gpus - 1));
+  }
+
+  void ParseEvents(const YAML::Node& node, BerthTrace* trace) const {
+    static const std::vector<std::string> kActions = {"cordon",   "uncordon", "drain", "failGpu",
+                                                      "failNode", "recover",  "cancel"};
+    r_.Sequence(node, "events");
+    Bounded(node, "events", kMaxEvents, "events");
+    size_t i = 0;
+    for (const YAML::Node& e : node) {
+      const std::string path = IndexPath("events", i++);
+      std::vector<std::string> fields = kActions;
+      fields.push_back("at");
+      r_.CheckFields(e, path, fields);
+      ReplayEvent event;
+      event.time = Seconds(r_.Required(e, path, "at"), FieldPath(path, "at"));
+      std::vector<std::string> given;
+      for (const std::string& a : kActions)
+        if (e[a]) given.push_back(a);
+      if (given.size() != 1)
+        r_.Fail(e, path,
+                (given.empty() ? std::string("no action") : "actions " + Join(given, " and ")) +
+                    "; give exactly one of " + Join(kActions));
+      const std::string& action = given[0];
+      const std::string action_path = FieldPath(path, action);
+      const YAML::Node value = e[action];
+      using Kind = ReplayEvent::Kind;
+      if (action == "cancel") {
+        event.kind = Kind::kCancel;
+        const std::string name = Text(value, action_path);
+        const auto it = job_index_.find(name);
+        if (it == job_index_.end())
+          r_.Fail(value, action_path, "no job is named " + Quoted(name) + " under jobs");
+        event.job = static_cast<int>(it->second);
+        const double submit = trace->jobs[it->second].submit;
+        if (event.time < submit)
+          r_.Fail(e, path,
+                  "cancels job " + Quoted(name) + " at " + Format(event.time) +
+                      ", before it is submitted at " + Format(submit) +
+                      "; cancel it at or after its submit time");
+      } else if (action == "failGpu" || (action == "recover" && value.IsMap())) {
+        event.kind = action == "failGpu" ? Kind::kFailGpu : Kind::kRecoverGpu;
+        GpuField(value, action_path, &event);
+      } else {
+        event.kind = action == "cordon"     ? Kind::kCordon
+                     : action == "uncordon" ? Kind::kUncordon
+                     : action == "drain"    ? Kind::kDrain
+                     : action == "failNode" ? Kind::kFailNode
+                                            : Kind::kRecoverNode;
+        event.node = NodeField(value, action_path);
+      }
+      trace->events.push_back(event);
+    }
+  }
+
+  YamlReader r_;
+  const Cluster& cluster_;
+  std::map<std::string, int> nodes_;
+  std::map<std::string, size_t> job_index_;
+};
+
+}  // namespace
+
+BerthTrace LoadBerthTrace(const std::string& path, const Cluster& cluster,
+                          const std::vector<QueueSpec>& given) {
+  return ParseBerthTraceYaml(ReadFileText(path, kMaxFileBytes), path, cluster, given);
+}
+
+BerthTrace ParseBerthTraceYaml(const std::string& text, const std::string& source_name,
+                               const Cluster& cluster, const std::vector<QueueSpec>& given) {
+  return TraceParser(source_name, cluster).Parse(text, given);
+}
+
+}  // namespace berth

@@ -1,0 +1,249 @@
+#include "config/berth_trace.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config/cluster_file.h"
+#include "config_test_util.h"
+
+namespace berth {
+namespace {
+
+const Cluster& MultiRack() {
+  static const Cluster cluster =
+      LoadClusterFile(std::string(BERTH_SOURCE_DIR) + "/examples/multi-rack.yaml");
+  return cluster;
+}
+
+BerthTrace Parse(const std::string& text, const std::vector<QueueSpec>& given = {}) {
+  return ParseBerthTraceYaml(text, "trace.yaml", MultiRack(), given);
+}
+
+// Expects the trace to fail at the line of `marker` with every one of `parts`.
+::testing::AssertionResult FailsAt(const std::string& text, const std::string& marker,
+                                   std::initializer_list<std::string> parts) {
+  return ThrowsConfigError([&] { Parse(text); },
+                           "trace.yaml:" + std::to_string(LineOf(text, marker)) + ": ", parts);
+}
+
+TEST(BerthTraceTest, EveryField) {
+  const BerthTrace t = Parse(R"(
+queues:
+  a: {weight: 3, cap: 40, guarantees: {dgx-a100/node: 1}}
+  b:
+    virtualCells: [{cellType: L40S, cellNumber: 2}]
+  c:
+jobs:
+  - name: train
+    queue: a
+    user: u1
+    priorityClass: prod
+    qos: guaranteed
+    submit: 10
+    duration: 3600.5
+    workload: vgg16
+    minReplicas: 2
+    spread: [{topologyKey: rack, maxSkew: 1}, {topologyKey: node, whenUnsatisfiable: ScheduleAnyway}]
+    gangAffinity: rack
+    preemptible: false
+    gracePeriodSeconds: 120
+    groups:
+      - {name: workers, replicas: 3, gpus: 8, cpuMilli: 32000, memoryMiB: 65536, affinity: node,
+         gpuModels: [A100-80GB], nodeSelector: {pool: train}, image: "registry/train:1"}
+      - {name: ps, cpuMilli: 4000}
+  - {name: share, submit: 0, duration: 60, gpuMilli: 500, gpuMemoryMiB: 20000, priority: -1}
+  - {name: whole, queue: b, submit: 0, duration: 60, gpuMilli: 1000}
+  - {name: slice, queue: c, submit: 5, duration: 60, migProfile: 3g.40gb}
+events:
+  - {at: 100, cordon: dgx-a-0}
+  - {at: 200, failGpu: {node: dgx-a-1, gpu: 7}}
+  - {at: 300, recover: {node: dgx-a-1, gpu: 7}}
+  - {at: 400, failNode: pcie-c-0}
+  - {at: 500, recover: pcie-c-0}
+  - {at: 600, uncordon: dgx-a-0}
+  - {at: 700, drain: dgx-b-0}
+  - {at: 800, cancel: train}
+)");
+  ASSERT_EQ(t.queues.size(), 3u);
+  EXPECT_EQ(t.queues[0].name, "a");
+  EXPECT_EQ(t.queues[0].weight, 3);
+  EXPECT_EQ(t.queues[0].cap_gpus, 40);
+  ASSERT_EQ(t.queues[0].guarantees.size(), 1u);
+  EXPECT_EQ(t.queues[0].guarantees[0].cell_type, "dgx-a100/node");
+  EXPECT_EQ(t.queues[1].guarantees[0].count, 2);
+  EXPECT_EQ(t.queues[2].weight, 1);
+  EXPECT_LT(t.queues[2].cap_gpus, 0);
+  EXPECT_TRUE(t.queues[2].guarantees.empty());
+
+  ASSERT_EQ(t.jobs.size(), 4u);
+  const ReplayJob& train = t.jobs[0];
+  EXPECT_EQ(train.spec.name, "train");
+  EXPECT_EQ(train.spec.queue, "a");
+  EXPECT_EQ(train.spec.user, "u1");
+  EXPECT_EQ(train.spec.priority_class, "prod");
+  EXPECT_EQ(train.spec.qos, QosClass::kGuaranteed);
+  EXPECT_EQ(train.submit, 10);
+  EXPECT_EQ(train.duration, 3600.5);
+  EXPECT_EQ(train.comm, CommIntensity("vgg16"));
+  EXPECT_EQ(train.spec.min_replicas, 2);
+  ASSERT_EQ(train.spec.spread.size(), 2u);
+  EXPECT_EQ(train.spec.spread[0].topology_key, "rack");
+  EXPECT_TRUE(train.spec.spread[0].hard);
+  EXPECT_FALSE(train.spec.spread[1].hard);
+  EXPECT_EQ(train.spec.gang_affinity, Level::kRack);
+  EXPECT_FALSE(train.spec.preemptible);
+  EXPECT_EQ(train.spec.grace_period_s, 120);
+  ASSERT_EQ(train.spec.groups.size(), 2u);
+  const TaskGroup& workers = train.spec.groups[0];
+  EXPECT_EQ(workers.name, "workers");
+  EXPECT_EQ(workers.replicas, 3);
+  EXPECT_EQ(workers.demand.gpus, 8);
+  EXPECT_EQ(workers.demand.cpu_milli, 32000);
+  EXPECT_EQ(workers.demand.memory_mib, 65536);
+  EXPECT_EQ(workers.demand.affinity, Level::kNode);
+  EXPECT_EQ(workers.demand.models, std::vector<std::string>{"A100-80GB"});
+  EXPECT_EQ(workers.node_selector.at("pool"), "train");
+  EXPECT_EQ(workers.image, "registry/train:1");
+  EXPECT_EQ(train.spec.groups[1].replicas, 1);
+  EXPECT_EQ(train.spec.groups[1].demand.gpus, 0);
+
+  const ReplayJob& share = t.jobs[1];
+  EXPECT_EQ(share.spec.queue, "");  // the first queue
+  EXPECT_EQ(share.spec.priority, -1);
+  EXPECT_EQ(share.spec.groups[0].demand.gpu_milli, 500);
+  EXPECT_EQ(share.spec.groups[0].demand.gpu_memory_mib, 20000);
+  // 1000 thousandths of a GPU is the whole GPU: the allocator takes shares of 1..999 only.
+  EXPECT_EQ(t.jobs[2].spec.groups[0].demand.gpus, 1);
+  EXPECT_EQ(t.jobs[2].spec.groups[0].demand.gpu_milli, 0);
+  EXPECT_EQ(t.jobs[2].spec.priority, 100);  // the default class's
+  EXPECT_EQ(t.jobs[3].spec.groups[0].demand.mig_profile, "3g.40gb");
+
+  using Kind = ReplayEvent::Kind;
+  ASSERT_EQ(t.events.size(), 8u);
+  const int a0 = 0, a1 = 1;  // dgx-a-0, dgx-a-1: the first nodes of rack-a
+  EXPECT_EQ(MultiRack().nodes[a0].name, "dgx-a-0");
+  EXPECT_EQ(t.events[0].kind, Kind::kCordon);
+  EXPECT_EQ(t.events[0].node, a0);
+  EXPECT_EQ(t.events[0].time, 100);
+  EXPECT_EQ(t.events[1].kind, Kind::kFailGpu);
+  EXPECT_EQ(t.events[1].node, a1);
+  EXPECT_EQ(t.events[1].gpu, 7);
+  EXPECT_EQ(t.events[2].kind, Kind::kRecoverGpu);
+  EXPECT_EQ(t.events[3].kind, Kind::kFailNode);
+  EXPECT_EQ(MultiRack().nodes[t.events[3].node].name, "pcie-c-0");
+  EXPECT_EQ(t.events[4].kind, Kind::kRecoverNode);
+  EXPECT_EQ(t.events[5].kind, Kind::kUncordon);
+  EXPECT_EQ(t.events[6].kind, Kind::kDrain);
+  EXPECT_EQ(t.events[7].kind, Kind::kCancel);
+  EXPECT_EQ(t.events[7].job, 0);
+}
+
+TEST(BerthTraceTest, QueuesFromElsewhere) {
+  const std::string jobs = "jobs: [{name: j, queue: research, submit: 0, duration: 1}]\n";
+  const BerthTrace t = Parse(jobs, {{"research", 1, -1, {}}, {"dev", 1, -1, {}}});
+  ASSERT_EQ(t.queues.size(), 2u);
+  EXPECT_EQ(t.jobs[0].spec.queue, "research");
+  // Without queues anywhere, one default queue.
+  EXPECT_EQ(Parse("jobs: []\n").queues[0].name, "default");
+  const std::string both = "queues: {a: }\n" + jobs;
+  EXPECT_TRUE(ThrowsConfigError(
+      [&] {
+        Parse(both, {{"research", 1, -1, {}}});
+      },
+      "trace.yaml:1: ", {"queues: ", "give them in one place"}));
+}
+
+TEST(BerthTraceTest, Errors) {
+  const std::string head = "jobs:\n";
+  auto job = [&](const std::string& fields) {
+    return head + "  - {name: j, submit: 0, duration: 60, " + fields + "}\n";
+  };
+  EXPECT_TRUE(FailsAt("jobs: []\nnodes: []\n", "nodes",
+                      {"unknown field \"nodes\"", "known fields: events, jobs, queues"}));
+  EXPECT_TRUE(FailsAt("queues: {a: }\n", "queues", {"missing required field \"jobs\""}));
+  EXPECT_TRUE(FailsAt(job("colour: red"), "colour", {"jobs[0]", "unknown field \"colour\""}));
+  EXPECT_TRUE(FailsAt(head + "  - {name: j, duration: 60}\n", "name: j",
+                      {"jobs[0]", "missing required field \"submit\""}));
+  EXPECT_TRUE(FailsAt(job("gpus: 0"), "gpus", {"jobs[0].gpus", "expected an integer from 1"}));
+  EXPECT_TRUE(FailsAt(head + "  - {name: j, submit: -1, duration: 60}\n", "-1",
+                      {"jobs[0].submit", "expected a number from 0 to"}));
+  EXPECT_TRUE(FailsAt(head + "  - {name: j, submit: 0, duration: 0}\n", "duration",
+                      {"jobs[0].duration", "expected a number > 0"}));
+  EXPECT_TRUE(FailsAt(job("gpuMilli: 1001"), "gpuMilli",
+                      {"jobs[0].gpuMilli", "expected an integer from 1 to 1000"}));
+  EXPECT_TRUE(FailsAt(job("gpus: 1, gpuMilli: 500"), "name: j",
+                      {"jobs[0]", "give one of gpus", "not several"}));
+  EXPECT_TRUE(FailsAt(job("gpus: 1, gpuMemoryMiB: 100"), "gpuMemoryMiB",
+                      {"jobs[0].gpuMemoryMiB", "goes with a share"}));
+  EXPECT_TRUE(FailsAt(job("queue: nope"), "nope",
+                      {"jobs[0].queue", "unknown queue \"nope\"", "queues: default"}));
+  EXPECT_TRUE(FailsAt(job("priority: 5, priorityClass: prod"), "name: j",
+                      {"jobs[0].priorityClass", "give priority or priorityClass, not both"}));
+  EXPECT_TRUE(FailsAt(job("qos: gold"), "gold", {"jobs[0].qos", "unknown QoS class"}));
+  EXPECT_TRUE(FailsAt(job("affinity: row"), "row",
+                      {"jobs[0].affinity", "unknown level \"row\"", "known levels: gpu"}));
+  EXPECT_TRUE(FailsAt(job("gpuModels: [H100]"), "H100",
+                      {"jobs[0].gpuModels[0]", "no GPU model \"H100\"", "A100-80GB, L40S"}));
+  EXPECT_TRUE(FailsAt(
+      job("migProfile: 9g.90gb"), "9g",
+      {"jobs[0].migProfile", "no GPU model of the cluster has the MIG profile", "3g.40gb"}));
+  EXPECT_TRUE(FailsAt(job("replicas: 2, minReplicas: 3"), "minReplicas",
+                      {"jobs[0].minReplicas", "expected an integer from 0 to 2"}));
+  EXPECT_TRUE(FailsAt(job("spread: [{topologyKey: rack, whenUnsatisfiable: Maybe}]"), "Maybe",
+                      {"jobs[0].spread[0].whenUnsatisfiable", "known values: DoNotSchedule"}));
+  EXPECT_TRUE(FailsAt(job("gpus: 1, groups: [{gpus: 2}]"), "name: j",
+                      {"jobs[0].gpus", "give gpus in each group instead"}));
+  EXPECT_TRUE(FailsAt(job("groups: []"), "name: j", {"jobs[0].groups", "at least one group"}));
+  EXPECT_TRUE(FailsAt(job("groups: [{gpus: 1, colour: red}]"), "name: j",
+                      {"jobs[0].groups[0]", "unknown field \"colour\""}));
+  const std::string twice =
+      head + "  - {name: j, submit: 0, duration: 1}\n" + "  - {name: j, submit: 1, duration: 1}\n";
+  EXPECT_TRUE(FailsAt(twice, "name: j, submit: 1",
+                      {"jobs[1].name", "job \"j\" is also jobs[0]", "its own name"}));
+  EXPECT_TRUE(FailsAt(job("user: " + std::string(300, 'u')), "uuu",
+                      {"jobs[0].user", "longer than 253 characters"}));
+  std::string models;
+  for (int i = 0; i < 65; ++i) models += (i ? ", " : "") + std::string("L40S");
+  EXPECT_TRUE(FailsAt(job("gpuModels: [" + models + "]"), "name: j",
+                      {"jobs[0].gpuModels", "65 GPU models, more than the limit of 64"}));
+}
+
+TEST(BerthTraceTest, EventErrors) {
+  const std::string jobs = "jobs: [{name: j, submit: 50, duration: 60}]\nevents:\n";
+  EXPECT_TRUE(FailsAt(jobs + "  - {at: 1, cordon: dgx-z-9}\n", "dgx-z-9",
+                      {"events[0].cordon", "no node \"dgx-z-9\"", "dgx-a-0", "in all)"}));
+  EXPECT_TRUE(FailsAt(jobs + "  - {at: 1, failGpu: {node: dgx-a-0, gpu: 8}}\n", "gpu: 8",
+                      {"events[0].failGpu.gpu", "expected an integer from 0 to 7"}));
+  EXPECT_TRUE(FailsAt(jobs + "  - {at: 1, failGpu: dgx-a-0}\n", "failGpu",
+                      {"events[0].failGpu", "expected a map with fields gpu, node"}));
+  EXPECT_TRUE(FailsAt(jobs + "  - {at: 1}\n", "at: 1",
+                      {"events[0]", "no action; give exactly one of cordon, uncordon"}));
+  EXPECT_TRUE(FailsAt(jobs + "  - {at: 1, cordon: dgx-a-0, drain: dgx-a-0}\n", "at: 1",
+                      {"events[0]", "actions cordon and drain"}));
+  EXPECT_TRUE(FailsAt(jobs + "  - {cordon: dgx-a-0}\n", "cordon",
+                      {"events[0]", "missing required field \"at\""}));
+  EXPECT_TRUE(FailsAt(jobs + "  - {at: 60, cancel: k}\n", "cancel",
+                      {"events[0].cancel", "no job is named \"k\""}));
+  EXPECT_TRUE(FailsAt(jobs + "  - {at: 10, cancel: j}\n", "cancel",
+                      {"events[0]", "before it is submitted at 50", "at or after"}));
+  EXPECT_TRUE(FailsAt(jobs + "  - {at: 1, reboot: dgx-a-0}\n", "reboot",
+                      {"events[0]", "unknown field \"reboot\""}));
+}
+
+TEST(BerthTraceTest, HostileInput) {
+  // Deep nesting is a syntax error, not a stack overflow.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_TRUE(ThrowsConfigError([&] { Parse(deep); }, "trace.yaml:", {"YAML syntax error"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { Parse("jobs: [\n"); }, "trace.yaml:", {"YAML syntax"}));
+  // A file larger than the bound is refused before it is parsed.
+  const std::string path =
+      WriteTempFile("huge-trace.yaml", "jobs: []\n" + std::string(33 << 20, '#'));
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadBerthTrace(path, MultiRack(), {}); }, path + ": ",
+                                {"larger than", "split it"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadBerthTrace(path + ".missing", MultiRack(), {}); },
+                                path + ".missing: ", {"cannot read"}));
+}
+
+}  // namespace
+}  // namespace berth
