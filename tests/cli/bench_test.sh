@@ -12,4 +12,9 @@ source "$(dirname "$0")/lib.sh"
 "$BERTH" bench schedule --jobs 300 --json > "$TMP/schedule.json"
 [ "$(json_get "$TMP/schedule.json" '.jobs == 300 and .decisions_per_sec > 0 and .p99_us >= .p50_us and .p50_us > 0')" = true ] ||
   fail "bench schedule figures"
+
+"$BERTH" bench schedule --jobs 100 --pending 500 --json > "$TMP/deep.json"
+[ "$(json_get "$TMP/deep.json" '.pending >= 500 and .cycle_ms_p99 >= .cycle_ms_p50 and .cycle_ms_p50 > 0')" = true ] ||
+  fail "bench schedule --pending figures"
+"$BERTH" bench schedule --pending 100001 > "$TMP/out" 2>&1 && fail "--pending above 100000 accepted"
 echo "1 passed, 0 failed"
