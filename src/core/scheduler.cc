@@ -426,6 +426,8 @@ void Scheduler::DropPreemptor(JobRecord& p) {
   p.waiting_for.clear();
   p.preempting = false;
   UncommitWaiting(p);
+  // What it held back (its plan, or a starving reservation) is open to others again.
+  if (reservations_.Of(p.id)) ++version_;
   reservations_.Drop(p.id);
 }
 
@@ -738,15 +740,19 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
     return false;
   }
   if (!may_guarantee && !under_cap) job.reason = cap_refusal;
+  preempt_deferred_ = false;
   if (TryPreempt(job, now, fair, guarantee_pass, out)) return true;
-  if (guarantee_pass) return false;  // it is tried again, borrowing too, in the second pass
+  if (guarantee_pass || preempt_deferred_) return false;  // tried again: next pass or cycle
   job.failed_at = version_;
   if (reserved && !reserved->for_preemption) {
     // Every reserved GPU free and still no fit: the plan no longer holds (other reservations
     // interleave with it, hardware changed). Drop it; a new one is planned.
     bool all_free = true;
     for (const auto& [n, g] : reserved->gpus) all_free = all_free && allocator_->gpu_free(n, g);
-    if (all_free) reservations_.Drop(job.id);
+    if (all_free) {
+      reservations_.Drop(job.id);
+      ++version_;
+    }
     reserved = nullptr;
   }
   if (!reservations_.Of(job.id)) failed_shapes_.Add(job.shape_class, job.shape, priority);
@@ -819,22 +825,30 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   };
   Victims reclaim, fair_reclaim, lower;
   for (const auto& [id, v] : running_) {
-    // A job started in this very call is no victim yet: nothing starts and stops in one cycle.
-    if (v->state != JobState::kRunning || !v->spec.preemptible || v->start_time == now) continue;
+    if (v->state != JobState::kRunning || !v->spec.preemptible) continue;
+    // A job started in this very call is no victim yet (nothing starts and stops in one
+    // cycle); the job that would take it is tried again next cycle instead of failing.
+    const bool fresh = v->start_time == now;
+    auto add = [&](Victims& list) {
+      if (fresh)
+        preempt_deferred_ = true;
+      else
+        list.push_back(v);
+    };
     if (v->queue != job.queue && v->borrowed) {
       // (a) Reclaim the guarantee from borrowers; (a') restore the fair share from queues
       // above theirs by the hysteresis band (how far, `allowed` checks for the whole set).
-      if (within_guarantee) reclaim.push_back(v);
+      if (within_guarantee) add(reclaim);
       const Queue& other = queues_[v->queue];
       if (below_fair_share &&
           other.committed.gpu > fair[v->queue] * (1 + policy.reclaim_hysteresis) + kEps)
-        fair_reclaim.push_back(v);
+        add(fair_reclaim);
     }
     // (b) Strictly lower priority inside the queue, by raw priority and by the whole points
     // (aging included) that order the queue: a job that got ahead by aging is not taken back.
     if (!guarantee_only && v->queue == job.queue && v->spec.priority < job.spec.priority &&
         WholePriority(*v, now) < WholePriority(job, now))
-      lower.push_back(v);
+      add(lower);
   }
   std::vector<Plan> plans;
   if (!reclaim.empty()) plans.push_back({reclaim, true, Why::kGuarantee});

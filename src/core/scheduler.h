@@ -329,6 +329,7 @@ class Scheduler {
   uint64_t next_event_ = 1;
   double now_ = 0;                     // the clock of the latest call that passed one
   bool planning_reservation_ = false;  // TryReserve's trials: every reservation blocks
+  bool preempt_deferred_ = false;      // TryPreempt passed over a job started in this call
 };
 
 }  // namespace berth

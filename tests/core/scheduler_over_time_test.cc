@@ -282,6 +282,43 @@ TEST(SchedulerOverTimeTest, AVictimPastItsGraceDeadlineIsKilledOnce) {
   EXPECT_TRUE(d.s_.Schedule(d.now_ + 31).empty());
 }
 
+// A job started in a call is no victim in that call; a higher-priority job that would have
+// taken it is tried again in the next cycle, not parked until something else frees.
+TEST(SchedulerOverTimeTest, AHigherPriorityJobPreemptsAJobThatJustStartedNextCycle) {
+  Driver d(1, 1, {Queue("a")});
+  JobSpec low = Job("a", 8);
+  low.priority = 10;
+  const int l = d.Submit(low);
+  d.Cycle();
+  JobSpec mid = Job("a", 8);
+  mid.priority = 100;
+  const int m = d.Submit(mid);
+  d.Cycle();  // m preempts l (30 s grace)
+  JobSpec high = Job("a", 8);
+  high.priority = 1000;
+  const int h = d.Submit(high);
+  for (int i = 0; i < 100 && d.J(h).state != JobState::kRunning; ++i) d.Cycle(5);
+  EXPECT_EQ(d.J(h).state, JobState::kRunning) << d.J(h).reason;
+  EXPECT_EQ(d.preempted_[l], 1);
+  EXPECT_LE(d.preempted_[m], 1);
+}
+
+// A waiting preemptor that is cancelled opens its plan to others at once.
+TEST(SchedulerOverTimeTest, ACancelledPreemptorWakesPendingJobs) {
+  Driver d(1, 1, {Queue("a"), Queue("b", 1)});
+  const int a1 = d.Submit(Job("a", 4));
+  d.Cycle();
+  const int b1 = d.Submit(Job("b", 8));
+  d.Cycle();
+  ASSERT_EQ(d.J(a1).state, JobState::kStopping);
+  const int a2 = d.Submit(Job("a", 4));
+  d.Cycle();
+  EXPECT_EQ(d.J(a2).state, JobState::kPending);  // b1's plan holds the free GPUs
+  d.s_.Finish(b1, d.now_, JobEnd::kCancelled);
+  d.Cycle();
+  EXPECT_EQ(d.J(a2).state, JobState::kRunning) << d.J(a2).reason;
+}
+
 // --- Smaller ones (bug 9) and what adapters need ----------------------------------------------
 
 TEST(SchedulerOverTimeTest, AWholeGpuShareIsOneGpu) {
