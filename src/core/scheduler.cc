@@ -487,7 +487,7 @@ void Scheduler::StartFailed(int id, double now, const std::string& reason) {
 
 bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocator& alloc,
                          std::vector<int>* ids, std::vector<ReplicaPlacement>* placements,
-                         const std::vector<ReplicaPlacement>* exact) {
+                         const std::vector<ReplicaPlacement>* exact, int only_node) {
   ids->clear();
   placements->clear();
   std::vector<ReplicaPlacement> exact_group;
@@ -501,6 +501,7 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     req.gang_affinity = job.spec.gang_affinity;
     req.vc = job.queue;
     req.opportunistic = !guaranteed;
+    req.only_node = only_node;
     PlacementContext ctx;
     ctx.alloc = &alloc;
     ctx.telemetry = &telemetry_;
@@ -1085,43 +1086,15 @@ std::vector<NodeVerdict> Scheduler::Evaluate(const JobSpec& spec, const std::vec
       out.push_back(std::move(v));
       continue;
     }
-    // Every replica on this one node, on a what-if copy only.
+    // Every replica on this one node, on a what-if copy only, placed as a start would be.
     Allocator trial = *allocator_;
-    double score = 0;
     std::vector<int> ids;
-    v.feasible = true;
-    for (const TaskGroup& group : spec.groups) {
-      AllocationRequest req;
-      req.replicas = group.replicas;
-      req.demand = group.demand;
-      req.vc = probe.queue;
-      req.opportunistic = !guaranteed;
-      req.only_node = node;
-      PlacementContext ctx;
-      ctx.alloc = &trial;
-      ctx.telemetry = &telemetry_;
-      ctx.job = &spec;
-      ctx.group = &group;
-      ctx.gpus_by_priority = &gpus_by_priority_;
-      ctx.reservations = &reservations_;
-      ctx.guaranteed = guaranteed;
-      ctx.priority = WholePriority(probe, now_);
-      pipeline_->SetContext(ctx);
-      const auto id = trial.Allocate(req, &v.reason, pipeline_.get(), 0);
-      if (!id) {
-        v.feasible = false;
-        break;
-      }
-      score += pipeline_->best_score();
-      const Allocation* a = trial.Find(*id);
-      v.placements.insert(v.placements.end(), a->replicas.begin(), a->replicas.end());
-    }
-    if (v.feasible) {
-      v.score = score;
-      v.reason.clear();
-    } else {
-      v.placements.clear();
-    }
+    v.feasible =
+        TryPlace(probe, guaranteed, TotalReplicas(spec), trial, &ids, &v.placements, nullptr, node);
+    if (v.feasible)
+      v.score = pipeline_->best_score();
+    else
+      v.reason = probe.reason;
     out.push_back(std::move(v));
   }
   return out;

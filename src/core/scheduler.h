@@ -166,7 +166,7 @@ struct QueueStatus {
 struct NodeVerdict {
   int node = -1;
   bool feasible = false;
-  double score = 0;  // the pipeline's weighted score of its best placement there
+  double score = 0;  // the pipeline's weighted score of its (last replica's) placement there
   std::vector<ReplicaPlacement> placements;
   std::string reason;  // when infeasible
 };
@@ -268,10 +268,11 @@ class Scheduler {
   ResourceVector JobResources(const JobRecord& job) const;
   bool MayGuarantee(const JobRecord& job, double need) const;
   bool UnderCap(const JobRecord& job, double need, std::string* why) const;
-  // Places every group on `alloc`; fills ids and placements, or leaves nothing behind.
+  // Places every group on `alloc` (only on `only_node` when >= 0); fills ids and placements,
+  // or leaves nothing behind.
   bool TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocator& alloc,
                 std::vector<int>* ids, std::vector<ReplicaPlacement>* placements,
-                const std::vector<ReplicaPlacement>* exact = nullptr);
+                const std::vector<ReplicaPlacement>* exact = nullptr, int only_node = -1);
   bool Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out);
   void Run(JobRecord& job, bool guaranteed, int replicas, std::vector<int> ids,
            std::vector<ReplicaPlacement> placements, double now, std::vector<Decision>* out);
