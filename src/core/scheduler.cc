@@ -98,18 +98,28 @@ Scheduler::Scheduler(const Cluster* cluster, const std::vector<QueueSpec>& queue
     error_ = "policy: " + errors.front();
     return;
   }
+  CountGuarantees();
+  CountCapacity();
+  gpus_by_priority_.resize(cluster->nodes.size());
+}
+
+void Scheduler::CountGuarantees() {
   const CellTree& tree = allocator_->tree();
   for (size_t q = 0; q < queues_.size(); ++q) {
+    queues_[q].guarantee_gpus = 0;
     const VirtualCluster& vc = allocator_->vcs()[q];
     for (size_t i = 0; i < vc.guarantee_types.size(); ++i)
       queues_[q].guarantee_gpus +=
           vc.guarantee_counts[i] * tree.types()[vc.guarantee_types[i]].leaf_count;
   }
-  capacity_.gpu = cluster->gpu_count();
-  gpus_by_priority_.resize(cluster->nodes.size());
-  for (size_t n = 0; n < cluster->nodes.size(); ++n) {
-    capacity_.cpu_milli += cluster->nodes[n].cpu_milli;
-    capacity_.memory_mib += cluster->nodes[n].memory_mib;
+}
+
+void Scheduler::CountCapacity() {
+  capacity_ = {};
+  capacity_.gpu = cluster_->gpu_count();
+  for (const Node& node : cluster_->nodes) {
+    capacity_.cpu_milli += node.cpu_milli;
+    capacity_.memory_mib += node.memory_mib;
   }
 }
 
@@ -127,67 +137,155 @@ std::vector<int> Scheduler::pending(int queue) const {
   return ids;
 }
 
-std::string Scheduler::SetQueues(const std::vector<QueueSpec>& specs) {
-  std::map<std::string, int> index;
+// Every running job placed again, exactly where it runs, on a fresh allocator for `cluster`
+// and the queues `specs` (guaranteed work first, since it binds the cells); then health carried
+// over by node name. `node_map`: old node index -> new (-1: gone).
+std::string Scheduler::Rebuild(const Cluster* cluster, const std::vector<QueueSpec>& specs,
+                               const std::map<std::string, int>& index,
+                               const std::vector<int>& node_map, bool keep_all, Rebuilt* out) {
   std::vector<VirtualClusterSpec> vcs;
-  for (const QueueSpec& q : specs) {
-    if (!index.emplace(q.name, static_cast<int>(index.size())).second)
-      return "queues: \"" + q.name + "\" is declared twice";
-    if (!(q.weight > 0)) return "queues." + q.name + ".weight: must be > 0";
-    vcs.push_back({q.name, q.guarantees});
-  }
-  for (const Queue& q : queues_)
-    if (!index.count(q.spec.name) && (q.running > 0 || !q.pending.empty()))
-      return "queues." + q.spec.name + ": still has jobs; keep it until they end";
-  auto next = std::make_unique<Allocator>(cluster_, vcs);
-  if (!next->error().empty()) return next->error();
-  for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
-    next->SetNodeCordoned(static_cast<int>(n), allocator_->node_cordoned(static_cast<int>(n)));
-    for (size_t g = 0; g < cluster_->nodes[n].gpus.size(); ++g)
-      if (!allocator_->gpu_usable(static_cast<int>(n), static_cast<int>(g)) &&
-          !allocator_->node_cordoned(static_cast<int>(n)))
-        next->SetGpuBad(static_cast<int>(n), static_cast<int>(g), true);
-  }
-  // Every running job again, at its GPUs: guaranteed work first, since it binds the cells.
+  for (const QueueSpec& q : specs) vcs.push_back({q.name, q.guarantees});
+  out->allocator = std::make_unique<Allocator>(cluster, vcs);
+  if (!out->allocator->error().empty()) return out->allocator->error();
   std::vector<JobRecord*> holders;
   for (const auto& [id, j] : running_) holders.push_back(j);
   std::stable_sort(holders.begin(), holders.end(), [](const JobRecord* a, const JobRecord* b) {
     return !a->borrowed && b->borrowed;
   });
-  std::map<int, std::vector<int>> ids;
   for (JobRecord* j : holders) {
     JobRecord moved = *j;
     moved.queue = index.at(j->spec.queue);
-    std::vector<ReplicaPlacement> placed;
-    if (!TryPlace(moved, !j->borrowed, j->replicas, *next, &ids[j->id], &placed, &j->placements))
+    std::vector<ReplicaPlacement> where = j->placements;
+    bool on_cluster = true;
+    for (ReplicaPlacement& r : where) {
+      r.node = node_map[r.node];
+      on_cluster = on_cluster && r.node >= 0;
+    }
+    std::vector<ReplicaPlacement>& placed = out->placements[j->id];
+    if (on_cluster && TryPlace(moved, !j->borrowed, j->replicas, *out->allocator,
+                               &out->allocations[j->id], &placed, &where))
+      continue;
+    if (keep_all)
       return "queues." + j->spec.queue + ": job " + std::to_string(j->id) + " would no longer " +
              (j->borrowed ? "fit where it runs" : "fit inside the guarantee") + " (" +
              moved.reason + ")";
+    out->lost.push_back(j->id);
+    out->placements.erase(j->id);
+    out->allocations.erase(j->id);
   }
+  for (size_t old = 0; old < node_map.size(); ++old) {
+    const int n = node_map[old];
+    if (n < 0) continue;
+    const int o = static_cast<int>(old);
+    out->allocator->SetNodeCordoned(n, allocator_->node_cordoned(o));
+    const size_t gpus = std::min(cluster->nodes[n].gpus.size(), cluster_->nodes[o].gpus.size());
+    for (size_t g = 0; g < gpus; ++g)
+      if (allocator_->gpu_bad(o, static_cast<int>(g)))
+        out->allocator->SetGpuBad(n, static_cast<int>(g), true);
+  }
+  return "";
+}
+
+void Scheduler::Install(Rebuilt& rebuilt, const std::vector<int>& node_map) {
+  for (auto& [id, j] : running_) {
+    j->allocations = std::move(rebuilt.allocations.at(id));
+    j->placements = std::move(rebuilt.placements.at(id));
+  }
+  // Reservations follow their GPUs; one that touches a node that is gone is dropped whole.
+  Reservations moved;
+  for (const auto& [job, r] : reservations_.all()) {
+    Reservations::Reservation kind = r;
+    kind.gpus.clear();
+    bool whole = true;
+    for (const auto& [n, g] : r.gpus) {
+      whole = whole && node_map[n] >= 0;
+      if (whole) kind.gpus.push_back({node_map[n], g});
+    }
+    if (whole) moved.Reserve(job, kind.gpus, kind, rebuilt.allocator->cluster().nodes.size());
+  }
+  reservations_ = std::move(moved);
+  allocator_ = std::move(rebuilt.allocator);
+  ++version_;
+}
+
+std::string Scheduler::SetQueues(const std::vector<QueueSpec>& specs) {
+  std::map<std::string, int> index;
+  for (const QueueSpec& q : specs) {
+    if (!index.emplace(q.name, static_cast<int>(index.size())).second)
+      return "queues: \"" + q.name + "\" is declared twice";
+    if (!(q.weight > 0)) return "queues." + q.name + ".weight: must be > 0";
+  }
+  for (const Queue& q : queues_)
+    if (!index.count(q.spec.name) && (q.running > 0 || !q.pending.empty()))
+      return "queues." + q.spec.name + ": still has jobs; keep it until they end";
+  std::vector<int> same_nodes(cluster_->nodes.size());
+  for (size_t n = 0; n < same_nodes.size(); ++n) same_nodes[n] = static_cast<int>(n);
+  Rebuilt rebuilt;
+  const std::string why = Rebuild(cluster_, specs, index, same_nodes, true, &rebuilt);
+  if (!why.empty()) return why;
   // Accepted: the queues move to their new indices with their accounting.
   std::vector<Queue> queues(specs.size());
   for (Queue& q : queues_) {
     auto it = index.find(q.spec.name);
     if (it != index.end()) queues[it->second] = std::move(q);
   }
-  const CellTree& tree = next->tree();
-  for (size_t q = 0; q < specs.size(); ++q) {
-    queues[q].spec = specs[q];
-    queues[q].guarantee_gpus = 0;
-    const VirtualCluster& vc = next->vcs()[q];
-    for (size_t i = 0; i < vc.guarantee_types.size(); ++i)
-      queues[q].guarantee_gpus +=
-          vc.guarantee_counts[i] * tree.types()[vc.guarantee_types[i]].leaf_count;
-  }
-  for (auto& [id, j] : jobs_) {
-    if (j.state == JobState::kDone) continue;
-    j.queue = index.at(j.spec.queue);
-    if (ids.count(id)) j.allocations = ids[id];
-  }
+  for (size_t q = 0; q < specs.size(); ++q) queues[q].spec = specs[q];
+  for (auto& [id, j] : jobs_)
+    if (j.state != JobState::kDone) j.queue = index.at(j.spec.queue);
   queues_ = std::move(queues);
   queue_index_ = std::move(index);
-  allocator_ = std::move(next);
-  ++version_;
+  Install(rebuilt, same_nodes);
+  CountGuarantees();
+  return "";
+}
+
+std::string Scheduler::SetCluster(const Cluster* cluster, double now) {
+  now_ = now;
+  const std::string invalid = ValidateCluster(*cluster);
+  if (!invalid.empty()) return "cluster: " + invalid;
+  std::vector<int> node_map(cluster_->nodes.size());
+  for (size_t n = 0; n < node_map.size(); ++n)
+    node_map[n] = cluster->FindNode(cluster_->nodes[n].name);
+  std::vector<QueueSpec> specs;
+  for (const Queue& q : queues_) specs.push_back(q.spec);
+  Rebuilt rebuilt;
+  const std::string why = Rebuild(cluster, specs, queue_index_, node_map, false, &rebuilt);
+  if (!why.empty()) return why;
+  // Jobs on nodes that are gone (or on GPUs a node no longer has) go back to pending; a victim
+  // among them frees its preemptor as if it had stopped.
+  for (int id : rebuilt.lost) {
+    JobRecord& job = jobs_.at(id);
+    std::string node = "?";
+    for (const ReplicaPlacement& r : job.placements)
+      if (node_map[r.node] < 0) node = cluster_->nodes[r.node].name;
+    if (job.state == JobState::kStopping) WakePreemptor(job);
+    Release(job);
+    Emit(now, id, "lost", "node " + node + " was removed or changed under it");
+    ToPending(job, now, "lost: node " + node + " was removed or changed under it");
+  }
+  // Per-node state follows its node by name.
+  std::vector<std::map<int, double>> by_priority(cluster->nodes.size());
+  Telemetry telemetry;
+  for (size_t old = 0; old < node_map.size(); ++old) {
+    const int n = node_map[old];
+    if (n < 0) continue;
+    by_priority[n] = std::move(gpus_by_priority_[old]);
+    if (old < telemetry_.gpus.size()) {
+      telemetry.gpus.resize(cluster->nodes.size());
+      telemetry.gpus[n] = std::move(telemetry_.gpus[old]);
+    }
+    if (old < telemetry_.node_images.size()) {
+      telemetry.node_images.resize(cluster->nodes.size());
+      telemetry.node_images[n] = std::move(telemetry_.node_images[old]);
+    }
+  }
+  gpus_by_priority_ = std::move(by_priority);
+  telemetry_ = std::move(telemetry);
+  Install(rebuilt, node_map);
+  cluster_ = cluster;
+  CountCapacity();
+  CountGuarantees();
+  Emit(now, -1, "cluster", std::to_string(cluster->nodes.size()) + " nodes");
   return "";
 }
 
@@ -443,6 +541,16 @@ void Scheduler::Forget(int id) {
   }
 }
 
+void Scheduler::WakePreemptor(JobRecord& victim) {
+  if (victim.preempted_by < 0) return;
+  auto p = jobs_.find(victim.preempted_by);
+  if (p != jobs_.end()) {
+    std::erase(p->second.waiting_for, victim.id);
+    if (p->second.waiting_for.empty()) ready_preemptors_.push_back(p->first);
+  }
+  victim.preempted_by = -1;
+}
+
 void Scheduler::Finish(int id, double now, JobEnd end, int exit_code) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.state == JobState::kDone) return;
@@ -450,14 +558,7 @@ void Scheduler::Finish(int id, double now, JobEnd end, int exit_code) {
   Queue& queue = queues_[job.queue];
   // A victim that ends while stopping frees its preemptor as if it had stopped; the preemptor
   // starts first thing in the next cycle (Finish returns no decisions).
-  if (job.state == JobState::kStopping && job.preempted_by >= 0) {
-    auto p = jobs_.find(job.preempted_by);
-    if (p != jobs_.end()) {
-      std::erase(p->second.waiting_for, id);
-      if (p->second.waiting_for.empty()) ready_preemptors_.push_back(p->first);
-    }
-    job.preempted_by = -1;
-  }
+  if (job.state == JobState::kStopping) WakePreemptor(job);
   if (job.state == JobState::kRunning || job.state == JobState::kStopping) Release(job);
   if (job.state == JobState::kPending) {
     std::erase(queue.pending, &job);

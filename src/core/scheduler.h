@@ -183,6 +183,13 @@ class Scheduler {
   // guarantee or borrowing, as now) with every VC's guarantee safe; else returns why, naming
   // the queue, and changes nothing.
   std::string SetQueues(const std::vector<QueueSpec>& queues);
+  // Runtime node changes: replaces the cluster (nodes added, removed, relabeled), keeping the
+  // queues. Nodes are matched by name; cordons, bad GPUs, telemetry and reservations follow
+  // them. Jobs running on a node that is gone, or on GPUs it no longer has, are lost: they go
+  // back to pending (event "lost"). Refused whole, with why, when the cluster is invalid or the
+  // queues' guarantees no longer fit it. `cluster` must outlive the engine, or the next call.
+  std::string SetCluster(const Cluster* cluster, double now);
+  const Cluster& cluster() const { return *cluster_; }
   const Policy& policy() const { return pipeline_->policy(); }
 
   // Queues a job; returns its id, or -1 with `why` (unknown queue, nothing asked, ...).
@@ -264,6 +271,23 @@ class Scheduler {
     std::vector<JobRecord*> pending;  // records live in jobs_, whose nodes never move
   };
 
+  // A fresh allocator with every running job placed again where it runs (SetQueues,
+  // SetCluster).
+  struct Rebuilt {
+    std::unique_ptr<Allocator> allocator;
+    std::map<int, std::vector<int>> allocations;              // [job] ids there
+    std::map<int, std::vector<ReplicaPlacement>> placements;  // [job] on the new nodes
+    std::vector<int> lost;  // running jobs that could not be placed again
+  };
+  // `node_map`: old node index -> new (-1: gone). keep_all: a job that cannot be placed again
+  // refuses the rebuild, else it is lost.
+  std::string Rebuild(const Cluster* cluster, const std::vector<QueueSpec>& specs,
+                      const std::map<std::string, int>& index, const std::vector<int>& node_map,
+                      bool keep_all, Rebuilt* out);
+  void Install(Rebuilt& rebuilt, const std::vector<int>& node_map);
+  void CountGuarantees();
+  void CountCapacity();
+  void WakePreemptor(JobRecord& victim);  // a victim left: its preemptor stops waiting for it
   double JobGpus(const JobSpec& spec, int replicas) const;
   ResourceVector JobResources(const JobRecord& job) const;
   bool MayGuarantee(const JobRecord& job, double need) const;

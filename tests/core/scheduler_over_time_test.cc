@@ -470,6 +470,69 @@ TEST(SchedulerOverTimeTest, QueuesChangeAtRunTimeOrNotAtAll) {
   d.Check();
 }
 
+// Nodes come, go and change labels at run time: jobs on a node that is gone are lost back to
+// pending, the rest keep their GPUs, and health follows each node by name.
+TEST(SchedulerOverTimeTest, NodesComeAndGoAtRunTime) {
+  Driver d(2, 2, {Queue("a"), Queue("b", 1)});
+  const int b1 = d.Submit(Job("b", 8));
+  const int a1 = d.Submit(Job("a", 8));
+  const int a2 = d.Submit(Job("a", 8));
+  d.Cycle();
+  ASSERT_EQ(d.J(b1).state, JobState::kRunning);
+  ASSERT_EQ(d.J(a1).state, JobState::kRunning);
+  ASSERT_EQ(d.J(a2).state, JobState::kPending);
+  const int b_node = d.J(b1).placements[0].node;
+  const std::string b_name = d.cluster_.nodes[b_node].name;
+  const std::string a_name = d.cluster_.nodes[d.J(a1).placements[0].node].name;
+  d.Handle(d.s_.SetNodeCordoned(b_node, true, d.now_));
+  // Queues can still change while a cordoned node holds a job.
+  ASSERT_EQ(d.s_.SetQueues({Queue("a"), Queue("b", 1)}), "");
+  d.Check();
+  // Too small for b's guarantee: refused whole.
+  Cluster tiny = d.cluster_;
+  tiny.nodes.clear();
+  EXPECT_NE(d.s_.SetCluster(&tiny, d.now_), "");
+  EXPECT_EQ(&d.s_.cluster(), &d.cluster_);
+  d.Check();
+  // a1's node goes; two nodes come, one labelled; b's node moves to another index.
+  Cluster next = d.cluster_;
+  Node added = next.nodes[0];
+  next.nodes.clear();
+  added.name = "new-0";
+  next.nodes.push_back(added);
+  next.nodes.push_back(d.cluster_.nodes[b_node]);
+  added.name = "new-1";
+  added.labels["pool"] = "fast";
+  next.nodes.push_back(added);
+  ASSERT_EQ(d.s_.SetCluster(&next, d.now_), "");
+  d.Check();
+  EXPECT_EQ(d.J(b1).state, JobState::kRunning);
+  EXPECT_EQ(d.J(b1).placements[0].node, 1);
+  EXPECT_TRUE(d.s_.allocator().node_cordoned(1));
+  EXPECT_EQ(d.J(a1).state, JobState::kPending);
+  EXPECT_NE(d.J(a1).reason.find("lost: node " + a_name), std::string::npos) << d.J(a1).reason;
+  bool lost_event = false;
+  for (const EngineEvent& e : d.s_.EventsSince(0)) lost_event |= e.kind == "lost" && e.job == a1;
+  EXPECT_TRUE(lost_event);
+  // The new label is seen: a selector job fits the labelled node only.
+  JobSpec fast = Job("a", 8);
+  fast.groups[0].node_selector["pool"] = "fast";
+  const std::vector<NodeVerdict> v = d.s_.Evaluate(fast, {0, 1, 2});
+  EXPECT_FALSE(v[0].feasible);
+  EXPECT_FALSE(v[1].feasible);  // cordoned
+  EXPECT_TRUE(v[2].feasible);
+  d.Cycle();
+  EXPECT_EQ(d.J(a1).state, JobState::kRunning);
+  EXPECT_EQ(d.J(a2).state, JobState::kRunning);
+  d.Handle(d.s_.SetNodeCordoned(1, false, d.now_));
+  d.s_.Finish(b1, d.now_);
+  const int a3 = d.Submit(Job("a", 8));
+  d.Cycle();
+  EXPECT_EQ(d.J(a3).state, JobState::kRunning);
+  EXPECT_EQ(d.s_.cluster().nodes[d.J(a3).placements[0].node].name, b_name);
+  d.Check();
+}
+
 // The extender's dry run scores nodes without committing; the bind then commits exactly.
 TEST(SchedulerOverTimeTest, DryRunThenCommit) {
   Driver d(2, 2, {Queue("a")});
