@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "core/preemption.h"
@@ -64,6 +65,10 @@ const char* DecisionKindName(Decision::Kind kind) {
       return "evict";
     case Decision::Kind::kKill:
       return "kill";
+    case Decision::Kind::kGrow:
+      return "grow";
+    case Decision::Kind::kShrink:
+      return "shrink";
   }
   return "?";
 }
@@ -588,15 +593,21 @@ void Scheduler::StartFailed(int id, double now, const std::string& reason) {
 
 bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocator& alloc,
                          std::vector<int>* ids, std::vector<ReplicaPlacement>* placements,
-                         const std::vector<ReplicaPlacement>* exact, int only_node) {
-  ids->clear();
-  placements->clear();
+                         const std::vector<ReplicaPlacement>* exact, int only_node, int first) {
+  if (first == 0) {
+    ids->clear();
+    placements->clear();
+  }
+  const size_t kept_ids = ids->size(), kept_placements = placements->size();
   std::vector<ReplicaPlacement> exact_group;
-  int left = replicas;
+  int skip = first, left = replicas - first;
   for (const TaskGroup& group : job.spec.groups) {
-    if (left == 0) break;
+    if (left <= 0) break;
+    const int here = std::min(left, group.replicas - skip);
+    skip = std::max(0, skip - group.replicas);
+    if (here <= 0) continue;
     AllocationRequest req;
-    req.replicas = std::min(left, group.replicas);
+    req.replicas = here;
     left -= req.replicas;
     req.demand = group.demand;
     req.gang_affinity = job.spec.gang_affinity;
@@ -618,16 +629,16 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     ctx.priority = WholePriority(job, now_);
     pipeline_->SetContext(ctx);
     if (exact) {
-      const auto first = exact->begin() + static_cast<long>(placements->size());
-      exact_group.assign(first, first + req.replicas);
+      const auto from = exact->begin() + static_cast<long>(placements->size());
+      exact_group.assign(from, from + req.replicas);
       req.exact = &exact_group;
     }
     std::string why;
     const auto id = alloc.Allocate(req, &why, pipeline_.get(), pipeline_->policy().candidates);
     if (!id) {
-      for (int done : *ids) alloc.Release(done);
-      ids->clear();
-      placements->clear();
+      for (size_t i = kept_ids; i < ids->size(); ++i) alloc.Release((*ids)[i]);
+      ids->resize(kept_ids);
+      placements->resize(kept_placements);
       job.reason = why;
       return false;
     }
@@ -660,31 +671,146 @@ void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<i
   d.kind = Decision::Kind::kStart;
   d.job = job.id;
   d.placements = job.placements;
-  for (const ReplicaPlacement& r : job.placements)
-    for (int g : r.gpus)
-      d.gpu_ids.push_back(cluster_->nodes[r.node].name + "/" + std::to_string(g));
+  d.gpu_ids = GpuIds(job.placements);
   Emit(now, job.id, "start", job.borrowed ? "borrowed" : "guaranteed");
   out->push_back(std::move(d));
 }
 
-bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out) {
+int Scheduler::LargestFitting(int least, int most, const std::function<bool(int)>& fits) {
+  if (fits(most)) return most;
+  if (least <= 0 || least >= most || !fits(least)) return -1;
+  // Placement is monotone in the replica count: bisect between what fits and what does not.
+  int lo = least, hi = most - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (fits(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+int Scheduler::MostUnderCap(const JobRecord& job) const {
+  const Queue& q = queues_[job.queue];
   const int total = TotalReplicas(job.spec);
-  // Elastic jobs: as many replicas as fit, down to min_replicas (halving the shortfall).
-  std::vector<int> counts = {total};
-  if (job.spec.min_replicas > 0 && job.spec.min_replicas < total) {
-    for (int n = (total + job.spec.min_replicas) / 2; n > job.spec.min_replicas;
-         n = (n + job.spec.min_replicas) / 2)
-      if (n != counts.back()) counts.push_back(n);
-    counts.push_back(job.spec.min_replicas);
-  }
-  for (int replicas : counts) {
-    std::vector<int> ids;
-    std::vector<ReplicaPlacement> placements;
-    if (!TryPlace(job, guaranteed, replicas, *allocator_, &ids, &placements)) continue;
-    Run(job, guaranteed, replicas, std::move(ids), std::move(placements), now, out);
+  if (q.spec.cap_gpus < 0) return total;
+  const double room = q.spec.cap_gpus - q.held.gpu - q.waiting_gpus + kEps;
+  int most = total;
+  while (most > 0 && JobGpus(job.spec, most) > room) --most;
+  return most;
+}
+
+bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out,
+                      int most) {
+  if (most < 0) most = TotalReplicas(job.spec);
+  std::vector<int> ids;
+  std::vector<ReplicaPlacement> placements;
+  int placed = -1;  // the size `ids` holds now
+  const int replicas = LargestFitting(job.spec.min_replicas, most, [&](int n) {
+    for (int id : ids) allocator_->Release(id);
+    placed = -1;
+    if (!TryPlace(job, guaranteed, n, *allocator_, &ids, &placements)) return false;
+    placed = n;
     return true;
+  });
+  if (replicas < 0) return false;
+  if (placed != replicas) {
+    for (int id : ids) allocator_->Release(id);
+    TryPlace(job, guaranteed, replicas, *allocator_, &ids, &placements);
   }
-  return false;
+  Run(job, guaranteed, replicas, std::move(ids), std::move(placements), now, out);
+  return true;
+}
+
+std::vector<std::string> Scheduler::GpuIds(const std::vector<ReplicaPlacement>& placements) const {
+  std::vector<std::string> ids;
+  for (const ReplicaPlacement& r : placements)
+    for (int g : r.gpus) ids.push_back(cluster_->nodes[r.node].name + "/" + std::to_string(g));
+  return ids;
+}
+
+bool Scheduler::Resize(JobRecord& job, int replicas, double now, std::vector<Decision>* out) {
+  const int before = job.replicas;
+  if (replicas == before) return false;
+  // A shrink places the kept replicas again exactly, which unhealthy hardware refuses.
+  if (replicas < before)
+    for (const ReplicaPlacement& r : job.placements)
+      if (!allocator_->node_healthy(r.node)) return false;
+  Account(job, -1);
+  std::vector<int> ids = job.allocations;
+  std::vector<ReplicaPlacement> placed = job.placements;
+  bool changed;
+  if (replicas > before) {
+    changed =
+        TryPlace(job, !job.borrowed, replicas, *allocator_, &ids, &placed, nullptr, -1, before);
+  } else {
+    // The first replicas stay exactly where they are; the GPUs just freed take them back.
+    job.shrunk_at = now;
+    for (int a : job.allocations) allocator_->Release(a);
+    const std::vector<ReplicaPlacement> keep(job.placements.begin(),
+                                             job.placements.begin() + replicas);
+    changed = TryPlace(job, !job.borrowed, replicas, *allocator_, &ids, &placed, &keep);
+    if (!changed) {
+      TryPlace(job, !job.borrowed, before, *allocator_, &ids, &placed, &job.placements);
+      job.allocations = ids;
+    }
+    ++version_;
+  }
+  Decision d;
+  d.kind = replicas > before ? Decision::Kind::kGrow : Decision::Kind::kShrink;
+  d.job = job.id;
+  d.reason = "to " + std::to_string(replicas) + " of " + std::to_string(TotalReplicas(job.spec)) +
+             " replicas";
+  if (changed) {
+    const auto lo = std::min(before, replicas), hi = std::max(before, replicas);
+    const std::vector<ReplicaPlacement>& longer = replicas > before ? placed : job.placements;
+    d.placements.assign(longer.begin() + lo, longer.begin() + hi);
+    d.gpu_ids = GpuIds(d.placements);
+    job.allocations = std::move(ids);
+    job.placements = std::move(placed);
+    job.replicas = replicas;
+    job.gpu_equivalents = JobGpus(job.spec, replicas);
+  }
+  job.reason.clear();
+  Account(job, +1);
+  if (!changed) return false;
+  Emit(now, job.id, DecisionKindName(d.kind), d.reason);
+  out->push_back(std::move(d));
+  return true;
+}
+
+// Elastic jobs below their full size grow into what the pending jobs left free, the queue
+// furthest below its share first; within the guarantee for guaranteed jobs, under the cap
+// for borrowers.
+void Scheduler::GrowElastic(double now, std::vector<Decision>* out) {
+  std::vector<JobRecord*> growing;
+  for (const auto& [id, j] : running_)
+    if (j->state == JobState::kRunning && j->replicas < TotalReplicas(j->spec) &&
+        j->shrunk_at != now && j->start_time != now)
+      growing.push_back(j);
+  auto share = [&](const JobRecord* j) {
+    const Queue& q = queues_[j->queue];
+    return q.committed.gpu / q.spec.weight;
+  };
+  std::stable_sort(growing.begin(), growing.end(),
+                   [&](const JobRecord* a, const JobRecord* b) { return share(a) < share(b); });
+  for (JobRecord* j : growing) {
+    const int before = j->replicas;
+    const int most = j->borrowed ? MostUnderCap(*j) : TotalReplicas(j->spec);
+    if (most <= before) continue;
+    // Probes place the added replicas and take them back; the largest that fits is kept.
+    const int grown = LargestFitting(before + 1, most, [&](int n) {
+      if (!j->borrowed && !MayGuarantee(*j, JobGpus(j->spec, n) - j->gpu_equivalents)) return false;
+      std::vector<int> ids = j->allocations;
+      std::vector<ReplicaPlacement> placed = j->placements;
+      if (!TryPlace(*j, !j->borrowed, n, *allocator_, &ids, &placed, nullptr, -1, before))
+        return false;
+      for (size_t i = j->allocations.size(); i < ids.size(); ++i) allocator_->Release(ids[i]);
+      return true;
+    });
+    if (grown > before) Resize(*j, grown, now, out);
+  }
 }
 
 // The last victim is gone: the preemptor takes its planned GPUs, reserved for it since.
@@ -793,6 +919,7 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       if (TryJob(*records[next], priorities[next], guarantee_pass, fair, now, &out))
         order.UsageChanged();
   }
+  GrowElastic(now, &out);
   return out;
 }
 
@@ -814,7 +941,11 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   const bool may_guarantee = MayGuarantee(job, need);
   if (guarantee_pass && !may_guarantee) return false;
   std::string cap_refusal;
-  const bool under_cap = !guarantee_pass && UnderCap(job, need, &cap_refusal);
+  // An elastic job may start smaller, as far as its queue's cap leaves room.
+  const int most = MostUnderCap(job);
+  const bool under_cap =
+      !guarantee_pass && (UnderCap(job, need, &cap_refusal) ||
+                          (job.spec.min_replicas > 0 && most >= job.spec.min_replicas));
   // A gang that the replica bound rules out is not placed replica by replica only to be
   // undone at its last replica (elastic gangs may still start smaller: always tried).
   const int replicas = TotalReplicas(job.spec);
@@ -831,7 +962,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   }
   if (!started && under_cap && worth_trying(false)) {
     tried = true;
-    started = Start(job, false, now, out);
+    started = Start(job, false, now, out, most);
   }
   if (started) return true;
   if (tried && pipeline_->refused_by_retryable()) {
@@ -962,22 +1093,10 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     plans.push_back({lower, false, Why::kPriority});
   }
   for (const Plan& plan : plans) {
-    VictimSearch search;
-    search.alloc = allocator_.get();
-    search.spec = &job.spec;
-    search.vc = plan.guaranteed ? job.queue : -1;
-    search.now = now;
-    // Whether the queue may hold the preemptor once `victims` are gone, as Schedule asks of a
-    // start; and for a fair-share reclaim, whether every victim's queue keeps its share.
-    search.allowed = [&](const Victims& victims) {
-      double own = 0, own_guaranteed = 0;
-      std::map<int, double> taken;
-      for (const JobRecord* v : victims) {
-        taken[v->queue] += v->gpu_equivalents;
-        if (v->queue != job.queue) continue;
-        own += v->gpu_equivalents;
-        if (!v->borrowed) own_guaranteed += v->gpu_equivalents;
-      }
+    // Whether the queue may hold the preemptor once `taken` GPUs (by queue) are given back, as
+    // Schedule asks of a start; and for a fair-share reclaim, whether every victim's queue
+    // keeps its share. `own`: the preemptor's queue's part, `own_guaranteed` of it guaranteed.
+    auto allowed = [&](const std::map<int, double>& taken, double own, double own_guaranteed) {
       if (plan.why == Why::kFairShare)
         for (const auto& [q, gpus] : taken)
           if (queues_[q].committed.gpu - gpus < fair[q] - kEps) return false;
@@ -989,9 +1108,52 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
                queue.committed_guaranteed - own_guaranteed + need <= queue.guarantee_gpus + kEps;
       return under_cap;
     };
-    search.fits = [&](Allocator& trial, TrialPlacement* where) {
+    auto allowed_giving = [&](const JobRecord& v, double gpus, std::map<int, double>& taken,
+                              double& own, double& own_guaranteed) {
+      taken[v.queue] += gpus;
+      if (v.queue != job.queue) return;
+      own += gpus;
+      if (!v.borrowed) own_guaranteed += gpus;
+    };
+    auto fits = [&](Allocator& trial, TrialPlacement* where) {
       return TryPlaceOn(job, plan.guaranteed, trial, where);
     };
+    // Elastic victims give back replicas first; the job then starts at once on what they freed.
+    ShrinkSearch shrinking;
+    shrinking.alloc = allocator_.get();
+    shrinking.allowed = [&](const std::vector<Shrink>& shrinks) {
+      std::map<int, double> taken;
+      double own = 0, own_guaranteed = 0;
+      for (const Shrink& s : shrinks)
+        allowed_giving(*s.job, s.job->gpu_equivalents - JobGpus(s.job->spec, s.replicas), taken,
+                       own, own_guaranteed);
+      return allowed(taken, own, own_guaranteed);
+    };
+    shrinking.shrink = [&](Allocator& trial, const Shrink& s, std::vector<int>* ids) {
+      for (int a : *ids) trial.Release(a);
+      const std::vector<ReplicaPlacement> keep(s.job->placements.begin(),
+                                               s.job->placements.begin() + s.replicas);
+      std::vector<ReplicaPlacement> placed;
+      TryPlace(*s.job, !s.job->borrowed, s.replicas, trial, ids, &placed, &keep);
+    };
+    shrinking.fits = fits;
+    if (std::optional<ShrinkPlan> shrunk = FindShrinks(shrinking, plan.victims)) {
+      for (const Shrink& s : shrunk->shrinks) Resize(*s.job, s.replicas, now, out);
+      if (Start(job, plan.guaranteed, now, out)) return true;
+    }
+    VictimSearch search;
+    search.alloc = allocator_.get();
+    search.spec = &job.spec;
+    search.vc = plan.guaranteed ? job.queue : -1;
+    search.now = now;
+    search.allowed = [&](const Victims& victims) {
+      std::map<int, double> taken;
+      double own = 0, own_guaranteed = 0;
+      for (const JobRecord* v : victims)
+        allowed_giving(*v, v->gpu_equivalents, taken, own, own_guaranteed);
+      return allowed(taken, own, own_guaranteed);
+    };
+    search.fits = fits;
     std::optional<VictimPlan> found = FindVictims(search, plan.victims);
     if (!found) continue;
     const char* why = plan.why == Why::kGuarantee   ? "reclaimed for the guarantee of queue "
