@@ -137,11 +137,18 @@ class TraceParser {
       QueueSpec q;
       q.name = e.key;
       if (!e.value.IsNull()) {  // "dev:" alone: weight 1, no cap, no guarantee
-        r_.CheckFields(e.value, path, {"weight", "cap", "guarantees", "virtualCells"});
+        r_.CheckFields(
+            e.value, path,
+            {"weight", "cap", "modelCaps", "guarantees", "virtualCells", "lendingLimit"});
         if (const YAML::Node w = e.value["weight"])
           q.weight = Number(w, FieldPath(path, "weight"), 0, kMaxWeight, true);
         if (const YAML::Node c = e.value["cap"])
           q.cap_gpus = Number(c, FieldPath(path, "cap"), 0, kMaxGpus);
+        if (const YAML::Node caps = e.value["modelCaps"]) {
+          const std::string caps_path = FieldPath(path, "modelCaps");
+          for (const YamlEntry& m : r_.Entries(caps, caps_path))
+            q.model_caps[m.key] = Number(m.value, FieldPath(caps_path, m.key), 0, kMaxGpus);
+        }
         VirtualClusterSpec vc;
         vc.name = q.name;
         ParseVcGuarantees(r_, e.value, path, &vc);

@@ -24,7 +24,7 @@ VirtualClusterSpec ParseVc(const YamlReader& r, const YamlEntry& entry, const st
   VirtualClusterSpec vc;
   vc.name = entry.key;
   if (entry.value.IsNull()) return vc;  // "vc3:" alone: borrow-only
-  r.CheckFields(entry.value, path, {"virtualCells", "guarantees"});
+  r.CheckFields(entry.value, path, {"virtualCells", "guarantees", "lendingLimit"});
   ParseVcGuarantees(r, entry.value, path, &vc);
   return vc;
 }
@@ -57,6 +57,21 @@ void ParseVcGuarantees(const YamlReader& r, const YAML::Node& map, const std::st
       const std::string count_path = FieldPath(guarantees_path, g.key);
       const int count = static_cast<int>(r.Int(g.value, count_path, 1, kMaxCells));
       AddGuarantee(r, g.key_node, count_path, {g.key, count}, vc);
+    }
+  }
+  if (const YAML::Node limits = map["lendingLimit"]) {
+    const std::string limits_path = FieldPath(path, "lendingLimit");
+    for (const YamlEntry& l : r.Entries(limits, limits_path)) {
+      const std::string limit_path = FieldPath(limits_path, l.key);
+      VcGuarantee* of = nullptr;
+      for (VcGuarantee& g : vc->guarantees)
+        if (g.cell_type == l.key) of = &g;
+      if (!of)
+        r.Fail(l.key_node, limit_path,
+               "\"" + l.key +
+                   "\" is not one of this VC's guarantees; a lending limit caps how many "
+                   "cells of a guarantee are lent out");
+      of->lending_limit = static_cast<int>(r.Int(l.value, limit_path, 0, of->count));
     }
   }
 }

@@ -415,11 +415,54 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
   return stored.id;
 }
 
+std::map<std::string, double> Scheduler::ModelGpus(const JobRecord& job) const {
+  std::map<std::string, double> by_model;
+  size_t next = 0;
+  for (const TaskGroup& g : job.spec.groups) {
+    const double each = GpuEquivalents(*cluster_, g.demand);
+    for (int i = 0; i < g.replicas && next < job.placements.size(); ++i, ++next) {
+      const ReplicaPlacement& r = job.placements[next];
+      if (!r.gpus.empty() && each > 0)
+        by_model[cluster_->nodes[r.node].gpus[r.gpus[0]].model] += each;
+    }
+  }
+  return by_model;
+}
+
+bool Scheduler::ModelsUnderCap(const JobRecord& job, double gpus, const Demand& demand,
+                               std::vector<std::string>* models, std::string* capped) const {
+  const Queue& q = queues_[job.queue];
+  models->clear();
+  std::string full;
+  for (const GpuModel& m : cluster_->models) {
+    if (!demand.models.empty() &&
+        std::find(demand.models.begin(), demand.models.end(), m.name) == demand.models.end())
+      continue;
+    auto cap = q.spec.model_caps.find(m.name);
+    auto held = q.held_by_model.find(m.name);
+    const double used = held == q.held_by_model.end() ? 0 : held->second;
+    if (cap == q.spec.model_caps.end() || used + gpus <= cap->second + kEps) {
+      models->push_back(m.name);
+    } else {
+      char text[160];
+      std::snprintf(text, sizeof text, "%s%s holds %g of %g", full.empty() ? "" : ", ",
+                    m.name.c_str(), used, cap->second);
+      full += text;
+    }
+  }
+  if (full.empty()) return true;
+  char need[32];
+  std::snprintf(need, sizeof need, "%g", gpus);
+  *capped = "queue " + q.spec.name + "'s modelCaps: " + full + ", and the job needs " + need;
+  return !models->empty();
+}
+
 // Held counts running and stopping jobs; committed counts running jobs that are not stopping.
 void Scheduler::Account(const JobRecord& job, int sign) {
   Queue& q = queues_[job.queue];
   const ResourceVector r = Scaled(JobResources(job), sign);
   q.held += r;
+  for (const auto& [model, gpus] : ModelGpus(job)) q.held_by_model[model] += sign * gpus;
   q.committed += r;
   if (!job.borrowed) q.committed_guaranteed += r.gpu;
   q.user_usage[job.user] += r;
@@ -470,6 +513,7 @@ void Scheduler::Release(JobRecord& job) {
   Queue& q = queues_[job.queue];
   const ResourceVector r = Scaled(JobResources(job), -1);
   q.held += r;
+  for (const auto& [model, gpus] : ModelGpus(job)) q.held_by_model[model] -= gpus;
   if (job.borrowed) q.borrowed_gpus += r.gpu;
   --q.running;
   if (job.state == JobState::kRunning) Uncommit(job);
@@ -599,6 +643,15 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     placements->clear();
   }
   const size_t kept_ids = ids->size(), kept_placements = placements->size();
+  const bool model_capped = !exact && !queues_[job.queue].spec.model_caps.empty();
+  const double added = model_capped ? JobGpus(job.spec, replicas) - JobGpus(job.spec, first) : 0;
+  auto give_up = [&](const std::string& why) {
+    for (size_t i = kept_ids; i < ids->size(); ++i) alloc.Release((*ids)[i]);
+    ids->resize(kept_ids);
+    placements->resize(kept_placements);
+    job.reason = why;
+    return false;
+  };
   std::vector<ReplicaPlacement> exact_group;
   int skip = first, left = replicas - first;
   for (const TaskGroup& group : job.spec.groups) {
@@ -610,6 +663,10 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     req.replicas = here;
     left -= req.replicas;
     req.demand = group.demand;
+    std::string why, capped;
+    if (model_capped && GpuEquivalents(*cluster_, group.demand) > 0 &&
+        !ModelsUnderCap(job, added, group.demand, &req.demand.models, &capped))
+      return give_up("cap: " + capped);
     req.gang_affinity = job.spec.gang_affinity;
     req.vc = job.queue;
     req.opportunistic = !guaranteed;
@@ -633,15 +690,8 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
       exact_group.assign(from, from + req.replicas);
       req.exact = &exact_group;
     }
-    std::string why;
     const auto id = alloc.Allocate(req, &why, pipeline_.get(), pipeline_->policy().candidates);
-    if (!id) {
-      for (size_t i = kept_ids; i < ids->size(); ++i) alloc.Release((*ids)[i]);
-      ids->resize(kept_ids);
-      placements->resize(kept_placements);
-      job.reason = why;
-      return false;
-    }
+    if (!id) return give_up(capped.empty() ? why : why + "; on the other models (" + capped + ")");
     ids->push_back(*id);
     const Allocation* a = alloc.Find(*id);
     placements->insert(placements->end(), a->replicas.begin(), a->replicas.end());
@@ -1439,6 +1489,7 @@ std::string Scheduler::CheckConsistency() const {
     }
     const ResourceVector r = JobResources(j);
     q.held += r;
+    for (const auto& [model, gpus] : ModelGpus(j)) q.held_by_model[model] += gpus;
     ++q.running;
     if (j.borrowed) q.borrowed_gpus += r.gpu;
     if (j.state == JobState::kRunning) {
@@ -1470,6 +1521,11 @@ std::string Scheduler::CheckConsistency() const {
       return name + "committed " + std::to_string(have.committed.gpu) + " GPUs, jobs commit " +
              std::to_string(w.committed.gpu);
     if (!near(have.borrowed_gpus, w.borrowed_gpus)) return name + "borrowed GPUs differ";
+    for (const auto& [model, gpus] : have.held_by_model) {
+      auto want_model = w.held_by_model.find(model);
+      if (!near(gpus, want_model == w.held_by_model.end() ? 0 : want_model->second))
+        return name + "held " + model + " GPUs differ";
+    }
     if (!near(have.waiting_gpus, w.waiting_gpus)) return name + "waiting preemptors' GPUs differ";
     if (!near(have.demand_gpus, w.demand_gpus)) return name + "demand differs";
     if (have.running != w.running) return name + "running count differs";

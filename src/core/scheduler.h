@@ -81,8 +81,11 @@ namespace berth {
 struct QueueSpec {
   std::string name;
   double weight = 1;
-  double cap_gpus = -1;  // most GPU-equivalents the queue may hold; < 0: no cap
-  std::vector<VcGuarantee> guarantees;
+  double cap_gpus = -1;                 // most GPU-equivalents the queue may hold; < 0: no cap
+  std::vector<VcGuarantee> guarantees;  // each may carry a lending limit
+  // Most GPU-equivalents the queue may hold of each listed GPU model (models not listed: only
+  // cap_gpus). A job is placed only on models with room for all of it.
+  std::map<std::string, double> model_caps = {};
 };
 
 enum class JobState { kPending, kRunning, kStopping, kDone };
@@ -265,7 +268,8 @@ class Scheduler {
   struct Queue {
     QueueSpec spec;
     double guarantee_gpus = 0;
-    ResourceVector held;       // running and stopping jobs
+    ResourceVector held;                          // running and stopping jobs
+    std::map<std::string, double> held_by_model;  // GPU-equivalents held, by GPU model
     ResourceVector committed;  // running jobs not stopping, plus waiting preemptors
     double committed_guaranteed = 0;
     double waiting_gpus = 0;  // waiting preemptors' GPUs: held soon, so caps count them
@@ -297,6 +301,12 @@ class Scheduler {
   void WakePreemptor(JobRecord& victim);  // a victim left: its preemptor stops waiting for it
   double JobGpus(const JobSpec& spec, int replicas) const;
   ResourceVector JobResources(const JobRecord& job) const;
+  // The job's GPU-equivalents by the model of the GPUs each replica holds.
+  std::map<std::string, double> ModelGpus(const JobRecord& job) const;
+  // The models the job may still use under its queue's model caps at `gpus` more; `capped`
+  // names the models at their cap. False when none is left.
+  bool ModelsUnderCap(const JobRecord& job, double gpus, const Demand& demand,
+                      std::vector<std::string>* models, std::string* capped) const;
   bool MayGuarantee(const JobRecord& job, double need) const;
   bool UnderCap(const JobRecord& job, double need, std::string* why) const;
   // Places replicas [first, replicas) of the job on `alloc` (only on `only_node` when >= 0),

@@ -49,6 +49,10 @@ std::string ResolveVirtualClusters(const CellTree& tree,
       vc.guarantee_types.push_back(type);
       vc.guarantee_counts.push_back(g.count);
       vc.bound_counts.push_back(0);
+      if (g.lending_limit > g.count)
+        return "virtualClusters." + spec.name + ".lendingLimit." + g.cell_type +
+               ": at most the guarantee's " + std::to_string(g.count) + " cells";
+      vc.unlent_counts.push_back(g.lending_limit < 0 ? 0 : g.count - g.lending_limit);
       needed[type] += g.count;
     }
     out->push_back(std::move(vc));

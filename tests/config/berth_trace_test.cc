@@ -30,7 +30,8 @@ BerthTrace Parse(const std::string& text, const std::vector<QueueSpec>& given = 
 TEST(BerthTraceTest, EveryField) {
   const BerthTrace t = Parse(R"(
 queues:
-  a: {weight: 3, cap: 40, guarantees: {dgx-a100/node: 1}}
+  a: {weight: 3, cap: 40, modelCaps: {L40S: 8}, guarantees: {dgx-a100/node: 2},
+      lendingLimit: {dgx-a100/node: 1}}
   b:
     virtualCells: [{cellType: L40S, cellNumber: 2}]
   c:
@@ -71,6 +72,8 @@ events:
   EXPECT_EQ(t.queues[0].cap_gpus, 40);
   ASSERT_EQ(t.queues[0].guarantees.size(), 1u);
   EXPECT_EQ(t.queues[0].guarantees[0].cell_type, "dgx-a100/node");
+  EXPECT_EQ(t.queues[0].guarantees[0].lending_limit, 1);
+  EXPECT_EQ(t.queues[0].model_caps.at("L40S"), 8);
   EXPECT_EQ(t.queues[1].guarantees[0].count, 2);
   EXPECT_EQ(t.queues[2].weight, 1);
   EXPECT_LT(t.queues[2].cap_gpus, 0);

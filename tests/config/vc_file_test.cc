@@ -46,6 +46,24 @@ TEST(VcFileTest, HivedQualifiedNamesAreKept) {
   EXPECT_TRUE(vcs[1].guarantees.empty());
 }
 
+TEST(VcFileTest, LendingLimits) {
+  const std::vector<VirtualClusterSpec> vcs = ParseVcYaml(
+      "virtualClusters:\n"
+      "  a:\n"
+      "    guarantees: {T4: 4, V100: 2}\n"
+      "    lendingLimit: {T4: 1}\n",
+      "vcs.yaml");
+  ASSERT_EQ(vcs[0].guarantees.size(), 2u);
+  EXPECT_EQ(vcs[0].guarantees[0].lending_limit, 1);
+  EXPECT_EQ(vcs[0].guarantees[1].lending_limit, -1);  // all of it may be lent
+  const std::string other =
+      "virtualClusters:\n  a:\n    guarantees: {T4: 4}\n    lendingLimit: {V100: 1}\n";
+  EXPECT_TRUE(FailsAt(other, "V100", {"virtualClusters.a.lendingLimit.V100", "not one of"}));
+  const std::string more =
+      "virtualClusters:\n  a:\n    guarantees: {T4: 4}\n    lendingLimit: {T4: 5}\n";
+  EXPECT_TRUE(FailsAt(more, "lendingLimit", {"virtualClusters.a.lendingLimit.T4", "from 0 to 4"}));
+}
+
 TEST(VcFileTest, Errors) {
   const std::string zero =
       "virtualClusters:\n  a:\n    virtualCells:\n"
@@ -56,7 +74,7 @@ TEST(VcFileTest, Errors) {
   const std::string unknown = "virtualClusters:\n  a:\n    guarantee: {T4: 1}\n";
   EXPECT_TRUE(FailsAt(unknown, "guarantee:",
                       {"virtualClusters.a", "unknown field \"guarantee\"",
-                       "known fields: guarantees, virtualCells"}));
+                       "known fields: guarantees, lendingLimit, virtualCells"}));
   const std::string count = "virtualClusters:\n  a:\n    guarantees:\n      T4: four\n";
   EXPECT_TRUE(FailsAt(count, "four", {"virtualClusters.a.guarantees.T4", "expected an integer"}));
   const std::string twice =
