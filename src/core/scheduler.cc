@@ -288,6 +288,12 @@ std::string Scheduler::SetCluster(const Cluster* cluster, double now) {
   telemetry_ = std::move(telemetry);
   Install(rebuilt, node_map);
   cluster_ = cluster;
+  // What no node could hold may fit the new nodes, and the other way round.
+  for (auto& [id, j] : jobs_) {
+    if (j.state != JobState::kPending) continue;
+    j.never_fits = NeverFits(j.spec);
+    if (!j.never_fits.empty()) j.reason = j.never_fits;
+  }
   CountCapacity();
   CountGuarantees();
   Emit(now, -1, "cluster", std::to_string(cluster->nodes.size()) + " nodes");
@@ -331,6 +337,14 @@ ResourceVector Scheduler::JobResources(const JobRecord& job) const {
     r.memory_mib += p.memory_mib;
   }
   return r;
+}
+
+std::string Scheduler::NeverFits(const JobSpec& spec) const {
+  for (const TaskGroup& g : spec.groups) {
+    std::string why = WhyNoNodeFits(*cluster_, g);
+    if (!why.empty()) return why;
+  }
+  return "";
 }
 
 int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
@@ -408,6 +422,8 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
     cls = shape_classes_.emplace(key, static_cast<int>(shape_classes_.size())).first;
   job.shape_class = cls == shape_classes_.end() ? -1 : cls->second;
   job.shape = ShapeSizeOf(job.spec);
+  job.never_fits = NeverFits(job.spec);
+  if (!job.never_fits.empty()) job.reason = job.never_fits;
   queue.demand_gpus += JobGpus(job.spec, TotalReplicas(job.spec));
   Emit(now, job.id, "submitted", "queue " + queue.spec.name);
   JobRecord& stored = jobs_[job.id] = std::move(job);
@@ -978,7 +994,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
                        const std::vector<double>& fair, double now, std::vector<Decision>* out) {
   const Policy& policy = pipeline_->policy();
   if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
-      job.failed_at == version_)
+      job.failed_at == version_ || !job.never_fits.empty())
     return false;
   // A job with a reservation may use GPUs the failed jobs could not: it is never skipped.
   const Reservations::Reservation* reserved = reservations_.Of(job.id);

@@ -128,7 +128,8 @@ struct JobRecord {
   // The scheduler's state version when the job last failed to fit; it is retried only after
   // capacity was freed, health changed or new victims appeared, since nothing else can help.
   uint64_t failed_at = UINT64_MAX;
-  std::string reason;  // why it is still pending, or why it stopped
+  std::string reason;      // why it is still pending, or why it stopped
+  std::string never_fits;  // set: no node of the cluster could ever hold it (WhyNoNodeFits)
 };
 
 struct Decision {
@@ -299,6 +300,7 @@ class Scheduler {
   void CountGuarantees();
   void CountCapacity();
   void WakePreemptor(JobRecord& victim);  // a victim left: its preemptor stops waiting for it
+  std::string NeverFits(const JobSpec& spec) const;
   double JobGpus(const JobSpec& spec, int replicas) const;
   ResourceVector JobResources(const JobRecord& job) const;
   // The job's GPU-equivalents by the model of the GPUs each replica holds.

@@ -653,6 +653,31 @@ TEST(SchedulerOverTimeTest, AModelCapSendsJobsToOtherModels) {
   d.Check();
 }
 
+// A job no node could ever hold says so at once, and waits for a cluster that can.
+TEST(SchedulerOverTimeTest, AJobNoNodeCanEverHoldSaysSo) {
+  Driver d(2, 2, {Queue("a")});
+  const int nine = d.Submit(Job("a", 9));
+  JobSpec slice = Job("a", 0);
+  slice.groups[0].demand.mig_profile = "1g.10gb";
+  const int mig = d.Submit(slice);
+  for (int i = 0; i < 100; ++i) d.Cycle(60);
+  for (int id : {nine, mig}) {
+    EXPECT_EQ(d.J(id).state, JobState::kPending);
+    EXPECT_NE(d.J(id).reason.find("no node of the cluster can ever hold"), std::string::npos)
+        << d.J(id).reason;
+  }
+  EXPECT_NE(d.J(nine).reason.find("9 GPUs on one node"), std::string::npos) << d.J(nine).reason;
+  EXPECT_NE(d.J(mig).reason.find("MIG 1g.10gb"), std::string::npos) << d.J(mig).reason;
+  EXPECT_EQ(d.s_.reservations().size(), 0u);
+  // MIG-enabled nodes join: the slice job starts; the 9-GPU job still cannot.
+  Cluster with_mig = SyntheticDgxCluster(2, 2, 1);
+  ASSERT_EQ(d.s_.SetCluster(&with_mig, d.now_), "");
+  d.Cycle();
+  EXPECT_EQ(d.J(mig).state, JobState::kRunning);
+  EXPECT_EQ(d.J(nine).state, JobState::kPending);
+  d.Check();
+}
+
 // The extender's dry run scores nodes without committing; the bind then commits exactly.
 TEST(SchedulerOverTimeTest, DryRunThenCommit) {
   Driver d(2, 2, {Queue("a")});
