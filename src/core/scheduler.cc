@@ -1006,6 +1006,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   const double need = JobGpus(job.spec, TotalReplicas(job.spec));
   const bool may_guarantee = MayGuarantee(job, need);
   if (guarantee_pass && !may_guarantee) return false;
+  job.reason.clear();  // this try says why it waits
   std::string cap_refusal;
   // An elastic job may start smaller, as far as its queue's cap leaves room.
   const int most = MostUnderCap(job);
@@ -1163,9 +1164,19 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     // Schedule asks of a start; and for a fair-share reclaim, whether every victim's queue
     // keeps its share. `own`: the preemptor's queue's part, `own_guaranteed` of it guaranteed.
     auto allowed = [&](const std::map<int, double>& taken, double own, double own_guaranteed) {
-      if (plan.why == Why::kFairShare)
-        for (const auto& [q, gpus] : taken)
-          if (queues_[q].committed.gpu - gpus < fair[q] - kEps) return false;
+      // A fair-share reclaim must shrink the total shortfall below the shares by at least half
+      // of what the job gets (it gets all of `need` toward its own share): a victim's queue
+      // may end a little below its share, when its excess was too fragmented to give whole
+      // jobs, but every reclaim moves the cluster toward the water-fill by a fixed amount, so
+      // reclaims end.
+      if (plan.why == Why::kFairShare) {
+        double shortfall_made = 0;
+        for (const auto& [q, gpus] : taken) {
+          const double held = queues_[q].committed.gpu;
+          shortfall_made += std::max(0.0, fair[q] - (held - gpus)) - std::max(0.0, fair[q] - held);
+        }
+        if (shortfall_made > need / 2 + kEps) return false;
+      }
       const bool under_cap =
           queue.spec.cap_gpus < 0 ||
           queue.held.gpu + queue.waiting_gpus - own + need <= queue.spec.cap_gpus + kEps;
