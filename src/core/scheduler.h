@@ -34,10 +34,13 @@
 //  - Shares settle. Guarantee and fair-share checks count *committed* usage: running jobs that
 //    are not stopping, plus preemptors waiting for their victims. A queue reclaims its fair
 //    share only while it stays within that share after the start; a queue is reclaimed from
-//    only while it holds more than (1 + reclaim_hysteresis) x its share and keeps at least its
-//    share after losing the victim. Each reclaim moves both queues toward their shares without
-//    crossing them, so with steady demand preemptions stop and usage stays at the weighted
-//    max-min shares (up to one job's size).
+//    only while it holds more than (1 + reclaim_hysteresis) x its share, and a reclaim must cut
+//    the total shortfall below the shares (sum of max(0, share - committed)) by at least half
+//    the GPUs the job gets: a victim's queue may end a little below its share when its excess
+//    is in jobs too big to give whole, but each reclaim moves the cluster toward the water-fill
+//    by a fixed amount, so with steady demand preemptions stop and usage stays at the weighted
+//    max-min shares (up to one job's size). The reclaiming queue never passes its share, so
+//    the queue it took from cannot take back.
 //    The exception: a queue whose own small jobs fragment its guarantee cells can leave GPUs
 //    there that only it may use and that its bigger jobs cannot.
 //  - Nothing starves. A pending job that has waited reserve_after_s and fits the empty cluster
