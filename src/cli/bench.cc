@@ -113,7 +113,8 @@ void RunBenchAlloc(const std::string& cluster_path, bool json, int iterations) {
 // queue). Each cycle a few running jobs end and as many new jobs arrive, then one Schedule call
 // (one cycle) is timed. Decisions/s here counts the starts and preemptions those cycles make.
 struct DeepQueueFigures {
-  double cycle_ms_p50 = 0, cycle_ms_p99 = 0, decisions_per_sec = 0, pending = 0;
+  double cycle_ms_p50 = 0, cycle_ms_p99 = 0, decisions_per_sec = 0;
+  size_t pending = 0;  // the fewest jobs waiting at the start of any timed cycle
   int cycles = 0, decisions = 0;
 };
 
@@ -161,7 +162,8 @@ DeepQueueFigures RunDeepQueue(const Cluster& cluster, const std::vector<QueueSpe
 
   DeepQueueFigures f;
   std::vector<double> cycle_ms;
-  double busy_s = 0, pending_sum = 0;
+  double busy_s = 0;
+  f.pending = SIZE_MAX;
   const int cycles = 200;
   for (int c = 1; c <= cycles; ++c) {
     const double now = c;  // seconds: well under any reservation threshold
@@ -175,7 +177,7 @@ DeepQueueFigures RunDeepQueue(const Cluster& cluster, const std::vector<QueueSpe
     size_t pending = 0;
     for (size_t q = 0; q < queues.size(); ++q)
       pending += engine.pending(static_cast<int>(q)).size();
-    pending_sum += static_cast<double>(pending);
+    f.pending = std::min(f.pending, pending);
     const auto start = std::chrono::steady_clock::now();
     const std::vector<Decision> decisions = engine.Schedule(now);
     const double s =
@@ -194,7 +196,6 @@ DeepQueueFigures RunDeepQueue(const Cluster& cluster, const std::vector<QueueSpe
   f.cycle_ms_p50 = cycle_ms[cycle_ms.size() / 2];
   f.cycle_ms_p99 = cycle_ms[static_cast<size_t>(0.99 * (cycle_ms.size() - 1))];
   f.decisions_per_sec = busy_s > 0 ? f.decisions / busy_s : 0;
-  f.pending = pending_sum / cycles;
   return f;
 }
 
