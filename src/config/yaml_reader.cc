@@ -1,11 +1,15 @@
 #include "config/yaml_reader.h"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <set>
 
 #include "config/config_error.h"
+#include "config/file_text.h"
+#include "config/limits.h"
 
 namespace berth {
 namespace {
@@ -36,6 +40,27 @@ bool ParseNumber(const YAML::Node& node, double* value) {
          std::isfinite(*value);
 }
 
+// Fails when `node` nests deeper than kMaxYamlDepth or, counting each alias as a copy of what
+// it names, holds more than kMaxYamlNodes nodes; `*visited` counts the nodes seen so far.
+void CheckSize(const std::string& source, const YAML::Node& node, int depth, int64_t* visited) {
+  if (++*visited > limits::kMaxYamlNodes)
+    Throw(source, node.Mark(), "",
+          "the document, with its aliases expanded, has " +
+              limits::OverLimit(limits::kMaxYamlNodes, "YAML nodes") +
+              "; write fewer aliases of large entries");
+  if (depth > limits::kMaxYamlDepth)
+    Throw(source, node.Mark(), "",
+          "nested " + limits::OverLimit(limits::kMaxYamlDepth, "levels deep"));
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) CheckSize(source, item, depth + 1, visited);
+  } else if (node.IsMap()) {
+    for (const auto& kv : node) {
+      CheckSize(source, kv.first, depth + 1, visited);
+      CheckSize(source, kv.second, depth + 1, visited);
+    }
+  }
+}
+
 }  // namespace
 
 std::string Join(const std::vector<std::string>& items, const std::string& separator) {
@@ -53,11 +78,25 @@ std::string IndexPath(const std::string& path, size_t index) {
 }
 
 YAML::Node YamlReader::Parse(const std::string& text) const {
+  CheckUtf8(text, source_);
+  std::vector<YAML::Node> documents;
   try {
-    return YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
+    documents = YAML::LoadAll(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own guard, far deeper than ours; its message says only "bad file".
+    Throw(source_, e.mark, "", "nested " + limits::OverLimit(limits::kMaxYamlDepth, "levels deep"));
+  } catch (const YAML::Exception& e) {
     Throw(source_, e.mark, "", "YAML syntax error: " + e.msg);
   }
+  // A second document would be ignored, unknown fields and all.
+  if (documents.size() > 1)
+    Throw(source_, documents[1].Mark(), "",
+          "a second YAML document (after \"---\" or \"...\"); berth reads one document a file, "
+          "remove the separator or split the file");
+  if (documents.empty()) return YAML::Node();
+  int64_t visited = 0;
+  CheckSize(source_, documents[0], 0, &visited);
+  return documents[0];
 }
 
 void YamlReader::Fail(const YAML::Node& at, const std::string& path,
@@ -84,6 +123,10 @@ std::vector<YamlEntry> YamlReader::Entries(const YAML::Node& node, const std::st
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) Fail(kv.first, path, "expected a name as the key");
     const std::string& key = kv.first.Scalar();
+    if (key.size() > limits::kMaxName)
+      Fail(kv.first, path,
+           "a key of " + std::to_string(key.size()) + " characters, " +
+               limits::OverLimit(limits::kMaxName, "characters") + "; shorten it");
     // yaml-cpp keeps duplicate keys and lookups see only the first: refuse them.
     if (!seen.insert(key).second) Fail(kv.first, path, "\"" + key + "\" is given twice");
     entries.push_back({key, kv.first, kv.second});
@@ -106,6 +149,21 @@ YAML::Node YamlReader::Required(const YAML::Node& map, const std::string& path,
 std::string YamlReader::String(const YAML::Node& node, const std::string& path) const {
   if (!node.IsScalar()) Fail(node, path, "expected a string, got " + Describe(node));
   return node.Scalar();
+}
+
+std::string YamlReader::Name(const YAML::Node& node, const std::string& path) const {
+  std::string name = String(node, path);
+  if (name.empty()) Fail(node, path, "expected a name, got nothing");
+  if (name.size() > limits::kMaxName)
+    Fail(node, path,
+         "a name of " + std::to_string(name.size()) + " characters, " +
+             limits::OverLimit(limits::kMaxName, "characters") + "; shorten it");
+  return name;
+}
+
+std::string YamlReader::Where(const YAML::Node& node) const {
+  const YAML::Mark mark = node.Mark();
+  return mark.is_null() ? source_ : source_ + ":" + std::to_string(mark.line + 1);
 }
 
 int64_t YamlReader::Int(const YAML::Node& node, const std::string& path, int64_t min,

@@ -263,7 +263,8 @@ TEST(ClusterFileTest, BadInteger) {
       "      - memoryMiB: 12x\n"
       "        switches: [1]\n");
   EXPECT_TRUE(FailsAt(
-      text, "12x", {"nodeShapes.s.sockets[0].memoryMiB", "expected an integer >= 0, got \"12x\""}));
+      text, "12x",
+      {"nodeShapes.s.sockets[0].memoryMiB", "expected an integer from 0 to", "got \"12x\""}));
   EXPECT_TRUE(FailsAt(WithShape("    gpuModel: T4\n    sockets: [{switches: [0]}]\n"),
                       "switches: [0]", {"switches[0]", "expected an integer from 1"}));
 }
@@ -366,10 +367,11 @@ TEST(ClusterFileTest, CellOnDeclaredNodeWithOtherGpus) {
   EXPECT_TRUE(FailsAt(text, "physicalCells:", {"node \"n0\" has 2 GPUs but a N cell holds 4"}));
 }
 
-TEST(ClusterFileTest, ValidateClusterErrorsNameTheFile) {
+TEST(ClusterFileTest, DuplicateNamesNameBothLines) {
   const std::string text = WithShape("    gpuModel: T4\n    sockets: [{switches: [1]}]\n") +
-                           "  - {name: n0, shape: s}\n";
-  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(text, "bad.yaml"); }, "bad.yaml: ", {"n0"}));
+                           "  - {shape: s, name: n0}\n";
+  EXPECT_TRUE(FailsAt(text, "{shape: s, name: n0}",
+                      {"nodes[1].name", "node \"n0\" is already declared at bad.yaml:"}));
 }
 
 TEST(ClusterFileTest, FileErrors) {
