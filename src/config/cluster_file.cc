@@ -288,7 +288,7 @@ Node ClusterFileParser::ParseShape(const YAML::Node& node, const std::string& pa
     for (const Socket& socket : shape.sockets)
       if (__builtin_add_overflow(shape.memory_mib, socket.memory_mib, &shape.memory_mib) ||
           shape.memory_mib > limits::kMaxNodeMemoryMiB)
-        r_.Fail(node, FieldPath(path, "sockets"),
+        r_.Fail(node["sockets"], FieldPath(path, "sockets"),
                 "the sockets' memoryMiB add up to " +
                     limits::OverLimit(limits::kMaxNodeMemoryMiB, "MiB a node") +
                     "; give each socket its own memory");
