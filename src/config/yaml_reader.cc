@@ -1,11 +1,13 @@
 #include "config/yaml_reader.h"
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <set>
+#include <sstream>
 
 #include "config/config_error.h"
 #include "config/file_text.h"
@@ -61,6 +63,26 @@ void CheckSize(const std::string& source, const YAML::Node& node, int depth, int
   }
 }
 
+// Where the last document seen starts. yaml-cpp 0.7's LoadAll loops forever, allocating, on
+// some malformed input such as "," (yaml-cpp issue 1040): documents are counted with this, one
+// HandleNextDocument call at a time, instead.
+class DocumentStart : public YAML::EventHandler {
+ public:
+  YAML::Mark mark = YAML::Mark::null_mark();
+  void OnDocumentStart(const YAML::Mark& at) override { mark = at; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 }  // namespace
 
 std::string Join(const std::vector<std::string>& items, const std::string& separator) {
@@ -79,24 +101,32 @@ std::string IndexPath(const std::string& path, size_t index) {
 
 YAML::Node YamlReader::Parse(const std::string& text) const {
   CheckUtf8(text, source_);
-  std::vector<YAML::Node> documents;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(text);
+    root = YAML::Load(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStart first, second;
+    // A second document would be ignored, unknown fields and all.
+    if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second))
+      Throw(source_, second.mark, "",
+            second.mark.pos == first.mark.pos
+                // No progress: the stuck parser of the bug above, on a stray ',' and the like.
+                ? "YAML syntax error: nothing can be read from here; check for a stray , ] or }"
+                : "a second YAML document (after \"---\" or \"...\"); berth reads one document a "
+                  "file, remove the separator or split the file");
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's own guard, far deeper than ours; its message says only "bad file".
     Throw(source_, e.mark, "", "nested " + limits::OverLimit(limits::kMaxYamlDepth, "levels deep"));
   } catch (const YAML::Exception& e) {
     Throw(source_, e.mark, "", "YAML syntax error: " + e.msg);
   }
-  // A second document would be ignored, unknown fields and all.
-  if (documents.size() > 1)
-    Throw(source_, documents[1].Mark(), "",
-          "a second YAML document (after \"---\" or \"...\"); berth reads one document a file, "
-          "remove the separator or split the file");
-  if (documents.empty()) return YAML::Node();
+  // An empty file (or only comments) has no document and no line to blame but the first.
+  if (root.IsNull() && root.Mark().is_null())
+    Throw(source_, YAML::Mark(), "", "the file holds no YAML document; expected a map of fields");
   int64_t visited = 0;
-  CheckSize(source_, documents[0], 0, &visited);
-  return documents[0];
+  CheckSize(source_, root, 0, &visited);
+  return root;
 }
 
 void YamlReader::Fail(const YAML::Node& at, const std::string& path,

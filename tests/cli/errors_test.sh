@@ -140,7 +140,7 @@ expect_error "no-gpus.csv: the cluster has no GPUs" "$BERTH" sim replay --cluste
 
 # YAML: one document, bounded expansion, located duplicates, VC refusals at their line.
 printf 'name: t\n---\nbogus: 1\n' > "$TMP/two-docs.yaml"
-expect_error "two-docs.yaml:3: a second YAML document" "$BERTH" cells --cluster "$TMP/two-docs.yaml"
+expect_error "two-docs.yaml:2: a second YAML document" "$BERTH" cells --cluster "$TMP/two-docs.yaml"
 cat > "$TMP/count.yaml" <<'YAML'
 name: big
 gpuModels: [{name: T4, memoryMiB: 15360}]

@@ -462,9 +462,14 @@ TEST(ClusterFileTest, TextIsOneUtf8Document) {
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: \xed\xa0\x80\n", "bad.yaml"); },
                                 "bad.yaml:1:7: ", {"invalid UTF-8"}));
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: t\n---\nbogus: 1\n", "bad.yaml"); },
-                                "bad.yaml:3: ", {"a second YAML document"}));
+                                "bad.yaml:2: ", {"a second YAML document"}));
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: t\n...\nbogus: 1\n", "bad.yaml"); },
                                 "bad.yaml:3: ", {"a second YAML document"}));
+  // yaml-cpp 0.7's LoadAll looped forever, allocating, on a stray comma.
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(",\n", "bad.yaml"); }, "bad.yaml:1: ",
+                                {"YAML syntax error"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("# only a comment\n", "bad.yaml"); },
+                                "bad.yaml:1: ", {"no YAML document"}));
   // A byte order mark and CRLF line ends are read as the plain text.
   const std::string crlf =
       "\xef\xbb\xbfname: t\r\ngpuModels: [{name: T4, memoryMiB: 1}]\r\n"
