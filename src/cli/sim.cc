@@ -306,6 +306,7 @@ void RunSimReplay(const ReplayArgs& a) {
       if (a.trace.empty()) throw ConfigError("--trace: required with --format " + a.format);
       const std::vector<TracePod> pods =
           a.format == "openb" ? LoadOpenbPodList(a.trace, skip) : LoadTiresiasJobs(a.trace, skip);
+      if (pods.empty()) throw ConfigError(a.trace + ": no rows after the header");
       jobs = ReplayJobsFromTrace(cluster, pods, queues);
       if (jobs.empty())
         throw ConfigError(a.trace +

@@ -290,8 +290,7 @@ Node ClusterFileParser::ParseShape(const YAML::Node& node, const std::string& pa
           shape.memory_mib > limits::kMaxNodeMemoryMiB)
         r_.Fail(node["sockets"], FieldPath(path, "sockets"),
                 "the sockets' memoryMiB add up to " +
-                    limits::OverLimit(limits::kMaxNodeMemoryMiB, "MiB a node") +
-                    "; give each socket its own memory");
+                    limits::OverLimit(limits::kMaxNodeMemoryMiB, "MiB a node") + "; lower them");
   }
   if (const YAML::Node nvlink = node["nvlink"]) {
     const std::string nvlink_path = FieldPath(path, "nvlink");
