@@ -466,8 +466,8 @@ TEST(ClusterFileTest, TextIsOneUtf8Document) {
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: t\n...\nbogus: 1\n", "bad.yaml"); },
                                 "bad.yaml:3: ", {"a second YAML document"}));
   // yaml-cpp 0.7's LoadAll looped forever, allocating, on a stray comma.
-  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(",\n", "bad.yaml"); }, "bad.yaml:1: ",
-                                {"YAML syntax error"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(",\n", "bad.yaml"); },
+                                "bad.yaml:1: ", {"YAML syntax error"}));
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("# only a comment\n", "bad.yaml"); },
                                 "bad.yaml:1: ", {"no YAML document"}));
   // A byte order mark and CRLF line ends are read as the plain text.
