@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "config/config_error.h"
+#include "config/limits.h"
 #include "core/allocator.h"
 #include "core/scheduler.h"
 #include "core/synthetic_cluster.h"
@@ -105,7 +106,7 @@ void RunBenchAlloc(const std::string& cluster_path, bool json, int iterations) {
                 << std::setprecision(0) << ns << std::setw(12) << s.iterations
                 << (failures ? "  (" + std::to_string(failures) + " did not fit)" : "") << "\n";
   }
-  if (json) std::cout << nlohmann::json{{"results", results}}.dump(2) << "\n";
+  if (json) std::cout << JsonText(nlohmann::json{{"results", results}}) << "\n";
 }
 
 // Cycle time by queue depth: a full cluster with `pending` jobs waiting, of many shapes (1-8
@@ -363,8 +364,8 @@ void AddBenchCommand(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto iterations = std::make_shared<int>(20000);
   cmd->add_option("--cluster", *cluster, "Cluster file or openb node list instead of the default");
-  cmd->add_option("--iterations", *iterations, "Allocate+release pairs per scenario")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--iterations", *iterations, "Allocate+release pairs per scenario, up to 10^7")
+      ->check(CLI::Range(1, 10'000'000));
   cmd->add_flag("--json", *json, "Print JSON");
   cmd->callback([=] { RunBenchAlloc(*cluster, *json, *iterations); });
 
@@ -380,8 +381,10 @@ void AddBenchCommand(CLI::App& app) {
       ->add_option("--pending", *s_pending,
                    "Also time cycles with this many jobs waiting (deep queue), up to 100000")
       ->check(CLI::Range(0, 100000));
-  sched->add_option("--queues", *s_queues, "Queues (virtual clusters)")->check(CLI::PositiveNumber);
-  sched->add_option("--jobs", *s_jobs, "Jobs in the stream")->check(CLI::PositiveNumber);
+  sched->add_option("--queues", *s_queues, "Queues (virtual clusters), up to 1000")
+      ->check(CLI::Range(int64_t{1}, limits::kMaxQueues));
+  sched->add_option("--jobs", *s_jobs, "Jobs in the stream, up to 1000000")
+      ->check(CLI::Range(int64_t{1}, limits::kMaxJobs));
   sched->add_flag("--json", *s_json, "Print JSON");
   sched->callback([=] { RunBenchSchedule(*s_cluster, *s_queues, *s_jobs, *s_pending, *s_json); });
 }

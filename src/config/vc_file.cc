@@ -1,22 +1,34 @@
 #include "config/vc_file.h"
 
 #include "config/file_text.h"
+#include "config/limits.h"
 #include "config/vc_fields.h"
 #include "config/yaml_reader.h"
 
 namespace berth {
 namespace {
 
-constexpr int64_t kMaxCells = 1 << 20;
-
-// Adds one guarantee; a cell type listed twice for a VC is an error at `at`.
+// Adds one guarantee; a cell type listed twice for a VC, or more than the bounds allow, is an
+// error at `at`. The bounds keep the engine's sums over all VCs within an int.
 void AddGuarantee(const YamlReader& r, const YAML::Node& at, const std::string& path,
                   VcGuarantee guarantee, VirtualClusterSpec* vc) {
-  for (const VcGuarantee& g : vc->guarantees)
+  if (vc->guarantees.size() == static_cast<size_t>(limits::kMaxGuaranteesPerVc))
+    r.Fail(at, path,
+           "VC \"" + vc->name + "\" lists " +
+               limits::OverLimit(limits::kMaxGuaranteesPerVc, "cell types"));
+  int64_t cells = guarantee.count;
+  for (const VcGuarantee& g : vc->guarantees) {
     if (g.cell_type == guarantee.cell_type)
       r.Fail(at, path,
              "cell type \"" + g.cell_type + "\" is listed twice for VC \"" + vc->name +
                  "\"; give its total once");
+    cells += g.count;
+  }
+  if (cells > limits::kMaxGpus)
+    r.Fail(at, path,
+           "VC \"" + vc->name + "\" is guaranteed " +
+               limits::OverLimit(limits::kMaxGpus, "cells in all"));
+  guarantee.where = r.Where(at);
   vc->guarantees.push_back(std::move(guarantee));
 }
 
@@ -47,7 +59,7 @@ void ParseVcGuarantees(const YamlReader& r, const YAML::Node& map, const std::st
       g.cell_type =
           r.String(r.Required(cells[i], cell_path, "cellType"), FieldPath(cell_path, "cellType"));
       g.count = static_cast<int>(r.Int(r.Required(cells[i], cell_path, "cellNumber"),
-                                       FieldPath(cell_path, "cellNumber"), 1, kMaxCells));
+                                       FieldPath(cell_path, "cellNumber"), 1, limits::kMaxGpus));
       AddGuarantee(r, cells[i], cell_path, std::move(g), vc);
     }
   }
@@ -55,7 +67,7 @@ void ParseVcGuarantees(const YamlReader& r, const YAML::Node& map, const std::st
     const std::string guarantees_path = FieldPath(path, "guarantees");
     for (const YamlEntry& g : r.Entries(guarantees, guarantees_path)) {
       const std::string count_path = FieldPath(guarantees_path, g.key);
-      const int count = static_cast<int>(r.Int(g.value, count_path, 1, kMaxCells));
+      const int count = static_cast<int>(r.Int(g.value, count_path, 1, limits::kMaxGpus));
       AddGuarantee(r, g.key_node, count_path, {g.key, count}, vc);
     }
   }
@@ -86,8 +98,14 @@ std::vector<VirtualClusterSpec> ParseVcYaml(const std::string& text,
   const YAML::Node root = r.Parse(text);
   r.CheckFields(root, "", {"virtualClusters"});
   std::vector<VirtualClusterSpec> vcs;
-  for (const YamlEntry& entry :
-       r.Entries(r.Required(root, "", "virtualClusters"), "virtualClusters"))
+  const YAML::Node list = r.Required(root, "", "virtualClusters");
+  const std::vector<YamlEntry> entries = r.Entries(list, "virtualClusters");
+  // Each VC becomes a queue of the engine.
+  if (entries.size() > static_cast<size_t>(limits::kMaxQueues))
+    r.Fail(
+        list, "virtualClusters",
+        std::to_string(entries.size()) + " VCs, " + limits::OverLimit(limits::kMaxQueues, "VCs"));
+  for (const YamlEntry& entry : entries)
     vcs.push_back(ParseVc(r, entry, FieldPath("virtualClusters", entry.key)));
   return vcs;
 }

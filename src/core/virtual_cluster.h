@@ -19,6 +19,7 @@ struct VcGuarantee {
   // Most cells of the guarantee lent to other VCs while unused (Kueue's lendingLimit); the rest
   // stay free for the VC, so its own work never waits for a reclaim there. < 0: all of them.
   int lending_limit = -1;
+  std::string where = {};  // "FILE:LINE" where it is written, for messages; "" when unknown
 };
 
 struct VirtualClusterSpec {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "config/cluster_file.h"
+#include "config/limits.h"
 #include "config_test_util.h"
 
 namespace berth {
@@ -235,15 +236,16 @@ TEST(BerthTraceTest, EventErrors) {
 }
 
 TEST(BerthTraceTest, HostileInput) {
-  // Deep nesting is a syntax error, not a stack overflow.
+  // Deep nesting is a clear error, not a stack overflow.
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  EXPECT_TRUE(ThrowsConfigError([&] { Parse(deep); }, "trace.yaml:", {"YAML syntax error"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { Parse(deep); },
+                                "trace.yaml:", {"nested more than the limit of 32 levels"}));
   EXPECT_TRUE(ThrowsConfigError([&] { Parse("jobs: [\n"); }, "trace.yaml:", {"YAML syntax"}));
   // A file larger than the bound is refused before it is parsed.
   const std::string path =
-      WriteTempFile("huge-trace.yaml", "jobs: []\n" + std::string(33 << 20, '#'));
+      WriteTempFile("huge-trace.yaml", "jobs: []\n" + std::string(limits::kMaxFileBytes, '#'));
   EXPECT_TRUE(ThrowsConfigError([&] { LoadBerthTrace(path, MultiRack(), {}); }, path + ": ",
-                                {"larger than", "split it"}));
+                                {"more than the limit of 67108864 bytes", "split it"}));
   EXPECT_TRUE(ThrowsConfigError([&] { LoadBerthTrace(path + ".missing", MultiRack(), {}); },
                                 path + ".missing: ", {"cannot read"}));
 }
