@@ -1133,7 +1133,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     // A job started in this very call is no victim yet (nothing starts and stops in one
     // cycle); the job that would take it is tried again next cycle instead of failing.
     const bool fresh = v->start_time == now;
-    auto add = [&](Victims& list) {
+    auto add = [&, v = v](Victims& list) {
       if (fresh)
         preempt_deferred_ = true;
       else
