@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # berth sim: packing on the real openb trace (one seed, short) and replay of the Tiresias trace.
 source "$(dirname "$0")/lib.sh"
-T="$SHARED/traces/openb"
+T="data/openb"
 
 "$BERTH" sim packing --nodes "$T/openb_node_list_gpu_node.csv" --pods "$T/openb_pod_list_default.csv" \
   --policy bestfit --seeds 42 --tune 0.6 --json "$TMP/p.json" --svg "$TMP/p.svg" > "$TMP/p.txt"
@@ -15,9 +15,9 @@ grep -q "<svg" "$TMP/p.svg" || fail "svg written"
 
 # Tiresias smoke test: with known durations, shortest-job-first beats FIFO on mean JCT.
 printf 'num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,2,4,64,256\n' > "$TMP/small.csv"
-"$BERTH" sim replay --cluster "$TMP/small.csv" --trace "$SHARED/traces/tiresias/60_job.csv" \
+"$BERTH" sim replay --cluster "$TMP/small.csv" --trace "data/tiresias/60_job.csv" \
   --format tiresias --policy berth --json "$TMP/fifo.json" > /dev/null
-"$BERTH" sim replay --cluster "$TMP/small.csv" --trace "$SHARED/traces/tiresias/60_job.csv" \
+"$BERTH" sim replay --cluster "$TMP/small.csv" --trace "data/tiresias/60_job.csv" \
   --format tiresias --policy berth --sjf --json "$TMP/sjf.json" --report "$TMP/r.html" > /dev/null
 fifo=$(json_get "$TMP/fifo.json" '.policies.berth.jct_s.mean')
 sjf=$(json_get "$TMP/sjf.json" '.policies.berth.jct_s.mean')
