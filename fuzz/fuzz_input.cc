@@ -10,8 +10,7 @@ namespace berth {
 
 std::string InputFile(const uint8_t* data, size_t size) {
   static const int fd = memfd_create("berth-fuzz-input", 0);
-  if (fd < 0 || ftruncate(fd, 0) != 0 ||
-      pwrite(fd, data, size, 0) != static_cast<ssize_t>(size)) {
+  if (fd < 0 || ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != static_cast<ssize_t>(size)) {
     std::perror("berth fuzz: writing the input file");
     std::abort();
   }

@@ -3,7 +3,7 @@
 # runs them: first every regression input kept in tests/data/fuzz/TARGET/, then fresh fuzzing
 # from seeds taken from examples/ and data/.
 #
-#   scripts/fuzz.sh                    every target for 20 s (what scripts/test.sh runs)
+#   scripts/fuzz.sh                    every target for 20 s, one per core (scripts/test.sh)
 #   scripts/fuzz.sh TARGET [SECONDS]   one target (cluster_file, openb_pod_list, ...) for longer
 #   scripts/fuzz.sh all SECONDS        every target for SECONDS each
 #
@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 which=${1:-all}
 seconds=${2:-20}
-limits=(-rss_limit_mb=2048 -timeout=10)
+limits=(-rss_limit_mb=2048 -timeout=10 -dict=fuzz/berth.dict)
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DBERTH_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j "$(nproc)"
@@ -64,11 +64,17 @@ run() {
 }
 
 if [ "$which" = all ]; then
-  failed=0
+  # One target per core at a time: each fuzzer is single-threaded.
+  failed=0 running=0
   for source in fuzz/*_fuzz.cc; do
-    name=$(basename "$source" _fuzz.cc)
-    run "$name" || failed=1
+    if [ "$running" -ge "$(nproc)" ]; then
+      wait -n || failed=1
+      running=$((running - 1))
+    fi
+    run "$(basename "$source" _fuzz.cc)" &
+    running=$((running + 1))
   done
+  for _ in $(seq "$running"); do wait -n || failed=1; done
   exit "$failed"
 fi
 run "$which"
