@@ -221,6 +221,8 @@ nlohmann::json OutcomesJson(const Cluster& cluster, const ReplayResult& r) {
                     {"refused", o.refused},
                     {"preemptions", o.preemptions},
                     {"evictions", o.evictions},
+                    {"grows", o.grows},
+                    {"shrinks", o.shrinks},
                     {"guaranteed_wait_s", o.guaranteed_wait_s},
                     {"anomaly", o.anomaly},
                     {"runs", runs}});
@@ -336,6 +338,8 @@ void RunSimReplay(const ReplayArgs& a) {
                                  {"preemptions", r.preemptions},
                                  {"evictions", r.evictions},
                                  {"kills", r.kills},
+                                 {"grows", r.grows},
+                                 {"shrinks", r.shrinks},
                                  {"sharing_anomaly_jobs", r.anomalies},
                                  {"sharing_anomaly_tolerance_s", r.anomaly_tolerance_s},
                                  {"cancelled", r.cancelled},

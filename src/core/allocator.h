@@ -183,6 +183,7 @@ class Allocator {
     return gpus_[node][gpu].holder == kFree && gpu_usable(node, gpu);
   }
   bool node_cordoned(int node) const { return cordoned_[node]; }
+  bool gpu_bad(int node, int gpu) const { return gpus_[node][gpu].bad; }
   // Every GPU of the node usable (none bad, not cordoned): O(1), for per-candidate checks.
   bool node_healthy(int node) const { return !cordoned_[node] && bad_gpus_[node] == 0; }
 

@@ -157,4 +157,41 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
   return plan;
 }
 
+std::optional<ShrinkPlan> FindShrinks(const ShrinkSearch& search,
+                                      std::vector<JobRecord*> candidates) {
+  // A job on a cordoned node or a bad GPU cannot be placed again where it runs: it is left be.
+  std::erase_if(candidates, [&](const JobRecord* j) {
+    if (j->spec.min_replicas == 0 || j->replicas <= j->spec.min_replicas) return true;
+    for (const ReplicaPlacement& r : j->placements)
+      if (!search.alloc->node_healthy(r.node)) return true;
+    return false;
+  });
+  std::sort(candidates.begin(), candidates.end(), [](const JobRecord* x, const JobRecord* y) {
+    if (x->spec.priority != y->spec.priority) return x->spec.priority < y->spec.priority;
+    return x->start_time > y->start_time;
+  });
+  Allocator trial = *search.alloc;
+  ShrinkPlan plan;
+  for (JobRecord* j : candidates) {
+    std::vector<int> ids = j->allocations;
+    plan.shrinks.push_back({j, j->replicas});
+    // One replica at a time: the job gives back no more than the preemptor needs.
+    for (int keep = j->replicas - 1; keep >= j->spec.min_replicas; --keep) {
+      plan.shrinks.back().replicas = keep;
+      search.shrink(trial, plan.shrinks.back(), &ids);
+      if (!search.allowed(plan.shrinks)) {
+        // Giving more only goes further past what is allowed: it keeps one more, and the next
+        // candidate gives.
+        plan.shrinks.back().replicas = keep + 1;
+        search.shrink(trial, plan.shrinks.back(), &ids);
+        break;
+      }
+      Allocator probe = trial;
+      if (search.fits(probe, &plan.placement)) return plan;
+    }
+    if (plan.shrinks.back().replicas == j->replicas) plan.shrinks.pop_back();
+  }
+  return std::nullopt;
+}
+
 }  // namespace berth

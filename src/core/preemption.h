@@ -84,4 +84,29 @@ struct VictimSearch {
 std::optional<VictimPlan> FindVictims(const VictimSearch& search,
                                       std::vector<JobRecord*> candidates);
 
+// Elastic jobs give back replicas before whole jobs are preempted. A shrink keeps a job's
+// first replicas where they are and stops the rest at once.
+struct Shrink {
+  JobRecord* job = nullptr;
+  int replicas = 0;  // what it keeps
+};
+struct ShrinkPlan {
+  std::vector<Shrink> shrinks;
+  TrialPlacement placement;  // the job's, once they shrank
+};
+struct ShrinkSearch {
+  const Allocator* alloc = nullptr;
+  // Whether the queue may hold the job after `shrinks`.
+  std::function<bool(const std::vector<Shrink>& shrinks)> allowed;
+  // Shrinks `job` to `replicas` on `trial`: releases `ids` (its allocations there) and places
+  // its first replicas again exactly, filling `ids` anew.
+  std::function<void(Allocator& trial, const Shrink& shrink, std::vector<int>* ids)> shrink;
+  std::function<bool(Allocator& trial, TrialPlacement* placement)> fits;
+};
+
+// The fewest replicas of `candidates` (elastic jobs above their minimum on healthy nodes;
+// lowest priority, then youngest, give first) whose stopping lets the job fit, or nullopt.
+std::optional<ShrinkPlan> FindShrinks(const ShrinkSearch& search,
+                                      std::vector<JobRecord*> candidates);
+
 }  // namespace berth

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "core/preemption.h"
@@ -64,6 +65,10 @@ const char* DecisionKindName(Decision::Kind kind) {
       return "evict";
     case Decision::Kind::kKill:
       return "kill";
+    case Decision::Kind::kGrow:
+      return "grow";
+    case Decision::Kind::kShrink:
+      return "shrink";
   }
   return "?";
 }
@@ -98,18 +103,28 @@ Scheduler::Scheduler(const Cluster* cluster, const std::vector<QueueSpec>& queue
     error_ = "policy: " + errors.front();
     return;
   }
+  CountGuarantees();
+  CountCapacity();
+  gpus_by_priority_.resize(cluster->nodes.size());
+}
+
+void Scheduler::CountGuarantees() {
   const CellTree& tree = allocator_->tree();
   for (size_t q = 0; q < queues_.size(); ++q) {
+    queues_[q].guarantee_gpus = 0;
     const VirtualCluster& vc = allocator_->vcs()[q];
     for (size_t i = 0; i < vc.guarantee_types.size(); ++i)
       queues_[q].guarantee_gpus +=
           vc.guarantee_counts[i] * tree.types()[vc.guarantee_types[i]].leaf_count;
   }
-  capacity_.gpu = cluster->gpu_count();
-  gpus_by_priority_.resize(cluster->nodes.size());
-  for (size_t n = 0; n < cluster->nodes.size(); ++n) {
-    capacity_.cpu_milli += cluster->nodes[n].cpu_milli;
-    capacity_.memory_mib += cluster->nodes[n].memory_mib;
+}
+
+void Scheduler::CountCapacity() {
+  capacity_ = {};
+  capacity_.gpu = cluster_->gpu_count();
+  for (const Node& node : cluster_->nodes) {
+    capacity_.cpu_milli += node.cpu_milli;
+    capacity_.memory_mib += node.memory_mib;
   }
 }
 
@@ -127,67 +142,155 @@ std::vector<int> Scheduler::pending(int queue) const {
   return ids;
 }
 
-std::string Scheduler::SetQueues(const std::vector<QueueSpec>& specs) {
-  std::map<std::string, int> index;
+// Every running job placed again, exactly where it runs, on a fresh allocator for `cluster`
+// and the queues `specs` (guaranteed work first, since it binds the cells); then health carried
+// over by node name. `node_map`: old node index -> new (-1: gone).
+std::string Scheduler::Rebuild(const Cluster* cluster, const std::vector<QueueSpec>& specs,
+                               const std::map<std::string, int>& index,
+                               const std::vector<int>& node_map, bool keep_all, Rebuilt* out) {
   std::vector<VirtualClusterSpec> vcs;
-  for (const QueueSpec& q : specs) {
-    if (!index.emplace(q.name, static_cast<int>(index.size())).second)
-      return "queues: \"" + q.name + "\" is declared twice";
-    if (!(q.weight > 0)) return "queues." + q.name + ".weight: must be > 0";
-    vcs.push_back({q.name, q.guarantees});
-  }
-  for (const Queue& q : queues_)
-    if (!index.count(q.spec.name) && (q.running > 0 || !q.pending.empty()))
-      return "queues." + q.spec.name + ": still has jobs; keep it until they end";
-  auto next = std::make_unique<Allocator>(cluster_, vcs);
-  if (!next->error().empty()) return next->error();
-  for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
-    next->SetNodeCordoned(static_cast<int>(n), allocator_->node_cordoned(static_cast<int>(n)));
-    for (size_t g = 0; g < cluster_->nodes[n].gpus.size(); ++g)
-      if (!allocator_->gpu_usable(static_cast<int>(n), static_cast<int>(g)) &&
-          !allocator_->node_cordoned(static_cast<int>(n)))
-        next->SetGpuBad(static_cast<int>(n), static_cast<int>(g), true);
-  }
-  // Every running job again, at its GPUs: guaranteed work first, since it binds the cells.
+  for (const QueueSpec& q : specs) vcs.push_back({q.name, q.guarantees});
+  out->allocator = std::make_unique<Allocator>(cluster, vcs);
+  if (!out->allocator->error().empty()) return out->allocator->error();
   std::vector<JobRecord*> holders;
   for (const auto& [id, j] : running_) holders.push_back(j);
   std::stable_sort(holders.begin(), holders.end(), [](const JobRecord* a, const JobRecord* b) {
     return !a->borrowed && b->borrowed;
   });
-  std::map<int, std::vector<int>> ids;
   for (JobRecord* j : holders) {
     JobRecord moved = *j;
     moved.queue = index.at(j->spec.queue);
-    std::vector<ReplicaPlacement> placed;
-    if (!TryPlace(moved, !j->borrowed, j->replicas, *next, &ids[j->id], &placed, &j->placements))
+    std::vector<ReplicaPlacement> where = j->placements;
+    bool on_cluster = true;
+    for (ReplicaPlacement& r : where) {
+      r.node = node_map[r.node];
+      on_cluster = on_cluster && r.node >= 0;
+    }
+    std::vector<ReplicaPlacement>& placed = out->placements[j->id];
+    if (on_cluster && TryPlace(moved, !j->borrowed, j->replicas, *out->allocator,
+                               &out->allocations[j->id], &placed, &where))
+      continue;
+    if (keep_all)
       return "queues." + j->spec.queue + ": job " + std::to_string(j->id) + " would no longer " +
              (j->borrowed ? "fit where it runs" : "fit inside the guarantee") + " (" +
              moved.reason + ")";
+    out->lost.push_back(j->id);
+    out->placements.erase(j->id);
+    out->allocations.erase(j->id);
   }
+  for (size_t old = 0; old < node_map.size(); ++old) {
+    const int n = node_map[old];
+    if (n < 0) continue;
+    const int o = static_cast<int>(old);
+    out->allocator->SetNodeCordoned(n, allocator_->node_cordoned(o));
+    const size_t gpus = std::min(cluster->nodes[n].gpus.size(), cluster_->nodes[o].gpus.size());
+    for (size_t g = 0; g < gpus; ++g)
+      if (allocator_->gpu_bad(o, static_cast<int>(g)))
+        out->allocator->SetGpuBad(n, static_cast<int>(g), true);
+  }
+  return "";
+}
+
+void Scheduler::Install(Rebuilt& rebuilt, const std::vector<int>& node_map) {
+  for (auto& [id, j] : running_) {
+    j->allocations = std::move(rebuilt.allocations.at(id));
+    j->placements = std::move(rebuilt.placements.at(id));
+  }
+  // Reservations follow their GPUs; one that touches a node that is gone is dropped whole.
+  Reservations moved;
+  for (const auto& [job, r] : reservations_.all()) {
+    Reservations::Reservation kind = r;
+    kind.gpus.clear();
+    bool whole = true;
+    for (const auto& [n, g] : r.gpus) {
+      whole = whole && node_map[n] >= 0;
+      if (whole) kind.gpus.push_back({node_map[n], g});
+    }
+    if (whole) moved.Reserve(job, kind.gpus, kind, rebuilt.allocator->cluster().nodes.size());
+  }
+  reservations_ = std::move(moved);
+  allocator_ = std::move(rebuilt.allocator);
+  ++version_;
+}
+
+std::string Scheduler::SetQueues(const std::vector<QueueSpec>& specs) {
+  std::map<std::string, int> index;
+  for (const QueueSpec& q : specs) {
+    if (!index.emplace(q.name, static_cast<int>(index.size())).second)
+      return "queues: \"" + q.name + "\" is declared twice";
+    if (!(q.weight > 0)) return "queues." + q.name + ".weight: must be > 0";
+  }
+  for (const Queue& q : queues_)
+    if (!index.count(q.spec.name) && (q.running > 0 || !q.pending.empty()))
+      return "queues." + q.spec.name + ": still has jobs; keep it until they end";
+  std::vector<int> same_nodes(cluster_->nodes.size());
+  for (size_t n = 0; n < same_nodes.size(); ++n) same_nodes[n] = static_cast<int>(n);
+  Rebuilt rebuilt;
+  const std::string why = Rebuild(cluster_, specs, index, same_nodes, true, &rebuilt);
+  if (!why.empty()) return why;
   // Accepted: the queues move to their new indices with their accounting.
   std::vector<Queue> queues(specs.size());
   for (Queue& q : queues_) {
     auto it = index.find(q.spec.name);
     if (it != index.end()) queues[it->second] = std::move(q);
   }
-  const CellTree& tree = next->tree();
-  for (size_t q = 0; q < specs.size(); ++q) {
-    queues[q].spec = specs[q];
-    queues[q].guarantee_gpus = 0;
-    const VirtualCluster& vc = next->vcs()[q];
-    for (size_t i = 0; i < vc.guarantee_types.size(); ++i)
-      queues[q].guarantee_gpus +=
-          vc.guarantee_counts[i] * tree.types()[vc.guarantee_types[i]].leaf_count;
-  }
-  for (auto& [id, j] : jobs_) {
-    if (j.state == JobState::kDone) continue;
-    j.queue = index.at(j.spec.queue);
-    if (ids.count(id)) j.allocations = ids[id];
-  }
+  for (size_t q = 0; q < specs.size(); ++q) queues[q].spec = specs[q];
+  for (auto& [id, j] : jobs_)
+    if (j.state != JobState::kDone) j.queue = index.at(j.spec.queue);
   queues_ = std::move(queues);
   queue_index_ = std::move(index);
-  allocator_ = std::move(next);
-  ++version_;
+  Install(rebuilt, same_nodes);
+  CountGuarantees();
+  return "";
+}
+
+std::string Scheduler::SetCluster(const Cluster* cluster, double now) {
+  now_ = now;
+  const std::string invalid = ValidateCluster(*cluster);
+  if (!invalid.empty()) return "cluster: " + invalid;
+  std::vector<int> node_map(cluster_->nodes.size());
+  for (size_t n = 0; n < node_map.size(); ++n)
+    node_map[n] = cluster->FindNode(cluster_->nodes[n].name);
+  std::vector<QueueSpec> specs;
+  for (const Queue& q : queues_) specs.push_back(q.spec);
+  Rebuilt rebuilt;
+  const std::string why = Rebuild(cluster, specs, queue_index_, node_map, false, &rebuilt);
+  if (!why.empty()) return why;
+  // Jobs on nodes that are gone (or on GPUs a node no longer has) go back to pending; a victim
+  // among them frees its preemptor as if it had stopped.
+  for (int id : rebuilt.lost) {
+    JobRecord& job = jobs_.at(id);
+    std::string node = "?";
+    for (const ReplicaPlacement& r : job.placements)
+      if (node_map[r.node] < 0) node = cluster_->nodes[r.node].name;
+    if (job.state == JobState::kStopping) WakePreemptor(job);
+    Release(job);
+    Emit(now, id, "lost", "node " + node + " was removed or changed under it");
+    ToPending(job, now, "lost: node " + node + " was removed or changed under it");
+  }
+  // Per-node state follows its node by name.
+  std::vector<std::map<int, double>> by_priority(cluster->nodes.size());
+  Telemetry telemetry;
+  for (size_t old = 0; old < node_map.size(); ++old) {
+    const int n = node_map[old];
+    if (n < 0) continue;
+    by_priority[n] = std::move(gpus_by_priority_[old]);
+    if (old < telemetry_.gpus.size()) {
+      telemetry.gpus.resize(cluster->nodes.size());
+      telemetry.gpus[n] = std::move(telemetry_.gpus[old]);
+    }
+    if (old < telemetry_.node_images.size()) {
+      telemetry.node_images.resize(cluster->nodes.size());
+      telemetry.node_images[n] = std::move(telemetry_.node_images[old]);
+    }
+  }
+  gpus_by_priority_ = std::move(by_priority);
+  telemetry_ = std::move(telemetry);
+  Install(rebuilt, node_map);
+  cluster_ = cluster;
+  CountCapacity();
+  CountGuarantees();
+  Emit(now, -1, "cluster", std::to_string(cluster->nodes.size()) + " nodes");
   return "";
 }
 
@@ -443,6 +546,16 @@ void Scheduler::Forget(int id) {
   }
 }
 
+void Scheduler::WakePreemptor(JobRecord& victim) {
+  if (victim.preempted_by < 0) return;
+  auto p = jobs_.find(victim.preempted_by);
+  if (p != jobs_.end()) {
+    std::erase(p->second.waiting_for, victim.id);
+    if (p->second.waiting_for.empty()) ready_preemptors_.push_back(p->first);
+  }
+  victim.preempted_by = -1;
+}
+
 void Scheduler::Finish(int id, double now, JobEnd end, int exit_code) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.state == JobState::kDone) return;
@@ -450,14 +563,7 @@ void Scheduler::Finish(int id, double now, JobEnd end, int exit_code) {
   Queue& queue = queues_[job.queue];
   // A victim that ends while stopping frees its preemptor as if it had stopped; the preemptor
   // starts first thing in the next cycle (Finish returns no decisions).
-  if (job.state == JobState::kStopping && job.preempted_by >= 0) {
-    auto p = jobs_.find(job.preempted_by);
-    if (p != jobs_.end()) {
-      std::erase(p->second.waiting_for, id);
-      if (p->second.waiting_for.empty()) ready_preemptors_.push_back(p->first);
-    }
-    job.preempted_by = -1;
-  }
+  if (job.state == JobState::kStopping) WakePreemptor(job);
   if (job.state == JobState::kRunning || job.state == JobState::kStopping) Release(job);
   if (job.state == JobState::kPending) {
     std::erase(queue.pending, &job);
@@ -487,15 +593,21 @@ void Scheduler::StartFailed(int id, double now, const std::string& reason) {
 
 bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocator& alloc,
                          std::vector<int>* ids, std::vector<ReplicaPlacement>* placements,
-                         const std::vector<ReplicaPlacement>* exact, int only_node) {
-  ids->clear();
-  placements->clear();
+                         const std::vector<ReplicaPlacement>* exact, int only_node, int first) {
+  if (first == 0) {
+    ids->clear();
+    placements->clear();
+  }
+  const size_t kept_ids = ids->size(), kept_placements = placements->size();
   std::vector<ReplicaPlacement> exact_group;
-  int left = replicas;
+  int skip = first, left = replicas - first;
   for (const TaskGroup& group : job.spec.groups) {
-    if (left == 0) break;
+    if (left <= 0) break;
+    const int here = std::min(left, group.replicas - skip);
+    skip = std::max(0, skip - group.replicas);
+    if (here <= 0) continue;
     AllocationRequest req;
-    req.replicas = std::min(left, group.replicas);
+    req.replicas = here;
     left -= req.replicas;
     req.demand = group.demand;
     req.gang_affinity = job.spec.gang_affinity;
@@ -517,16 +629,16 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     ctx.priority = WholePriority(job, now_);
     pipeline_->SetContext(ctx);
     if (exact) {
-      const auto first = exact->begin() + static_cast<long>(placements->size());
-      exact_group.assign(first, first + req.replicas);
+      const auto from = exact->begin() + static_cast<long>(placements->size());
+      exact_group.assign(from, from + req.replicas);
       req.exact = &exact_group;
     }
     std::string why;
     const auto id = alloc.Allocate(req, &why, pipeline_.get(), pipeline_->policy().candidates);
     if (!id) {
-      for (int done : *ids) alloc.Release(done);
-      ids->clear();
-      placements->clear();
+      for (size_t i = kept_ids; i < ids->size(); ++i) alloc.Release((*ids)[i]);
+      ids->resize(kept_ids);
+      placements->resize(kept_placements);
       job.reason = why;
       return false;
     }
@@ -559,31 +671,146 @@ void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<i
   d.kind = Decision::Kind::kStart;
   d.job = job.id;
   d.placements = job.placements;
-  for (const ReplicaPlacement& r : job.placements)
-    for (int g : r.gpus)
-      d.gpu_ids.push_back(cluster_->nodes[r.node].name + "/" + std::to_string(g));
+  d.gpu_ids = GpuIds(job.placements);
   Emit(now, job.id, "start", job.borrowed ? "borrowed" : "guaranteed");
   out->push_back(std::move(d));
 }
 
-bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out) {
+int Scheduler::LargestFitting(int least, int most, const std::function<bool(int)>& fits) {
+  if (fits(most)) return most;
+  if (least <= 0 || least >= most || !fits(least)) return -1;
+  // Placement is monotone in the replica count: bisect between what fits and what does not.
+  int lo = least, hi = most - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (fits(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+int Scheduler::MostUnderCap(const JobRecord& job) const {
+  const Queue& q = queues_[job.queue];
   const int total = TotalReplicas(job.spec);
-  // Elastic jobs: as many replicas as fit, down to min_replicas (halving the shortfall).
-  std::vector<int> counts = {total};
-  if (job.spec.min_replicas > 0 && job.spec.min_replicas < total) {
-    for (int n = (total + job.spec.min_replicas) / 2; n > job.spec.min_replicas;
-         n = (n + job.spec.min_replicas) / 2)
-      if (n != counts.back()) counts.push_back(n);
-    counts.push_back(job.spec.min_replicas);
-  }
-  for (int replicas : counts) {
-    std::vector<int> ids;
-    std::vector<ReplicaPlacement> placements;
-    if (!TryPlace(job, guaranteed, replicas, *allocator_, &ids, &placements)) continue;
-    Run(job, guaranteed, replicas, std::move(ids), std::move(placements), now, out);
+  if (q.spec.cap_gpus < 0) return total;
+  const double room = q.spec.cap_gpus - q.held.gpu - q.waiting_gpus + kEps;
+  int most = total;
+  while (most > 0 && JobGpus(job.spec, most) > room) --most;
+  return most;
+}
+
+bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out,
+                      int most) {
+  if (most < 0) most = TotalReplicas(job.spec);
+  std::vector<int> ids;
+  std::vector<ReplicaPlacement> placements;
+  int placed = -1;  // the size `ids` holds now
+  const int replicas = LargestFitting(job.spec.min_replicas, most, [&](int n) {
+    for (int id : ids) allocator_->Release(id);
+    placed = -1;
+    if (!TryPlace(job, guaranteed, n, *allocator_, &ids, &placements)) return false;
+    placed = n;
     return true;
+  });
+  if (replicas < 0) return false;
+  if (placed != replicas) {
+    for (int id : ids) allocator_->Release(id);
+    TryPlace(job, guaranteed, replicas, *allocator_, &ids, &placements);
   }
-  return false;
+  Run(job, guaranteed, replicas, std::move(ids), std::move(placements), now, out);
+  return true;
+}
+
+std::vector<std::string> Scheduler::GpuIds(const std::vector<ReplicaPlacement>& placements) const {
+  std::vector<std::string> ids;
+  for (const ReplicaPlacement& r : placements)
+    for (int g : r.gpus) ids.push_back(cluster_->nodes[r.node].name + "/" + std::to_string(g));
+  return ids;
+}
+
+bool Scheduler::Resize(JobRecord& job, int replicas, double now, std::vector<Decision>* out) {
+  const int before = job.replicas;
+  if (replicas == before) return false;
+  // A shrink places the kept replicas again exactly, which unhealthy hardware refuses.
+  if (replicas < before)
+    for (const ReplicaPlacement& r : job.placements)
+      if (!allocator_->node_healthy(r.node)) return false;
+  Account(job, -1);
+  std::vector<int> ids = job.allocations;
+  std::vector<ReplicaPlacement> placed = job.placements;
+  bool changed;
+  if (replicas > before) {
+    changed =
+        TryPlace(job, !job.borrowed, replicas, *allocator_, &ids, &placed, nullptr, -1, before);
+  } else {
+    // The first replicas stay exactly where they are; the GPUs just freed take them back.
+    job.shrunk_at = now;
+    for (int a : job.allocations) allocator_->Release(a);
+    const std::vector<ReplicaPlacement> keep(job.placements.begin(),
+                                             job.placements.begin() + replicas);
+    changed = TryPlace(job, !job.borrowed, replicas, *allocator_, &ids, &placed, &keep);
+    if (!changed) {
+      TryPlace(job, !job.borrowed, before, *allocator_, &ids, &placed, &job.placements);
+      job.allocations = ids;
+    }
+    ++version_;
+  }
+  Decision d;
+  d.kind = replicas > before ? Decision::Kind::kGrow : Decision::Kind::kShrink;
+  d.job = job.id;
+  d.reason = "to " + std::to_string(replicas) + " of " + std::to_string(TotalReplicas(job.spec)) +
+             " replicas";
+  if (changed) {
+    const auto lo = std::min(before, replicas), hi = std::max(before, replicas);
+    const std::vector<ReplicaPlacement>& longer = replicas > before ? placed : job.placements;
+    d.placements.assign(longer.begin() + lo, longer.begin() + hi);
+    d.gpu_ids = GpuIds(d.placements);
+    job.allocations = std::move(ids);
+    job.placements = std::move(placed);
+    job.replicas = replicas;
+    job.gpu_equivalents = JobGpus(job.spec, replicas);
+  }
+  job.reason.clear();
+  Account(job, +1);
+  if (!changed) return false;
+  Emit(now, job.id, DecisionKindName(d.kind), d.reason);
+  out->push_back(std::move(d));
+  return true;
+}
+
+// Elastic jobs below their full size grow into what the pending jobs left free, the queue
+// furthest below its share first; within the guarantee for guaranteed jobs, under the cap
+// for borrowers.
+void Scheduler::GrowElastic(double now, std::vector<Decision>* out) {
+  std::vector<JobRecord*> growing;
+  for (const auto& [id, j] : running_)
+    if (j->state == JobState::kRunning && j->replicas < TotalReplicas(j->spec) &&
+        j->shrunk_at != now && j->start_time != now)
+      growing.push_back(j);
+  auto share = [&](const JobRecord* j) {
+    const Queue& q = queues_[j->queue];
+    return q.committed.gpu / q.spec.weight;
+  };
+  std::stable_sort(growing.begin(), growing.end(),
+                   [&](const JobRecord* a, const JobRecord* b) { return share(a) < share(b); });
+  for (JobRecord* j : growing) {
+    const int before = j->replicas;
+    const int most = j->borrowed ? MostUnderCap(*j) : TotalReplicas(j->spec);
+    if (most <= before) continue;
+    // Probes place the added replicas and take them back; the largest that fits is kept.
+    const int grown = LargestFitting(before + 1, most, [&](int n) {
+      if (!j->borrowed && !MayGuarantee(*j, JobGpus(j->spec, n) - j->gpu_equivalents)) return false;
+      std::vector<int> ids = j->allocations;
+      std::vector<ReplicaPlacement> placed = j->placements;
+      if (!TryPlace(*j, !j->borrowed, n, *allocator_, &ids, &placed, nullptr, -1, before))
+        return false;
+      for (size_t i = j->allocations.size(); i < ids.size(); ++i) allocator_->Release(ids[i]);
+      return true;
+    });
+    if (grown > before) Resize(*j, grown, now, out);
+  }
 }
 
 // The last victim is gone: the preemptor takes its planned GPUs, reserved for it since.
@@ -692,6 +919,7 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       if (TryJob(*records[next], priorities[next], guarantee_pass, fair, now, &out))
         order.UsageChanged();
   }
+  GrowElastic(now, &out);
   return out;
 }
 
@@ -713,7 +941,11 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   const bool may_guarantee = MayGuarantee(job, need);
   if (guarantee_pass && !may_guarantee) return false;
   std::string cap_refusal;
-  const bool under_cap = !guarantee_pass && UnderCap(job, need, &cap_refusal);
+  // An elastic job may start smaller, as far as its queue's cap leaves room.
+  const int most = MostUnderCap(job);
+  const bool under_cap =
+      !guarantee_pass && (UnderCap(job, need, &cap_refusal) ||
+                          (job.spec.min_replicas > 0 && most >= job.spec.min_replicas));
   // A gang that the replica bound rules out is not placed replica by replica only to be
   // undone at its last replica (elastic gangs may still start smaller: always tried).
   const int replicas = TotalReplicas(job.spec);
@@ -730,7 +962,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   }
   if (!started && under_cap && worth_trying(false)) {
     tried = true;
-    started = Start(job, false, now, out);
+    started = Start(job, false, now, out, most);
   }
   if (started) return true;
   if (tried && pipeline_->refused_by_retryable()) {
@@ -861,22 +1093,10 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     plans.push_back({lower, false, Why::kPriority});
   }
   for (const Plan& plan : plans) {
-    VictimSearch search;
-    search.alloc = allocator_.get();
-    search.spec = &job.spec;
-    search.vc = plan.guaranteed ? job.queue : -1;
-    search.now = now;
-    // Whether the queue may hold the preemptor once `victims` are gone, as Schedule asks of a
-    // start; and for a fair-share reclaim, whether every victim's queue keeps its share.
-    search.allowed = [&](const Victims& victims) {
-      double own = 0, own_guaranteed = 0;
-      std::map<int, double> taken;
-      for (const JobRecord* v : victims) {
-        taken[v->queue] += v->gpu_equivalents;
-        if (v->queue != job.queue) continue;
-        own += v->gpu_equivalents;
-        if (!v->borrowed) own_guaranteed += v->gpu_equivalents;
-      }
+    // Whether the queue may hold the preemptor once `taken` GPUs (by queue) are given back, as
+    // Schedule asks of a start; and for a fair-share reclaim, whether every victim's queue
+    // keeps its share. `own`: the preemptor's queue's part, `own_guaranteed` of it guaranteed.
+    auto allowed = [&](const std::map<int, double>& taken, double own, double own_guaranteed) {
       if (plan.why == Why::kFairShare)
         for (const auto& [q, gpus] : taken)
           if (queues_[q].committed.gpu - gpus < fair[q] - kEps) return false;
@@ -888,9 +1108,52 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
                queue.committed_guaranteed - own_guaranteed + need <= queue.guarantee_gpus + kEps;
       return under_cap;
     };
-    search.fits = [&](Allocator& trial, TrialPlacement* where) {
+    auto allowed_giving = [&](const JobRecord& v, double gpus, std::map<int, double>& taken,
+                              double& own, double& own_guaranteed) {
+      taken[v.queue] += gpus;
+      if (v.queue != job.queue) return;
+      own += gpus;
+      if (!v.borrowed) own_guaranteed += gpus;
+    };
+    auto fits = [&](Allocator& trial, TrialPlacement* where) {
       return TryPlaceOn(job, plan.guaranteed, trial, where);
     };
+    // Elastic victims give back replicas first; the job then starts at once on what they freed.
+    ShrinkSearch shrinking;
+    shrinking.alloc = allocator_.get();
+    shrinking.allowed = [&](const std::vector<Shrink>& shrinks) {
+      std::map<int, double> taken;
+      double own = 0, own_guaranteed = 0;
+      for (const Shrink& s : shrinks)
+        allowed_giving(*s.job, s.job->gpu_equivalents - JobGpus(s.job->spec, s.replicas), taken,
+                       own, own_guaranteed);
+      return allowed(taken, own, own_guaranteed);
+    };
+    shrinking.shrink = [&](Allocator& trial, const Shrink& s, std::vector<int>* ids) {
+      for (int a : *ids) trial.Release(a);
+      const std::vector<ReplicaPlacement> keep(s.job->placements.begin(),
+                                               s.job->placements.begin() + s.replicas);
+      std::vector<ReplicaPlacement> placed;
+      TryPlace(*s.job, !s.job->borrowed, s.replicas, trial, ids, &placed, &keep);
+    };
+    shrinking.fits = fits;
+    if (std::optional<ShrinkPlan> shrunk = FindShrinks(shrinking, plan.victims)) {
+      for (const Shrink& s : shrunk->shrinks) Resize(*s.job, s.replicas, now, out);
+      if (Start(job, plan.guaranteed, now, out)) return true;
+    }
+    VictimSearch search;
+    search.alloc = allocator_.get();
+    search.spec = &job.spec;
+    search.vc = plan.guaranteed ? job.queue : -1;
+    search.now = now;
+    search.allowed = [&](const Victims& victims) {
+      std::map<int, double> taken;
+      double own = 0, own_guaranteed = 0;
+      for (const JobRecord* v : victims)
+        allowed_giving(*v, v->gpu_equivalents, taken, own, own_guaranteed);
+      return allowed(taken, own, own_guaranteed);
+    };
+    search.fits = fits;
     std::optional<VictimPlan> found = FindVictims(search, plan.victims);
     if (!found) continue;
     const char* why = plan.why == Why::kGuarantee   ? "reclaimed for the guarantee of queue "

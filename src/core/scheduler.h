@@ -12,7 +12,10 @@
 //    inside the guarantee when they fit; above it a queue borrows idle capacity (up to its cap)
 //    and borrowed jobs are preemptible. Priority < 0 jobs always borrow.
 //  - Gangs are all-or-nothing. Elastic jobs (min_replicas > 0) start with as many replicas as
-//    fit, at least min_replicas.
+//    fit (and as the queue's cap leaves room for), at least min_replicas. At the end of each
+//    cycle, running elastic jobs below full size grow into what pending jobs left free (kGrow).
+//    Before whole jobs are preempted, elastic victims give back replicas, one at a time down to
+//    their minimum (kShrink, at once), and the preemptor starts on what they freed.
 //  - Order (queue_order.h): the queue with the smallest weighted dominant share goes next;
 //    inside a queue, the highest whole priority point (priority plus aging), then the user with
 //    the smallest dominant share, updated as jobs start in the cycle (DRF among users), then
@@ -56,6 +59,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -117,6 +121,7 @@ struct JobRecord {
   bool reserved_guaranteed = false;  // a waiting preemptor: its plan is inside the guarantee
   double committed_gpus = 0;         // a waiting preemptor: GPUs counted as committed
   int preemptions = 0;               // times this job was preempted or evicted
+  double shrunk_at = -1;             // an elastic job's last shrink: it does not regrow then
   // The scheduler's state version when the job last failed to fit; it is retried only after
   // capacity was freed, health changed or new victims appeared, since nothing else can help.
   uint64_t failed_at = UINT64_MAX;
@@ -129,11 +134,13 @@ struct Decision {
     kPreempt,  // stop the job within grace_period_s (for `preemptor`), then report Stopped
     kEvict,    // stop the job now (bad hardware, drain, an elastic shrink); report Stopped
     kKill,     // a victim passed its grace deadline: kill it, then report Stopped
+    kGrow,     // an elastic job runs more replicas: start them at `placements`
+    kShrink,   // an elastic job gives back the replicas at `placements`: stop them now
   };
   Kind kind = Kind::kStart;
   int job = -1;
-  std::vector<ReplicaPlacement> placements;  // kStart
-  std::vector<std::string> gpu_ids;          // kStart: "node/index" per GPU, in placement order
+  std::vector<ReplicaPlacement> placements;  // kStart, kGrow, kShrink: the replicas concerned
+  std::vector<std::string> gpu_ids;          // their GPUs, "node/index", in placement order
   int preemptor = -1;                        // kPreempt
   double grace_period_s = 0;                 // kPreempt: the victim's grace period
   std::string reason;
@@ -183,6 +190,13 @@ class Scheduler {
   // guarantee or borrowing, as now) with every VC's guarantee safe; else returns why, naming
   // the queue, and changes nothing.
   std::string SetQueues(const std::vector<QueueSpec>& queues);
+  // Runtime node changes: replaces the cluster (nodes added, removed, relabeled), keeping the
+  // queues. Nodes are matched by name; cordons, bad GPUs, telemetry and reservations follow
+  // them. Jobs running on a node that is gone, or on GPUs it no longer has, are lost: they go
+  // back to pending (event "lost"). Refused whole, with why, when the cluster is invalid or the
+  // queues' guarantees no longer fit it. `cluster` must outlive the engine, or the next call.
+  std::string SetCluster(const Cluster* cluster, double now);
+  const Cluster& cluster() const { return *cluster_; }
   const Policy& policy() const { return pipeline_->policy(); }
 
   // Queues a job; returns its id, or -1 with `why` (unknown queue, nothing asked, ...).
@@ -264,16 +278,45 @@ class Scheduler {
     std::vector<JobRecord*> pending;  // records live in jobs_, whose nodes never move
   };
 
+  // A fresh allocator with every running job placed again where it runs (SetQueues,
+  // SetCluster).
+  struct Rebuilt {
+    std::unique_ptr<Allocator> allocator;
+    std::map<int, std::vector<int>> allocations;              // [job] ids there
+    std::map<int, std::vector<ReplicaPlacement>> placements;  // [job] on the new nodes
+    std::vector<int> lost;  // running jobs that could not be placed again
+  };
+  // `node_map`: old node index -> new (-1: gone). keep_all: a job that cannot be placed again
+  // refuses the rebuild, else it is lost.
+  std::string Rebuild(const Cluster* cluster, const std::vector<QueueSpec>& specs,
+                      const std::map<std::string, int>& index, const std::vector<int>& node_map,
+                      bool keep_all, Rebuilt* out);
+  void Install(Rebuilt& rebuilt, const std::vector<int>& node_map);
+  void CountGuarantees();
+  void CountCapacity();
+  void WakePreemptor(JobRecord& victim);  // a victim left: its preemptor stops waiting for it
   double JobGpus(const JobSpec& spec, int replicas) const;
   ResourceVector JobResources(const JobRecord& job) const;
   bool MayGuarantee(const JobRecord& job, double need) const;
   bool UnderCap(const JobRecord& job, double need, std::string* why) const;
-  // Places every group on `alloc` (only on `only_node` when >= 0); fills ids and placements,
-  // or leaves nothing behind.
+  // Places replicas [first, replicas) of the job on `alloc` (only on `only_node` when >= 0),
+  // appending to ids and placements (which hold the first ones), or leaves nothing new behind.
   bool TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocator& alloc,
                 std::vector<int>* ids, std::vector<ReplicaPlacement>* placements,
-                const std::vector<ReplicaPlacement>* exact = nullptr, int only_node = -1);
-  bool Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out);
+                const std::vector<ReplicaPlacement>* exact = nullptr, int only_node = -1,
+                int first = 0);
+  // Elastic jobs: the largest replica count in [least, most] that `fits` (most first, then
+  // least, then bisecting), or -1; and the most replicas the queue's cap leaves room for.
+  static int LargestFitting(int least, int most, const std::function<bool(int)>& fits);
+  int MostUnderCap(const JobRecord& job) const;
+  // most < 0: the job's full size.
+  bool Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out,
+             int most = -1);
+  // A running elastic job to `replicas`: grown where more fit, or shrunk keeping its first
+  // replicas where they are. False when nothing changed.
+  bool Resize(JobRecord& job, int replicas, double now, std::vector<Decision>* out);
+  void GrowElastic(double now, std::vector<Decision>* out);
+  std::vector<std::string> GpuIds(const std::vector<ReplicaPlacement>& placements) const;
   void Run(JobRecord& job, bool guaranteed, int replicas, std::vector<int> ids,
            std::vector<ReplicaPlacement> placements, double now, std::vector<Decision>* out);
   bool TryJob(JobRecord& job, double priority, bool guarantee_pass, const std::vector<double>& fair,

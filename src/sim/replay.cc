@@ -270,6 +270,14 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
           }
           events.push({now + d.grace_period_s, event_seq++, kVictimStops, d.job, run.token});
           break;
+        case Decision::Kind::kGrow:
+          ++result.grows;
+          ++o.grows;
+          break;
+        case Decision::Kind::kShrink:
+          ++result.shrinks;
+          ++o.shrinks;
+          break;
         case Decision::Kind::kEvict:
         case Decision::Kind::kKill: {
           const bool evict = d.kind == Decision::Kind::kEvict;

@@ -82,6 +82,7 @@ struct JobOutcome {
   std::string end_kind;  // succeeded, cancelled, refused; "" while pending or running
   std::string refused;   // why the engine refused it at submit
   int preemptions = 0, evictions = 0;
+  int grows = 0, shrinks = 0;  // an elastic job's replicas added or given back
   // The longest stretch it waited within its queue's guarantee while other queues borrowed.
   double guaranteed_wait_s = 0;
   bool anomaly = false;  // that stretch passed the victims' grace period plus one cycle
@@ -123,6 +124,7 @@ struct ReplayResult {
   double mean_utilization = 0;
   double utilization_from = 0, utilization_to = 0;
   int preemptions = 0, evictions = 0, kills = 0;
+  int grows = 0, shrinks = 0;
   int anomalies = 0;
   double anomaly_tolerance_s = 0;  // the longest grace period plus one cycle
   int cancelled = 0, refused = 0;

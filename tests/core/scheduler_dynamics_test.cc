@@ -430,7 +430,7 @@ class Driver {
     bool fail_start = false;
     int started_call = -1;      // the engine call that started its current run
     double start_priority = 0;  // its priority with aging (since submit) when it started
-    int stops = 0;              // preempt and evict decisions since StartPhase
+    int stops = 0;              // preempt, evict and shrink decisions since StartPhase
   };
 
   static std::string Time(double t) {
@@ -536,6 +536,34 @@ class Driver {
           }
           t.phase = Phase::kStopping;
           t.stop_at = std::min(t.stop_at, at + rng_.Uniform(0, 3));
+          break;
+        }
+        case Decision::Kind::kGrow:
+        case Decision::Kind::kShrink: {
+          const bool grow = d.kind == Decision::Kind::kGrow;
+          // (A later decision of the same call may already have told it to stop.)
+          if (t.phase != Phase::kRunning || !Holds(*j))
+            return Fail(job + (grow ? " grew" : " shrank") + " while not running");
+          if (j->spec.min_replicas == 0) return Fail(job + " resized but is not elastic");
+          if (j->replicas < j->spec.min_replicas || j->replicas > TotalReplicas(j->spec))
+            return Fail(job + " resized to " + std::to_string(j->replicas) + " replicas");
+          if (!grow && t.started_call == call_)
+            return Fail(job + " was started and shrunk in one call");
+          if (!grow) {  // a shrink stops replicas: it counts against thrash as a stop does
+            ++t.stops;
+            last_stop_step_ = step_;
+          }
+          for (const ReplicaPlacement& r : d.placements) {
+            bool held = false;
+            for (const ReplicaPlacement& h : j->placements)
+              held |= h.node == r.node && h.gpus == r.gpus && h.gpu_milli == r.gpu_milli;
+            if (held != grow)
+              return Fail(job + (grow ? " grew at a replica it does not hold"
+                                      : " shrank but still holds the replica"));
+            if (grow && cordoned(r.node)) return Fail(job + " grew on a cordoned node");
+            for (int g : r.gpus)
+              if (grow && bad(r.node, g)) return Fail(job + " grew on bad GPU " + Gpu(r.node, g));
+          }
           break;
         }
       }

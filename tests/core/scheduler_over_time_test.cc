@@ -470,6 +470,137 @@ TEST(SchedulerOverTimeTest, QueuesChangeAtRunTimeOrNotAtAll) {
   d.Check();
 }
 
+// Nodes come, go and change labels at run time: jobs on a node that is gone are lost back to
+// pending, the rest keep their GPUs, and health follows each node by name.
+TEST(SchedulerOverTimeTest, NodesComeAndGoAtRunTime) {
+  Driver d(2, 2, {Queue("a"), Queue("b", 1)});
+  const int b1 = d.Submit(Job("b", 8));
+  const int a1 = d.Submit(Job("a", 8));
+  const int a2 = d.Submit(Job("a", 8));
+  d.Cycle();
+  ASSERT_EQ(d.J(b1).state, JobState::kRunning);
+  ASSERT_EQ(d.J(a1).state, JobState::kRunning);
+  ASSERT_EQ(d.J(a2).state, JobState::kPending);
+  const int b_node = d.J(b1).placements[0].node;
+  const std::string b_name = d.cluster_.nodes[b_node].name;
+  const std::string a_name = d.cluster_.nodes[d.J(a1).placements[0].node].name;
+  d.Handle(d.s_.SetNodeCordoned(b_node, true, d.now_));
+  // Queues can still change while a cordoned node holds a job.
+  ASSERT_EQ(d.s_.SetQueues({Queue("a"), Queue("b", 1)}), "");
+  d.Check();
+  // Too small for b's guarantee: refused whole.
+  Cluster tiny = d.cluster_;
+  tiny.nodes.clear();
+  EXPECT_NE(d.s_.SetCluster(&tiny, d.now_), "");
+  EXPECT_EQ(&d.s_.cluster(), &d.cluster_);
+  d.Check();
+  // a1's node goes; two nodes come, one labelled; b's node moves to another index.
+  Cluster next = d.cluster_;
+  Node added = next.nodes[0];
+  next.nodes.clear();
+  added.name = "new-0";
+  next.nodes.push_back(added);
+  next.nodes.push_back(d.cluster_.nodes[b_node]);
+  added.name = "new-1";
+  added.labels["pool"] = "fast";
+  next.nodes.push_back(added);
+  ASSERT_EQ(d.s_.SetCluster(&next, d.now_), "");
+  d.Check();
+  EXPECT_EQ(d.J(b1).state, JobState::kRunning);
+  EXPECT_EQ(d.J(b1).placements[0].node, 1);
+  EXPECT_TRUE(d.s_.allocator().node_cordoned(1));
+  EXPECT_EQ(d.J(a1).state, JobState::kPending);
+  EXPECT_NE(d.J(a1).reason.find("lost: node " + a_name), std::string::npos) << d.J(a1).reason;
+  bool lost_event = false;
+  for (const EngineEvent& e : d.s_.EventsSince(0)) lost_event |= e.kind == "lost" && e.job == a1;
+  EXPECT_TRUE(lost_event);
+  // The new label is seen: a selector job fits the labelled node only.
+  JobSpec fast = Job("a", 8);
+  fast.groups[0].node_selector["pool"] = "fast";
+  const std::vector<NodeVerdict> v = d.s_.Evaluate(fast, {0, 1, 2});
+  EXPECT_FALSE(v[0].feasible);
+  EXPECT_FALSE(v[1].feasible);  // cordoned
+  EXPECT_TRUE(v[2].feasible);
+  d.Cycle();
+  EXPECT_EQ(d.J(a1).state, JobState::kRunning);
+  EXPECT_EQ(d.J(a2).state, JobState::kRunning);
+  d.Handle(d.s_.SetNodeCordoned(1, false, d.now_));
+  d.s_.Finish(b1, d.now_);
+  const int a3 = d.Submit(Job("a", 8));
+  d.Cycle();
+  EXPECT_EQ(d.J(a3).state, JobState::kRunning);
+  EXPECT_EQ(d.s_.cluster().nodes[d.J(a3).placements[0].node].name, b_name);
+  d.Check();
+}
+
+JobSpec Elastic(const std::string& queue, int replicas, int min_replicas) {
+  JobSpec spec = Job(queue, 1);
+  spec.groups[0].replicas = replicas;
+  spec.min_replicas = min_replicas;
+  return spec;
+}
+
+// Elastic jobs grow toward their full size when capacity frees.
+TEST(SchedulerOverTimeTest, AnElasticJobGrowsWhenCapacityFrees) {
+  Driver d(1, 1, {Queue("a")});
+  const int whole = d.Submit(Job("a", 4));
+  d.Cycle();
+  const int e = d.Submit(Elastic("a", 8, 2));
+  d.Cycle();
+  ASSERT_EQ(d.J(e).state, JobState::kRunning);
+  EXPECT_EQ(d.J(e).replicas, 4);
+  d.Cycle();
+  EXPECT_EQ(d.J(e).replicas, 4);  // nothing freed: nothing grows
+  EXPECT_EQ(d.count_[Decision::Kind::kGrow], 0);
+  d.s_.Finish(whole, d.now_);
+  std::vector<Decision> out = d.s_.Schedule(d.now_);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].kind, Decision::Kind::kGrow);
+  EXPECT_EQ(out[0].placements.size(), 4u);  // the added replicas only
+  EXPECT_EQ(out[0].gpu_ids.size(), 4u);
+  EXPECT_EQ(d.J(e).replicas, 8);
+  EXPECT_EQ(d.J(e).placements.size(), 8u);
+  EXPECT_EQ(d.s_.Queues()[0].usage_gpus, 8);
+  d.Check();
+  // A cap leaves room for part of an elastic job: it starts at that size, then stays there.
+  Driver capped(1, 1, {{"a", 1, 3, {}}});
+  const int c = capped.Submit(Elastic("a", 8, 2));
+  for (int i = 0; i < 3; ++i) capped.Cycle();
+  ASSERT_EQ(capped.J(c).state, JobState::kRunning);
+  EXPECT_EQ(capped.J(c).replicas, 3);
+  EXPECT_EQ(capped.count_[Decision::Kind::kGrow], 0);
+}
+
+// Elastic jobs shrink (down to their minimum) before whole jobs are preempted, and the job they
+// shrank for starts at once; over many cycles nothing flips back and forth.
+TEST(SchedulerOverTimeTest, ElasticJobsShrinkBeforeWholeJobsArePreempted) {
+  Driver d(2, 2, {Queue("a"), Queue("b")});
+  const int whole = d.Submit(Job("a", 8));
+  const int e = d.Submit(Elastic("a", 8, 2));
+  d.Cycle();
+  ASSERT_EQ(d.J(whole).state, JobState::kRunning);
+  ASSERT_EQ(d.J(e).replicas, 8);
+  // b's fair share: a gives back what b1 needs, from the elastic job, and b1 starts at once.
+  const int b1 = d.Submit(Job("b", 4));
+  d.Cycle();
+  EXPECT_EQ(d.J(b1).state, JobState::kRunning);
+  EXPECT_EQ(d.J(e).replicas, 4);
+  const int b2 = d.Submit(Job("b", 2));
+  for (int i = 0; i < 50; ++i) d.Cycle(10);
+  EXPECT_EQ(d.J(b2).state, JobState::kRunning);
+  EXPECT_EQ(d.J(e).replicas, 2);
+  EXPECT_EQ(d.J(whole).state, JobState::kRunning);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 0);
+  EXPECT_EQ(d.count_[Decision::Kind::kShrink], 2);
+  EXPECT_EQ(d.count_[Decision::Kind::kGrow], 0);
+  // b's work ends: e grows back.
+  for (int id : {b1, b2}) d.s_.Finish(id, d.now_);
+  d.Cycle();
+  EXPECT_EQ(d.J(e).replicas, 8);
+  EXPECT_EQ(d.count_[Decision::Kind::kGrow], 1);
+  d.Check();
+}
+
 // The extender's dry run scores nodes without committing; the bind then commits exactly.
 TEST(SchedulerOverTimeTest, DryRunThenCommit) {
   Driver d(2, 2, {Queue("a")});
