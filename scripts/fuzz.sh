@@ -46,7 +46,8 @@ run() {
   local target=$1 bin=build-fuzz/$1_fuzz log=build-fuzz/logs/$1.log
   local regressions=tests/data/fuzz/$1 corpus=build-fuzz/corpus/$1 seed_dir=build-fuzz/seeds/$1
   mkdir -p build-fuzz/logs build-fuzz/findings "$corpus"
-  rm -rf "$seed_dir" && mkdir -p "$seed_dir" && seeds "$target" "$seed_dir"
+  rm -rf "$seed_dir" && mkdir -p "$seed_dir"
+  seeds "$target" "$seed_dir" || return 1
   # The inputs that found bugs: each is run once and must pass.
   if compgen -G "$regressions/*" >/dev/null; then
     "$bin" "${limits[@]}" "$regressions"/* >"$log" 2>&1 ||
