@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "config/config_error.h"
+#include "config/limits.h"
 #include "core/allocator.h"
 #include "core/scheduler.h"
 #include "core/synthetic_cluster.h"
@@ -105,7 +106,7 @@ void RunBenchAlloc(const std::string& cluster_path, bool json, int iterations) {
                 << std::setprecision(0) << ns << std::setw(12) << s.iterations
                 << (failures ? "  (" + std::to_string(failures) + " did not fit)" : "") << "\n";
   }
-  if (json) std::cout << nlohmann::json{{"results", results}}.dump(2) << "\n";
+  if (json) std::cout << JsonText(nlohmann::json{{"results", results}}) << "\n";
 }
 
 // Cycle time by queue depth: a full cluster with `pending` jobs waiting, of many shapes (1-8
@@ -113,7 +114,8 @@ void RunBenchAlloc(const std::string& cluster_path, bool json, int iterations) {
 // queue). Each cycle a few running jobs end and as many new jobs arrive, then one Schedule call
 // (one cycle) is timed. Decisions/s here counts the starts and preemptions those cycles make.
 struct DeepQueueFigures {
-  double cycle_ms_p50 = 0, cycle_ms_p99 = 0, decisions_per_sec = 0, pending = 0;
+  double cycle_ms_p50 = 0, cycle_ms_p99 = 0, decisions_per_sec = 0;
+  size_t pending = 0;  // the fewest jobs waiting at the start of any timed cycle
   int cycles = 0, decisions = 0;
 };
 
@@ -161,7 +163,8 @@ DeepQueueFigures RunDeepQueue(const Cluster& cluster, const std::vector<QueueSpe
 
   DeepQueueFigures f;
   std::vector<double> cycle_ms;
-  double busy_s = 0, pending_sum = 0;
+  double busy_s = 0;
+  f.pending = SIZE_MAX;
   const int cycles = 200;
   for (int c = 1; c <= cycles; ++c) {
     const double now = c;  // seconds: well under any reservation threshold
@@ -175,7 +178,7 @@ DeepQueueFigures RunDeepQueue(const Cluster& cluster, const std::vector<QueueSpe
     size_t pending = 0;
     for (size_t q = 0; q < queues.size(); ++q)
       pending += engine.pending(static_cast<int>(q)).size();
-    pending_sum += static_cast<double>(pending);
+    f.pending = std::min(f.pending, pending);
     const auto start = std::chrono::steady_clock::now();
     const std::vector<Decision> decisions = engine.Schedule(now);
     const double s =
@@ -194,7 +197,6 @@ DeepQueueFigures RunDeepQueue(const Cluster& cluster, const std::vector<QueueSpe
   f.cycle_ms_p50 = cycle_ms[cycle_ms.size() / 2];
   f.cycle_ms_p99 = cycle_ms[static_cast<size_t>(0.99 * (cycle_ms.size() - 1))];
   f.decisions_per_sec = busy_s > 0 ? f.decisions / busy_s : 0;
-  f.pending = pending_sum / cycles;
   return f;
 }
 
@@ -362,8 +364,8 @@ void AddBenchCommand(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto iterations = std::make_shared<int>(20000);
   cmd->add_option("--cluster", *cluster, "Cluster file or openb node list instead of the default");
-  cmd->add_option("--iterations", *iterations, "Allocate+release pairs per scenario")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--iterations", *iterations, "Allocate+release pairs per scenario, up to 10^7")
+      ->check(CLI::Range(1, 10'000'000));
   cmd->add_flag("--json", *json, "Print JSON");
   cmd->callback([=] { RunBenchAlloc(*cluster, *json, *iterations); });
 
@@ -379,8 +381,10 @@ void AddBenchCommand(CLI::App& app) {
       ->add_option("--pending", *s_pending,
                    "Also time cycles with this many jobs waiting (deep queue), up to 100000")
       ->check(CLI::Range(0, 100000));
-  sched->add_option("--queues", *s_queues, "Queues (virtual clusters)")->check(CLI::PositiveNumber);
-  sched->add_option("--jobs", *s_jobs, "Jobs in the stream")->check(CLI::PositiveNumber);
+  sched->add_option("--queues", *s_queues, "Queues (virtual clusters), up to 1000")
+      ->check(CLI::Range(int64_t{1}, limits::kMaxQueues));
+  sched->add_option("--jobs", *s_jobs, "Jobs in the stream, up to 1000000")
+      ->check(CLI::Range(int64_t{1}, limits::kMaxJobs));
   sched->add_flag("--json", *s_json, "Print JSON");
   sched->callback([=] { RunBenchSchedule(*s_cluster, *s_queues, *s_jobs, *s_pending, *s_json); });
 }

@@ -78,9 +78,9 @@ void RunCells(const std::string& cluster_path, const std::string& vcs_path, bool
     throw ConfigError("--depth: unknown level \"" + depth +
                       "\"; use gpu, switch, socket, node, rack or cluster");
   auto alloc = std::make_unique<Allocator>(&cluster, specs);
-  if (!alloc->error().empty())
-    throw ConfigError((vcs_path.empty() ? std::string("cluster") : vcs_path) + ": " +
-                      alloc->error());
+  // The cluster alone passed the engine's checks on load; what is left is about the VCs, and a
+  // guarantee names its own file and line (VcGuarantee::where).
+  if (!alloc->error().empty()) throw ConfigError(alloc->error());
   const CellTree& tree = alloc->tree();
   const auto counts = CountGpus(*alloc);
 
@@ -133,7 +133,7 @@ void RunCells(const std::string& cluster_path, const std::string& vcs_path, bool
       j["virtual_clusters"].push_back(std::move(vc));
     }
     j["tree"] = TreeJson(*alloc, counts, tree.root());
-    std::cout << j.dump(2) << "\n";
+    std::cout << JsonText(j) << "\n";
     return;
   }
 

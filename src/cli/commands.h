@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/cluster.h"
@@ -15,5 +16,11 @@ void AddSimCommand(CLI::App& app);
 // The cluster named on the command line: a cluster file (YAML), an openb node list (.csv), or
 // the embedded default (examples/multi-rack.yaml) when `path` is empty. Throws ConfigError.
 Cluster LoadClusterArgument(const std::string& path);
+
+// `j` as indented text. Input files are checked to be UTF-8, but a file name need not be: its
+// stray bytes become U+FFFD instead of an exception.
+inline std::string JsonText(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 }  // namespace berth

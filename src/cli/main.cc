@@ -1,6 +1,8 @@
-// berth: one binary, subcommands. Errors in the operator's input exit 2 with the message.
+// berth: one binary, subcommands. Errors in the operator's input exit 2 with the message; any
+// other failure exits 1 with a message too, never an abort.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <new>
 
 #include "cli/commands.h"
 #include "config/config_error.h"
@@ -18,6 +20,15 @@ int main(int argc, char** argv) {
   } catch (const berth::ConfigError& e) {
     std::cerr << "berth: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "berth: out of memory; the input is larger than this machine can hold\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "berth: internal error: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << "berth: internal error: an unknown exception\n";
+    return 1;
   }
   return 0;
 }

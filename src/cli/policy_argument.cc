@@ -31,4 +31,25 @@ Policy LoadPolicyArgument(const std::string& name_or_path) {
                     "\"; built-in policies: " + known + "; or give a policy file (.yaml)");
 }
 
+std::vector<Policy> LoadPolicyList(const std::string& list) {
+  std::vector<Policy> policies;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = list.find(',', start);
+    const std::string name = list.substr(start, comma - start);
+    if (name.empty())
+      throw ConfigError(
+          "--policy: expected policy names separated by commas (e.g. fgd,berth), "
+          "got \"" +
+          list + "\"");
+    policies.push_back(LoadPolicyArgument(name));
+    for (size_t i = 0; i + 1 < policies.size(); ++i)
+      if (policies[i].name == policies.back().name)
+        throw ConfigError("--policy: two policies are named \"" + policies.back().name +
+                          "\"; give each policy once");
+    if (comma == std::string::npos) return policies;
+    start = comma + 1;
+  }
+}
+
 }  // namespace berth

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/policy.h"
 
@@ -11,5 +12,9 @@ namespace berth {
 // existing file or ends in .yaml / .yml. Throws ConfigError for an unknown name or an invalid
 // file (every bad field listed).
 Policy LoadPolicyArgument(const std::string& name_or_path);
+
+// The policies of a comma-separated --policy list, each as LoadPolicyArgument; an empty list or
+// entry, and two policies of one name (results are keyed by name), throw ConfigError.
+std::vector<Policy> LoadPolicyList(const std::string& list);
 
 }  // namespace berth

@@ -2,19 +2,23 @@
 // policies side by side on the same seeds; a table on the terminal, JSON and an SVG chart.
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <set>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "cli/data_dir.h"
 #include "cli/policy_argument.h"
 #include "config/berth_trace.h"
 #include "config/config_error.h"
+#include "config/limits.h"
 #include "config/openb_node_list.h"
 #include "config/openb_pod_list.h"
 #include "config/tiresias_trace.h"
@@ -28,23 +32,40 @@
 namespace berth {
 namespace {
 
+// A whole number from 0 to 2^64-1, nothing else ("42abc", "1.9", "-1" and "" are not).
+bool ParseSeed(std::string_view text, uint64_t* seed) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *seed);
+  return !text.empty() && ec == std::errc() && end == text.data() + text.size();
+}
+
+// "42-51" or "1,2,3" (or both, "1,5-8"): distinct seeds, at most limits::kMaxSeeds.
 std::vector<uint64_t> ParseSeeds(const std::string& text) {
   std::vector<uint64_t> seeds;
-  std::stringstream in(text);
-  std::string part;
-  try {
-    while (std::getline(in, part, ',')) {
-      const size_t dash = part.find('-');
-      const uint64_t a = std::stoull(part.substr(0, dash));
-      const uint64_t b = dash == std::string::npos ? a : std::stoull(part.substr(dash + 1));
-      if (b < a || b - a > 10000) throw std::invalid_argument(part);
-      for (uint64_t s = a; s <= b; ++s) seeds.push_back(s);
+  std::set<uint64_t> seen;
+  std::string_view rest = text;
+  while (true) {
+    const std::string_view part = rest.substr(0, rest.find(','));
+    const size_t dash = part.find('-');
+    uint64_t first = 0, last = 0;
+    if (!ParseSeed(part.substr(0, dash), &first) ||
+        !ParseSeed(dash == std::string_view::npos ? part : part.substr(dash + 1), &last) ||
+        last < first)
+      throw ConfigError(
+          "--seeds: expected whole numbers from 0 to 18446744073709551615 and "
+          "rising ranges, like 42-51 or 1,2,3, got \"" +
+          std::string(part) + "\"");
+    // Counted before the loop, which stops at `last` itself so that 2^64-1 cannot wrap.
+    if (last - first >= static_cast<uint64_t>(limits::kMaxSeeds) - seeds.size())
+      throw ConfigError("--seeds: " + limits::OverLimit(limits::kMaxSeeds, "seeds"));
+    for (uint64_t s = first;; ++s) {
+      if (!seen.insert(s).second)
+        throw ConfigError("--seeds: seed " + std::to_string(s) + " is given twice");
+      seeds.push_back(s);
+      if (s == last) break;
     }
-  } catch (const std::exception&) {
-    throw ConfigError("--seeds: expected seeds like 42-51 or 1,2,3, got \"" + text + "\"");
+    if (part.size() == rest.size()) return seeds;
+    rest.remove_prefix(part.size() + 1);
   }
-  if (seeds.empty()) throw ConfigError("--seeds: give at least one seed, e.g. 42-51");
-  return seeds;
 }
 
 std::string BaseName(const std::string& path) {
@@ -96,6 +117,8 @@ void RunSimPacking(const PackingArgs& a) {
                       "; give --nodes and --pods");
   }
   const Cluster cluster = LoadOpenbNodeList(a.nodes);
+  if (cluster.gpu_count() == 0)
+    throw ConfigError(a.nodes + ": no node has GPUs; packing measures GPU allocation");
   int skipped = 0;
   const std::vector<TracePod> pods =
       LoadOpenbPodList(a.pods, a.skip_malformed ? &skipped : nullptr);
@@ -103,14 +126,21 @@ void RunSimPacking(const PackingArgs& a) {
   if (pods.empty()) throw ConfigError(a.pods + ": no pods");
   const std::vector<uint64_t> seeds = ParseSeeds(a.seeds);
   if (!(a.tune > 0 && a.tune <= 3)) throw ConfigError("--tune: expected a factor in (0, 3]");
-  std::vector<Policy> policies;
-  std::stringstream list(a.policies);
-  std::string name;
-  while (std::getline(list, name, ',')) {
-    Policy p = LoadPolicyArgument(name);
-    p.candidates = a.candidates;
-    policies.push_back(std::move(p));
-  }
+  // The trace is inflated with copies of its pods until it asks for `tune` times the GPUs:
+  // bounded only when some pod asks for GPUs, and as long as the mean pod is small.
+  double gpu_milli = 0;
+  for (const TracePod& p : pods) gpu_milli += static_cast<double>(p.gpus) * p.gpu_milli;
+  if (gpu_milli == 0)
+    throw ConfigError(a.pods + ": no pod asks for GPUs; packing measures GPU allocation");
+  const double inflated = a.tune * 1000.0 * cluster.gpu_count() / (gpu_milli / pods.size());
+  if (inflated > static_cast<double>(limits::kMaxPackingPods))
+    throw ConfigError("--tune: the trace inflated to " + std::to_string(a.tune) +
+                      " times the cluster would be about " +
+                      std::to_string(std::llround(inflated)) + " pods, " +
+                      limits::OverLimit(limits::kMaxPackingPods, "pods") +
+                      "; lower --tune or use a smaller node list");
+  std::vector<Policy> policies = LoadPolicyList(a.policies);
+  for (Policy& p : policies) p.candidates = a.candidates;
 
   std::vector<PackingResult> results;
   const auto start = std::chrono::steady_clock::now();
@@ -161,7 +191,7 @@ void RunSimPacking(const PackingArgs& a) {
           {"unallocated_gpus_" + std::to_string(points), r.unallocated_gpus_at_end}};
     }
     std::ofstream out(a.json);
-    out << j.dump(2) << "\n";
+    out << JsonText(j) << "\n";
     if (!out) throw ConfigError("--json: cannot write " + a.json);
   }
   if (!a.svg.empty()) {
@@ -182,6 +212,9 @@ void RunSimPacking(const PackingArgs& a) {
     if (!out) throw ConfigError("--svg: cannot write " + a.svg);
   }
 }
+
+// --load above this asks for ten times the cluster: a queue that never drains.
+constexpr double kMaxLoad = 10;
 
 struct ReplayArgs {
   std::string cluster, trace, format = "synthetic", vcs, policies = "berth", json, report;
@@ -241,6 +274,16 @@ nlohmann::json OutcomesJson(const Cluster& cluster, const ReplayResult& r) {
 }
 
 void RunSimReplay(const ReplayArgs& a) {
+  // NaN fails every comparison, so each range is written to accept rather than to refuse.
+  if (!(a.load > 0 && a.load <= kMaxLoad))
+    throw ConfigError(
+        "--load: expected a number above 0 and at most 10 (mean GPU demand over "
+        "capacity), got " +
+        std::to_string(a.load));
+  if (!(a.checkpoint_s > 0 && a.checkpoint_s <= limits::kMaxSeconds))
+    throw ConfigError("--checkpoint: expected seconds above 0 and at most 1e9, got " +
+                      std::to_string(a.checkpoint_s));
+  const std::vector<Policy> policies = LoadPolicyList(a.policies);
   const Cluster cluster = LoadClusterArgument(a.cluster);
   std::vector<QueueSpec> queues;
   if (!a.vcs.empty())
@@ -268,7 +311,15 @@ void RunSimReplay(const ReplayArgs& a) {
       if (a.trace.empty()) throw ConfigError("--trace: required with --format " + a.format);
       const std::vector<TracePod> pods =
           a.format == "openb" ? LoadOpenbPodList(a.trace, skip) : LoadTiresiasJobs(a.trace, skip);
+      if (pods.empty()) throw ConfigError(a.trace + ": no rows after the header");
       jobs = ReplayJobsFromTrace(cluster, pods, queues);
+      if (jobs.empty())
+        throw ConfigError(a.trace +
+                          ": no pod has both a submit time and a duration (or start "
+                          "and end times); a replay needs them");
+      if (jobs.size() < pods.size())
+        std::cerr << "berth: " << pods.size() - jobs.size() << " of " << pods.size() << " pods of "
+                  << a.trace << " have no submit time or no duration and are not replayed\n";
     } else {
       throw ConfigError("--format: expected berth, openb, tiresias or synthetic, got \"" +
                         a.format + "\"");
@@ -279,21 +330,16 @@ void RunSimReplay(const ReplayArgs& a) {
   options.shortest_first = a.sjf;
   options.checkpoint_interval_s = a.checkpoint_s;
   std::vector<ReplayResult> results;
-  std::stringstream list(a.policies);
-  std::string name;
   const auto start = std::chrono::steady_clock::now();
-  while (std::getline(list, name, ',')) {
-    const Policy policy = LoadPolicyArgument(name);
+  for (const Policy& policy : policies) {
     Progress progress(policy.name);
     results.push_back(RunReplay(cluster, queues, jobs, events, policy, options,
                                 [&](double f) { progress(f, static_cast<int>(jobs.size())); }));
     progress.Done();
     const ReplayResult& r = results.back();
-    if (!r.error.empty())
-      throw ConfigError((a.format == "berth" ? a.trace
-                         : a.vcs.empty()     ? a.cluster
-                                             : a.vcs) +
-                        ": " + r.error);
+    // The cluster alone passed the engine's checks on load, and guarantees name their file and
+    // line (VcGuarantee::where): what is left names its own place.
+    if (!r.error.empty()) throw ConfigError(r.error);
     for (const JobOutcome& o : r.jobs)
       if (!o.refused.empty()) {
         std::cerr << "berth: " << policy.name << ": " << r.refused
@@ -349,7 +395,7 @@ void RunSimReplay(const ReplayArgs& a) {
                                  {"outcomes", OutcomesJson(cluster, r)}};
     }
     std::ofstream out(a.json);
-    out << j.dump(2) << "\n";
+    out << JsonText(j) << "\n";
     if (!out) throw ConfigError("--json: cannot write " + a.json);
   }
   if (!a.report.empty()) {
@@ -375,7 +421,8 @@ void AddSimCommand(CLI::App& app) {
                       "bestfit, fgd, berth, or a policy file");
   packing->add_option("--seeds", a->seeds, "Seeds, e.g. 42-51 (the paper's) or 1,2,3");
   packing->add_option("--tune", a->tune, "Inflate the workload to this factor of capacity");
-  packing->add_option("--candidates", a->candidates, "Nodes scored per pod (0: all, the protocol)");
+  packing->add_option("--candidates", a->candidates, "Nodes scored per pod (0: all, the protocol)")
+      ->check(CLI::Range(int64_t{0}, limits::kMaxNodes));
   packing->add_option("--json", a->json, "Write results as JSON");
   packing->add_option("--svg", a->svg, "Write the allocation-ratio curves as SVG");
   packing->add_flag("--skip-malformed", a->skip_malformed, "Skip malformed trace rows, counted");
@@ -390,7 +437,8 @@ void AddSimCommand(CLI::App& app) {
   replay->add_option("--format", r->format, "berth, openb, tiresias or synthetic");
   replay->add_option("--vcs", r->vcs, "Virtual-cluster file: one queue per VC");
   replay->add_option("--policy", r->policies, "Policies, comma-separated");
-  replay->add_option("--jobs", r->jobs, "Synthetic: number of jobs")->check(CLI::PositiveNumber);
+  replay->add_option("--jobs", r->jobs, "Synthetic: number of jobs, up to 1000000")
+      ->check(CLI::Range(int64_t{1}, limits::kMaxJobs));
   replay->add_option("--load", r->load, "Synthetic: mean GPU demand / capacity");
   replay->add_option("--seed", r->seed, "Synthetic: seed");
   replay->add_option("--checkpoint", r->checkpoint_s, "Checkpoint interval (s) of preempted jobs");

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "config/file_text.h"
+#include "config/limits.h"
 #include "config/vc_fields.h"
 #include "config/yaml_reader.h"
 #include "core/mig.h"
@@ -14,18 +15,17 @@ namespace berth {
 namespace {
 
 // Bounds that keep a typo or a hostile file from exhausting memory or time.
-constexpr uint64_t kMaxFileBytes = 32 << 20;
-constexpr size_t kMaxQueues = 1000;
-constexpr size_t kMaxJobs = 200000;
+using limits::kMaxJobs;
+using limits::kMaxName;
+using limits::kMaxQueues;
+using limits::kMaxSeconds;
 constexpr size_t kMaxEvents = 100000;
 constexpr size_t kMaxGroups = 64;
 constexpr size_t kMaxListItems = 64;  // GPU models, node selector labels, spread constraints
-constexpr size_t kMaxName = 253;      // a Kubernetes object name
 constexpr size_t kMaxImage = 1024;
 constexpr int64_t kMaxReplicas = 65536;
 constexpr int64_t kMaxGpusPerReplica = 4096;
 constexpr int64_t kMaxPriority = 1000000000;
-constexpr double kMaxSeconds = 1e9;  // about 31 years
 constexpr double kMaxWeight = 1e6;
 constexpr double kMaxGpus = 1e9;
 constexpr int kDefaultPriority = 100;  // the built-in policies' "default" class
@@ -137,11 +137,18 @@ class TraceParser {
       QueueSpec q;
       q.name = e.key;
       if (!e.value.IsNull()) {  // "dev:" alone: weight 1, no cap, no guarantee
-        r_.CheckFields(e.value, path, {"weight", "cap", "guarantees", "virtualCells"});
+        r_.CheckFields(
+            e.value, path,
+            {"weight", "cap", "modelCaps", "guarantees", "virtualCells", "lendingLimit"});
         if (const YAML::Node w = e.value["weight"])
           q.weight = Number(w, FieldPath(path, "weight"), 0, kMaxWeight, true);
         if (const YAML::Node c = e.value["cap"])
           q.cap_gpus = Number(c, FieldPath(path, "cap"), 0, kMaxGpus);
+        if (const YAML::Node caps = e.value["modelCaps"]) {
+          const std::string caps_path = FieldPath(path, "modelCaps");
+          for (const YamlEntry& m : r_.Entries(caps, caps_path))
+            q.model_caps[m.key] = Number(m.value, FieldPath(caps_path, m.key), 0, kMaxGpus);
+        }
         VirtualClusterSpec vc;
         vc.name = q.name;
         ParseVcGuarantees(r_, e.value, path, &vc);
@@ -422,7 +429,7 @@ class TraceParser {
 
 BerthTrace LoadBerthTrace(const std::string& path, const Cluster& cluster,
                           const std::vector<QueueSpec>& given) {
-  return ParseBerthTraceYaml(ReadFileText(path, kMaxFileBytes), path, cluster, given);
+  return ParseBerthTraceYaml(ReadFileText(path), path, cluster, given);
 }
 
 BerthTrace ParseBerthTraceYaml(const std::string& text, const std::string& source_name,

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <limits>
+#include <functional>
 #include <map>
 #include <set>
 #include <string_view>
 
+#include "config/cluster_size.h"
 #include "config/config_error.h"
 #include "config/file_text.h"
 #include "config/flat_node.h"
@@ -17,11 +18,7 @@
 namespace berth {
 namespace {
 
-// Bounds that keep a typo ("count: 1000000000") from exhausting memory.
-constexpr int kMaxCpuId = 65535;
-constexpr int64_t kMaxNodesPerEntry = 100000;
-constexpr int64_t kMaxChildCells = 65536;
-constexpr int64_t kMaxCellGpus = 1 << 20;
+using limits::kMaxCpuId;
 
 std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
 
@@ -69,8 +66,9 @@ int64_t ParseMiB(const std::string& text) {
                         : unit == "Gi"               ? 1024
                         : unit == "Ti"               ? 1024 * 1024
                                                      : 0;
-  if (scale == 0 || value > std::numeric_limits<int64_t>::max() / scale) return -1;
-  return value * scale;
+  int64_t mib = 0;
+  if (scale == 0 || __builtin_mul_overflow(value, scale, &mib)) return -1;
+  return mib;
 }
 
 Gpu MakeGpu(const std::string& model, int pcie_switch) {
@@ -137,6 +135,10 @@ class ClusterFileParser {
                  const std::string& path);
   void BindNode(const std::string& name, const CellTypeInfo& type, const YAML::Node& at,
                 const std::string& path);
+  // Adds `count` copies of `node` named by `name_of(k)`, once the cluster's bounds allow them;
+  // a name given before is an error at `at`.
+  void AddNodes(Node node, int64_t count, const std::function<std::string(int64_t)>& name_of,
+                const YAML::Node& at, const std::string& path);
 
   YamlReader r_;
   Cluster cluster_;
@@ -145,6 +147,13 @@ class ClusterFileParser {
   std::map<std::string, size_t> cell_type_index_;
   std::map<std::string, Sku> skus_;
   std::map<std::string, std::string> bound_nodes_;  // node name -> path of its cell
+  ClusterSize size_;
+  struct NodeOrigin {
+    size_t index;
+    std::string where;  // "FILE:LINE: PATH" of the entry that declared it
+  };
+  std::map<std::string, NodeOrigin> node_origins_;
+  std::map<std::string, std::string> model_origins_, rack_origins_;  // name -> "FILE:LINE"
 };
 
 Cluster ClusterFileParser::Parse(const std::string& text) {
@@ -152,7 +161,7 @@ Cluster ClusterFileParser::Parse(const std::string& text) {
   r_.CheckFields(root, "",
                  {"name", "gpuModels", "nodeShapes", "racks", "nodes", "skuTypes", "cellTypes",
                   "physicalCells"});
-  cluster_.name = r_.String(r_.Required(root, "", "name"), "name");
+  cluster_.name = r_.Name(r_.Required(root, "", "name"), "name");
   if (const YAML::Node models = root["gpuModels"]) {
     r_.Sequence(models, "gpuModels");
     for (size_t i = 0; i < models.size(); ++i) ParseModel(models[i], IndexPath("gpuModels", i));
@@ -175,8 +184,15 @@ Cluster ClusterFileParser::Parse(const std::string& text) {
 void ClusterFileParser::ParseModel(const YAML::Node& node, const std::string& path) {
   r_.CheckFields(node, path, {"name", "memoryMiB", "mig"});
   GpuModel model;
-  model.name = r_.String(r_.Required(node, path, "name"), FieldPath(path, "name"));
-  model.memory_mib = r_.Int(r_.Required(node, path, "memoryMiB"), FieldPath(path, "memoryMiB"), 0);
+  const YAML::Node name = r_.Required(node, path, "name");
+  model.name = r_.Name(name, FieldPath(path, "name"));
+  const auto [first, fresh] = model_origins_.emplace(model.name, r_.Where(name));
+  if (!fresh)
+    r_.Fail(name, FieldPath(path, "name"),
+            "model " + Quoted(model.name) + " is already declared at " + first->second +
+                "; give each model once");
+  model.memory_mib = r_.Int(r_.Required(node, path, "memoryMiB"), FieldPath(path, "memoryMiB"), 0,
+                            limits::kMaxNodeMemoryMiB);
   if (const YAML::Node mig = node["mig"])
     model.mig_profiles = ParseMigProfiles(mig, FieldPath(path, "mig"), model.name);
   cluster_.models.push_back(std::move(model));
@@ -216,7 +232,7 @@ MigProfile ClusterFileParser::ParseMigProfile(const YAML::Node& node, const std:
   r_.CheckFields(node, path,
                  {"name", "computeSlices", "memorySlots", "starts", "maxInstances", "memoryMiB"});
   MigProfile profile;
-  profile.name = r_.String(r_.Required(node, path, "name"), FieldPath(path, "name"));
+  profile.name = r_.Name(r_.Required(node, path, "name"), FieldPath(path, "name"));
   profile.compute_slices =
       static_cast<int>(r_.Int(r_.Required(node, path, "computeSlices"),
                               FieldPath(path, "computeSlices"), 1, kMigComputeSlices));
@@ -236,8 +252,8 @@ MigProfile ClusterFileParser::ParseMigProfile(const YAML::Node& node, const std:
   profile.max_instances =
       static_cast<int>(r_.Int(r_.Required(node, path, "maxInstances"),
                               FieldPath(path, "maxInstances"), 1, kMigComputeSlices));
-  profile.memory_mib =
-      r_.Int(r_.Required(node, path, "memoryMiB"), FieldPath(path, "memoryMiB"), 0);
+  profile.memory_mib = r_.Int(r_.Required(node, path, "memoryMiB"), FieldPath(path, "memoryMiB"), 0,
+                              limits::kMaxNodeMemoryMiB);
   return profile;
 }
 
@@ -259,16 +275,22 @@ Node ClusterFileParser::ParseShape(const YAML::Node& node, const std::string& pa
   Node shape;
   ParseSockets(r_.Required(node, path, "sockets"), FieldPath(path, "sockets"), default_model,
                &shape);
+  // CPU ids are unique within a node and at most kMaxCpuId, so their count cannot overflow.
   if (const YAML::Node cpu = node["cpuMilli"]) {
-    shape.cpu_milli = r_.Int(cpu, FieldPath(path, "cpuMilli"), 0);
+    shape.cpu_milli = r_.Int(cpu, FieldPath(path, "cpuMilli"), 0, limits::kMaxNodeCpuMilli);
   } else {
     for (const Socket& socket : shape.sockets)
       shape.cpu_milli += 1000 * static_cast<int64_t>(socket.cpus.size());
   }
   if (const YAML::Node memory = node["memoryMiB"]) {
-    shape.memory_mib = r_.Int(memory, FieldPath(path, "memoryMiB"), 0);
+    shape.memory_mib = r_.Int(memory, FieldPath(path, "memoryMiB"), 0, limits::kMaxNodeMemoryMiB);
   } else {
-    for (const Socket& socket : shape.sockets) shape.memory_mib += socket.memory_mib;
+    for (const Socket& socket : shape.sockets)
+      if (__builtin_add_overflow(shape.memory_mib, socket.memory_mib, &shape.memory_mib) ||
+          shape.memory_mib > limits::kMaxNodeMemoryMiB)
+        r_.Fail(node["sockets"], FieldPath(path, "sockets"),
+                "the sockets' memoryMiB add up to " +
+                    limits::OverLimit(limits::kMaxNodeMemoryMiB, "MiB a node") + "; lower them");
   }
   if (const YAML::Node nvlink = node["nvlink"]) {
     const std::string nvlink_path = FieldPath(path, "nvlink");
@@ -288,6 +310,10 @@ void ClusterFileParser::ParseSockets(const YAML::Node& sockets, const std::strin
                                      const std::string& default_model, Node* shape) {
   r_.Sequence(sockets, path);
   if (sockets.size() == 0) r_.Fail(sockets, path, "expected at least one socket");
+  if (sockets.size() > static_cast<size_t>(limits::kMaxSocketsPerNode))
+    r_.Fail(sockets, path,
+            std::to_string(sockets.size()) + " sockets, " +
+                limits::OverLimit(limits::kMaxSocketsPerNode, "sockets a node"));
   // A shape gives GPU counts (indices in declaration order) or explicit index lists, not both.
   enum class Form { kUnset, kCounts, kLists } form = Form::kUnset;
   std::map<int64_t, ListedGpu> listed;
@@ -311,7 +337,8 @@ void ClusterFileParser::ParseSockets(const YAML::Node& sockets, const std::strin
       }
     }
     if (const YAML::Node memory = socket_node["memoryMiB"])
-      socket.memory_mib = r_.Int(memory, FieldPath(socket_path, "memoryMiB"), 0);
+      socket.memory_mib =
+          r_.Int(memory, FieldPath(socket_path, "memoryMiB"), 0, limits::kMaxNodeMemoryMiB);
     shape->sockets.push_back(std::move(socket));
     const YAML::Node switches = socket_node["switches"];
     if (!switches) continue;
@@ -341,7 +368,11 @@ void ClusterFileParser::ParseSockets(const YAML::Node& sockets, const std::strin
                 "switches");
       form = entry_form;
       if (form == Form::kCounts) {
-        const int64_t count = r_.Int(gpus, gpus_path, 1, kMaxChildCells);
+        const int64_t count = r_.Int(gpus, gpus_path, 1, limits::kMaxGpusPerNode);
+        if (static_cast<int64_t>(shape->gpus.size()) + count > limits::kMaxGpusPerNode)
+          r_.Fail(gpus, gpus_path,
+                  "the shape's switches hold " +
+                      limits::OverLimit(limits::kMaxGpusPerNode, "GPUs a node"));
         for (int64_t g = 0; g < count; ++g) shape->gpus.push_back(MakeGpu(model, pcie_switch));
         continue;
       }
@@ -349,7 +380,7 @@ void ClusterFileParser::ParseSockets(const YAML::Node& sockets, const std::strin
           "sockets[" + std::to_string(s) + "].switches[" + std::to_string(j) + "]";
       for (size_t g = 0; g < gpus.size(); ++g) {
         const std::string gpu_path = IndexPath(gpus_path, g);
-        const int64_t index = r_.Int(gpus[g], gpu_path, 0, kMaxChildCells);
+        const int64_t index = r_.Int(gpus[g], gpu_path, 0, limits::kMaxGpusPerNode - 1);
         const auto [it, fresh] = listed.emplace(index, ListedGpu{model, pcie_switch, where});
         if (!fresh)
           r_.Fail(gpus[g], gpu_path,
@@ -395,6 +426,11 @@ void ClusterFileParser::ParseShapeMig(const YAML::Node& node, const std::string&
   std::vector<std::string> layout;
   if (layout_node) {
     r_.Sequence(layout_node, layout_path);
+    // A GPU holds at most one instance per compute slice; refuse more before copying the list.
+    if (layout_node.size() > static_cast<size_t>(kMigComputeSlices))
+      r_.Fail(layout_node, layout_path,
+              "expected at most " + std::to_string(kMigComputeSlices) +
+                  " MIG instances a GPU, got " + std::to_string(layout_node.size()));
     for (size_t i = 0; i < layout_node.size(); ++i)
       layout.push_back(r_.String(layout_node[i], IndexPath(layout_path, i)));
     if (!enabled) r_.Fail(layout_node, layout_path, "a fixed MIG layout needs enabled: true");
@@ -422,9 +458,15 @@ void ClusterFileParser::ParseShapeMig(const YAML::Node& node, const std::string&
 
 void ClusterFileParser::ParseRack(const YAML::Node& node, const std::string& path) {
   r_.CheckFields(node, path, {"name", "zone", "nodes"});
-  const std::string name = r_.String(r_.Required(node, path, "name"), FieldPath(path, "name"));
+  const YAML::Node name_node = r_.Required(node, path, "name");
+  const std::string name = r_.Name(name_node, FieldPath(path, "name"));
+  const auto [first, fresh] = rack_origins_.emplace(name, r_.Where(name_node));
+  if (!fresh)
+    r_.Fail(name_node, FieldPath(path, "name"),
+            "rack " + Quoted(name) + " is already declared at " + first->second +
+                "; give each rack once, with all its nodes");
   std::string zone;
-  if (const YAML::Node z = node["zone"]) zone = r_.String(z, FieldPath(path, "zone"));
+  if (const YAML::Node z = node["zone"]) zone = r_.Name(z, FieldPath(path, "zone"));
   cluster_.racks.push_back(name);
   if (const YAML::Node nodes = node["nodes"])
     ParseNodes(nodes, FieldPath(path, "nodes"), name, zone);
@@ -438,7 +480,7 @@ void ClusterFileParser::ParseNodes(const YAML::Node& list, const std::string& pa
     const std::string entry_path = IndexPath(path, i);
     r_.CheckFields(entry, entry_path, {"name", "namePrefix", "count", "shape", "labels"});
     const YAML::Node shape_node = r_.Required(entry, entry_path, "shape");
-    const std::string shape_name = r_.String(shape_node, FieldPath(entry_path, "shape"));
+    const std::string shape_name = r_.Name(shape_node, FieldPath(entry_path, "shape"));
     const auto shape = shapes_.find(shape_name);
     if (shape == shapes_.end())
       r_.Fail(shape_node, FieldPath(entry_path, "shape"),
@@ -450,8 +492,19 @@ void ClusterFileParser::ParseNodes(const YAML::Node& list, const std::string& pa
     const std::string labels_path = FieldPath(entry_path, "labels");
     const YAML::Node labels = entry["labels"];
     if (labels) {
-      for (const YamlEntry& label : r_.Entries(labels, labels_path))
-        node.labels[label.key] = r_.String(label.value, FieldPath(labels_path, label.key));
+      const std::vector<YamlEntry> entries = r_.Entries(labels, labels_path);
+      if (entries.size() > static_cast<size_t>(limits::kMaxLabelsPerNode))
+        r_.Fail(labels, labels_path,
+                std::to_string(entries.size()) + " labels, " +
+                    limits::OverLimit(limits::kMaxLabelsPerNode, "labels a node"));
+      for (const YamlEntry& label : entries) {
+        const std::string label_path = FieldPath(labels_path, label.key);
+        const std::string value = r_.String(label.value, label_path);
+        if (value.size() > limits::kMaxName)
+          r_.Fail(label.value, label_path,
+                  "a value " + limits::OverLimit(limits::kMaxName, "characters long"));
+        node.labels[label.key] = value;
+      }
     }
     // The rack's own labels: a node cannot claim another rack or zone than the one it is in.
     for (const auto& [key, value] : {std::pair{"rack", rack}, std::pair{"zone", zone}}) {
@@ -468,18 +521,21 @@ void ClusterFileParser::ParseNodes(const YAML::Node& list, const std::string& pa
     if (name) {
       if (count)
         r_.Fail(count, FieldPath(entry_path, "count"), "count goes with namePrefix, not name");
-      node.name = r_.String(name, FieldPath(entry_path, "name"));
-      cluster_.nodes.push_back(std::move(node));
+      const std::string text = r_.Name(name, FieldPath(entry_path, "name"));
+      AddNodes(
+          std::move(node), 1, [&](int64_t) { return text; }, name, FieldPath(entry_path, "name"));
     } else if (prefix) {
-      const std::string text = r_.String(prefix, FieldPath(entry_path, "namePrefix"));
-      const int64_t n = r_.Int(r_.Required(entry, entry_path, "count"),
-                               FieldPath(entry_path, "count"), 1, kMaxNodesPerEntry);
+      const std::string text = r_.Name(prefix, FieldPath(entry_path, "namePrefix"));
+      const YAML::Node count_node = r_.Required(entry, entry_path, "count");
+      const int64_t n = r_.Int(count_node, FieldPath(entry_path, "count"), 1, limits::kMaxNodes);
       const size_t width = std::to_string(n - 1).size();
-      for (int64_t k = 0; k < n; ++k) {
-        const std::string digits = std::to_string(k);
-        node.name = text + std::string(width - digits.size(), '0') + digits;
-        cluster_.nodes.push_back(node);
-      }
+      AddNodes(
+          std::move(node), n,
+          [&](int64_t k) {
+            const std::string digits = std::to_string(k);
+            return text + std::string(width - digits.size(), '0') + digits;
+          },
+          count_node, FieldPath(entry_path, "count"));
     } else {
       r_.Fail(entry, entry_path,
               "missing required field \"name\" (or \"namePrefix\" with \"count\")");
@@ -537,7 +593,7 @@ void ClusterFileParser::ParseCellTypes(const YAML::Node& node) {
                                      FieldPath(path, "childCellType"));
     type.spec.child_count =
         static_cast<int>(r_.Int(r_.Required(entry.value, path, "childCellNumber"),
-                                FieldPath(path, "childCellNumber"), 1, kMaxChildCells));
+                                FieldPath(path, "childCellNumber"), 1, limits::kMaxGpus));
     if (const YAML::Node level = entry.value["isNodeLevel"])
       type.spec.is_node_level = r_.Bool(level, FieldPath(path, "isNodeLevel"));
     cell_type_index_[entry.key] = cell_types_.size();
@@ -561,12 +617,17 @@ void ClusterFileParser::ParseCellTypes(const YAML::Node& node) {
             "cycle among cell types: " + Join(std::vector<std::string>(loop, chain.end()), " -> ") +
                 " -> " + *loop + "; every chain must end at a GPU model");
       }
-      leaves *= spec.child_count;
-      if (leaves > kMaxCellGpus)
+      leaves *= spec.child_count;  // both factors are at most kMaxGpus: no overflow
+      if (leaves > limits::kMaxGpus)
         r_.Fail(type.node, path,
-                "one cell holds more than " + std::to_string(kMaxCellGpus) +
-                    " GPUs; check the childCellNumber values");
+                "one cell holds " + limits::OverLimit(limits::kMaxGpus, "GPUs") +
+                    "; check the childCellNumber values");
       chain.push_back(spec.child_type);
+      // Checked per step, so that walking every type's chain stays cheap.
+      if (chain.size() > static_cast<size_t>(limits::kMaxCellLevels))
+        r_.Fail(type.node, path,
+                "the chain " + Join(chain, " -> ") + "... has " +
+                    limits::OverLimit(limits::kMaxCellLevels, "levels"));
     }
     type.chain = Join(chain, " -> ");
     if (node_levels.size() > 1)
@@ -574,6 +635,9 @@ void ClusterFileParser::ParseCellTypes(const YAML::Node& node) {
               "the chain " + type.chain + " has " + std::to_string(node_levels.size()) +
                   " node-level types (" + Join(node_levels) +
                   "); mark exactly one type of a chain isNodeLevel: true");
+    if (type.spec.is_node_level && leaves > limits::kMaxGpusPerNode)
+      r_.Fail(type.node, path,
+              "a node-level cell of " + limits::OverLimit(limits::kMaxGpusPerNode, "GPUs a node"));
     type.leaf = chain.back();
     type.leaf_count = static_cast<int>(leaves);
     type.has_node_level = !node_levels.empty();
@@ -599,14 +663,21 @@ void ClusterFileParser::ParseSkuTypes(const YAML::Node& node) {
                 "a leaf cell is one GPU in berth; use gpu: 1 and give cpu and memory per GPU");
     }
     Sku sku;
-    if (const YAML::Node cpu = entry.value["cpu"])
-      sku.cpu_milli = std::llround(1000 * r_.NonNegativeNumber(cpu, FieldPath(path, "cpu")));
+    if (const YAML::Node cpu = entry.value["cpu"]) {
+      const double cpus = r_.NonNegativeNumber(cpu, FieldPath(path, "cpu"));
+      // Compared before rounding: llround of a number past int64 is undefined.
+      if (cpus * 1000 > static_cast<double>(limits::kMaxNodeCpuMilli))
+        r_.Fail(cpu, FieldPath(path, "cpu"),
+                "CPUs per GPU " + limits::OverLimit(limits::kMaxNodeCpuMilli / 1000, "CPUs"));
+      sku.cpu_milli = std::llround(1000 * cpus);
+    }
     if (const YAML::Node memory = entry.value["memory"]) {
       const std::string memory_path = FieldPath(path, "memory");
       sku.memory_mib = ParseMiB(r_.String(memory, memory_path));
-      if (sku.memory_mib < 0)
+      if (sku.memory_mib < 0 || sku.memory_mib > limits::kMaxNodeMemoryMiB)
         r_.Fail(memory, memory_path,
-                "expected a memory size such as 54Gi, 512Mi or a plain number of MiB, got " +
+                "expected a memory size such as 54Gi, 512Mi or a plain number of MiB, at most " +
+                    std::to_string(limits::kMaxNodeMemoryMiB) + " MiB, got " +
                     Quoted(memory.Scalar()));
     }
     skus_[entry.key] = sku;
@@ -619,7 +690,7 @@ PhysicalCellSpec ClusterFileParser::ParseCell(const YAML::Node& node, const std:
   PhysicalCellSpec cell;
   cell.cell_type = type;
   const YAML::Node address = node["cellAddress"];
-  cell.address = address ? r_.String(address, FieldPath(path, "cellAddress")) : default_address;
+  cell.address = address ? r_.Name(address, FieldPath(path, "cellAddress")) : default_address;
   const YAML::Node children = node["cellChildren"];
   BuildCell(&cell, children ? &children : nullptr, node, path);
   return cell;
@@ -674,15 +745,21 @@ void ClusterFileParser::BindNode(const std::string& name, const CellTypeInfo& ty
     r_.Fail(at, path,
             "node " + Quoted(name) + " is already the cell at " + bound->second +
                 "; each node is one node-level cell");
-  const int index = cluster_.FindNode(name);
-  if (index < 0) {
+  const auto origin = node_origins_.find(name);
+  if (origin == node_origins_.end()) {
     const Sku sku = skus_.count(type.leaf) ? skus_.at(type.leaf) : Sku{};
-    cluster_.nodes.push_back(MakeFlatNode(name, sku.cpu_milli * type.leaf_count,
-                                          sku.memory_mib * type.leaf_count, type.leaf_count,
-                                          type.leaf));
+    int64_t cpu_milli = 0, memory_mib = 0;
+    if (__builtin_mul_overflow(sku.cpu_milli, type.leaf_count, &cpu_milli) ||
+        __builtin_mul_overflow(sku.memory_mib, type.leaf_count, &memory_mib))
+      r_.Fail(at, path,
+              "skuTypes." + type.leaf + " times the " + std::to_string(type.leaf_count) +
+                  " GPUs of a " + type.spec.name + " cell overflows; lower cpu or memory");
+    AddNodes(
+        MakeFlatNode(name, cpu_milli, memory_mib, type.leaf_count, type.leaf), 1,
+        [&](int64_t) { return name; }, at, path);
     return;
   }
-  const Node& node = cluster_.nodes[index];
+  const Node& node = cluster_.nodes[origin->second.index];
   const std::string holds = "a " + type.spec.name + " cell holds " +
                             std::to_string(type.leaf_count) + " " + type.leaf + " GPUs";
   if (node.gpus.size() != static_cast<size_t>(type.leaf_count))
@@ -694,6 +771,23 @@ void ClusterFileParser::BindNode(const std::string& name, const CellTypeInfo& ty
       r_.Fail(at, path,
               "node " + Quoted(name) + " GPU " + std::to_string(g) + " is a " + node.gpus[g].model +
                   " but " + holds);
+}
+
+void ClusterFileParser::AddNodes(Node node, int64_t count,
+                                 const std::function<std::string(int64_t)>& name_of,
+                                 const YAML::Node& at, const std::string& path) {
+  const std::string too_big = size_.Add(node, count);
+  if (!too_big.empty()) r_.Fail(at, path, "the cluster would have " + too_big);
+  for (int64_t k = 0; k < count; ++k) {
+    node.name = name_of(k);
+    const auto [first, fresh] = node_origins_.emplace(
+        node.name, NodeOrigin{cluster_.nodes.size(), r_.Where(at) + ": " + path});
+    if (!fresh)
+      r_.Fail(at, path,
+              "node " + Quoted(node.name) + " is already declared at " + first->second.where +
+                  "; node names must be unique");
+    cluster_.nodes.push_back(node);
+  }
 }
 
 }  // namespace

@@ -1,37 +1,53 @@
 #include "config/csv_reader.h"
 
 #include <charconv>
-#include <cstdlib>
+#include <cstdio>
 
 #include "config/config_error.h"
 #include "config/file_text.h"
+#include "config/limits.h"
 
 namespace berth {
 namespace {
 
-std::vector<std::string_view> SplitFields(std::string_view line) {
-  std::vector<std::string_view> out;
-  while (true) {
+// The fields of `line`; false when it has more than limits::kMaxCsvColumns.
+bool SplitFields(std::string_view line, std::vector<std::string_view>* out) {
+  out->clear();
+  while (out->size() < limits::kMaxCsvColumns) {
     const size_t at = line.find(',');
-    out.push_back(line.substr(0, at));
-    if (at == std::string_view::npos) return out;
+    out->push_back(line.substr(0, at));
+    if (at == std::string_view::npos) return true;
     line.remove_prefix(at + 1);
   }
+  return false;
+}
+
+std::string FormatNumber(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.15g", v);
+  return buffer;
 }
 
 }  // namespace
 
 CsvReader::CsvReader(const std::string& path, const std::vector<std::string>& required)
     : path_(path), text_(ReadFileText(path)) {
-  std::string joined;
-  for (const std::string& c : required) joined += (joined.empty() ? "" : ",") + c;
-  if (!Next()) throw ConfigError(path + ":1: the file is empty; expected the header " + joined);
+  CheckUtf8(text_, path);
+  // A byte order mark (spreadsheets write one) is not part of the first column's name.
+  offset_ = text_.size() - WithoutBom(text_).size();
+  const auto joined = [](const auto& columns) {
+    std::string out;
+    for (const auto& c : columns) out += (out.empty() ? "" : ",") + std::string(c);
+    return out;
+  };
+  if (!Next())
+    throw ConfigError(path + ":1: the file is empty; expected the header " + joined(required));
   for (std::string_view f : fields_) header_.emplace_back(f);
   bool ok = header_.size() >= required.size();
   for (size_t i = 0; ok && i < required.size(); ++i) ok = header_[i] == required[i];
   if (!ok)
-    throw ConfigError(where() + "expected a header starting with \"" + joined + "\", got \"" +
-                      std::string(text_.substr(0, text_.find('\n'))) + "\"");
+    throw ConfigError(where() + "expected a header starting with \"" + joined(required) +
+                      "\", got \"" + joined(header_) + "\"");
 }
 
 bool CsvReader::Next() {
@@ -43,7 +59,8 @@ bool CsvReader::Next() {
     ++line_;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
-    fields_ = SplitFields(line);
+    if (!SplitFields(line, &fields_))
+      throw ConfigError(where() + limits::OverLimit(limits::kMaxCsvColumns, "columns"));
     return true;
   }
   return false;
@@ -76,11 +93,14 @@ int64_t CsvReader::Int(size_t column, int64_t min, int64_t max) const {
   return value;
 }
 
-double CsvReader::Number(size_t column) const {
-  const std::string f(field(column));
-  char* end = nullptr;
-  const double value = std::strtod(f.c_str(), &end);
-  if (f.empty() || end != f.c_str() + f.size()) Fail(column, "a number");
+double CsvReader::Number(size_t column, double min, double max) const {
+  const std::string_view f = field(column);
+  double value = 0;
+  // The range check also refuses "nan" and "inf", which from_chars reads.
+  const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), value);
+  if (f.empty() || ec != std::errc() || end != f.data() + f.size() || !(value >= min) ||
+      !(value <= max))
+    Fail(column, "a number from " + FormatNumber(min) + " to " + FormatNumber(max));
   return value;
 }
 

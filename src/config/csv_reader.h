@@ -1,8 +1,9 @@
 // Reads a CSV trace or node list row by row, with errors that name FILE:LINE and the column:
 // "traces/x.csv:12: column 'gpu': expected an integer from 0 to 64, got 'x'".
 //
-// Plain comma-separated fields (the traces berth reads have no quoting); a trailing '\r' is
-// ignored, empty lines are skipped. Throws ConfigError.
+// Plain comma-separated fields (the traces berth reads have no quoting); a trailing '\r' (CRLF
+// line ends) and a leading byte order mark are ignored, empty lines are skipped, and the text
+// must be UTF-8. Throws ConfigError.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,9 @@ class CsvReader {
   size_t field_count() const { return fields_.size(); }
   std::string_view field(size_t column) const;  // "" when the row is shorter
   int64_t Int(size_t column, int64_t min, int64_t max) const;
-  double Number(size_t column) const;
+  // A finite number from `min` to `max` ("nan", "inf" and overflows are refused).
+  double Number(size_t column, double min, double max) const;
+  int line() const { return line_; }  // of the current row, 1-based
   // "PATH:LINE: " for messages about the current row.
   std::string where() const;
   // Throws unless the row has exactly `count` fields.

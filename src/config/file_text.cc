@@ -1,15 +1,51 @@
 #include "config/file_text.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "config/config_error.h"
 
 namespace berth {
+namespace {
+
+constexpr std::string_view kBom = "\xEF\xBB\xBF";
+
+// The length of the well-formed UTF-8 sequence at the start of `s`, or 0 (RFC 3629, table 3-7
+// of the Unicode standard: the second byte's range depends on the first).
+size_t Utf8Length(std::string_view s) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char b0 = byte(0);
+  if (b0 < 0x80) return 1;
+  size_t length = 0;
+  unsigned char low = 0x80, high = 0xBF;  // the second byte's range
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    length = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    length = 3;
+    if (b0 == 0xE0) low = 0xA0;   // overlong
+    if (b0 == 0xED) high = 0x9F;  // surrogates
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    length = 4;
+    if (b0 == 0xF0) low = 0x90;   // overlong
+    if (b0 == 0xF4) high = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() < length || byte(1) < low || byte(1) > high) return 0;
+  for (size_t i = 2; i < length; ++i)
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+  return length;
+}
+
+}  // namespace
 
 std::string ReadFileText(const std::string& path, uint64_t max_bytes) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError(path + ": cannot read: it is a directory; give a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path + ": cannot read: " + std::strerror(errno));
   std::string text;
@@ -18,10 +54,33 @@ std::string ReadFileText(const std::string& path, uint64_t max_bytes) {
     in.read(buffer, sizeof buffer);
     text.append(buffer, static_cast<size_t>(in.gcount()));
     if (text.size() > max_bytes)
-      throw ConfigError(path + ": larger than " + std::to_string(max_bytes) +
-                        " bytes; split it into smaller files");
+      throw ConfigError(path + ": " + limits::OverLimit(max_bytes, "bytes") +
+                        "; split it into smaller files");
   }
   if (in.bad()) throw ConfigError(path + ": cannot read: " + std::strerror(errno));
+  return text;
+}
+
+void CheckUtf8(std::string_view text, const std::string& source) {
+  size_t line = 1, column = 1;  // column in characters
+  for (size_t i = 0; i < text.size(); ++column) {
+    const size_t length = Utf8Length(text.substr(i));
+    if (length == 0) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[i]));
+      throw ConfigError(source + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                        ": invalid UTF-8 (byte " + byte + "); save the file as UTF-8");
+    }
+    if (text[i] == '\n') {
+      ++line;
+      column = 0;
+    }
+    i += length;
+  }
+}
+
+std::string_view WithoutBom(std::string_view text) {
+  if (text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());
   return text;
 }
 

@@ -1,13 +1,24 @@
-// Reads a whole input file for the loaders of src/config.
+// Reads a whole input file for the loaders of src/config, and checks that text is UTF-8.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "config/limits.h"
 
 namespace berth {
 
-// The file's bytes; ConfigError "PATH: cannot read: REASON" when it cannot be read, and
-// "PATH: larger than N bytes" when it holds more than `max_bytes` (read no further).
-std::string ReadFileText(const std::string& path, uint64_t max_bytes = UINT64_MAX);
+// The file's bytes; ConfigError "PATH: cannot read: REASON" when it cannot be read or is a
+// directory, and "PATH: more than the limit of N bytes ..." when it holds more than `max_bytes`
+// (read no further, so that /dev/zero or a huge file costs nothing).
+std::string ReadFileText(const std::string& path, uint64_t max_bytes = limits::kMaxFileBytes);
+
+// Throws ConfigError "SOURCE:LINE:COLUMN: invalid UTF-8 ..." at the first byte of `text` that is
+// not part of a well-formed UTF-8 sequence (overlong forms and surrogates included).
+void CheckUtf8(std::string_view text, const std::string& source);
+
+// `text` without a leading UTF-8 byte order mark.
+std::string_view WithoutBom(std::string_view text);
 
 }  // namespace berth

@@ -1,18 +1,17 @@
 #include "config/openb_node_list.h"
 
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <vector>
 
+#include "config/cluster_size.h"
 #include "config/config_error.h"
 #include "config/csv_reader.h"
 #include "config/flat_node.h"
+#include "config/limits.h"
 
 namespace berth {
 namespace {
-
-constexpr int kMaxGpusPerNode = 64;
 
 // Memory of the disclosed models of the trace; G1-G3 are undisclosed internal codes.
 const std::map<std::string, int64_t, std::less<>> kKnownMemoryMiB = {
@@ -30,22 +29,35 @@ Cluster LoadOpenbNodeList(const std::string& path) {
   CsvReader csv(path, {"sn", "cpu_milli", "memory_mib", "gpu", "model"});
   Cluster cluster;
   cluster.name = BaseName(path);
+  ClusterSize size;
+  std::map<std::string, int> node_lines;  // name -> line of its row
   while (csv.Next()) {
     csv.ExpectFields(5);
-    const int64_t max = std::numeric_limits<int64_t>::max();
-    const int64_t cpu_milli = csv.Int(1, 0, max);
-    const int64_t memory_mib = csv.Int(2, 0, max);
-    const int gpus = static_cast<int>(csv.Int(3, 0, kMaxGpusPerNode));
+    const int64_t cpu_milli = csv.Int(1, 0, limits::kMaxNodeCpuMilli);
+    const int64_t memory_mib = csv.Int(2, 0, limits::kMaxNodeMemoryMiB);
+    const int gpus = static_cast<int>(csv.Int(3, 0, limits::kMaxGpusPerNode));
     const std::string name(csv.field(0));
     const std::string model(csv.field(4));
     if (name.empty()) throw ConfigError(csv.where() + "column 'sn': expected a node name, got ''");
     if (gpus > 0 && model.empty())
       throw ConfigError(csv.where() + "column 'model': a node with GPUs needs its GPU model");
+    if (name.size() > limits::kMaxName || model.size() > limits::kMaxName)
+      throw ConfigError(csv.where() + "column '" +
+                        (name.size() > limits::kMaxName ? "sn" : "model") + "': a name " +
+                        limits::OverLimit(limits::kMaxName, "characters long"));
     if (gpus > 0 && !cluster.FindModel(model)) {
       const auto known = kKnownMemoryMiB.find(model);
       cluster.models.push_back({model, known == kKnownMemoryMiB.end() ? 0 : known->second, {}});
     }
-    cluster.nodes.push_back(MakeFlatNode(name, cpu_milli, memory_mib, gpus, model));
+    Node node = MakeFlatNode(name, cpu_milli, memory_mib, gpus, model);
+    const std::string too_big = size.Add(node, 1);
+    if (!too_big.empty()) throw ConfigError(csv.where() + "the cluster would have " + too_big);
+    const auto [first, fresh] = node_lines.emplace(name, csv.line());
+    if (!fresh)
+      throw ConfigError(csv.where() + "column 'sn': node \"" + name +
+                        "\" is already listed at line " + std::to_string(first->second) +
+                        "; node names must be unique");
+    cluster.nodes.push_back(std::move(node));
   }
   const std::string error = ValidateCluster(cluster);
   if (!error.empty()) throw ConfigError(path + ": " + error);

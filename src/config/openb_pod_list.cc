@@ -2,6 +2,7 @@
 
 #include "config/config_error.h"
 #include "config/csv_reader.h"
+#include "config/limits.h"
 
 namespace berth {
 
@@ -11,6 +12,8 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
   std::vector<TracePod> pods;
   if (skipped) *skipped = 0;
   while (csv.Next()) {
+    if (pods.size() == limits::kMaxJobs)
+      throw ConfigError(csv.where() + limits::OverLimit(limits::kMaxJobs, "pods"));
     try {
       csv.ExpectFields(csv.header().size());
       TracePod pod;
@@ -35,9 +38,13 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
           spec.remove_prefix(bar + 1);
         }
         pod.qos = std::string(csv.field(6));
-        pod.submit_time = csv.Number(8);
-        pod.end_time = csv.field(9).empty() ? -1 : csv.Number(9);
-        pod.start_time = csv.field(10).empty() ? -1 : csv.Number(10);
+        // An empty time is unknown (-1); a given one is a time from the trace start.
+        const auto time = [&](size_t column) {
+          return csv.field(column).empty() ? -1 : csv.Number(column, 0, limits::kMaxSeconds);
+        };
+        pod.submit_time = time(8);
+        pod.end_time = time(9);
+        pod.start_time = time(10);
       }
       pods.push_back(std::move(pod));
     } catch (const ConfigError&) {

@@ -1,21 +1,33 @@
 #include "config/tiresias_trace.h"
 
+#include "config/cluster_size.h"
 #include "config/config_error.h"
 #include "config/csv_reader.h"
 #include "config/flat_node.h"
+#include "config/limits.h"
 
 namespace berth {
 
 Cluster LoadTiresiasCluster(const std::string& path) {
   CsvReader csv(
       path, {"num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node", "mem_p_node"});
-  if (!csv.Next()) throw ConfigError(path + ": expected one row after the header");
+  if (!csv.Next())
+    throw ConfigError(path + ": expected one row after the header, e.g. 1,16,4,128,254");
   csv.ExpectFields(5);
-  const int switches = static_cast<int>(csv.Int(0, 1, 10000));
-  const int nodes = static_cast<int>(csv.Int(1, 1, 10000));
-  const int gpus = static_cast<int>(csv.Int(2, 0, 64));
-  const int64_t cpus = csv.Int(3, 0, 100000);
-  const int64_t memory_gb = csv.Int(4, 0, 1000000);
+  const int switches = static_cast<int>(csv.Int(0, 1, limits::kMaxNodes));
+  const int nodes = static_cast<int>(csv.Int(1, 1, limits::kMaxNodes));
+  const int gpus = static_cast<int>(csv.Int(2, 0, limits::kMaxGpusPerNode));
+  const int64_t cpus = csv.Int(3, 0, limits::kMaxNodeCpuMilli / 1000);
+  const int64_t memory_gb = csv.Int(4, 0, limits::kMaxNodeMemoryMiB / 1024);
+  const int row = csv.line();
+  if (csv.Next())
+    throw ConfigError(csv.where() + "a second cluster row; a Tiresias cluster file has one row " +
+                      "(the cluster), after the header");
+  const Node shape = MakeFlatNode("", cpus * 1000, memory_gb * 1024, gpus, "GPU");
+  ClusterSize size;
+  const std::string too_big = size.Add(shape, static_cast<int64_t>(switches) * nodes);
+  if (!too_big.empty())
+    throw ConfigError(path + ":" + std::to_string(row) + ": the cluster would have " + too_big);
   Cluster cluster;
   const size_t slash = path.find_last_of('/');
   cluster.name = path.substr(slash == std::string::npos ? 0 : slash + 1);
@@ -25,8 +37,8 @@ Cluster LoadTiresiasCluster(const std::string& path) {
     const std::string rack = "switch-" + std::to_string(s);
     cluster.racks.push_back(rack);
     for (int n = 0; n < nodes; ++n) {
-      Node node = MakeFlatNode("node-" + std::to_string(s) + "-" + std::to_string(n), cpus * 1000,
-                               memory_gb * 1024, gpus, "GPU");
+      Node node = shape;
+      node.name = "node-" + std::to_string(s) + "-" + std::to_string(n);
       node.rack = rack;
       node.labels["rack"] = rack;
       cluster.nodes.push_back(std::move(node));
@@ -42,16 +54,16 @@ std::vector<TracePod> LoadTiresiasJobs(const std::string& path, int* skipped) {
   std::vector<TracePod> jobs;
   if (skipped) *skipped = 0;
   while (csv.Next()) {
+    if (jobs.size() == limits::kMaxJobs)
+      throw ConfigError(csv.where() + limits::OverLimit(limits::kMaxJobs, "jobs"));
     try {
       TracePod job;
       job.name = "job-" + std::string(csv.field(0));
       job.gpus = static_cast<int>(csv.Int(1, 1, 4096));
       job.gpu_milli = 1000;
-      job.submit_time = csv.Number(2);
+      job.submit_time = csv.Number(2, 0, limits::kMaxSeconds);
       job.workload = std::string(csv.field(4));
-      job.duration = csv.Number(5);
-      if (job.duration < 0 || job.submit_time < 0)
-        throw ConfigError(csv.where() + "column 'duration'/'submit_time': must be >= 0");
+      job.duration = csv.Number(5, 0, limits::kMaxSeconds);
       jobs.push_back(std::move(job));
     } catch (const ConfigError&) {
       if (!skipped) throw;

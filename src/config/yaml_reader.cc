@@ -1,11 +1,17 @@
 #include "config/yaml_reader.h"
 
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <set>
+#include <sstream>
 
 #include "config/config_error.h"
+#include "config/file_text.h"
+#include "config/limits.h"
 
 namespace berth {
 namespace {
@@ -36,6 +42,47 @@ bool ParseNumber(const YAML::Node& node, double* value) {
          std::isfinite(*value);
 }
 
+// Fails when `node` nests deeper than kMaxYamlDepth or, counting each alias as a copy of what
+// it names, holds more than kMaxYamlNodes nodes; `*visited` counts the nodes seen so far.
+void CheckSize(const std::string& source, const YAML::Node& node, int depth, int64_t* visited) {
+  if (++*visited > limits::kMaxYamlNodes)
+    Throw(source, node.Mark(), "",
+          "the document, with its aliases expanded, has " +
+              limits::OverLimit(limits::kMaxYamlNodes, "YAML nodes") +
+              "; write fewer aliases of large entries");
+  if (depth > limits::kMaxYamlDepth)
+    Throw(source, node.Mark(), "",
+          "nested " + limits::OverLimit(limits::kMaxYamlDepth, "levels deep"));
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) CheckSize(source, item, depth + 1, visited);
+  } else if (node.IsMap()) {
+    for (const auto& kv : node) {
+      CheckSize(source, kv.first, depth + 1, visited);
+      CheckSize(source, kv.second, depth + 1, visited);
+    }
+  }
+}
+
+// Where the last document seen starts. yaml-cpp 0.7's LoadAll loops forever, allocating, on
+// some malformed input such as "," (yaml-cpp issue 1040): documents are counted with this, one
+// HandleNextDocument call at a time, instead.
+class DocumentStart : public YAML::EventHandler {
+ public:
+  YAML::Mark mark = YAML::Mark::null_mark();
+  void OnDocumentStart(const YAML::Mark& at) override { mark = at; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 }  // namespace
 
 std::string Join(const std::vector<std::string>& items, const std::string& separator) {
@@ -53,11 +100,33 @@ std::string IndexPath(const std::string& path, size_t index) {
 }
 
 YAML::Node YamlReader::Parse(const std::string& text) const {
+  CheckUtf8(text, source_);
+  YAML::Node root;
   try {
-    return YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
+    root = YAML::Load(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStart first, second;
+    // A second document would be ignored, unknown fields and all.
+    if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second))
+      Throw(source_, second.mark, "",
+            second.mark.pos == first.mark.pos
+                // No progress: the stuck parser of the bug above, on a stray ',' and the like.
+                ? "YAML syntax error: nothing can be read from here; check for a stray , ] or }"
+                : "a second YAML document (after \"---\" or \"...\"); berth reads one document a "
+                  "file, remove the separator or split the file");
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own guard, far deeper than ours; its message says only "bad file".
+    Throw(source_, e.mark, "", "nested " + limits::OverLimit(limits::kMaxYamlDepth, "levels deep"));
+  } catch (const YAML::Exception& e) {
     Throw(source_, e.mark, "", "YAML syntax error: " + e.msg);
   }
+  // An empty file (or only comments) has no document and no line to blame but the first.
+  if (root.IsNull() && root.Mark().is_null())
+    Throw(source_, YAML::Mark(), "", "the file holds no YAML document; expected a map of fields");
+  int64_t visited = 0;
+  CheckSize(source_, root, 0, &visited);
+  return root;
 }
 
 void YamlReader::Fail(const YAML::Node& at, const std::string& path,
@@ -84,6 +153,10 @@ std::vector<YamlEntry> YamlReader::Entries(const YAML::Node& node, const std::st
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) Fail(kv.first, path, "expected a name as the key");
     const std::string& key = kv.first.Scalar();
+    if (key.size() > limits::kMaxName)
+      Fail(kv.first, path,
+           "a key of " + std::to_string(key.size()) + " characters, " +
+               limits::OverLimit(limits::kMaxName, "characters") + "; shorten it");
     // yaml-cpp keeps duplicate keys and lookups see only the first: refuse them.
     if (!seen.insert(key).second) Fail(kv.first, path, "\"" + key + "\" is given twice");
     entries.push_back({key, kv.first, kv.second});
@@ -106,6 +179,21 @@ YAML::Node YamlReader::Required(const YAML::Node& map, const std::string& path,
 std::string YamlReader::String(const YAML::Node& node, const std::string& path) const {
   if (!node.IsScalar()) Fail(node, path, "expected a string, got " + Describe(node));
   return node.Scalar();
+}
+
+std::string YamlReader::Name(const YAML::Node& node, const std::string& path) const {
+  std::string name = String(node, path);
+  if (name.empty()) Fail(node, path, "expected a name, got nothing");
+  if (name.size() > limits::kMaxName)
+    Fail(node, path,
+         "a name of " + std::to_string(name.size()) + " characters, " +
+             limits::OverLimit(limits::kMaxName, "characters") + "; shorten it");
+  return name;
+}
+
+std::string YamlReader::Where(const YAML::Node& node) const {
+  const YAML::Mark mark = node.Mark();
+  return mark.is_null() ? source_ : source_ + ":" + std::to_string(mark.line + 1);
 }
 
 int64_t YamlReader::Int(const YAML::Node& node, const std::string& path, int64_t min,

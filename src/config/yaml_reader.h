@@ -34,7 +34,8 @@ class YamlReader {
 
   const std::string& source() const { return source_; }
 
-  // Parses a whole document; a syntax error becomes a ConfigError at its line.
+  // Parses a whole document; a syntax error becomes a ConfigError at its line. The text must be
+  // UTF-8 and hold one document within limits::kMaxYamlDepth and kMaxYamlNodes.
   YAML::Node Parse(const std::string& text) const;
 
   // Throws a ConfigError at the line of `at` (none when `at` has no position).
@@ -52,6 +53,10 @@ class YamlReader {
   YAML::Node Required(const YAML::Node& map, const std::string& path, const char* key) const;
 
   std::string String(const YAML::Node& node, const std::string& path) const;
+  // A non-empty string of at most limits::kMaxName characters.
+  std::string Name(const YAML::Node& node, const std::string& path) const;
+  // "SOURCE:LINE" of `node`, for messages made after parsing.
+  std::string Where(const YAML::Node& node) const;
   int64_t Int(const YAML::Node& node, const std::string& path,
               int64_t min = std::numeric_limits<int64_t>::min(),
               int64_t max = std::numeric_limits<int64_t>::max()) const;

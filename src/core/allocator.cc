@@ -63,6 +63,8 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
   backable_children_.assign(cell_count, 0);
   available_.assign(tree_->types().size(), 0);
   for (int c = cell_count - 1; c >= 0; --c) SetBackable(c, ComputeBackable(c, backable_children_));
+  for (const VirtualCluster& vc : vcs_)
+    for (int unlent : vc.unlent_counts) keeps_unlent_ = keeps_unlent_ || unlent > 0;
 }
 
 const Allocation* Allocator::Find(int id) const {
@@ -956,6 +958,17 @@ int Allocator::UnboundGuaranteeGpus(int vc) const {
   return gpus;
 }
 
+int Allocator::UnlentShortfallGpus() const {
+  const size_t types = tree_->types().size();
+  std::vector<int> free(types, 0), needed(types, 0);
+  for (size_t t = 0; t < types; ++t)
+    free[t] = static_cast<int>(buddy_.free_list(BuddyAllocator::kPhysicalPool, t).size());
+  for (const VirtualCluster& vc : vcs_)
+    for (size_t i = 0; i < vc.guarantee_types.size(); ++i)
+      needed[vc.guarantee_types[i]] += std::max(0, vc.unlent_counts[i] - vc.bound_counts[i]);
+  return ShortfallGpus(*tree_, GuaranteeShortfall(*tree_, free, needed));
+}
+
 int Allocator::GuaranteeShortfallGpus() const {
   return ShortfallGpus(*tree_, GuaranteeShortfall(*tree_, available_, NeededByGuarantees()));
 }
@@ -1204,6 +1217,8 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
   alloc.preemptible = req.opportunistic;
   const bool checked = !req.opportunistic && pool == BuddyAllocator::kPhysicalPool && !vcs_.empty();
   const int shortfall_before = checked ? GuaranteeShortfallGpus() : 0;
+  const bool lending_checked = req.opportunistic && keeps_unlent_;
+  const int unlent_before = lending_checked ? UnlentShortfallGpus() : 0;
 
   auto undo_all = [&] {
     for (const ReplicaPlacement& r : alloc.replicas) UndoReplica(r, alloc.preemptible);
@@ -1294,6 +1309,11 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
     undo_all();
     ok = false;
     *why = "the placement would break a virtual cluster's guarantee";
+  }
+  if (ok && lending_checked && UnlentShortfallGpus() > unlent_before) {
+    undo_all();
+    ok = false;
+    *why = "the free capacity left is a queue's guarantee beyond its lending limit";
   }
   if (!ok) {
     allocations_.erase(id);

@@ -8,6 +8,8 @@
 //    VC's unbound guarantee without free (or preemptible) cells to back it.
 //  - Opportunistic allocations take any free physical cell and are marked preemptible; they
 //    count as free when VC safety is checked, so reclaiming them restores every guarantee.
+//    They never take the free cells that back the unlent part of a guarantee (its cells past
+//    the lending limit): those stay free for their VC.
 //  - Bad GPUs and cordoned nodes are never handed out.
 //  - Releasing every allocation restores the initial free lists exactly.
 #pragma once
@@ -208,6 +210,8 @@ class Allocator {
 
   // The GPUs the guarantees lack right now; 0 means every VC's unused guarantee is backable.
   int GuaranteeShortfallGpus() const;
+  // GPUs of the guarantees' unlent parts (virtual_cluster.h) that free cells no longer back.
+  int UnlentShortfallGpus() const;
   // "" when the buddy state, the GPU holders, shares, MIG layouts and node resources agree.
   std::string CheckConsistency() const;
 
@@ -318,6 +322,7 @@ class Allocator {
   std::shared_ptr<CellTree> tree_;  // immutable once built; copies of the allocator share it
   std::string error_;
   std::vector<VirtualCluster> vcs_;
+  bool keeps_unlent_ = false;  // a guarantee has a lending limit: borrowers are checked
   BuddyAllocator buddy_;
   NodeResources resources_;
   std::vector<std::vector<GpuState>> gpus_;               // [node][gpu]

@@ -1,5 +1,7 @@
 #include "core/job.h"
 
+#include <algorithm>
+
 namespace berth {
 
 const char* QosName(QosClass qos) {
@@ -30,6 +32,52 @@ int TotalReplicas(const JobSpec& spec) {
   int n = 0;
   for (const TaskGroup& g : spec.groups) n += g.replicas;
   return n;
+}
+
+std::string WhyNoNodeFits(const Cluster& cluster, const TaskGroup& group) {
+  const Demand& d = group.demand;
+  auto allowed = [&](const std::string& model) {
+    return d.models.empty() || std::find(d.models.begin(), d.models.end(), model) != d.models.end();
+  };
+  for (const Node& node : cluster.nodes) {
+    bool labels = true;
+    for (const auto& [key, value] : group.node_selector) {
+      auto it = node.labels.find(key);
+      labels = labels && it != node.labels.end() && it->second == value;
+    }
+    if (!labels || d.cpu_milli > node.cpu_milli || d.memory_mib > node.memory_mib) continue;
+    int gpus = 0;
+    for (const Gpu& gpu : node.gpus) {
+      const GpuModel* model = cluster.FindModel(gpu.model);
+      if (!model || !allowed(gpu.model)) continue;
+      if (!d.mig_profile.empty()) {
+        gpus += gpu.mig_enabled && FindMigProfile(model->mig_profiles, d.mig_profile) >= 0;
+      } else if (!gpu.mig_enabled && (d.gpu_milli == 0 || d.gpu_memory_mib <= model->memory_mib)) {
+        ++gpus;
+      }
+    }
+    const bool asks_gpus = d.gpus > 0 || d.gpu_milli > 0 || !d.mig_profile.empty();
+    if (!asks_gpus || gpus >= std::max(1, d.gpus)) return "";
+  }
+  std::string what;
+  if (!d.mig_profile.empty())
+    what = "a MIG " + d.mig_profile + " instance";
+  else if (d.gpu_milli > 0)
+    what = "a " + std::to_string(d.gpu_milli) + " milli share" +
+           (d.gpu_memory_mib > 0 ? " with " + std::to_string(d.gpu_memory_mib) + " MiB" : "");
+  else if (d.gpus > 0)
+    what = std::to_string(d.gpus) + " GPUs on one node";
+  else
+    what = "no GPU";
+  if (!d.models.empty()) {
+    what += " of model";
+    for (const std::string& m : d.models) what += " " + m;
+  }
+  what += ", " + std::to_string(d.cpu_milli) + " milli-CPU and " + std::to_string(d.memory_mib) +
+          " MiB";
+  if (!group.node_selector.empty()) what += " on nodes matching its node selector";
+  return "no node of the cluster can ever hold one replica of group " + group.name + " (" + what +
+         "); ask for less, or add such a node";
 }
 
 double GpuEquivalents(const Cluster& cluster, const Demand& demand) {

@@ -49,6 +49,10 @@ struct JobSpec {
 
 // Replicas a spec asks for in all.
 int TotalReplicas(const JobSpec& spec);
+// Why no node of the cluster, even empty and healthy, could ever hold one replica of the group
+// (too many GPUs for any node, a MIG profile no MIG-enabled GPU offers, a share of more memory
+// than a GPU has, CPU or memory past a node's, a selector no node matches); "" when one could.
+std::string WhyNoNodeFits(const Cluster& cluster, const TaskGroup& group);
 // GPU-equivalents one replica of a group uses: whole GPUs, milli / 1000, or a MIG instance's
 // compute slices / 7 (a 7g slice counts 7 times a 1g).
 double GpuEquivalents(const Cluster& cluster, const Demand& demand);

@@ -5,7 +5,10 @@
 namespace berth {
 
 std::string ShapeClassKey(const JobSpec& spec) {
-  std::string key = spec.queue;
+  // The raw priority decides what a job may do besides fit (use the guarantee, preempt lower
+  // priority): jobs of different raw priorities never stand in for each other.
+  std::string key = spec.queue + "|" + std::to_string(spec.priority) +
+                    (spec.preemptible ? "" : "|np") + (spec.priority_class.empty() ? "" : "|c");
   key += '\x1f';
   const bool one = spec.groups.size() == 1;
   for (const TaskGroup& g : spec.groups) {

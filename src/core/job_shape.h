@@ -26,8 +26,8 @@ struct ShapeSize {
   }
 };
 
-// The class key of a spec (queue included), and its size. Jobs with several task groups get
-// their sizes in the key: only identical ones share a class.
+// The class key of a spec (queue and raw priority included), and its size. Jobs with several task
+// groups get their sizes in the key: only identical ones share a class.
 std::string ShapeClassKey(const JobSpec& spec);
 ShapeSize ShapeSizeOf(const JobSpec& spec);
 

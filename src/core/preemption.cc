@@ -108,12 +108,34 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
     return search.fits(trial, where);
   };
 
-  // Grow the victim set until the job fits on a what-if copy...
-  Allocator trial = *search.alloc;
   VictimPlan plan;
-  ReplicaBound growing = bound;
   bool fits = false;
+  // A job that one node can hold: each of the cheapest few nodes' victims alone first. Growing
+  // one set across nodes takes the cheapest victims first, and may then have to pass over the
+  // one victim that frees a whole node (its queue would lose too much next to the others).
+  constexpr int kNodeTrials = 4;
+  int trials = 0;
+  for (const auto& [needed, cost, node] : nodes) {
+    if (fits || trials == kNodeTrials || needed > candidates.size()) break;
+    ReplicaBound local = bound;
+    Victims here;
+    for (JobRecord* v : on_node[node]) {
+      here.push_back(v);
+      local.Free(*v);
+      if (!local.may_fit()) continue;
+      ++trials;
+      if (fits_without(here, &plan.placement)) {
+        plan.victims = here;
+        fits = true;
+      }
+      break;
+    }
+  }
+  // Else grow the victim set across nodes until the job fits on a what-if copy...
+  Allocator trial = *search.alloc;
+  ReplicaBound growing = bound;
   for (JobRecord* v : ordered) {
+    if (fits) break;
     // A victim that would make an allowed set disallowed (its queue would fall below its share)
     // is passed over rather than taken: later ones may still do.
     if (!plan.victims.empty() && search.allowed(plan.victims)) {

@@ -288,6 +288,12 @@ std::string Scheduler::SetCluster(const Cluster* cluster, double now) {
   telemetry_ = std::move(telemetry);
   Install(rebuilt, node_map);
   cluster_ = cluster;
+  // What no node could hold may fit the new nodes, and the other way round.
+  for (auto& [id, j] : jobs_) {
+    if (j.state != JobState::kPending) continue;
+    j.never_fits = NeverFits(j.spec);
+    if (!j.never_fits.empty()) j.reason = j.never_fits;
+  }
   CountCapacity();
   CountGuarantees();
   Emit(now, -1, "cluster", std::to_string(cluster->nodes.size()) + " nodes");
@@ -331,6 +337,14 @@ ResourceVector Scheduler::JobResources(const JobRecord& job) const {
     r.memory_mib += p.memory_mib;
   }
   return r;
+}
+
+std::string Scheduler::NeverFits(const JobSpec& spec) const {
+  for (const TaskGroup& g : spec.groups) {
+    std::string why = WhyNoNodeFits(*cluster_, g);
+    if (!why.empty()) return why;
+  }
+  return "";
 }
 
 int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
@@ -408,6 +422,8 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
     cls = shape_classes_.emplace(key, static_cast<int>(shape_classes_.size())).first;
   job.shape_class = cls == shape_classes_.end() ? -1 : cls->second;
   job.shape = ShapeSizeOf(job.spec);
+  job.never_fits = NeverFits(job.spec);
+  if (!job.never_fits.empty()) job.reason = job.never_fits;
   queue.demand_gpus += JobGpus(job.spec, TotalReplicas(job.spec));
   Emit(now, job.id, "submitted", "queue " + queue.spec.name);
   JobRecord& stored = jobs_[job.id] = std::move(job);
@@ -415,11 +431,54 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
   return stored.id;
 }
 
+std::map<std::string, double> Scheduler::ModelGpus(const JobRecord& job) const {
+  std::map<std::string, double> by_model;
+  size_t next = 0;
+  for (const TaskGroup& g : job.spec.groups) {
+    const double each = GpuEquivalents(*cluster_, g.demand);
+    for (int i = 0; i < g.replicas && next < job.placements.size(); ++i, ++next) {
+      const ReplicaPlacement& r = job.placements[next];
+      if (!r.gpus.empty() && each > 0)
+        by_model[cluster_->nodes[r.node].gpus[r.gpus[0]].model] += each;
+    }
+  }
+  return by_model;
+}
+
+bool Scheduler::ModelsUnderCap(const JobRecord& job, double gpus, const Demand& demand,
+                               std::vector<std::string>* models, std::string* capped) const {
+  const Queue& q = queues_[job.queue];
+  models->clear();
+  std::string full;
+  for (const GpuModel& m : cluster_->models) {
+    if (!demand.models.empty() &&
+        std::find(demand.models.begin(), demand.models.end(), m.name) == demand.models.end())
+      continue;
+    auto cap = q.spec.model_caps.find(m.name);
+    auto held = q.held_by_model.find(m.name);
+    const double used = held == q.held_by_model.end() ? 0 : held->second;
+    if (cap == q.spec.model_caps.end() || used + gpus <= cap->second + kEps) {
+      models->push_back(m.name);
+    } else {
+      char text[160];
+      std::snprintf(text, sizeof text, "%s%s holds %g of %g", full.empty() ? "" : ", ",
+                    m.name.c_str(), used, cap->second);
+      full += text;
+    }
+  }
+  if (full.empty()) return true;
+  char need[32];
+  std::snprintf(need, sizeof need, "%g", gpus);
+  *capped = "queue " + q.spec.name + "'s modelCaps: " + full + ", and the job needs " + need;
+  return !models->empty();
+}
+
 // Held counts running and stopping jobs; committed counts running jobs that are not stopping.
 void Scheduler::Account(const JobRecord& job, int sign) {
   Queue& q = queues_[job.queue];
   const ResourceVector r = Scaled(JobResources(job), sign);
   q.held += r;
+  for (const auto& [model, gpus] : ModelGpus(job)) q.held_by_model[model] += sign * gpus;
   q.committed += r;
   if (!job.borrowed) q.committed_guaranteed += r.gpu;
   q.user_usage[job.user] += r;
@@ -470,6 +529,7 @@ void Scheduler::Release(JobRecord& job) {
   Queue& q = queues_[job.queue];
   const ResourceVector r = Scaled(JobResources(job), -1);
   q.held += r;
+  for (const auto& [model, gpus] : ModelGpus(job)) q.held_by_model[model] -= gpus;
   if (job.borrowed) q.borrowed_gpus += r.gpu;
   --q.running;
   if (job.state == JobState::kRunning) Uncommit(job);
@@ -599,6 +659,15 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     placements->clear();
   }
   const size_t kept_ids = ids->size(), kept_placements = placements->size();
+  const bool model_capped = !exact && !queues_[job.queue].spec.model_caps.empty();
+  const double added = model_capped ? JobGpus(job.spec, replicas) - JobGpus(job.spec, first) : 0;
+  auto give_up = [&](const std::string& why) {
+    for (size_t i = kept_ids; i < ids->size(); ++i) alloc.Release((*ids)[i]);
+    ids->resize(kept_ids);
+    placements->resize(kept_placements);
+    job.reason = why;
+    return false;
+  };
   std::vector<ReplicaPlacement> exact_group;
   int skip = first, left = replicas - first;
   for (const TaskGroup& group : job.spec.groups) {
@@ -610,6 +679,10 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     req.replicas = here;
     left -= req.replicas;
     req.demand = group.demand;
+    std::string why, capped;
+    if (model_capped && GpuEquivalents(*cluster_, group.demand) > 0 &&
+        !ModelsUnderCap(job, added, group.demand, &req.demand.models, &capped))
+      return give_up("cap: " + capped);
     req.gang_affinity = job.spec.gang_affinity;
     req.vc = job.queue;
     req.opportunistic = !guaranteed;
@@ -633,15 +706,8 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
       exact_group.assign(from, from + req.replicas);
       req.exact = &exact_group;
     }
-    std::string why;
     const auto id = alloc.Allocate(req, &why, pipeline_.get(), pipeline_->policy().candidates);
-    if (!id) {
-      for (size_t i = kept_ids; i < ids->size(); ++i) alloc.Release((*ids)[i]);
-      ids->resize(kept_ids);
-      placements->resize(kept_placements);
-      job.reason = why;
-      return false;
-    }
+    if (!id) return give_up(capped.empty() ? why : why + "; on the other models (" + capped + ")");
     ids->push_back(*id);
     const Allocation* a = alloc.Find(*id);
     placements->insert(placements->end(), a->replicas.begin(), a->replicas.end());
@@ -928,7 +994,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
                        const std::vector<double>& fair, double now, std::vector<Decision>* out) {
   const Policy& policy = pipeline_->policy();
   if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
-      job.failed_at == version_)
+      job.failed_at == version_ || !job.never_fits.empty())
     return false;
   // A job with a reservation may use GPUs the failed jobs could not: it is never skipped.
   const Reservations::Reservation* reserved = reservations_.Of(job.id);
@@ -940,6 +1006,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   const double need = JobGpus(job.spec, TotalReplicas(job.spec));
   const bool may_guarantee = MayGuarantee(job, need);
   if (guarantee_pass && !may_guarantee) return false;
+  job.reason.clear();  // this try says why it waits
   std::string cap_refusal;
   // An elastic job may start smaller, as far as its queue's cap leaves room.
   const int most = MostUnderCap(job);
@@ -1097,9 +1164,19 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     // Schedule asks of a start; and for a fair-share reclaim, whether every victim's queue
     // keeps its share. `own`: the preemptor's queue's part, `own_guaranteed` of it guaranteed.
     auto allowed = [&](const std::map<int, double>& taken, double own, double own_guaranteed) {
-      if (plan.why == Why::kFairShare)
-        for (const auto& [q, gpus] : taken)
-          if (queues_[q].committed.gpu - gpus < fair[q] - kEps) return false;
+      // A fair-share reclaim must shrink the total shortfall below the shares by at least half
+      // of what the job gets (it gets all of `need` toward its own share): a victim's queue
+      // may end a little below its share, when its excess was too fragmented to give whole
+      // jobs, but every reclaim moves the cluster toward the water-fill by a fixed amount, so
+      // reclaims end.
+      if (plan.why == Why::kFairShare) {
+        double shortfall_made = 0;
+        for (const auto& [q, gpus] : taken) {
+          const double held = queues_[q].committed.gpu;
+          shortfall_made += std::max(0.0, fair[q] - (held - gpus)) - std::max(0.0, fair[q] - held);
+        }
+        if (shortfall_made > need / 2 + kEps) return false;
+      }
       const bool under_cap =
           queue.spec.cap_gpus < 0 ||
           queue.held.gpu + queue.waiting_gpus - own + need <= queue.spec.cap_gpus + kEps;
@@ -1439,6 +1516,7 @@ std::string Scheduler::CheckConsistency() const {
     }
     const ResourceVector r = JobResources(j);
     q.held += r;
+    for (const auto& [model, gpus] : ModelGpus(j)) q.held_by_model[model] += gpus;
     ++q.running;
     if (j.borrowed) q.borrowed_gpus += r.gpu;
     if (j.state == JobState::kRunning) {
@@ -1470,6 +1548,11 @@ std::string Scheduler::CheckConsistency() const {
       return name + "committed " + std::to_string(have.committed.gpu) + " GPUs, jobs commit " +
              std::to_string(w.committed.gpu);
     if (!near(have.borrowed_gpus, w.borrowed_gpus)) return name + "borrowed GPUs differ";
+    for (const auto& [model, gpus] : have.held_by_model) {
+      auto want_model = w.held_by_model.find(model);
+      if (!near(gpus, want_model == w.held_by_model.end() ? 0 : want_model->second))
+        return name + "held " + model + " GPUs differ";
+    }
     if (!near(have.waiting_gpus, w.waiting_gpus)) return name + "waiting preemptors' GPUs differ";
     if (!near(have.demand_gpus, w.demand_gpus)) return name + "demand differs";
     if (have.running != w.running) return name + "running count differs";

@@ -34,10 +34,13 @@
 //  - Shares settle. Guarantee and fair-share checks count *committed* usage: running jobs that
 //    are not stopping, plus preemptors waiting for their victims. A queue reclaims its fair
 //    share only while it stays within that share after the start; a queue is reclaimed from
-//    only while it holds more than (1 + reclaim_hysteresis) x its share and keeps at least its
-//    share after losing the victim. Each reclaim moves both queues toward their shares without
-//    crossing them, so with steady demand preemptions stop and usage stays at the weighted
-//    max-min shares (up to one job's size).
+//    only while it holds more than (1 + reclaim_hysteresis) x its share, and a reclaim must cut
+//    the total shortfall below the shares (sum of max(0, share - committed)) by at least half
+//    the GPUs the job gets: a victim's queue may end a little below its share when its excess
+//    is in jobs too big to give whole, but each reclaim moves the cluster toward the water-fill
+//    by a fixed amount, so with steady demand preemptions stop and usage stays at the weighted
+//    max-min shares (up to one job's size). The reclaiming queue never passes its share, so
+//    the queue it took from cannot take back.
 //    The exception: a queue whose own small jobs fragment its guarantee cells can leave GPUs
 //    there that only it may use and that its bigger jobs cannot.
 //  - Nothing starves. A pending job that has waited reserve_after_s and fits the empty cluster
@@ -81,8 +84,11 @@ namespace berth {
 struct QueueSpec {
   std::string name;
   double weight = 1;
-  double cap_gpus = -1;  // most GPU-equivalents the queue may hold; < 0: no cap
-  std::vector<VcGuarantee> guarantees;
+  double cap_gpus = -1;                 // most GPU-equivalents the queue may hold; < 0: no cap
+  std::vector<VcGuarantee> guarantees;  // each may carry a lending limit
+  // Most GPU-equivalents the queue may hold of each listed GPU model (models not listed: only
+  // cap_gpus). A job is placed only on models with room for all of it.
+  std::map<std::string, double> model_caps = {};
 };
 
 enum class JobState { kPending, kRunning, kStopping, kDone };
@@ -125,7 +131,8 @@ struct JobRecord {
   // The scheduler's state version when the job last failed to fit; it is retried only after
   // capacity was freed, health changed or new victims appeared, since nothing else can help.
   uint64_t failed_at = UINT64_MAX;
-  std::string reason;  // why it is still pending, or why it stopped
+  std::string reason;      // why it is still pending, or why it stopped
+  std::string never_fits;  // set: no node of the cluster could ever hold it (WhyNoNodeFits)
 };
 
 struct Decision {
@@ -265,7 +272,8 @@ class Scheduler {
   struct Queue {
     QueueSpec spec;
     double guarantee_gpus = 0;
-    ResourceVector held;       // running and stopping jobs
+    ResourceVector held;                          // running and stopping jobs
+    std::map<std::string, double> held_by_model;  // GPU-equivalents held, by GPU model
     ResourceVector committed;  // running jobs not stopping, plus waiting preemptors
     double committed_guaranteed = 0;
     double waiting_gpus = 0;  // waiting preemptors' GPUs: held soon, so caps count them
@@ -295,8 +303,15 @@ class Scheduler {
   void CountGuarantees();
   void CountCapacity();
   void WakePreemptor(JobRecord& victim);  // a victim left: its preemptor stops waiting for it
+  std::string NeverFits(const JobSpec& spec) const;
   double JobGpus(const JobSpec& spec, int replicas) const;
   ResourceVector JobResources(const JobRecord& job) const;
+  // The job's GPU-equivalents by the model of the GPUs each replica holds.
+  std::map<std::string, double> ModelGpus(const JobRecord& job) const;
+  // The models the job may still use under its queue's model caps at `gpus` more; `capped`
+  // names the models at their cap. False when none is left.
+  bool ModelsUnderCap(const JobRecord& job, double gpus, const Demand& demand,
+                      std::vector<std::string>* models, std::string* capped) const;
   bool MayGuarantee(const JobRecord& job, double need) const;
   bool UnderCap(const JobRecord& job, double need, std::string* why) const;
   // Places replicas [first, replicas) of the job on `alloc` (only on `only_node` when >= 0),

@@ -32,6 +32,8 @@ std::string ResolveVirtualClusters(const CellTree& tree,
   out->clear();
   const int n = static_cast<int>(tree.types().size());
   std::vector<int> needed(n, 0);
+  std::vector<std::string> last_where(n);  // of the last guarantee of each type, for messages
+  const auto at = [](const VcGuarantee& g) { return g.where.empty() ? "" : g.where + ": "; };
   for (const VirtualClusterSpec& spec : specs) {
     VirtualCluster vc;
     vc.name = spec.name;
@@ -40,15 +42,20 @@ std::string ResolveVirtualClusters(const CellTree& tree,
       if (type < 0) {
         std::string known;
         for (const CellType& t : tree.types()) known += (known.empty() ? "" : ", ") + t.name;
-        return "virtualClusters." + spec.name + ": unknown cellType \"" + g.cell_type +
+        return at(g) + "virtualClusters." + spec.name + ": unknown cellType \"" + g.cell_type +
                "\"; this cluster's cell types are: " + known;
       }
       if (g.count < 1)
-        return "virtualClusters." + spec.name + ": cellNumber of " + g.cell_type +
+        return at(g) + "virtualClusters." + spec.name + ": cellNumber of " + g.cell_type +
                " must be at least 1";
+      last_where[type] = at(g);
       vc.guarantee_types.push_back(type);
       vc.guarantee_counts.push_back(g.count);
       vc.bound_counts.push_back(0);
+      if (g.lending_limit > g.count)
+        return "virtualClusters." + spec.name + ".lendingLimit." + g.cell_type +
+               ": at most the guarantee's " + std::to_string(g.count) + " cells";
+      vc.unlent_counts.push_back(g.lending_limit < 0 ? 0 : g.count - g.lending_limit);
       needed[type] += g.count;
     }
     out->push_back(std::move(vc));
@@ -58,9 +65,9 @@ std::string ResolveVirtualClusters(const CellTree& tree,
   const std::vector<int> short_by = GuaranteeShortfall(tree, available, needed);
   for (int t = 0; t < n; ++t)
     if (short_by[t] > 0)
-      return "virtualClusters: the guarantees ask for " + std::to_string(needed[t]) + " x " +
-             tree.types()[t].name + " but the cluster can back only " +
-             std::to_string(needed[t] - short_by[t]) +
+      return last_where[t] + "virtualClusters: the guarantees ask for " +
+             std::to_string(needed[t]) + " x " + tree.types()[t].name +
+             " but the cluster can back only " + std::to_string(needed[t] - short_by[t]) +
              " next to the other guarantees; lower a cellNumber or add hardware";
   return "";
 }

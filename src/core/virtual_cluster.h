@@ -16,6 +16,10 @@ namespace berth {
 struct VcGuarantee {
   std::string cell_type;  // a cell type name, as `berth cells` lists them
   int count = 0;
+  // Most cells of the guarantee lent to other VCs while unused (Kueue's lendingLimit); the rest
+  // stay free for the VC, so its own work never waits for a reclaim there. < 0: all of them.
+  int lending_limit = -1;
+  std::string where = {};  // "FILE:LINE" where it is written, for messages; "" when unknown
 };
 
 struct VirtualClusterSpec {
@@ -31,6 +35,7 @@ struct VirtualCluster {
   std::vector<int> guarantee_types;   // cell type ids
   std::vector<int> guarantee_counts;  // parallel to guarantee_types
   std::vector<int> bound_counts;      // parallel: cells of that type bound now
+  std::vector<int> unlent_counts;     // parallel: cells never lent (bound, or kept free)
   std::vector<int> bound_cells;
 };
 

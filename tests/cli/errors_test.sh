@@ -74,4 +74,91 @@ expect_error "trace.yaml:4: events[0].failGpu.gpu: expected an integer from 0 to
 expect_error "queues: the trace has its own queues" "$BERTH" sim replay --format berth \
   --trace examples/scenarios/2-shares-settle.yaml --cluster examples/scenarios/clusters/dgx-4.yaml \
   --vcs examples/vcs.yaml
+
+# Hostile and broken input (issue 10): bounded, clear errors naming file, line and field; never a
+# crash, a hang or nonsense with exit 0. Small inputs of their own, no traces needed.
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn1,32000,65536,8,T4\nn2,32000,65536,8,T4\n' > "$TMP/n.csv"
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,1024,1,1000\np2,1000,1024,2,1000\n' \
+  > "$TMP/p.csv"
+pack() { timeout 20 "$BERTH" sim packing --nodes "$TMP/n.csv" --pods "$TMP/p.csv" "$@"; }
+expect_error "--candidates: Value -1 not in range" pack --candidates -1
+expect_error "--policy: expected policy names separated by commas" pack --policy ''
+expect_error "--policy: expected policy names" pack --policy fgd,,berth
+expect_error '--policy: two policies are named "fgd"' pack --policy fgd,fgd
+expect_error '--seeds: expected whole numbers' pack --seeds 42abc
+expect_error '--seeds: expected whole numbers' pack --seeds 1.9
+expect_error '--seeds: seed 3 is given twice' pack --seeds 1-3,3
+expect_error '--seeds: more than the limit of 10000 seeds' pack --seeds 0-18446744073709551615
+# The largest seed ends its range instead of wrapping around to 0 forever.
+pack --seeds 18446744073709551614-18446744073709551615 > "$TMP/out" || fail "top seeds refused"
+grep -q "2 seed(s)" "$TMP/out" || fail "top seeds: $(cat "$TMP/out")"
+printf 'sn,cpu_milli,memory_mib,gpu,model\nn1,32000,65536,0,\n' > "$TMP/cpu-only.csv"
+expect_error "cpu-only.csv: no node has GPUs" "$BERTH" sim packing --nodes "$TMP/cpu-only.csv" \
+  --pods "$TMP/p.csv"
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,1024,0,0\n' > "$TMP/cpu-pods.csv"
+expect_error "cpu-pods.csv: no pod asks for GPUs" timeout 20 "$BERTH" sim packing \
+  --nodes "$TMP/n.csv" --pods "$TMP/cpu-pods.csv"
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np\xff,1000,1024,1,1000\n' > "$TMP/utf8.csv"
+expect_error "utf8.csv:2:2: invalid UTF-8 (byte 0xFF)" "$BERTH" sim packing --nodes "$TMP/n.csv" \
+  --pods "$TMP/utf8.csv" --json "$TMP/j"
+
+replay() { timeout 20 "$BERTH" sim replay --jobs 20 "$@"; }
+expect_error "--policy: expected policy names" replay --policy ''
+for load in 0 -1 nan inf 11; do expect_error "--load: expected a number above 0" replay --load $load; done
+for c in 0 -5 nan; do expect_error "--checkpoint: expected seconds above 0" replay --checkpoint $c; done
+expect_error "--jobs: Value 2000000000 not in range 1 to 1000000" replay --jobs 2000000000
+expect_error "--queues: Value 2147483647 not in range 1 to 1000" \
+  "$BERTH" bench schedule --queues 2147483647
+H='job_id,num_gpu,submit_time,iterations,model_name,duration,interval'
+for t in nan inf 1e999 -1; do
+  printf '%s\n0,1,%s,1,vgg,60,1\n' "$H" "$t" > "$TMP/jobs.csv"
+  expect_error "jobs.csv:2: column 'submit_time': expected a number from 0 to 1000000000" \
+    replay --format tiresias --trace "$TMP/jobs.csv"
+done
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\np,1,1,1,1000,,LS,Running,5,,\n' \
+  > "$TMP/untimed.csv"
+expect_error "untimed.csv: no pod has both a submit time and a duration" \
+  replay --format openb --trace "$TMP/untimed.csv"
+
+# Files: a device or a directory is not read whole; an empty or BOM-led CSV is told apart.
+expect_error "/dev/zero: more than the limit of 67108864 bytes" "$BERTH" cells --cluster /dev/zero
+expect_error "$TMP: cannot read: it is a directory" "$BERTH" cells --cluster "$TMP"
+: > "$TMP/empty.csv"
+expect_error "empty.csv:1: expected the header of an openb node list" \
+  "$BERTH" cells --cluster "$TMP/empty.csv"
+C='num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node'
+printf '\xef\xbb\xbf%s\r\n1,2,4,8,16\r\n' "$C" > "$TMP/bom.csv"
+"$BERTH" cells --cluster "$TMP/bom.csv" > /dev/null || fail "a Tiresias cluster with a BOM refused"
+printf '%s\n1,2,4,8,16\n2,2,2,2,2\n' "$C" > "$TMP/rows.csv"
+expect_error "rows.csv:3: a second cluster row" "$BERTH" cells --cluster "$TMP/rows.csv"
+printf '%s\n10000,10000,64,64,256\n' "$C" > "$TMP/huge.csv"
+expect_error "huge.csv:2: the cluster would have more than the limit of 100000 nodes" \
+  "$BERTH" cells --cluster "$TMP/huge.csv"
+printf '%s\n1,2,0,8,16\n' "$C" > "$TMP/no-gpus.csv"
+expect_error "no-gpus.csv: the cluster has no GPUs" "$BERTH" sim replay --cluster "$TMP/no-gpus.csv" \
+  --vcs examples/vcs.yaml
+
+# YAML: one document, bounded expansion, located duplicates, VC refusals at their line.
+printf 'name: t\n---\nbogus: 1\n' > "$TMP/two-docs.yaml"
+expect_error "two-docs.yaml:2: a second YAML document" "$BERTH" cells --cluster "$TMP/two-docs.yaml"
+cat > "$TMP/count.yaml" <<'YAML'
+name: big
+gpuModels: [{name: T4, memoryMiB: 15360}]
+nodeShapes:
+  s: {gpuModel: T4, sockets: [{cpus: "0-65535", switches: [1]}]}
+nodes: [{namePrefix: n, count: 100000, shape: s}]
+YAML
+expect_error "count.yaml:5: nodes[0].count: the cluster would have more than the limit of 32000000 CPU ids" \
+  "$BERTH" cells --cluster "$TMP/count.yaml"
+printf 'name: t\nracks:\n  - {name: r}\n  - {name: r}\n' > "$TMP/racks.yaml"
+expect_error 'racks.yaml:4: racks[1].name: rack "r" is already declared at' \
+  "$BERTH" cells --cluster "$TMP/racks.yaml"
+printf 'virtualClusters:\n  a: {guarantees: {dgx-a100/node: 8}}\n  b:\n    guarantees: {nope: 1}\n' \
+  > "$TMP/vcs.yaml"
+expect_error 'vcs.yaml:4: virtualClusters.b: unknown cellType "nope"' "$BERTH" cells --vcs "$TMP/vcs.yaml"
+expect_error 'vcs.yaml:4: virtualClusters.b: unknown cellType "nope"' replay --vcs "$TMP/vcs.yaml"
+printf 'virtualClusters:\n  a: {guarantees: {dgx-a100/node: 8}}\n  b: {guarantees: {dgx-a100/node: 8}}\n' \
+  > "$TMP/vcs.yaml"
+expect_error 'vcs.yaml:3: virtualClusters: the guarantees ask for 16 x dgx-a100/node' \
+  replay --vcs "$TMP/vcs.yaml"
 echo "1 passed, 0 failed"

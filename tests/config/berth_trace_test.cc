@@ -5,6 +5,7 @@
 #include <string>
 
 #include "config/cluster_file.h"
+#include "config/limits.h"
 #include "config_test_util.h"
 
 namespace berth {
@@ -30,7 +31,8 @@ BerthTrace Parse(const std::string& text, const std::vector<QueueSpec>& given = 
 TEST(BerthTraceTest, EveryField) {
   const BerthTrace t = Parse(R"(
 queues:
-  a: {weight: 3, cap: 40, guarantees: {dgx-a100/node: 1}}
+  a: {weight: 3, cap: 40, modelCaps: {L40S: 8}, guarantees: {dgx-a100/node: 2},
+      lendingLimit: {dgx-a100/node: 1}}
   b:
     virtualCells: [{cellType: L40S, cellNumber: 2}]
   c:
@@ -71,6 +73,8 @@ events:
   EXPECT_EQ(t.queues[0].cap_gpus, 40);
   ASSERT_EQ(t.queues[0].guarantees.size(), 1u);
   EXPECT_EQ(t.queues[0].guarantees[0].cell_type, "dgx-a100/node");
+  EXPECT_EQ(t.queues[0].guarantees[0].lending_limit, 1);
+  EXPECT_EQ(t.queues[0].model_caps.at("L40S"), 8);
   EXPECT_EQ(t.queues[1].guarantees[0].count, 2);
   EXPECT_EQ(t.queues[2].weight, 1);
   EXPECT_LT(t.queues[2].cap_gpus, 0);
@@ -232,15 +236,16 @@ TEST(BerthTraceTest, EventErrors) {
 }
 
 TEST(BerthTraceTest, HostileInput) {
-  // Deep nesting is a syntax error, not a stack overflow.
+  // Deep nesting is a clear error, not a stack overflow.
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  EXPECT_TRUE(ThrowsConfigError([&] { Parse(deep); }, "trace.yaml:", {"YAML syntax error"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { Parse(deep); },
+                                "trace.yaml:", {"nested more than the limit of 32 levels"}));
   EXPECT_TRUE(ThrowsConfigError([&] { Parse("jobs: [\n"); }, "trace.yaml:", {"YAML syntax"}));
   // A file larger than the bound is refused before it is parsed.
   const std::string path =
-      WriteTempFile("huge-trace.yaml", "jobs: []\n" + std::string(33 << 20, '#'));
+      WriteTempFile("huge-trace.yaml", "jobs: []\n" + std::string(limits::kMaxFileBytes, '#'));
   EXPECT_TRUE(ThrowsConfigError([&] { LoadBerthTrace(path, MultiRack(), {}); }, path + ": ",
-                                {"larger than", "split it"}));
+                                {"more than the limit of 67108864 bytes", "split it"}));
   EXPECT_TRUE(ThrowsConfigError([&] { LoadBerthTrace(path + ".missing", MultiRack(), {}); },
                                 path + ".missing: ", {"cannot read"}));
 }

@@ -263,7 +263,8 @@ TEST(ClusterFileTest, BadInteger) {
       "      - memoryMiB: 12x\n"
       "        switches: [1]\n");
   EXPECT_TRUE(FailsAt(
-      text, "12x", {"nodeShapes.s.sockets[0].memoryMiB", "expected an integer >= 0, got \"12x\""}));
+      text, "12x",
+      {"nodeShapes.s.sockets[0].memoryMiB", "expected an integer from 0 to", "got \"12x\""}));
   EXPECT_TRUE(FailsAt(WithShape("    gpuModel: T4\n    sockets: [{switches: [0]}]\n"),
                       "switches: [0]", {"switches[0]", "expected an integer from 1"}));
 }
@@ -366,10 +367,117 @@ TEST(ClusterFileTest, CellOnDeclaredNodeWithOtherGpus) {
   EXPECT_TRUE(FailsAt(text, "physicalCells:", {"node \"n0\" has 2 GPUs but a N cell holds 4"}));
 }
 
-TEST(ClusterFileTest, ValidateClusterErrorsNameTheFile) {
+TEST(ClusterFileTest, DuplicateNamesNameBothLines) {
   const std::string text = WithShape("    gpuModel: T4\n    sockets: [{switches: [1]}]\n") +
-                           "  - {name: n0, shape: s}\n";
-  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(text, "bad.yaml"); }, "bad.yaml: ", {"n0"}));
+                           "  - {shape: s, name: n0}\n";
+  EXPECT_TRUE(FailsAt(text, "{shape: s, name: n0}",
+                      {"nodes[1].name", "node \"n0\" is already declared at bad.yaml:"}));
+}
+
+// Each of these grew past 6 GiB or ran for minutes from a few KB, or overflowed; now each is an
+// error at its line naming the bound.
+TEST(ClusterFileTest, SizesAreBoundedBeforeNodesAreMade) {
+  const std::string shape = "    gpuModel: T4\n    sockets: [{switches: [128]}]\n";
+  const std::string many = WithShape(shape) + "  - {namePrefix: m, count: 9000, shape: s}\n";
+  EXPECT_TRUE(
+      FailsAt(many, "count: 9000", {"nodes[1].count", "more than the limit of 1048576 GPUs"}));
+  EXPECT_TRUE(FailsAt(WithShape("    gpuModel: T4\n    sockets: [{switches: [1048576]}]\n"),
+                      "switches:", {"switches[0]", "expected an integer from 1 to 128"}));
+  EXPECT_TRUE(FailsAt(WithShape("    gpuModel: T4\n    sockets: [{switches: [100, 100]}]\n"),
+                      "switches:", {"more than the limit of 128 GPUs a node"}));
+  const std::string cpus =
+      WithShape("    gpuModel: T4\n    sockets: [{cpus: \"0-65535\", switches: [1]}]\n") +
+      "  - {namePrefix: m, count: 1000, shape: s}\n";
+  EXPECT_TRUE(FailsAt(cpus, "count: 1000", {"more than the limit of 32000000 CPU ids"}));
+  std::string aliases = WithShape("    gpuModel: T4\n    sockets: [{switches: [1]}]\n") +
+                        "  - &big {namePrefix: m, count: 60000, shape: s}\n";
+  aliases += "  - *big\n";
+  EXPECT_TRUE(FailsAt(aliases, "&big", {"nodes[2].count", "more than the limit of 100000 nodes"}));
+  std::string labels = "{";
+  for (int i = 0; i < 65; ++i) labels += "l" + std::to_string(i) + ": v, ";
+  EXPECT_TRUE(FailsAt(WithShape("    gpuModel: T4\n    sockets: [{switches: [1]}]\n") +
+                          "  - {name: m, shape: s, labels: " + labels + "}}\n",
+                      "labels:", {"nodes[1].labels", "more than the limit of 64 labels a node"}));
+  std::string chain = "name: c\ncellTypes:\n";
+  for (int i = 0; i < 3000; ++i)
+    chain += "  t" + std::to_string(i) + ": {childCellType: t" + std::to_string(i + 1) +
+             ", childCellNumber: 1}\n";
+  chain +=
+      "  t3000: {childCellType: K80, childCellNumber: 1, isNodeLevel: true}\n"
+      "physicalCells: [{cellType: t0, cellAddress: a}]\n";
+  EXPECT_TRUE(FailsAt(chain, "  t0:", {"cellTypes.t0", "more than the limit of 16 levels"}));
+  // Eight levels of ten aliases each stand for 10^8 nodes.
+  std::string laughs =
+      "name: t\nnodes: []\nracks: []\nbogus:\n  a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    const std::string prev = "*a" + std::to_string(i - 1);
+    laughs += "  a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev;
+    for (int k = 1; k < 10; ++k) laughs += ", " + prev;
+    laughs += "]\n";
+  }
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(laughs, "bad.yaml"); },
+                                "bad.yaml:", {"with its aliases expanded", "8000000 YAML nodes"}));
+  EXPECT_TRUE(FailsAt("name: " + std::string(300, 'n') + "\n",
+                      "name:", {"name", "300 characters, more than the limit of 253"}));
+}
+
+TEST(ClusterFileTest, ArithmeticIsChecked) {
+  // Two sockets of 2^40 MiB each (each within bounds) add up past a node's bound.
+  EXPECT_TRUE(FailsAt(WithShape("    gpuModel: T4\n    sockets:\n"
+                                "      - {memoryMiB: 1099511627776, switches: [1]}\n"
+                                "      - {memoryMiB: 1099511627776}\n"),
+                      "      - {memoryMiB: 1099511627776, switches",
+                      {"nodeShapes.s.sockets", "add up to more than the limit"}));
+  EXPECT_TRUE(FailsAt(WithShape("    gpuModel: T4\n    sockets:\n"
+                                "      - {memoryMiB: 9223372036854775807, switches: [1]}\n"),
+                      "9223372036854775807", {"expected an integer from 0 to 1099511627776"}));
+  const std::string cells =
+      "cellTypes:\n  N: {childCellType: K80, childCellNumber: 8, isNodeLevel: true}\n"
+      "physicalCells: [{cellType: N, cellAddress: a}]\n";
+  EXPECT_TRUE(FailsAt("name: c\nskuTypes: {K80: {cpu: 1e300}}\n" + cells, "skuTypes",
+                      {"skuTypes.K80.cpu", "more than the limit"}));
+  EXPECT_TRUE(FailsAt("name: c\nskuTypes: {K80: {memory: 9000000000Ti}}\n" + cells, "skuTypes",
+                      {"skuTypes.K80.memory", "at most 1099511627776 MiB"}));
+  // Within a GPU's bound, but eight GPUs' worth is past a node's.
+  EXPECT_TRUE(FailsAt("name: c\nskuTypes: {K80: {memory: 200000Ti}}\n" + cells, "physicalCells",
+                      {"physicalCells[0]", "MiB of memory a node"}));
+}
+
+TEST(ClusterFileTest, DuplicatesNameBothLines) {
+  EXPECT_TRUE(FailsAt(WithShape("    gpuModel: T4\n    sockets: [{switches: [1]}]\n",
+                                "  - {name: T4, memoryMiB: 1}\n"),
+                      "{name: T4, memoryMiB: 1}",
+                      {"gpuModels[2].name", "model \"T4\" is already declared at bad.yaml:4"}));
+  EXPECT_TRUE(ThrowsConfigError(
+      [&] { ParseClusterYaml("name: t\nracks:\n  - {name: r}\n  - {name: r}\n", "bad.yaml"); },
+      "bad.yaml:4: ", {"racks[1].name", "rack \"r\" is already declared at bad.yaml:3"}));
+}
+
+TEST(ClusterFileTest, TextIsOneUtf8Document) {
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: t\nracks: [\xff]\n", "bad.yaml"); },
+                                "bad.yaml:2:9: ", {"invalid UTF-8 (byte 0xFF)"}));
+  // An overlong encoding of '/' and a lone surrogate are not UTF-8 either.
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: \xc0\xaf\n", "bad.yaml"); },
+                                "bad.yaml:1:7: ", {"invalid UTF-8"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: \xed\xa0\x80\n", "bad.yaml"); },
+                                "bad.yaml:1:7: ", {"invalid UTF-8"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: t\n---\nbogus: 1\n", "bad.yaml"); },
+                                "bad.yaml:2: ", {"a second YAML document"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: t\n...\nbogus: 1\n", "bad.yaml"); },
+                                "bad.yaml:3: ", {"a second YAML document"}));
+  // yaml-cpp 0.7's LoadAll looped forever, allocating, on a stray comma.
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(",\n", "bad.yaml"); },
+                                "bad.yaml:1: ", {"YAML syntax error"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("# only a comment\n", "bad.yaml"); },
+                                "bad.yaml:1: ", {"no YAML document"}));
+  // A byte order mark and CRLF line ends are read as the plain text.
+  const std::string crlf =
+      "\xef\xbb\xbfname: t\r\ngpuModels: [{name: T4, memoryMiB: 1}]\r\n"
+      "nodeShapes: {s: {gpuModel: T4, sockets: [{switches: [1]}]}}\r\n"
+      "nodes: [{name: n0, shape: s}]\r\n";
+  EXPECT_EQ(ParseClusterYaml(crlf, "ok.yaml").nodes.at(0).name, "n0");
+  const std::string dir = ::testing::TempDir();
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadClusterFile(dir); }, dir + ": ", {"is a directory"}));
 }
 
 TEST(ClusterFileTest, FileErrors) {

@@ -181,8 +181,8 @@ TEST(PolicyFileTest, ParseErrors) {
   EXPECT_TRUE(FailsAt("seed: 1\n", "seed", {"missing required field \"name\""}));
   EXPECT_TRUE(ThrowsConfigError([] { ParsePolicyYaml("name: [p\n", "policy.yaml"); },
                                 "policy.yaml:", {"YAML syntax error"}));
-  EXPECT_TRUE(ThrowsConfigError([] { ParsePolicyYaml("", "policy.yaml"); }, "policy.yaml",
-                                {"expected a map with fields"}));
+  EXPECT_TRUE(ThrowsConfigError([] { ParsePolicyYaml("", "policy.yaml"); },
+                                "policy.yaml:1: ", {"no YAML document"}));
   EXPECT_TRUE(ThrowsConfigError([] { LoadPolicyFile("/nonexistent/p.yaml"); },
                                 "/nonexistent/p.yaml: ", {"cannot read"}));
 }

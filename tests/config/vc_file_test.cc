@@ -4,7 +4,10 @@
 
 #include <string>
 
+#include "config/cluster_file.h"
+#include "config/limits.h"
 #include "config_test_util.h"
+#include "core/allocator.h"
 
 namespace berth {
 namespace {
@@ -46,6 +49,24 @@ TEST(VcFileTest, HivedQualifiedNamesAreKept) {
   EXPECT_TRUE(vcs[1].guarantees.empty());
 }
 
+TEST(VcFileTest, LendingLimits) {
+  const std::vector<VirtualClusterSpec> vcs = ParseVcYaml(
+      "virtualClusters:\n"
+      "  a:\n"
+      "    guarantees: {T4: 4, V100: 2}\n"
+      "    lendingLimit: {T4: 1}\n",
+      "vcs.yaml");
+  ASSERT_EQ(vcs[0].guarantees.size(), 2u);
+  EXPECT_EQ(vcs[0].guarantees[0].lending_limit, 1);
+  EXPECT_EQ(vcs[0].guarantees[1].lending_limit, -1);  // all of it may be lent
+  const std::string other =
+      "virtualClusters:\n  a:\n    guarantees: {T4: 4}\n    lendingLimit: {V100: 1}\n";
+  EXPECT_TRUE(FailsAt(other, "V100", {"virtualClusters.a.lendingLimit.V100", "not one of"}));
+  const std::string more =
+      "virtualClusters:\n  a:\n    guarantees: {T4: 4}\n    lendingLimit: {T4: 5}\n";
+  EXPECT_TRUE(FailsAt(more, "lendingLimit", {"virtualClusters.a.lendingLimit.T4", "from 0 to 4"}));
+}
+
 TEST(VcFileTest, Errors) {
   const std::string zero =
       "virtualClusters:\n  a:\n    virtualCells:\n"
@@ -56,7 +77,7 @@ TEST(VcFileTest, Errors) {
   const std::string unknown = "virtualClusters:\n  a:\n    guarantee: {T4: 1}\n";
   EXPECT_TRUE(FailsAt(unknown, "guarantee:",
                       {"virtualClusters.a", "unknown field \"guarantee\"",
-                       "known fields: guarantees, virtualCells"}));
+                       "known fields: guarantees, lendingLimit, virtualCells"}));
   const std::string count = "virtualClusters:\n  a:\n    guarantees:\n      T4: four\n";
   EXPECT_TRUE(FailsAt(count, "four", {"virtualClusters.a.guarantees.T4", "expected an integer"}));
   const std::string twice =
@@ -68,6 +89,32 @@ TEST(VcFileTest, Errors) {
   EXPECT_TRUE(FailsAt(both, "guarantees", {"either virtualCells or guarantees"}));
   EXPECT_TRUE(FailsAt("vcs: {}\n", "vcs", {"unknown field \"vcs\""}));
   EXPECT_TRUE(FailsAt("{}\n", "{}", {"missing required field \"virtualClusters\""}));
+}
+
+// What the engine refuses once it sees the cluster names the guarantee's file and line.
+TEST(VcFileTest, EngineRefusalsNameTheLine) {
+  const Cluster cluster =
+      LoadClusterFile(std::string(BERTH_SOURCE_DIR) + "/examples/multi-rack.yaml");
+  const auto engine_error = [&](const std::string& text) {
+    return Allocator(&cluster, ParseVcYaml(text, "vcs.yaml")).error();
+  };
+  EXPECT_EQ(engine_error("virtualClusters:\n  a:\n    guarantees: {nope: 1}\n")
+                .rfind("vcs.yaml:3: virtualClusters.a: unknown cellType \"nope\"", 0),
+            0u);
+  EXPECT_EQ(engine_error("virtualClusters:\n  a: {guarantees: {dgx-a100/node: 8}}\n"
+                         "  b: {guarantees: {dgx-a100/node: 8}}\n")
+                .rfind("vcs.yaml:3: virtualClusters: the guarantees ask for 16 x dgx-a100/node", 0),
+            0u);
+}
+
+TEST(VcFileTest, SizesAreBounded) {
+  // 2,200 VCs of a million GPUs each overflowed the engine's int sum and were accepted.
+  std::string many = "virtualClusters:\n";
+  for (int i = 0; i <= limits::kMaxQueues; ++i)
+    many += "  v" + std::to_string(i) + ": {guarantees: {T4: 1}}\n";
+  EXPECT_TRUE(FailsAt(many, "  v0:", {"1001 VCs, more than the limit of 1000 VCs"}));
+  EXPECT_TRUE(FailsAt("virtualClusters:\n  a:\n    guarantees: {T4: 1000000, K80: 100000}\n", "K80",
+                      {"more than the limit of 1048576 cells in all"}));
 }
 
 }  // namespace

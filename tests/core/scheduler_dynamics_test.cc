@@ -577,10 +577,14 @@ class Driver {
     if (!e.empty()) return Fail("Scheduler::CheckConsistency: " + e);
     e = s_->allocator().CheckConsistency();
     if (!e.empty()) return Fail("Allocator::CheckConsistency: " + e);
+    // A reservation made in this call (a new one, or one re-planned after a preemptor's plan
+    // took some of its GPUs and dropped it) reserves from then on, not before the call.
+    std::set<int> reserved_in_call;
     for (const EngineEvent& ev : s_->EventsSince(last_event_)) {
       if (ev.seq != last_event_ + 1)
         return Fail("event " + std::to_string(ev.seq) + " follows " + std::to_string(last_event_));
       last_event_ = ev.seq;
+      if (ev.kind == "reserved") reserved_in_call.insert(ev.job);
     }
 
     // Who holds each GPU: one whole holder, or shares summing to at most 1000 milli.
@@ -681,7 +685,7 @@ class Driver {
         const std::tuple<int, int, int> key{owner, node, gpu};
         reserved[key] = {res.yields, res.for_preemption, res.priority};
         auto seen = reserved_.find(key);
-        const bool fresh = seen == reserved_.end();
+        const bool fresh = seen == reserved_.end() || reserved_in_call.count(owner) > 0;
         const Reserved before = fresh ? reserved[key] : seen->second;
         // The call may have dropped and re-made the reservation: whatever let a job in before
         // or after counts.
@@ -906,10 +910,37 @@ TEST(SchedulerDynamics, DISABLED_SharesSettleAtTheWaterFillWithoutThrash) {
       const std::vector<QueueStatus> status = d.s().Queues();
       for (size_t q = 0; q < share.size(); ++q) {
         const double slack = largest + d.s().policy().reclaim_hysteresis * share[q] + kEps;
-        if (std::abs(usage[q] - share[q]) > slack)
+        if (std::abs(usage[q] - share[q]) > slack) {
+          // Why its pending jobs wait says which mechanism held the share back.
+          std::string waiting;
+          for (int id : d.s().pending(static_cast<int>(q))) {
+            const JobRecord& j = *d.s().job(id);
+            if (waiting.size() < 2000)
+              waiting += "\n  pending job " + std::to_string(id) + " (" +
+                         std::to_string(FullGpus(j.spec)) + " GPUs, priority " +
+                         std::to_string(j.spec.priority) + ", next try " +
+                         std::to_string(j.next_try) + "): " + j.reason;
+          }
+          for (size_t o = 0; o < share.size(); ++o) {
+            waiting += "\n  queue " + d.queues()[o].name + ": holds " + std::to_string(usage[o]) +
+                       " share " + std::to_string(share[o]) + " committed " +
+                       std::to_string(status[o].committed_gpus) + " guarantee " +
+                       std::to_string(status[o].guarantee_gpus) + ", running:";
+            for (const auto& [id, j] : d.s().jobs())
+              if (j.queue == static_cast<int>(o) && j.state != JobState::kPending &&
+                  j.state != JobState::kDone)
+                waiting += " " + std::to_string(j.gpu_equivalents).substr(0, 4) +
+                           (j.borrowed ? "b" : "g") + (j.spec.preemptible ? "" : "!") + "p" +
+                           std::to_string(j.spec.priority);
+          }
+          for (const auto& [id, r] : d.s().reservations().all())
+            waiting += "\n  reservation of job " + std::to_string(id) + ": " +
+                       std::to_string(r.gpus.size()) + " GPUs" +
+                       (r.for_preemption ? " (preemptor)" : "");
           d.Fail("queue " + d.queues()[q].name + " holds " + std::to_string(usage[q]) +
                  " GPUs, its water-fill share is " + std::to_string(share[q]) + " (slack " +
-                 std::to_string(slack) + ")");
+                 std::to_string(slack) + ")" + waiting);
+        }
         if (std::abs(status[q].fair_share_gpus - share[q]) > kEps)
           d.Fail("queue " + d.queues()[q].name + ": the engine's fair share " +
                  std::to_string(status[q].fair_share_gpus) + " differs from the water-fill " +

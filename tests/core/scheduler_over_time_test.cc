@@ -601,6 +601,83 @@ TEST(SchedulerOverTimeTest, ElasticJobsShrinkBeforeWholeJobsArePreempted) {
   d.Check();
 }
 
+// A lending limit keeps part of a guarantee free for its queue: borrowers never take it, so the
+// queue's work starts there at once, with no reclaim.
+TEST(SchedulerOverTimeTest, ALendingLimitKeepsPartOfTheGuaranteeFree) {
+  for (const int limit : {-1, 0}) {
+    QueueSpec b = Queue("b", 1);
+    b.guarantees[0].lending_limit = limit;
+    Driver d(2, 2, {Queue("a"), b});
+    const int a1 = d.Submit(Job("a", 8));
+    const int a2 = d.Submit(Job("a", 8));
+    d.Cycle();
+    EXPECT_EQ(d.J(a1).state, JobState::kRunning);
+    if (limit == 0) {
+      EXPECT_EQ(d.J(a2).state, JobState::kPending);
+      EXPECT_NE(d.J(a2).reason.find("lending limit"), std::string::npos) << d.J(a2).reason;
+    } else {
+      EXPECT_EQ(d.J(a2).state, JobState::kRunning);
+    }
+    const int b1 = d.Submit(Job("b", 8));
+    d.Cycle();
+    EXPECT_EQ(d.J(b1).state, limit == 0 ? JobState::kRunning : JobState::kPending);
+    EXPECT_EQ(d.count_[Decision::Kind::kPreempt], limit == 0 ? 0 : 1);
+    for (int i = 0; i < 100; ++i) d.Cycle(10);
+    EXPECT_EQ(d.J(b1).state, JobState::kRunning);
+    d.Check();
+  }
+}
+
+// A cap per GPU model: the queue's jobs go to other models once one is at its cap.
+TEST(SchedulerOverTimeTest, AModelCapSendsJobsToOtherModels) {
+  Driver d(3, 3, {Queue("a")});
+  d.cluster_.models.push_back(d.cluster_.models[0]);
+  d.cluster_.models.back().name = "H100";
+  for (Gpu& g : d.cluster_.nodes[2].gpus) g.model = "H100";
+  QueueSpec a = Queue("a");
+  a.model_caps["A100-80GB"] = 8;
+  ASSERT_EQ(d.s_.SetCluster(&d.cluster_, d.now_), "");
+  ASSERT_EQ(d.s_.SetQueues({a}), "");
+  const int j1 = d.Submit(Job("a", 8));
+  const int j2 = d.Submit(Job("a", 8));
+  const int j3 = d.Submit(Job("a", 8));
+  d.Cycle();
+  EXPECT_EQ(d.J(j1).state, JobState::kRunning);
+  EXPECT_EQ(d.J(j2).state, JobState::kRunning);
+  EXPECT_EQ(d.J(j3).state, JobState::kPending);
+  std::map<std::string, int> on;
+  for (int j : {j1, j2}) ++on[d.cluster_.nodes[d.J(j).placements[0].node].gpus[0].model];
+  EXPECT_EQ(on["A100-80GB"], 1);
+  EXPECT_EQ(on["H100"], 1);
+  EXPECT_NE(d.J(j3).reason.find("modelCaps"), std::string::npos) << d.J(j3).reason;
+  d.Check();
+}
+
+// A job no node could ever hold says so at once, and waits for a cluster that can.
+TEST(SchedulerOverTimeTest, AJobNoNodeCanEverHoldSaysSo) {
+  Driver d(2, 2, {Queue("a")});
+  const int nine = d.Submit(Job("a", 9));
+  JobSpec slice = Job("a", 0);
+  slice.groups[0].demand.mig_profile = "1g.10gb";
+  const int mig = d.Submit(slice);
+  for (int i = 0; i < 100; ++i) d.Cycle(60);
+  for (int id : {nine, mig}) {
+    EXPECT_EQ(d.J(id).state, JobState::kPending);
+    EXPECT_NE(d.J(id).reason.find("no node of the cluster can ever hold"), std::string::npos)
+        << d.J(id).reason;
+  }
+  EXPECT_NE(d.J(nine).reason.find("9 GPUs on one node"), std::string::npos) << d.J(nine).reason;
+  EXPECT_NE(d.J(mig).reason.find("MIG 1g.10gb"), std::string::npos) << d.J(mig).reason;
+  EXPECT_EQ(d.s_.reservations().size(), 0u);
+  // MIG-enabled nodes join: the slice job starts; the 9-GPU job still cannot.
+  Cluster with_mig = SyntheticDgxCluster(2, 2, 1);
+  ASSERT_EQ(d.s_.SetCluster(&with_mig, d.now_), "");
+  d.Cycle();
+  EXPECT_EQ(d.J(mig).state, JobState::kRunning);
+  EXPECT_EQ(d.J(nine).state, JobState::kPending);
+  d.Check();
+}
+
 // The extender's dry run scores nodes without committing; the bind then commits exactly.
 TEST(SchedulerOverTimeTest, DryRunThenCommit) {
   Driver d(2, 2, {Queue("a")});
