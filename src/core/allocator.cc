@@ -958,14 +958,17 @@ int Allocator::UnboundGuaranteeGpus(int vc) const {
   return gpus;
 }
 
-int Allocator::UnlentShortfallGpus() const {
+int Allocator::UnlentShortfallGpus(int except_vc) const {
   const size_t types = tree_->types().size();
   std::vector<int> free(types, 0), needed(types, 0);
   for (size_t t = 0; t < types; ++t)
     free[t] = static_cast<int>(buddy_.free_list(BuddyAllocator::kPhysicalPool, t).size());
-  for (const VirtualCluster& vc : vcs_)
+  for (size_t v = 0; v < vcs_.size(); ++v) {
+    if (static_cast<int>(v) == except_vc) continue;
+    const VirtualCluster& vc = vcs_[v];
     for (size_t i = 0; i < vc.guarantee_types.size(); ++i)
       needed[vc.guarantee_types[i]] += std::max(0, vc.unlent_counts[i] - vc.bound_counts[i]);
+  }
   return ShortfallGpus(*tree_, GuaranteeShortfall(*tree_, free, needed));
 }
 
@@ -1217,8 +1220,10 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
   alloc.preemptible = req.opportunistic;
   const bool checked = !req.opportunistic && pool == BuddyAllocator::kPhysicalPool && !vcs_.empty();
   const int shortfall_before = checked ? GuaranteeShortfallGpus() : 0;
-  const bool lending_checked = req.opportunistic && keeps_unlent_;
-  const int unlent_before = lending_checked ? UnlentShortfallGpus() : 0;
+  // Exact placements re-create what was decided before; a VC's own borrowing may use its own
+  // unlent cells.
+  const bool lending_checked = req.opportunistic && keeps_unlent_ && !req.exact;
+  const int unlent_before = lending_checked ? UnlentShortfallGpus(req.vc) : 0;
 
   auto undo_all = [&] {
     for (const ReplicaPlacement& r : alloc.replicas) UndoReplica(r, alloc.preemptible);
@@ -1310,7 +1315,7 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
     ok = false;
     *why = "the placement would break a virtual cluster's guarantee";
   }
-  if (ok && lending_checked && UnlentShortfallGpus() > unlent_before) {
+  if (ok && lending_checked && UnlentShortfallGpus(req.vc) > unlent_before) {
     undo_all();
     ok = false;
     *why = "the free capacity left is a queue's guarantee beyond its lending limit";

@@ -210,8 +210,9 @@ class Allocator {
 
   // The GPUs the guarantees lack right now; 0 means every VC's unused guarantee is backable.
   int GuaranteeShortfallGpus() const;
-  // GPUs of the guarantees' unlent parts (virtual_cluster.h) that free cells no longer back.
-  int UnlentShortfallGpus() const;
+  // GPUs of the guarantees' unlent parts (virtual_cluster.h) that free cells no longer back,
+  // leaving out `except_vc`'s own.
+  int UnlentShortfallGpus(int except_vc = -1) const;
   // "" when the buddy state, the GPU holders, shares, MIG layouts and node resources agree.
   std::string CheckConsistency() const;
 

@@ -105,7 +105,8 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
     for (size_t j = 0; j < run.candidates->size(); ++j) {
       const size_t i = run.start + j;
       const Candidate& c = (*run.candidates)[j];
-      if (ctx.reservations && ctx.reservations->Blocks(c, ctx.job_id, ctx.guaranteed, ctx.priority))
+      if (ctx.reservations &&
+          ctx.reservations->Blocks(c, ctx.job_id, ctx.queue, ctx.guaranteed, ctx.priority))
         continue;
       LocalVerdict once;
       LocalVerdict& v = verdicts ? verdicts[j] : once;

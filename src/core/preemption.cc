@@ -200,12 +200,13 @@ std::optional<ShrinkPlan> FindShrinks(const ShrinkSearch& search,
     // One replica at a time: the job gives back no more than the preemptor needs.
     for (int keep = j->replicas - 1; keep >= j->spec.min_replicas; --keep) {
       plan.shrinks.back().replicas = keep;
-      search.shrink(trial, plan.shrinks.back(), &ids);
+      // A shrink the allocator refuses leaves the trial unusable: no plan then.
+      if (!search.shrink(trial, plan.shrinks.back(), &ids)) return std::nullopt;
       if (!search.allowed(plan.shrinks)) {
         // Giving more only goes further past what is allowed: it keeps one more, and the next
         // candidate gives.
         plan.shrinks.back().replicas = keep + 1;
-        search.shrink(trial, plan.shrinks.back(), &ids);
+        if (!search.shrink(trial, plan.shrinks.back(), &ids)) return std::nullopt;
         break;
       }
       Allocator probe = trial;

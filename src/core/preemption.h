@@ -99,8 +99,8 @@ struct ShrinkSearch {
   // Whether the queue may hold the job after `shrinks`.
   std::function<bool(const std::vector<Shrink>& shrinks)> allowed;
   // Shrinks `job` to `replicas` on `trial`: releases `ids` (its allocations there) and places
-  // its first replicas again exactly, filling `ids` anew.
-  std::function<void(Allocator& trial, const Shrink& shrink, std::vector<int>* ids)> shrink;
+  // its first replicas again exactly, filling `ids` anew; false when refused.
+  std::function<bool(Allocator& trial, const Shrink& shrink, std::vector<int>* ids)> shrink;
   std::function<bool(Allocator& trial, TrialPlacement* placement)> fits;
 };
 

@@ -35,13 +35,15 @@ void Reservations::Drop(int job) {
   by_job_.erase(it);
 }
 
-bool Reservations::BlocksOnNode(const Candidate& c, int job, bool guaranteed,
+bool Reservations::BlocksOnNode(const Candidate& c, int job, int queue, bool guaranteed,
                                 double priority) const {
   for (int g : c.gpus) {
     auto it = owners_.find({c.node, g});
     if (it == owners_.end() || it->second == job) continue;
     const Reservation& r = by_job_.at(it->second);
-    if ((guaranteed && r.yields) || (!r.for_preemption && priority > r.priority)) continue;
+    if ((guaranteed && r.yields) ||
+        (!r.for_preemption && queue == r.queue && priority > r.priority))
+      continue;
     return true;
   }
   return false;

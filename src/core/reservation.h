@@ -6,9 +6,11 @@
 // a queue's guarantee comes before another queue's borrowing. The engine drops a yielding
 // reservation when guaranteed work takes one of its GPUs.
 //
-// A starving job's reservation also gives way to jobs of strictly higher priority (its own,
-// aging included, when it was made): a reservation keeps later work of the same or lower
-// priority away, not more urgent work. A preemptor's reservation gives way to nobody.
+// A starving job's reservation also gives way to jobs of its own queue of strictly higher
+// priority (its own, aging included, re-read every cycle): a reservation keeps later work of
+// the same or lower priority away, not more urgent work. Priorities order jobs within a queue
+// only, so another queue's jobs never pass it, whatever their priority. A preemptor's
+// reservation gives way to nobody.
 //
 // Plain data: the engine decides who reserves what and when to drop it.
 #pragma once
@@ -27,7 +29,8 @@ class Reservations {
     std::vector<std::pair<int, int>> gpus;  // (node, gpu)
     bool yields = false;
     bool for_preemption = false;  // a preemptor's plan (else a starving job's)
-    double priority = 0;          // a starving job's: jobs above it are not blocked
+    double priority = 0;          // a starving job's: its queue's jobs above it are not blocked
+    int queue = -1;               // the owner's queue
   };
 
   // `nodes`: the cluster's node count. Reserves `gpus` (node, gpu) for `job` (replacing what it
@@ -37,11 +40,11 @@ class Reservations {
                            size_t nodes);
   void Drop(int job);
   void SetPriority(int job, double priority) { by_job_.at(job).priority = priority; }
-  // Whether `c` touches a GPU reserved for another job, for a placement of `job` at
+  // Whether `c` touches a GPU reserved for another job, for a placement of `job` of `queue` at
   // `priority`, inside its guarantee or not.
-  bool Blocks(const Candidate& c, int job, bool guaranteed, double priority) const {
+  bool Blocks(const Candidate& c, int job, int queue, bool guaranteed, double priority) const {
     if (owners_.empty() || reserved_on_[c.node] == 0) return false;
-    return BlocksOnNode(c, job, guaranteed, priority);
+    return BlocksOnNode(c, job, queue, guaranteed, priority);
   }
   // The job holding (node, gpu), or -1.
   int OwnerOf(int node, int gpu) const;
@@ -52,7 +55,7 @@ class Reservations {
   int starving() const { return starving_; }
 
  private:
-  bool BlocksOnNode(const Candidate& c, int job, bool guaranteed, double priority) const;
+  bool BlocksOnNode(const Candidate& c, int job, int queue, bool guaranteed, double priority) const;
 
   std::map<int, Reservation> by_job_;
   std::map<std::pair<int, int>, int> owners_;  // (node, gpu) -> job

@@ -201,9 +201,12 @@ void Scheduler::Install(Rebuilt& rebuilt, const std::vector<int>& node_map) {
   for (const auto& [job, r] : reservations_.all()) {
     Reservations::Reservation kind = r;
     kind.gpus.clear();
+    kind.queue = jobs_.at(job).queue;  // queues may have moved
     bool whole = true;
+    const Cluster& next = rebuilt.allocator->cluster();
     for (const auto& [n, g] : r.gpus) {
-      whole = whole && node_map[n] >= 0;
+      whole = whole && node_map[n] >= 0 &&
+              g < static_cast<int>(next.nodes[node_map[n]].gpus.size());
       if (whole) kind.gpus.push_back({node_map[n], g});
     }
     if (whole) moved.Reserve(job, kind.gpus, kind, rebuilt.allocator->cluster().nodes.size());
@@ -288,6 +291,9 @@ std::string Scheduler::SetCluster(const Cluster* cluster, double now) {
   telemetry_ = std::move(telemetry);
   Install(rebuilt, node_map);
   cluster_ = cluster;
+  for (Queue& q : queues_) q.held_by_model.clear();
+  for (const auto& [id, j] : running_)
+    for (const auto& [model, gpus] : ModelGpus(*j)) queues_[j->queue].held_by_model[model] += gpus;
   // What no node could hold may fit the new nodes, and the other way round.
   for (auto& [id, j] : jobs_) {
     if (j.state != JobState::kPending) continue;
@@ -697,6 +703,7 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     ctx.gpus_by_priority = &gpus_by_priority_;
     ctx.reservations = reservations_.size() > 0 ? &reservations_ : nullptr;
     ctx.job_id = job.id;
+    ctx.queue = job.queue;
     // A reservation being planned keeps clear of every other one, yielding or not.
     ctx.guaranteed = guaranteed && !planning_reservation_;
     ctx.priority = WholePriority(job, now_);
@@ -803,24 +810,22 @@ bool Scheduler::Resize(JobRecord& job, int replicas, double now, std::vector<Dec
   if (replicas < before)
     for (const ReplicaPlacement& r : job.placements)
       if (!allocator_->node_healthy(r.node)) return false;
-  Account(job, -1);
   std::vector<int> ids = job.allocations;
   std::vector<ReplicaPlacement> placed = job.placements;
-  bool changed;
   if (replicas > before) {
-    changed =
-        TryPlace(job, !job.borrowed, replicas, *allocator_, &ids, &placed, nullptr, -1, before);
+    // The job's own usage still counts against its queue's model caps while it grows.
+    if (!TryPlace(job, !job.borrowed, replicas, *allocator_, &ids, &placed, nullptr, -1, before))
+      return false;
   } else {
-    // The first replicas stay exactly where they are; the GPUs just freed take them back.
-    job.shrunk_at = now;
-    for (int a : job.allocations) allocator_->Release(a);
+    // The first replicas stay exactly where they are, on the GPUs just freed; tried on a copy,
+    // so that a refusal leaves the job as it was.
+    Allocator next = *allocator_;
+    for (int a : job.allocations) next.Release(a);
     const std::vector<ReplicaPlacement> keep(job.placements.begin(),
                                              job.placements.begin() + replicas);
-    changed = TryPlace(job, !job.borrowed, replicas, *allocator_, &ids, &placed, &keep);
-    if (!changed) {
-      TryPlace(job, !job.borrowed, before, *allocator_, &ids, &placed, &job.placements);
-      job.allocations = ids;
-    }
+    if (!TryPlace(job, !job.borrowed, replicas, next, &ids, &placed, &keep)) return false;
+    *allocator_ = std::move(next);
+    job.shrunk_at = now;
     ++version_;
   }
   Decision d;
@@ -828,19 +833,17 @@ bool Scheduler::Resize(JobRecord& job, int replicas, double now, std::vector<Dec
   d.job = job.id;
   d.reason = "to " + std::to_string(replicas) + " of " + std::to_string(TotalReplicas(job.spec)) +
              " replicas";
-  if (changed) {
-    const auto lo = std::min(before, replicas), hi = std::max(before, replicas);
-    const std::vector<ReplicaPlacement>& longer = replicas > before ? placed : job.placements;
-    d.placements.assign(longer.begin() + lo, longer.begin() + hi);
-    d.gpu_ids = GpuIds(d.placements);
-    job.allocations = std::move(ids);
-    job.placements = std::move(placed);
-    job.replicas = replicas;
-    job.gpu_equivalents = JobGpus(job.spec, replicas);
-  }
+  const auto lo = std::min(before, replicas), hi = std::max(before, replicas);
+  const std::vector<ReplicaPlacement>& longer = replicas > before ? placed : job.placements;
+  d.placements.assign(longer.begin() + lo, longer.begin() + hi);
+  d.gpu_ids = GpuIds(d.placements);
+  Account(job, -1);
+  job.allocations = std::move(ids);
+  job.placements = std::move(placed);
+  job.replicas = replicas;
+  job.gpu_equivalents = JobGpus(job.spec, replicas);
   job.reason.clear();
   Account(job, +1);
-  if (!changed) return false;
   Emit(now, job.id, DecisionKindName(d.kind), d.reason);
   out->push_back(std::move(d));
   return true;
@@ -852,7 +855,8 @@ bool Scheduler::Resize(JobRecord& job, int replicas, double now, std::vector<Dec
 void Scheduler::GrowElastic(double now, std::vector<Decision>* out) {
   std::vector<JobRecord*> growing;
   for (const auto& [id, j] : running_)
-    if (j->state == JobState::kRunning && j->replicas < TotalReplicas(j->spec) &&
+    if (j->state == JobState::kRunning && j->spec.min_replicas > 0 && !j->spec.gang_affinity &&
+        j->replicas < TotalReplicas(j->spec) &&
         j->shrunk_at != now && j->start_time != now)
       growing.push_back(j);
   auto share = [&](const JobRecord* j) {
@@ -1211,7 +1215,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       const std::vector<ReplicaPlacement> keep(s.job->placements.begin(),
                                                s.job->placements.begin() + s.replicas);
       std::vector<ReplicaPlacement> placed;
-      TryPlace(*s.job, !s.job->borrowed, s.replicas, trial, ids, &placed, &keep);
+      return TryPlace(*s.job, !s.job->borrowed, s.replicas, trial, ids, &placed, &keep);
     };
     shrinking.fits = fits;
     if (std::optional<ShrinkPlan> shrunk = FindShrinks(shrinking, plan.victims)) {
@@ -1290,6 +1294,7 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   Reservations::Reservation kind;
   kind.yields = !guaranteed;
   kind.priority = WholePriority(job, now);
+  kind.queue = job.queue;
   reservations_.Reserve(job.id, ReservedGpus(found->placement), kind, cluster_->nodes.size());
   job.reason = "reserved GPUs, waiting for " + std::to_string(found->victims.size()) +
                " job(s) on them to end";
@@ -1386,7 +1391,8 @@ int Scheduler::Adopt(const JobSpec& spec, const std::vector<ReplicaPlacement>& p
   if (id < 0) return -1;
   JobRecord& job = jobs_.at(id);
   const int replicas = static_cast<int>(placements.size());
-  if (replicas < std::max(1, job.spec.min_replicas) || replicas > TotalReplicas(job.spec)) {
+  const int least = job.spec.min_replicas > 0 ? job.spec.min_replicas : TotalReplicas(job.spec);
+  if (replicas < least || replicas > TotalReplicas(job.spec)) {
     *why = "placements: " + std::to_string(replicas) + " replicas, the job asks for " +
            std::to_string(TotalReplicas(job.spec));
   } else {
@@ -1456,7 +1462,8 @@ bool Scheduler::StartAt(int id, const std::vector<ReplicaPlacement>& placements,
   if (!guaranteed && !UnderCap(job, need, why)) return false;
   std::vector<int> ids;
   std::vector<ReplicaPlacement> placed;
-  if (replicas < 1 || replicas > TotalReplicas(job.spec) ||
+  const int least = job.spec.min_replicas > 0 ? job.spec.min_replicas : TotalReplicas(job.spec);
+  if (replicas < least || replicas > TotalReplicas(job.spec) ||
       !TryPlace(job, guaranteed, replicas, *allocator_, &ids, &placed, &placements)) {
     *why = "placements: not free as given";
     return false;

@@ -49,8 +49,10 @@
 //    jobs backfill around it; as the occupants end, their GPUs stay free for it, so it starts
 //    within reserve_after_s plus the longest run of the jobs on its reserved GPUs (plus the
 //    wait for an earlier reservation when max_reservations are taken). Jobs of higher priority
-//    (aging included, compared every cycle), and guaranteed work on a borrower's reservation,
-//    may still be placed on reserved GPUs; the reservation stays whole and waits for them too.
+//    of its own queue (aging included, compared every cycle), and guaranteed work on a
+//    borrower's reservation, may still be placed on reserved GPUs; the reservation stays
+//    whole and waits for them too. Another queue's jobs never pass it, whatever their
+//    priority.
 //  - Guarantees first. Each cycle places jobs within their queue's guarantee (reclaiming for
 //    them) before any job borrows, so nothing is started and then preempted in one cycle.
 //    Priority preemption inside a queue compares the same whole points (aging included) that

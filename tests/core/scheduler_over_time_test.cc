@@ -193,12 +193,18 @@ TEST(SchedulerOverTimeTest, ABigJobGetsAReservationAndStartsWithinTheBound) {
 TEST(SchedulerOverTimeTest, AReservationDoesNotBlockHigherPriorityWork) {
   Policy policy = Driver::Berth();
   policy.reserve_after_s = 0;
-  Driver d(1, 1, {Queue("a")}, policy);
+  Driver d(1, 1, {Queue("a"), Queue("b")}, policy);
   const int small = d.Submit(Job("a", 4), 100);
   d.Cycle();
   const int big = d.Submit(Job("a", 8));
   d.Cycle();
   ASSERT_NE(d.s_.reservations().Of(big), nullptr);
+  // Priorities order one queue's jobs: another queue's, however high, do not pass.
+  JobSpec other = Job("b", 4);
+  other.priority = 500;
+  const int o = d.Submit(other);
+  d.Cycle();
+  EXPECT_EQ(d.J(o).state, JobState::kPending);
   JobSpec urgent = Job("a", 4);
   urgent.priority = 50;
   const int u = d.Submit(urgent);

@@ -58,6 +58,7 @@ struct PlacementContext {
   // `job_id`. May be null: nothing reserved.
   const Reservations* reservations = nullptr;
   int job_id = -1;
+  int queue = -1;           // the job's queue
   bool guaranteed = false;  // placed inside the job's guarantee (yielding reservations give way)
   double priority = 0;      // the job's whole priority points, aging included
 };
