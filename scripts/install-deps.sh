@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what berth needs to build and test on Debian 12 (run as root). Safe to re-run.
 set -euo pipefail
-# jq: the cli tests read the JSON results with it.
+# jq: the cli tests read the JSON results with it. clang and libfuzzer-14-dev: the fuzz targets
+# (scripts/fuzz.sh).
 pkgs=(cmake ninja-build g++ jq libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libgtest-dev
-      libgmock-dev libbenchmark-dev)
+      libgmock-dev libbenchmark-dev clang libfuzzer-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "cli/data_dir.h"
 #include "cli/policy_argument.h"
 #include "config/berth_trace.h"
 #include "config/config_error.h"
@@ -98,12 +99,10 @@ class Progress {
   double last_ = -1;
 };
 
-// The openb trace next to the repository, as the developers' machines and CI lay it out.
-constexpr const char* kOpenbDir = "../shared/traces/openb/";
-
 struct PackingArgs {
-  std::string nodes = std::string(kOpenbDir) + "openb_node_list_gpu_node.csv";
-  std::string pods = std::string(kOpenbDir) + "openb_pod_list_default.csv";
+  // The bundled openb trace; "" when it is found in none of DataDirs().
+  std::string nodes = FindDataFile("openb/openb_node_list_gpu_node.csv");
+  std::string pods = FindDataFile("openb/openb_pod_list_default.csv");
   std::string policies = "fgd", seeds = "42-51", json, svg;
   double tune = 1.3;
   int candidates = 0;
@@ -111,6 +110,12 @@ struct PackingArgs {
 };
 
 void RunSimPacking(const PackingArgs& a) {
+  if (a.nodes.empty() || a.pods.empty()) {
+    std::string dirs;
+    for (const std::string& d : DataDirs()) dirs += (dirs.empty() ? "" : ", ") + d;
+    throw ConfigError("the bundled openb trace (openb/) is in none of " + dirs +
+                      "; give --nodes and --pods");
+  }
   const Cluster cluster = LoadOpenbNodeList(a.nodes);
   if (cluster.gpu_count() == 0)
     throw ConfigError(a.nodes + ": no node has GPUs; packing measures GPU allocation");

@@ -1,4 +1,4 @@
-// Packing mode: the FGD paper's protocol (../shared/notes/fgd-reference.md). Pods arrive one at
+// Packing mode: the FGD paper's protocol (docs/simulator.md). Pods arrive one at
 // a time, in a seeded random order, inflated with random clones up to `tune` x the cluster's
 // GPU capacity; each is placed online by the policy or dropped. No departures, no queue, no
 // retry, no migration: the same engine a server runs, on an empty cluster whose nodes are in a

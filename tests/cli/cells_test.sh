@@ -16,7 +16,7 @@ source "$(dirname "$0")/lib.sh"
 "$BERTH" cells --cluster examples/multi-rack.yaml --vcs examples/vcs.yaml > "$TMP/vcs.txt"
 grep -q "research: dgx-a100/node 2/0/2" "$TMP/vcs.txt" || fail "VC line for research"
 
-"$BERTH" cells --cluster "$SHARED/traces/openb/openb_node_list_gpu_node.csv" --json > "$TMP/openb.json"
+"$BERTH" cells --cluster "data/openb/openb_node_list_gpu_node.csv" --json > "$TMP/openb.json"
 [ "$(json_get "$TMP/openb.json" '.nodes')" = 1213 ] || fail "openb: 1213 nodes"
 [ "$(json_get "$TMP/openb.json" '.gpus')" = 6212 ] || fail "openb: 6212 GPUs"
 

@@ -55,7 +55,7 @@ expect_error "mig.yaml:" "$BERTH" cells --cluster "$TMP/mig.yaml"
 printf 'sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1024,x,T4\n' > "$TMP/nodes.csv"
 expect_error "nodes.csv:2: column 'gpu'" "$BERTH" cells --cluster "$TMP/nodes.csv"
 expect_error "cannot read" "$BERTH" cells --cluster "$TMP/missing.yaml"
-T="$SHARED/traces/openb"
+T="data/openb"
 expect_error "unknown policy" "$BERTH" sim packing --nodes "$T/openb_node_list_gpu_node.csv" \
   --pods "$T/openb_pod_list_default.csv" --policy nope
 expect_error "--seeds" "$BERTH" sim packing --nodes "$T/openb_node_list_gpu_node.csv" \

@@ -3,7 +3,6 @@
 set -euo pipefail
 BERTH=$1
 SRC=$2
-SHARED="$SRC/../shared"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 cd "$SRC"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # berth sim: packing on the real openb trace (one seed, short) and replay of the Tiresias trace.
 source "$(dirname "$0")/lib.sh"
-T="$SHARED/traces/openb"
+T="data/openb"
 
 "$BERTH" sim packing --nodes "$T/openb_node_list_gpu_node.csv" --pods "$T/openb_pod_list_default.csv" \
   --policy bestfit --seeds 42 --tune 0.6 --json "$TMP/p.json" --svg "$TMP/p.svg" > "$TMP/p.txt"
@@ -13,11 +13,20 @@ T="$SHARED/traces/openb"
   fail "alloc ratio at 50% arrived"
 grep -q "<svg" "$TMP/p.svg" || fail "svg written"
 
+# Without --nodes and --pods, the bundled trace is found beside the binary, whatever the current
+# directory; a binary with no data/ near it says where it looked and what to give instead.
+(cd "$TMP" && "$BERTH" sim packing --policy bestfit --seeds 42 --tune 0.2 > "$TMP/default.txt")
+grep -q "openb_pod_list_default: 8152 pods on 6212 GPUs" "$TMP/default.txt" ||
+  fail "the default trace is data/openb's: $(cat "$TMP/default.txt")"
+mkdir -p "$TMP/alone/bin" && cp "$BERTH" "$TMP/alone/bin/"
+expect_error "$TMP/alone/data" "$TMP/alone/bin/berth" sim packing --seeds 1
+expect_error "give --nodes and --pods" "$TMP/alone/bin/berth" sim packing --seeds 1
+
 # Tiresias smoke test: with known durations, shortest-job-first beats FIFO on mean JCT.
 printf 'num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,2,4,64,256\n' > "$TMP/small.csv"
-"$BERTH" sim replay --cluster "$TMP/small.csv" --trace "$SHARED/traces/tiresias/60_job.csv" \
+"$BERTH" sim replay --cluster "$TMP/small.csv" --trace "data/tiresias/60_job.csv" \
   --format tiresias --policy berth --json "$TMP/fifo.json" > /dev/null
-"$BERTH" sim replay --cluster "$TMP/small.csv" --trace "$SHARED/traces/tiresias/60_job.csv" \
+"$BERTH" sim replay --cluster "$TMP/small.csv" --trace "data/tiresias/60_job.csv" \
   --format tiresias --policy berth --sjf --json "$TMP/sjf.json" --report "$TMP/r.html" > /dev/null
 fifo=$(json_get "$TMP/fifo.json" '.policies.berth.jct_s.mean')
 sjf=$(json_get "$TMP/sjf.json" '.policies.berth.jct_s.mean')

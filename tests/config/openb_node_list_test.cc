@@ -10,7 +10,7 @@ namespace berth {
 namespace {
 
 std::string Trace(const std::string& name) {
-  return std::string(BERTH_SHARED_DIR) + "/traces/openb/" + name;
+  return std::string(BERTH_SOURCE_DIR) + "/data/openb/" + name;
 }
 
 TEST(OpenbNodeListTest, LoadsTheGpuNodeList) {

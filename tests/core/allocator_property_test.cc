@@ -422,8 +422,8 @@ INSTANTIATE_TEST_SUITE_P(
         // 150 times those of multi-rack.yaml, so this cluster gets far fewer steps.
         ClusterCase{"OpenbNodeList",
                     [] {
-                      return LoadOpenbNodeList(std::string(BERTH_SHARED_DIR) +
-                                               "/traces/openb/openb_node_list_gpu_node.csv");
+                      return LoadOpenbNodeList(std::string(BERTH_SOURCE_DIR) +
+                                               "/data/openb/openb_node_list_gpu_node.csv");
                     },
                     nullptr, 400},
         // Beyond the examples: bad GPUs and cordoned nodes coming and going; a HiveD explicit
