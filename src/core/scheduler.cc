@@ -205,8 +205,8 @@ void Scheduler::Install(Rebuilt& rebuilt, const std::vector<int>& node_map) {
     bool whole = true;
     const Cluster& next = rebuilt.allocator->cluster();
     for (const auto& [n, g] : r.gpus) {
-      whole = whole && node_map[n] >= 0 &&
-              g < static_cast<int>(next.nodes[node_map[n]].gpus.size());
+      whole =
+          whole && node_map[n] >= 0 && g < static_cast<int>(next.nodes[node_map[n]].gpus.size());
       if (whole) kind.gpus.push_back({node_map[n], g});
     }
     if (whole) moved.Reserve(job, kind.gpus, kind, rebuilt.allocator->cluster().nodes.size());
@@ -856,8 +856,7 @@ void Scheduler::GrowElastic(double now, std::vector<Decision>* out) {
   std::vector<JobRecord*> growing;
   for (const auto& [id, j] : running_)
     if (j->state == JobState::kRunning && j->spec.min_replicas > 0 && !j->spec.gang_affinity &&
-        j->replicas < TotalReplicas(j->spec) &&
-        j->shrunk_at != now && j->start_time != now)
+        j->replicas < TotalReplicas(j->spec) && j->shrunk_at != now && j->start_time != now)
       growing.push_back(j);
   auto share = [&](const JobRecord* j) {
     const Queue& q = queues_[j->queue];

@@ -11,114 +11,15 @@
 
 #include "core/scheduler.h"
 #include "core/synthetic_cluster.h"
+#include "scheduler_driver.h"
 
 namespace berth {
 namespace {
 
-JobSpec Job(const std::string& queue, int gpus, const std::string& user = "user") {
-  JobSpec spec;
-  spec.name = queue + "-job";
-  spec.queue = queue;
-  spec.user = user;
-  TaskGroup g;
-  g.name = "main";
-  g.demand.gpus = gpus;
-  spec.groups.push_back(g);
-  return spec;
-}
-
-QueueSpec Queue(const std::string& name, int guaranteed_nodes = 0, double weight = 1) {
-  QueueSpec q{name, weight, -1, {}};
-  if (guaranteed_nodes > 0) q.guarantees.push_back({"dgx-a100/node", guaranteed_nodes});
-  return q;
-}
-
-// Carries out decisions as an adapter would: a started job runs for its duration, a preempted
-// one stops when its grace period is over, an evicted or killed one at once.
-class Driver {
- public:
-  Driver(int nodes, int per_rack, const std::vector<QueueSpec>& queues, Policy policy = Berth())
-      : cluster_(SyntheticDgxCluster(nodes, per_rack, 0)), s_(&cluster_, queues, policy) {
-    EXPECT_EQ(s_.error(), "");
-  }
-  static Policy Berth() {
-    Policy p;
-    EXPECT_TRUE(BuiltinPolicy("berth", &p));
-    return p;
-  }
-
-  int Submit(const JobSpec& spec, double duration = 1e9) {
-    std::string why;
-    const int id = s_.Submit(spec, now_, &why);
-    EXPECT_GE(id, 0) << why;
-    duration_[id] = duration;
-    return id;
-  }
-  // One cycle at the current time, then the clock moves on by `step` seconds, carrying out
-  // what fell due in between.
-  void Cycle(double step = 1) {
-    Handle(s_.Schedule(now_));
-    Check();
-    const double until = now_ + step;
-    while (true) {
-      auto next = std::min_element(due_.begin(), due_.end(),
-                                   [](const Due& a, const Due& b) { return a.at < b.at; });
-      if (next == due_.end() || next->at > until) break;
-      const Due d = *next;
-      due_.erase(next);
-      now_ = std::max(now_, d.at);
-      const JobRecord* j = s_.job(d.job);
-      if (!j || j->start_time != d.started) continue;  // stale: the job moved on
-      if (d.stop) {
-        Handle(s_.Stopped(d.job, now_));
-      } else if (j->state == JobState::kRunning) {
-        s_.Finish(d.job, now_);
-      }
-      Check();
-    }
-    now_ = until;
-  }
-  void Check() {
-    ASSERT_EQ(s_.CheckConsistency(), "");
-    ASSERT_EQ(s_.allocator().CheckConsistency(), "");
-  }
-  void Handle(const std::vector<Decision>& decisions) {
-    for (const Decision& d : decisions) {
-      ++count_[d.kind];
-      const double started = s_.job(d.job)->start_time;
-      if (d.kind == Decision::Kind::kStart) {
-        ++starts_[d.job];
-        due_.push_back({now_ + duration_[d.job], d.job, false, started});
-      } else if (d.kind == Decision::Kind::kPreempt) {
-        ++preempted_[d.job];
-        due_.push_back({now_ + d.grace_period_s, d.job, true, started});
-      } else {
-        due_.push_back({now_, d.job, true, started});
-      }
-    }
-  }
-  const JobRecord& J(int id) { return *s_.job(id); }
-  int Running(const std::string& queue) {
-    int n = 0;
-    for (const auto& [id, j] : s_.jobs())
-      n += j.state == JobState::kRunning && j.spec.queue == queue;
-    return n;
-  }
-
-  Cluster cluster_;
-  Scheduler s_;
-  double now_ = 0;
-  std::map<int, double> duration_;
-  std::map<Decision::Kind, int> count_;
-  std::map<int, int> starts_, preempted_;
-  struct Due {
-    double at;
-    int job;
-    bool stop;  // else: the job completes
-    double started;
-  };
-  std::vector<Due> due_;
-};
+using test::Driver;
+using test::Elastic;
+using test::Job;
+using test::Queue;
 
 // Bug 1: the free GPUs of a preemptor's plan were not held for it, so another job took them
 // during the victim's grace period, and the preemptor preempted that one, forever.
@@ -537,13 +438,6 @@ TEST(SchedulerOverTimeTest, NodesComeAndGoAtRunTime) {
   EXPECT_EQ(d.J(a3).state, JobState::kRunning);
   EXPECT_EQ(d.s_.cluster().nodes[d.J(a3).placements[0].node].name, b_name);
   d.Check();
-}
-
-JobSpec Elastic(const std::string& queue, int replicas, int min_replicas) {
-  JobSpec spec = Job(queue, 1);
-  spec.groups[0].replicas = replicas;
-  spec.min_replicas = min_replicas;
-  return spec;
 }
 
 // Elastic jobs grow toward their full size when capacity frees.
