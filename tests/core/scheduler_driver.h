@@ -42,6 +42,18 @@ inline JobSpec Elastic(const std::string& queue, int replicas, int min_replicas,
   return spec;
 }
 
+// The engine's running jobs, guaranteed ones first: the order to adopt them into a fresh engine
+// in, since guaranteed work binds the guarantee's cells.
+inline std::vector<const JobRecord*> RunningGuaranteedFirst(const Scheduler& s) {
+  std::vector<const JobRecord*> running;
+  for (const auto& [id, j] : s.jobs())
+    if (j.state == JobState::kRunning) running.push_back(&j);
+  std::stable_sort(running.begin(), running.end(), [](const JobRecord* x, const JobRecord* y) {
+    return !x->borrowed && y->borrowed;
+  });
+  return running;
+}
+
 // Carries out decisions as an adapter would: a started job runs for its duration, a preempted
 // one stops when its grace period is over, an evicted or killed one at once; grows and shrinks
 // take effect at once. Every call is followed by both consistency checks and a check that no

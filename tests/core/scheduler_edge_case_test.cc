@@ -285,12 +285,7 @@ TEST(SchedulerEdgeCaseTest, SetClusterThenSetQueuesThenAdopt) {
   EXPECT_EQ(d.J(b1).state, JobState::kRunning) << d.J(b1).reason;
   // Rebuild a fresh engine from the running jobs.
   Scheduler fresh(&next, {heavy, Queue("b", 2), Queue("c", 1)}, Driver::Berth());
-  std::vector<const JobRecord*> running;
-  for (const auto& [id, j] : d.s_.jobs())
-    if (j.state == JobState::kRunning) running.push_back(&j);
-  std::stable_sort(running.begin(), running.end(), [](const JobRecord* x, const JobRecord* y) {
-    return !x->borrowed && y->borrowed;
-  });
+  const std::vector<const JobRecord*> running = test::RunningGuaranteedFirst(d.s_);
   for (const JobRecord* j : running) {
     std::string why;
     ASSERT_GE(fresh.Adopt(j->spec, j->placements, j->borrowed, j->submit_time, j->start_time, &why),

@@ -312,12 +312,7 @@ TEST(SchedulerOverTimeTest, ANewEngineAdoptsRunningJobsExactly) {
   d.Cycle();
   Scheduler fresh(&d.cluster_, {Queue("a"), Queue("b", 1)}, Driver::Berth());
   // Guaranteed work first: it binds the guarantee's cells.
-  std::vector<const JobRecord*> running;
-  for (const auto& [id, j] : d.s_.jobs())
-    if (j.state == JobState::kRunning) running.push_back(&j);
-  std::stable_sort(running.begin(), running.end(), [](const JobRecord* x, const JobRecord* y) {
-    return !x->borrowed && y->borrowed;
-  });
+  const std::vector<const JobRecord*> running = test::RunningGuaranteedFirst(d.s_);
   for (const JobRecord* j : running) {
     std::string why;
     const int id =
