@@ -311,7 +311,6 @@ TEST(SchedulerOverTimeTest, ANewEngineAdoptsRunningJobsExactly) {
   d.Submit(share);
   d.Cycle();
   Scheduler fresh(&d.cluster_, {Queue("a"), Queue("b", 1)}, Driver::Berth());
-  // Guaranteed work first: it binds the guarantee's cells.
   const std::vector<const JobRecord*> running = test::RunningGuaranteedFirst(d.s_);
   for (const JobRecord* j : running) {
     std::string why;
