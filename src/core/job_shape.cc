@@ -68,6 +68,7 @@ void FailedShapes::Add(int cls, const ShapeSize& size, double priority) {
     list.erase(largest);
   }
   list.push_back({size, priority});
+  ++changes_;
 }
 
 }  // namespace berth

@@ -35,6 +35,8 @@ ShapeSize ShapeSizeOf(const JobSpec& spec);
 class FailedShapes {
  public:
   void Clear() { failed_.clear(); }
+  // Counts the failures that changed what is known, so a caller can tell when to look again.
+  uint64_t changes() const { return changes_; }
   // Whether a job of `cls` with `size` and `priority` is known to fail.
   bool Dominated(int cls, const ShapeSize& size, double priority) const;
   void Add(int cls, const ShapeSize& size, double priority);
@@ -46,6 +48,7 @@ class FailedShapes {
   };
   static constexpr size_t kPerClass = 8;      // the smallest failures kept per class
   std::vector<std::vector<Failure>> failed_;  // [class]
+  uint64_t changes_ = 0;
 };
 
 }  // namespace berth

@@ -132,24 +132,26 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
     }
   }
   // Else grow the victim set across nodes until the job fits on a what-if copy...
-  Allocator trial = *search.alloc;
-  ReplicaBound growing = bound;
-  for (JobRecord* v : ordered) {
-    if (fits) break;
-    // A victim that would make an allowed set disallowed (its queue would fall below its share)
-    // is passed over rather than taken: later ones may still do.
-    if (!plan.victims.empty() && search.allowed(plan.victims)) {
+  if (!fits) {
+    Allocator trial = *search.alloc;
+    ReplicaBound growing = bound;
+    for (JobRecord* v : ordered) {
+      // A victim that would make an allowed set disallowed (its queue would fall below its
+      // share) is passed over rather than taken: later ones may still do.
+      if (!plan.victims.empty() && search.allowed(plan.victims)) {
+        plan.victims.push_back(v);
+        const bool still = search.allowed(plan.victims);
+        plan.victims.pop_back();
+        if (!still) continue;
+      }
+      for (int a : v->allocations) trial.Release(a);
       plan.victims.push_back(v);
-      const bool still = search.allowed(plan.victims);
-      plan.victims.pop_back();
-      if (!still) continue;
-    }
-    for (int a : v->allocations) trial.Release(a);
-    plan.victims.push_back(v);
-    growing.Free(*v);
-    if (growing.may_fit() && search.allowed(plan.victims) && search.fits(trial, &plan.placement)) {
-      fits = true;
-      break;
+      growing.Free(*v);
+      if (growing.may_fit() && search.allowed(plan.victims) &&
+          search.fits(trial, &plan.placement)) {
+        fits = true;
+        break;
+      }
     }
   }
   if (!fits) return std::nullopt;
@@ -188,6 +190,7 @@ std::optional<ShrinkPlan> FindShrinks(const ShrinkSearch& search,
       if (!search.alloc->node_healthy(r.node)) return true;
     return false;
   });
+  if (candidates.empty()) return std::nullopt;
   std::sort(candidates.begin(), candidates.end(), [](const JobRecord* x, const JobRecord* y) {
     if (x->spec.priority != y->spec.priority) return x->spec.priority < y->spec.priority;
     return x->start_time > y->start_time;

@@ -1,58 +1,113 @@
-// The order in which one scheduling cycle tries pending jobs.
+// The order in which one scheduling cycle tries pending jobs, and the index of pending jobs it
+// walks.
 //
 // Contract: the queue with the smallest weighted dominant share goes next (shares read again
 // whenever the caller says usage changed, so a queue that starts a job in this cycle moves back);
 // inside a queue, the job with the highest whole priority point (priority plus aging, in whole
 // points: aging reorders by points, not by seconds of waiting), then the job of the user with the
 // smallest dominant share (read live: DRF among users inside the cycle, not only across cycles),
-// then the earliest submitted. Every pending job is offered once per cycle.
+// then the earliest submitted. Every pending job is offered at most once per cycle.
+//
+// Deep queues: the index is kept between cycles, so a cycle walks it instead of sorting every
+// waiting job. When the caller finds that every job left in a queue is known to fail this
+// cycle (every shape waiting there is dominated by a failure: job_shape.h), it exhausts the
+// queue, and from then on only the jobs it names (those holding or due a reservation) are still
+// offered there. So a cycle costs about what it tries, not how many jobs wait.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
 #include <queue>
+#include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/fairness.h"
+#include "core/job_shape.h"
 
 namespace berth {
 
+// One queue's pending jobs, kept between cycles: per user and raw priority, by submit time
+// (within one raw priority an earlier submit has aged at least as far, so this is also the order
+// of whole priority), and how many wait of each shape.
+class WaitingJobs {
+ public:
+  struct Job {
+    int id = -1;
+    int user = 0;      // index into the queue's users
+    int priority = 0;  // raw, before aging
+    double submit = 0;
+    int shape_class = -1;  // -1: never known to fail
+    ShapeSize shape;
+  };
+
+  // Remove takes the same Job that Add was given.
+  void Add(const Job& job);
+  void Remove(const Job& job);
+  size_t size() const { return size_; }
+  // Whether `fails(shape_class, shape, priority, oldest_submit)` holds for every shape waiting;
+  // oldest_submit is at or before that of every job of the shape (it gives the highest aging).
+  bool AllFail(const std::function<bool(int, const ShapeSize&, int, double)>& fails) const;
+
+ private:
+  friend class CycleOrder;
+  using Key = std::pair<double, int>;  // (submit, id)
+  using ShapeKey = std::tuple<int, int, int, int, int64_t, int64_t>;
+  struct Count {
+    int jobs = 0;
+    double oldest = 0;
+  };
+  static ShapeKey ShapeOf(const Job& job);
+
+  std::vector<std::map<int, std::set<Key>>> users_;  // [user][raw priority]
+  std::map<ShapeKey, Count> shapes_;
+  size_t size_ = 0;
+};
+
 class CycleOrder {
  public:
-  struct Entry {
-    int job;
-    int queue;
-    int user;         // index into the queue's users
-    double priority;  // whole points, aging included
-    double submit;
-    int index = 0;  // filled in: the entry's position in `pending`
-  };
-  // Live usage the order reads: per queue, its usage and weight, and its users' usage.
+  // Live state the order reads: per queue, its usage and weight, its users' usage, and its
+  // waiting jobs (nullptr: the queue sits this pass out).
   struct QueueView {
     const ResourceVector* usage;
     double weight;
     const std::vector<ResourceVector>* users;
+    const WaitingJobs* waiting;
   };
+  // A job's whole priority from its raw priority and submit time.
+  using PriorityOf = std::function<double(int priority, double submit)>;
 
-  CycleOrder(std::vector<QueueView> queues, const ResourceVector& capacity,
-             std::vector<Entry> pending);
-  // The next job to try, as its index in `pending`, or -1 when every job was offered.
+  CycleOrder(std::vector<QueueView> queues, const ResourceVector& capacity, PriorityOf priority_of);
+  // The next job to try (its id), or -1 when every job was offered.
   int Next();
   // Queue usage changed (a job started or was told to stop): read the shares again.
   void UsageChanged() { stale_ = true; }
+  // Every job still to come in `queue` is known to fail: offer only those of `still` not
+  // offered yet, in the order given. Once per queue and cycle: later calls change nothing.
+  void Exhaust(int queue, std::vector<WaitingJobs::Job> still);
 
  private:
-  // (-priority, user share, submit, job, user): smallest first.
-  using Key = std::tuple<double, double, double, int, int>;
+  // (-whole priority, user share, submit, job, user, raw priority): smallest first.
+  using Head = std::tuple<double, double, double, int, int, int>;
   struct PerQueue {
-    std::vector<std::vector<Entry>> users;  // [user] jobs, best first
-    std::vector<size_t> next;               // [user] the next job to offer
-    std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heads;
+    std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;  // one per user
+    std::map<std::pair<int, int>, WaitingJobs::Key> offered;  // (user, priority) -> last offered
+    bool exhausted = false;
+    std::vector<WaitingJobs::Job> still;
+    size_t next_still = 0;
   };
-  Key KeyOf(int queue, int user) const;
+  // The user's next job not offered yet, over its priorities.
+  std::optional<Head> HeadOf(int queue, int user) const;
+  bool Offered(int queue, const WaitingJobs::Job& job) const;
+  bool HasMore(int queue) const;
 
   std::vector<QueueView> views_;
   ResourceVector capacity_;
+  PriorityOf priority_of_;
   std::vector<double> queue_share_;  // [queue] weighted dominant share, when not stale
   bool stale_ = true;
   std::vector<PerQueue> queues_;

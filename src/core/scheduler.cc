@@ -3,15 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "core/preemption.h"
-#include "core/queue_order.h"
 
 namespace berth {
 namespace {
 
 constexpr double kEps = 1e-9;
+constexpr double kAnyPriority = std::numeric_limits<double>::infinity();
 
 ResourceVector& operator+=(ResourceVector& a, const ResourceVector& b) {
   a.gpu += b.gpu;
@@ -297,8 +298,11 @@ std::string Scheduler::SetCluster(const Cluster* cluster, double now) {
   // What no node could hold may fit the new nodes, and the other way round.
   for (auto& [id, j] : jobs_) {
     if (j.state != JobState::kPending) continue;
+    WaitingJobs& waiting = queues_[j.queue].waiting;
+    waiting.Remove(WaitingOf(j));
     j.never_fits = NeverFits(j.spec);
     if (!j.never_fits.empty()) j.reason = j.never_fits;
+    if (j.never_fits.empty()) waiting.Add(WaitingOf(j));
   }
   CountCapacity();
   CountGuarantees();
@@ -433,7 +437,7 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
   queue.demand_gpus += JobGpus(job.spec, TotalReplicas(job.spec));
   Emit(now, job.id, "submitted", "queue " + queue.spec.name);
   JobRecord& stored = jobs_[job.id] = std::move(job);
-  queue.pending.push_back(&stored);
+  AddPending(stored);
   return stored.id;
 }
 
@@ -546,6 +550,7 @@ void Scheduler::Release(JobRecord& job) {
     if (gpus < kEps) on_node.erase(job.spec.priority);
   }
   running_.erase(job.id);
+  elastic_running_.erase(job.id);
   if (job.stop_deadline >= 0) deadlines_.erase({job.stop_deadline, job.id});
   job.stop_deadline = -1;
   ++version_;
@@ -557,13 +562,29 @@ void Scheduler::Release(JobRecord& job) {
   job.borrowed = false;
 }
 
+WaitingJobs::Job Scheduler::WaitingOf(const JobRecord& job) {
+  return {job.id, job.user, job.spec.priority, job.submit_time, job.shape_class, job.shape};
+}
+
+void Scheduler::AddPending(JobRecord& job) {
+  Queue& queue = queues_[job.queue];
+  queue.pending.push_back(&job);
+  if (job.never_fits.empty()) queue.waiting.Add(WaitingOf(job));
+}
+
+void Scheduler::RemovePending(JobRecord& job) {
+  Queue& queue = queues_[job.queue];
+  std::erase(queue.pending, &job);
+  queue.waiting.Remove(WaitingOf(job));
+}
+
 void Scheduler::ToPending(JobRecord& job, double now, const std::string& why) {
   job.state = JobState::kPending;
   job.pending_since = now;
   job.stop_deadline = -1;
   job.failed_at = UINT64_MAX;
   job.reason = why;
-  queues_[job.queue].pending.push_back(&job);
+  AddPending(job);
   Emit(now, job.id, "pending", why);
 }
 
@@ -632,7 +653,7 @@ void Scheduler::Finish(int id, double now, JobEnd end, int exit_code) {
   if (job.state == JobState::kStopping) WakePreemptor(job);
   if (job.state == JobState::kRunning || job.state == JobState::kStopping) Release(job);
   if (job.state == JobState::kPending) {
-    std::erase(queue.pending, &job);
+    RemovePending(job);
     DropPreemptor(job);
   }
   queue.demand_gpus -= JobGpus(job.spec, TotalReplicas(job.spec));
@@ -736,8 +757,9 @@ void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<i
   job.reason.clear();
   Account(job, +1);
   running_[job.id] = &job;
+  if (job.spec.min_replicas > 0) elastic_running_.insert(job.id);
   if (job.borrowed) ++version_;
-  std::erase(queues_[job.queue].pending, &job);
+  RemovePending(job);
   reservations_.Drop(job.id);
   job.preempting = false;
   Decision d;
@@ -854,10 +876,12 @@ bool Scheduler::Resize(JobRecord& job, int replicas, double now, std::vector<Dec
 // for borrowers.
 void Scheduler::GrowElastic(double now, std::vector<Decision>* out) {
   std::vector<JobRecord*> growing;
-  for (const auto& [id, j] : running_)
-    if (j->state == JobState::kRunning && j->spec.min_replicas > 0 && !j->spec.gang_affinity &&
+  for (int id : elastic_running_) {
+    JobRecord* j = running_.at(id);
+    if (j->state == JobState::kRunning && !j->spec.gang_affinity &&
         j->replicas < TotalReplicas(j->spec) && j->shrunk_at != now && j->start_time != now)
       growing.push_back(j);
+  }
   auto share = [&](const JobRecord* j) {
     const Queue& q = queues_[j->queue];
     return q.committed.gpu / q.spec.weight;
@@ -930,10 +954,14 @@ std::vector<double> Scheduler::FairShares() const {
   return WaterFill(capacity_.gpu, claims);
 }
 
-double Scheduler::WholePriority(const JobRecord& job, double now) const {
+double Scheduler::WholePriority(int priority, double submit, double now) const {
   const Policy& p = pipeline_->policy();
-  const double hours = std::max(0.0, now - job.submit_time) / 3600.0;
-  return std::floor(job.spec.priority + std::min(p.aging_cap, p.aging_per_hour * hours));
+  const double hours = std::max(0.0, now - submit) / 3600.0;
+  return std::floor(priority + std::min(p.aging_cap, p.aging_per_hour * hours));
+}
+
+double Scheduler::WholePriority(const JobRecord& job, double now) const {
+  return WholePriority(job.spec.priority, job.submit_time, now);
 }
 
 std::vector<Decision> Scheduler::Schedule(double now) {
@@ -969,27 +997,59 @@ std::vector<Decision> Scheduler::Schedule(double now) {
   // Guarantees first: only jobs that fit their queue's guarantee, placed or reclaiming inside
   // it, from the queues with guarantee room; then everyone, borrowing too.
   for (bool guarantee_pass : {true, false}) {
-    std::vector<CycleOrder::Entry> entries;
-    std::vector<JobRecord*> records;  // [entry]
-    std::vector<double> priorities;   // [entry]
+    not_guaranteed_.Clear();
     std::vector<CycleOrder::QueueView> views;
-    for (size_t q = 0; q < queues_.size(); ++q) {
-      const Queue& queue = queues_[q];
-      views.push_back({&queue.committed, queue.spec.weight, &queue.user_usage});
-      if (guarantee_pass && queue.committed_guaranteed + kEps >= queue.guarantee_gpus) continue;
-      for (JobRecord* j : queue.pending) {
-        priorities.push_back(WholePriority(*j, now));
-        entries.push_back({j->id, static_cast<int>(q), j->user, priorities.back(), j->submit_time});
-        records.push_back(j);
-      }
+    for (const Queue& queue : queues_) {
+      const bool sits_out =
+          guarantee_pass && queue.committed_guaranteed + kEps >= queue.guarantee_gpus;
+      views.push_back({&queue.committed, queue.spec.weight, &queue.user_usage,
+                       sits_out ? nullptr : &queue.waiting});
     }
-    CycleOrder order(std::move(views), capacity_, std::move(entries));
-    for (int next = order.Next(); next >= 0; next = order.Next())
-      if (TryJob(*records[next], priorities[next], guarantee_pass, fair, now, &out))
-        order.UsageChanged();
+    CycleOrder order(std::move(views), capacity_, [&](int priority, double submit) {
+      return WholePriority(priority, submit, now);
+    });
+    for (int id = order.Next(); id >= 0; id = order.Next()) {
+      JobRecord& job = jobs_.at(id);
+      const uint64_t failures = failed_shapes_.changes() + not_guaranteed_.changes();
+      const bool started = TryJob(job, WholePriority(job, now), guarantee_pass, fair, now, &out);
+      if (started) order.UsageChanged();
+      if ((started || failures != failed_shapes_.changes() + not_guaranteed_.changes()) &&
+          AllFail(job.queue, guarantee_pass, now))
+        order.Exhaust(job.queue, StillWorthTrying(job.queue, now));
+    }
   }
   GrowElastic(now, &out);
   return out;
+}
+
+bool Scheduler::AllFail(int queue, bool guarantee_pass, double now) const {
+  return queues_[queue].waiting.AllFail(
+      [&](int cls, const ShapeSize& size, int priority, double oldest) {
+        const double whole = WholePriority(priority, oldest, now);
+        return failed_shapes_.Dominated(cls, size, whole) ||
+               (guarantee_pass && not_guaranteed_.Dominated(cls, size, whole));
+      });
+}
+
+std::vector<WaitingJobs::Job> Scheduler::StillWorthTrying(int queue, double now) const {
+  std::vector<WaitingJobs::Job> still;
+  for (const auto& [id, r] : reservations_.all()) {
+    const JobRecord& j = jobs_.at(id);
+    if (j.queue == queue && j.never_fits.empty()) still.push_back(WaitingOf(j));
+  }
+  // The pending list runs from the longest waiting; a few of them per cycle is enough to fill
+  // the reservation slots as they free up.
+  const Policy& policy = pipeline_->policy();
+  constexpr size_t kStarvingPerCycle = 64;
+  if (reservations_.starving() >= policy.max_reservations) return still;
+  size_t starving = 0;
+  for (const JobRecord* j : queues_[queue].pending) {
+    if (now - j->pending_since < policy.reserve_after_s || starving == kStarvingPerCycle) break;
+    if (reservations_.Of(j->id) || !j->never_fits.empty()) continue;
+    still.push_back(WaitingOf(*j));
+    ++starving;
+  }
+  return still;
 }
 
 // One pending job's turn in a cycle; true when it started or preempted (usage changed).
@@ -997,8 +1057,13 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
                        const std::vector<double>& fair, double now, std::vector<Decision>* out) {
   const Policy& policy = pipeline_->policy();
   if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
-      job.failed_at == version_ || !job.never_fits.empty())
+      !job.never_fits.empty())
     return false;
+  if (job.failed_at == version_) {
+    // Nothing that could help changed since it failed: its shape fails in this cycle too.
+    failed_shapes_.Add(job.shape_class, job.shape, priority);
+    return false;
+  }
   // A job with a reservation may use GPUs the failed jobs could not: it is never skipped.
   const Reservations::Reservation* reserved = reservations_.Of(job.id);
   if (!reserved && failed_shapes_.Dominated(job.shape_class, job.shape, priority)) {
@@ -1006,9 +1071,17 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
     TryReserve(job, now);
     return false;
   }
+  if (guarantee_pass && !reserved &&
+      not_guaranteed_.Dominated(job.shape_class, job.shape, priority))
+    return false;
   const double need = JobGpus(job.spec, TotalReplicas(job.spec));
   const bool may_guarantee = MayGuarantee(job, need);
-  if (guarantee_pass && !may_guarantee) return false;
+  if (guarantee_pass && !may_guarantee) {
+    // Room left in the guarantee only shrinks within a pass, and a larger job needs more of it
+    // (an elastic job's minimum says nothing about the full size it asks the guarantee for).
+    if (job.spec.min_replicas == 0) not_guaranteed_.Add(job.shape_class, job.shape, kAnyPriority);
+    return false;
+  }
   job.reason.clear();  // this try says why it waits
   std::string cap_refusal;
   // An elastic job may start smaller, as far as its queue's cap leaves room.
@@ -1045,7 +1118,11 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   if (!may_guarantee && !under_cap) job.reason = cap_refusal;
   preempt_deferred_ = false;
   if (TryPreempt(job, now, fair, guarantee_pass, out)) return true;
-  if (guarantee_pass || preempt_deferred_) return false;  // tried again: next pass or cycle
+  if (preempt_deferred_) return false;  // tried again later in the cycle
+  if (guarantee_pass) {                 // tried again in the next pass
+    if (!reserved) not_guaranteed_.Add(job.shape_class, job.shape, priority);
+    return false;
+  }
   job.failed_at = version_;
   if (reserved && !reserved->for_preemption) {
     // Every reserved GPU free and still no fit: the plan no longer holds (other reservations
@@ -1087,11 +1164,10 @@ std::vector<std::pair<int, int>> Scheduler::ReservedGpus(const TrialPlacement& p
 // A guaranteed preemptor whose plan binds a new guarantee cell has the whole cell reserved; the
 // queue's other guaranteed work waits for that cell instead of reclaiming another one.
 const JobRecord* Scheduler::CellBeingReclaimed(int queue) const {
-  for (const JobRecord* waiting : queues_[queue].pending) {
-    const JobRecord& p = *waiting;
-    if (p.committed_gpus <= 0 || !p.reserved_guaranteed) continue;
-    const Reservations::Reservation* r = reservations_.Of(p.id);
-    if (r && static_cast<double>(r->gpus.size()) > p.committed_gpus + kEps) return &p;
+  for (const auto& [id, r] : reservations_.all()) {
+    const JobRecord& p = jobs_.at(id);
+    if (p.queue != queue || p.committed_gpus <= 0 || !p.reserved_guaranteed) continue;
+    if (static_cast<double>(r.gpus.size()) > p.committed_gpus + kEps) return &p;
   }
   return nullptr;
 }
@@ -1101,9 +1177,19 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   Queue& queue = queues_[job.queue];
   const Policy& policy = pipeline_->policy();
   const double need = JobGpus(job.spec, TotalReplicas(job.spec));
-  const bool within_guarantee = MayGuarantee(job, need);
+  // Reclaim needs a borrower in another queue, and a fair-share reclaim one whose queue is
+  // above its share by the hysteresis band.
+  bool borrowers = false, over_share = false;
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    const Queue& other = queues_[q];
+    if (static_cast<int>(q) == job.queue || other.borrowed_gpus <= kEps) continue;
+    borrowers = true;
+    over_share =
+        over_share || other.committed.gpu > fair[q] * (1 + policy.reclaim_hysteresis) + kEps;
+  }
+  const bool within_guarantee = borrowers && MayGuarantee(job, need);
   const bool below_fair_share =
-      !guarantee_only && queue.committed.gpu + need <= fair[job.queue] + kEps;
+      over_share && !guarantee_only && queue.committed.gpu + need <= fair[job.queue] + kEps;
   // Nothing to reclaim and nobody of lower priority in the queue: no victim can exist (the
   // common case in a deep queue, so it is answered without looking at the running jobs).
   const bool lower_exists = !guarantee_only && !queue.committed_by_priority.empty() &&
@@ -1405,7 +1491,7 @@ int Scheduler::Adopt(const JobSpec& spec, const std::vector<ReplicaPlacement>& p
     *why = "placements: not free as given (" + job.reason + ")";
   }
   // Not adopted: the job leaves no trace.
-  std::erase(queues_[job.queue].pending, &job);
+  RemovePending(job);
   queues_[job.queue].demand_gpus -= JobGpus(job.spec, TotalReplicas(job.spec));
   jobs_.erase(id);
   return -1;
@@ -1545,6 +1631,11 @@ std::string Scheduler::CheckConsistency() const {
     std::sort(pending.begin(), pending.end());
     std::sort(w.pending.begin(), w.pending.end());
     if (pending != w.pending) return name + "pending list differs from the pending jobs";
+    const auto indexed = std::count_if(pending.begin(), pending.end(),
+                                       [](const JobRecord* j) { return j->never_fits.empty(); });
+    if (have.waiting.size() != static_cast<size_t>(indexed))
+      return name + "the waiting index holds " + std::to_string(have.waiting.size()) + " jobs, " +
+             std::to_string(indexed) + " may be tried";
     if (!near(have.held.gpu, w.held.gpu) || !near(have.held.cpu_milli, w.held.cpu_milli) ||
         !near(have.held.memory_mib, w.held.memory_mib))
       return name + "held " + std::to_string(have.held.gpu) + " GPUs, jobs hold " +

@@ -78,6 +78,7 @@
 #include "core/job_shape.h"
 #include "core/placement.h"
 #include "core/preemption.h"
+#include "core/queue_order.h"
 #include "core/reservation.h"
 #include "core/telemetry.h"
 
@@ -286,6 +287,7 @@ class Scheduler {
     std::vector<ResourceVector> user_usage;  // [user] committed
     int running = 0;
     std::vector<JobRecord*> pending;  // records live in jobs_, whose nodes never move
+    WaitingJobs waiting;              // the pending jobs a cycle may try, indexed for it
   };
 
   // A fresh allocator with every running job placed again where it runs (SetQueues,
@@ -362,6 +364,15 @@ class Scheduler {
   std::vector<double> FairShares() const;
   // Priority plus aging, in whole points (aging reorders by points, not by seconds).
   double WholePriority(const JobRecord& job, double now) const;
+  double WholePriority(int priority, double submit, double now) const;
+  // Pending lists: every pending job is listed, and indexed unless it never fits.
+  static WaitingJobs::Job WaitingOf(const JobRecord& job);
+  void AddPending(JobRecord& job);
+  void RemovePending(JobRecord& job);
+  // Whether every job waiting in `queue` is known to fail in this pass (queue_order.h), and
+  // which of them are tried anyway: reservation holders, and the longest waiting, due one.
+  bool AllFail(int queue, bool guarantee_pass, double now) const;
+  std::vector<WaitingJobs::Job> StillWorthTrying(int queue, double now) const;
   void Emit(double now, int job, const std::string& kind, const std::string& reason = "");
   void Forget(int job);
 
@@ -380,10 +391,12 @@ class Scheduler {
   ResourceVector capacity_;
   int next_job_ = 1;
   std::map<int, JobRecord*> running_;           // running and stopping jobs (preemption candidates)
+  std::set<int> elastic_running_;               // those of them with minReplicas (GrowElastic)
   std::set<std::pair<double, int>> deadlines_;  // (stop deadline, victim) not yet killed
   std::vector<int> ready_preemptors_;           // preemptors whose last victim ended (not stopped)
   std::map<std::string, int> shape_classes_;
-  FailedShapes failed_shapes_;                           // this cycle's
+  FailedShapes failed_shapes_;   // this cycle's
+  FailedShapes not_guaranteed_;  // this guarantee pass's: neither placed nor reclaimed inside it
   std::vector<std::map<int, double>> gpus_by_priority_;  // [node] priority -> GPU-equivalents
   uint64_t version_ = 0;  // bumped whenever capacity is freed, health changes or a borrower starts
   std::deque<EngineEvent> events_;
