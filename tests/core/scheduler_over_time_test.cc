@@ -91,6 +91,27 @@ TEST(SchedulerOverTimeTest, ABigJobGetsAReservationAndStartsWithinTheBound) {
   EXPECT_LE(started - submitted, policy.reserve_after_s + small + 2);
 }
 
+// A deep queue: the cycle stops walking a queue once every shape waiting there failed, yet the
+// longest-waiting job, behind thousands in the cycle's order, still gets its reservation, and a
+// job that fits is still found.
+TEST(SchedulerOverTimeTest, ADeepQueueStillReservesForItsLongestWaitingJob) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 60;
+  Driver d(1, 1, {Queue("a")}, policy);
+  for (int i = 0; i < 7; ++i) d.Submit(Job("a", 1, "busy"), 300);
+  d.Cycle();
+  const int big = d.Submit(Job("a", 8, "busy"), 100);
+  // Another user's jobs go first (its share is 0), and none fits: 2 GPUs each, 1 GPU free.
+  for (int i = 0; i < 3000; ++i) d.Submit(Job("a", 2, "other"), 100);
+  const int fits = d.Submit(Job("a", 1, "other"), 100);
+  d.Cycle();
+  EXPECT_EQ(d.J(fits).state, JobState::kRunning);
+  for (int i = 0; i < 61; ++i) d.Cycle(1);
+  ASSERT_NE(d.s_.reservations().Of(big), nullptr) << d.J(big).reason;
+  for (int i = 0; i < 400 && d.J(big).state != JobState::kRunning; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(big).state, JobState::kRunning) << d.J(big).reason;
+}
+
 TEST(SchedulerOverTimeTest, AReservationDoesNotBlockHigherPriorityWork) {
   Policy policy = Driver::Berth();
   policy.reserve_after_s = 0;

@@ -1,0 +1,187 @@
+#include "core/queue_order.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace berth {
+namespace {
+
+// Queues with their live usage, as the scheduler keeps them.
+struct Fixture {
+  ResourceVector capacity{100, 0, 0};
+  std::vector<ResourceVector> usage;
+  std::vector<double> weight;
+  std::vector<std::vector<ResourceVector>> users;
+  std::vector<WaitingJobs> waiting;
+  double aging_per_s = 0;  // whole points per second of waiting, at the cycle's time `now`
+  double now = 0;
+
+  explicit Fixture(int queues, int users_per_queue = 1)
+      : usage(queues),
+        weight(queues, 1),
+        users(queues, std::vector<ResourceVector>(users_per_queue)),
+        waiting(queues) {}
+
+  WaitingJobs::Job Add(int queue, int id, double submit, int user = 0, int priority = 0,
+                       int shape_class = 0, ShapeSize shape = {1, 1, 0, 0}) {
+    WaitingJobs::Job job{id, user, priority, submit, shape_class, shape};
+    waiting[queue].Add(job);
+    return job;
+  }
+  CycleOrder Order(std::vector<bool> sits_out = {}) {
+    std::vector<CycleOrder::QueueView> views;
+    for (size_t q = 0; q < usage.size(); ++q)
+      views.push_back({&usage[q], weight[q], &users[q],
+                       q < sits_out.size() && sits_out[q] ? nullptr : &waiting[q]});
+    return CycleOrder(std::move(views), capacity, [this](int priority, double submit) {
+      return std::floor(priority + aging_per_s * (now - submit));
+    });
+  }
+  static std::vector<int> Drain(CycleOrder& order) {
+    std::vector<int> ids;
+    for (int id = order.Next(); id >= 0; id = order.Next()) ids.push_back(id);
+    return ids;
+  }
+};
+
+TEST(CycleOrderTest, QueueWithTheSmallestWeightedShareGoesFirstAndMovesBackWhenItGrows) {
+  Fixture f(2);
+  f.usage[0] = {30, 0, 0};
+  f.usage[1] = {10, 0, 0};
+  f.Add(0, 1, 0);
+  f.Add(0, 2, 1);
+  f.Add(1, 3, 0);
+  f.Add(1, 4, 1);
+  CycleOrder order = f.Order();
+  EXPECT_EQ(order.Next(), 3);
+  f.usage[1] = {40, 0, 0};  // job 3 started
+  order.UsageChanged();
+  EXPECT_EQ(order.Next(), 1);
+  EXPECT_EQ(order.Next(), 2);
+  EXPECT_EQ(order.Next(), 4);
+  EXPECT_EQ(order.Next(), -1);
+}
+
+TEST(CycleOrderTest, WeightsDivideTheShare) {
+  Fixture f(2);
+  f.usage[0] = {30, 0, 0};
+  f.usage[1] = {20, 0, 0};
+  f.weight[0] = 3;  // 0.1 against 0.2
+  f.Add(0, 1, 5);
+  f.Add(1, 2, 0);
+  CycleOrder order = f.Order();
+  EXPECT_EQ(order.Next(), 1);
+}
+
+TEST(CycleOrderTest, InsideAQueueHigherWholePriorityThenEarlierSubmit) {
+  Fixture f(1);
+  f.Add(0, 1, 10, 0, 0);
+  f.Add(0, 2, 20, 0, 5);
+  f.Add(0, 3, 5, 0, 0);
+  CycleOrder order = f.Order();
+  EXPECT_EQ(Fixture::Drain(order), (std::vector<int>{2, 3, 1}));
+}
+
+TEST(CycleOrderTest, AgingLetsAnOldLowPriorityJobPassANewHigherOne) {
+  Fixture f(1);
+  f.aging_per_s = 1;
+  f.now = 100;
+  f.Add(0, 1, 90, 0, 5);  // 5 + 10 = 15
+  f.Add(0, 2, 0, 0, 0);   // 0 + 100 = 100
+  f.Add(0, 3, 95, 0, 0);  // 0 + 5 = 5
+  CycleOrder order = f.Order();
+  EXPECT_EQ(Fixture::Drain(order), (std::vector<int>{2, 1, 3}));
+}
+
+TEST(CycleOrderTest, UsersShareByDrfInsideTheCycle) {
+  Fixture f(1, 2);
+  for (int i = 0; i < 3; ++i) f.Add(0, 10 + i, i, 0);  // user 0 submitted first
+  for (int i = 0; i < 3; ++i) f.Add(0, 20 + i, 10 + i, 1);
+  CycleOrder order = f.Order();
+  std::vector<int> ids;
+  for (int id = order.Next(); id >= 0; id = order.Next()) {
+    ids.push_back(id);
+    f.users[0][id / 20].gpu += 10;  // each starts and raises its user's share
+  }
+  EXPECT_EQ(ids, (std::vector<int>{10, 20, 11, 21, 12, 22}));
+}
+
+TEST(CycleOrderTest, AJobLeavingDuringTheCycleIsNotOfferedAndNoneTwice) {
+  Fixture f(1);
+  f.Add(0, 1, 0);
+  const WaitingJobs::Job two = f.Add(0, 2, 1);
+  f.Add(0, 3, 2);
+  CycleOrder order = f.Order();
+  EXPECT_EQ(order.Next(), 1);
+  f.waiting[0].Remove(two);
+  EXPECT_EQ(order.Next(), 3);
+  EXPECT_EQ(order.Next(), -1);
+  EXPECT_EQ(order.Next(), -1);
+}
+
+TEST(CycleOrderTest, AQueueSittingOutIsNotWalked) {
+  Fixture f(2);
+  f.Add(0, 1, 0);
+  f.Add(1, 2, 0);
+  CycleOrder order = f.Order({true, false});
+  EXPECT_EQ(Fixture::Drain(order), (std::vector<int>{2}));
+}
+
+TEST(CycleOrderTest, AnExhaustedQueueOffersOnlyTheNamedJobsNotOfferedYet) {
+  Fixture f(1);
+  const WaitingJobs::Job a = f.Add(0, 1, 0);
+  f.Add(0, 2, 1);
+  const WaitingJobs::Job c = f.Add(0, 3, 2);
+  f.Add(0, 4, 3);
+  const WaitingJobs::Job e = f.Add(0, 5, 4);
+  CycleOrder order = f.Order();
+  EXPECT_EQ(order.Next(), 1);
+  order.Exhaust(0, {e, a, c});
+  order.Exhaust(0, {a});  // once per cycle: the first list stands
+  EXPECT_EQ(Fixture::Drain(order), (std::vector<int>{5, 3}));
+}
+
+TEST(CycleOrderTest, TheIndexIsKeptBetweenCycles) {
+  Fixture f(1);
+  const WaitingJobs::Job a = f.Add(0, 1, 0);
+  f.Add(0, 2, 1);
+  {
+    CycleOrder order = f.Order();
+    EXPECT_EQ(Fixture::Drain(order), (std::vector<int>{1, 2}));
+  }
+  f.waiting[0].Remove(a);
+  f.Add(0, 3, 0.5);
+  CycleOrder next = f.Order();
+  EXPECT_EQ(Fixture::Drain(next), (std::vector<int>{3, 2}));
+  EXPECT_EQ(f.waiting[0].size(), 2u);
+}
+
+TEST(WaitingJobsTest, AllFailAsksOnceForEachShapeWithItsOldestSubmit) {
+  WaitingJobs waiting;
+  waiting.Add({1, 0, 0, 30, 7, {1, 1, 1000, 10}});
+  const WaitingJobs::Job oldest{2, 1, 0, 10, 7, {1, 1, 1000, 10}};
+  waiting.Add(oldest);
+  waiting.Add({3, 0, 0, 20, 7, {2, 1, 1000, 10}});
+  int asked = 0;
+  EXPECT_TRUE(waiting.AllFail([&](int cls, const ShapeSize& size, int, double submit) {
+    ++asked;
+    EXPECT_EQ(cls, 7);
+    EXPECT_EQ(submit, size.units == 1 ? 10 : 20);
+    return true;
+  }));
+  EXPECT_EQ(asked, 2);
+  // One shape that may still fit keeps the queue going.
+  EXPECT_FALSE(
+      waiting.AllFail([](int, const ShapeSize& size, int, double) { return size.units == 2; }));
+  waiting.Remove({1, 0, 0, 30, 7, {1, 1, 1000, 10}});
+  waiting.Remove(oldest);
+  EXPECT_TRUE(
+      waiting.AllFail([](int, const ShapeSize& size, int, double) { return size.units == 2; }));
+  waiting.Remove(oldest);  // gone already: nothing changes
+  EXPECT_EQ(waiting.size(), 1u);
+}
+
+}  // namespace
+}  // namespace berth
