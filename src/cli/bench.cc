@@ -381,10 +381,10 @@ void AddBenchCommand(CLI::App& app) {
       ->add_option("--pending", *s_pending,
                    "Also time cycles with this many jobs waiting (deep queue), up to 100000")
       ->check(CLI::Range(0, 100000));
-  sched->add_option("--queues", *s_queues, "Queues (virtual clusters), up to 1000")
-      ->check(CLI::Range(int64_t{1}, limits::kMaxQueues));
-  sched->add_option("--jobs", *s_jobs, "Jobs in the stream, up to 1000000")
-      ->check(CLI::Range(int64_t{1}, limits::kMaxJobs));
+  sched->add_option("--queues", *s_queues, "Queues (virtual clusters), up to the queues bound")
+      ->check(UpToLimit(1, &limits::Limits::queues));
+  sched->add_option("--jobs", *s_jobs, "Jobs in the stream, up to the jobs bound (--limit)")
+      ->check(UpToLimit(1, &limits::Limits::jobs));
   sched->add_flag("--json", *s_json, "Print JSON");
   sched->callback([=] { RunBenchSchedule(*s_cluster, *s_queues, *s_jobs, *s_pending, *s_json); });
 }

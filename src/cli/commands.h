@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "config/limits.h"
 #include "core/cluster.h"
 
 namespace berth {
@@ -12,6 +13,14 @@ namespace berth {
 void AddCellsCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
 void AddSimCommand(CLI::App& app);
+
+// The global option --limit NAME=VALUE (repeatable), which sets the bounds of limits.h before
+// any subcommand runs.
+void AddLimitOption(CLI::App& app);
+
+// An integer option's check: from `min` to the bound in force when the option is read (after
+// --limit), "Value V not in range MIN to MAX (raise it with --limit NAME=N; ...)" otherwise.
+CLI::Validator UpToLimit(int64_t min, int64_t limits::Limits::*bound);
 
 // The cluster named on the command line: a cluster file (YAML), an openb node list (.csv), or
 // the embedded default (examples/multi-rack.yaml) when `path` is empty. Throws ConfigError.

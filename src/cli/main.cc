@@ -10,6 +10,9 @@
 int main(int argc, char** argv) {
   CLI::App app{"berth: a topology-aware, fair, elastic GPU scheduler"};
   app.require_subcommand(1);
+  // --limit may also follow the subcommand (berth cells --limit nodes=2 ...).
+  app.fallthrough();
+  berth::AddLimitOption(app);
   berth::AddCellsCommand(app);
   berth::AddBenchCommand(app);
   berth::AddSimCommand(app);

@@ -38,7 +38,7 @@ bool ParseSeed(std::string_view text, uint64_t* seed) {
   return !text.empty() && ec == std::errc() && end == text.data() + text.size();
 }
 
-// "42-51" or "1,2,3" (or both, "1,5-8"): distinct seeds, at most limits::kMaxSeeds.
+// "42-51" or "1,2,3" (or both, "1,5-8"): distinct seeds, at most the seeds bound.
 std::vector<uint64_t> ParseSeeds(const std::string& text) {
   std::vector<uint64_t> seeds;
   std::set<uint64_t> seen;
@@ -55,8 +55,8 @@ std::vector<uint64_t> ParseSeeds(const std::string& text) {
           "rising ranges, like 42-51 or 1,2,3, got \"" +
           std::string(part) + "\"");
     // Counted before the loop, which stops at `last` itself so that 2^64-1 cannot wrap.
-    if (last - first >= static_cast<uint64_t>(limits::kMaxSeeds) - seeds.size())
-      throw ConfigError("--seeds: " + limits::OverLimit(limits::kMaxSeeds, "seeds"));
+    if (last - first >= static_cast<uint64_t>(limits::Get().seeds) - seeds.size())
+      throw ConfigError("--seeds: " + limits::OverLimit(&limits::Limits::seeds, "seeds"));
     for (uint64_t s = first;; ++s) {
       if (!seen.insert(s).second)
         throw ConfigError("--seeds: seed " + std::to_string(s) + " is given twice");
@@ -133,11 +133,11 @@ void RunSimPacking(const PackingArgs& a) {
   if (gpu_milli == 0)
     throw ConfigError(a.pods + ": no pod asks for GPUs; packing measures GPU allocation");
   const double inflated = a.tune * 1000.0 * cluster.gpu_count() / (gpu_milli / pods.size());
-  if (inflated > static_cast<double>(limits::kMaxPackingPods))
+  if (inflated > static_cast<double>(limits::Get().packing_pods))
     throw ConfigError("--tune: the trace inflated to " + std::to_string(a.tune) +
                       " times the cluster would be about " +
                       std::to_string(std::llround(inflated)) + " pods, " +
-                      limits::OverLimit(limits::kMaxPackingPods, "pods") +
+                      limits::OverLimit(&limits::Limits::packing_pods, "pods") +
                       "; lower --tune or use a smaller node list");
   std::vector<Policy> policies = LoadPolicyList(a.policies);
   for (Policy& p : policies) p.candidates = a.candidates;
@@ -280,8 +280,9 @@ void RunSimReplay(const ReplayArgs& a) {
         "--load: expected a number above 0 and at most 10 (mean GPU demand over "
         "capacity), got " +
         std::to_string(a.load));
-  if (!(a.checkpoint_s > 0 && a.checkpoint_s <= limits::kMaxSeconds))
-    throw ConfigError("--checkpoint: expected seconds above 0 and at most 1e9, got " +
+  if (!(a.checkpoint_s > 0 && a.checkpoint_s <= limits::Seconds()))
+    throw ConfigError("--checkpoint: expected seconds above 0 and at most " +
+                      std::to_string(limits::Get().seconds) + ", got " +
                       std::to_string(a.checkpoint_s));
   const std::vector<Policy> policies = LoadPolicyList(a.policies);
   const Cluster cluster = LoadClusterArgument(a.cluster);
@@ -422,7 +423,7 @@ void AddSimCommand(CLI::App& app) {
   packing->add_option("--seeds", a->seeds, "Seeds, e.g. 42-51 (the paper's) or 1,2,3");
   packing->add_option("--tune", a->tune, "Inflate the workload to this factor of capacity");
   packing->add_option("--candidates", a->candidates, "Nodes scored per pod (0: all, the protocol)")
-      ->check(CLI::Range(int64_t{0}, limits::kMaxNodes));
+      ->check(UpToLimit(0, &limits::Limits::nodes));
   packing->add_option("--json", a->json, "Write results as JSON");
   packing->add_option("--svg", a->svg, "Write the allocation-ratio curves as SVG");
   packing->add_flag("--skip-malformed", a->skip_malformed, "Skip malformed trace rows, counted");
@@ -437,8 +438,8 @@ void AddSimCommand(CLI::App& app) {
   replay->add_option("--format", r->format, "berth, openb, tiresias or synthetic");
   replay->add_option("--vcs", r->vcs, "Virtual-cluster file: one queue per VC");
   replay->add_option("--policy", r->policies, "Policies, comma-separated");
-  replay->add_option("--jobs", r->jobs, "Synthetic: number of jobs, up to 1000000")
-      ->check(CLI::Range(int64_t{1}, limits::kMaxJobs));
+  replay->add_option("--jobs", r->jobs, "Synthetic: number of jobs, up to the jobs bound (--limit)")
+      ->check(UpToLimit(1, &limits::Limits::jobs));
   replay->add_option("--load", r->load, "Synthetic: mean GPU demand / capacity");
   replay->add_option("--seed", r->seed, "Synthetic: seed");
   replay->add_option("--checkpoint", r->checkpoint_s, "Checkpoint interval (s) of preempted jobs");

@@ -15,11 +15,7 @@ namespace berth {
 namespace {
 
 // Bounds that keep a typo or a hostile file from exhausting memory or time.
-using limits::kMaxJobs;
-using limits::kMaxName;
-using limits::kMaxQueues;
-using limits::kMaxSeconds;
-constexpr size_t kMaxEvents = 100000;
+using limits::Limits;
 constexpr size_t kMaxGroups = 64;
 constexpr size_t kMaxListItems = 64;  // GPU models, node selector labels, spread constraints
 constexpr size_t kMaxImage = 1024;
@@ -92,13 +88,25 @@ class TraceParser {
               std::to_string(node.size()) + " " + what + ", more than the limit of " +
                   std::to_string(most) + "; give at most " + std::to_string(most));
   }
+  // Fails unless `node` holds at most `bound` (limits.h) items.
+  void Bounded(const YAML::Node& node, const std::string& path, int64_t Limits::*bound,
+               const std::string& what) const {
+    if (node.size() > static_cast<size_t>(limits::Get().*bound))
+      r_.Fail(node, path,
+              std::to_string(node.size()) + " " + what + ", " + limits::OverLimit(bound, what));
+  }
 
-  std::string Text(const YAML::Node& node, const std::string& path, size_t most = kMaxName,
+  // A name (`most` 0: at most name-length characters) or other text of at most `most`.
+  std::string Text(const YAML::Node& node, const std::string& path, size_t most = 0,
                    bool may_be_empty = false) const {
+    const bool name = most == 0;
+    if (name) most = static_cast<size_t>(limits::Get().name_length);
     std::string text = r_.String(node, path);
     if (text.empty() && !may_be_empty) r_.Fail(node, path, "expected a name, got nothing");
     if (text.size() > most)
-      r_.Fail(node, path, "longer than " + std::to_string(most) + " characters; shorten it");
+      r_.Fail(node, path,
+              "longer than " + std::to_string(most) + " characters; shorten it" +
+                  (name ? limits::RaiseHint(&Limits::name_length) : ""));
     return text;
   }
 
@@ -114,7 +122,7 @@ class TraceParser {
   }
 
   double Seconds(const YAML::Node& node, const std::string& path, bool positive = false) const {
-    return Number(node, path, 0, kMaxSeconds, positive);
+    return Number(node, path, 0, limits::Seconds(), positive);
   }
 
   Level ParseLevelField(const YAML::Node& node, const std::string& path) const {
@@ -130,7 +138,7 @@ class TraceParser {
     const std::vector<YamlEntry> entries = r_.Entries(node, "queues");
     if (entries.empty())
       r_.Fail(node, "queues", "expected at least one queue; leave the field out for one queue");
-    Bounded(node, "queues", kMaxQueues, "queues");
+    Bounded(node, "queues", &Limits::queues, "queues");
     for (const YamlEntry& e : entries) {
       const std::string path = FieldPath("queues", e.key);
       Text(e.key_node, path);
@@ -160,7 +168,7 @@ class TraceParser {
 
   void ParseJobs(const YAML::Node& node, BerthTrace* trace) {
     r_.Sequence(node, "jobs");
-    Bounded(node, "jobs", kMaxJobs, "jobs");
+    Bounded(node, "jobs", &Limits::jobs, "jobs");
     size_t i = 0;
     for (const YAML::Node& item : node) {
       const std::string path = IndexPath("jobs", i);
@@ -302,7 +310,7 @@ class TraceParser {
       for (const YamlEntry& label : labels) {
         const std::string label_path = FieldPath(selector_path, label.key);
         Text(label.key_node, label_path);
-        group->node_selector[label.key] = Text(label.value, label_path, kMaxName, true);
+        group->node_selector[label.key] = Text(label.value, label_path, 0, true);
       }
     }
     if (const YAML::Node i = g["image"]) group->image = Text(i, field("image"), kMaxImage);
@@ -371,7 +379,7 @@ class TraceParser {
     static const std::vector<std::string> kActions = {"cordon",   "uncordon", "drain", "failGpu",
                                                       "failNode", "recover",  "cancel"};
     r_.Sequence(node, "events");
-    Bounded(node, "events", kMaxEvents, "events");
+    Bounded(node, "events", &Limits::events, "events");
     size_t i = 0;
     for (const YAML::Node& e : node) {
       const std::string path = IndexPath("events", i++);

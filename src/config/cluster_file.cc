@@ -18,7 +18,7 @@
 namespace berth {
 namespace {
 
-using limits::kMaxCpuId;
+using limits::Limits;
 
 std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
 
@@ -34,13 +34,17 @@ bool ParseCpuId(std::string_view text, int* cpu) {
   while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *cpu);
   return ec == std::errc() && end == text.data() + text.size() && !text.empty() && *cpu >= 0 &&
-         *cpu <= kMaxCpuId;
+         *cpu <= limits::Get().cpu_id;
 }
 
-// Appends the CPU ids of a Linux cpulist such as "0-63,128-191"; false when malformed.
+// Appends the CPU ids of a Linux cpulist such as "0-63,128-191"; false when malformed. Stops
+// early, true, once it holds more ids than there are distinct ones: the caller finds one twice
+// (so that "0-65535,0-65535,..." costs no more than one range).
 bool ParseCpuList(std::string_view text, std::vector<int>* cpus) {
   if (text.empty()) return true;
+  const auto most = static_cast<size_t>(limits::Get().cpu_id) + 1;
   while (true) {
+    if (cpus->size() > most) return true;
     const size_t comma = text.find(',');
     const std::string_view item = text.substr(0, comma);
     const size_t dash = item.find('-');
@@ -192,7 +196,7 @@ void ClusterFileParser::ParseModel(const YAML::Node& node, const std::string& pa
             "model " + Quoted(model.name) + " is already declared at " + first->second +
                 "; give each model once");
   model.memory_mib = r_.Int(r_.Required(node, path, "memoryMiB"), FieldPath(path, "memoryMiB"), 0,
-                            limits::kMaxNodeMemoryMiB);
+                            &Limits::node_memory_mib);
   if (const YAML::Node mig = node["mig"])
     model.mig_profiles = ParseMigProfiles(mig, FieldPath(path, "mig"), model.name);
   cluster_.models.push_back(std::move(model));
@@ -253,7 +257,7 @@ MigProfile ClusterFileParser::ParseMigProfile(const YAML::Node& node, const std:
       static_cast<int>(r_.Int(r_.Required(node, path, "maxInstances"),
                               FieldPath(path, "maxInstances"), 1, kMigComputeSlices));
   profile.memory_mib = r_.Int(r_.Required(node, path, "memoryMiB"), FieldPath(path, "memoryMiB"), 0,
-                              limits::kMaxNodeMemoryMiB);
+                              &Limits::node_memory_mib);
   return profile;
 }
 
@@ -275,22 +279,23 @@ Node ClusterFileParser::ParseShape(const YAML::Node& node, const std::string& pa
   Node shape;
   ParseSockets(r_.Required(node, path, "sockets"), FieldPath(path, "sockets"), default_model,
                &shape);
-  // CPU ids are unique within a node and at most kMaxCpuId, so their count cannot overflow.
+  // CPU ids are unique within a node and at most the cpu-id bound, so their count cannot
+  // overflow (ClusterSize checks the node's milli-CPUs against their bound).
   if (const YAML::Node cpu = node["cpuMilli"]) {
-    shape.cpu_milli = r_.Int(cpu, FieldPath(path, "cpuMilli"), 0, limits::kMaxNodeCpuMilli);
+    shape.cpu_milli = r_.Int(cpu, FieldPath(path, "cpuMilli"), 0, &Limits::node_cpu_milli);
   } else {
     for (const Socket& socket : shape.sockets)
       shape.cpu_milli += 1000 * static_cast<int64_t>(socket.cpus.size());
   }
   if (const YAML::Node memory = node["memoryMiB"]) {
-    shape.memory_mib = r_.Int(memory, FieldPath(path, "memoryMiB"), 0, limits::kMaxNodeMemoryMiB);
+    shape.memory_mib = r_.Int(memory, FieldPath(path, "memoryMiB"), 0, &Limits::node_memory_mib);
   } else {
     for (const Socket& socket : shape.sockets)
       if (__builtin_add_overflow(shape.memory_mib, socket.memory_mib, &shape.memory_mib) ||
-          shape.memory_mib > limits::kMaxNodeMemoryMiB)
+          shape.memory_mib > limits::Get().node_memory_mib)
         r_.Fail(node["sockets"], FieldPath(path, "sockets"),
                 "the sockets' memoryMiB add up to " +
-                    limits::OverLimit(limits::kMaxNodeMemoryMiB, "MiB a node") + "; lower them");
+                    limits::OverLimit(&Limits::node_memory_mib, "MiB a node") + "; lower them");
   }
   if (const YAML::Node nvlink = node["nvlink"]) {
     const std::string nvlink_path = FieldPath(path, "nvlink");
@@ -310,10 +315,10 @@ void ClusterFileParser::ParseSockets(const YAML::Node& sockets, const std::strin
                                      const std::string& default_model, Node* shape) {
   r_.Sequence(sockets, path);
   if (sockets.size() == 0) r_.Fail(sockets, path, "expected at least one socket");
-  if (sockets.size() > static_cast<size_t>(limits::kMaxSocketsPerNode))
+  if (sockets.size() > static_cast<size_t>(limits::Get().sockets_per_node))
     r_.Fail(sockets, path,
             std::to_string(sockets.size()) + " sockets, " +
-                limits::OverLimit(limits::kMaxSocketsPerNode, "sockets a node"));
+                limits::OverLimit(&Limits::sockets_per_node, "sockets a node"));
   // A shape gives GPU counts (indices in declaration order) or explicit index lists, not both.
   enum class Form { kUnset, kCounts, kLists } form = Form::kUnset;
   std::map<int64_t, ListedGpu> listed;
@@ -338,7 +343,7 @@ void ClusterFileParser::ParseSockets(const YAML::Node& sockets, const std::strin
     }
     if (const YAML::Node memory = socket_node["memoryMiB"])
       socket.memory_mib =
-          r_.Int(memory, FieldPath(socket_path, "memoryMiB"), 0, limits::kMaxNodeMemoryMiB);
+          r_.Int(memory, FieldPath(socket_path, "memoryMiB"), 0, &Limits::node_memory_mib);
     shape->sockets.push_back(std::move(socket));
     const YAML::Node switches = socket_node["switches"];
     if (!switches) continue;
@@ -368,11 +373,11 @@ void ClusterFileParser::ParseSockets(const YAML::Node& sockets, const std::strin
                 "switches");
       form = entry_form;
       if (form == Form::kCounts) {
-        const int64_t count = r_.Int(gpus, gpus_path, 1, limits::kMaxGpusPerNode);
-        if (static_cast<int64_t>(shape->gpus.size()) + count > limits::kMaxGpusPerNode)
+        const int64_t count = r_.Int(gpus, gpus_path, 1, &Limits::gpus_per_node);
+        if (static_cast<int64_t>(shape->gpus.size()) + count > limits::Get().gpus_per_node)
           r_.Fail(gpus, gpus_path,
                   "the shape's switches hold " +
-                      limits::OverLimit(limits::kMaxGpusPerNode, "GPUs a node"));
+                      limits::OverLimit(&Limits::gpus_per_node, "GPUs a node"));
         for (int64_t g = 0; g < count; ++g) shape->gpus.push_back(MakeGpu(model, pcie_switch));
         continue;
       }
@@ -380,7 +385,7 @@ void ClusterFileParser::ParseSockets(const YAML::Node& sockets, const std::strin
           "sockets[" + std::to_string(s) + "].switches[" + std::to_string(j) + "]";
       for (size_t g = 0; g < gpus.size(); ++g) {
         const std::string gpu_path = IndexPath(gpus_path, g);
-        const int64_t index = r_.Int(gpus[g], gpu_path, 0, limits::kMaxGpusPerNode - 1);
+        const int64_t index = r_.Int(gpus[g], gpu_path, 0, limits::Get().gpus_per_node - 1);
         const auto [it, fresh] = listed.emplace(index, ListedGpu{model, pcie_switch, where});
         if (!fresh)
           r_.Fail(gpus[g], gpu_path,
@@ -405,13 +410,14 @@ std::vector<int> ClusterFileParser::ParseCpus(const YAML::Node& node, const std:
   std::vector<int> cpus;
   if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i)
-      cpus.push_back(static_cast<int>(r_.Int(node[i], IndexPath(path, i), 0, kMaxCpuId)));
+      cpus.push_back(static_cast<int>(r_.Int(node[i], IndexPath(path, i), 0, &Limits::cpu_id)));
     return cpus;
   }
   const std::string text = r_.String(node, path);
   if (!ParseCpuList(text, &cpus))
     r_.Fail(node, path,
-            "bad cpulist " + Quoted(text) + ": expected CPU ids (0-" + std::to_string(kMaxCpuId) +
+            "bad cpulist " + Quoted(text) + ": expected CPU ids (0-" +
+                std::to_string(limits::Get().cpu_id) +
                 ") and ranges separated by commas, e.g. \"0-63,128-191\", or a list of ids");
   return cpus;
 }
@@ -493,16 +499,16 @@ void ClusterFileParser::ParseNodes(const YAML::Node& list, const std::string& pa
     const YAML::Node labels = entry["labels"];
     if (labels) {
       const std::vector<YamlEntry> entries = r_.Entries(labels, labels_path);
-      if (entries.size() > static_cast<size_t>(limits::kMaxLabelsPerNode))
+      if (entries.size() > static_cast<size_t>(limits::Get().labels_per_node))
         r_.Fail(labels, labels_path,
                 std::to_string(entries.size()) + " labels, " +
-                    limits::OverLimit(limits::kMaxLabelsPerNode, "labels a node"));
+                    limits::OverLimit(&Limits::labels_per_node, "labels a node"));
       for (const YamlEntry& label : entries) {
         const std::string label_path = FieldPath(labels_path, label.key);
         const std::string value = r_.String(label.value, label_path);
-        if (value.size() > limits::kMaxName)
+        if (value.size() > static_cast<size_t>(limits::Get().name_length))
           r_.Fail(label.value, label_path,
-                  "a value " + limits::OverLimit(limits::kMaxName, "characters long"));
+                  "a value " + limits::OverLimit(&Limits::name_length, "characters long"));
         node.labels[label.key] = value;
       }
     }
@@ -527,7 +533,7 @@ void ClusterFileParser::ParseNodes(const YAML::Node& list, const std::string& pa
     } else if (prefix) {
       const std::string text = r_.Name(prefix, FieldPath(entry_path, "namePrefix"));
       const YAML::Node count_node = r_.Required(entry, entry_path, "count");
-      const int64_t n = r_.Int(count_node, FieldPath(entry_path, "count"), 1, limits::kMaxNodes);
+      const int64_t n = r_.Int(count_node, FieldPath(entry_path, "count"), 1, &Limits::nodes);
       const size_t width = std::to_string(n - 1).size();
       AddNodes(
           std::move(node), n,
@@ -593,7 +599,7 @@ void ClusterFileParser::ParseCellTypes(const YAML::Node& node) {
                                      FieldPath(path, "childCellType"));
     type.spec.child_count =
         static_cast<int>(r_.Int(r_.Required(entry.value, path, "childCellNumber"),
-                                FieldPath(path, "childCellNumber"), 1, limits::kMaxGpus));
+                                FieldPath(path, "childCellNumber"), 1, &Limits::gpus));
     if (const YAML::Node level = entry.value["isNodeLevel"])
       type.spec.is_node_level = r_.Bool(level, FieldPath(path, "isNodeLevel"));
     cell_type_index_[entry.key] = cell_types_.size();
@@ -617,17 +623,17 @@ void ClusterFileParser::ParseCellTypes(const YAML::Node& node) {
             "cycle among cell types: " + Join(std::vector<std::string>(loop, chain.end()), " -> ") +
                 " -> " + *loop + "; every chain must end at a GPU model");
       }
-      leaves *= spec.child_count;  // both factors are at most kMaxGpus: no overflow
-      if (leaves > limits::kMaxGpus)
+      leaves *= spec.child_count;  // both factors are at most the gpus bound: no overflow
+      if (leaves > limits::Get().gpus)
         r_.Fail(type.node, path,
-                "one cell holds " + limits::OverLimit(limits::kMaxGpus, "GPUs") +
+                "one cell holds " + limits::OverLimit(&Limits::gpus, "GPUs") +
                     "; check the childCellNumber values");
       chain.push_back(spec.child_type);
       // Checked per step, so that walking every type's chain stays cheap.
-      if (chain.size() > static_cast<size_t>(limits::kMaxCellLevels))
+      if (chain.size() > static_cast<size_t>(limits::Get().cell_levels))
         r_.Fail(type.node, path,
                 "the chain " + Join(chain, " -> ") + "... has " +
-                    limits::OverLimit(limits::kMaxCellLevels, "levels"));
+                    limits::OverLimit(&Limits::cell_levels, "levels"));
     }
     type.chain = Join(chain, " -> ");
     if (node_levels.size() > 1)
@@ -635,9 +641,9 @@ void ClusterFileParser::ParseCellTypes(const YAML::Node& node) {
               "the chain " + type.chain + " has " + std::to_string(node_levels.size()) +
                   " node-level types (" + Join(node_levels) +
                   "); mark exactly one type of a chain isNodeLevel: true");
-    if (type.spec.is_node_level && leaves > limits::kMaxGpusPerNode)
+    if (type.spec.is_node_level && leaves > limits::Get().gpus_per_node)
       r_.Fail(type.node, path,
-              "a node-level cell of " + limits::OverLimit(limits::kMaxGpusPerNode, "GPUs a node"));
+              "a node-level cell of " + limits::OverLimit(&Limits::gpus_per_node, "GPUs a node"));
     type.leaf = chain.back();
     type.leaf_count = static_cast<int>(leaves);
     type.has_node_level = !node_levels.empty();
@@ -666,18 +672,20 @@ void ClusterFileParser::ParseSkuTypes(const YAML::Node& node) {
     if (const YAML::Node cpu = entry.value["cpu"]) {
       const double cpus = r_.NonNegativeNumber(cpu, FieldPath(path, "cpu"));
       // Compared before rounding: llround of a number past int64 is undefined.
-      if (cpus * 1000 > static_cast<double>(limits::kMaxNodeCpuMilli))
+      if (cpus * 1000 > static_cast<double>(limits::Get().node_cpu_milli))
         r_.Fail(cpu, FieldPath(path, "cpu"),
-                "CPUs per GPU " + limits::OverLimit(limits::kMaxNodeCpuMilli / 1000, "CPUs"));
+                "CPUs per GPU " + limits::OverLimit(&Limits::node_cpu_milli,
+                                                    limits::Get().node_cpu_milli / 1000, "CPUs"));
       sku.cpu_milli = std::llround(1000 * cpus);
     }
     if (const YAML::Node memory = entry.value["memory"]) {
       const std::string memory_path = FieldPath(path, "memory");
       sku.memory_mib = ParseMiB(r_.String(memory, memory_path));
-      if (sku.memory_mib < 0 || sku.memory_mib > limits::kMaxNodeMemoryMiB)
+      if (sku.memory_mib < 0 || sku.memory_mib > limits::Get().node_memory_mib)
         r_.Fail(memory, memory_path,
                 "expected a memory size such as 54Gi, 512Mi or a plain number of MiB, at most " +
-                    std::to_string(limits::kMaxNodeMemoryMiB) + " MiB, got " +
+                    std::to_string(limits::Get().node_memory_mib) + " MiB" +
+                    limits::RaiseHint(&Limits::node_memory_mib) + ", got " +
                     Quoted(memory.Scalar()));
     }
     skus_[entry.key] = sku;

@@ -10,10 +10,11 @@
 namespace berth {
 namespace {
 
-// The fields of `line`; false when it has more than limits::kMaxCsvColumns.
+// The fields of `line`; false when it has more than the csv-columns bound.
 bool SplitFields(std::string_view line, std::vector<std::string_view>* out) {
   out->clear();
-  while (out->size() < limits::kMaxCsvColumns) {
+  const auto most = static_cast<size_t>(limits::Get().csv_columns);
+  while (out->size() < most) {
     const size_t at = line.find(',');
     out->push_back(line.substr(0, at));
     if (at == std::string_view::npos) return true;
@@ -60,7 +61,7 @@ bool CsvReader::Next() {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     if (!SplitFields(line, &fields_))
-      throw ConfigError(where() + limits::OverLimit(limits::kMaxCsvColumns, "columns"));
+      throw ConfigError(where() + limits::OverLimit(&limits::Limits::csv_columns, "columns"));
     return true;
   }
   return false;
@@ -78,10 +79,10 @@ void CsvReader::ExpectFields(size_t count) const {
                       std::to_string(fields_.size()));
 }
 
-void CsvReader::Fail(size_t column, const std::string& expected) const {
+void CsvReader::Fail(size_t column, const std::string& expected, const std::string& hint) const {
   const std::string name = column < header_.size() ? header_[column] : std::to_string(column + 1);
   throw ConfigError(where() + "column '" + name + "': expected " + expected + ", got '" +
-                    std::string(field(column)) + "'");
+                    std::string(field(column)) + "'" + hint);
 }
 
 int64_t CsvReader::Int(size_t column, int64_t min, int64_t max) const {
@@ -91,6 +92,17 @@ int64_t CsvReader::Int(size_t column, int64_t min, int64_t max) const {
   if (f.empty() || ec != std::errc() || end != f.data() + f.size() || value < min || value > max)
     Fail(column, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
   return value;
+}
+
+int64_t CsvReader::Int(size_t column, int64_t min, int64_t limits::Limits::*bound) const {
+  const int64_t max = limits::Get().*bound;
+  const std::string_view f = field(column);
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), value);
+  if (!f.empty() && ec == std::errc() && end == f.data() + f.size() && value > max)
+    Fail(column, "an integer from " + std::to_string(min) + " to " + std::to_string(max),
+         limits::RaiseHint(bound));
+  return Int(column, min, max);
 }
 
 double CsvReader::Number(size_t column, double min, double max) const {

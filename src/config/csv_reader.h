@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config/limits.h"
+
 namespace berth {
 
 class CsvReader {
@@ -25,6 +27,8 @@ class CsvReader {
   size_t field_count() const { return fields_.size(); }
   std::string_view field(size_t column) const;  // "" when the row is shorter
   int64_t Int(size_t column, int64_t min, int64_t max) const;
+  // At most the bound in force; above it, the message names the bound's --limit.
+  int64_t Int(size_t column, int64_t min, int64_t limits::Limits::*bound) const;
   // A finite number from `min` to `max` ("nan", "inf" and overflows are refused).
   double Number(size_t column, double min, double max) const;
   int line() const { return line_; }  // of the current row, 1-based
@@ -34,7 +38,8 @@ class CsvReader {
   void ExpectFields(size_t count) const;
 
  private:
-  [[noreturn]] void Fail(size_t column, const std::string& expected) const;
+  [[noreturn]] void Fail(size_t column, const std::string& expected,
+                         const std::string& hint = "") const;
 
   std::string path_;
   std::string text_;

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "config/config_error.h"
+#include "config/limits.h"
 
 namespace berth {
 namespace {
@@ -42,7 +43,8 @@ size_t Utf8Length(std::string_view s) {
 
 }  // namespace
 
-std::string ReadFileText(const std::string& path, uint64_t max_bytes) {
+std::string ReadFileText(const std::string& path) {
+  const auto max_bytes = static_cast<uint64_t>(limits::Get().file_bytes);
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw ConfigError(path + ": cannot read: it is a directory; give a file");
@@ -54,7 +56,7 @@ std::string ReadFileText(const std::string& path, uint64_t max_bytes) {
     in.read(buffer, sizeof buffer);
     text.append(buffer, static_cast<size_t>(in.gcount()));
     if (text.size() > max_bytes)
-      throw ConfigError(path + ": " + limits::OverLimit(max_bytes, "bytes") +
+      throw ConfigError(path + ": " + limits::OverLimit(&limits::Limits::file_bytes, "bytes") +
                         "; split it into smaller files");
   }
   if (in.bad()) throw ConfigError(path + ": cannot read: " + std::strerror(errno));

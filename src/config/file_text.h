@@ -1,18 +1,15 @@
 // Reads a whole input file for the loaders of src/config, and checks that text is UTF-8.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <string_view>
-
-#include "config/limits.h"
 
 namespace berth {
 
 // The file's bytes; ConfigError "PATH: cannot read: REASON" when it cannot be read or is a
-// directory, and "PATH: more than the limit of N bytes ..." when it holds more than `max_bytes`
-// (read no further, so that /dev/zero or a huge file costs nothing).
-std::string ReadFileText(const std::string& path, uint64_t max_bytes = limits::kMaxFileBytes);
+// directory, and "PATH: more than the limit of N bytes ..." when it holds more than the
+// file-bytes bound (read no further, so that /dev/zero or a huge file costs nothing).
+std::string ReadFileText(const std::string& path);
 
 // Throws ConfigError "SOURCE:LINE:COLUMN: invalid UTF-8 ..." at the first byte of `text` that is
 // not part of a well-formed UTF-8 sequence (overlong forms and surrogates included).

@@ -12,8 +12,8 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
   std::vector<TracePod> pods;
   if (skipped) *skipped = 0;
   while (csv.Next()) {
-    if (pods.size() == limits::kMaxJobs)
-      throw ConfigError(csv.where() + limits::OverLimit(limits::kMaxJobs, "pods"));
+    if (pods.size() >= static_cast<size_t>(limits::Get().jobs))
+      throw ConfigError(csv.where() + limits::OverLimit(&limits::Limits::jobs, "pods"));
     try {
       csv.ExpectFields(csv.header().size());
       TracePod pod;
@@ -40,7 +40,7 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
         pod.qos = std::string(csv.field(6));
         // An empty time is unknown (-1); a given one is a time from the trace start.
         const auto time = [&](size_t column) {
-          return csv.field(column).empty() ? -1 : csv.Number(column, 0, limits::kMaxSeconds);
+          return csv.field(column).empty() ? -1 : csv.Number(column, 0, limits::Seconds());
         };
         pod.submit_time = time(8);
         pod.end_time = time(9);

@@ -14,11 +14,12 @@ Cluster LoadTiresiasCluster(const std::string& path) {
   if (!csv.Next())
     throw ConfigError(path + ": expected one row after the header, e.g. 1,16,4,128,254");
   csv.ExpectFields(5);
-  const int switches = static_cast<int>(csv.Int(0, 1, limits::kMaxNodes));
-  const int nodes = static_cast<int>(csv.Int(1, 1, limits::kMaxNodes));
-  const int gpus = static_cast<int>(csv.Int(2, 0, limits::kMaxGpusPerNode));
-  const int64_t cpus = csv.Int(3, 0, limits::kMaxNodeCpuMilli / 1000);
-  const int64_t memory_gb = csv.Int(4, 0, limits::kMaxNodeMemoryMiB / 1024);
+  const limits::Limits& max = limits::Get();
+  const int switches = static_cast<int>(csv.Int(0, 1, &limits::Limits::nodes));
+  const int nodes = static_cast<int>(csv.Int(1, 1, &limits::Limits::nodes));
+  const int gpus = static_cast<int>(csv.Int(2, 0, &limits::Limits::gpus_per_node));
+  const int64_t cpus = csv.Int(3, 0, max.node_cpu_milli / 1000);
+  const int64_t memory_gb = csv.Int(4, 0, max.node_memory_mib / 1024);
   const int row = csv.line();
   if (csv.Next())
     throw ConfigError(csv.where() + "a second cluster row; a Tiresias cluster file has one row " +
@@ -54,16 +55,16 @@ std::vector<TracePod> LoadTiresiasJobs(const std::string& path, int* skipped) {
   std::vector<TracePod> jobs;
   if (skipped) *skipped = 0;
   while (csv.Next()) {
-    if (jobs.size() == limits::kMaxJobs)
-      throw ConfigError(csv.where() + limits::OverLimit(limits::kMaxJobs, "jobs"));
+    if (jobs.size() >= static_cast<size_t>(limits::Get().jobs))
+      throw ConfigError(csv.where() + limits::OverLimit(&limits::Limits::jobs, "jobs"));
     try {
       TracePod job;
       job.name = "job-" + std::string(csv.field(0));
       job.gpus = static_cast<int>(csv.Int(1, 1, 4096));
       job.gpu_milli = 1000;
-      job.submit_time = csv.Number(2, 0, limits::kMaxSeconds);
+      job.submit_time = csv.Number(2, 0, limits::Seconds());
       job.workload = std::string(csv.field(4));
-      job.duration = csv.Number(5, 0, limits::kMaxSeconds);
+      job.duration = csv.Number(5, 0, limits::Seconds());
       jobs.push_back(std::move(job));
     } catch (const ConfigError&) {
       if (!skipped) throw;

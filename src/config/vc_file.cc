@@ -12,10 +12,10 @@ namespace {
 // error at `at`. The bounds keep the engine's sums over all VCs within an int.
 void AddGuarantee(const YamlReader& r, const YAML::Node& at, const std::string& path,
                   VcGuarantee guarantee, VirtualClusterSpec* vc) {
-  if (vc->guarantees.size() == static_cast<size_t>(limits::kMaxGuaranteesPerVc))
+  if (vc->guarantees.size() >= static_cast<size_t>(limits::Get().vc_cell_types))
     r.Fail(at, path,
            "VC \"" + vc->name + "\" lists " +
-               limits::OverLimit(limits::kMaxGuaranteesPerVc, "cell types"));
+               limits::OverLimit(&limits::Limits::vc_cell_types, "cell types"));
   int64_t cells = guarantee.count;
   for (const VcGuarantee& g : vc->guarantees) {
     if (g.cell_type == guarantee.cell_type)
@@ -24,10 +24,10 @@ void AddGuarantee(const YamlReader& r, const YAML::Node& at, const std::string& 
                  "\"; give its total once");
     cells += g.count;
   }
-  if (cells > limits::kMaxGpus)
+  if (cells > limits::Get().gpus)
     r.Fail(at, path,
            "VC \"" + vc->name + "\" is guaranteed " +
-               limits::OverLimit(limits::kMaxGpus, "cells in all"));
+               limits::OverLimit(&limits::Limits::gpus, "cells in all"));
   guarantee.where = r.Where(at);
   vc->guarantees.push_back(std::move(guarantee));
 }
@@ -58,8 +58,9 @@ void ParseVcGuarantees(const YamlReader& r, const YAML::Node& map, const std::st
       VcGuarantee g;
       g.cell_type =
           r.String(r.Required(cells[i], cell_path, "cellType"), FieldPath(cell_path, "cellType"));
-      g.count = static_cast<int>(r.Int(r.Required(cells[i], cell_path, "cellNumber"),
-                                       FieldPath(cell_path, "cellNumber"), 1, limits::kMaxGpus));
+      g.count =
+          static_cast<int>(r.Int(r.Required(cells[i], cell_path, "cellNumber"),
+                                 FieldPath(cell_path, "cellNumber"), 1, &limits::Limits::gpus));
       AddGuarantee(r, cells[i], cell_path, std::move(g), vc);
     }
   }
@@ -67,7 +68,7 @@ void ParseVcGuarantees(const YamlReader& r, const YAML::Node& map, const std::st
     const std::string guarantees_path = FieldPath(path, "guarantees");
     for (const YamlEntry& g : r.Entries(guarantees, guarantees_path)) {
       const std::string count_path = FieldPath(guarantees_path, g.key);
-      const int count = static_cast<int>(r.Int(g.value, count_path, 1, limits::kMaxGpus));
+      const int count = static_cast<int>(r.Int(g.value, count_path, 1, &limits::Limits::gpus));
       AddGuarantee(r, g.key_node, count_path, {g.key, count}, vc);
     }
   }
@@ -101,10 +102,10 @@ std::vector<VirtualClusterSpec> ParseVcYaml(const std::string& text,
   const YAML::Node list = r.Required(root, "", "virtualClusters");
   const std::vector<YamlEntry> entries = r.Entries(list, "virtualClusters");
   // Each VC becomes a queue of the engine.
-  if (entries.size() > static_cast<size_t>(limits::kMaxQueues))
-    r.Fail(
-        list, "virtualClusters",
-        std::to_string(entries.size()) + " VCs, " + limits::OverLimit(limits::kMaxQueues, "VCs"));
+  if (entries.size() > static_cast<size_t>(limits::Get().queues))
+    r.Fail(list, "virtualClusters",
+           std::to_string(entries.size()) + " VCs, " +
+               limits::OverLimit(&limits::Limits::queues, "VCs"));
   for (const YamlEntry& entry : entries)
     vcs.push_back(ParseVc(r, entry, FieldPath("virtualClusters", entry.key)));
   return vcs;

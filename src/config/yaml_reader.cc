@@ -42,17 +42,17 @@ bool ParseNumber(const YAML::Node& node, double* value) {
          std::isfinite(*value);
 }
 
-// Fails when `node` nests deeper than kMaxYamlDepth or, counting each alias as a copy of what
-// it names, holds more than kMaxYamlNodes nodes; `*visited` counts the nodes seen so far.
+// Fails when `node` nests deeper than the yaml-depth bound or, counting each alias as a copy
+// of what it names, holds more than yaml-nodes nodes; `*visited` counts the nodes seen so far.
 void CheckSize(const std::string& source, const YAML::Node& node, int depth, int64_t* visited) {
-  if (++*visited > limits::kMaxYamlNodes)
+  if (++*visited > limits::Get().yaml_nodes)
     Throw(source, node.Mark(), "",
           "the document, with its aliases expanded, has " +
-              limits::OverLimit(limits::kMaxYamlNodes, "YAML nodes") +
+              limits::OverLimit(&limits::Limits::yaml_nodes, "YAML nodes") +
               "; write fewer aliases of large entries");
-  if (depth > limits::kMaxYamlDepth)
+  if (depth > limits::Get().yaml_depth)
     Throw(source, node.Mark(), "",
-          "nested " + limits::OverLimit(limits::kMaxYamlDepth, "levels deep"));
+          "nested " + limits::OverLimit(&limits::Limits::yaml_depth, "levels deep"));
   if (node.IsSequence()) {
     for (const YAML::Node& item : node) CheckSize(source, item, depth + 1, visited);
   } else if (node.IsMap()) {
@@ -117,7 +117,8 @@ YAML::Node YamlReader::Parse(const std::string& text) const {
                   "file, remove the separator or split the file");
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's own guard, far deeper than ours; its message says only "bad file".
-    Throw(source_, e.mark, "", "nested " + limits::OverLimit(limits::kMaxYamlDepth, "levels deep"));
+    Throw(source_, e.mark, "",
+          "nested " + limits::OverLimit(&limits::Limits::yaml_depth, "levels deep"));
   } catch (const YAML::Exception& e) {
     Throw(source_, e.mark, "", "YAML syntax error: " + e.msg);
   }
@@ -153,10 +154,10 @@ std::vector<YamlEntry> YamlReader::Entries(const YAML::Node& node, const std::st
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) Fail(kv.first, path, "expected a name as the key");
     const std::string& key = kv.first.Scalar();
-    if (key.size() > limits::kMaxName)
+    if (key.size() > static_cast<size_t>(limits::Get().name_length))
       Fail(kv.first, path,
            "a key of " + std::to_string(key.size()) + " characters, " +
-               limits::OverLimit(limits::kMaxName, "characters") + "; shorten it");
+               limits::OverLimit(&limits::Limits::name_length, "characters") + "; shorten it");
     // yaml-cpp keeps duplicate keys and lookups see only the first: refuse them.
     if (!seen.insert(key).second) Fail(kv.first, path, "\"" + key + "\" is given twice");
     entries.push_back({key, kv.first, kv.second});
@@ -184,16 +185,31 @@ std::string YamlReader::String(const YAML::Node& node, const std::string& path) 
 std::string YamlReader::Name(const YAML::Node& node, const std::string& path) const {
   std::string name = String(node, path);
   if (name.empty()) Fail(node, path, "expected a name, got nothing");
-  if (name.size() > limits::kMaxName)
+  if (name.size() > static_cast<size_t>(limits::Get().name_length))
     Fail(node, path,
          "a name of " + std::to_string(name.size()) + " characters, " +
-             limits::OverLimit(limits::kMaxName, "characters") + "; shorten it");
+             limits::OverLimit(&limits::Limits::name_length, "characters") + "; shorten it");
   return name;
 }
 
 std::string YamlReader::Where(const YAML::Node& node) const {
   const YAML::Mark mark = node.Mark();
   return mark.is_null() ? source_ : source_ + ":" + std::to_string(mark.line + 1);
+}
+
+int64_t YamlReader::Int(const YAML::Node& node, const std::string& path, int64_t min,
+                        int64_t limits::Limits::*bound) const {
+  const int64_t max = limits::Get().*bound;
+  int64_t value = 0;
+  if (node.IsScalar()) {
+    const std::string& text = node.Scalar();
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec == std::errc() && end == text.data() + text.size() && !text.empty() && value > max)
+      Fail(node, path,
+           "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+               ", got " + Describe(node) + limits::RaiseHint(bound));
+  }
+  return Int(node, path, min, max);
 }
 
 int64_t YamlReader::Int(const YAML::Node& node, const std::string& path, int64_t min,

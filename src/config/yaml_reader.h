@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "config/limits.h"
+
 namespace berth {
 
 // The items with `separator` between them: "a, b, c".
@@ -35,7 +37,7 @@ class YamlReader {
   const std::string& source() const { return source_; }
 
   // Parses a whole document; a syntax error becomes a ConfigError at its line. The text must be
-  // UTF-8 and hold one document within limits::kMaxYamlDepth and kMaxYamlNodes.
+  // UTF-8 and hold one document within the yaml-depth and yaml-nodes bounds (limits.h).
   YAML::Node Parse(const std::string& text) const;
 
   // Throws a ConfigError at the line of `at` (none when `at` has no position).
@@ -53,13 +55,16 @@ class YamlReader {
   YAML::Node Required(const YAML::Node& map, const std::string& path, const char* key) const;
 
   std::string String(const YAML::Node& node, const std::string& path) const;
-  // A non-empty string of at most limits::kMaxName characters.
+  // A non-empty string of at most name-length characters (limits.h).
   std::string Name(const YAML::Node& node, const std::string& path) const;
   // "SOURCE:LINE" of `node`, for messages made after parsing.
   std::string Where(const YAML::Node& node) const;
   int64_t Int(const YAML::Node& node, const std::string& path,
               int64_t min = std::numeric_limits<int64_t>::min(),
               int64_t max = std::numeric_limits<int64_t>::max()) const;
+  // At most the bound in force; above it, the message names the bound's --limit.
+  int64_t Int(const YAML::Node& node, const std::string& path, int64_t min,
+              int64_t limits::Limits::*bound) const;
   double NonNegativeNumber(const YAML::Node& node, const std::string& path) const;
   // Any finite number, negative too (for fields whose range is checked elsewhere).
   double Number(const YAML::Node& node, const std::string& path) const;

@@ -243,7 +243,7 @@ TEST(BerthTraceTest, HostileInput) {
   EXPECT_TRUE(ThrowsConfigError([&] { Parse("jobs: [\n"); }, "trace.yaml:", {"YAML syntax"}));
   // A file larger than the bound is refused before it is parsed.
   const std::string path =
-      WriteTempFile("huge-trace.yaml", "jobs: []\n" + std::string(limits::kMaxFileBytes, '#'));
+      WriteTempFile("huge-trace.yaml", "jobs: []\n" + std::string(limits::Get().file_bytes, '#'));
   EXPECT_TRUE(ThrowsConfigError([&] { LoadBerthTrace(path, MultiRack(), {}); }, path + ": ",
                                 {"more than the limit of 67108864 bytes", "split it"}));
   EXPECT_TRUE(ThrowsConfigError([&] { LoadBerthTrace(path + ".missing", MultiRack(), {}); },

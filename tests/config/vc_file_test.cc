@@ -110,7 +110,7 @@ TEST(VcFileTest, EngineRefusalsNameTheLine) {
 TEST(VcFileTest, SizesAreBounded) {
   // 2,200 VCs of a million GPUs each overflowed the engine's int sum and were accepted.
   std::string many = "virtualClusters:\n";
-  for (int i = 0; i <= limits::kMaxQueues; ++i)
+  for (int i = 0; i <= limits::Get().queues; ++i)
     many += "  v" + std::to_string(i) + ": {guarantees: {T4: 1}}\n";
   EXPECT_TRUE(FailsAt(many, "  v0:", {"1001 VCs, more than the limit of 1000 VCs"}));
   EXPECT_TRUE(FailsAt("virtualClusters:\n  a:\n    guarantees: {T4: 1000000, K80: 100000}\n", "K80",
