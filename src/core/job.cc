@@ -1,6 +1,7 @@
 #include "core/job.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace berth {
 
@@ -78,6 +79,40 @@ std::string WhyNoNodeFits(const Cluster& cluster, const TaskGroup& group) {
   if (!group.node_selector.empty()) what += " on nodes matching its node selector";
   return "no node of the cluster can ever hold one replica of group " + group.name + " (" + what +
          "); ask for less, or add such a node";
+}
+
+std::string WhyJobNeverFits(const Cluster& cluster, const JobSpec& spec) {
+  for (const TaskGroup& g : spec.groups) {
+    std::string why = WhyNoNodeFits(cluster, g);
+    if (!why.empty()) return why;
+  }
+  if (spec.gang_affinity != Level::kNode || spec.groups.empty()) return "";
+  // A gang bound to one node needs all of it there: whole GPUs, CPU and memory add up. Shares
+  // and MIG slices may pack onto fewer GPUs, and groups that differ in models or selectors ask
+  // different nodes, so those are left to the allocator.
+  TaskGroup whole;
+  whole.name = "(the whole gang, which gangAffinity node puts on one node)";
+  whole.demand.models = spec.groups[0].demand.models;
+  whole.node_selector = spec.groups[0].node_selector;
+  int64_t gpus = 0;
+  for (const TaskGroup& g : spec.groups) {
+    const Demand& d = g.demand;
+    if (d.gpu_milli > 0 || !d.mig_profile.empty() || d.models != whole.demand.models ||
+        g.node_selector != whole.node_selector)
+      return "";
+    const int64_t replicas =
+        spec.groups.size() == 1 && spec.min_replicas > 0 ? spec.min_replicas : g.replicas;
+    int64_t add = 0;
+    if (__builtin_mul_overflow(replicas, static_cast<int64_t>(d.gpus), &add) ||
+        __builtin_add_overflow(gpus, add, &gpus) ||
+        __builtin_mul_overflow(replicas, d.cpu_milli, &add) ||
+        __builtin_add_overflow(whole.demand.cpu_milli, add, &whole.demand.cpu_milli) ||
+        __builtin_mul_overflow(replicas, d.memory_mib, &add) ||
+        __builtin_add_overflow(whole.demand.memory_mib, add, &whole.demand.memory_mib))
+      return "the job asks for more than any number could hold; ask for less";
+  }
+  whole.demand.gpus = static_cast<int>(std::min<int64_t>(gpus, INT32_MAX));
+  return WhyNoNodeFits(cluster, whole);
 }
 
 double GpuEquivalents(const Cluster& cluster, const Demand& demand) {

@@ -53,6 +53,9 @@ int TotalReplicas(const JobSpec& spec);
 // (too many GPUs for any node, a MIG profile no MIG-enabled GPU offers, a share of more memory
 // than a GPU has, CPU or memory past a node's, a selector no node matches); "" when one could.
 std::string WhyNoNodeFits(const Cluster& cluster, const TaskGroup& group);
+// The same for the whole job: each group, and a gang bound to one node (gangAffinity node)
+// as a whole; "" when it could fit.
+std::string WhyJobNeverFits(const Cluster& cluster, const JobSpec& spec);
 // GPU-equivalents one replica of a group uses: whole GPUs, milli / 1000, or a MIG instance's
 // compute slices / 7 (a 7g slice counts 7 times a 1g).
 double GpuEquivalents(const Cluster& cluster, const Demand& demand);

@@ -89,6 +89,7 @@ class CycleOrder {
   // Every job still to come in `queue` is known to fail: offer only those of `still` not
   // offered yet, in the order given. Once per queue and cycle: later calls change nothing.
   void Exhaust(int queue, std::vector<WaitingJobs::Job> still);
+  bool exhausted(int queue) const { return queues_[queue].exhausted; }
 
  private:
   // (-whole priority, user share, submit, job, user, raw priority): smallest first.

@@ -300,7 +300,7 @@ std::string Scheduler::SetCluster(const Cluster* cluster, double now) {
     if (j.state != JobState::kPending) continue;
     WaitingJobs& waiting = queues_[j.queue].waiting;
     waiting.Remove(WaitingOf(j));
-    j.never_fits = NeverFits(j.spec);
+    j.never_fits = WhyJobNeverFits(*cluster_, j.spec);
     if (!j.never_fits.empty()) j.reason = j.never_fits;
     if (j.never_fits.empty()) waiting.Add(WaitingOf(j));
   }
@@ -347,14 +347,6 @@ ResourceVector Scheduler::JobResources(const JobRecord& job) const {
     r.memory_mib += p.memory_mib;
   }
   return r;
-}
-
-std::string Scheduler::NeverFits(const JobSpec& spec) const {
-  for (const TaskGroup& g : spec.groups) {
-    std::string why = WhyNoNodeFits(*cluster_, g);
-    if (!why.empty()) return why;
-  }
-  return "";
 }
 
 int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
@@ -432,7 +424,7 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
     cls = shape_classes_.emplace(key, static_cast<int>(shape_classes_.size())).first;
   job.shape_class = cls == shape_classes_.end() ? -1 : cls->second;
   job.shape = ShapeSizeOf(job.spec);
-  job.never_fits = NeverFits(job.spec);
+  job.never_fits = WhyJobNeverFits(*cluster_, job.spec);
   if (!job.never_fits.empty()) job.reason = job.never_fits;
   queue.demand_gpus += JobGpus(job.spec, TotalReplicas(job.spec));
   Emit(now, job.id, "submitted", "queue " + queue.spec.name);
@@ -442,12 +434,17 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
 }
 
 std::map<std::string, double> Scheduler::ModelGpus(const JobRecord& job) const {
+  return ModelGpus(job.spec, job.placements);
+}
+
+std::map<std::string, double> Scheduler::ModelGpus(
+    const JobSpec& spec, const std::vector<ReplicaPlacement>& placements) const {
   std::map<std::string, double> by_model;
   size_t next = 0;
-  for (const TaskGroup& g : job.spec.groups) {
+  for (const TaskGroup& g : spec.groups) {
     const double each = GpuEquivalents(*cluster_, g.demand);
-    for (int i = 0; i < g.replicas && next < job.placements.size(); ++i, ++next) {
-      const ReplicaPlacement& r = job.placements[next];
+    for (int i = 0; i < g.replicas && next < placements.size(); ++i, ++next) {
+      const ReplicaPlacement& r = placements[next];
       if (!r.gpus.empty() && each > 0)
         by_model[cluster_->nodes[r.node].gpus[r.gpus[0]].model] += each;
     }
@@ -993,7 +990,16 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       StartPreemptor(j, now, &out);
   }
   const std::vector<double> fair = FairShares();
+  // A queue whose fair share grew may now reclaim what it could not: its failed jobs are tried
+  // again (demand elsewhere changes shares without freeing anything).
+  for (size_t q = 0; q < fair.size(); ++q)
+    if (q >= last_fair_.size() || fair[q] > last_fair_[q] + kEps) {
+      ++version_;
+      break;
+    }
+  last_fair_ = fair;
   failed_shapes_.Clear();
+  for (FailedShapes& f : unreservable_) f.Clear();
   // Guarantees first: only jobs that fit their queue's guarantee, placed or reclaiming inside
   // it, from the queues with guarantee room; then everyone, borrowing too.
   for (bool guarantee_pass : {true, false}) {
@@ -1014,7 +1020,7 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       const bool started = TryJob(job, WholePriority(job, now), guarantee_pass, fair, now, &out);
       if (started) order.UsageChanged();
       if ((started || failures != failed_shapes_.changes() + not_guaranteed_.changes()) &&
-          AllFail(job.queue, guarantee_pass, now))
+          !order.exhausted(job.queue) && AllFail(job.queue, guarantee_pass, now))
         order.Exhaust(job.queue, StillWorthTrying(job.queue, now));
     }
   }
@@ -1037,17 +1043,13 @@ std::vector<WaitingJobs::Job> Scheduler::StillWorthTrying(int queue, double now)
     const JobRecord& j = jobs_.at(id);
     if (j.queue == queue && j.never_fits.empty()) still.push_back(WaitingOf(j));
   }
-  // The pending list runs from the longest waiting; a few of them per cycle is enough to fill
-  // the reservation slots as they free up.
+  // The pending list runs from the longest waiting. While reservation slots are free, each
+  // job waiting long enough is offered, to reserve (as when the whole queue was walked).
   const Policy& policy = pipeline_->policy();
-  constexpr size_t kStarvingPerCycle = 64;
   if (reservations_.starving() >= policy.max_reservations) return still;
-  size_t starving = 0;
   for (const JobRecord* j : queues_[queue].pending) {
-    if (now - j->pending_since < policy.reserve_after_s || starving == kStarvingPerCycle) break;
-    if (reservations_.Of(j->id) || !j->never_fits.empty()) continue;
-    still.push_back(WaitingOf(*j));
-    ++starving;
+    if (now - j->pending_since < policy.reserve_after_s) break;
+    if (!reservations_.Of(j->id) && j->never_fits.empty()) still.push_back(WaitingOf(*j));
   }
   return still;
 }
@@ -1120,7 +1122,8 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   if (TryPreempt(job, now, fair, guarantee_pass, out)) return true;
   if (preempt_deferred_) return false;  // tried again later in the cycle
   if (guarantee_pass) {                 // tried again in the next pass
-    if (!reserved) not_guaranteed_.Add(job.shape_class, job.shape, priority);
+    if (!reserved && job.spec.min_replicas == 0)
+      not_guaranteed_.Add(job.shape_class, job.shape, priority);
     return false;
   }
   job.failed_at = version_;
@@ -1360,6 +1363,11 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   if (queue.spec.cap_gpus >= 0 && need > queue.spec.cap_gpus + kEps) return;
   const bool guaranteed =
       job.spec.priority >= 0 && need <= queue.guarantee_gpus + kEps && MayGuarantee(job, need);
+  // No plan for a job means none for a larger one of its class (occupants and reservations
+  // only grow within a cycle).
+  FailedShapes& unreservable = unreservable_[guaranteed];
+  const double priority = WholePriority(job, now);
+  if (unreservable.Dominated(job.shape_class, job.shape, priority)) return;
   std::vector<JobRecord*> occupants;
   for (const auto& [id, v] : running_)
     if (v->state == JobState::kRunning) occupants.push_back(v);
@@ -1375,10 +1383,13 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   planning_reservation_ = true;
   std::optional<VictimPlan> found = FindVictims(search, occupants);
   planning_reservation_ = false;
-  if (!found) return;
+  if (!found) {
+    unreservable.Add(job.shape_class, job.shape, priority);
+    return;
+  }
   Reservations::Reservation kind;
   kind.yields = !guaranteed;
-  kind.priority = WholePriority(job, now);
+  kind.priority = priority;
   kind.queue = job.queue;
   reservations_.Reserve(job.id, ReservedGpus(found->placement), kind, cluster_->nodes.size());
   job.reason = "reserved GPUs, waiting for " + std::to_string(found->victims.size()) +
@@ -1551,6 +1562,21 @@ bool Scheduler::StartAt(int id, const std::vector<ReplicaPlacement>& placements,
   if (replicas < least || replicas > TotalReplicas(job.spec) ||
       !TryPlace(job, guaranteed, replicas, *allocator_, &ids, &placed, &placements)) {
     *why = "placements: not free as given";
+    return false;
+  }
+  // Exact placements are not steered by the queue's model caps (TryPlace): checked here.
+  const Queue& q = queues_[job.queue];
+  for (const auto& [model, gpus] : ModelGpus(job.spec, placed)) {
+    auto cap = q.spec.model_caps.find(model);
+    auto held = q.held_by_model.find(model);
+    const double used = held == q.held_by_model.end() ? 0 : held->second;
+    if (cap == q.spec.model_caps.end() || used + gpus <= cap->second + kEps) continue;
+    for (int a : ids) allocator_->Release(a);
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "cap: queue %s's modelCaps: %s holds %g of %g, and the job needs %g",
+                  q.spec.name.c_str(), model.c_str(), used, cap->second, gpus);
+    *why = text;
     return false;
   }
   std::vector<Decision> ignored;

@@ -132,7 +132,8 @@ struct JobRecord {
   int preemptions = 0;               // times this job was preempted or evicted
   double shrunk_at = -1;             // an elastic job's last shrink: it does not regrow then
   // The scheduler's state version when the job last failed to fit; it is retried only after
-  // capacity was freed, health changed or new victims appeared, since nothing else can help.
+  // capacity was freed, health changed, new victims appeared or a fair share grew, since nothing
+  // else can help.
   uint64_t failed_at = UINT64_MAX;
   std::string reason;      // why it is still pending, or why it stopped
   std::string never_fits;  // set: no node of the cluster could ever hold it (WhyNoNodeFits)
@@ -307,11 +308,12 @@ class Scheduler {
   void CountGuarantees();
   void CountCapacity();
   void WakePreemptor(JobRecord& victim);  // a victim left: its preemptor stops waiting for it
-  std::string NeverFits(const JobSpec& spec) const;
   double JobGpus(const JobSpec& spec, int replicas) const;
   ResourceVector JobResources(const JobRecord& job) const;
   // The job's GPU-equivalents by the model of the GPUs each replica holds.
   std::map<std::string, double> ModelGpus(const JobRecord& job) const;
+  std::map<std::string, double> ModelGpus(const JobSpec& spec,
+                                          const std::vector<ReplicaPlacement>& placements) const;
   // The models the job may still use under its queue's model caps at `gpus` more; `capped`
   // names the models at their cap. False when none is left.
   bool ModelsUnderCap(const JobRecord& job, double gpus, const Demand& demand,
@@ -395,10 +397,13 @@ class Scheduler {
   std::set<std::pair<double, int>> deadlines_;  // (stop deadline, victim) not yet killed
   std::vector<int> ready_preemptors_;           // preemptors whose last victim ended (not stopped)
   std::map<std::string, int> shape_classes_;
-  FailedShapes failed_shapes_;   // this cycle's
-  FailedShapes not_guaranteed_;  // this guarantee pass's: neither placed nor reclaimed inside it
+  FailedShapes failed_shapes_;    // this cycle's
+  FailedShapes not_guaranteed_;   // this guarantee pass's: neither placed nor reclaimed inside it
+  FailedShapes unreservable_[2];  // this cycle's: no reservation plan, [guaranteed]
   std::vector<std::map<int, double>> gpus_by_priority_;  // [node] priority -> GPU-equivalents
-  uint64_t version_ = 0;  // bumped whenever capacity is freed, health changes or a borrower starts
+  std::vector<double> last_fair_;  // [queue] the fair shares of the last cycle
+  uint64_t version_ = 0;  // bumped when capacity is freed, health changes, a borrower starts or a
+                          // fair share grows
   std::deque<EngineEvent> events_;
   uint64_t next_event_ = 1;
   double now_ = 0;                     // the clock of the latest call that passed one

@@ -459,8 +459,8 @@ TEST(SchedulerEdgeCaseTest, ElasticGrowPassesAModelCap) {
   }
 }
 
-// The extender's bind (StartAt) skips model caps: Evaluate refuses a node, StartAt commits there.
-TEST(SchedulerEdgeCaseTest, DISABLED_StartAtIgnoresModelCaps) {
+// The extender's bind (StartAt) keeps the model caps that Evaluate keeps.
+TEST(SchedulerEdgeCaseTest, StartAtKeepsModelCaps) {
   QueueSpec a = Queue("a");
   a.model_caps["A100-80GB"] = 8;
   Driver d(2, 2, {a});
@@ -517,18 +517,28 @@ TEST(SchedulerEdgeCaseTest, LendingLimitsWithNestedCellTypes) {
   for (int i = 0; i < 50; ++i) d.Cycle(10);
 }
 
-// A gang with gang affinity "node" bigger than any node never fits, but gets no clear reason.
-TEST(SchedulerEdgeCaseTest, DISABLED_GangLargerThanAnyNodeWithNodeAffinity) {
+// A gang with gang affinity "node" bigger than any node never fits, and says so; one that fits
+// a node, or may start at a size that does, is not flagged.
+TEST(SchedulerEdgeCaseTest, GangLargerThanAnyNodeWithNodeAffinity) {
   Driver d(2, 2, {Queue("a")});
   JobSpec g = Job("a", 8);
   g.groups[0].replicas = 2;
   g.gang_affinity = Level::kNode;
   const int id = d.Submit(g);
+  JobSpec fits = Job("a", 4);
+  fits.groups[0].replicas = 2;
+  fits.gang_affinity = Level::kNode;
+  const int fits_id = d.Submit(fits);
+  JobSpec elastic = g;
+  elastic.min_replicas = 1;
+  const int elastic_id = d.Submit(elastic);
   for (int i = 0; i < 5; ++i) d.Cycle(60);
-  std::printf("gang reason: %s; never_fits: %s\n", d.J(id).reason.c_str(),
-              d.J(id).never_fits.c_str());
   EXPECT_NE(d.J(id).reason.find("no node of the cluster can ever hold"), std::string::npos)
       << d.J(id).reason;
+  EXPECT_NE(d.J(id).reason.find("16 GPUs on one node"), std::string::npos) << d.J(id).reason;
+  EXPECT_EQ(d.J(fits_id).state, JobState::kRunning) << d.J(fits_id).reason;
+  EXPECT_EQ(d.J(elastic_id).never_fits, "");
+  EXPECT_EQ(d.J(elastic_id).state, JobState::kRunning) << d.J(elastic_id).reason;
 }
 
 // The starvation check again, with staggered small jobs (so the 8 GPUs never free at once on

@@ -1,0 +1,94 @@
+// Findings against the kept pending index and queue exhaustion (queue_order.h, scheduler.cc
+// Schedule / TryJob / AllFail / StillWorthTrying): each test is a behaviour the contract in
+// scheduler.h asks for that the cycle over the kept index gets wrong.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/scheduler.h"
+#include "scheduler_driver.h"
+
+namespace berth {
+namespace {
+
+using test::Driver;
+using test::Job;
+using test::Queue;
+
+// Whether any job of `queue` runs or waits for victims it preempted.
+bool Reclaiming(Driver& d, const std::string& queue) {
+  for (const auto& [id, j] : d.s_.jobs())
+    if (j.spec.queue == queue && (j.state == JobState::kRunning ||
+                                  (j.state == JobState::kPending && !j.waiting_for.empty())))
+      return true;
+  return false;
+}
+
+// Shares settle: queue a's fair share grows when queue c's demand goes away (a pending job
+// cancelled: nothing frees capacity, so the engine's version stays). X, which failed when a's
+// share was too small, is skipped as unchanged (as before the change); a job submitted after,
+// of X's very shape, must still be tried and reclaim a's share from b. The new cycle turns
+// X's skip into a failure of the shape, so the fresh job is skipped too and a never gets its
+// share while b keeps all 16 GPUs.
+TEST(SchedulerDeepQueueTest, AFreshJobReclaimsAGrownFairShareThoughAnOlderJobOfItsShapeFailed) {
+  Driver d(2, 2, {Queue("a"), Queue("b"), Queue("c")});
+  for (int i = 0; i < 16; ++i) d.Submit(Job("b", 1, "bee"));
+  d.Cycle();
+  ASSERT_EQ(d.Running("b"), 16);
+  JobSpec gang = Job("c", 8, "sea");  // 16 GPUs, more than c's share: c cannot reclaim
+  gang.groups[0].replicas = 2;
+  const int c = d.Submit(gang);
+  const int x = d.Submit(Job("a", 8, "ay"));
+  d.Cycle();  // shares 16/3 each: neither x nor c may reclaim
+  ASSERT_TRUE(d.J(x).waiting_for.empty());
+  ASSERT_FALSE(Reclaiming(d, "a"));
+  d.s_.Finish(c, d.now_, JobEnd::kCancelled);  // a's share is 8 now
+  const int y = d.Submit(Job("a", 8, "ay"));
+  for (int i = 0; i < 5; ++i) d.Cycle();
+  EXPECT_TRUE(Reclaiming(d, "a")) << "x: " << d.J(x).reason << "; y: " << d.J(y).reason;
+}
+
+// Nothing starves: a job that fits the empty cluster and has waited reserve_after_s gets a
+// reservation (oldest first, up to max_reservations). Once every shape waiting in its queue
+// failed, the cycle offers only the first 64 long-waiting jobs of the pending list; when those
+// are jobs no reservation can be planned for (here: they select a cordoned node), the job
+// behind them is never offered, never reserves, and starves behind a stream of small jobs.
+TEST(SchedulerDeepQueueTest, AStarvingJobBehind64UnreservableOlderJobsStillGetsAReservation) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 60;
+  Driver d(3, 2, {Queue("a")}, policy);
+  d.Handle(d.s_.SetNodeCordoned(2, true, d.now_));
+  // zed holds most of the CPU (a high dominant share): its jobs come after the stream users'.
+  JobSpec cpu = Job("a", 0, "zed");
+  cpu.groups[0].replicas = 2;
+  cpu.groups[0].demand.cpu_milli = 120000;
+  d.Submit(cpu);
+  // Two users keep the 16 schedulable GPUs busy with short jobs, a few always waiting (each
+  // waits well under reserve_after_s, so none of them is due a reservation).
+  int next = 0;
+  auto stream = [&](const std::string& user) { d.Submit(Job("a", 1, user), 15 + (next++ % 10)); };
+  for (int i = 0; i < 12; ++i) {
+    stream("s1");
+    stream("s2");
+  }
+  d.on_finish_ = [&](int id) {
+    const std::string user = d.J(id).spec.user;
+    if (user == "s1" || user == "s2") stream(user);
+  };
+  d.Cycle();
+  ASSERT_EQ(d.Running("a"), 17);
+  // 64 jobs older than the big one that no reservation can be planned for: only the cordoned
+  // node has their label.
+  for (int i = 0; i < 64; ++i) {
+    JobSpec blocked = Job("a", 1, "blk");
+    blocked.groups[0].node_selector["rack"] = "rack-1";
+    d.Submit(blocked);
+  }
+  const int big = d.Submit(Job("a", 8, "zed"), 10);
+  for (int i = 0; i < 300 && d.J(big).state == JobState::kPending; ++i) d.Cycle(1);
+  EXPECT_NE(d.J(big).state, JobState::kPending) << d.J(big).reason;
+}
+
+}  // namespace
+}  // namespace berth
