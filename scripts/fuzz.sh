@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds berth's fuzz targets (fuzz/: libFuzzer with ASan and UBSan, clang) in build-fuzz/ and
 # runs them: first every regression input kept in tests/data/fuzz/TARGET/, then fresh fuzzing
-# from seeds taken from examples/ and data/.
+# from seeds taken from examples/ and data/ and from those regression inputs (read-only).
 #
 #   scripts/fuzz.sh                    every target for 20 s, one per core (scripts/test.sh)
 #   scripts/fuzz.sh TARGET [SECONDS]   one target (cluster_file, openb_pod_list, ...) for longer
@@ -53,8 +53,12 @@ run() {
     "$bin" "${limits[@]}" "$regressions"/* >"$log" 2>&1 ||
       { tail -n 40 "$log"; echo "fuzz $target: a regression input of $regressions fails"; return 1; }
   fi
+  # libFuzzer writes new inputs to the first corpus directory only: the regression inputs come
+  # after it, read-only, so that the fuzzing starts from them too.
+  local -a dirs=("$corpus" "$seed_dir")
+  [ -d "$regressions" ] && dirs+=("$regressions")
   if ! "$bin" "${limits[@]}" -max_total_time="$seconds" -print_final_stats=1 \
-      -artifact_prefix="build-fuzz/findings/$target-" "$corpus" "$seed_dir" >"$log" 2>&1; then
+      -artifact_prefix="build-fuzz/findings/$target-" "${dirs[@]}" >"$log" 2>&1; then
     tail -n 60 "$log"
     echo "fuzz $target: FAILED; the input is in build-fuzz/findings/ (log: $log)"
     return 1
