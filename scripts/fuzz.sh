@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 which=${1:-all}
 seconds=${2:-20}
-limits=(-rss_limit_mb=2048 -timeout=10 -dict=fuzz/berth.dict)
+limits=(-rss_limit_mb=2048 -timeout=30 -dict=fuzz/berth.dict)
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DBERTH_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j "$(nproc)"
