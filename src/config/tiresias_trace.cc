@@ -12,7 +12,7 @@ Cluster LoadTiresiasCluster(const std::string& path) {
   CsvReader csv(
       path, {"num_switch", "num_node_p_switch", "num_gpu_p_node", "num_cpu_p_node", "mem_p_node"});
   if (!csv.Next())
-    throw ConfigError(path + ": expected one row after the header, e.g. 1,16,4,128,254");
+    throw ConfigError(path + ":2: expected one row after the header, e.g. 1,16,4,128,254");
   csv.ExpectFields(5);
   const limits::Limits& max = limits::Get();
   const int switches = static_cast<int>(csv.Int(0, 1, &limits::Limits::nodes));
