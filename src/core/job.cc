@@ -81,6 +81,19 @@ std::string WhyNoNodeFits(const Cluster& cluster, const TaskGroup& group) {
          "); ask for less, or add such a node";
 }
 
+JobSpec FirstReplicas(const JobSpec& spec, int replicas) {
+  JobSpec first = spec;
+  first.groups.clear();
+  for (const TaskGroup& g : spec.groups) {
+    if (replicas <= 0) break;
+    first.groups.push_back(g);
+    first.groups.back().replicas = std::min(g.replicas, replicas);
+    replicas -= g.replicas;
+  }
+  if (first.min_replicas > TotalReplicas(first)) first.min_replicas = TotalReplicas(first);
+  return first;
+}
+
 std::string WhyJobNeverFits(const Cluster& cluster, const JobSpec& spec) {
   for (const TaskGroup& g : spec.groups) {
     std::string why = WhyNoNodeFits(cluster, g);

@@ -49,6 +49,8 @@ struct JobSpec {
 
 // Replicas a spec asks for in all.
 int TotalReplicas(const JobSpec& spec);
+// The job cut to its first `replicas` replicas, in group order (an elastic job at a smaller size).
+JobSpec FirstReplicas(const JobSpec& spec, int replicas);
 // Why no node of the cluster, even empty and healthy, could ever hold one replica of the group
 // (too many GPUs for any node, a MIG profile no MIG-enabled GPU offers, a share of more memory
 // than a GPU has, CPU or memory past a node's, a selector no node matches); "" when one could.

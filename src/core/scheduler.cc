@@ -906,9 +906,13 @@ void Scheduler::GrowElastic(double now, std::vector<Decision>* out) {
 // The last victim is gone: the preemptor takes its planned GPUs, reserved for it since.
 bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* out) {
   const bool guaranteed = p.reserved_guaranteed;
+  // An elastic preemptor starts at the size it reclaimed for, not past it.
+  int most = TotalReplicas(p.spec);
+  if (p.spec.min_replicas > 0)
+    while (most > p.spec.min_replicas && JobGpus(p.spec, most) > p.committed_gpus + kEps) --most;
   UncommitWaiting(p);
   ++version_;  // what it binds or leaves free may fit jobs that failed before
-  if (Start(p, guaranteed, now, out)) return true;
+  if (Start(p, guaranteed, now, out, most)) return true;
   // The plan broke (hardware failed under it, or guaranteed work took a borrower's plan): the
   // job waits like any other.
   reservations_.Drop(p.id);
@@ -1143,11 +1147,10 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   return false;
 }
 
-bool Scheduler::TryPlaceOn(JobRecord& job, bool guaranteed, Allocator& trial,
+bool Scheduler::TryPlaceOn(JobRecord& job, bool guaranteed, int replicas, Allocator& trial,
                            TrialPlacement* placement) {
   std::vector<int> ids;
-  if (!TryPlace(job, guaranteed, TotalReplicas(job.spec), trial, &ids, &placement->where))
-    return false;
+  if (!TryPlace(job, guaranteed, replicas, trial, &ids, &placement->where)) return false;
   placement->bound_gpus.clear();
   const auto& cells = trial.tree().cells();
   for (int id : ids)
@@ -1179,7 +1182,15 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
                            bool guarantee_only, std::vector<Decision>* out) {
   Queue& queue = queues_[job.queue];
   const Policy& policy = pipeline_->policy();
-  const double need = JobGpus(job.spec, TotalReplicas(job.spec));
+  // An elastic job reclaims at the size its fair share leaves room for, down to its minimum:
+  // its full size may be past its share while its minimum is not.
+  int replicas = TotalReplicas(job.spec);
+  if (job.spec.min_replicas > 0 && !guarantee_only)
+    while (replicas > job.spec.min_replicas &&
+           queue.committed.gpu + JobGpus(job.spec, replicas) > fair[job.queue] + kEps)
+      --replicas;
+  const double need = JobGpus(job.spec, replicas);
+  const JobSpec sized = FirstReplicas(job.spec, replicas);  // what the victim search places
   // Reclaim needs a borrower in another queue, and a fair-share reclaim one whose queue is
   // above its share by the hysteresis band.
   bool borrowers = false, over_share = false;
@@ -1285,7 +1296,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       if (!v.borrowed) own_guaranteed += gpus;
     };
     auto fits = [&](Allocator& trial, TrialPlacement* where) {
-      return TryPlaceOn(job, plan.guaranteed, trial, where);
+      return TryPlaceOn(job, plan.guaranteed, replicas, trial, where);
     };
     // Elastic victims give back replicas first; the job then starts at once on what they freed.
     ShrinkSearch shrinking;
@@ -1308,11 +1319,11 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     shrinking.fits = fits;
     if (std::optional<ShrinkPlan> shrunk = FindShrinks(shrinking, plan.victims)) {
       for (const Shrink& s : shrunk->shrinks) Resize(*s.job, s.replicas, now, out);
-      if (Start(job, plan.guaranteed, now, out)) return true;
+      if (Start(job, plan.guaranteed, now, out, replicas)) return true;
     }
     VictimSearch search;
     search.alloc = allocator_.get();
-    search.spec = &job.spec;
+    search.spec = &sized;
     search.vc = plan.guaranteed ? job.queue : -1;
     search.now = now;
     search.allowed = [&](const Victims& victims) {
@@ -1325,6 +1336,12 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     search.fits = fits;
     std::optional<VictimPlan> found = FindVictims(search, plan.victims);
     if (!found) continue;
+    // It fits with no victim at all (an elastic job at the size it reclaims for, inside a
+    // guarantee its full size would not fit): it starts now.
+    if (found->victims.empty()) {
+      if (Start(job, plan.guaranteed, now, out, replicas)) return true;
+      continue;
+    }
     const char* why = plan.why == Why::kGuarantee   ? "reclaimed for the guarantee of queue "
                       : plan.why == Why::kFairShare ? "reclaimed for the fair share of queue "
                                                     : "preempted by higher priority in queue ";
@@ -1378,7 +1395,7 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   search.now = now;
   search.allowed = [](const std::vector<JobRecord*>&) { return true; };
   search.fits = [&](Allocator& trial, TrialPlacement* where) {
-    return TryPlaceOn(job, guaranteed, trial, where);
+    return TryPlaceOn(job, guaranteed, TotalReplicas(job.spec), trial, where);
   };
   planning_reservation_ = true;
   std::optional<VictimPlan> found = FindVictims(search, occupants);

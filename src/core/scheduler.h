@@ -346,7 +346,8 @@ class Scheduler {
   bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair, bool guarantee_only,
                   std::vector<Decision>* out);
   // The whole job on a what-if allocator, with the guarantee cells it binds.
-  bool TryPlaceOn(JobRecord& job, bool guaranteed, Allocator& trial, TrialPlacement* placement);
+  bool TryPlaceOn(JobRecord& job, bool guaranteed, int replicas, Allocator& trial,
+                  TrialPlacement* placement);
   static std::vector<std::pair<int, int>> ReservedGpus(const TrialPlacement& placement);
   const JobRecord* CellBeingReclaimed(int queue) const;
   void TryReserve(JobRecord& job, double now);
