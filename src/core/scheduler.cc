@@ -1380,6 +1380,9 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   if (queue.spec.cap_gpus >= 0 && need > queue.spec.cap_gpus + kEps) return;
   const bool guaranteed =
       job.spec.priority >= 0 && need <= queue.guarantee_gpus + kEps && MayGuarantee(job, need);
+  // A queue at its cap could not start the job on the reserved GPUs: holding them would only
+  // keep them from others.
+  if (!guaranteed && !UnderCap(job, need, nullptr)) return;
   // No plan for a job means none for a larger one of its class (occupants and reservations
   // only grow within a cycle).
   FailedShapes& unreservable = unreservable_[guaranteed];

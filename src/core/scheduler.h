@@ -52,7 +52,9 @@
 //    of its own queue (aging included, compared every cycle), and guaranteed work on a
 //    borrower's reservation, may still be placed on reserved GPUs; the reservation stays
 //    whole and waits for them too. Another queue's jobs never pass it, whatever their
-//    priority.
+//    priority. A borrowing job whose queue has no cap room for it now reserves nothing (it
+//    could not start there): in a queue kept at its cap by its own small jobs, a big job
+//    waits for cap room, not for GPUs, and this bound does not cover it.
 //  - Guarantees first. Each cycle places jobs within their queue's guarantee (reclaiming for
 //    them) before any job borrows, so nothing is started and then preempted in one cycle.
 //    Priority preemption inside a queue compares the same whole points (aging included) that

@@ -931,12 +931,15 @@ TEST(SchedulerDynamics, DISABLED_SharesSettleAtTheWaterFillWithoutThrash) {
                   j.state != JobState::kDone)
                 waiting += " " + std::to_string(j.gpu_equivalents).substr(0, 4) +
                            (j.borrowed ? "b" : "g") + (j.spec.preemptible ? "" : "!") + "p" +
-                           std::to_string(j.spec.priority);
+                           std::to_string(j.spec.priority) + "@n" +
+                           std::to_string(j.placements.front().node);
           }
           for (const auto& [id, r] : d.s().reservations().all())
-            waiting += "\n  reservation of job " + std::to_string(id) + ": " +
-                       std::to_string(r.gpus.size()) + " GPUs" +
-                       (r.for_preemption ? " (preemptor)" : "");
+            waiting += "\n  reservation of job " + std::to_string(id) + " (queue " +
+                       d.queues()[r.queue].name + ", " + d.s().job(id)->reason +
+                       "): " + std::to_string(r.gpus.size()) + " GPUs on node " +
+                       std::to_string(r.gpus.front().first) +
+                       (r.for_preemption ? " (preemptor)" : "") + (r.yields ? " (yields)" : "");
           d.Fail("queue " + d.queues()[q].name + " holds " + std::to_string(usage[q]) +
                  " GPUs, its water-fill share is " + std::to_string(share[q]) + " (slack " +
                  std::to_string(slack) + ")" + waiting);

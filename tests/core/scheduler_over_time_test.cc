@@ -112,6 +112,27 @@ TEST(SchedulerOverTimeTest, ADeepQueueStillReservesForItsLongestWaitingJob) {
   EXPECT_EQ(d.J(big).state, JobState::kRunning) << d.J(big).reason;
 }
 
+// A job whose queue is at its cap could not start on GPUs reserved for it: it reserves none, so
+// another queue's job takes the free node (before, the reservation was dropped and made again
+// every cycle, and the other queue waited forever).
+TEST(SchedulerOverTimeTest, AQueueAtItsCapReservesNothing) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 60;
+  QueueSpec capped = Queue("a");
+  capped.cap_gpus = 8;
+  Driver d(2, 2, {capped, Queue("b")}, policy);
+  // Small jobs of a keep its cap full, ending and coming back (each end wakes the big job).
+  for (int i = 0; i < 8; ++i) d.Submit(Job("a", 1), 20 + i);
+  d.on_finish_ = [&](int) { d.Submit(Job("a", 1), 20); };
+  d.Cycle();
+  const int big = d.Submit(Job("a", 8));
+  for (int i = 0; i < 100; ++i) d.Cycle(1);
+  EXPECT_EQ(d.s_.reservations().Of(big), nullptr) << d.J(big).reason;
+  const int other = d.Submit(Job("b", 8));
+  for (int i = 0; i < 3; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(other).state, JobState::kRunning) << d.J(other).reason;
+}
+
 TEST(SchedulerOverTimeTest, AReservationDoesNotBlockHigherPriorityWork) {
   Policy policy = Driver::Berth();
   policy.reserve_after_s = 0;
