@@ -15,7 +15,8 @@
 //    fit (and as the queue's cap leaves room for), at least min_replicas. At the end of each
 //    cycle, running elastic jobs below full size grow into what pending jobs left free (kGrow).
 //    Before whole jobs are preempted, elastic victims give back replicas, one at a time down to
-//    their minimum (kShrink, at once), and the preemptor starts on what they freed.
+//    their minimum (kShrink, at once), and the preemptor starts on what they freed. An elastic
+//    preemptor reclaims at the size its fair share leaves room for, down to its minimum.
 //  - Order (queue_order.h): the queue with the smallest weighted dominant share goes next;
 //    inside a queue, the highest whole priority point (priority plus aging), then the user with
 //    the smallest dominant share, updated as jobs start in the cycle (DRF among users), then
