@@ -1182,15 +1182,15 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
                            bool guarantee_only, std::vector<Decision>* out) {
   Queue& queue = queues_[job.queue];
   const Policy& policy = pipeline_->policy();
-  // An elastic job reclaims at the size its fair share leaves room for, down to its minimum:
-  // its full size may be past its share while its minimum is not.
-  int replicas = TotalReplicas(job.spec);
-  if (job.spec.min_replicas > 0 && !guarantee_only)
-    while (replicas > job.spec.min_replicas &&
-           queue.committed.gpu + JobGpus(job.spec, replicas) > fair[job.queue] + kEps)
-      --replicas;
-  const double need = JobGpus(job.spec, replicas);
-  const JobSpec sized = FirstReplicas(job.spec, replicas);  // what the victim search places
+  const int full = TotalReplicas(job.spec);
+  const double need = JobGpus(job.spec, full);
+  // An elastic job reclaims toward its fair share at the size that share leaves room for, down
+  // to its minimum: its full size may be past its share while its minimum is not.
+  int share_replicas = full;
+  if (job.spec.min_replicas > 0)
+    while (share_replicas > job.spec.min_replicas &&
+           queue.committed.gpu + JobGpus(job.spec, share_replicas) > fair[job.queue] + kEps)
+      --share_replicas;
   // Reclaim needs a borrower in another queue, and a fair-share reclaim one whose queue is
   // above its share by the hysteresis band.
   bool borrowers = false, over_share = false;
@@ -1203,7 +1203,8 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   }
   const bool within_guarantee = borrowers && MayGuarantee(job, need);
   const bool below_fair_share =
-      over_share && !guarantee_only && queue.committed.gpu + need <= fair[job.queue] + kEps;
+      over_share && !guarantee_only &&
+      queue.committed.gpu + JobGpus(job.spec, share_replicas) <= fair[job.queue] + kEps;
   // Nothing to reclaim and nobody of lower priority in the queue: no victim can exist (the
   // common case in a deep queue, so it is answered without looking at the running jobs).
   const bool lower_exists = !guarantee_only && !queue.committed_by_priority.empty() &&
@@ -1225,6 +1226,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     Victims victims;
     bool guaranteed;
     Why why;
+    int replicas;  // the size the job is placed at
   };
   Victims reclaim, fair_reclaim, lower;
   for (const auto& [id, v] : running_) {
@@ -1254,21 +1256,24 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       add(lower);
   }
   std::vector<Plan> plans;
-  if (!reclaim.empty()) plans.push_back({reclaim, true, Why::kGuarantee});
-  if (!fair_reclaim.empty()) plans.push_back({fair_reclaim, false, Why::kFairShare});
+  if (!reclaim.empty()) plans.push_back({reclaim, true, Why::kGuarantee, full});
+  if (!fair_reclaim.empty())
+    plans.push_back({fair_reclaim, false, Why::kFairShare, share_replicas});
   if (!lower.empty()) {
     // Inside the guarantee when the victims' guaranteed GPUs make room there, else borrowing.
     if (job.spec.priority >= 0 && queue.guarantee_gpus > 0)
-      plans.push_back({lower, true, Why::kPriority});
-    plans.push_back({lower, false, Why::kPriority});
+      plans.push_back({lower, true, Why::kPriority, full});
+    plans.push_back({lower, false, Why::kPriority, full});
   }
   for (const Plan& plan : plans) {
+    const double plan_need = JobGpus(job.spec, plan.replicas);
+    const JobSpec sized = FirstReplicas(job.spec, plan.replicas);  // what the search places
     // Whether the queue may hold the preemptor once `taken` GPUs (by queue) are given back, as
     // Schedule asks of a start; and for a fair-share reclaim, whether every victim's queue
     // keeps its share. `own`: the preemptor's queue's part, `own_guaranteed` of it guaranteed.
     auto allowed = [&](const std::map<int, double>& taken, double own, double own_guaranteed) {
       // A fair-share reclaim must shrink the total shortfall below the shares by at least half
-      // of what the job gets (it gets all of `need` toward its own share): a victim's queue
+      // of what the job gets (it gets all of `plan_need` toward its own share): a victim's queue
       // may end a little below its share, when its excess was too fragmented to give whole
       // jobs, but every reclaim moves the cluster toward the water-fill by a fixed amount, so
       // reclaims end.
@@ -1278,14 +1283,15 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
           const double held = queues_[q].committed.gpu;
           shortfall_made += std::max(0.0, fair[q] - (held - gpus)) - std::max(0.0, fair[q] - held);
         }
-        if (shortfall_made > need / 2 + kEps) return false;
+        if (shortfall_made > plan_need / 2 + kEps) return false;
       }
       const bool under_cap =
           queue.spec.cap_gpus < 0 ||
-          queue.held.gpu + queue.waiting_gpus - own + need <= queue.spec.cap_gpus + kEps;
+          queue.held.gpu + queue.waiting_gpus - own + plan_need <= queue.spec.cap_gpus + kEps;
       if (plan.guaranteed)
         return job.spec.priority >= 0 && under_cap &&
-               queue.committed_guaranteed - own_guaranteed + need <= queue.guarantee_gpus + kEps;
+               queue.committed_guaranteed - own_guaranteed + plan_need <=
+                   queue.guarantee_gpus + kEps;
       return under_cap;
     };
     auto allowed_giving = [&](const JobRecord& v, double gpus, std::map<int, double>& taken,
@@ -1296,7 +1302,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       if (!v.borrowed) own_guaranteed += gpus;
     };
     auto fits = [&](Allocator& trial, TrialPlacement* where) {
-      return TryPlaceOn(job, plan.guaranteed, replicas, trial, where);
+      return TryPlaceOn(job, plan.guaranteed, plan.replicas, trial, where);
     };
     // Elastic victims give back replicas first; the job then starts at once on what they freed.
     ShrinkSearch shrinking;
@@ -1319,7 +1325,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     shrinking.fits = fits;
     if (std::optional<ShrinkPlan> shrunk = FindShrinks(shrinking, plan.victims)) {
       for (const Shrink& s : shrunk->shrinks) Resize(*s.job, s.replicas, now, out);
-      if (Start(job, plan.guaranteed, now, out, replicas)) return true;
+      if (Start(job, plan.guaranteed, now, out, plan.replicas)) return true;
     }
     VictimSearch search;
     search.alloc = allocator_.get();
@@ -1339,7 +1345,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     // It fits with no victim at all (an elastic job at the size it reclaims for, inside a
     // guarantee its full size would not fit): it starts now.
     if (found->victims.empty()) {
-      if (Start(job, plan.guaranteed, now, out, replicas)) return true;
+      if (Start(job, plan.guaranteed, now, out, plan.replicas)) return true;
       continue;
     }
     const char* why = plan.why == Why::kGuarantee   ? "reclaimed for the guarantee of queue "
@@ -1351,7 +1357,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
                  why + queue.spec.name + " (job " + std::to_string(job.id) + ")", now, out);
       job.waiting_for.push_back(victim->id);
     }
-    CommitWaiting(job, need, plan.guaranteed);
+    CommitWaiting(job, plan_need, plan.guaranteed);
     // A borrower's plan this guaranteed one overlaps loses its reservation; its victims still
     // stop, and it then starts wherever it fits.
     Reservations::Reservation kind;
