@@ -8,7 +8,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const berth::Cluster cluster =
       berth::LoadClusterFile(BERTH_SOURCE_DIR "/examples/scenarios/clusters/dgx-4.yaml");
-  berth::LoadOrRefuse(
-      [&] { berth::ParseBerthTraceYaml(berth::InputText(data, size), "fuzz.yaml", cluster, {}); });
+  berth::LoadOrRefuse("fuzz.yaml", [&] {
+    berth::ParseBerthTraceYaml(berth::InputText(data, size), "fuzz.yaml", cluster, {});
+  });
   return 0;
 }

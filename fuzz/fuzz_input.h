@@ -10,14 +10,22 @@
 
 namespace berth {
 
-// Runs `load`; a ConfigError is the clean refusal bad input should get, so it passes. Anything
-// else that escapes (another exception, a crash, a sanitizer report, a timeout, running out of
-// memory) is a finding: libFuzzer stops and saves the input.
+// Requires a refusal's message to start with "NAME:LINE:" (LINE digits), NAME being the input's
+// name as given to the parser; otherwise prints the message with the rule it breaks and aborts,
+// which libFuzzer reports as a finding.
+void RequireWhere(const std::string& name, const std::string& message);
+
+// Runs `load`, which parses an input named `name`. A ConfigError is the clean refusal bad input
+// should get, so it passes, but only if it says where (issue 10: every refusal names the file,
+// the line and the field), which RequireWhere checks. Anything else that escapes (another
+// exception, a crash, a sanitizer report, a timeout, running out of memory) is a finding:
+// libFuzzer stops and saves the input.
 template <class Load>
-void LoadOrRefuse(Load&& load) {
+void LoadOrRefuse(const std::string& name, Load&& load) {
   try {
     load();
-  } catch (const ConfigError&) {
+  } catch (const ConfigError& e) {
+    RequireWhere(name, e.what());
   }
 }
 

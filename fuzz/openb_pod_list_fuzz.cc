@@ -6,8 +6,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = berth::InputFile(data, size);
-  berth::LoadOrRefuse([&] { berth::LoadOpenbPodList(path); });
+  berth::LoadOrRefuse(path, [&] { berth::LoadOpenbPodList(path); });
   int skipped = 0;
-  berth::LoadOrRefuse([&] { berth::LoadOpenbPodList(path, &skipped); });
+  berth::LoadOrRefuse(path, [&] { berth::LoadOpenbPodList(path, &skipped); });
   return 0;
 }

@@ -3,6 +3,7 @@
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  berth::LoadOrRefuse([&] { berth::ParsePolicyYaml(berth::InputText(data, size), "fuzz.yaml"); });
+  berth::LoadOrRefuse("fuzz.yaml",
+                      [&] { berth::ParsePolicyYaml(berth::InputText(data, size), "fuzz.yaml"); });
   return 0;
 }

@@ -3,6 +3,7 @@
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  berth::LoadOrRefuse([&] { berth::LoadTiresiasCluster(berth::InputFile(data, size)); });
+  const std::string path = berth::InputFile(data, size);
+  berth::LoadOrRefuse(path, [&] { berth::LoadTiresiasCluster(path); });
   return 0;
 }

@@ -5,8 +5,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = berth::InputFile(data, size);
-  berth::LoadOrRefuse([&] { berth::LoadTiresiasJobs(path); });
+  berth::LoadOrRefuse(path, [&] { berth::LoadTiresiasJobs(path); });
   int skipped = 0;
-  berth::LoadOrRefuse([&] { berth::LoadTiresiasJobs(path, &skipped); });
+  berth::LoadOrRefuse(path, [&] { berth::LoadTiresiasJobs(path, &skipped); });
   return 0;
 }
