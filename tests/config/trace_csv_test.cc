@@ -48,8 +48,8 @@ TEST(TraceCsvTest, TiresiasClusterIsOneBoundedRow) {
   EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasCluster(big); },
                                 big + ":2: ", {"more than the limit of 100000 nodes"}));
   const std::string none = WriteTempFile("none.csv", kClusterHeader);
-  EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasCluster(none); }, none + ":2: ",
-                                {"expected one row after the header"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasCluster(none); },
+                                none + ":2: ", {"expected one row after the header"}));
   // A byte order mark and CRLF line ends are read as the plain text.
   const std::string bom =
       WriteTempFile("bom.csv",

@@ -164,7 +164,6 @@ TEST(SchedulerElasticTest, SteadyElasticDemandStopsMoving) {
   EXPECT_EQ(moving, 0);
 }
 
-
 // 974d17d: a big job of a capped queue whose cap has room only in windows (its own small jobs
 // drain every other 200 s) while another queue's stream keeps the GPUs busy. Does it start?
 int BigInCappedQueue(double window_on, double window_period, int cycles, double* started_at) {
@@ -204,7 +203,6 @@ TEST(SchedulerElasticTest, BigJobOfACappedQueueWithIntermittentCapRoomStarts) {
   EXPECT_EQ(BigInCappedQueue(100, 200, 3000, &at), 1) << "never started in 3000 s";
   std::printf("big started at %g\n", at);
 }
-
 
 // An elastic preemptor of each kind reclaims from a queue that took the whole cluster; it
 // starts, at no more than its share, and nothing moves afterwards.
@@ -279,7 +277,6 @@ TEST(SchedulerElasticTest, ElasticInsideAGuaranteeStarts) {
   EXPECT_EQ(d.J(e).state, JobState::kRunning) << d.J(e).reason;
   EXPECT_EQ(m.preempt + m.grow + m.shrink, 0);
 }
-
 
 // FINDING: TryPreempt cuts an elastic preemptor to its fair share for every plan, priority
 // preemption inside one queue included (no GPUs move between queues there). A sole queue, 8
