@@ -105,7 +105,7 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
     Allocator trial = *search.alloc;
     for (const JobRecord* v : victims)
       for (int a : v->allocations) trial.Release(a);
-    return search.fits(trial, where);
+    return search.fits(trial, victims, where);
   };
 
   VictimPlan plan;
@@ -148,7 +148,7 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
       plan.victims.push_back(v);
       growing.Free(*v);
       if (growing.may_fit() && search.allowed(plan.victims) &&
-          search.fits(trial, &plan.placement)) {
+          search.fits(trial, plan.victims, &plan.placement)) {
         fits = true;
         break;
       }

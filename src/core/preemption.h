@@ -76,8 +76,10 @@ struct VictimSearch {
   double now = 0;
   // Whether the queue may hold the job once `victims` are gone.
   std::function<bool(const std::vector<JobRecord*>& victims)> allowed;
-  // Places the job on `trial` (a what-if copy); fills `placement` on success.
-  std::function<bool(Allocator& trial, TrialPlacement* placement)> fits;
+  // Places the job on `trial` (a what-if copy without `victims`); fills `placement` on success.
+  std::function<bool(Allocator& trial, const std::vector<JobRecord*>& victims,
+                     TrialPlacement* placement)>
+      fits;
 };
 
 // The cheapest set of `candidates` whose removal lets the job fit, or nullopt.

@@ -463,7 +463,9 @@ bool Scheduler::ModelsUnderCap(const JobRecord& job, double gpus, const Demand& 
       continue;
     auto cap = q.spec.model_caps.find(m.name);
     auto held = q.held_by_model.find(m.name);
-    const double used = held == q.held_by_model.end() ? 0 : held->second;
+    auto credit = model_credit_.find(m.name);
+    const double used = (held == q.held_by_model.end() ? 0 : held->second) -
+                        (credit == model_credit_.end() ? 0 : credit->second);
     if (cap == q.spec.model_caps.end() || used + gpus <= cap->second + kEps) {
       models->push_back(m.name);
     } else {
@@ -1148,9 +1150,16 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
 }
 
 bool Scheduler::TryPlaceOn(JobRecord& job, bool guaranteed, int replicas, Allocator& trial,
-                           TrialPlacement* placement) {
+                           const std::vector<JobRecord*>& gone, TrialPlacement* placement) {
   std::vector<int> ids;
-  if (!TryPlace(job, guaranteed, replicas, trial, &ids, &placement->where)) return false;
+  model_credit_.clear();
+  if (!queues_[job.queue].spec.model_caps.empty())
+    for (const JobRecord* g : gone)
+      if (g->queue == job.queue)
+        for (const auto& [model, gpus] : ModelGpus(*g)) model_credit_[model] += gpus;
+  const bool placed = TryPlace(job, guaranteed, replicas, trial, &ids, &placement->where);
+  model_credit_.clear();
+  if (!placed) return false;
   placement->bound_gpus.clear();
   const auto& cells = trial.tree().cells();
   for (int id : ids)
@@ -1301,8 +1310,8 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       own += gpus;
       if (!v.borrowed) own_guaranteed += gpus;
     };
-    auto fits = [&](Allocator& trial, TrialPlacement* where) {
-      return TryPlaceOn(job, plan.guaranteed, plan.replicas, trial, where);
+    auto fits = [&](Allocator& trial, const Victims& gone, TrialPlacement* where) {
+      return TryPlaceOn(job, plan.guaranteed, plan.replicas, trial, gone, where);
     };
     // Elastic victims give back replicas first; the job then starts at once on what they freed.
     ShrinkSearch shrinking;
@@ -1322,7 +1331,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       std::vector<ReplicaPlacement> placed;
       return TryPlace(*s.job, !s.job->borrowed, s.replicas, trial, ids, &placed, &keep);
     };
-    shrinking.fits = fits;
+    shrinking.fits = [&](Allocator& trial, TrialPlacement* where) { return fits(trial, {}, where); };
     if (std::optional<ShrinkPlan> shrunk = FindShrinks(shrinking, plan.victims)) {
       for (const Shrink& s : shrunk->shrinks) Resize(*s.job, s.replicas, now, out);
       if (Start(job, plan.guaranteed, now, out, plan.replicas)) return true;
@@ -1403,8 +1412,9 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   search.vc = guaranteed ? job.queue : -1;
   search.now = now;
   search.allowed = [](const std::vector<JobRecord*>&) { return true; };
-  search.fits = [&](Allocator& trial, TrialPlacement* where) {
-    return TryPlaceOn(job, guaranteed, TotalReplicas(job.spec), trial, where);
+  search.fits = [&](Allocator& trial, const std::vector<JobRecord*>& gone,
+                    TrialPlacement* where) {
+    return TryPlaceOn(job, guaranteed, TotalReplicas(job.spec), trial, gone, where);
   };
   planning_reservation_ = true;
   std::optional<VictimPlan> found = FindVictims(search, occupants);

@@ -348,9 +348,10 @@ class Scheduler {
   // guarantee_only: reclaim for the guarantee, nothing else.
   bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair, bool guarantee_only,
                   std::vector<Decision>* out);
-  // The whole job on a what-if allocator, with the guarantee cells it binds.
+  // The whole job on a what-if allocator, with the guarantee cells it binds. `gone`: jobs the
+  // trial released; those of the job's own queue no longer count toward its model caps.
   bool TryPlaceOn(JobRecord& job, bool guaranteed, int replicas, Allocator& trial,
-                  TrialPlacement* placement);
+                  const std::vector<JobRecord*>& gone, TrialPlacement* placement);
   static std::vector<std::pair<int, int>> ReservedGpus(const TrialPlacement& placement);
   const JobRecord* CellBeingReclaimed(int queue) const;
   void TryReserve(JobRecord& job, double now);
@@ -412,6 +413,7 @@ class Scheduler {
   uint64_t next_event_ = 1;
   double now_ = 0;                     // the clock of the latest call that passed one
   bool planning_reservation_ = false;  // TryReserve's trials: every reservation blocks
+  std::map<std::string, double> model_credit_;  // TryPlaceOn's: model GPUs its `gone` free
   bool preempt_deferred_ = false;      // TryPreempt passed over a job started in this call
 };
 
