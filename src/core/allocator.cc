@@ -995,12 +995,14 @@ bool Allocator::BindFor(const AllocationRequest& req, Allocation* taken) {
   }
   if (pick < 0) return false;
   const int before = GuaranteeShortfallGpus();
+  // Another VC's unlent cells stay free for it: this VC reclaims a borrowed cell instead.
+  const int unlent_before = keeps_unlent_ ? UnlentShortfallGpus(req.vc) : -1;
   const int cell = buddy_.TakeType(BuddyAllocator::kPhysicalPool, vc.guarantee_types[pick]);
-  return cell >= 0 && BindCell(req, pick, cell, before, taken);
+  return cell >= 0 && BindCell(req, pick, cell, before, unlent_before, taken);
 }
 
 bool Allocator::BindCell(const AllocationRequest& req, int pick, int cell, int before,
-                         Allocation* taken) {
+                         int unlent_before, Allocation* taken) {
   VirtualCluster& vc = vcs_[req.vc];
   ++vc.bound_counts[pick];
   // Bound before the check: the safety test reads the GPUs' holders, and a cell only taken in
@@ -1008,7 +1010,9 @@ bool Allocator::BindCell(const AllocationRequest& req, int pick, int cell, int b
   buddy_.Bind(cell, req.vc + 1);
   RefreshBacking(cell);
   TouchCell(cell);
-  if (GuaranteeShortfallGpus() > before) {  // this split would break another VC's guarantee
+  // The split would break another VC's guarantee or take its unlent cells.
+  if (GuaranteeShortfallGpus() > before ||
+      (unlent_before >= 0 && UnlentShortfallGpus(req.vc) > unlent_before)) {
     --vc.bound_counts[pick];
     buddy_.Unbind(cell);
     buddy_.Give(cell);
@@ -1037,7 +1041,8 @@ bool Allocator::BindExact(const AllocationRequest& req, const ReplicaPlacement& 
       if (buddy_.free_leaves(c) != tree_->type_of(c).leaf_count) return false;
       const int before = GuaranteeShortfallGpus();
       buddy_.TakeCell(c);
-      return BindCell(req, static_cast<int>(i), c, before, taken);
+      // It re-creates what was decided before: the lending limits were checked then.
+      return BindCell(req, static_cast<int>(i), c, before, -1, taken);
     }
   }
   return false;

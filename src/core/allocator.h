@@ -5,7 +5,8 @@
 //  - An allocation is a gang: every replica is placed, or nothing changes.
 //  - Guaranteed allocations of VC v are placed inside cells bound to v; a new cell of one of
 //    v's guarantee types is bound when v's bound cells are full. Binding never leaves another
-//    VC's unbound guarantee without free (or preemptible) cells to back it.
+//    VC's unbound guarantee without free (or preemptible) cells to back it, nor takes the free
+//    cells that back another VC's unlent part (below): v reclaims a borrower's cell instead.
 //  - Opportunistic allocations take any free physical cell and are marked preemptible; they
 //    count as free when VC safety is checked, so reclaiming them restores every guarantee.
 //    They never take the free cells that back the unlent part of a guarantee (its cells past
@@ -290,9 +291,11 @@ class Allocator {
   bool PlaceCpuOnly(const AllocationRequest& req, ReplicaPlacement* out);
   bool BindFor(const AllocationRequest& req, Allocation* taken);
   // Binds `cell` (of the VC's guarantee type `pick`, just taken in the physical pool) to the
-  // request's VC, unless the shortfall of guarantees grows past `before` (measured before the
-  // take): binding never leaves another VC's guarantee without backing.
-  bool BindCell(const AllocationRequest& req, int pick, int cell, int before, Allocation* taken);
+  // request's VC, unless the shortfall of guarantees grows past `before`, or that of other
+  // VCs' unlent parts past `unlent_before` (-1: not checked), both measured before the take:
+  // binding never leaves another VC's guarantee without backing.
+  bool BindCell(const AllocationRequest& req, int pick, int cell, int before, int unlent_before,
+                Allocation* taken);
   // The candidate that puts the replica exactly at `target`, if it is free in `pool`.
   bool ExactCandidate(const AllocationRequest& req, int pool, const ReplicaPlacement& target,
                       Candidate* out) const;

@@ -1,6 +1,5 @@
 // Elastic jobs, lending limits, model caps and runtime cluster changes under attack: each test
-// reproduces a way an outside review broke them (or tried to). The DISABLED_ ones still fail:
-// run them with --gtest_also_run_disabled_tests.
+// reproduces a way an outside review broke them (or tried to).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -122,10 +121,10 @@ TEST(SchedulerEdgeCaseTest, ShrinkUnderALendingLimitLosesTheVictimsAllocation) {
   }
 }
 
-// A third queue's guaranteed job binds the free cell that backs b's unlent guarantee instead of
-// reclaiming the borrower: b's own work then waits for a reclaim, which lendingLimit 0 promises
-// never happens ("its own work never waits for a reclaim there").
-TEST(SchedulerEdgeCaseTest, DISABLED_AnotherGuaranteeTakesTheUnlentCell) {
+// A third queue's guaranteed job must not bind the free cell that backs b's unlent guarantee:
+// it reclaims the borrower's cell instead, since lendingLimit 0 promises b's own work never
+// waits for a reclaim there.
+TEST(SchedulerEdgeCaseTest, AnotherGuaranteeTakesTheUnlentCell) {
   QueueSpec b = Queue("b", 1);
   b.guarantees[0].lending_limit = 0;
   Driver d(2, 2, {Queue("a"), b, Queue("c", 1)});
