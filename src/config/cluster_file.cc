@@ -180,6 +180,15 @@ Cluster ClusterFileParser::Parse(const std::string& text) {
   }
   if (const YAML::Node nodes = root["nodes"]) ParseNodes(nodes, "nodes", "", "");
   ParseExplicitCells(root);
+  if (cluster_.gpu_count() == 0) {
+    // The nodes' GPUs come from their shapes (or cells): point at where the nodes are listed.
+    std::string key;
+    for (const char* k : {"physicalCells", "nodes", "racks"})
+      if (key.empty() && root[k]) key = k;
+    r_.Fail(key.empty() ? root : root[key], key,
+            "no node has GPUs; give a node shape GPUs (switches: [GPUs per PCIe switch] under a "
+            "socket) and declare a node of that shape");
+  }
   const std::string error = ValidateCluster(cluster_);
   if (!error.empty()) throw ConfigError(r_.source() + ": " + error);
   return std::move(cluster_);

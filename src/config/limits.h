@@ -33,7 +33,7 @@ struct Limits {
   // A YAML document: nesting deeper than any berth format needs, and the nodes visited when
   // aliases are expanded (a few aliases of aliases would otherwise stand for billions of nodes).
   int64_t yaml_depth = 32;
-  int64_t yaml_nodes = 8'000'000;
+  int64_t yaml_nodes = 1'000'000;
   // Names of nodes, racks, models, labels and the like: a Kubernetes object name.
   int64_t name_length = 253;
   // A cluster, whatever the format: nodes, GPUs in all and in one node, the CPU ids listed in

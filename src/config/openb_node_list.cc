@@ -31,7 +31,9 @@ Cluster LoadOpenbNodeList(const std::string& path) {
   cluster.name = BaseName(path);
   ClusterSize size;
   std::map<std::string, int> node_lines;  // name -> line of its row
+  int first_row = 0;
   while (csv.Next()) {
+    if (first_row == 0) first_row = csv.line();
     csv.ExpectFields(5);
     const limits::Limits& max = limits::Get();
     const int64_t cpu_milli = csv.Int(1, 0, &limits::Limits::node_cpu_milli);
@@ -61,6 +63,13 @@ Cluster LoadOpenbNodeList(const std::string& path) {
                         "; node names must be unique");
     cluster.nodes.push_back(std::move(node));
   }
+  if (first_row == 0)
+    throw ConfigError(path + ":2: expected a node per row after the header, e.g. " +
+                      "openb-node-0000,64000,262144,2,P100");
+  if (cluster.gpu_count() == 0)
+    throw ConfigError(path + ":" + std::to_string(first_row) +
+                      ": column 'gpu': no node has GPUs; give at least one node a gpu count of 1 "
+                      "or more");
   const std::string error = ValidateCluster(cluster);
   if (!error.empty()) throw ConfigError(path + ": " + error);
   return cluster;

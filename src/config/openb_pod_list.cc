@@ -1,10 +1,17 @@
 #include "config/openb_pod_list.h"
 
+#include <utility>
+
 #include "config/config_error.h"
 #include "config/csv_reader.h"
 #include "config/limits.h"
 
 namespace berth {
+namespace {
+
+constexpr size_t kMostModels = 64;  // models one pod may name in gpu_spec (berth traces' bound)
+
+}  // namespace
 
 std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
   CsvReader csv(path, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
@@ -34,6 +41,11 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
         while (!spec.empty()) {
           const size_t bar = spec.find('|');
           if (bar != 0) pod.models.emplace_back(spec.substr(0, bar));
+          // A cluster has a few models; a long list would only cost every placement its length.
+          if (pod.models.size() > kMostModels)
+            throw ConfigError(csv.where() + "column 'gpu_spec': more than " +
+                              std::to_string(kMostModels) +
+                              " GPU models; list the models the pod may use, separated by |");
           if (bar == std::string_view::npos) break;
           spec.remove_prefix(bar + 1);
         }
@@ -45,6 +57,12 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
         pod.submit_time = time(8);
         pod.end_time = time(9);
         pod.start_time = time(10);
+        for (const auto& [column, from] : {std::pair{8, pod.submit_time}, {10, pod.start_time}})
+          if (pod.end_time >= 0 && from > pod.end_time)
+            throw ConfigError(csv.where() + "column 'deletion_time': the pod ends (" +
+                              std::string(csv.field(9)) + ") before its " +
+                              csv.header()[column] + " (" + std::string(csv.field(column)) +
+                              "); times are seconds from the trace start");
       }
       pods.push_back(std::move(pod));
     } catch (const ConfigError&) {

@@ -17,7 +17,7 @@ Cluster LoadTiresiasCluster(const std::string& path) {
   const limits::Limits& max = limits::Get();
   const int switches = static_cast<int>(csv.Int(0, 1, &limits::Limits::nodes));
   const int nodes = static_cast<int>(csv.Int(1, 1, &limits::Limits::nodes));
-  const int gpus = static_cast<int>(csv.Int(2, 0, &limits::Limits::gpus_per_node));
+  const int gpus = static_cast<int>(csv.Int(2, 1, &limits::Limits::gpus_per_node));
   const int64_t cpus = csv.Int(3, 0, max.node_cpu_milli / 1000);
   const int64_t memory_gb = csv.Int(4, 0, max.node_memory_mib / 1024);
   const int row = csv.line();

@@ -63,26 +63,43 @@ void CheckSize(const std::string& source, const YAML::Node& node, int depth, int
   }
 }
 
-// Where the last document seen starts. yaml-cpp 0.7's LoadAll loops forever, allocating, on
-// some malformed input such as "," (yaml-cpp issue 1040): documents are counted with this, one
+// Where the last document seen starts, and how many nodes were read, alias expansion aside.
+// It reads before any node tree is built, so that the nodes bound stops a large document
+// before yaml-cpp builds it. yaml-cpp 0.7's LoadAll loops forever, allocating, on some
+// malformed input such as "," (yaml-cpp issue 1040): documents are counted with this, one
 // HandleNextDocument call at a time, instead.
 class DocumentStart : public YAML::EventHandler {
  public:
+  explicit DocumentStart(const std::string& source) : source_(source) {}
   YAML::Mark mark = YAML::Mark::null_mark();
   void OnDocumentStart(const YAML::Mark& at) override { mark = at; }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
+  void OnNull(const YAML::Mark& at, YAML::anchor_t) override { Count(at); }
+  void OnAlias(const YAML::Mark& at, YAML::anchor_t) override { Count(at); }
+  void OnScalar(const YAML::Mark& at, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Count(at);
+  }
+  void OnSequenceStart(const YAML::Mark& at, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Count(at);
+  }
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
+  void OnMapStart(const YAML::Mark& at, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Count(at);
+  }
   void OnMapEnd() override {}
-};
 
+ private:
+  void Count(const YAML::Mark& at) {
+    if (++nodes_ > limits::Get().yaml_nodes)
+      Throw(source_, at, "",
+            "the document has " + limits::OverLimit(&limits::Limits::yaml_nodes, "YAML nodes"));
+  }
+  const std::string& source_;
+  int64_t nodes_ = 0;
+};
 }  // namespace
 
 std::string Join(const std::vector<std::string>& items, const std::string& separator) {
@@ -103,10 +120,9 @@ YAML::Node YamlReader::Parse(const std::string& text) const {
   CheckUtf8(text, source_);
   YAML::Node root;
   try {
-    root = YAML::Load(text);
     std::istringstream in(text);
     YAML::Parser parser(in);
-    DocumentStart first, second;
+    DocumentStart first(source_), second(source_);
     // A second document would be ignored, unknown fields and all.
     if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second))
       Throw(source_, second.mark, "",
@@ -115,6 +131,7 @@ YAML::Node YamlReader::Parse(const std::string& text) const {
                 ? "YAML syntax error: nothing can be read from here; check for a stray , ] or }"
                 : "a second YAML document (after \"---\" or \"...\"); berth reads one document a "
                   "file, remove the separator or split the file");
+    root = YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's own guard, far deeper than ours; its message says only "bad file".
     Throw(source_, e.mark, "",

@@ -416,9 +416,20 @@ TEST(ClusterFileTest, SizesAreBoundedBeforeNodesAreMade) {
     laughs += "]\n";
   }
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(laughs, "bad.yaml"); },
-                                "bad.yaml:", {"with its aliases expanded", "8000000 YAML nodes"}));
+                                "bad.yaml:", {"with its aliases expanded", "1000000 YAML nodes"}));
   EXPECT_TRUE(FailsAt("name: " + std::string(300, 'n') + "\n",
                       "name:", {"name", "300 characters, more than the limit of 253"}));
+}
+
+// A cluster whose shapes give no GPUs was refused later, by the cell tree, with no line.
+TEST(ClusterFileTest, AClusterWithoutGpusIsRefusedAtItsNodes) {
+  EXPECT_TRUE(FailsAt("name: c\n"
+                      "gpuModels: [{name: A100, memoryMiB: 81920}]\n"
+                      "nodeShapes:\n"
+                      "  s: {gpuModel: A100, sockets: [{cpus: \"0-7\", memoryMiB: 1024}]}\n"
+                      "nodes:\n"
+                      "  - {namePrefix: n-, count: 2, shape: s}\n",
+                      "  - {namePrefix", {"nodes: no node has GPUs", "switches:"}));
 }
 
 TEST(ClusterFileTest, ArithmeticIsChecked) {

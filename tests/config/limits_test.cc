@@ -42,6 +42,18 @@ TEST_F(LimitsTest, DefaultsAreTheDocumentedNumbers) {
   EXPECT_EQ(max.file_bytes, 64 << 20);
   EXPECT_EQ(max.node_cpu_milli, int64_t{1} << 40);
   EXPECT_EQ(max.jobs, 1000000);
+  EXPECT_EQ(max.yaml_nodes, 1000000);
+}
+
+// A long plain list is refused where it passes the nodes bound, before yaml-cpp builds the
+// whole document (whose size the file bound alone leaves at tens of millions of nodes).
+TEST_F(LimitsTest, TheYamlNodesBoundStopsReadingAtTheBound) {
+  limits::SetFromFlags({"yaml-nodes=100"});
+  std::string text = "name: t\nnodes:\n";
+  for (int i = 0; i < 200; ++i) text += "  - n" + std::to_string(i) + "\n";
+  // The map, name, t, nodes and the list are 5 nodes: item 95 is the 101st, on line 98.
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(text, "c.yaml"); }, "c.yaml:98: ",
+                                {"more than the limit of 100 YAML nodes", "--limit yaml-nodes=N"}));
 }
 
 TEST_F(LimitsTest, ALoweredLimitRefusesWhatTheDefaultAccepts) {

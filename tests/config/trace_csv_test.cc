@@ -75,5 +75,41 @@ TEST(TraceCsvTest, NodeListBounds) {
       ThrowsConfigError([&] { LoadOpenbNodeList(empty); }, empty + ":1: ", {"the file is empty"}));
 }
 
+// A cluster without GPUs was refused only later, by the cell tree, with no line or column.
+TEST(TraceCsvTest, AClusterWithoutGpusIsRefusedWhereItSaysSo) {
+  const std::string header = "sn,cpu_milli,memory_mib,gpu,model\n";
+  const std::string cpu_only = WriteTempFile("cpu.csv", header + "a,1,2,0,\nb,1,2,0,\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(cpu_only); }, cpu_only + ":2: ",
+                                {"column 'gpu'", "no node has GPUs", "1 or more"}));
+  const std::string no_rows = WriteTempFile("rows.csv", header);
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(no_rows); }, no_rows + ":2: ",
+                                {"expected a node per row after the header"}));
+  const std::string tiresias = WriteTempFile("zero.csv", kClusterHeader + "1,2,0,8,16\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasCluster(tiresias); }, tiresias + ":2: ",
+                                {"column 'num_gpu_p_node'", "from 1 to 128"}));
+}
+
+TEST(TraceCsvTest, APodEndsAfterItStartsAndNamesFewModels) {
+  // Deleted before it was created: the replay refused the whole trace with no line.
+  const std::string early =
+      WriteTempFile("early.csv", kPodHeader + "p,1000,1024,1,1000,,LS,Running,100,5,100\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(early); }, early + ":2: ",
+                                {"column 'deletion_time'", "ends (5) before its creation_time (100)"}));
+  const std::string unscheduled =
+      WriteTempFile("late.csv", kPodHeader + "p,1000,1024,1,1000,,LS,Running,1,5,9\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(unscheduled); }, unscheduled + ":2: ",
+                                {"ends (5) before its scheduled_time (9)"}));
+  // A gpu_spec of 100,000 models made every placement walk them all: a hang.
+  std::string models;
+  for (int i = 0; i < 100; ++i) models += (i ? "|" : "") + std::string("M") + std::to_string(i);
+  const std::string many =
+      WriteTempFile("many.csv", kPodHeader + "p,1000,1024,1,1000," + models + ",LS,Running,1,5,1\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(many); }, many + ":2: ",
+                                {"column 'gpu_spec'", "more than 64 GPU models"}));
+  int skipped = 0;
+  EXPECT_TRUE(LoadOpenbPodList(early, &skipped).empty());
+  EXPECT_EQ(skipped, 1);
+}
+
 }  // namespace
 }  // namespace berth
