@@ -93,7 +93,7 @@ expect_error '--seeds: more than the limit of 10000 seeds' pack --seeds 0-184467
 pack --seeds 18446744073709551614-18446744073709551615 > "$TMP/out" || fail "top seeds refused"
 grep -q "2 seed(s)" "$TMP/out" || fail "top seeds: $(cat "$TMP/out")"
 printf 'sn,cpu_milli,memory_mib,gpu,model\nn1,32000,65536,0,\n' > "$TMP/cpu-only.csv"
-expect_error "cpu-only.csv: no node has GPUs" "$BERTH" sim packing --nodes "$TMP/cpu-only.csv" \
+expect_error "cpu-only.csv:2: column 'gpu': no node has GPUs" "$BERTH" sim packing --nodes "$TMP/cpu-only.csv" \
   --pods "$TMP/p.csv"
 printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,1024,0,0\n' > "$TMP/cpu-pods.csv"
 expect_error "cpu-pods.csv: no pod asks for GPUs" timeout 20 "$BERTH" sim packing \
