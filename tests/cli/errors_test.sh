@@ -135,7 +135,7 @@ printf '%s\n10000,10000,64,64,256\n' "$C" > "$TMP/huge.csv"
 expect_error "huge.csv:2: the cluster would have more than the limit of 100000 nodes" \
   "$BERTH" cells --cluster "$TMP/huge.csv"
 printf '%s\n1,2,0,8,16\n' "$C" > "$TMP/no-gpus.csv"
-expect_error "no-gpus.csv: the cluster has no GPUs" "$BERTH" sim replay --cluster "$TMP/no-gpus.csv" \
+expect_error "no-gpus.csv:2: column 'num_gpu_p_node': expected an integer from 1 to 128" "$BERTH" sim replay --cluster "$TMP/no-gpus.csv" \
   --vcs examples/vcs.yaml
 
 # YAML: one document, bounded expansion, located duplicates, VC refusals at their line.
