@@ -1,10 +1,12 @@
 #include "config/file_text.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "config/config_error.h"
 #include "config/limits.h"
@@ -48,18 +50,29 @@ std::string ReadFileText(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw ConfigError(path + ": cannot read: it is a directory; give a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot read: " + std::strerror(errno));
+  // Opening a named pipe blocks until someone writes to it: opened without blocking, a pipe
+  // nobody writes to reads as empty instead of hanging. Reads block again, so that a pipe being
+  // written (`--cluster <(make-cluster)`) is read whole.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw ConfigError(path + ": cannot read: " + std::strerror(errno));
   std::string text;
+  std::string error;
+  if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) error = std::strerror(errno);
   char buffer[1 << 16];
-  while (in) {
-    in.read(buffer, sizeof buffer);
-    text.append(buffer, static_cast<size_t>(in.gcount()));
-    if (text.size() > max_bytes)
+  while (error.empty()) {
+    const ssize_t got = read(fd, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) error = std::strerror(errno);
+    if (got <= 0) break;
+    text.append(buffer, static_cast<size_t>(got));
+    if (text.size() > max_bytes) {
+      close(fd);
       throw ConfigError(path + ": " + limits::OverLimit(&limits::Limits::file_bytes, "bytes") +
                         "; split it into smaller files");
+    }
   }
-  if (in.bad()) throw ConfigError(path + ": cannot read: " + std::strerror(errno));
+  close(fd);
+  if (!error.empty()) throw ConfigError(path + ": cannot read: " + error);
   return text;
 }
 

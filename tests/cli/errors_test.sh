@@ -123,6 +123,12 @@ expect_error "untimed.csv: no pod has both a submit time and a duration" \
 # Files: a device or a directory is not read whole; an empty or BOM-led CSV is told apart.
 expect_error "/dev/zero: more than the limit of 67108864 bytes" "$BERTH" cells --cluster /dev/zero
 expect_error "$TMP: cannot read: it is a directory" "$BERTH" cells --cluster "$TMP"
+# A named pipe nobody writes to is empty, not a hang; one being written is read whole.
+mkfifo "$TMP/pipe.yaml"
+expect_error "pipe.yaml:1: the file holds no YAML document" timeout 20 "$BERTH" cells \
+  --cluster "$TMP/pipe.yaml"
+timeout 20 "$BERTH" cells --cluster <(cat examples/dgx-a100.yaml) | grep -q "dgx-a100" ||
+  fail "a cluster file written through a pipe is not read"
 : > "$TMP/empty.csv"
 expect_error "empty.csv:1: expected the header of an openb node list" \
   "$BERTH" cells --cluster "$TMP/empty.csv"
