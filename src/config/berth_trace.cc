@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "config/config_error.h"
 #include "config/file_text.h"
 #include "config/limits.h"
 #include "config/vc_fields.h"
@@ -36,8 +37,6 @@ std::vector<std::string> WithGroupFields(std::vector<std::string> fields) {
   fields.insert(fields.end(), kGroupFields.begin(), kGroupFields.end());
   return fields;
 }
-
-std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
 
 std::string Format(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));

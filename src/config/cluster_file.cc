@@ -20,8 +20,6 @@ namespace {
 
 using limits::Limits;
 
-std::string Quoted(const std::string& text) { return "\"" + text + "\""; }
-
 template <typename Map>
 std::vector<std::string> Keys(const Map& map) {
   std::vector<std::string> keys;

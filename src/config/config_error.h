@@ -6,11 +6,18 @@
 #pragma once
 
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 namespace berth {
 
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// Input quoted in a message, between `quote`s, cut after its first 60 bytes (at a character
+// boundary) with its length when longer: an error names the bad value without echoing
+// megabytes of it.
+std::string Quoted(std::string_view text, char quote = '"');
 
 }  // namespace berth

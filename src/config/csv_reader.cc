@@ -48,7 +48,7 @@ CsvReader::CsvReader(const std::string& path, const std::vector<std::string>& re
   for (size_t i = 0; ok && i < required.size(); ++i) ok = header_[i] == required[i];
   if (!ok)
     throw ConfigError(where() + "expected a header starting with \"" + joined(required) +
-                      "\", got \"" + joined(header_) + "\"");
+                      "\", got " + Quoted(joined(header_)));
 }
 
 bool CsvReader::Next() {
@@ -81,8 +81,8 @@ void CsvReader::ExpectFields(size_t count) const {
 
 void CsvReader::Fail(size_t column, const std::string& expected, const std::string& hint) const {
   const std::string name = column < header_.size() ? header_[column] : std::to_string(column + 1);
-  throw ConfigError(where() + "column '" + name + "': expected " + expected + ", got '" +
-                    std::string(field(column)) + "'" + hint);
+  throw ConfigError(where() + "column " + Quoted(name, '\'') + ": expected " + expected +
+                    ", got " + Quoted(field(column), '\'') + hint);
 }
 
 int64_t CsvReader::Int(size_t column, int64_t min, int64_t max) const {

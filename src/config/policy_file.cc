@@ -139,8 +139,13 @@ class PolicyParser {
     if (problems_.empty()) return policy;
     std::stable_sort(problems_.begin(), problems_.end(),
                      [](const Problem& a, const Problem& b) { return a.line < b.line; });
+    // Every problem at once saves round trips, but a file of thousands is one mistake repeated.
+    constexpr size_t kShown = 20;
     std::string all;
-    for (const Problem& p : problems_) all += (all.empty() ? "" : "\n") + p.text;
+    for (size_t i = 0; i < problems_.size() && i < kShown; ++i)
+      all += (all.empty() ? "" : "\n") + problems_[i].text;
+    if (problems_.size() > kShown)
+      all += "\n... and " + std::to_string(problems_.size() - kShown) + " more problems";
     throw ConfigError(all);
   }
 

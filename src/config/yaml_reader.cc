@@ -21,7 +21,7 @@ std::string Describe(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "nothing";
   if (node.IsMap()) return "a map";
   if (node.IsSequence()) return "a list";
-  return "\"" + node.Scalar() + "\"";
+  return Quoted(node.Scalar());
 }
 
 [[noreturn]] void Throw(const std::string& source, const YAML::Mark& mark, const std::string& path,

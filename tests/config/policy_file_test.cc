@@ -259,6 +259,16 @@ TEST(PolicyFileTest, EveryErrorIsListedInFileOrder) {
   }
 }
 
+// 300,000 bad entries printed 300,000 lines (54 MB): the first 20 say enough.
+TEST(PolicyFileTest, ManyErrorsAreCutAfterTwenty) {
+  std::string text = "name: p\nscores:\n";
+  for (int i = 0; i < 30; ++i) text += "  - {name: tetris" + std::to_string(i) + "}\n";
+  const std::vector<std::string> lines = ErrorLines(text);
+  ASSERT_EQ(lines.size(), 21u) << ::testing::PrintToString(lines);
+  EXPECT_TRUE(Contains(lines[19], "tetris19")) << lines[19];
+  EXPECT_EQ(lines[20], "... and 10 more problems");
+}
+
 TEST(PolicyFileTest, AnUnreadableEntryIsReportedOnce) {
   // The entry that cannot be read keeps its index (the next entry is still scores[1]) and is
   // not reported again by validation.

@@ -89,6 +89,16 @@ TEST(TraceCsvTest, AClusterWithoutGpusIsRefusedWhereItSaysSo) {
                                 {"column 'num_gpu_p_node'", "from 1 to 128"}));
 }
 
+// A 20 MB field came back whole in its error message.
+TEST(TraceCsvTest, AnErrorQuotesALongFieldCut) {
+  // The cut falls inside the é: it keeps whole characters.
+  const std::string id = std::string(59, 'x') + "\xc3\xa9" + std::string(100000, 'y');
+  const std::string jobs = WriteTempFile("long.csv", kJobHeader + "0," + id + ",0,1,vgg,5,1\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasJobs(jobs); }, jobs + ":2: ",
+                                {"column 'num_gpu'",
+                                 "got '" + std::string(59, 'x') + "...' (100061 bytes)"}));
+}
+
 TEST(TraceCsvTest, APodEndsAfterItStartsAndNamesFewModels) {
   // Deleted before it was created: the replay refused the whole trace with no line.
   const std::string early =
