@@ -13,9 +13,7 @@ void WaitingJobs::Add(const Job& job) {
   if (static_cast<size_t>(job.user) >= users_.size()) users_.resize(job.user + 1);
   if (!users_[job.user][job.priority].insert({job.submit, job.id}).second) return;
   ++size_;
-  Count& c = shapes_[ShapeOf(job)];
-  c.oldest = c.jobs == 0 ? job.submit : std::min(c.oldest, job.submit);
-  ++c.jobs;
+  shapes_[ShapeOf(job)].insert({job.submit, job.id});
 }
 
 void WaitingJobs::Remove(const Job& job) {
@@ -24,20 +22,25 @@ void WaitingJobs::Remove(const Job& job) {
   if (level == users_[job.user].end() || level->second.erase({job.submit, job.id}) == 0) return;
   if (level->second.empty()) users_[job.user].erase(level);
   --size_;
-  // `oldest` stays as it was until the shape empties: an earlier bound only ages it more, which
-  // can keep a queue from being exhausted, never exhaust it wrongly.
   auto shape = shapes_.find(ShapeOf(job));
-  if (--shape->second.jobs == 0) shapes_.erase(shape);
+  shape->second.erase({job.submit, job.id});
+  if (shape->second.empty()) shapes_.erase(shape);
 }
 
 bool WaitingJobs::AllFail(
     const std::function<bool(int, const ShapeSize&, int, double)>& fails) const {
-  for (const auto& [key, count] : shapes_) {
+  for (const auto& [key, jobs] : shapes_) {
     const auto& [cls, priority, units, replicas, cpu, memory] = key;
     const ShapeSize size{units, replicas, cpu, memory};
-    if (!fails(cls, size, priority, count.oldest)) return false;
+    if (!fails(cls, size, priority, jobs.begin()->first)) return false;
   }
   return true;
+}
+
+void WaitingJobs::ForEachShape(const std::function<bool(int id)>& visit) const {
+  for (const auto& [key, jobs] : shapes_)
+    for (const auto& [submit, id] : jobs)
+      if (!visit(id)) break;
 }
 
 CycleOrder::CycleOrder(std::vector<QueueView> queues, const ResourceVector& capacity,

@@ -50,21 +50,21 @@ class WaitingJobs {
   void Remove(const Job& job);
   size_t size() const { return size_; }
   // Whether `fails(shape_class, shape, priority, oldest_submit)` holds for every shape waiting;
-  // oldest_submit is at or before that of every job of the shape (it gives the highest aging).
+  // oldest_submit is that of the shape's earliest job (it gives the highest aging).
   bool AllFail(const std::function<bool(int, const ShapeSize&, int, double)>& fails) const;
+  // Calls `visit(id)` on the jobs of each shape (shape class, raw priority and size), earliest
+  // submitted first, until it returns false; then goes on with the next shape. Jobs of one
+  // shape fare alike, so a caller looking for candidates needs only the first of each.
+  void ForEachShape(const std::function<bool(int id)>& visit) const;
 
  private:
   friend class CycleOrder;
   using Key = std::pair<double, int>;  // (submit, id)
   using ShapeKey = std::tuple<int, int, int, int, int64_t, int64_t>;
-  struct Count {
-    int jobs = 0;
-    double oldest = 0;
-  };
   static ShapeKey ShapeOf(const Job& job);
 
   std::vector<std::map<int, std::set<Key>>> users_;  // [user][raw priority]
-  std::map<ShapeKey, Count> shapes_;
+  std::map<ShapeKey, std::set<Key>> shapes_;
   size_t size_ = 0;
 };
 

@@ -1049,14 +1049,24 @@ std::vector<WaitingJobs::Job> Scheduler::StillWorthTrying(int queue, double now)
     const JobRecord& j = jobs_.at(id);
     if (j.queue == queue && j.never_fits.empty()) still.push_back(WaitingOf(j));
   }
-  // The pending list runs from the longest waiting. While reservation slots are free, each
-  // job waiting long enough is offered, to reserve (as when the whole queue was walked).
+  // While reservation slots are free, the first job of each shape without a reservation is
+  // offered once it has waited long enough, to reserve; it stands for its whole shape (no plan
+  // for it, none for the others), so a cycle costs the shapes waiting, not the jobs (a first
+  // job back from preemption delays its shape by reserveAfterSeconds at most). Longest waiting
+  // first, as when the whole queue was walked.
   const Policy& policy = pipeline_->policy();
   if (reservations_.starving() >= policy.max_reservations) return still;
-  for (const JobRecord* j : queues_[queue].pending) {
-    if (now - j->pending_since < policy.reserve_after_s) break;
-    if (!reservations_.Of(j->id) && j->never_fits.empty()) still.push_back(WaitingOf(*j));
-  }
+  std::vector<const JobRecord*> due;
+  queues_[queue].waiting.ForEachShape([&](int id) {
+    if (reservations_.Of(id)) return true;
+    const JobRecord& j = jobs_.at(id);
+    if (now - j.pending_since >= policy.reserve_after_s) due.push_back(&j);
+    return false;
+  });
+  std::sort(due.begin(), due.end(), [](const JobRecord* a, const JobRecord* b) {
+    return std::tie(a->pending_since, a->id) < std::tie(b->pending_since, b->id);
+  });
+  for (const JobRecord* j : due) still.push_back(WaitingOf(*j));
   return still;
 }
 

@@ -377,7 +377,8 @@ class Scheduler {
   void AddPending(JobRecord& job);
   void RemovePending(JobRecord& job);
   // Whether every job waiting in `queue` is known to fail in this pass (queue_order.h), and
-  // which of them are tried anyway: reservation holders, and the longest waiting, due one.
+  // which of them are tried anyway: reservation holders, and the first of each shape that is due
+  // one.
   bool AllFail(int queue, bool guarantee_pass, double now) const;
   std::vector<WaitingJobs::Job> StillWorthTrying(int queue, double now) const;
   void Emit(double now, int job, const std::string& kind, const std::string& reason = "");
