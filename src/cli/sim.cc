@@ -38,6 +38,20 @@ bool ParseSeed(std::string_view text, uint64_t* seed) {
   return !text.empty() && ec == std::errc() && end == text.data() + text.size();
 }
 
+// --seed's check. CLI11's own conversion to uint64_t takes "-1", "0x10" and " 7" and saturates
+// past 2^64-1, so the text is held to ParseSeed's digits first.
+CLI::Validator SeedText() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t seed = 0;
+        if (ParseSeed(text, &seed)) return "";
+        return "Value \"" + text +
+               "\" is not a seed: expected a whole number from 0 to 18446744073709551615, "
+               "in decimal digits only, like 42";
+      },
+      "UINT64");
+}
+
 // "42-51" or "1,2,3" (or both, "1,5-8"): distinct seeds, at most the seeds bound.
 std::vector<uint64_t> ParseSeeds(const std::string& text) {
   std::vector<uint64_t> seeds;
@@ -441,7 +455,7 @@ void AddSimCommand(CLI::App& app) {
   replay->add_option("--jobs", r->jobs, "Synthetic: number of jobs, up to the jobs bound (--limit)")
       ->check(UpToLimit(1, &limits::Limits::jobs));
   replay->add_option("--load", r->load, "Synthetic: mean GPU demand / capacity");
-  replay->add_option("--seed", r->seed, "Synthetic: seed");
+  replay->add_option("--seed", r->seed, "Synthetic: seed, 0 to 2^64-1")->check(SeedText());
   replay->add_option("--checkpoint", r->checkpoint_s, "Checkpoint interval (s) of preempted jobs");
   replay->add_flag("--sjf", r->sjf, "Order by known duration (shortest first) instead of arrival");
   replay->add_option("--json", r->json, "Write results as JSON");

@@ -23,6 +23,14 @@ expect_exit2 "--iterations: Value 0 not in range" bench alloc --iterations 0
 expect_exit2 "A subcommand is required" sim
 expect_exit2 "--format" sim replay --format nope
 
+# --seed: decimal digits from 0 to 2^64-1, nothing CLI11's conversion would bend into one.
+for seed in -1 18446744073709551616 99999999999999999999999999 0x10 " 7" "7 " 1.5 ""; do
+  expect_exit2 "--seed: Value \"$seed\" is not a seed" sim replay --jobs 5 --seed "$seed"
+done
+for seed in 0 18446744073709551615; do
+  "$BERTH" sim replay --jobs 5 --seed "$seed" > "$TMP/out" || fail "--seed $seed refused"
+done
+
 "$BERTH" sim replay --help > "$TMP/help" || fail "--help exits non-zero"
 grep -qF -- "--seed" "$TMP/help" || fail "--help prints the options"
 echo "1 passed, 0 failed"
