@@ -6,6 +6,7 @@
 #include <chrono>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -200,6 +201,25 @@ DeepQueueFigures RunDeepQueue(const Cluster& cluster, const std::vector<QueueSpe
   return f;
 }
 
+// `count` queues, each guaranteed an equal slice of 40% of the GPU nodes as whole-node cells:
+// of every node shape, since a shape's node cell type holds only nodes of that shape. Nodes
+// without a shape (openb lists, explicit cells) get no guarantee.
+std::vector<QueueSpec> BenchQueues(const Cluster& cluster, int count) {
+  std::map<std::string, int> nodes_by_shape;
+  for (const Node& n : cluster.nodes)
+    if (!n.gpus.empty() && !n.shape.empty()) ++nodes_by_shape[n.shape];
+  std::vector<QueueSpec> queues;
+  for (int q = 0; q < count; ++q) {
+    QueueSpec spec;
+    spec.name = "q" + std::to_string(q);
+    for (const auto& [shape, nodes] : nodes_by_shape)
+      if (const int per_queue = nodes * 2 / 5 / count; per_queue > 0)
+        spec.guarantees.push_back({shape + "/node", per_queue});
+    queues.push_back(spec);
+  }
+  return queues;
+}
+
 // A stream of mixed jobs through the engine with the default policy: 70% 1-GPU, 20% 2-8 GPUs,
 // 10% gangs of 16-64 GPUs (8-GPU replicas), spread over the queues, with departures that keep
 // the cluster between 85% and 90% allocated. One decision = one Schedule call for one job.
@@ -207,21 +227,7 @@ void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_
                       bool json) {
   const Cluster cluster =
       cluster_path.empty() ? SyntheticDgxCluster(1250, 32, 0) : LoadClusterArgument(cluster_path);
-  // Each queue is guaranteed an equal slice of 40% of the nodes, as whole-node cells.
-  std::vector<QueueSpec> queues;
-  std::string node_type;
-  for (const Node& n : cluster.nodes)
-    if (!n.gpus.empty()) {
-      node_type = n.shape.empty() ? "" : n.shape + "/node";
-      break;
-    }
-  const int per_queue = static_cast<int>(cluster.nodes.size() * 2 / 5) / std::max(1, queue_count);
-  for (int q = 0; q < queue_count; ++q) {
-    QueueSpec spec;
-    spec.name = "q" + std::to_string(q);
-    if (!node_type.empty() && per_queue > 0) spec.guarantees.push_back({node_type, per_queue});
-    queues.push_back(spec);
-  }
+  const std::vector<QueueSpec> queues = BenchQueues(cluster, queue_count);
   Policy policy;
   BuiltinPolicy("berth", &policy);
   Scheduler engine(&cluster, queues, policy);

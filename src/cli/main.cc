@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message (or the help) but gives each kind of refusal its own code
+    // (104, 105, 114...); a refused command-line value is the operator's input like any other.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const berth::ConfigError& e) {
     std::cerr << "berth: " << e.what() << "\n";
     return 2;

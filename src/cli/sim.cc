@@ -23,6 +23,7 @@
 #include "config/openb_pod_list.h"
 #include "config/tiresias_trace.h"
 #include "config/vc_file.h"
+#include "core/job.h"
 #include "sim/chart.h"
 #include "sim/packing.h"
 #include "sim/replay.h"
@@ -36,6 +37,20 @@ namespace {
 bool ParseSeed(std::string_view text, uint64_t* seed) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *seed);
   return !text.empty() && ec == std::errc() && end == text.data() + text.size();
+}
+
+// --seed's check. CLI11's own conversion to uint64_t takes "-1", "0x10" and " 7" and saturates
+// past 2^64-1, so the text is held to ParseSeed's digits first.
+CLI::Validator SeedText() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t seed = 0;
+        if (ParseSeed(text, &seed)) return "";
+        return "Value \"" + text +
+               "\" is not a seed: expected a whole number from 0 to 18446744073709551615, "
+               "in decimal digits only, like 42";
+      },
+      "UINT64");
 }
 
 // "42-51" or "1,2,3" (or both, "1,5-8"): distinct seeds, at most the seeds bound.
@@ -273,6 +288,29 @@ nlohmann::json OutcomesJson(const Cluster& cluster, const ReplayResult& r) {
   return {{"jobs", jobs}, {"queues", queues}};
 }
 
+// Jobs that no node of the cluster could ever hold wait to the end and leave nothing in the
+// table but zeros; the engine's own test (WhyJobNeverFits) finds them before the replay runs.
+// Some of them: a warning; all of them: nothing to measure, so a refusal.
+void CheckJobsCanFit(const ReplayArgs& a, const Cluster& cluster,
+                     const std::vector<ReplayJob>& jobs) {
+  size_t never = 0;
+  std::string first;
+  for (const ReplayJob& j : jobs)
+    if (std::string why = WhyJobNeverFits(cluster, j.spec); !why.empty() && never++ == 0)
+      first = j.spec.name + ": " + why;
+  if (never == 0) return;
+  const std::string trace = a.trace.empty() ? "the " + a.format + " trace" : a.trace;
+  const std::string on = a.cluster.empty() ? "the default cluster" : a.cluster;
+  if (never == jobs.size())
+    throw ConfigError(trace + ": none of its " + std::to_string(jobs.size()) +
+                      " jobs can ever fit on " + on + "; the first, " + first +
+                      ". Give a cluster whose nodes can hold the jobs (--cluster) or change the "
+                      "trace");
+  std::cerr << "berth: warning: " << never << " of " << jobs.size() << " jobs of " << trace
+            << " can never fit on " << on
+            << " and wait to the end (never_fit in --json); the first, " << first << "\n";
+}
+
 void RunSimReplay(const ReplayArgs& a) {
   // NaN fails every comparison, so each range is written to accept rather than to refuse.
   if (!(a.load > 0 && a.load <= kMaxLoad))
@@ -327,6 +365,7 @@ void RunSimReplay(const ReplayArgs& a) {
     }
   }
   if (skipped) std::cerr << "skipped " << skipped << " malformed rows of " << a.trace << "\n";
+  CheckJobsCanFit(a, cluster, jobs);
   ReplayOptions options;
   options.shortest_first = a.sjf;
   options.checkpoint_interval_s = a.checkpoint_s;
@@ -441,7 +480,7 @@ void AddSimCommand(CLI::App& app) {
   replay->add_option("--jobs", r->jobs, "Synthetic: number of jobs, up to the jobs bound (--limit)")
       ->check(UpToLimit(1, &limits::Limits::jobs));
   replay->add_option("--load", r->load, "Synthetic: mean GPU demand / capacity");
-  replay->add_option("--seed", r->seed, "Synthetic: seed");
+  replay->add_option("--seed", r->seed, "Synthetic: seed, 0 to 2^64-1")->check(SeedText());
   replay->add_option("--checkpoint", r->checkpoint_s, "Checkpoint interval (s) of preempted jobs");
   replay->add_flag("--sjf", r->sjf, "Order by known duration (shortest first) instead of arrival");
   replay->add_option("--json", r->json, "Write results as JSON");

@@ -4,27 +4,14 @@
 #include <cmath>
 #include <cstdio>
 
+#include "sim/markup.h"
+
 namespace berth {
 namespace {
 
 // A palette that stays distinguishable for up to eight series.
 const char* const kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-
-std::string Escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
-}
 
 std::string Num(double v) {
   char buf[32];
@@ -63,7 +50,8 @@ std::string LineChartSvg(const std::vector<ChartSeries>& series, const ChartOpti
                     "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"" + Num(o.width / 2.0) +
-         "\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">" + Escape(o.title) + "</text>\n";
+         "\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">" + EscapeMarkup(o.title) +
+         "</text>\n";
   for (int i = 0; i <= 5; ++i) {  // grid and tick labels
     const double yv = y0 + (y1 - y0) * i / 5, xv = x0 + (x1 - x0) * i / 5;
     svg += "<line x1=\"" + Num(left) + "\" x2=\"" + Num(right) + "\" y1=\"" + Num(py(yv)) +
@@ -76,9 +64,9 @@ std::string LineChartSvg(const std::vector<ChartSeries>& series, const ChartOpti
   svg += "<rect x=\"" + Num(left) + "\" y=\"" + Num(top) + "\" width=\"" + Num(right - left) +
          "\" height=\"" + Num(bottom - top) + "\" fill=\"none\" stroke=\"#888\"/>\n";
   svg += "<text x=\"" + Num((left + right) / 2) + "\" y=\"" + Num(o.height - 12.0) +
-         "\" text-anchor=\"middle\">" + Escape(o.x_label) + "</text>\n";
+         "\" text-anchor=\"middle\">" + EscapeMarkup(o.x_label) + "</text>\n";
   svg += "<text transform=\"translate(16," + Num((top + bottom) / 2) +
-         ") rotate(-90)\" text-anchor=\"middle\">" + Escape(o.y_label) + "</text>\n";
+         ") rotate(-90)\" text-anchor=\"middle\">" + EscapeMarkup(o.y_label) + "</text>\n";
   for (size_t i = 0; i < series.size(); ++i) {
     const char* color = kColors[i % (sizeof kColors / sizeof kColors[0])];
     std::string path;
@@ -89,7 +77,7 @@ std::string LineChartSvg(const std::vector<ChartSeries>& series, const ChartOpti
     svg += "<line x1=\"" + Num(right + 14) + "\" x2=\"" + Num(right + 34) + "\" y1=\"" + Num(ly) +
            "\" y2=\"" + Num(ly) + "\" stroke=\"" + color + "\" stroke-width=\"3\"/>\n";
     svg += "<text x=\"" + Num(right + 40) + "\" y=\"" + Num(ly + 4) + "\">" +
-           Escape(series[i].name) + "</text>\n";
+           EscapeMarkup(series[i].name) + "</text>\n";
   }
   svg += "</svg>\n";
   return svg;

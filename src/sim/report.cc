@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "sim/chart.h"
+#include "sim/markup.h"
 
 namespace berth {
 namespace {
@@ -19,21 +20,23 @@ std::string Hours(double s) { return Fixed(s / 3600.0, 2); }
 }  // namespace
 
 std::string ReplayReportHtml(const std::string& title, const std::vector<ReplayResult>& results) {
-  std::string html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>" + title +
+  // Names come from the input files; charts escape their own text.
+  const std::string heading = EscapeMarkup(title);
+  std::string html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>" + heading +
                      "</title><style>body{font-family:sans-serif;margin:24px}table{border-collapse:"
                      "collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
                      "th{background:#f4f4f4}</style></head><body>\n<h1>" +
-                     title + "</h1>\n";
+                     heading + "</h1>\n";
   html +=
       "<h2>Summary</h2>\n<table><tr><th>policy</th><th>jobs</th><th>mean JCT (h)</th>"
       "<th>p50</th><th>p95</th><th>p99</th><th>mean wait (h)</th><th>p99 wait</th>"
       "<th>makespan (h)</th><th>utilization %</th><th>preemptions</th>"
       "<th>sharing anomaly jobs</th><th>never fit</th></tr>\n";
   for (const ReplayResult& r : results)
-    html += "<tr><td>" + r.policy + "</td><td>" + std::to_string(r.jobs.size()) + "</td><td>" +
-            Hours(r.jct.mean) + "</td><td>" + Hours(r.jct.p50) + "</td><td>" + Hours(r.jct.p95) +
-            "</td><td>" + Hours(r.jct.p99) + "</td><td>" + Hours(r.wait.mean) + "</td><td>" +
-            Hours(r.wait.p99) + "</td><td>" + Hours(r.makespan) + "</td><td>" +
+    html += "<tr><td>" + EscapeMarkup(r.policy) + "</td><td>" + std::to_string(r.jobs.size()) +
+            "</td><td>" + Hours(r.jct.mean) + "</td><td>" + Hours(r.jct.p50) + "</td><td>" +
+            Hours(r.jct.p95) + "</td><td>" + Hours(r.jct.p99) + "</td><td>" + Hours(r.wait.mean) +
+            "</td><td>" + Hours(r.wait.p99) + "</td><td>" + Hours(r.makespan) + "</td><td>" +
             Fixed(r.mean_utilization) + "</td><td>" + std::to_string(r.preemptions) + "</td><td>" +
             std::to_string(r.anomalies) + "</td><td>" + std::to_string(r.unfinished) +
             "</td></tr>\n";
@@ -75,11 +78,11 @@ std::string ReplayReportHtml(const std::string& title, const std::vector<ReplayR
   html += "<h2>Job completion time</h2>\n" + LineChartSvg(cdf, o);
 
   for (const ReplayResult& r : results) {
-    html += "<h2>Queues under " + r.policy +
+    html += "<h2>Queues under " + EscapeMarkup(r.policy) +
             "</h2>\n<table><tr><th>queue</th><th>mean JCT (h)"
             "</th><th>p99 JCT</th><th>mean wait (h)</th><th>p99 wait</th></tr>\n";
     for (const auto& [q, d] : r.per_queue)
-      html += "<tr><td>" + q + "</td><td>" + Hours(d.first.mean) + "</td><td>" +
+      html += "<tr><td>" + EscapeMarkup(q) + "</td><td>" + Hours(d.first.mean) + "</td><td>" +
               Hours(d.first.p99) + "</td><td>" + Hours(d.second.mean) + "</td><td>" +
               Hours(d.second.p99) + "</td></tr>\n";
     html += "</table>\n";

@@ -17,4 +17,26 @@ source "$(dirname "$0")/lib.sh"
 [ "$(json_get "$TMP/deep.json" '.pending >= 490 and (.pending | floor) == .pending and .cycle_ms_p99 >= .cycle_ms_p50 and .cycle_ms_p50 > 0')" = true ] ||
   fail "bench schedule --pending figures"
 "$BERTH" bench schedule --pending 100001 > "$TMP/out" 2>&1 && fail "--pending above 100000 accepted"
+
+# Mixed node shapes: each queue's guarantee counts the nodes of each shape on their own (the
+# first node's shape is not the cluster's).
+cat > "$TMP/mixed.yaml" <<'YAML'
+name: mixed
+gpuModels: [{name: A100, memoryMiB: 81920}]
+nodeShapes:
+  a:
+    gpuModel: A100
+    sockets: [{cpus: "0-63", memoryMiB: 1048576, switches: [8]}]
+  b:
+    gpuModel: A100
+    sockets: [{cpus: "0-63", memoryMiB: 1048576, switches: [4]}]
+nodes:
+  - {name: first, shape: a}
+  - {namePrefix: n-, count: 20, shape: b}
+YAML
+for queues in 1 2 10; do
+  "$BERTH" bench schedule --cluster "$TMP/mixed.yaml" --queues "$queues" --jobs 50 --json \
+    > "$TMP/mixed.json" || fail "bench schedule refused a mixed-shape cluster (--queues $queues)"
+  [ "$(json_get "$TMP/mixed.json" '.placed > 0')" = true ] || fail "mixed shapes: nothing placed"
+done
 echo "1 passed, 0 failed"
