@@ -371,7 +371,7 @@ void AddBenchCommand(CLI::App& app) {
   auto iterations = std::make_shared<int>(20000);
   cmd->add_option("--cluster", *cluster, "Cluster file or openb node list instead of the default");
   cmd->add_option("--iterations", *iterations, "Allocate+release pairs per scenario, up to 10^7")
-      ->check(CLI::Range(1, 10'000'000));
+      ->check(IntegerIn(1, 10'000'000));
   cmd->add_flag("--json", *json, "Print JSON");
   cmd->callback([=] { RunBenchAlloc(*cluster, *json, *iterations); });
 
@@ -386,7 +386,7 @@ void AddBenchCommand(CLI::App& app) {
   sched
       ->add_option("--pending", *s_pending,
                    "Also time cycles with this many jobs waiting (deep queue), up to 100000")
-      ->check(CLI::Range(0, 100000));
+      ->check(IntegerIn(0, 100000));
   sched->add_option("--queues", *s_queues, "Queues (virtual clusters), up to the queues bound")
       ->check(UpToLimit(1, &limits::Limits::queues));
   sched->add_option("--jobs", *s_jobs, "Jobs in the stream, up to the jobs bound (--limit)")

@@ -21,6 +21,8 @@ void AddLimitOption(CLI::App& app);
 // An integer option's check: from `min` to the bound in force when the option is read (after
 // --limit), "Value V not in range MIN to MAX (raise it with --limit NAME=N; ...)" otherwise.
 CLI::Validator UpToLimit(int64_t min, int64_t limits::Limits::*bound);
+// A decimal integer from min to max, nothing else.
+CLI::Validator IntegerIn(int64_t min, int64_t max);
 
 // The cluster named on the command line: a cluster file (YAML), an openb node list (.csv), or
 // the embedded default (examples/multi-rack.yaml) when `path` is empty. Throws ConfigError.

@@ -20,20 +20,35 @@ void AddLimitOption(CLI::App& app) {
       ->allow_extra_args(false);
 }
 
+namespace {
+
+// "" when `text` is a decimal integer from min to max (CLI11's own conversion takes "0x10" and
+// " 7"), else why not; `raise` follows a value past max.
+std::string CheckInteger(const std::string& text, int64_t min, int64_t max,
+                         const std::string& raise) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    return "Value " + text + " is not an integer";
+  if (value < min || value > max)
+    return "Value " + text + " not in range " + std::to_string(min) + " to " +
+           std::to_string(max) + (value > max ? raise : "");
+  return "";
+}
+
+}  // namespace
+
 CLI::Validator UpToLimit(int64_t min, int64_t limits::Limits::*bound) {
   return CLI::Validator(
-      [min, bound](std::string& text) -> std::string {
-        const int64_t max = limits::Get().*bound;
-        int64_t value = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-          return "Value " + text + " is not an integer";
-        if (value < min || value > max)
-          return "Value " + text + " not in range " + std::to_string(min) + " to " +
-                 std::to_string(max) + (value > max ? limits::RaiseHint(bound) : "");
-        return "";
+      [min, bound](std::string& text) {
+        return CheckInteger(text, min, limits::Get().*bound, limits::RaiseHint(bound));
       },
       "INT");
+}
+
+CLI::Validator IntegerIn(int64_t min, int64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) { return CheckInteger(text, min, max, ""); }, "INT");
 }
 
 }  // namespace berth

@@ -131,9 +131,7 @@ void RunSimPacking(const PackingArgs& a) {
     throw ConfigError("the bundled openb trace (openb/) is in none of " + dirs +
                       "; give --nodes and --pods");
   }
-  const Cluster cluster = LoadOpenbNodeList(a.nodes);
-  if (cluster.gpu_count() == 0)
-    throw ConfigError(a.nodes + ": no node has GPUs; packing measures GPU allocation");
+  const Cluster cluster = LoadOpenbNodeList(a.nodes);  // refuses a cluster without GPUs
   int skipped = 0;
   const std::vector<TracePod> pods =
       LoadOpenbPodList(a.pods, a.skip_malformed ? &skipped : nullptr);
@@ -146,7 +144,8 @@ void RunSimPacking(const PackingArgs& a) {
   double gpu_milli = 0;
   for (const TracePod& p : pods) gpu_milli += static_cast<double>(p.gpus) * p.gpu_milli;
   if (gpu_milli == 0)
-    throw ConfigError(a.pods + ": no pod asks for GPUs; packing measures GPU allocation");
+    throw ConfigError(a.pods +
+                      ": column 'num_gpu': no pod asks for GPUs; packing measures GPU allocation");
   const double inflated = a.tune * 1000.0 * cluster.gpu_count() / (gpu_milli / pods.size());
   if (inflated > static_cast<double>(limits::Get().packing_pods))
     throw ConfigError("--tune: the trace inflated to " + std::to_string(a.tune) +

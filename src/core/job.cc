@@ -77,7 +77,8 @@ std::string WhyNoNodeFits(const Cluster& cluster, const TaskGroup& group) {
   what += ", " + std::to_string(d.cpu_milli) + " milli-CPU and " + std::to_string(d.memory_mib) +
           " MiB";
   if (!group.node_selector.empty()) what += " on nodes matching its node selector";
-  return "no node of the cluster can ever hold one replica of group " + group.name + " (" + what +
+  const std::string whose = group.name.empty() ? "the job" : "group " + group.name;
+  return "no node of the cluster can ever hold one replica of " + whose + " (" + what +
          "); ask for less, or add such a node";
 }
 

@@ -20,6 +20,8 @@ expect_exit2 "--jobs" sim replay --jobs
 expect_exit2 "Could not convert: --load" sim replay --load x
 expect_exit2 "--nope" sim replay --nope
 expect_exit2 "--iterations: Value 0 not in range" bench alloc --iterations 0
+expect_exit2 "--iterations: Value 0x10 is not an integer" bench alloc --iterations 0x10
+expect_exit2 "--pending: Value  7 is not an integer" bench schedule --pending " 7"
 expect_exit2 "A subcommand is required" sim
 expect_exit2 "--format" sim replay --format nope
 
