@@ -40,7 +40,7 @@ struct Limits {
   // all sockets of all nodes, node labels in all and on one node, and the levels of one cell
   // chain.
   int64_t nodes = 100'000;
-  int64_t gpus = 1 << 20;
+  int64_t gpus = 1 << 18;
   int64_t gpus_per_node = 128;
   int64_t sockets_per_node = 64;
   int64_t listed_cpus = 32'000'000;

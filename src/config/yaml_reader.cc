@@ -158,20 +158,21 @@ void YamlReader::CheckFields(const YAML::Node& node, const std::string& path,
   std::sort(names.begin(), names.end());
   if (!node.IsMap())
     Fail(node, path, "expected a map with fields " + Join(names) + ", got " + Describe(node));
-  for (const YamlEntry& entry : Entries(node, path))
+  for (const YamlEntry& entry : Entries(node, path, false))
     if (!std::binary_search(names.begin(), names.end(), entry.key))
       Fail(entry.key_node, path,
-           "unknown field \"" + entry.key + "\"; known fields: " + Join(names));
+           "unknown field " + Quoted(entry.key) + "; known fields: " + Join(names));
 }
 
-std::vector<YamlEntry> YamlReader::Entries(const YAML::Node& node, const std::string& path) const {
+std::vector<YamlEntry> YamlReader::Entries(const YAML::Node& node, const std::string& path,
+                                           bool keys_are_names) const {
   if (!node.IsMap()) Fail(node, path, "expected a map, got " + Describe(node));
   std::vector<YamlEntry> entries;
   std::set<std::string> seen;
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) Fail(kv.first, path, "expected a name as the key");
     const std::string& key = kv.first.Scalar();
-    if (key.size() > static_cast<size_t>(limits::Get().name_length))
+    if (keys_are_names && key.size() > static_cast<size_t>(limits::Get().name_length))
       Fail(kv.first, path,
            "a key of " + std::to_string(key.size()) + " characters, " +
                limits::OverLimit(&limits::Limits::name_length, "characters") + "; shorten it");

@@ -47,8 +47,11 @@ class YamlReader {
   // Checks that `node` is a map whose keys are unique and all in `known`.
   void CheckFields(const YAML::Node& node, const std::string& path,
                    std::vector<std::string> known) const;
-  // The entries of a map with free-form keys (names), in document order; keys must be unique.
-  std::vector<YamlEntry> Entries(const YAML::Node& node, const std::string& path) const;
+  // The entries of a map with free-form keys (names), in document order; keys must be unique,
+  // and names no longer than the name-length bound unless `keys_are_names` is false (a map of
+  // fields, whose keys CheckFields compares with the format's own).
+  std::vector<YamlEntry> Entries(const YAML::Node& node, const std::string& path,
+                                 bool keys_are_names = true) const;
   // `node` itself, after checking that it is a sequence.
   const YAML::Node& Sequence(const YAML::Node& node, const std::string& path) const;
   // map[key]; a missing key is an error at the map's line.

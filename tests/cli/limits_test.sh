@@ -53,7 +53,7 @@ for v in x 0 -1 1.5 '' 99999999999999999999999 16777217; do
   bad_limit '--limit nodes: expected an integer from 1 to 16777216' --limit "nodes=$v"
 done
 bad_limit 'the default, is the most berth handles safely' --limit node-cpu-milli=1099511627777
-bad_limit 'queues x gpus would be 5000 x 1048576' --limit queues=5000
+bad_limit 'queues x gpus would be 9000 x 262144' --limit queues=9000
 "$BERTH" --limit queues=5000 --limit gpus=100000 cells --cluster "$TMP/three.yaml" > /dev/null ||
   fail "--limit queues=5000 --limit gpus=100000 refused"
 "$BERTH" --help | grep -q -- "--limit NAME=VALUE" || fail "--help does not show --limit"

@@ -380,7 +380,7 @@ TEST(ClusterFileTest, SizesAreBoundedBeforeNodesAreMade) {
   const std::string shape = "    gpuModel: T4\n    sockets: [{switches: [128]}]\n";
   const std::string many = WithShape(shape) + "  - {namePrefix: m, count: 9000, shape: s}\n";
   EXPECT_TRUE(
-      FailsAt(many, "count: 9000", {"nodes[1].count", "more than the limit of 1048576 GPUs"}));
+      FailsAt(many, "count: 9000", {"nodes[1].count", "more than the limit of 262144 GPUs"}));
   EXPECT_TRUE(FailsAt(WithShape("    gpuModel: T4\n    sockets: [{switches: [1048576]}]\n"),
                       "switches:", {"switches[0]", "expected an integer from 1 to 128"}));
   EXPECT_TRUE(FailsAt(WithShape("    gpuModel: T4\n    sockets: [{switches: [100, 100]}]\n"),

@@ -37,12 +37,21 @@ std::string ClusterText(int nodes, int gpus) {
 TEST_F(LimitsTest, DefaultsAreTheDocumentedNumbers) {
   const limits::Limits& max = limits::Get();
   EXPECT_EQ(max.nodes, 100000);
-  EXPECT_EQ(max.gpus, 1 << 20);
+  EXPECT_EQ(max.gpus, 1 << 18);
   EXPECT_EQ(max.gpus_per_node, 128);
   EXPECT_EQ(max.file_bytes, 64 << 20);
   EXPECT_EQ(max.node_cpu_milli, int64_t{1} << 40);
   EXPECT_EQ(max.jobs, 1000000);
   EXPECT_EQ(max.yaml_nodes, 1000000);
+}
+
+// The name-length bound is on names: a low one still reads the format's own field names.
+TEST_F(LimitsTest, ANameLengthBoundLeavesFieldNamesAlone) {
+  limits::SetFromFlags({"name-length=2"});
+  EXPECT_EQ(ParseClusterYaml(ClusterText(1, 1), "c.yaml").nodes.size(), 1u);
+  limits::SetFromFlags({"name-length=1"});
+  EXPECT_TRUE(ThrowsConfigError([] { ParseClusterYaml(ClusterText(1, 1), "c.yaml"); }, "c.yaml:2: ",
+                                {"gpuModels[0].name", "more than the limit of 1 characters"}));
 }
 
 // A long plain list is refused where it passes the nodes bound, before yaml-cpp builds the
@@ -139,8 +148,8 @@ TEST_F(LimitsTest, BadFlagValuesAreClearErrors) {
 // flag comes first; a refused --limit changes nothing.
 TEST_F(LimitsTest, QueuesTimesGpusStaysWithinAnInt) {
   EXPECT_TRUE(ThrowsConfigError(
-      [] { limits::SetFromFlags({"queues=5000"}); },
-      "--limit: ", {"queues x gpus would be 5000 x 1048576", "queues can be at most 2047"}));
+      [] { limits::SetFromFlags({"queues=9000"}); },
+      "--limit: ", {"queues x gpus would be 9000 x 262144", "queues can be at most 8191"}));
   EXPECT_TRUE(ThrowsConfigError(
       [] {
         limits::SetFromFlags({"nodes=5", "nodez=1"});

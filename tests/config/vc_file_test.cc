@@ -113,8 +113,8 @@ TEST(VcFileTest, SizesAreBounded) {
   for (int i = 0; i <= limits::Get().queues; ++i)
     many += "  v" + std::to_string(i) + ": {guarantees: {T4: 1}}\n";
   EXPECT_TRUE(FailsAt(many, "  v0:", {"1001 VCs, more than the limit of 1000 VCs"}));
-  EXPECT_TRUE(FailsAt("virtualClusters:\n  a:\n    guarantees: {T4: 1000000, K80: 100000}\n", "K80",
-                      {"more than the limit of 1048576 cells in all"}));
+  EXPECT_TRUE(FailsAt("virtualClusters:\n  a:\n    guarantees: {T4: 200000, K80: 100000}\n", "K80",
+                      {"more than the limit of 262144 cells in all"}));
 }
 
 }  // namespace
