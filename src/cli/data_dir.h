@@ -8,8 +8,8 @@
 
 namespace berth {
 
-// The directories searched, in order: data/ beside the binary, data/ in the binary's parent
-// (build/berth in a clone), then the installed share/berth.
+// The directories searched, in order: data/ beside the binary, data/ of the source tree it was
+// built from (a clone), then the installed share/berth.
 std::vector<std::string> DataDirs();
 
 // `relative` (e.g. "openb/openb_pod_list_default.csv") in the first of DataDirs() that holds

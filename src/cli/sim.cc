@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string_view>
 
 #include "cli/commands.h"
@@ -93,7 +94,7 @@ std::string BaseName(const std::string& path) {
 class Progress {
  public:
   explicit Progress(std::string label) : label_(std::move(label)), tty_(isatty(2)) {}
-  void operator()(double fraction, int pods) {
+  void operator()(double fraction, double pods) {
     if (!tty_) return;
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -138,7 +139,11 @@ void RunSimPacking(const PackingArgs& a) {
   if (skipped) std::cerr << "skipped " << skipped << " malformed rows of " << a.pods << "\n";
   if (pods.empty()) throw ConfigError(a.pods + ": no pods");
   const std::vector<uint64_t> seeds = ParseSeeds(a.seeds);
-  if (!(a.tune > 0 && a.tune <= 3)) throw ConfigError("--tune: expected a factor in (0, 3]");
+  if (!(a.tune >= 0.01 && a.tune <= 3)) {
+    std::ostringstream given;
+    given << a.tune;
+    throw ConfigError("--tune: expected a factor from 0.01 to 3, got " + given.str());
+  }
   // The trace is inflated with copies of its pods until it asks for `tune` times the GPUs:
   // bounded only when some pod asks for GPUs, and as long as the mean pod is small.
   double gpu_milli = 0;
@@ -160,7 +165,7 @@ void RunSimPacking(const PackingArgs& a) {
   const auto start = std::chrono::steady_clock::now();
   for (const Policy& p : policies) {
     Progress progress(p.name);
-    const int total_pods = static_cast<int>(pods.size() * seeds.size() * a.tune);
+    const double total_pods = static_cast<double>(pods.size() * seeds.size()) * a.tune;
     results.push_back(
         RunPacking(cluster, pods, p, seeds, a.tune, [&](double f) { progress(f, total_pods); }));
     progress.Done();

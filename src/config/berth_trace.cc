@@ -379,6 +379,7 @@ class TraceParser {
                                                       "failNode", "recover",  "cancel"};
     r_.Sequence(node, "events");
     Bounded(node, "events", &Limits::events, "events");
+    std::map<int, std::string> cancelled;  // job -> where it is cancelled
     size_t i = 0;
     for (const YAML::Node& e : node) {
       const std::string path = IndexPath("events", i++);
@@ -405,6 +406,10 @@ class TraceParser {
         if (it == job_index_.end())
           r_.Fail(value, action_path, "no job is named " + Quoted(name) + " under jobs");
         event.job = static_cast<int>(it->second);
+        if (const auto [first, fresh] = cancelled.emplace(event.job, r_.Where(e) + ": " + path); !fresh)
+          r_.Fail(value, action_path,
+                  "job " + Quoted(name) + " is already cancelled at " + first->second +
+                      "; cancel it once");
         const double submit = trace->jobs[it->second].submit;
         if (event.time < submit)
           r_.Fail(e, path,

@@ -94,6 +94,20 @@ void CheckUtf8(std::string_view text, const std::string& source) {
   }
 }
 
+std::string NameProblem(std::string_view name) {
+  for (size_t i = 0; i < name.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(name[i]);
+    if (byte < 0x20 || byte == 0x7F) {
+      char text[96];
+      std::snprintf(text, sizeof text,
+                    "a control character (byte 0x%02X) at byte %zu of the name; remove it", byte,
+                    i + 1);
+      return text;
+    }
+  }
+  return "";
+}
+
 std::string_view WithoutBom(std::string_view text) {
   if (text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());
   return text;

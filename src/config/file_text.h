@@ -15,6 +15,10 @@ std::string ReadFileText(const std::string& path);
 // not part of a well-formed UTF-8 sequence (overlong forms and surrogates included).
 void CheckUtf8(std::string_view text, const std::string& source);
 
+// "" when `name` can name something (a node, a queue, a job): no control character, which
+// would break the tables, logs and files it is printed into; else what is wrong with it.
+std::string NameProblem(std::string_view name);
+
 // `text` without a leading UTF-8 byte order mark.
 std::string_view WithoutBom(std::string_view text);
 

@@ -7,6 +7,7 @@
 #include "config/cluster_size.h"
 #include "config/config_error.h"
 #include "config/csv_reader.h"
+#include "config/file_text.h"
 #include "config/flat_node.h"
 #include "config/limits.h"
 
@@ -42,6 +43,8 @@ Cluster LoadOpenbNodeList(const std::string& path) {
     const std::string name(csv.field(0));
     const std::string model(csv.field(4));
     if (name.empty()) throw ConfigError(csv.where() + "column 'sn': expected a node name, got ''");
+    if (const std::string problem = NameProblem(name); !problem.empty())
+      throw ConfigError(csv.where() + "column 'sn': " + problem);
     if (gpus > 0 && model.empty())
       throw ConfigError(csv.where() + "column 'model': a node with GPUs needs its GPU model");
     const auto most = static_cast<size_t>(max.name_length);

@@ -1,5 +1,6 @@
 #include "config/openb_pod_list.h"
 
+#include <map>
 #include <utility>
 
 #include "config/config_error.h"
@@ -17,6 +18,7 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
   CsvReader csv(path, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
   const bool timed = csv.header().size() >= 11;
   std::vector<TracePod> pods;
+  std::map<std::string, int> lines;  // pod name -> line of its row
   if (skipped) *skipped = 0;
   while (csv.Next()) {
     if (pods.size() >= static_cast<size_t>(limits::Get().jobs))
@@ -25,6 +27,10 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
       csv.ExpectFields(csv.header().size());
       TracePod pod;
       pod.name = std::string(csv.field(0));
+      if (const auto [first, fresh] = lines.emplace(pod.name, csv.line()); !fresh)
+        throw ConfigError(csv.where() + "column 'name': pod " + Quoted(pod.name) +
+                          " is already listed at line " + std::to_string(first->second) +
+                          "; pod names must be unique");
       pod.cpu_milli = csv.Int(1, 0, 1'000'000'000);
       pod.memory_mib = csv.Int(2, 0, 1'000'000'000'000);
       pod.gpus = static_cast<int>(csv.Int(3, 0, 64));

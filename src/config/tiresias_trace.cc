@@ -1,5 +1,7 @@
 #include "config/tiresias_trace.h"
 
+#include <map>
+
 #include "config/cluster_size.h"
 #include "config/config_error.h"
 #include "config/csv_reader.h"
@@ -53,6 +55,7 @@ Cluster LoadTiresiasCluster(const std::string& path) {
 std::vector<TracePod> LoadTiresiasJobs(const std::string& path, int* skipped) {
   CsvReader csv(path, {"job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration"});
   std::vector<TracePod> jobs;
+  std::map<std::string, int> lines;  // job name -> line of its row
   if (skipped) *skipped = 0;
   while (csv.Next()) {
     if (jobs.size() >= static_cast<size_t>(limits::Get().jobs))
@@ -60,6 +63,10 @@ std::vector<TracePod> LoadTiresiasJobs(const std::string& path, int* skipped) {
     try {
       TracePod job;
       job.name = "job-" + std::string(csv.field(0));
+      if (const auto [first, fresh] = lines.emplace(job.name, csv.line()); !fresh)
+        throw ConfigError(csv.where() + "column 'job_id': job " + Quoted(csv.field(0)) +
+                          " is already listed at line " + std::to_string(first->second) +
+                          "; job ids must be unique");
       job.gpus = static_cast<int>(csv.Int(1, 1, 4096));
       job.gpu_milli = 1000;
       job.submit_time = csv.Number(2, 0, limits::Seconds());

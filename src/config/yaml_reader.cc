@@ -172,6 +172,9 @@ std::vector<YamlEntry> YamlReader::Entries(const YAML::Node& node, const std::st
   for (const auto& kv : node) {
     if (!kv.first.IsScalar()) Fail(kv.first, path, "expected a name as the key");
     const std::string& key = kv.first.Scalar();
+    if (keys_are_names && key.empty()) Fail(kv.first, path, "expected a name as the key, got \"\"");
+    if (const std::string problem = keys_are_names ? NameProblem(key) : ""; !problem.empty())
+      Fail(kv.first, path, problem);
     if (keys_are_names && key.size() > static_cast<size_t>(limits::Get().name_length))
       Fail(kv.first, path,
            "a key of " + std::to_string(key.size()) + " characters, " +
@@ -203,6 +206,7 @@ std::string YamlReader::String(const YAML::Node& node, const std::string& path) 
 std::string YamlReader::Name(const YAML::Node& node, const std::string& path) const {
   std::string name = String(node, path);
   if (name.empty()) Fail(node, path, "expected a name, got nothing");
+  if (const std::string problem = NameProblem(name); !problem.empty()) Fail(node, path, problem);
   if (name.size() > static_cast<size_t>(limits::Get().name_length))
     Fail(node, path,
          "a name of " + std::to_string(name.size()) + " characters, " +

@@ -1,10 +1,16 @@
 #include "core/policy.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/plugins/plugin.h"
 
 namespace berth {
+namespace {
+
+constexpr double kMostWeight = 1e6;
+
+}  // namespace
 
 std::vector<std::string> ValidatePolicy(const Policy& policy) {
   std::vector<std::string> errors;
@@ -19,8 +25,10 @@ std::vector<std::string> ValidatePolicy(const Policy& policy) {
       std::string error;
       const bool ok = scores ? MakeScore(p, &error) != nullptr : MakeFilter(p, &error) != nullptr;
       if (!ok) errors.push_back(where + ": " + error);
-      if (scores && !(p.weight > 0))
-        errors.push_back(where + ".weight: must be > 0 (got " + std::to_string(p.weight) + ")");
+      // Weighted scores are summed: a weight near the double range would make the sums inf.
+      if (scores && !(p.weight > 0 && p.weight <= kMostWeight))
+        errors.push_back(where + ".weight: must be > 0 and at most 1e6 (got " +
+                         std::to_string(p.weight) + ")");
     }
   };
   check(policy.filters, "filters", false);
@@ -34,13 +42,15 @@ std::vector<std::string> ValidatePolicy(const Policy& policy) {
     errors.push_back("reserveAfterSeconds: must be between 0 and 1e9");
   if (policy.max_reservations < 0 || policy.max_reservations > 1000)
     errors.push_back("maxReservations: must be between 0 and 1000 (0: no reservations)");
-  if (policy.retry_backoff_s <= 0) errors.push_back("retryBackoffSeconds: must be > 0");
-  if (policy.max_backoff_s < policy.retry_backoff_s)
-    errors.push_back("maxBackoffSeconds: must be >= retryBackoffSeconds");
+  if (!(policy.retry_backoff_s > 0 && policy.retry_backoff_s <= 1e9))
+    errors.push_back("retryBackoffSeconds: must be > 0 and at most 1e9");
+  if (!(policy.max_backoff_s >= policy.retry_backoff_s && policy.max_backoff_s <= 1e9))
+    errors.push_back("maxBackoffSeconds: must be >= retryBackoffSeconds and at most 1e9");
   for (const auto& [qos, w] : policy.qos_weights)
-    if (w.cpu < 0 || w.memory < 0 || w.gpu < 0 || w.cpu + w.memory + w.gpu <= 0)
+    if (!(w.cpu >= 0 && w.memory >= 0 && w.gpu >= 0 && w.cpu + w.memory + w.gpu > 0) ||
+        std::max({w.cpu, w.memory, w.gpu}) > kMostWeight)
       errors.push_back(std::string("qosWeights.") + QosName(qos) +
-                       ": weights must be >= 0 and not all 0");
+                       ": weights must be from 0 to 1e6 and not all 0");
   return errors;
 }
 

@@ -24,6 +24,7 @@ expect_exit2 "--iterations: Value 0x10 is not an integer" bench alloc --iteratio
 expect_exit2 "--pending: Value  7 is not an integer" bench schedule --pending " 7"
 expect_exit2 "A subcommand is required" sim
 expect_exit2 "--format" sim replay --format nope
+expect_exit2 "--tune: expected a factor from 0.01 to 3, got 1e-300" sim packing --tune 1e-300
 
 # --seed: decimal digits from 0 to 2^64-1, nothing CLI11's conversion would bend into one.
 for seed in -1 18446744073709551616 99999999999999999999999999 0x10 " 7" "7 " 1.5 ""; do

@@ -231,6 +231,8 @@ TEST(BerthTraceTest, EventErrors) {
                       {"events[0].cancel", "no job is named \"k\""}));
   EXPECT_TRUE(FailsAt(jobs + "  - {at: 10, cancel: j}\n", "cancel",
                       {"events[0]", "before it is submitted at 50", "at or after"}));
+  EXPECT_TRUE(FailsAt(jobs + "  - {at: 60, cancel: j}\n  - {at: 70, cancel: j}\n", "at: 70",
+                      {"events[1].cancel", "already cancelled at trace.yaml:", "events[0]"}));
   EXPECT_TRUE(FailsAt(jobs + "  - {at: 1, reboot: dgx-a-0}\n", "reboot",
                       {"events[0]", "unknown field \"reboot\""}));
 }

@@ -99,6 +99,20 @@ TEST(TraceCsvTest, AnErrorQuotesALongFieldCut) {
                                  "got '" + std::string(59, 'x') + "...' (100061 bytes)"}));
 }
 
+TEST(TraceCsvTest, NamesAreUniqueAndPrintable) {
+  const std::string pods = WriteTempFile(
+      "dup.csv", kPodHeader + "p,1000,1024,1,1000,,LS,Running,1,,\np,1000,1024,1,1000,,LS,Running,2,,\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(pods); }, pods + ":3: ",
+                                {"column 'name'", "pod \"p\" is already listed at line 2"}));
+  const std::string jobs = WriteTempFile("dup.csv", kJobHeader + "7,1,0,1,vgg,5,1\n7,1,0,1,vgg,5,1\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasJobs(jobs); }, jobs + ":3: ",
+                                {"column 'job_id'", "job \"7\" is already listed at line 2"}));
+  const std::string nul = WriteTempFile(
+      "nul.csv", std::string("sn,cpu_milli,memory_mib,gpu,model\na\0b,1,2,1,T4\n", 47));
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(nul); }, nul + ":2: ",
+                                {"column 'sn'", "a control character (byte 0x00) at byte 2"}));
+}
+
 TEST(TraceCsvTest, APodEndsAfterItStartsAndNamesFewModels) {
   // Deleted before it was created: the replay refused the whole trace with no line.
   const std::string early =

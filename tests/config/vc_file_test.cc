@@ -67,6 +67,14 @@ TEST(VcFileTest, LendingLimits) {
   EXPECT_TRUE(FailsAt(more, "lendingLimit", {"virtualClusters.a.lendingLimit.T4", "from 0 to 4"}));
 }
 
+// A VC named "" or with a control character in its name was accepted.
+TEST(VcFileTest, NamesAreNames) {
+  EXPECT_TRUE(FailsAt("virtualClusters:\n  '': {guarantees: {T4: 1}}\n", "''",
+                      {"virtualClusters", "expected a name as the key"}));
+  EXPECT_TRUE(FailsAt("virtualClusters:\n  \"a\\tb\": {guarantees: {T4: 1}}\n", "a\\tb",
+                      {"virtualClusters", "a control character (byte 0x09) at byte 2"}));
+}
+
 TEST(VcFileTest, Errors) {
   const std::string zero =
       "virtualClusters:\n  a:\n    virtualCells:\n"

@@ -106,12 +106,20 @@ TEST(PolicyTest, UnknownPluginIsNamedWithTheKnownOnes) {
   EXPECT_TRUE(StartsWith(OnlyError(p), "filters[")) << OnlyError(p);
 }
 
-TEST(PolicyTest, ScoreWeightsMustBePositive) {
-  for (double weight : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN()}) {
+TEST(PolicyTest, ScoreWeightsMustBePositiveAndBounded) {
+  // 1e308 made the weighted sums inf, and every node scored alike.
+  for (double weight : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN(), 1e308, 1e6 + 1}) {
     Policy p = Base();
     p.scores[2].weight = weight;
-    EXPECT_TRUE(StartsWith(OnlyError(p), "scores[2].weight: must be > 0")) << weight;
+    EXPECT_TRUE(StartsWith(OnlyError(p), "scores[2].weight: must be > 0 and at most 1e6"))
+        << weight;
   }
+  Policy top = Base();
+  top.scores[2].weight = 1e6;
+  EXPECT_TRUE(ValidatePolicy(top).empty());
+  top.qos_weights[QosClass::kGuaranteed] = {1e7, 1, 1};
+  EXPECT_TRUE(StartsWith(OnlyError(top), "qosWeights.guaranteed: weights must be from 0 to 1e6"))
+      << OnlyError(top);
   // Filters carry no weight: theirs is ignored.
   Policy p = Base();
   p.filters[0].weight = 0;
