@@ -13,14 +13,23 @@ T="data/openb"
   fail "alloc ratio at 50% arrived"
 grep -q "<svg" "$TMP/p.svg" || fail "svg written"
 
-# Without --nodes and --pods, the bundled trace is found beside the binary, whatever the current
-# directory; a binary with no data/ near it says where it looked and what to give instead.
+# Without --nodes and --pods, the bundled trace is found beside the binary or in the source tree
+# it was built from, whatever the current directory; never in the binary's parent, which for a
+# binary in /tmp/x is a directory anyone can write.
 (cd "$TMP" && "$BERTH" sim packing --policy bestfit --seeds 42 --tune 0.2 > "$TMP/default.txt")
 grep -q "openb_pod_list_default: 8152 pods on 6212 GPUs" "$TMP/default.txt" ||
   fail "the default trace is data/openb's: $(cat "$TMP/default.txt")"
-mkdir -p "$TMP/alone/bin" && cp "$BERTH" "$TMP/alone/bin/"
-expect_error "$TMP/alone/data" "$TMP/alone/bin/berth" sim packing --seeds 1
-expect_error "give --nodes and --pods" "$TMP/alone/bin/berth" sim packing --seeds 1
+mkdir -p "$TMP/alone/bin" "$TMP/alone/data/openb" && cp "$BERTH" "$TMP/alone/bin/"
+printf 'sn,cpu_milli,memory_mib,gpu,model\nplanted,1000,1000,1,T4\n' \
+  > "$TMP/alone/data/openb/openb_node_list_gpu_node.csv"
+"$TMP/alone/bin/berth" sim packing --policy bestfit --seeds 42 --tune 0.2 > "$TMP/parent.txt"
+grep -q "8152 pods on 6212 GPUs" "$TMP/parent.txt" ||
+  fail "a data/ beside the binary's directory was read: $(cat "$TMP/parent.txt")"
+mkdir -p "$TMP/alone/bin/data" && mv "$TMP/alone/data/openb" "$TMP/alone/bin/data/"
+cp data/openb/openb_pod_list_default.csv "$TMP/alone/bin/data/openb/"
+"$TMP/alone/bin/berth" sim packing --policy bestfit --seeds 42 --tune 0.2 > "$TMP/beside.txt"
+grep -q "on 1 GPUs" "$TMP/beside.txt" ||
+  fail "the data/ beside the binary was not read first: $(cat "$TMP/beside.txt")"
 
 # Tiresias smoke test: with known durations, shortest-job-first beats FIFO on mean JCT.
 printf 'num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,2,4,64,256\n' > "$TMP/small.csv"
