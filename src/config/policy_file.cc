@@ -15,6 +15,9 @@
 namespace berth {
 namespace {
 
+constexpr int kMostCandidates = 1'000'000;    // nodes scored per replica (0: every node)
+constexpr int kMostPriority = 1'000'000'000;  // as a berth trace's job priority
+
 // The top-level fields, sorted (for "known fields: ..." messages).
 const std::vector<std::string> kFields = {"agingCap",
                                           "agingPerHour",
@@ -109,9 +112,9 @@ class PolicyParser {
       } else if (key == "qosWeights") {
         ParseQosWeights(v, &policy.qos_weights);
       } else if (key == "candidates") {
-        Try(key, [&] { policy.candidates = Int32(v, key); });
+        Try(key, [&] { policy.candidates = IntIn(v, key, 0, kMostCandidates); });
       } else if (key == "maxReservations") {
-        Try(key, [&] { policy.max_reservations = Int32(v, key); });
+        Try(key, [&] { policy.max_reservations = IntIn(v, key, 0, 1000); });
       } else if (key == "seed") {
         Try(key, [&] { policy.seed = static_cast<uint64_t>(r_.Int(v, key, 0)); });
       } else if (key == "tieBreak") {
@@ -174,13 +177,9 @@ class PolicyParser {
     return end != digits && *end == ':' && line > 0 ? static_cast<int>(line) : INT_MAX;
   }
 
-  // An integer that fits an int; its range is ValidatePolicy's to check.
-  int Int32(const YAML::Node& node, const std::string& path) const {
-    const int64_t value = r_.Int(node, path);
-    if (value < INT_MIN || value > INT_MAX)
-      r_.Fail(node, path,
-              "must be between " + std::to_string(INT_MIN) + " and " + std::to_string(INT_MAX));
-    return static_cast<int>(value);
+  // An integer in the range the field takes, stated in the message when it is not.
+  int IntIn(const YAML::Node& node, const std::string& path, int min, int max) const {
+    return static_cast<int>(r_.Int(node, path, min, max));
   }
 
   // Remembers the line of the node that holds ValidatePolicy's field `path`.
@@ -246,7 +245,7 @@ class PolicyParser {
     for (const YamlEntry& e : entries) {
       const std::string entry_path = FieldPath(path, e.key);
       Try(entry_path, [&] {
-        classes[e.key] = Int32(e.value, entry_path);
+        classes[e.key] = IntIn(e.value, entry_path, -kMostPriority, kMostPriority);
         Note(entry_path, e.key_node);
       });
     }
