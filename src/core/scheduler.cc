@@ -568,12 +568,14 @@ WaitingJobs::Job Scheduler::WaitingOf(const JobRecord& job) {
 void Scheduler::AddPending(JobRecord& job) {
   Queue& queue = queues_[job.queue];
   queue.pending.push_back(&job);
+  pending_by_id_[job.id] = &job;
   if (job.never_fits.empty()) queue.waiting.Add(WaitingOf(job));
 }
 
 void Scheduler::RemovePending(JobRecord& job) {
   Queue& queue = queues_[job.queue];
   std::erase(queue.pending, &job);
+  pending_by_id_.erase(job.id);
   queue.waiting.Remove(WaitingOf(job));
 }
 
@@ -1021,7 +1023,9 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       return WholePriority(priority, submit, now);
     });
     for (int id = order.Next(); id >= 0; id = order.Next()) {
-      JobRecord& job = jobs_.at(id);
+      const auto pending = pending_by_id_.find(id);
+      if (pending == pending_by_id_.end()) continue;  // it left pending earlier in the cycle
+      JobRecord& job = *pending->second;
       const uint64_t failures = failed_shapes_.changes() + not_guaranteed_.changes();
       const bool started = TryJob(job, WholePriority(job, now), guarantee_pass, fair, now, &out);
       if (started) order.UsageChanged();
@@ -1055,11 +1059,14 @@ std::vector<WaitingJobs::Job> Scheduler::StillWorthTrying(int queue, double now)
   // job back from preemption delays its shape by reserveAfterSeconds at most). Longest waiting
   // first, as when the whole queue was walked.
   const Policy& policy = pipeline_->policy();
-  if (reservations_.starving() >= policy.max_reservations) return still;
+  const auto& pending = queues_[queue].pending;  // longest waiting first
+  if (reservations_.starving() >= policy.max_reservations || pending.empty() ||
+      now - pending.front()->pending_since < policy.reserve_after_s)
+    return still;
   std::vector<const JobRecord*> due;
   queues_[queue].waiting.ForEachShape([&](int id) {
     if (reservations_.Of(id)) return true;
-    const JobRecord& j = jobs_.at(id);
+    const JobRecord& j = *pending_by_id_.at(id);
     if (now - j.pending_since >= policy.reserve_after_s) due.push_back(&j);
     return false;
   });

@@ -73,6 +73,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/allocator.h"
@@ -391,6 +392,9 @@ class Scheduler {
   std::vector<Queue> queues_;
   std::map<std::string, int> queue_index_;
   std::map<int, JobRecord> jobs_;
+  // The pending ones by id: a deep cycle looks up thousands, which jobs_ answers in tens of
+  // cache misses each.
+  std::unordered_map<int, JobRecord*> pending_by_id_;
   std::map<std::string, int> by_external_;
   std::deque<int> finished_;  // ended jobs still kept, oldest first
   Reservations reservations_;
