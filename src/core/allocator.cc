@@ -22,7 +22,7 @@ static int BuildTreeAndVcs(const Cluster& cluster, const std::vector<VirtualClus
                            CellTree* tree, std::vector<VirtualCluster>* vcs, std::string* error) {
   *error = ValidateCluster(cluster);
   if (error->empty()) *error = CellTree::Build(cluster, tree);
-  if (error->empty()) *error = ResolveVirtualClusters(*tree, specs, vcs);
+  if (error->empty()) *error = ResolveVirtualClusters(cluster, *tree, specs, vcs);
   if (!error->empty()) vcs->clear();
   return static_cast<int>(vcs->size()) + 1;
 }

@@ -14,7 +14,13 @@
 namespace berth {
 
 struct VcGuarantee {
-  std::string cell_type;  // a cell type name, as `berth cells` lists them
+  // A cell type name, as `berth cells` lists them; or "<model>/<MIG profile>" (e.g.
+  // "A100-80GB/1g.10gb"): `count` instances of that profile, guaranteed as the MIG-enabled
+  // GPUs of the model that hold them (rounded up to whole GPUs; the VC's MIG jobs of any
+  // profile use those GPUs). The GPUs are those carved on demand when the cluster has them,
+  // else those of the one fixed layout that holds the profile. `lending_limit` then counts
+  // instances too.
+  std::string cell_type;
   int count = 0;
   // Most cells of the guarantee lent to other VCs while unused (Kueue's lendingLimit); the rest
   // stay free for the VC, so its own work never waits for a reclaim there. < 0: all of them.
@@ -39,9 +45,10 @@ struct VirtualCluster {
   std::vector<int> bound_cells;
 };
 
-// Resolves specs; returns "" or an error naming the VC and the field: an unknown cell type, or
+// Resolves specs against `tree`, built from `cluster` (whose models give the MIG profiles);
+// returns "" or an error naming the VC and the field: an unknown cell type or MIG profile, or
 // guarantees that together do not fit the healthy cluster.
-std::string ResolveVirtualClusters(const CellTree& tree,
+std::string ResolveVirtualClusters(const Cluster& cluster, const CellTree& tree,
                                    const std::vector<VirtualClusterSpec>& specs,
                                    std::vector<VirtualCluster>* out);
 

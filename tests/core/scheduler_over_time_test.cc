@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -562,6 +563,42 @@ TEST(SchedulerOverTimeTest, ALendingLimitKeepsPartOfTheGuaranteeFree) {
     EXPECT_EQ(d.J(b1).state, JobState::kRunning);
     d.Check();
   }
+}
+
+// A guarantee in MIG instances of one size: 14 x 1g.10gb are two MIG GPUs, which the queue
+// reclaims from a borrower and then holds as its own.
+TEST(SchedulerOverTimeTest, AGuaranteeOfMigInstancesIsKept) {
+  Driver d(2, 2, {Queue("a"), Queue("b")});
+  d.cluster_ = SyntheticDgxCluster(2, 2, 2);  // dgx-1: eight MIG GPUs
+  ASSERT_EQ(d.s_.SetCluster(&d.cluster_, d.now_), "");
+  QueueSpec a = Queue("a");
+  a.guarantees.push_back({"A100-80GB/1g.10gb", 14});
+  ASSERT_EQ(d.s_.SetQueues({a, Queue("b")}), "");
+  auto slice = [](const std::string& queue, const std::string& profile) {
+    JobSpec spec = Job(queue, 0);
+    spec.groups[0].demand.mig_profile = profile;
+    return spec;
+  };
+  std::vector<int> whole, small;
+  for (int i = 0; i < 8; ++i) whole.push_back(d.Submit(slice("b", "7g.80gb")));
+  d.Cycle();
+  for (int id : whole) ASSERT_EQ(d.J(id).state, JobState::kRunning) << d.J(id).reason;
+  for (int i = 0; i < 14; ++i) small.push_back(d.Submit(slice("a", "1g.10gb")));
+  for (int i = 0; i < 20; ++i) d.Cycle(10);
+  std::set<int> gpus;
+  for (int id : small) {
+    ASSERT_EQ(d.J(id).state, JobState::kRunning) << d.J(id).reason;
+    EXPECT_FALSE(d.J(id).borrowed);
+    gpus.insert(d.J(id).placements[0].gpus[0]);
+  }
+  EXPECT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 2);
+  // A fifteenth instance is past the guarantee: it borrows, and nothing more is reclaimed.
+  const int extra = d.Submit(slice("a", "1g.10gb"));
+  for (int i = 0; i < 20; ++i) d.Cycle(10);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 2);
+  EXPECT_TRUE(d.J(extra).state == JobState::kPending || d.J(extra).borrowed);
+  d.Check();
 }
 
 // A cap per GPU model: the queue's jobs go to other models once one is at its cap.

@@ -18,7 +18,7 @@ class VirtualClusterTest : public ::testing::Test {
     ASSERT_EQ(CellTree::Build(cluster_, &tree_), "");
   }
   std::string Resolve(const std::vector<VirtualClusterSpec>& specs) {
-    return ResolveVirtualClusters(tree_, specs, &vcs_);
+    return ResolveVirtualClusters(cluster_, tree_, specs, &vcs_);
   }
   int Type(const std::string& name) const {
     const int t = tree_.FindType(name);
@@ -111,6 +111,57 @@ TEST(GuaranteeShortfallTest, BigCellsAreSplitForSmallGuarantees) {
   EXPECT_EQ(loose, vec({{sw, 1}}));
   EXPECT_EQ(ShortfallGpus(tree, loose), 2);
   EXPECT_EQ(GuaranteeShortfall(tree, vec({}), vec({})), vec({}));
+}
+
+// Guarantees in MIG instances ("<model>/<profile>") are whole MIG GPUs that hold them.
+TEST(VirtualClusterMigTest, InstancesRoundUpToTheGpusThatHoldThem) {
+  const Cluster cluster = LoadClusterFile(std::string(BERTH_SOURCE_DIR) + "/examples/h100-mig.yaml");
+  CellTree tree;
+  ASSERT_EQ(CellTree::Build(cluster, &tree), "");
+  std::vector<VirtualCluster> vcs;
+  VirtualClusterSpec a{"a", {{"H100-80GB/1g.10gb", 10, 7}, {"H100-80GB/3g.40gb", 3}}};
+  ASSERT_EQ(ResolveVirtualClusters(cluster, tree, {a}, &vcs), "");
+  // Carved on demand: 7 x 1g.10gb or 2 x 3g.40gb per GPU; 7 instances lent is one whole GPU.
+  const int on_demand = tree.FindType("H100-80GB/mig");
+  EXPECT_EQ(vcs[0].guarantee_types, (std::vector<int>{on_demand, on_demand}));
+  EXPECT_EQ(vcs[0].guarantee_counts, (std::vector<int>{2, 2}));
+  EXPECT_EQ(vcs[0].unlent_counts, (std::vector<int>{1, 0}));
+  // 17 GPUs' worth of instances on 16 on-demand GPUs: refused like any guarantee too large.
+  VirtualClusterSpec big{"big", {{"H100-80GB/4g.40gb", 17}}};
+  EXPECT_NE(ResolveVirtualClusters(cluster, tree, {big}, &vcs).find("can back only 16"),
+            std::string::npos);
+  VirtualClusterSpec bad{"bad", {{"H100-80GB/9g.99gb", 1}}};
+  const std::string unknown = ResolveVirtualClusters(cluster, tree, {bad}, &vcs);
+  EXPECT_NE(unknown.find("unknown cellType \"H100-80GB/9g.99gb\""), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("<model>/<MIG profile>"), std::string::npos) << unknown;
+}
+
+TEST(VirtualClusterMigTest, FixedLayoutsHoldWhatTheirLayoutSays) {
+  const std::string models = "name: m\ngpuModels: [{name: H100-80GB, memoryMiB: 81920, mig: builtin}]\n";
+  auto shape = [](const std::string& name, const std::string& layout) {
+    return "  " + name + ":\n    gpuModel: H100-80GB\n    mig: {enabled: true, layout: [" + layout +
+           "]}\n    sockets: [{cpus: \"0-7\", memoryMiB: 1024, switches: [2]}]\n";
+  };
+  const Cluster one = ParseClusterYaml(models + "nodeShapes:\n" +
+                                           shape("f", "3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb") +
+                                           "nodes: [{name: n, shape: f}]\n",
+                                       "one.yaml");
+  CellTree tree;
+  ASSERT_EQ(CellTree::Build(one, &tree), "");
+  std::vector<VirtualCluster> vcs;
+  ASSERT_EQ(ResolveVirtualClusters(one, tree, {{"a", {{"H100-80GB/1g.10gb", 3}}}}, &vcs), "");
+  EXPECT_EQ(vcs[0].guarantee_counts, std::vector<int>{2});  // 2 per GPU
+  EXPECT_NE(ResolveVirtualClusters(one, tree, {{"a", {{"H100-80GB/4g.40gb", 1}}}}, &vcs)
+                .find("no MIG-enabled H100-80GB GPU of the cluster can hold a 4g.40gb"),
+            std::string::npos);
+  const Cluster two = ParseClusterYaml(
+      models + "nodeShapes:\n" + shape("f", "3g.40gb, 1g.10gb") + shape("g", "1g.10gb, 1g.10gb") +
+          "nodes: [{name: n, shape: f}, {name: o, shape: g}]\n",
+      "two.yaml");
+  ASSERT_EQ(CellTree::Build(two, &tree), "");
+  EXPECT_NE(ResolveVirtualClusters(two, tree, {{"a", {{"H100-80GB/1g.10gb", 1}}}}, &vcs)
+                .find("several fixed MIG layouts"),
+            std::string::npos);
 }
 
 }  // namespace
