@@ -31,8 +31,8 @@ std::string CheckInteger(const std::string& text, int64_t min, int64_t max,
   if (text.empty() || ec != std::errc() || end != text.data() + text.size())
     return "Value " + text + " is not an integer";
   if (value < min || value > max)
-    return "Value " + text + " not in range " + std::to_string(min) + " to " +
-           std::to_string(max) + (value > max ? raise : "");
+    return "Value " + text + " not in range " + std::to_string(min) + " to " + std::to_string(max) +
+           (value > max ? raise : "");
   return "";
 }
 
@@ -47,8 +47,8 @@ CLI::Validator UpToLimit(int64_t min, int64_t limits::Limits::*bound) {
 }
 
 CLI::Validator IntegerIn(int64_t min, int64_t max) {
-  return CLI::Validator(
-      [min, max](std::string& text) { return CheckInteger(text, min, max, ""); }, "INT");
+  return CLI::Validator([min, max](std::string& text) { return CheckInteger(text, min, max, ""); },
+                        "INT");
 }
 
 }  // namespace berth

@@ -406,7 +406,8 @@ class TraceParser {
         if (it == job_index_.end())
           r_.Fail(value, action_path, "no job is named " + Quoted(name) + " under jobs");
         event.job = static_cast<int>(it->second);
-        if (const auto [first, fresh] = cancelled.emplace(event.job, r_.Where(e) + ": " + path); !fresh)
+        if (const auto [first, fresh] = cancelled.emplace(event.job, r_.Where(e) + ": " + path);
+            !fresh)
           r_.Fail(value, action_path,
                   "job " + Quoted(name) + " is already cancelled at " + first->second +
                       "; cancel it once");

@@ -81,8 +81,8 @@ void CsvReader::ExpectFields(size_t count) const {
 
 void CsvReader::Fail(size_t column, const std::string& expected, const std::string& hint) const {
   const std::string name = column < header_.size() ? header_[column] : std::to_string(column + 1);
-  throw ConfigError(where() + "column " + Quoted(name, '\'') + ": expected " + expected +
-                    ", got " + Quoted(field(column), '\'') + hint);
+  throw ConfigError(where() + "column " + Quoted(name, '\'') + ": expected " + expected + ", got " +
+                    Quoted(field(column), '\'') + hint);
 }
 
 int64_t CsvReader::Int(size_t column, int64_t min, int64_t max) const {

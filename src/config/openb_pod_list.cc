@@ -66,8 +66,8 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
         for (const auto& [column, from] : {std::pair{8, pod.submit_time}, {10, pod.start_time}})
           if (pod.end_time >= 0 && from > pod.end_time)
             throw ConfigError(csv.where() + "column 'deletion_time': the pod ends (" +
-                              std::string(csv.field(9)) + ") before its " +
-                              csv.header()[column] + " (" + std::string(csv.field(column)) +
+                              std::string(csv.field(9)) + ") before its " + csv.header()[column] +
+                              " (" + std::string(csv.field(column)) +
                               "); times are seconds from the trace start");
       }
       pods.push_back(std::move(pod));

@@ -1348,7 +1348,9 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       std::vector<ReplicaPlacement> placed;
       return TryPlace(*s.job, !s.job->borrowed, s.replicas, trial, ids, &placed, &keep);
     };
-    shrinking.fits = [&](Allocator& trial, TrialPlacement* where) { return fits(trial, {}, where); };
+    shrinking.fits = [&](Allocator& trial, TrialPlacement* where) {
+      return fits(trial, {}, where);
+    };
     if (std::optional<ShrinkPlan> shrunk = FindShrinks(shrinking, plan.victims)) {
       for (const Shrink& s : shrunk->shrinks) Resize(*s.job, s.replicas, now, out);
       if (Start(job, plan.guaranteed, now, out, plan.replicas)) return true;
@@ -1429,8 +1431,7 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   search.vc = guaranteed ? job.queue : -1;
   search.now = now;
   search.allowed = [](const std::vector<JobRecord*>&) { return true; };
-  search.fits = [&](Allocator& trial, const std::vector<JobRecord*>& gone,
-                    TrialPlacement* where) {
+  search.fits = [&](Allocator& trial, const std::vector<JobRecord*>& gone, TrialPlacement* where) {
     return TryPlaceOn(job, guaranteed, TotalReplicas(job.spec), trial, gone, where);
   };
   planning_reservation_ = true;

@@ -33,8 +33,8 @@ namespace {
 // For a guarantee named "<model>/<MIG profile>": the cell type of the MIG GPUs that hold its
 // instances and how many one GPU holds. Returns false when the name is no model's profile;
 // `error` is set when it is one but no GPU of the cluster can hold it.
-bool MigSliceCells(const Cluster& cluster, const CellTree& tree, const std::string& name,
-                   int* type, int* per_gpu, std::string* error) {
+bool MigSliceCells(const Cluster& cluster, const CellTree& tree, const std::string& name, int* type,
+                   int* per_gpu, std::string* error) {
   const size_t slash = name.rfind('/');
   if (slash == std::string::npos) return false;
   const GpuModel* model = cluster.FindModel(name.substr(0, slash));

@@ -423,13 +423,14 @@ TEST(ClusterFileTest, SizesAreBoundedBeforeNodesAreMade) {
 
 // A cluster whose shapes give no GPUs was refused later, by the cell tree, with no line.
 TEST(ClusterFileTest, AClusterWithoutGpusIsRefusedAtItsNodes) {
-  EXPECT_TRUE(FailsAt("name: c\n"
-                      "gpuModels: [{name: A100, memoryMiB: 81920}]\n"
-                      "nodeShapes:\n"
-                      "  s: {gpuModel: A100, sockets: [{cpus: \"0-7\", memoryMiB: 1024}]}\n"
-                      "nodes:\n"
-                      "  - {namePrefix: n-, count: 2, shape: s}\n",
-                      "  - {namePrefix", {"nodes: no node has GPUs", "switches:"}));
+  EXPECT_TRUE(
+      FailsAt("name: c\n"
+              "gpuModels: [{name: A100, memoryMiB: 81920}]\n"
+              "nodeShapes:\n"
+              "  s: {gpuModel: A100, sockets: [{cpus: \"0-7\", memoryMiB: 1024}]}\n"
+              "nodes:\n"
+              "  - {namePrefix: n-, count: 2, shape: s}\n",
+              "  - {namePrefix", {"nodes: no node has GPUs", "switches:"}));
 }
 
 TEST(ClusterFileTest, ArithmeticIsChecked) {

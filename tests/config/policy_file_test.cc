@@ -210,7 +210,8 @@ TEST(PolicyFileTest, ValidationErrorsPointAtTheirEntry) {
   const std::string hysteresis = "name: p\nreclaimHysteresis: 1.5\n";
   EXPECT_TRUE(FailsAt(hysteresis, "reclaimHysteresis", {"reclaimHysteresis", "[0, 1)"}));
   const std::string candidates = "name: p\ncandidates: -1\n";
-  EXPECT_TRUE(FailsAt(candidates, "candidates", {"candidates", "expected an integer from 0 to 1000000"}));
+  EXPECT_TRUE(
+      FailsAt(candidates, "candidates", {"candidates", "expected an integer from 0 to 1000000"}));
   EXPECT_TRUE(FailsAt("name: p\npriorityClasses: {prod: 99999999999}\n", "prod",
                       {"priorityClasses.prod", "from -1000000000 to 1000000000"}));
   const std::string qos = "name: p\nqosWeights:\n  guaranteed: {cpu: 0, memory: 0, gpu: 0}\n";

@@ -82,11 +82,11 @@ TEST(TraceCsvTest, AClusterWithoutGpusIsRefusedWhereItSaysSo) {
   EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(cpu_only); }, cpu_only + ":2: ",
                                 {"column 'gpu'", "no node has GPUs", "1 or more"}));
   const std::string no_rows = WriteTempFile("rows.csv", header);
-  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(no_rows); }, no_rows + ":2: ",
-                                {"expected a node per row after the header"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(no_rows); },
+                                no_rows + ":2: ", {"expected a node per row after the header"}));
   const std::string tiresias = WriteTempFile("zero.csv", kClusterHeader + "1,2,0,8,16\n");
-  EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasCluster(tiresias); }, tiresias + ":2: ",
-                                {"column 'num_gpu_p_node'", "from 1 to 128"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasCluster(tiresias); },
+                                tiresias + ":2: ", {"column 'num_gpu_p_node'", "from 1 to 128"}));
 }
 
 // A 20 MB field came back whole in its error message.
@@ -94,17 +94,19 @@ TEST(TraceCsvTest, AnErrorQuotesALongFieldCut) {
   // The cut falls inside the é: it keeps whole characters.
   const std::string id = std::string(59, 'x') + "\xc3\xa9" + std::string(100000, 'y');
   const std::string jobs = WriteTempFile("long.csv", kJobHeader + "0," + id + ",0,1,vgg,5,1\n");
-  EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasJobs(jobs); }, jobs + ":2: ",
-                                {"column 'num_gpu'",
-                                 "got '" + std::string(59, 'x') + "...' (100061 bytes)"}));
+  EXPECT_TRUE(ThrowsConfigError(
+      [&] { LoadTiresiasJobs(jobs); },
+      jobs + ":2: ", {"column 'num_gpu'", "got '" + std::string(59, 'x') + "...' (100061 bytes)"}));
 }
 
 TEST(TraceCsvTest, NamesAreUniqueAndPrintable) {
   const std::string pods = WriteTempFile(
-      "dup.csv", kPodHeader + "p,1000,1024,1,1000,,LS,Running,1,,\np,1000,1024,1,1000,,LS,Running,2,,\n");
+      "dup.csv",
+      kPodHeader + "p,1000,1024,1,1000,,LS,Running,1,,\np,1000,1024,1,1000,,LS,Running,2,,\n");
   EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(pods); }, pods + ":3: ",
                                 {"column 'name'", "pod \"p\" is already listed at line 2"}));
-  const std::string jobs = WriteTempFile("dup.csv", kJobHeader + "7,1,0,1,vgg,5,1\n7,1,0,1,vgg,5,1\n");
+  const std::string jobs =
+      WriteTempFile("dup.csv", kJobHeader + "7,1,0,1,vgg,5,1\n7,1,0,1,vgg,5,1\n");
   EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasJobs(jobs); }, jobs + ":3: ",
                                 {"column 'job_id'", "job \"7\" is already listed at line 2"}));
   const std::string nul = WriteTempFile(
@@ -117,19 +119,20 @@ TEST(TraceCsvTest, APodEndsAfterItStartsAndNamesFewModels) {
   // Deleted before it was created: the replay refused the whole trace with no line.
   const std::string early =
       WriteTempFile("early.csv", kPodHeader + "p,1000,1024,1,1000,,LS,Running,100,5,100\n");
-  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(early); }, early + ":2: ",
-                                {"column 'deletion_time'", "ends (5) before its creation_time (100)"}));
+  EXPECT_TRUE(ThrowsConfigError(
+      [&] { LoadOpenbPodList(early); },
+      early + ":2: ", {"column 'deletion_time'", "ends (5) before its creation_time (100)"}));
   const std::string unscheduled =
       WriteTempFile("late.csv", kPodHeader + "p,1000,1024,1,1000,,LS,Running,1,5,9\n");
-  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(unscheduled); }, unscheduled + ":2: ",
-                                {"ends (5) before its scheduled_time (9)"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(unscheduled); },
+                                unscheduled + ":2: ", {"ends (5) before its scheduled_time (9)"}));
   // A gpu_spec of 100,000 models made every placement walk them all: a hang.
   std::string models;
   for (int i = 0; i < 100; ++i) models += (i ? "|" : "") + std::string("M") + std::to_string(i);
-  const std::string many =
-      WriteTempFile("many.csv", kPodHeader + "p,1000,1024,1,1000," + models + ",LS,Running,1,5,1\n");
-  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(many); }, many + ":2: ",
-                                {"column 'gpu_spec'", "more than 64 GPU models"}));
+  const std::string many = WriteTempFile(
+      "many.csv", kPodHeader + "p,1000,1024,1,1000," + models + ",LS,Running,1,5,1\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(many); },
+                                many + ":2: ", {"column 'gpu_spec'", "more than 64 GPU models"}));
   int skipped = 0;
   EXPECT_TRUE(LoadOpenbPodList(early, &skipped).empty());
   EXPECT_EQ(skipped, 1);

@@ -115,7 +115,8 @@ TEST(GuaranteeShortfallTest, BigCellsAreSplitForSmallGuarantees) {
 
 // Guarantees in MIG instances ("<model>/<profile>") are whole MIG GPUs that hold them.
 TEST(VirtualClusterMigTest, InstancesRoundUpToTheGpusThatHoldThem) {
-  const Cluster cluster = LoadClusterFile(std::string(BERTH_SOURCE_DIR) + "/examples/h100-mig.yaml");
+  const Cluster cluster =
+      LoadClusterFile(std::string(BERTH_SOURCE_DIR) + "/examples/h100-mig.yaml");
   CellTree tree;
   ASSERT_EQ(CellTree::Build(cluster, &tree), "");
   std::vector<VirtualCluster> vcs;
@@ -137,15 +138,16 @@ TEST(VirtualClusterMigTest, InstancesRoundUpToTheGpusThatHoldThem) {
 }
 
 TEST(VirtualClusterMigTest, FixedLayoutsHoldWhatTheirLayoutSays) {
-  const std::string models = "name: m\ngpuModels: [{name: H100-80GB, memoryMiB: 81920, mig: builtin}]\n";
+  const std::string models =
+      "name: m\ngpuModels: [{name: H100-80GB, memoryMiB: 81920, mig: builtin}]\n";
   auto shape = [](const std::string& name, const std::string& layout) {
     return "  " + name + ":\n    gpuModel: H100-80GB\n    mig: {enabled: true, layout: [" + layout +
            "]}\n    sockets: [{cpus: \"0-7\", memoryMiB: 1024, switches: [2]}]\n";
   };
-  const Cluster one = ParseClusterYaml(models + "nodeShapes:\n" +
-                                           shape("f", "3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb") +
-                                           "nodes: [{name: n, shape: f}]\n",
-                                       "one.yaml");
+  const Cluster one =
+      ParseClusterYaml(models + "nodeShapes:\n" + shape("f", "3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb") +
+                           "nodes: [{name: n, shape: f}]\n",
+                       "one.yaml");
   CellTree tree;
   ASSERT_EQ(CellTree::Build(one, &tree), "");
   std::vector<VirtualCluster> vcs;
@@ -154,10 +156,10 @@ TEST(VirtualClusterMigTest, FixedLayoutsHoldWhatTheirLayoutSays) {
   EXPECT_NE(ResolveVirtualClusters(one, tree, {{"a", {{"H100-80GB/4g.40gb", 1}}}}, &vcs)
                 .find("no MIG-enabled H100-80GB GPU of the cluster can hold a 4g.40gb"),
             std::string::npos);
-  const Cluster two = ParseClusterYaml(
-      models + "nodeShapes:\n" + shape("f", "3g.40gb, 1g.10gb") + shape("g", "1g.10gb, 1g.10gb") +
-          "nodes: [{name: n, shape: f}, {name: o, shape: g}]\n",
-      "two.yaml");
+  const Cluster two = ParseClusterYaml(models + "nodeShapes:\n" + shape("f", "3g.40gb, 1g.10gb") +
+                                           shape("g", "1g.10gb, 1g.10gb") +
+                                           "nodes: [{name: n, shape: f}, {name: o, shape: g}]\n",
+                                       "two.yaml");
   ASSERT_EQ(CellTree::Build(two, &tree), "");
   EXPECT_NE(ResolveVirtualClusters(two, tree, {{"a", {{"H100-80GB/1g.10gb", 1}}}}, &vcs)
                 .find("several fixed MIG layouts"),
