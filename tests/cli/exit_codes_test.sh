@@ -4,15 +4,6 @@
 # the interface. Help still exits 0.
 source "$(dirname "$0")/lib.sh"
 
-# expect_exit2 "substring" args...: berth exits exactly 2 and prints the substring.
-expect_exit2() {
-  local want=$1; shift
-  local out rc=0
-  out=$("$BERTH" "$@" 2>&1) || rc=$?
-  [ "$rc" -eq 2 ] || fail "expected exit 2 from berth $*, got $rc: $out"
-  grep -qF -- "$want" <<<"$out" || fail "expected '$want' from berth $*; got: $out"
-}
-
 expect_exit2 "--candidates: Value -1 not in range" sim packing --candidates -1
 expect_exit2 "--jobs: Value 0 not in range" sim replay --jobs 0
 expect_exit2 "--jobs: Value abc is not an integer" sim replay --jobs abc

@@ -19,5 +19,15 @@ expect_error() {
   grep -qF -- "$want" <<<"$out" || fail "expected '$want' in output of: $*; got: $out"
 }
 
+# expect_exit2 "substring" args...: berth refuses an input (exit 2, not 1 or a crash) and prints
+# the substring.
+expect_exit2() {
+  local want=$1; shift
+  local out rc=0
+  out=$("$BERTH" "$@" 2>&1) || rc=$?
+  [ "$rc" -eq 2 ] || fail "expected exit 2 from berth $*, got $rc: $out"
+  grep -qF -- "$want" <<<"$out" || fail "expected '$want' from berth $*; got: $out"
+}
+
 # json_get FILE EXPR: the jq expression's value on the JSON file, raw (jq is in install-deps).
 json_get() { jq -r "$2" "$1"; }

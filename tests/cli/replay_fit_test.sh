@@ -20,15 +20,6 @@ grep -qF "the first, too-big: no node of the cluster can ever hold" "$TMP/err" |
   fail "the warning names the first job and its reason: $(cat "$TMP/err")"
 [ "$(json_get "$TMP/some.json" '.policies.berth.never_fit')" = 1 ] || fail "never_fit in the JSON"
 
-# expect_exit2 "substring" args...: berth exits exactly 2 and prints the substring.
-expect_exit2() {
-  local want=$1; shift
-  local out rc=0
-  out=$("$BERTH" "$@" 2>&1) || rc=$?
-  [ "$rc" -eq 2 ] || fail "expected exit 2 from berth $*, got $rc: $out"
-  grep -qF -- "$want" <<<"$out" || fail "expected '$want' from berth $*; got: $out"
-}
-
 cat > "$TMP/none.yaml" <<'YAML'
 queues:
   team:
