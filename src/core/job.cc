@@ -35,22 +35,50 @@ int TotalReplicas(const JobSpec& spec) {
   return n;
 }
 
+namespace {
+
+bool MatchesSelector(const Node& node, const TaskGroup& group) {
+  for (const auto& [key, value] : group.node_selector) {
+    auto it = node.labels.find(key);
+    if (it == node.labels.end() || it->second != value) return false;
+  }
+  return true;
+}
+
+bool ModelAllowed(const Demand& d, const std::string& model) {
+  return d.models.empty() || std::find(d.models.begin(), d.models.end(), model) != d.models.end();
+}
+
+// How many replicas of a whole-GPU group the cluster could hold at once, empty; -1 when the
+// group asks no whole GPUs (shares and MIG slices are left to the allocator).
+int64_t MostReplicas(const Cluster& cluster, const TaskGroup& group) {
+  const Demand& d = group.demand;
+  if (d.gpus <= 0) return -1;
+  int64_t most = 0;
+  for (const Node& node : cluster.nodes) {
+    if (!MatchesSelector(node, group)) continue;
+    int64_t gpus = 0;
+    for (const Gpu& gpu : node.gpus) gpus += !gpu.mig_enabled && ModelAllowed(d, gpu.model);
+    int64_t here = gpus / d.gpus;
+    if (d.cpu_milli > 0) here = std::min(here, node.cpu_milli / d.cpu_milli);
+    if (d.memory_mib > 0) here = std::min(here, node.memory_mib / d.memory_mib);
+    most += here;
+  }
+  return most;
+}
+
+}  // namespace
+
 std::string WhyNoNodeFits(const Cluster& cluster, const TaskGroup& group) {
   const Demand& d = group.demand;
-  auto allowed = [&](const std::string& model) {
-    return d.models.empty() || std::find(d.models.begin(), d.models.end(), model) != d.models.end();
-  };
   for (const Node& node : cluster.nodes) {
-    bool labels = true;
-    for (const auto& [key, value] : group.node_selector) {
-      auto it = node.labels.find(key);
-      labels = labels && it != node.labels.end() && it->second == value;
-    }
-    if (!labels || d.cpu_milli > node.cpu_milli || d.memory_mib > node.memory_mib) continue;
+    if (!MatchesSelector(node, group) || d.cpu_milli > node.cpu_milli ||
+        d.memory_mib > node.memory_mib)
+      continue;
     int gpus = 0;
     for (const Gpu& gpu : node.gpus) {
       const GpuModel* model = cluster.FindModel(gpu.model);
-      if (!model || !allowed(gpu.model)) continue;
+      if (!model || !ModelAllowed(d, gpu.model)) continue;
       if (!d.mig_profile.empty()) {
         gpus += gpu.mig_enabled && FindMigProfile(model->mig_profiles, d.mig_profile) >= 0;
       } else if (!gpu.mig_enabled && (d.gpu_milli == 0 || d.gpu_memory_mib <= model->memory_mib)) {
@@ -99,6 +127,14 @@ std::string WhyJobNeverFits(const Cluster& cluster, const JobSpec& spec) {
   for (const TaskGroup& g : spec.groups) {
     std::string why = WhyNoNodeFits(cluster, g);
     if (!why.empty()) return why;
+    // A gang larger than the cluster: each node holds a replica, but not all at once.
+    const int64_t needed =
+        spec.groups.size() == 1 && spec.min_replicas > 0 ? spec.min_replicas : g.replicas;
+    const int64_t most = MostReplicas(cluster, g);
+    if (most >= 0 && most < needed)
+      return "the cluster can never hold all " + std::to_string(needed) + " replicas of " +
+             (g.name.empty() ? std::string("the job") : "group " + g.name) + " at once (" +
+             std::to_string(most) + " at most, empty); ask for fewer, or add nodes";
   }
   if (spec.gang_affinity != Level::kNode || spec.groups.empty()) return "";
   // A gang bound to one node needs all of it there: whole GPUs, CPU and memory add up. Shares

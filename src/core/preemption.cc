@@ -213,7 +213,7 @@ std::optional<ShrinkPlan> FindShrinks(const ShrinkSearch& search,
         break;
       }
       Allocator probe = trial;
-      if (search.fits(probe, &plan.placement)) return plan;
+      if (search.fits(probe, plan.shrinks, &plan.placement)) return plan;
     }
     if (plan.shrinks.back().replicas == j->replicas) plan.shrinks.pop_back();
   }

@@ -103,7 +103,10 @@ struct ShrinkSearch {
   // Shrinks `job` to `replicas` on `trial`: releases `ids` (its allocations there) and places
   // its first replicas again exactly, filling `ids` anew; false when refused.
   std::function<bool(Allocator& trial, const Shrink& shrink, std::vector<int>* ids)> shrink;
-  std::function<bool(Allocator& trial, TrialPlacement* placement)> fits;
+  // Places the job on `trial` (a what-if copy after `shrinks`); fills `placement` on success.
+  std::function<bool(Allocator& trial, const std::vector<Shrink>& shrinks,
+                     TrialPlacement* placement)>
+      fits;
 };
 
 // The fewest replicas of `candidates` (elastic jobs above their minimum on healthy nodes;

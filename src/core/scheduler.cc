@@ -568,6 +568,7 @@ WaitingJobs::Job Scheduler::WaitingOf(const JobRecord& job) {
 void Scheduler::AddPending(JobRecord& job) {
   Queue& queue = queues_[job.queue];
   queue.pending.push_back(&job);
+  queue.pending_gpus += JobGpus(job.spec, TotalReplicas(job.spec));
   pending_by_id_[job.id] = &job;
   if (job.never_fits.empty()) queue.waiting.Add(WaitingOf(job));
 }
@@ -575,6 +576,8 @@ void Scheduler::AddPending(JobRecord& job) {
 void Scheduler::RemovePending(JobRecord& job) {
   Queue& queue = queues_[job.queue];
   std::erase(queue.pending, &job);
+  queue.pending_gpus -= JobGpus(job.spec, TotalReplicas(job.spec));
+  if (queue.pending.empty()) queue.pending_gpus = 0;  // no rounding left behind
   pending_by_id_.erase(job.id);
   queue.waiting.Remove(WaitingOf(job));
 }
@@ -1166,14 +1169,35 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   return false;
 }
 
+std::map<std::string, double> Scheduler::FreedByModel(int queue,
+                                                      const std::vector<JobRecord*>& gone) const {
+  std::map<std::string, double> freed;
+  if (queues_[queue].spec.model_caps.empty()) return freed;
+  for (const JobRecord* g : gone)
+    if (g->queue == queue)
+      for (const auto& [model, gpus] : ModelGpus(*g)) freed[model] += gpus;
+  return freed;
+}
+
+std::map<std::string, double> Scheduler::FreedByModel(int queue,
+                                                      const std::vector<Shrink>& shrinks) const {
+  std::map<std::string, double> freed;
+  if (queues_[queue].spec.model_caps.empty()) return freed;
+  for (const Shrink& s : shrinks) {
+    if (s.job->queue != queue) continue;
+    const std::vector<ReplicaPlacement> kept(s.job->placements.begin(),
+                                             s.job->placements.begin() + s.replicas);
+    for (const auto& [model, gpus] : ModelGpus(*s.job)) freed[model] += gpus;
+    for (const auto& [model, gpus] : ModelGpus(s.job->spec, kept)) freed[model] -= gpus;
+  }
+  return freed;
+}
+
 bool Scheduler::TryPlaceOn(JobRecord& job, bool guaranteed, int replicas, Allocator& trial,
-                           const std::vector<JobRecord*>& gone, TrialPlacement* placement) {
+                           const std::map<std::string, double>& freed,
+                           TrialPlacement* placement) {
   std::vector<int> ids;
-  model_credit_.clear();
-  if (!queues_[job.queue].spec.model_caps.empty())
-    for (const JobRecord* g : gone)
-      if (g->queue == job.queue)
-        for (const auto& [model, gpus] : ModelGpus(*g)) model_credit_[model] += gpus;
+  model_credit_ = freed;
   const bool placed = TryPlace(job, guaranteed, replicas, trial, &ids, &placement->where);
   model_credit_.clear();
   if (!placed) return false;
@@ -1327,8 +1351,9 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       own += gpus;
       if (!v.borrowed) own_guaranteed += gpus;
     };
-    auto fits = [&](Allocator& trial, const Victims& gone, TrialPlacement* where) {
-      return TryPlaceOn(job, plan.guaranteed, plan.replicas, trial, gone, where);
+    auto fits = [&](Allocator& trial, const std::map<std::string, double>& freed,
+                    TrialPlacement* where) {
+      return TryPlaceOn(job, plan.guaranteed, plan.replicas, trial, freed, where);
     };
     // Elastic victims give back replicas first; the job then starts at once on what they freed.
     ShrinkSearch shrinking;
@@ -1348,8 +1373,9 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       std::vector<ReplicaPlacement> placed;
       return TryPlace(*s.job, !s.job->borrowed, s.replicas, trial, ids, &placed, &keep);
     };
-    shrinking.fits = [&](Allocator& trial, TrialPlacement* where) {
-      return fits(trial, {}, where);
+    shrinking.fits = [&](Allocator& trial, const std::vector<Shrink>& shrinks,
+                         TrialPlacement* where) {
+      return fits(trial, FreedByModel(job.queue, shrinks), where);
     };
     if (std::optional<ShrinkPlan> shrunk = FindShrinks(shrinking, plan.victims)) {
       for (const Shrink& s : shrunk->shrinks) Resize(*s.job, s.replicas, now, out);
@@ -1367,7 +1393,9 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
         allowed_giving(*v, v->gpu_equivalents, taken, own, own_guaranteed);
       return allowed(taken, own, own_guaranteed);
     };
-    search.fits = fits;
+    search.fits = [&](Allocator& trial, const Victims& gone, TrialPlacement* where) {
+      return fits(trial, FreedByModel(job.queue, gone), where);
+    };
     std::optional<VictimPlan> found = FindVictims(search, plan.victims);
     if (!found) continue;
     // It fits with no victim at all (an elastic job at the size it reclaims for, inside a
@@ -1432,7 +1460,8 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   search.now = now;
   search.allowed = [](const std::vector<JobRecord*>&) { return true; };
   search.fits = [&](Allocator& trial, const std::vector<JobRecord*>& gone, TrialPlacement* where) {
-    return TryPlaceOn(job, guaranteed, TotalReplicas(job.spec), trial, gone, where);
+    return TryPlaceOn(job, guaranteed, TotalReplicas(job.spec), trial,
+                      FreedByModel(job.queue, gone), where);
   };
   planning_reservation_ = true;
   std::optional<VictimPlan> found = FindVictims(search, occupants);
@@ -1665,8 +1694,8 @@ std::vector<QueueStatus> Scheduler::Queues() const {
     s.committed_gpus = queue.committed.gpu;
     s.borrowed_gpus = queue.borrowed_gpus;
     s.pending = static_cast<int>(queue.pending.size());
-    for (const JobRecord* j : queue.pending)
-      s.pending_gpus += JobGpus(j->spec, TotalReplicas(j->spec));
+    s.pending_gpus = std::max(0.0, queue.pending_gpus);  // kept as jobs come and go: a replay
+                                                          // asks every event
     s.running = queue.running;
     out.push_back(std::move(s));
   }
@@ -1681,6 +1710,7 @@ std::string Scheduler::CheckConsistency() const {
     q.demand_gpus += JobGpus(j.spec, TotalReplicas(j.spec));
     if (j.state == JobState::kPending) {
       q.pending.push_back(const_cast<JobRecord*>(&j));
+      q.pending_gpus += JobGpus(j.spec, TotalReplicas(j.spec));
       q.committed.gpu += j.committed_gpus;
       q.waiting_gpus += j.committed_gpus;
       if (j.reserved_guaranteed) q.committed_guaranteed += j.committed_gpus;
@@ -1732,6 +1762,7 @@ std::string Scheduler::CheckConsistency() const {
     }
     if (!near(have.waiting_gpus, w.waiting_gpus)) return name + "waiting preemptors' GPUs differ";
     if (!near(have.demand_gpus, w.demand_gpus)) return name + "demand differs";
+    if (!near(have.pending_gpus, w.pending_gpus)) return name + "pending GPUs differ";
     if (have.running != w.running) return name + "running count differs";
     if (have.committed_by_priority != w.committed_by_priority)
       return name + "running jobs by priority differ";

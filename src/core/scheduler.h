@@ -292,6 +292,7 @@ class Scheduler {
     std::vector<ResourceVector> user_usage;  // [user] committed
     int running = 0;
     std::vector<JobRecord*> pending;  // records live in jobs_, whose nodes never move
+    double pending_gpus = 0;          // the full size of the pending jobs
     WaitingJobs waiting;              // the pending jobs a cycle may try, indexed for it
   };
 
@@ -349,10 +350,14 @@ class Scheduler {
   // guarantee_only: reclaim for the guarantee, nothing else.
   bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair, bool guarantee_only,
                   std::vector<Decision>* out);
-  // The whole job on a what-if allocator, with the guarantee cells it binds. `gone`: jobs the
-  // trial released; those of the job's own queue no longer count toward its model caps.
+  // The whole job on a what-if allocator, with the guarantee cells it binds. `freed`: the GPUs
+  // by model that the job's own queue gave back on the trial, which no longer count toward its
+  // model caps.
   bool TryPlaceOn(JobRecord& job, bool guaranteed, int replicas, Allocator& trial,
-                  const std::vector<JobRecord*>& gone, TrialPlacement* placement);
+                  const std::map<std::string, double>& freed, TrialPlacement* placement);
+  // What jobs of `queue` among `gone`, or shrinking as `shrinks` say, give back, by model.
+  std::map<std::string, double> FreedByModel(int queue, const std::vector<JobRecord*>& gone) const;
+  std::map<std::string, double> FreedByModel(int queue, const std::vector<Shrink>& shrinks) const;
   static std::vector<std::pair<int, int>> ReservedGpus(const TrialPlacement& placement);
   const JobRecord* CellBeingReclaimed(int queue) const;
   void TryReserve(JobRecord& job, double now);
@@ -418,7 +423,7 @@ class Scheduler {
   uint64_t next_event_ = 1;
   double now_ = 0;                              // the clock of the latest call that passed one
   bool planning_reservation_ = false;           // TryReserve's trials: every reservation blocks
-  std::map<std::string, double> model_credit_;  // TryPlaceOn's: model GPUs its `gone` free
+  std::map<std::string, double> model_credit_;  // TryPlaceOn's `freed`, while it places
   bool preempt_deferred_ = false;               // TryPreempt passed over a job started in this call
 };
 

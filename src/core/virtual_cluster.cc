@@ -108,14 +108,15 @@ std::string ResolveVirtualClusters(const Cluster& cluster, const CellTree& tree,
         return "virtualClusters." + spec.name + ".lendingLimit." + g.cell_type +
                ": at most the guarantee's " + std::to_string(g.count) +
                (per_cell > 1 ? " instances" : " cells");
-      // Instances round up to the cells that hold them; only whole cells are lent.
+      // Instances round up to the cells that hold them, and so do the instances kept unlent.
       const int cells = (g.count + per_cell - 1) / per_cell;
-      const int lent = g.lending_limit < 0 ? cells : g.lending_limit / per_cell;
+      const int unlent =
+          g.lending_limit < 0 ? 0 : (g.count - g.lending_limit + per_cell - 1) / per_cell;
       last_where[type] = at(g);
       vc.guarantee_types.push_back(type);
       vc.guarantee_counts.push_back(cells);
       vc.bound_counts.push_back(0);
-      vc.unlent_counts.push_back(cells - lent);
+      vc.unlent_counts.push_back(unlent);
       needed[type] += cells;
     }
     out->push_back(std::move(vc));

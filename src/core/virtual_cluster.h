@@ -19,7 +19,8 @@ struct VcGuarantee {
   // GPUs of the model that hold them (rounded up to whole GPUs; the VC's MIG jobs of any
   // profile use those GPUs). The GPUs are those carved on demand when the cluster has them,
   // else those of the one fixed layout that holds the profile. `lending_limit` then counts
-  // instances too.
+  // instances too (the instances kept unlent round up to whole GPUs). Entries of one VC that
+  // come to the same cell type add up, each rounded on its own.
   std::string cell_type;
   int count = 0;
   // Most cells of the guarantee lent to other VCs while unused (Kueue's lendingLimit); the rest

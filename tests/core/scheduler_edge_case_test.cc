@@ -47,6 +47,25 @@ TEST(SchedulerEdgeCaseTest, ModelCapBlocksPriorityPreemptionInsideTheQueue) {
   }
 }
 
+// At its model cap, a queue's elastic job shrinks for a higher-priority job of the queue instead
+// of being preempted whole (the GPUs a shrink gives back were not credited against the cap).
+TEST(SchedulerEdgeCaseTest, ModelCapShrinksOwnElasticBeforePreemptingIt) {
+  Driver d(2, 2, {Queue("a")});
+  QueueSpec a = Queue("a");
+  a.model_caps["A100-80GB"] = 8;
+  ASSERT_EQ(d.s_.SetQueues({a}), "");
+  const int e = d.Submit(Elastic("a", 8, 2));
+  d.Cycle(10);
+  ASSERT_EQ(d.J(e).replicas, 8);
+  JobSpec hi = Job("a", 4);
+  hi.priority = 10;
+  const int h = d.Submit(hi);
+  for (int i = 0; i < 20; ++i) d.Cycle(10);
+  EXPECT_EQ(d.J(h).state, JobState::kRunning) << d.J(h).reason;
+  EXPECT_EQ(d.preempted_[e], 0);
+  EXPECT_EQ(d.J(e).replicas, 4);
+}
+
 // A big job of a queue whose own small jobs hold its model cap never gets a reservation: it
 // starves under a steady stream of small jobs, where without the cap it starts within the bound.
 TEST(SchedulerEdgeCaseTest, ModelCapStarvesABigJob) {
@@ -565,6 +584,25 @@ TEST(SchedulerEdgeCaseTest, ModelCapStarvationStaggered) {
     else
       uncapped_start = d.J(big).start_time;
   }
+}
+
+// A gang of more replicas than the whole cluster holds says so at once (each node holds one).
+TEST(SchedulerEdgeCaseTest, GangLargerThanTheClusterNeverFits) {
+  Driver d(2, 2, {Queue("a")});
+  JobSpec g = Job("a", 8);
+  g.groups[0].replicas = 3;
+  const int id = d.Submit(g);
+  JobSpec fits = Job("a", 8);
+  fits.groups[0].replicas = 2;
+  const int fits_id = d.Submit(fits);
+  for (int i = 0; i < 3; ++i) d.Cycle(60);
+  EXPECT_NE(d.J(id).reason.find("can never hold all 3 replicas of group main at once (2 at most"),
+            std::string::npos)
+      << d.J(id).reason;
+  EXPECT_EQ(d.J(fits_id).state, JobState::kRunning) << d.J(fits_id).reason;
+  JobSpec elastic = g;
+  elastic.min_replicas = 2;  // may start at 2 of its 3
+  EXPECT_EQ(d.J(d.Submit(elastic)).never_fits, "");
 }
 
 // A gang that grew past its gang affinity can no longer be placed again exactly: SetQueues (no

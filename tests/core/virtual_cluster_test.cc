@@ -127,6 +127,12 @@ TEST(VirtualClusterMigTest, InstancesRoundUpToTheGpusThatHoldThem) {
   EXPECT_EQ(vcs[0].guarantee_types, (std::vector<int>{on_demand, on_demand}));
   EXPECT_EQ(vcs[0].guarantee_counts, (std::vector<int>{2, 2}));
   EXPECT_EQ(vcs[0].unlent_counts, (std::vector<int>{1, 0}));
+  // The unlent instances round up: a limit equal to the guarantee lends it all.
+  for (const auto& [limit, unlent] : {std::pair{10, 0}, {9, 1}, {3, 1}, {2, 2}, {0, 2}}) {
+    VirtualClusterSpec l{"l", {{"H100-80GB/1g.10gb", 10, limit}}};
+    ASSERT_EQ(ResolveVirtualClusters(cluster, tree, {l}, &vcs), "");
+    EXPECT_EQ(vcs[0].unlent_counts, std::vector<int>{unlent}) << "lendingLimit " << limit;
+  }
   // 17 GPUs' worth of instances on 16 on-demand GPUs: refused like any guarantee too large.
   VirtualClusterSpec big{"big", {{"H100-80GB/4g.40gb", 17}}};
   EXPECT_NE(ResolveVirtualClusters(cluster, tree, {big}, &vcs).find("can back only 16"),
