@@ -62,7 +62,7 @@ struct Limits {
   int64_t seeds = 10'000;
   int64_t seconds = 1'000'000'000;
   // The pods `sim packing` places in one run, the trace inflated to --tune times the capacity.
-  int64_t packing_pods = 10'000'000;
+  int64_t packing_pods = 1'000'000;
   // Columns of a CSV row (the widest format berth reads has 11).
   int64_t csv_columns = 64;
 };
