@@ -1,5 +1,6 @@
 #include "config/tiresias_trace.h"
 
+#include <cstdint>
 #include <map>
 
 #include "config/cluster_size.h"
@@ -69,7 +70,11 @@ std::vector<TracePod> LoadTiresiasJobs(const std::string& path, int* skipped) {
                           "; job ids must be unique");
       job.gpus = static_cast<int>(csv.Int(1, 1, 4096));
       job.gpu_milli = 1000;
+      if (csv.field(0).empty()) throw ConfigError(csv.where() + "column 'job_id': expected an id");
       job.submit_time = csv.Number(2, 0, limits::Seconds());
+      csv.Int(3, 0, INT64_MAX);  // iterations: not replayed, but a number
+      if (csv.header().size() > 6 && !csv.field(6).empty())
+        csv.Number(6, 0, limits::Seconds());  // interval, likewise
       job.workload = std::string(csv.field(4));
       job.duration = csv.Number(5, 0, limits::Seconds());
       jobs.push_back(std::move(job));

@@ -1,6 +1,7 @@
 #include "core/policy.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "core/plugins/plugin.h"
@@ -9,6 +10,12 @@ namespace berth {
 namespace {
 
 constexpr double kMostWeight = 1e6;
+
+std::string FormatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
 
 }  // namespace
 
@@ -28,14 +35,17 @@ std::vector<std::string> ValidatePolicy(const Policy& policy) {
       // Weighted scores are summed: a weight near the double range would make the sums inf.
       if (scores && !(p.weight > 0 && p.weight <= kMostWeight))
         errors.push_back(where + ".weight: must be > 0 and at most 1e6 (got " +
-                         std::to_string(p.weight) + ")");
+                         FormatNumber(p.weight) + ")");
     }
   };
   check(policy.filters, "filters", false);
   check(policy.scores, "scores", true);
   if (policy.candidates < 0) errors.push_back("candidates: must be >= 0 (0 scores every node)");
-  if (policy.aging_per_hour < 0) errors.push_back("agingPerHour: must be >= 0");
-  if (policy.aging_cap < 0) errors.push_back("agingCap: must be >= 0");
+  // Aging adds priority points: bounded like priorities (10^9), so that sums stay exact.
+  if (!(policy.aging_per_hour >= 0 && policy.aging_per_hour <= 1e9))
+    errors.push_back("agingPerHour: must be from 0 to 1e9");
+  if (!(policy.aging_cap >= 0 && policy.aging_cap <= 1e9))
+    errors.push_back("agingCap: must be from 0 to 1e9");
   if (policy.reclaim_hysteresis < 0 || policy.reclaim_hysteresis >= 1)
     errors.push_back("reclaimHysteresis: must be in [0, 1)");
   if (!(policy.reserve_after_s >= 0) || policy.reserve_after_s > 1e9)

@@ -253,7 +253,7 @@ TEST(PolicyFileTest, EveryErrorIsListedInFileOrder) {
       {"gold", "unknown QoS class \"gold\""},
       {"lots", "candidates: expected an integer"},
       {"reclaimHysteresis", "reclaimHysteresis: must be in [0, 1)"},
-      {"agingCap", "agingCap: must be >= 0"},
+      {"agingCap", "agingCap: must be from 0 to 1e9"},
       {"colour", "unknown field \"colour\""},
   };
   for (size_t i = 0; i < expected.size(); ++i) {

@@ -99,6 +99,19 @@ TEST(TraceCsvTest, AnErrorQuotesALongFieldCut) {
       jobs + ":2: ", {"column 'num_gpu'", "got '" + std::string(59, 'x') + "...' (100061 bytes)"}));
 }
 
+// Columns a replay does not use are still checked: nonsense there is a broken file.
+TEST(TraceCsvTest, TiresiasColumnsAreAllChecked) {
+  for (const auto& [row, column] : {std::pair{"0,1,0,abc,vgg,5,1", "iterations"},
+                                    {"0,1,0,-5,vgg,5,1", "iterations"},
+                                    {"0,1,0,1,vgg,5,nan", "interval"},
+                                    {",1,0,1,vgg,5,1", "job_id"}}) {
+    const std::string jobs = WriteTempFile("jobs.csv", kJobHeader + row + "\n");
+    EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasJobs(jobs); },
+                                  jobs + ":2: ", {"column '" + std::string(column) + "'"}))
+        << row;
+  }
+}
+
 TEST(TraceCsvTest, NamesAreUniqueAndPrintable) {
   const std::string pods = WriteTempFile(
       "dup.csv",
