@@ -2,9 +2,11 @@
 // policies side by side on the same seeds; a table on the terminal, JSON and an SVG chart.
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -115,6 +117,25 @@ class Progress {
   double last_ = -1;
 };
 
+// An output file named by `flag`, opened (and emptied) before the work: a path that cannot be
+// written is refused at once, not after a long run. nullptr when no path is given.
+std::unique_ptr<std::ofstream> OpenOutput(const char* flag, const std::string& path) {
+  if (path.empty()) return nullptr;
+  auto out = std::make_unique<std::ofstream>(path);
+  if (!*out)
+    throw ConfigError(std::string(flag) + ": cannot write " + path + ": " + std::strerror(errno) +
+                      "; give a file in a writable directory");
+  return out;
+}
+
+// Writes `text` to an output OpenOutput opened.
+void WriteOutput(std::ofstream& out, const char* flag, const std::string& path,
+                 const std::string& text) {
+  out << text;
+  out.close();
+  if (!out) throw ConfigError(std::string(flag) + ": cannot write " + path);
+}
+
 struct PackingArgs {
   // The bundled openb trace; "" when it is found in none of DataDirs().
   std::string nodes = FindDataFile("openb/openb_node_list_gpu_node.csv");
@@ -161,6 +182,8 @@ void RunSimPacking(const PackingArgs& a) {
   std::vector<Policy> policies = LoadPolicyList(a.policies);
   for (Policy& p : policies) p.candidates = a.candidates;
 
+  const auto json_out = OpenOutput("--json", a.json);
+  const auto svg_out = OpenOutput("--svg", a.svg);
   std::vector<PackingResult> results;
   const auto start = std::chrono::steady_clock::now();
   for (const Policy& p : policies) {
@@ -209,9 +232,7 @@ void RunSimPacking(const PackingArgs& a) {
           {"frag_amount", frag},
           {"unallocated_gpus_" + std::to_string(points), r.unallocated_gpus_at_end}};
     }
-    std::ofstream out(a.json);
-    out << JsonText(j) << "\n";
-    if (!out) throw ConfigError("--json: cannot write " + a.json);
+    WriteOutput(*json_out, "--json", a.json, JsonText(j) + "\n");
   }
   if (!a.svg.empty()) {
     std::vector<ChartSeries> series;
@@ -226,9 +247,7 @@ void RunSimPacking(const PackingArgs& a) {
     o.y_label = "GPUs allocated (%)";
     o.y_min = 0;
     o.y_max = 100;
-    std::ofstream out(a.svg);
-    out << LineChartSvg(series, o);
-    if (!out) throw ConfigError("--svg: cannot write " + a.svg);
+    WriteOutput(*svg_out, "--svg", a.svg, LineChartSvg(series, o));
   }
 }
 
@@ -373,6 +392,8 @@ void RunSimReplay(const ReplayArgs& a) {
   ReplayOptions options;
   options.shortest_first = a.sjf;
   options.checkpoint_interval_s = a.checkpoint_s;
+  const auto json_out = OpenOutput("--json", a.json);
+  const auto report_out = OpenOutput("--report", a.report);
   std::vector<ReplayResult> results;
   const auto start = std::chrono::steady_clock::now();
   for (const Policy& policy : policies) {
@@ -438,16 +459,12 @@ void RunSimReplay(const ReplayArgs& a) {
                                  {"queues", per_queue},
                                  {"outcomes", OutcomesJson(cluster, r)}};
     }
-    std::ofstream out(a.json);
-    out << JsonText(j) << "\n";
-    if (!out) throw ConfigError("--json: cannot write " + a.json);
+    WriteOutput(*json_out, "--json", a.json, JsonText(j) + "\n");
   }
-  if (!a.report.empty()) {
-    std::ofstream out(a.report);
-    out << ReplayReportHtml("berth replay: " + (a.trace.empty() ? a.format : BaseName(a.trace)),
-                            results);
-    if (!out) throw ConfigError("--report: cannot write " + a.report);
-  }
+  if (!a.report.empty())
+    WriteOutput(*report_out, "--report", a.report,
+                ReplayReportHtml(
+                    "berth replay: " + (a.trace.empty() ? a.format : BaseName(a.trace)), results));
 }
 
 }  // namespace

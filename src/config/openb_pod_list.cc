@@ -35,7 +35,9 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
       pod.memory_mib = csv.Int(2, 0, 1'000'000'000'000);
       pod.gpus = static_cast<int>(csv.Int(3, 0, 64));
       pod.gpu_milli = static_cast<int>(csv.Int(4, 0, 1000));
-      if (pod.gpus == 0) pod.gpu_milli = 0;
+      if (pod.gpus == 0 && pod.gpu_milli != 0)
+        throw ConfigError(csv.where() + "column 'gpu_milli': a pod with no GPU takes 0, got " +
+                          std::to_string(pod.gpu_milli));
       if (pod.gpus > 1 && pod.gpu_milli != 1000)
         throw ConfigError(csv.where() + "column 'gpu_milli': a pod with " +
                           std::to_string(pod.gpus) + " GPUs must take them whole (1000), got " +

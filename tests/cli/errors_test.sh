@@ -123,6 +123,11 @@ expect_error "untimed.csv: no pod has both a submit time and a duration" \
 # Files: a device or a directory is not read whole; an empty or BOM-led CSV is told apart.
 expect_error "/dev/zero: more than the limit of 67108864 bytes" "$BERTH" cells --cluster /dev/zero
 expect_error "$TMP: cannot read: it is a directory" "$BERTH" cells --cluster "$TMP"
+# An output path that cannot be written is refused before the run, not after it.
+expect_error "--json: cannot write /nonexistent/x.json: No such file or directory" \
+  "$BERTH" sim replay --jobs 20 --json /nonexistent/x.json
+expect_error "--report: cannot write $TMP: Is a directory" \
+  "$BERTH" sim replay --jobs 20 --report "$TMP"
 # A named pipe nobody writes to is empty, not a hang; one being written is read whole.
 mkfifo "$TMP/pipe.yaml"
 expect_error "pipe.yaml:1: the file holds no YAML document" timeout 20 "$BERTH" cells \

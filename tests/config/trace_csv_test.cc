@@ -100,6 +100,13 @@ TEST(TraceCsvTest, AnErrorQuotesALongFieldCut) {
 }
 
 // Columns a replay does not use are still checked: nonsense there is a broken file.
+TEST(TraceCsvTest, APodWithoutGpusHasNoShare) {
+  const std::string pods =
+      WriteTempFile("share.csv", kPodHeader + "p,1000,1024,0,500,,LS,Running,1,,\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(pods); },
+                                pods + ":2: ", {"column 'gpu_milli'", "no GPU takes 0, got 500"}));
+}
+
 TEST(TraceCsvTest, TiresiasColumnsAreAllChecked) {
   for (const auto& [row, column] : {std::pair{"0,1,0,abc,vgg,5,1", "iterations"},
                                     {"0,1,0,-5,vgg,5,1", "iterations"},
