@@ -2,6 +2,7 @@
 // policies side by side on the same seeds; a table on the terminal, JSON and an SVG chart.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -32,6 +33,7 @@
 #include "sim/replay.h"
 #include "sim/report.h"
 #include "sim/synthetic_trace.h"
+#include "sim/trace.h"
 
 namespace berth {
 namespace {
@@ -172,6 +174,17 @@ void RunSimPacking(const PackingArgs& a) {
   if (gpu_milli == 0)
     throw ConfigError(a.pods +
                       ": column 'num_gpu': no pod asks for GPUs; packing measures GPU allocation");
+  // A trace no pod of which any node can hold would print a table of zeros.
+  std::string why_not;
+  const bool any_fits = std::any_of(pods.begin(), pods.end(), [&](const TracePod& p) {
+    TaskGroup one;
+    one.demand = TraceDemand(p);
+    const std::string why = WhyNoNodeFits(cluster, one);
+    if (why_not.empty()) why_not = p.name + ": " + why;
+    return why.empty();
+  });
+  if (!any_fits)
+    throw ConfigError(a.pods + ": no pod fits any node of " + a.nodes + "; the first, " + why_not);
   const double inflated = a.tune * 1000.0 * cluster.gpu_count() / (gpu_milli / pods.size());
   if (inflated > static_cast<double>(limits::Get().packing_pods))
     throw ConfigError("--tune: the trace inflated to " + std::to_string(a.tune) +

@@ -123,6 +123,12 @@ expect_error "untimed.csv: no pod has both a submit time and a duration" \
 # Files: a device or a directory is not read whole; an empty or BOM-led CSV is told apart.
 expect_error "/dev/zero: more than the limit of 67108864 bytes" "$BERTH" cells --cluster /dev/zero
 expect_error "$TMP: cannot read: it is a directory" "$BERTH" cells --cluster "$TMP"
+# Pods no node can hold: a refusal naming the first, not a table of zeros.
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\nbig,1000,1024,64,1000\n' > "$TMP/big-pods.csv"
+expect_error "big-pods.csv: no pod fits any node of" "$BERTH" sim packing --seeds 1 \
+  --pods "$TMP/big-pods.csv"
+expect_error "the first, big: no node of the cluster can ever hold" "$BERTH" sim packing \
+  --seeds 1 --pods "$TMP/big-pods.csv"
 # An output path that cannot be written is refused before the run, not after it.
 expect_error "--json: cannot write /nonexistent/x.json: No such file or directory" \
   "$BERTH" sim replay --jobs 20 --json /nonexistent/x.json

@@ -20,7 +20,7 @@ grep -q "<svg" "$TMP/p.svg" || fail "svg written"
 grep -q "openb_pod_list_default: 8152 pods on 6212 GPUs" "$TMP/default.txt" ||
   fail "the default trace is data/openb's: $(cat "$TMP/default.txt")"
 mkdir -p "$TMP/alone/bin" "$TMP/alone/data/openb" && cp "$BERTH" "$TMP/alone/bin/"
-printf 'sn,cpu_milli,memory_mib,gpu,model\nplanted,1000,1000,1,T4\n' \
+printf 'sn,cpu_milli,memory_mib,gpu,model\nplanted,128000,1048576,1,T4\n' \
   > "$TMP/alone/data/openb/openb_node_list_gpu_node.csv"
 "$TMP/alone/bin/berth" sim packing --policy bestfit --seeds 42 --tune 0.2 > "$TMP/parent.txt"
 grep -q "8152 pods on 6212 GPUs" "$TMP/parent.txt" ||
