@@ -1194,8 +1194,7 @@ std::map<std::string, double> Scheduler::FreedByModel(int queue,
 }
 
 bool Scheduler::TryPlaceOn(JobRecord& job, bool guaranteed, int replicas, Allocator& trial,
-                           const std::map<std::string, double>& freed,
-                           TrialPlacement* placement) {
+                           const std::map<std::string, double>& freed, TrialPlacement* placement) {
   std::vector<int> ids;
   model_credit_ = freed;
   const bool placed = TryPlace(job, guaranteed, replicas, trial, &ids, &placement->where);
@@ -1694,8 +1693,8 @@ std::vector<QueueStatus> Scheduler::Queues() const {
     s.committed_gpus = queue.committed.gpu;
     s.borrowed_gpus = queue.borrowed_gpus;
     s.pending = static_cast<int>(queue.pending.size());
-    s.pending_gpus = std::max(0.0, queue.pending_gpus);  // kept as jobs come and go: a replay
-                                                          // asks every event
+    // Kept as jobs come and go: a replay asks for it at every event.
+    s.pending_gpus = std::max(0.0, queue.pending_gpus);
     s.running = queue.running;
     out.push_back(std::move(s));
   }
