@@ -127,12 +127,14 @@ std::string WhyJobNeverFits(const Cluster& cluster, const JobSpec& spec) {
   for (const TaskGroup& g : spec.groups) {
     std::string why = WhyNoNodeFits(cluster, g);
     if (!why.empty()) return why;
-    // A gang larger than the cluster: each node holds a replica, but not all at once.
-    const int64_t needed =
-        spec.groups.size() == 1 && spec.min_replicas > 0 ? spec.min_replicas : g.replicas;
+  }
+  // A gang larger than the cluster: each node holds a replica, but not all at once. An elastic
+  // job needs only its first min_replicas replicas.
+  const JobSpec least = spec.min_replicas > 0 ? FirstReplicas(spec, spec.min_replicas) : spec;
+  for (const TaskGroup& g : least.groups) {
     const int64_t most = MostReplicas(cluster, g);
-    if (most >= 0 && most < needed)
-      return "the cluster can never hold all " + std::to_string(needed) + " replicas of " +
+    if (most >= 0 && most < g.replicas)
+      return "the cluster can never hold all " + std::to_string(g.replicas) + " replicas of " +
              (g.name.empty() ? std::string("the job") : "group " + g.name) + " at once (" +
              std::to_string(most) + " at most, empty); ask for fewer, or add nodes";
   }

@@ -603,6 +603,17 @@ TEST(SchedulerEdgeCaseTest, GangLargerThanTheClusterNeverFits) {
   JobSpec elastic = g;
   elastic.min_replicas = 2;  // may start at 2 of its 3
   EXPECT_EQ(d.J(d.Submit(elastic)).never_fits, "");
+  // With two groups, the minimum is the first replicas in group order: 1 + 1 of 1 + 3.
+  JobSpec two = Job("a", 8);
+  two.groups[0].replicas = 1;
+  two.groups.push_back(two.groups[0]);
+  two.groups[1].name = "workers";
+  two.groups[1].replicas = 3;
+  two.min_replicas = 2;
+  EXPECT_EQ(d.J(d.Submit(two)).never_fits, "");
+  two.min_replicas = 0;
+  EXPECT_NE(d.J(d.Submit(two)).never_fits.find("all 3 replicas of group workers"),
+            std::string::npos);
 }
 
 // A gang that grew past its gang affinity can no longer be placed again exactly: SetQueues (no
