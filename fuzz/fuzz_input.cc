@@ -9,14 +9,24 @@
 namespace berth {
 
 void RequireWhere(const std::string& name, const std::string& message) {
-  size_t end = name.size() + 1;  // past "NAME:"
-  while (end < message.size() && message[end] >= '0' && message[end] <= '9') ++end;
-  const bool names_file = message.compare(0, name.size(), name) == 0 &&
-                          message.size() > name.size() && message[name.size()] == ':';
-  if (names_file && end > name.size() + 1 && end < message.size() && message[end] == ':') return;
-  std::fprintf(stderr, "berth fuzz: a refusal must start with \"%s:LINE:\" (%s): %s\n",
-               name.c_str(), names_file ? "no line number" : "not the input's name",
-               message.c_str());
+  // The digits of one ":NUMBER" field from `*at`; false when there are none.
+  const auto number = [&](size_t* at) {
+    if (*at >= message.size() || message[*at] != ':') return false;
+    size_t end = *at + 1;
+    while (end < message.size() && message[end] >= '0' && message[end] <= '9') ++end;
+    if (end == *at + 1) return false;
+    *at = end;
+    return true;
+  };
+  const bool names_file = message.compare(0, name.size(), name) == 0;
+  const bool yaml = name.size() > 5 && name.compare(name.size() - 5, 5, ".yaml") == 0;
+  size_t at = name.size();
+  const bool placed = names_file && number(&at) && (!yaml || number(&at)) && at < message.size() &&
+                      message[at] == ':';
+  if (placed) return;
+  std::fprintf(stderr, "berth fuzz: a refusal must start with \"%s:LINE:%s\" (%s): %s\n",
+               name.c_str(), yaml ? "COLUMN:" : "",
+               names_file ? "no line or column number" : "not the input's name", message.c_str());
   std::abort();
 }
 

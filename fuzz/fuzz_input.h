@@ -11,8 +11,9 @@
 namespace berth {
 
 // Requires a refusal's message to start with "NAME:LINE:" (LINE digits), NAME being the input's
-// name as given to the parser; otherwise prints the message with the rule it breaks and aborts,
-// which libFuzzer reports as a finding.
+// name as given to the parser, and with "NAME:LINE:COLUMN:" when NAME ends in ".yaml" (YAML
+// messages carry the column; CSV ones do not); otherwise prints the message with the rule it breaks
+// and aborts, which libFuzzer reports as a finding.
 void RequireWhere(const std::string& name, const std::string& message);
 
 // Runs `load`, which parses an input named `name`. A ConfigError is the clean refusal bad input

@@ -43,7 +43,8 @@ const std::map<std::string, std::string> kRelatedField = {
     {"maxBackoffSeconds", "retryBackoffSeconds"}};
 
 struct Problem {
-  int line;  // 1-based; INT_MAX when the file has no line for it (sorts last)
+  // 1-based line and column; INT_MAX when the file has no place for it (sorts last).
+  std::pair<int, int> at;
   std::string text;
 };
 
@@ -141,7 +142,7 @@ class PolicyParser {
     for (const std::string& message : ValidatePolicy(policy)) AddValidationProblem(message);
     if (problems_.empty()) return policy;
     std::stable_sort(problems_.begin(), problems_.end(),
-                     [](const Problem& a, const Problem& b) { return a.line < b.line; });
+                     [](const Problem& a, const Problem& b) { return a.at < b.at; });
     // Every problem at once saves round trips, but a file of thousands is one mistake repeated.
     constexpr size_t kShown = 20;
     std::string all;
@@ -161,20 +162,27 @@ class PolicyParser {
       parse();
       return true;
     } catch (const ConfigError& e) {
-      problems_.push_back({LineIn(e.what()), e.what()});
+      problems_.push_back({PlaceIn(e.what()), e.what()});
       failed_.push_back(path);
       return false;
     }
   }
 
-  // The line of a message of this source ("SOURCE:LINE: ..."), INT_MAX when it has none.
-  int LineIn(const std::string& message) const {
+  // The line and column of a message of this source ("SOURCE:LINE:COLUMN: ..."), INT_MAX
+  // when it has none.
+  std::pair<int, int> PlaceIn(const std::string& message) const {
+    constexpr std::pair<int, int> kNowhere{INT_MAX, INT_MAX};
     const std::string prefix = r_.source() + ":";
-    if (message.rfind(prefix, 0) != 0) return INT_MAX;
+    if (message.rfind(prefix, 0) != 0) return kNowhere;
     const char* digits = message.c_str() + prefix.size();
     char* end = nullptr;
     const long line = std::strtol(digits, &end, 10);
-    return end != digits && *end == ':' && line > 0 ? static_cast<int>(line) : INT_MAX;
+    if (end == digits || *end != ':' || line <= 0 || line > INT_MAX) return kNowhere;
+    digits = end + 1;
+    const long column = std::strtol(digits, &end, 10);
+    if (end == digits || *end != ':' || column <= 0 || column > INT_MAX)
+      return {static_cast<int>(line), INT_MAX};
+    return {static_cast<int>(line), static_cast<int>(column)};
   }
 
   // An integer in the range the field takes, stated in the message when it is not.
@@ -182,9 +190,9 @@ class PolicyParser {
     return static_cast<int>(r_.Int(node, path, min, max));
   }
 
-  // Remembers the line of the node that holds ValidatePolicy's field `path`.
+  // Remembers where the node that holds ValidatePolicy's field `path` is.
   void Note(const std::string& path, const YAML::Node& node) {
-    if (node.IsDefined() && !node.Mark().is_null()) lines_[path] = node.Mark().line + 1;
+    if (node.IsDefined() && !node.Mark().is_null()) marks_[path] = node;
   }
 
   // "filters: [a, {name: b, params: {x: 1}}]" into `out`, entry by entry. An entry that cannot
@@ -294,35 +302,35 @@ class PolicyParser {
       for (const std::string& failed : failed_)
         if (Within(it->second, failed)) return;
 
-    int line = INT_MAX;
-    // A plugin's bad parameter: the line of that parameter.
+    const YAML::Node* at = nullptr;
+    // A plugin's bad parameter: the place of that parameter.
     const size_t quote = message.find("parameter \"");
     if (quote != std::string::npos) {
       const size_t start = quote + 11, end = message.find('"', start);
       if (end != std::string::npos) {
-        auto it = lines_.find(field + ".params." + message.substr(start, end - start));
-        if (it != lines_.end()) line = it->second;
+        auto it = marks_.find(field + ".params." + message.substr(start, end - start));
+        if (it != marks_.end()) at = &it->second;
       }
     }
     // Else the field itself, or the closest entry holding it ("scores[2].weight" -> "scores[2]").
-    for (std::string path = field; line == INT_MAX && !path.empty();) {
-      if (auto it = lines_.find(path); it != lines_.end()) {
-        line = it->second;
+    for (std::string path = field; at == nullptr && !path.empty();) {
+      if (auto it = marks_.find(path); it != marks_.end()) {
+        at = &it->second;
         break;
       }
       const size_t cut = path.find_last_of(".[");
       path = cut == std::string::npos ? "" : path.substr(0, cut);
     }
-    if (line == INT_MAX)
+    if (at == nullptr)
       if (auto it = kRelatedField.find(field); it != kRelatedField.end())
-        if (auto l = lines_.find(it->second); l != lines_.end()) line = l->second;
-    problems_.push_back(
-        {line, r_.source() + (line == INT_MAX ? "" : ":" + std::to_string(line)) + ": " + message});
+        if (auto m = marks_.find(it->second); m != marks_.end()) at = &m->second;
+    const std::string where = at == nullptr ? r_.source() : r_.Where(*at);
+    problems_.push_back({PlaceIn(where + ": "), where + ": " + message});
   }
 
   YamlReader r_;
-  std::map<std::string, int> lines_;  // ValidatePolicy field -> its line in the file
-  std::vector<std::string> failed_;   // fields that could not be read
+  std::map<std::string, YAML::Node> marks_;  // ValidatePolicy field -> its node in the file
+  std::vector<std::string> failed_;          // fields that could not be read
   std::vector<Problem> problems_;
 };
 

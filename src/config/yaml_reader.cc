@@ -27,7 +27,8 @@ std::string Describe(const YAML::Node& node) {
 [[noreturn]] void Throw(const std::string& source, const YAML::Mark& mark, const std::string& path,
                         const std::string& what) {
   std::string message = source;
-  if (!mark.is_null()) message += ":" + std::to_string(mark.line + 1);
+  if (!mark.is_null())
+    message += ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
   message += ": ";
   if (!path.empty()) message += path + ": ";
   throw ConfigError(message + what);
@@ -216,7 +217,8 @@ std::string YamlReader::Name(const YAML::Node& node, const std::string& path) co
 
 std::string YamlReader::Where(const YAML::Node& node) const {
   const YAML::Mark mark = node.Mark();
-  return mark.is_null() ? source_ : source_ + ":" + std::to_string(mark.line + 1);
+  if (mark.is_null()) return source_;
+  return source_ + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
 }
 
 int64_t YamlReader::Int(const YAML::Node& node, const std::string& path, int64_t min,

@@ -1,8 +1,9 @@
 // Typed access to a YAML document that reports every mistake against the operator's file.
 //
-// Each accessor returns the value or throws ConfigError "SOURCE:LINE: PATH: what is wrong", with
-// LINE 1-based and PATH naming the field as in "nodeShapes.dgx-a100.sockets[0].cpus". Shared by
-// the YAML loaders of src/config; not used outside it.
+// Each accessor returns the value or throws ConfigError "SOURCE:LINE:COLUMN: PATH: what is wrong",
+// with LINE and COLUMN 1-based (as compilers print them) and PATH naming the field as in
+// "nodeShapes.dgx-a100.sockets[0].cpus". Shared by the YAML loaders of src/config; not used outside
+// it.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -40,7 +41,7 @@ class YamlReader {
   // UTF-8 and hold one document within the yaml-depth and yaml-nodes bounds (limits.h).
   YAML::Node Parse(const std::string& text) const;
 
-  // Throws a ConfigError at the line of `at` (none when `at` has no position).
+  // Throws a ConfigError at the line and column of `at` (none when `at` has no position).
   [[noreturn]] void Fail(const YAML::Node& at, const std::string& path,
                          const std::string& what) const;
 
@@ -60,7 +61,7 @@ class YamlReader {
   std::string String(const YAML::Node& node, const std::string& path) const;
   // A non-empty string of at most name-length characters (limits.h).
   std::string Name(const YAML::Node& node, const std::string& path) const;
-  // "SOURCE:LINE" of `node`, for messages made after parsing.
+  // "SOURCE:LINE:COLUMN" of `node`, for messages made after parsing.
   std::string Where(const YAML::Node& node) const;
   int64_t Int(const YAML::Node& node, const std::string& path,
               int64_t min = std::numeric_limits<int64_t>::min(),

@@ -7,7 +7,7 @@ name: bad
 gpuModels:
   - {name: T4, memoryMiB: 15360, colour: red}
 YAML
-expect_error "unknown-field.yaml:3" "$BERTH" cells --cluster "$TMP/unknown-field.yaml"
+expect_error "unknown-field.yaml:3:34: gpuModels[0]: unknown field" "$BERTH" cells --cluster "$TMP/unknown-field.yaml"
 expect_error "colour" "$BERTH" cells --cluster "$TMP/unknown-field.yaml"
 
 cat > "$TMP/cycle.yaml" <<'YAML'
@@ -66,10 +66,10 @@ jobs:
 events:
   - {at: 10, fail_gpu: {node: dgx-a-0, gpu: 0}}
 YAML
-expect_error 'trace.yaml:4: events[0]: unknown field "fail_gpu"' "$BERTH" sim replay \
+expect_error 'trace.yaml:4:14: events[0]: unknown field "fail_gpu"' "$BERTH" sim replay \
   --format berth --trace "$TMP/trace.yaml"
 sed -i 's/fail_gpu/failGpu/; s/gpu: 0/gpu: 8/' "$TMP/trace.yaml"
-expect_error "trace.yaml:4: events[0].failGpu.gpu: expected an integer from 0 to 7" \
+expect_error "trace.yaml:4:44: events[0].failGpu.gpu: expected an integer from 0 to 7" \
   "$BERTH" sim replay --format berth --trace "$TMP/trace.yaml"
 expect_error "queues: the trace has its own queues" "$BERTH" sim replay --format berth \
   --trace examples/scenarios/2-shares-settle.yaml --cluster examples/scenarios/clusters/dgx-4.yaml \
@@ -136,7 +136,7 @@ expect_error "--report: cannot write $TMP: Is a directory" \
   "$BERTH" sim replay --jobs 20 --report "$TMP"
 # A named pipe nobody writes to is empty, not a hang; one being written is read whole.
 mkfifo "$TMP/pipe.yaml"
-expect_error "pipe.yaml:1: the file holds no YAML document" timeout 20 "$BERTH" cells \
+expect_error "pipe.yaml:1:1: the file holds no YAML document" timeout 20 "$BERTH" cells \
   --cluster "$TMP/pipe.yaml"
 timeout 20 "$BERTH" cells --cluster <(cat examples/dgx-a100.yaml) | grep -q "dgx-a100" ||
   fail "a cluster file written through a pipe is not read"
@@ -157,7 +157,7 @@ expect_error "no-gpus.csv:2: column 'num_gpu_p_node': expected an integer from 1
 
 # YAML: one document, bounded expansion, located duplicates, VC refusals at their line.
 printf 'name: t\n---\nbogus: 1\n' > "$TMP/two-docs.yaml"
-expect_error "two-docs.yaml:2: a second YAML document" "$BERTH" cells --cluster "$TMP/two-docs.yaml"
+expect_error "two-docs.yaml:2:1: a second YAML document" "$BERTH" cells --cluster "$TMP/two-docs.yaml"
 cat > "$TMP/count.yaml" <<'YAML'
 name: big
 gpuModels: [{name: T4, memoryMiB: 15360}]
@@ -165,17 +165,17 @@ nodeShapes:
   s: {gpuModel: T4, sockets: [{cpus: "0-65535", switches: [1]}]}
 nodes: [{namePrefix: n, count: 100000, shape: s}]
 YAML
-expect_error "count.yaml:5: nodes[0].count: the cluster would have more than the limit of 32000000 CPU ids" \
+expect_error "count.yaml:5:32: nodes[0].count: the cluster would have more than the limit of 32000000 CPU ids" \
   "$BERTH" cells --cluster "$TMP/count.yaml"
 printf 'name: t\nracks:\n  - {name: r}\n  - {name: r}\n' > "$TMP/racks.yaml"
-expect_error 'racks.yaml:4: racks[1].name: rack "r" is already declared at' \
+expect_error "racks.yaml:4:12: racks[1].name: rack \"r\" is already declared at $TMP/racks.yaml:3:12;" \
   "$BERTH" cells --cluster "$TMP/racks.yaml"
 printf 'virtualClusters:\n  a: {guarantees: {dgx-a100/node: 8}}\n  b:\n    guarantees: {nope: 1}\n' \
   > "$TMP/vcs.yaml"
-expect_error 'vcs.yaml:4: virtualClusters.b: unknown cellType "nope"' "$BERTH" cells --vcs "$TMP/vcs.yaml"
-expect_error 'vcs.yaml:4: virtualClusters.b: unknown cellType "nope"' replay --vcs "$TMP/vcs.yaml"
+expect_error 'vcs.yaml:4:18: virtualClusters.b: unknown cellType "nope"' "$BERTH" cells --vcs "$TMP/vcs.yaml"
+expect_error 'vcs.yaml:4:18: virtualClusters.b: unknown cellType "nope"' replay --vcs "$TMP/vcs.yaml"
 printf 'virtualClusters:\n  a: {guarantees: {dgx-a100/node: 8}}\n  b: {guarantees: {dgx-a100/node: 8}}\n' \
   > "$TMP/vcs.yaml"
-expect_error 'vcs.yaml:3: virtualClusters: the guarantees ask for 16 x dgx-a100/node' \
+expect_error 'vcs.yaml:3:20: virtualClusters: the guarantees ask for 16 x dgx-a100/node' \
   replay --vcs "$TMP/vcs.yaml"
 echo "1 passed, 0 failed"

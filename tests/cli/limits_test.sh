@@ -12,7 +12,7 @@ nodes: [{namePrefix: n, count: 3, shape: s}]
 YAML
 "$BERTH" cells --cluster "$TMP/three.yaml" > /dev/null || fail "a 3-node cluster refused"
 # Lowered: refused, before or after the subcommand, naming the flag.
-expect_error "three.yaml:5: nodes[0].count: expected an integer from 1 to 2" \
+expect_error "three.yaml:5:32: nodes[0].count: expected an integer from 1 to 2" \
   "$BERTH" --limit nodes=2 cells --cluster "$TMP/three.yaml"
 expect_error "raise it with --limit nodes=N; docs/cluster-file.md, Bounds)" \
   "$BERTH" cells --cluster "$TMP/three.yaml" --limit nodes=2

@@ -16,9 +16,9 @@ scores:
 reclaimHysteresis: 1.5
 YAML
 run() { "$BERTH" sim replay --cluster examples/multi-rack.yaml --format synthetic --jobs 5 --policy "$@"; }
-expect_error "bad.yaml:3: scores[0].weight: must be > 0" run "$TMP/bad.yaml"
-expect_error "bad.yaml:4: scores[1]" run "$TMP/bad.yaml"
-expect_error "bad.yaml:5: reclaimHysteresis" run "$TMP/bad.yaml"
+expect_error "bad.yaml:3:25: scores[0].weight: must be > 0" run "$TMP/bad.yaml"
+expect_error "bad.yaml:4:5: scores[1]" run "$TMP/bad.yaml"
+expect_error "bad.yaml:5:20: reclaimHysteresis" run "$TMP/bad.yaml"
 expect_error "missing.yaml: cannot read" run "$TMP/missing.yaml"
 expect_error 'unknown policy "tetris"; built-in policies: berth' run tetris
 echo "1 passed, 0 failed"

@@ -24,8 +24,7 @@ BerthTrace Parse(const std::string& text, const std::vector<QueueSpec>& given = 
 // Expects the trace to fail at the line of `marker` with every one of `parts`.
 ::testing::AssertionResult FailsAt(const std::string& text, const std::string& marker,
                                    std::initializer_list<std::string> parts) {
-  return ThrowsConfigError([&] { Parse(text); },
-                           "trace.yaml:" + std::to_string(LineOf(text, marker)) + ": ", parts);
+  return ThrowsConfigErrorAtLine([&] { Parse(text); }, "trace.yaml", LineOf(text, marker), parts);
 }
 
 TEST(BerthTraceTest, EveryField) {
@@ -155,7 +154,7 @@ TEST(BerthTraceTest, QueuesFromElsewhere) {
       [&] {
         Parse(both, {{"research", 1, -1, {}}});
       },
-      "trace.yaml:1: ", {"queues: ", "give them in one place"}));
+      "trace.yaml:1:9: ", {"queues: ", "give them in one place"}));
 }
 
 TEST(BerthTraceTest, Errors) {

@@ -29,8 +29,8 @@ std::string WithShape(const std::string& shape_body, const std::string& models =
 // Expects ParseClusterYaml(text, "bad.yaml") to fail at the line of `marker`.
 ::testing::AssertionResult FailsAt(const std::string& text, const std::string& marker,
                                    std::initializer_list<std::string> parts) {
-  return ThrowsConfigError([&] { ParseClusterYaml(text, "bad.yaml"); },
-                           "bad.yaml:" + std::to_string(LineOf(text, marker)) + ": ", parts);
+  return ThrowsConfigErrorAtLine([&] { ParseClusterYaml(text, "bad.yaml"); }, "bad.yaml",
+                                 LineOf(text, marker), parts);
 }
 
 TEST(ClusterFileTest, DgxA100Example) {
@@ -356,7 +356,7 @@ cellTypes:
                       {"physicalCells[1]", "node \"a\" is already the cell at physicalCells[0]"}));
   EXPECT_TRUE(ThrowsConfigError(
       [&] { ParseClusterYaml("name: t\nskuTypes: {K80: {cpu: 1}}\n", "bad.yaml"); },
-      "bad.yaml:1: ", {"missing field \"cellTypes\""}));
+      "bad.yaml:1:1: ", {"missing field \"cellTypes\""}));
 }
 
 TEST(ClusterFileTest, CellOnDeclaredNodeWithOtherGpus) {
@@ -462,7 +462,7 @@ TEST(ClusterFileTest, DuplicatesNameBothLines) {
                       {"gpuModels[2].name", "model \"T4\" is already declared at bad.yaml:4"}));
   EXPECT_TRUE(ThrowsConfigError(
       [&] { ParseClusterYaml("name: t\nracks:\n  - {name: r}\n  - {name: r}\n", "bad.yaml"); },
-      "bad.yaml:4: ", {"racks[1].name", "rack \"r\" is already declared at bad.yaml:3"}));
+      "bad.yaml:4:12: ", {"racks[1].name", "rack \"r\" is already declared at bad.yaml:3:12;"}));
 }
 
 TEST(ClusterFileTest, TextIsOneUtf8Document) {
@@ -474,14 +474,14 @@ TEST(ClusterFileTest, TextIsOneUtf8Document) {
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: \xed\xa0\x80\n", "bad.yaml"); },
                                 "bad.yaml:1:7: ", {"invalid UTF-8"}));
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: t\n---\nbogus: 1\n", "bad.yaml"); },
-                                "bad.yaml:2: ", {"a second YAML document"}));
+                                "bad.yaml:2:1: ", {"a second YAML document"}));
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: t\n...\nbogus: 1\n", "bad.yaml"); },
-                                "bad.yaml:3: ", {"a second YAML document"}));
+                                "bad.yaml:3:1: ", {"a second YAML document"}));
   // yaml-cpp 0.7's LoadAll looped forever, allocating, on a stray comma.
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(",\n", "bad.yaml"); },
-                                "bad.yaml:1: ", {"YAML syntax error"}));
+                                "bad.yaml:1:1: ", {"YAML syntax error"}));
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("# only a comment\n", "bad.yaml"); },
-                                "bad.yaml:1: ", {"no YAML document"}));
+                                "bad.yaml:1:1: ", {"no YAML document"}));
   // A byte order mark and CRLF line ends are read as the plain text.
   const std::string crlf =
       "\xef\xbb\xbfname: t\r\ngpuModels: [{name: T4, memoryMiB: 1}]\r\n"
@@ -497,7 +497,7 @@ TEST(ClusterFileTest, FileErrors) {
   EXPECT_TRUE(ThrowsConfigError([&] { LoadClusterFile(path); }, path + ":", {"YAML syntax error"}));
   const std::string unknown = WriteTempFile("berth_unknown_field.yaml", "name: t\n\nbogus: 1\n");
   EXPECT_TRUE(ThrowsConfigError([&] { LoadClusterFile(unknown); },
-                                unknown + ":3: ", {"unknown field \"bogus\""}));
+                                unknown + ":3:1: ", {"unknown field \"bogus\""}));
   EXPECT_TRUE(ThrowsConfigError([&] { LoadClusterFile("/nonexistent/c.yaml"); },
                                 "/nonexistent/c.yaml: ", {"cannot read"}));
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <initializer_list>
 #include <string>
@@ -39,6 +40,23 @@ template <typename Load>
     return ::testing::AssertionSuccess() << message;
   }
   return ::testing::AssertionFailure() << "no ConfigError thrown";
+}
+
+// Success when `load` throws a ConfigError that starts "SOURCE:LINE:COLUMN: " for this `line`
+// (any column: a test's marker finds the line, not always the exact node) and contains every
+// one of `parts`. For the YAML formats, whose messages carry a column.
+template <typename Load>
+::testing::AssertionResult ThrowsConfigErrorAtLine(Load load, const std::string& source, int line,
+                                                   std::initializer_list<std::string> parts) {
+  const std::string prefix = source + ":" + std::to_string(line) + ":";
+  ::testing::AssertionResult result = ThrowsConfigError(load, prefix, parts);
+  if (!result) return result;
+  const std::string message = result.message();
+  size_t end = prefix.size();
+  while (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end]))) ++end;
+  if (end == prefix.size() || message.compare(end, 2, ": ") != 0)
+    return ::testing::AssertionFailure() << "no column after \"" << prefix << "\": " << message;
+  return result;
 }
 
 // Writes `text` to a fresh file under the test temp directory and returns its path.

@@ -50,8 +50,9 @@ TEST_F(LimitsTest, ANameLengthBoundLeavesFieldNamesAlone) {
   limits::SetFromFlags({"name-length=2"});
   EXPECT_EQ(ParseClusterYaml(ClusterText(1, 1), "c.yaml").nodes.size(), 1u);
   limits::SetFromFlags({"name-length=1"});
-  EXPECT_TRUE(ThrowsConfigError([] { ParseClusterYaml(ClusterText(1, 1), "c.yaml"); }, "c.yaml:2: ",
-                                {"gpuModels[0].name", "more than the limit of 1 characters"}));
+  EXPECT_TRUE(ThrowsConfigError(
+      [] { ParseClusterYaml(ClusterText(1, 1), "c.yaml"); },
+      "c.yaml:2:20: ", {"gpuModels[0].name", "more than the limit of 1 characters"}));
 }
 
 // A long plain list is refused where it passes the nodes bound, before yaml-cpp builds the
@@ -61,7 +62,7 @@ TEST_F(LimitsTest, TheYamlNodesBoundStopsReadingAtTheBound) {
   std::string text = "name: t\nnodes:\n";
   for (int i = 0; i < 200; ++i) text += "  - n" + std::to_string(i) + "\n";
   // The map, name, t, nodes and the list are 5 nodes: item 95 is the 101st, on line 98.
-  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(text, "c.yaml"); }, "c.yaml:98: ",
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(text, "c.yaml"); }, "c.yaml:98:5: ",
                                 {"more than the limit of 100 YAML nodes", "--limit yaml-nodes=N"}));
 }
 
@@ -69,7 +70,8 @@ TEST_F(LimitsTest, ALoweredLimitRefusesWhatTheDefaultAccepts) {
   EXPECT_EQ(ParseClusterYaml(ClusterText(3, 1), "c.yaml").nodes.size(), 3u);
   limits::SetFromFlags({"nodes=2"});
   EXPECT_EQ(limits::Get().nodes, 2);
-  EXPECT_TRUE(ThrowsConfigError([] { ParseClusterYaml(ClusterText(3, 1), "c.yaml"); }, "c.yaml:5: ",
+  EXPECT_TRUE(ThrowsConfigError([] { ParseClusterYaml(ClusterText(3, 1), "c.yaml"); },
+                                "c.yaml:5:32: ",
                                 {"nodes[0].count", "expected an integer from 1 to 2",
                                  "raise it with --limit nodes=N", "docs/cluster-file.md, Bounds"}));
   // Two entries of two nodes each: the cluster-wide count names the flag too.
@@ -82,14 +84,14 @@ TEST_F(LimitsTest, ALoweredLimitRefusesWhatTheDefaultAccepts) {
       "  - {namePrefix: n, count: 2, shape: s}\n"
       "  - {namePrefix: m, count: 2, shape: s}\n";
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(text, "c.yaml"); },
-                                "c.yaml:7: nodes[1].count: ",
+                                "c.yaml:7:28: nodes[1].count: ",
                                 {"the cluster would have more than the limit of 2 nodes "
                                  "(raise it with --limit nodes=N; docs/cluster-file.md, Bounds)"}));
 }
 
 TEST_F(LimitsTest, ARaisedLimitAcceptsWhatTheDefaultRefuses) {
   EXPECT_TRUE(ThrowsConfigError(
-      [] { ParseClusterYaml(ClusterText(1, 200), "c.yaml"); }, "c.yaml:4: ",
+      [] { ParseClusterYaml(ClusterText(1, 200), "c.yaml"); }, "c.yaml:4:43: ",
       {"expected an integer from 1 to 128", "raise it with --limit gpus-per-node=N"}));
   limits::SetFromFlags({"gpus-per-node=256"});
   const Cluster cluster = ParseClusterYaml(ClusterText(1, 200), "c.yaml");
@@ -178,7 +180,7 @@ TEST_F(LimitsTest, RepeatedCpuRangesStopEarly) {
       "\", switches: [1]}]}\n"
       "nodes: [{name: n, shape: s}]\n";
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml(text, "c.yaml"); },
-                                "c.yaml:4: ", {"sockets[0].cpus", "CPU 0 is listed twice"}));
+                                "c.yaml:4:38: ", {"sockets[0].cpus", "CPU 0 is listed twice"}));
 }
 
 TEST_F(LimitsTest, AtItsCeilingABoundSaysSo) {

@@ -13,8 +13,8 @@ namespace {
 // Expects ParsePolicyYaml(text, "policy.yaml") to fail at the line of `marker`.
 ::testing::AssertionResult FailsAt(const std::string& text, const std::string& marker,
                                    std::initializer_list<std::string> parts) {
-  return ThrowsConfigError([&] { ParsePolicyYaml(text, "policy.yaml"); },
-                           "policy.yaml:" + std::to_string(LineOf(text, marker)) + ": ", parts);
+  return ThrowsConfigErrorAtLine([&] { ParsePolicyYaml(text, "policy.yaml"); }, "policy.yaml",
+                                 LineOf(text, marker), parts);
 }
 
 // The lines of the ConfigError `text` throws, or a failure.
@@ -36,7 +36,7 @@ std::vector<std::string> ErrorLines(const std::string& text) {
 }
 
 std::string At(const std::string& text, const std::string& marker) {
-  return "policy.yaml:" + std::to_string(LineOf(text, marker)) + ": ";
+  return "policy.yaml:" + std::to_string(LineOf(text, marker)) + ":";
 }
 
 bool Contains(const std::string& text, const std::string& part) {
@@ -182,7 +182,7 @@ TEST(PolicyFileTest, ParseErrors) {
   EXPECT_TRUE(ThrowsConfigError([] { ParsePolicyYaml("name: [p\n", "policy.yaml"); },
                                 "policy.yaml:", {"YAML syntax error"}));
   EXPECT_TRUE(ThrowsConfigError([] { ParsePolicyYaml("", "policy.yaml"); },
-                                "policy.yaml:1: ", {"no YAML document"}));
+                                "policy.yaml:1:1: ", {"no YAML document"}));
   EXPECT_TRUE(ThrowsConfigError([] { LoadPolicyFile("/nonexistent/p.yaml"); },
                                 "/nonexistent/p.yaml: ", {"cannot read"}));
 }
@@ -197,7 +197,7 @@ TEST(PolicyFileTest, ValidationErrorsPointAtTheirEntry) {
   const std::string negative = "name: p\nscores:\n  - {name: fgd, weight: -3}\n";
   EXPECT_TRUE(FailsAt(negative, "weight: -3", {"scores[0].weight", "must be > 0"}));
   const std::string dup = "name: p\nscores:\n  - fgd\n  - load\n  - fgd\n";
-  EXPECT_TRUE(ThrowsConfigError([&] { ParsePolicyYaml(dup, "policy.yaml"); }, "policy.yaml:5: ",
+  EXPECT_TRUE(ThrowsConfigError([&] { ParsePolicyYaml(dup, "policy.yaml"); }, "policy.yaml:5:5: ",
                                 {"scores[2]", "plugin \"fgd\" is listed twice"}));
   const std::string param =
       "name: p\nscores:\n  - name: binpack\n    params:\n      gpu: 3\n      disk: 1\n";
@@ -279,13 +279,13 @@ TEST(PolicyFileTest, AnUnreadableEntryIsReportedOnce) {
       "name: p\nscores:\n  - {name: fgd, weight: x}\n  - {name: load, weight: -1}\n";
   const std::vector<std::string> lines = ErrorLines(text);
   ASSERT_EQ(lines.size(), 2u) << ::testing::PrintToString(lines);
-  EXPECT_TRUE(Contains(lines[0], "policy.yaml:3: scores[0].weight: expected a number"));
-  EXPECT_TRUE(Contains(lines[1], "policy.yaml:4: scores[1].weight: must be > 0"));
+  EXPECT_TRUE(Contains(lines[0], "policy.yaml:3:25: scores[0].weight: expected a number"));
+  EXPECT_TRUE(Contains(lines[1], "policy.yaml:4:26: scores[1].weight: must be > 0"));
   // A knob that cannot be read does not also fail validation on its inherited value.
   const std::vector<std::string> backoff =
       ErrorLines("name: p\nretryBackoffSeconds: soon\nmaxBackoffSeconds: 1\n");
   ASSERT_EQ(backoff.size(), 1u) << ::testing::PrintToString(backoff);
-  EXPECT_TRUE(Contains(backoff[0], "policy.yaml:2: retryBackoffSeconds: expected a number"));
+  EXPECT_TRUE(Contains(backoff[0], "policy.yaml:2:22: retryBackoffSeconds: expected a number"));
 }
 
 TEST(PolicyFileTest, LoadsFromAFile) {
@@ -295,7 +295,7 @@ TEST(PolicyFileTest, LoadsFromAFile) {
   ASSERT_EQ(p.scores.size(), 1u);
   EXPECT_EQ(p.scores[0].name, "bestfit");
   const std::string bad = WriteTempFile("policy_file_bad.yaml", "name: f\nagingCap: -5\n");
-  EXPECT_TRUE(ThrowsConfigError([&] { LoadPolicyFile(bad); }, bad + ":2: ", {"agingCap"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadPolicyFile(bad); }, bad + ":2:11: ", {"agingCap"}));
 }
 
 }  // namespace

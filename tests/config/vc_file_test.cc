@@ -15,8 +15,8 @@ namespace {
 // Expects ParseVcYaml(text, "vcs.yaml") to fail at the line of `marker`.
 ::testing::AssertionResult FailsAt(const std::string& text, const std::string& marker,
                                    std::initializer_list<std::string> parts) {
-  return ThrowsConfigError([&] { ParseVcYaml(text, "vcs.yaml"); },
-                           "vcs.yaml:" + std::to_string(LineOf(text, marker)) + ": ", parts);
+  return ThrowsConfigErrorAtLine([&] { ParseVcYaml(text, "vcs.yaml"); }, "vcs.yaml",
+                                 LineOf(text, marker), parts);
 }
 
 TEST(VcFileTest, Example) {
@@ -107,12 +107,13 @@ TEST(VcFileTest, EngineRefusalsNameTheLine) {
     return Allocator(&cluster, ParseVcYaml(text, "vcs.yaml")).error();
   };
   EXPECT_EQ(engine_error("virtualClusters:\n  a:\n    guarantees: {nope: 1}\n")
-                .rfind("vcs.yaml:3: virtualClusters.a: unknown cellType \"nope\"", 0),
+                .rfind("vcs.yaml:3:18: virtualClusters.a: unknown cellType \"nope\"", 0),
             0u);
-  EXPECT_EQ(engine_error("virtualClusters:\n  a: {guarantees: {dgx-a100/node: 8}}\n"
-                         "  b: {guarantees: {dgx-a100/node: 8}}\n")
-                .rfind("vcs.yaml:3: virtualClusters: the guarantees ask for 16 x dgx-a100/node", 0),
-            0u);
+  EXPECT_EQ(
+      engine_error("virtualClusters:\n  a: {guarantees: {dgx-a100/node: 8}}\n"
+                   "  b: {guarantees: {dgx-a100/node: 8}}\n")
+          .rfind("vcs.yaml:3:20: virtualClusters: the guarantees ask for 16 x dgx-a100/node", 0),
+      0u);
 }
 
 TEST(VcFileTest, SizesAreBounded) {
