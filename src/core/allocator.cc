@@ -191,9 +191,14 @@ static int TakeGpusImpl(BuddyAllocator& buddy, const CellTree& tree, const std::
     std::vector<std::pair<int, int>> others;  // (free GPUs, cell)
     for (int root : roots)
       for (int c = root; c < tree.subtree_end(root); ++c) {
-        if (all[c].type != type || buddy.pool(c) != pool || buddy.free_leaves(c) < k ||
-            !node_ok(all[c].node))
+        // A node that cannot host the replica is skipped whole (cells are in preorder, so its
+        // subtree is contiguous): on a large full cluster this scan is most of a failed placement.
+        if (all[c].node >= 0 && (c == root || all[all[c].parent].node < 0) &&
+            !node_ok(all[c].node)) {
+          c = tree.subtree_end(c) - 1;
           continue;
+        }
+        if (all[c].type != type || buddy.pool(c) != pool || buddy.free_leaves(c) < k) continue;
         bool inside_taken = false;
         for (int a = c; a >= 0 && buddy.pool(a) == pool && !inside_taken; a = all[a].parent)
           inside_taken = buddy.taken(a);
