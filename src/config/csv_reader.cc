@@ -33,7 +33,7 @@ std::string FormatNumber(double v) {
 
 CsvReader::CsvReader(const std::string& path, const std::vector<std::string>& required)
     : path_(path), text_(ReadFileText(path)) {
-  CheckUtf8(text_, path);
+  CheckText(text_, path);
   // A byte order mark (spreadsheets write one) is not part of the first column's name.
   offset_ = text_.size() - WithoutBom(text_).size();
   const auto joined = [](const auto& columns) {

@@ -76,16 +76,24 @@ std::string ReadFileText(const std::string& path) {
   return text;
 }
 
-void CheckUtf8(std::string_view text, const std::string& source) {
+void CheckText(std::string_view text, const std::string& source) {
   size_t line = 1, column = 1;  // column in characters
+  const auto refuse = [&](const std::string& what) {
+    throw ConfigError(source + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " +
+                      what);
+  };
   for (size_t i = 0; i < text.size(); ++column) {
     const size_t length = Utf8Length(text.substr(i));
     if (length == 0) {
       char byte[8];
       std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[i]));
-      throw ConfigError(source + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                        ": invalid UTF-8 (byte " + byte + "); save the file as UTF-8");
+      refuse(std::string("invalid UTF-8 (byte ") + byte + "); save the file as UTF-8");
     }
+    if (text[i] == '\0') refuse("a NUL byte; a text file holds none, is this a binary file?");
+    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'))
+      refuse(
+          "a carriage return without a line feed (old Mac line ends); save the file with LF or "
+          "CRLF line ends");
     if (text[i] == '\n') {
       ++line;
       column = 0;

@@ -1,4 +1,5 @@
-// Reads a whole input file for the loaders of src/config, and checks that text is UTF-8.
+// Reads a whole input file for the loaders of src/config, and checks that text is UTF-8 with LF or
+// CRLF line ends.
 #pragma once
 
 #include <string>
@@ -11,9 +12,11 @@ namespace berth {
 // file-bytes bound (read no further, so that /dev/zero or a huge file costs nothing).
 std::string ReadFileText(const std::string& path);
 
-// Throws ConfigError "SOURCE:LINE:COLUMN: invalid UTF-8 ..." at the first byte of `text` that is
-// not part of a well-formed UTF-8 sequence (overlong forms and surrogates included).
-void CheckUtf8(std::string_view text, const std::string& source);
+// Throws ConfigError "SOURCE:LINE:COLUMN: ..." at the first byte of `text` that is not part of a
+// well-formed UTF-8 sequence (overlong forms and surrogates included), at a NUL byte, or at a
+// carriage return not followed by a line feed (old Mac line ends, which the parsers would read
+// as one long line and refuse with a message about something else). LF and CRLF are accepted.
+void CheckText(std::string_view text, const std::string& source);
 
 // "" when `name` can name something (a node, a queue, a job): no control character, which
 // would break the tables, logs and files it is printed into; else what is wrong with it.

@@ -71,7 +71,8 @@ void CheckSize(const std::string& source, const YAML::Node& node, int depth, int
 // HandleNextDocument call at a time, instead.
 class DocumentStart : public YAML::EventHandler {
  public:
-  explicit DocumentStart(const std::string& source) : source_(source) {}
+  DocumentStart(const std::string& source, const std::string& text)
+      : source_(source), text_(text) {}
   YAML::Mark mark = YAML::Mark::null_mark();
   void OnDocumentStart(const YAML::Mark& at) override { mark = at; }
   void OnDocumentEnd() override {}
@@ -80,6 +81,12 @@ class DocumentStart : public YAML::EventHandler {
   void OnScalar(const YAML::Mark& at, const std::string&, YAML::anchor_t,
                 const std::string&) override {
     Count(at);
+    // yaml-cpp ends a quoted scalar that is never closed at the end of the file, taking every
+    // line after it into the value; the error would surface later as something else.
+    if (at.pos >= 0 && static_cast<size_t>(at.pos) < text_.size() && !QuoteCloses(at.pos))
+      Throw(source_, at, "",
+            std::string("the quoted value that starts here has no closing ") + text_[at.pos] +
+                "; close it");
   }
   void OnSequenceStart(const YAML::Mark& at, const std::string&, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {
@@ -98,7 +105,26 @@ class DocumentStart : public YAML::EventHandler {
       Throw(source_, at, "",
             "the document has " + limits::OverLimit(&limits::Limits::yaml_nodes, "YAML nodes"));
   }
+  // Whether the quote at `pos` (if one is there) is closed before the end of the text.
+  bool QuoteCloses(size_t pos) const {
+    const char quote = text_[pos];
+    if (quote != '"' && quote != '\'') return true;  // a plain or block scalar
+    for (size_t i = pos + 1; i < text_.size(); ++i) {
+      if (quote == '"' && text_[i] == '\\') {
+        ++i;  // an escape: the next character is part of the value
+      } else if (text_[i] == quote) {
+        if (quote == '\'' && i + 1 < text_.size() && text_[i + 1] == '\'') {
+          ++i;  // '' is a quote inside a single-quoted value
+          continue;
+        }
+        return true;
+      }
+    }
+    return false;
+  }
+
   const std::string& source_;
+  const std::string& text_;
   int64_t nodes_ = 0;
 };
 }  // namespace
@@ -118,12 +144,12 @@ std::string IndexPath(const std::string& path, size_t index) {
 }
 
 YAML::Node YamlReader::Parse(const std::string& text) const {
-  CheckUtf8(text, source_);
+  CheckText(text, source_);
   YAML::Node root;
   try {
     std::istringstream in(text);
     YAML::Parser parser(in);
-    DocumentStart first(source_), second(source_);
+    DocumentStart first(source_, text), second(source_, text);
     // A second document would be ignored, unknown fields and all.
     if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second))
       Throw(source_, second.mark, "",

@@ -488,6 +488,23 @@ TEST(ClusterFileTest, TextIsOneUtf8Document) {
       "nodeShapes: {s: {gpuModel: T4, sockets: [{switches: [1]}]}}\r\n"
       "nodes: [{name: n0, shape: s}]\r\n";
   EXPECT_EQ(ParseClusterYaml(crlf, "ok.yaml").nodes.at(0).name, "n0");
+  // Old Mac line ends and NUL bytes read as one line and as a "hex number": say what they are.
+  EXPECT_TRUE(
+      ThrowsConfigError([&] { ParseClusterYaml("name: t\rgpuModels: []\r", "bad.yaml"); },
+                        "bad.yaml:1:8: ", {"a carriage return without a line feed", "LF or CRLF"}));
+  EXPECT_TRUE(
+      ThrowsConfigError([&] { ParseClusterYaml(std::string("name: t\0x\n", 10), "b.yaml"); },
+                        "b.yaml:1:8: ", {"a NUL byte"}));
+  // An unclosed quote took every later line into the value; the error blamed the missing GPUs.
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: \"t\ngpuModels: []\n", "b.yaml"); },
+                                "b.yaml:1:7: ", {"no closing \"; close it"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("x: 1\nname: 'it''s\n", "b.yaml"); },
+                                "b.yaml:2:7: ", {"no closing '"}));
+  const std::string quoted =
+      "name: 'it''s'\ngpuModels: [{name: \"T\\\"4\", memoryMiB: 1}]\n"
+      "nodeShapes: {s: {gpuModel: \"T\\\"4\", sockets: [{switches: [1]}]}}\n"
+      "nodes: [{name: n0, shape: s}]\n";
+  EXPECT_EQ(ParseClusterYaml(quoted, "ok.yaml").name, "it's");
   const std::string dir = ::testing::TempDir();
   EXPECT_TRUE(ThrowsConfigError([&] { LoadClusterFile(dir); }, dir + ": ", {"is a directory"}));
 }

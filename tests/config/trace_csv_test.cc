@@ -56,6 +56,9 @@ TEST(TraceCsvTest, TiresiasClusterIsOneBoundedRow) {
                     "\xef\xbb\xbfnum_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,"
                     "mem_p_node\r\n1,2,4,8,16\r\n");
   EXPECT_EQ(LoadTiresiasCluster(bom).gpu_count(), 8);
+  const std::string mac = WriteTempFile("mac.csv", kClusterHeader.substr(0, 60) + "\r1\r");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasCluster(mac); },
+                                mac + ":1:61: ", {"a carriage return without a line feed"}));
 }
 
 TEST(TraceCsvTest, NodeListBounds) {
@@ -131,8 +134,11 @@ TEST(TraceCsvTest, NamesAreUniqueAndPrintable) {
                                 {"column 'job_id'", "job \"7\" is already listed at line 2"}));
   const std::string nul = WriteTempFile(
       "nul.csv", std::string("sn,cpu_milli,memory_mib,gpu,model\na\0b,1,2,1,T4\n", 47));
-  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(nul); }, nul + ":2: ",
-                                {"column 'sn'", "a control character (byte 0x00) at byte 2"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(nul); }, nul + ":2:2: ", {"a NUL byte"}));
+  const std::string tab =
+      WriteTempFile("tab.csv", std::string("sn,cpu_milli,memory_mib,gpu,model\na\tb,1,2,1,T4\n"));
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(tab); }, tab + ":2: ",
+                                {"column 'sn'", "a control character (byte 0x09) at byte 2"}));
 }
 
 TEST(TraceCsvTest, APodEndsAfterItStartsAndNamesFewModels) {
