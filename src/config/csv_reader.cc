@@ -105,6 +105,23 @@ int64_t CsvReader::Int(size_t column, int64_t min, int64_t limits::Limits::*boun
   return Int(column, min, max);
 }
 
+std::string CsvReader::Name(size_t column, bool required) const {
+  const std::string_view f = field(column);
+  if (f.empty() && required) Fail(column, "a name");
+  CheckName(column, f);
+  return std::string(f);
+}
+
+void CsvReader::CheckName(size_t column, std::string_view name) const {
+  const std::string header = column < header_.size() ? header_[column] : std::to_string(column + 1);
+  const std::string at = where() + "column " + Quoted(header, '\'') + ": ";
+  if (const std::string problem = NameProblem(name); !problem.empty())
+    throw ConfigError(at + problem);
+  if (name.size() > static_cast<size_t>(limits::Get().name_length))
+    throw ConfigError(at + "a name " +
+                      limits::OverLimit(&limits::Limits::name_length, "characters long"));
+}
+
 double CsvReader::Number(size_t column, double min, double max) const {
   const std::string_view f = field(column);
   double value = 0;

@@ -29,6 +29,11 @@ class CsvReader {
   int64_t Int(size_t column, int64_t min, int64_t max) const;
   // At most the bound in force; above it, the message names the bound's --limit.
   int64_t Int(size_t column, int64_t min, int64_t limits::Limits::*bound) const;
+  // The text of `column` as a name (of a node, pod, model, user): no control character, at
+  // most the name-length bound, and not empty when `required`.
+  std::string Name(size_t column, bool required = true) const;
+  // The same checks for `name`, a part of `column` (one model of a |-separated list).
+  void CheckName(size_t column, std::string_view name) const;
   // A finite number from `min` to `max` ("nan", "inf" and overflows are refused).
   double Number(size_t column, double min, double max) const;
   int line() const { return line_; }  // of the current row, 1-based

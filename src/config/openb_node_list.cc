@@ -36,22 +36,13 @@ Cluster LoadOpenbNodeList(const std::string& path) {
   while (csv.Next()) {
     if (first_row == 0) first_row = csv.line();
     csv.ExpectFields(5);
-    const limits::Limits& max = limits::Get();
     const int64_t cpu_milli = csv.Int(1, 0, &limits::Limits::node_cpu_milli);
     const int64_t memory_mib = csv.Int(2, 0, &limits::Limits::node_memory_mib);
     const int gpus = static_cast<int>(csv.Int(3, 0, &limits::Limits::gpus_per_node));
-    const std::string name(csv.field(0));
-    const std::string model(csv.field(4));
-    if (name.empty()) throw ConfigError(csv.where() + "column 'sn': expected a node name, got ''");
-    if (const std::string problem = NameProblem(name); !problem.empty())
-      throw ConfigError(csv.where() + "column 'sn': " + problem);
+    const std::string name = csv.Name(0);
+    const std::string model = csv.Name(4, false);
     if (gpus > 0 && model.empty())
       throw ConfigError(csv.where() + "column 'model': a node with GPUs needs its GPU model");
-    const auto most = static_cast<size_t>(max.name_length);
-    if (name.size() > most || model.size() > most)
-      throw ConfigError(csv.where() + "column '" + (name.size() > most ? "sn" : "model") +
-                        "': a name " +
-                        limits::OverLimit(&limits::Limits::name_length, "characters long"));
     if (gpus > 0 && !cluster.FindModel(model)) {
       const auto known = kKnownMemoryMiB.find(model);
       cluster.models.push_back({model, known == kKnownMemoryMiB.end() ? 0 : known->second, {}});

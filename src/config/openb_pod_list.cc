@@ -26,7 +26,7 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
     try {
       csv.ExpectFields(csv.header().size());
       TracePod pod;
-      pod.name = std::string(csv.field(0));
+      pod.name = csv.Name(0);
       if (const auto [first, fresh] = lines.emplace(pod.name, csv.line()); !fresh)
         throw ConfigError(csv.where() + "column 'name': pod " + Quoted(pod.name) +
                           " is already listed at line " + std::to_string(first->second) +
@@ -49,6 +49,7 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
         while (!spec.empty()) {
           const size_t bar = spec.find('|');
           if (bar != 0) pod.models.emplace_back(spec.substr(0, bar));
+          if (!pod.models.empty() && bar != 0) csv.CheckName(5, pod.models.back());
           // A cluster has a few models; a long list would only cost every placement its length.
           if (pod.models.size() > kMostModels)
             throw ConfigError(csv.where() + "column 'gpu_spec': more than " +
@@ -57,7 +58,7 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
           if (bar == std::string_view::npos) break;
           spec.remove_prefix(bar + 1);
         }
-        pod.qos = std::string(csv.field(6));
+        pod.qos = csv.Name(6, false);  // replayed as the pod's user
         // An empty time is unknown (-1); a given one is a time from the trace start.
         const auto time = [&](size_t column) {
           return csv.field(column).empty() ? -1 : csv.Number(column, 0, limits::Seconds());

@@ -63,19 +63,18 @@ std::vector<TracePod> LoadTiresiasJobs(const std::string& path, int* skipped) {
       throw ConfigError(csv.where() + limits::OverLimit(&limits::Limits::jobs, "jobs"));
     try {
       TracePod job;
-      job.name = "job-" + std::string(csv.field(0));
+      job.name = "job-" + csv.Name(0);
       if (const auto [first, fresh] = lines.emplace(job.name, csv.line()); !fresh)
         throw ConfigError(csv.where() + "column 'job_id': job " + Quoted(csv.field(0)) +
                           " is already listed at line " + std::to_string(first->second) +
                           "; job ids must be unique");
       job.gpus = static_cast<int>(csv.Int(1, 1, 4096));
       job.gpu_milli = 1000;
-      if (csv.field(0).empty()) throw ConfigError(csv.where() + "column 'job_id': expected an id");
       job.submit_time = csv.Number(2, 0, limits::Seconds());
       csv.Int(3, 0, INT64_MAX);  // iterations: not replayed, but a number
       if (csv.header().size() > 6 && !csv.field(6).empty())
         csv.Number(6, 0, limits::Seconds());  // interval, likewise
-      job.workload = std::string(csv.field(4));
+      job.workload = csv.Name(4, false);
       job.duration = csv.Number(5, 0, limits::Seconds());
       jobs.push_back(std::move(job));
     } catch (const ConfigError&) {

@@ -135,6 +135,21 @@ TEST(TraceCsvTest, NamesAreUniqueAndPrintable) {
   const std::string nul = WriteTempFile(
       "nul.csv", std::string("sn,cpu_milli,memory_mib,gpu,model\na\0b,1,2,1,T4\n", 47));
   EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(nul); }, nul + ":2:2: ", {"a NUL byte"}));
+  // The pod list's user (qos) and models are names too; so is a Tiresias job id.
+  const std::string pod_header =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time\n";
+  const std::string qos =
+      WriteTempFile("qos.csv", pod_header + "p,1,1,1,1000,T4,L\x7fS,Running,0,9,0\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(qos); }, qos + ":2: ",
+                                {"column 'qos'", "a control character (byte 0x7F) at byte 2"}));
+  const std::string model = WriteTempFile(
+      "model.csv", pod_header + "p,1,1,1,1000,T4|" + std::string(300, 'V') + ",LS,Running,0,9,0\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(model); }, model + ":2: ",
+                                {"column 'gpu_spec'", "more than the limit of 253 characters"}));
+  const std::string id = WriteTempFile("id.csv", kJobHeader + "7\x01,1,0,1,vgg,5,1\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasJobs(id); }, id + ":2: ",
+                                {"column 'job_id'", "a control character (byte 0x01)"}));
   const std::string tab =
       WriteTempFile("tab.csv", std::string("sn,cpu_milli,memory_mib,gpu,model\na\tb,1,2,1,T4\n"));
   EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbNodeList(tab); }, tab + ":2: ",
