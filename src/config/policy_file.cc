@@ -17,6 +17,7 @@ namespace {
 
 constexpr int kMostCandidates = 1'000'000;    // nodes scored per replica (0: every node)
 constexpr int kMostPriority = 1'000'000'000;  // as a berth trace's job priority
+constexpr int64_t kMostSeed = 1'000'000'000'000'000'000;  // a stated range messages can name
 
 // The top-level fields, sorted (for "known fields: ..." messages).
 const std::vector<std::string> kFields = {"agingCap",
@@ -117,7 +118,7 @@ class PolicyParser {
       } else if (key == "maxReservations") {
         Try(key, [&] { policy.max_reservations = IntIn(v, key, 0, 1000); });
       } else if (key == "seed") {
-        Try(key, [&] { policy.seed = static_cast<uint64_t>(r_.Int(v, key, 0)); });
+        Try(key, [&] { policy.seed = static_cast<uint64_t>(r_.Int(v, key, 0, kMostSeed)); });
       } else if (key == "tieBreak") {
         Try(key, [&] {
           const std::string value = r_.String(v, key);

@@ -9,8 +9,6 @@
 namespace berth {
 namespace {
 
-constexpr double kMostWeight = 1e6;
-
 std::string FormatNumber(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", value);

@@ -14,6 +14,10 @@
 
 namespace berth {
 
+// The largest weight, parameter weight or scale a policy may set: enough to make one score
+// dominate the others, and small enough that weighted sums stay finite.
+constexpr double kMostWeight = 1e6;
+
 struct PluginConfig {
   std::string name;
   double weight = 1;                     // scores only

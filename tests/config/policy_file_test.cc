@@ -214,6 +214,8 @@ TEST(PolicyFileTest, ValidationErrorsPointAtTheirEntry) {
       FailsAt(candidates, "candidates", {"candidates", "expected an integer from 0 to 1000000"}));
   EXPECT_TRUE(FailsAt("name: p\npriorityClasses: {prod: 99999999999}\n", "prod",
                       {"priorityClasses.prod", "from -1000000000 to 1000000000"}));
+  EXPECT_TRUE(FailsAt("name: p\nseed: 99999999999999999999\n", "seed",
+                      {"seed: expected an integer from 0 to 1000000000000000000"}));
   const std::string qos = "name: p\nqosWeights:\n  guaranteed: {cpu: 0, memory: 0, gpu: 0}\n";
   EXPECT_TRUE(FailsAt(qos, "guaranteed", {"qosWeights.guaranteed", "not all 0"}));
   const std::string name = "name: \"\"\n";

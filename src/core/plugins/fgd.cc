@@ -169,8 +169,11 @@ class FgdScorePlugin : public ScorePlugin {
 std::unique_ptr<ScorePlugin> MakeFgdScore(const PluginConfig& config, std::string* error) {
   if (!CheckParams(config, {"resolution"}, error)) return nullptr;
   const double resolution = Param(config, "resolution", 1);
-  if (resolution < 0) {
-    *error = "resolution: must be >= 0 (0: continuous, 1: the reference's integers)";
+  if (!(resolution >= 0 && resolution <= kMostWeight)) {
+    if (error)
+      *error =
+          "parameter \"resolution\" must be from 0 to 1e6 (0: continuous, 1: the reference's "
+          "integers)";
     return nullptr;
   }
   return std::make_unique<FgdScorePlugin>(resolution);

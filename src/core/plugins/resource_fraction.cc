@@ -25,10 +25,12 @@ bool ParseResourceWeights(const PluginConfig& config, ResourceWeights defaults,
   out->gpu = Param(config, "gpu", defaults.gpu);
   out->cpu = Param(config, "cpu", defaults.cpu);
   out->memory = Param(config, "memory", defaults.memory);
-  if (out->gpu < 0 || out->cpu < 0 || out->memory < 0) {
-    if (error) *error = "weights gpu, cpu and memory must be >= 0";
-    return false;
-  }
+  // A bound keeps the weighted sums finite and a typo (1e308) from drowning other scores.
+  for (double w : {out->gpu, out->cpu, out->memory})
+    if (!(w >= 0 && w <= kMostWeight)) {
+      if (error) *error = "weights gpu, cpu and memory must be from 0 to 1e6";
+      return false;
+    }
   if (out->gpu + out->cpu + out->memory <= 0) {
     if (error) *error = "weights gpu, cpu and memory must not all be 0";
     return false;

@@ -115,8 +115,8 @@ class ScarcityScore : public ScorePlugin {
 std::unique_ptr<ScorePlugin> MakeScarcityScore(const PluginConfig& config, std::string* error) {
   if (!CheckParams(config, {"scale"}, error)) return nullptr;
   const double scale = Param(config, "scale", 10);
-  if (!(scale > 0)) {
-    *error = "scale: must be > 0";
+  if (!(scale > 0 && scale <= kMostWeight)) {
+    if (error) *error = "parameter \"scale\" must be > 0 and at most 1e6";
     return nullptr;
   }
   return std::make_unique<ScarcityScore>(scale);

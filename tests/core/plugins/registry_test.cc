@@ -50,6 +50,13 @@ TEST(PluginRegistryTest, BadParameterValuesAreErrors) {
   EXPECT_EQ(MakeScore(Config("spread", {{"gpu", -1}}), &error), nullptr);
   EXPECT_EQ(MakeScore(Config("binpack", {{"gpu", 0}, {"cpu", 0}, {"memory", 0}}), &error), nullptr);
   EXPECT_EQ(MakeScore(Config("topology-affinity", {{"fragmentation", 2}}), &error), nullptr);
+  // Huge weights would overflow the weighted sums to inf.
+  EXPECT_EQ(MakeScore(Config("binpack", {{"gpu", 1e308}}), &error), nullptr);
+  EXPECT_EQ(error, "plugin \"binpack\": weights gpu, cpu and memory must be from 0 to 1e6");
+  EXPECT_NE(MakeScore(Config("binpack", {{"gpu", 1e6}}), &error), nullptr);
+  EXPECT_EQ(MakeScore(Config("scarcity", {{"scale", 1e7}}), &error), nullptr);
+  EXPECT_EQ(MakeScore(Config("fgd", {{"resolution", 1e300}}), &error), nullptr);
+  EXPECT_NE(error.find("parameter \"resolution\" must be from 0 to 1e6"), std::string::npos);
   EXPECT_NE(MakeScore(Config("topology-affinity", {{"switch", 90}, {"node", 10}}), &error),
             nullptr);
 }
