@@ -378,7 +378,8 @@ void AddBenchCommand(CLI::App& app) {
   auto cluster = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto iterations = std::make_shared<int>(20000);
-  cmd->add_option("--cluster", *cluster, "Cluster file or openb node list instead of the default");
+  cmd->add_option("--cluster", *cluster, "Cluster file or openb node list instead of the default")
+      ->check(NonEmptyPath());
   cmd->add_option("--iterations", *iterations, "Allocate+release pairs per scenario, up to 10^7")
       ->check(IntegerIn(1, 10'000'000));
   cmd->add_flag("--json", *json, "Print JSON");
@@ -391,7 +392,8 @@ void AddBenchCommand(CLI::App& app) {
   auto s_jobs = std::make_shared<int>(20000);
   auto s_json = std::make_shared<bool>(false);
   auto s_pending = std::make_shared<int>(0);
-  sched->add_option("--cluster", *s_cluster, "Cluster file instead of 1,250 DGX-like nodes");
+  sched->add_option("--cluster", *s_cluster, "Cluster file instead of 1,250 DGX-like nodes")
+      ->check(NonEmptyPath());
   sched
       ->add_option("--pending", *s_pending,
                    "Also time cycles with this many jobs waiting (deep queue), up to 100000")

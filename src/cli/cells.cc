@@ -175,8 +175,9 @@ void AddCellsCommand(CLI::App& app) {
   auto depth = std::make_shared<std::string>("node");
   auto json = std::make_shared<bool>(false);
   cmd->add_option("--cluster", *cluster,
-                  "Cluster file (YAML) or openb node list (.csv); default: embedded example");
-  cmd->add_option("--vcs", *vcs, "Virtual-cluster file (YAML)");
+                  "Cluster file (YAML) or openb node list (.csv); default: embedded example")
+      ->check(NonEmptyPath());
+  cmd->add_option("--vcs", *vcs, "Virtual-cluster file (YAML)")->check(NonEmptyPath());
   cmd->add_option("--depth", *depth, "Deepest level the text tree shows (default node)");
   cmd->add_flag("--json", *json, "Print JSON");
   cmd->callback([=] { RunCells(*cluster, *vcs, *json, *depth); });

@@ -23,6 +23,8 @@ void AddLimitOption(CLI::App& app);
 CLI::Validator UpToLimit(int64_t min, int64_t limits::Limits::*bound);
 // A decimal integer from min to max, nothing else.
 CLI::Validator IntegerIn(int64_t min, int64_t max);
+// A file path: "" would otherwise read as "not given" and silently pick the default.
+CLI::Validator NonEmptyPath();
 
 // The cluster named on the command line: a cluster file (YAML), an openb node list (.csv), or
 // the embedded default (examples/multi-rack.yaml) when `path` is empty. Throws ConfigError.

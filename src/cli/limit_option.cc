@@ -51,4 +51,13 @@ CLI::Validator IntegerIn(int64_t min, int64_t max) {
                         "INT");
 }
 
+CLI::Validator NonEmptyPath() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "an empty path; name a file, or leave the option out for the default"
+                            : "";
+      },
+      "PATH");
+}
+
 }  // namespace berth

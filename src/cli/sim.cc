@@ -488,8 +488,12 @@ void AddSimCommand(CLI::App& app) {
   auto* packing =
       sim->add_subcommand("packing", "The FGD paper's packing protocol on an openb trace");
   auto a = std::make_shared<PackingArgs>();
-  packing->add_option("--nodes", a->nodes, "openb node list (CSV)")->capture_default_str();
-  packing->add_option("--pods", a->pods, "openb pod list (CSV)")->capture_default_str();
+  packing->add_option("--nodes", a->nodes, "openb node list (CSV)")
+      ->capture_default_str()
+      ->check(NonEmptyPath());
+  packing->add_option("--pods", a->pods, "openb pod list (CSV)")
+      ->capture_default_str()
+      ->check(NonEmptyPath());
   packing->add_option("--policy", a->policies,
                       "Policies, comma-separated: random, dotprod, gpu-clustering, gpu-packing, "
                       "bestfit, fgd, berth, or a policy file");
@@ -497,19 +501,23 @@ void AddSimCommand(CLI::App& app) {
   packing->add_option("--tune", a->tune, "Inflate the workload to this factor of capacity");
   packing->add_option("--candidates", a->candidates, "Nodes scored per pod (0: all, the protocol)")
       ->check(UpToLimit(0, &limits::Limits::nodes));
-  packing->add_option("--json", a->json, "Write results as JSON");
-  packing->add_option("--svg", a->svg, "Write the allocation-ratio curves as SVG");
+  packing->add_option("--json", a->json, "Write results as JSON")->check(NonEmptyPath());
+  packing->add_option("--svg", a->svg, "Write the allocation-ratio curves as SVG")
+      ->check(NonEmptyPath());
   packing->add_flag("--skip-malformed", a->skip_malformed, "Skip malformed trace rows, counted");
   packing->callback([a] { RunSimPacking(*a); });
 
   auto* replay = sim->add_subcommand("replay", "Time-based replay: arrivals, queueing, JCT");
   auto r = std::make_shared<ReplayArgs>();
-  replay->add_option("--cluster", r->cluster,
-                     "Cluster file, openb node list or Tiresias cluster CSV");
-  replay->add_option("--trace", r->trace,
-                     "Trace file (berth trace, openb pod list or Tiresias jobs)");
+  replay
+      ->add_option("--cluster", r->cluster, "Cluster file, openb node list or Tiresias cluster CSV")
+      ->check(NonEmptyPath());
+  replay
+      ->add_option("--trace", r->trace, "Trace file (berth trace, openb pod list or Tiresias jobs)")
+      ->check(NonEmptyPath());
   replay->add_option("--format", r->format, "berth, openb, tiresias or synthetic");
-  replay->add_option("--vcs", r->vcs, "Virtual-cluster file: one queue per VC");
+  replay->add_option("--vcs", r->vcs, "Virtual-cluster file: one queue per VC")
+      ->check(NonEmptyPath());
   replay->add_option("--policy", r->policies, "Policies, comma-separated");
   replay->add_option("--jobs", r->jobs, "Synthetic: number of jobs, up to the jobs bound (--limit)")
       ->check(UpToLimit(1, &limits::Limits::jobs));
@@ -517,8 +525,9 @@ void AddSimCommand(CLI::App& app) {
   replay->add_option("--seed", r->seed, "Synthetic: seed, 0 to 2^64-1")->check(SeedText());
   replay->add_option("--checkpoint", r->checkpoint_s, "Checkpoint interval (s) of preempted jobs");
   replay->add_flag("--sjf", r->sjf, "Order by known duration (shortest first) instead of arrival");
-  replay->add_option("--json", r->json, "Write results as JSON");
-  replay->add_option("--report", r->report, "Write an HTML report with charts");
+  replay->add_option("--json", r->json, "Write results as JSON")->check(NonEmptyPath());
+  replay->add_option("--report", r->report, "Write an HTML report with charts")
+      ->check(NonEmptyPath());
   replay->add_flag("--skip-malformed", r->skip_malformed, "Skip malformed trace rows, counted");
   replay->callback([r] { RunSimReplay(*r); });
 }

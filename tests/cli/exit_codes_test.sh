@@ -7,6 +7,10 @@ source "$(dirname "$0")/lib.sh"
 expect_exit2 "--candidates: Value -1 not in range" sim packing --candidates -1
 expect_exit2 "--jobs: Value 0 not in range" sim replay --jobs 0
 expect_exit2 "--jobs: Value abc is not an integer" sim replay --jobs abc
+# An empty path would read as "not given" and silently run on the default.
+expect_exit2 "--cluster: an empty path" sim replay --jobs 5 --cluster ""
+expect_exit2 "--vcs: an empty path" cells --vcs ""
+expect_exit2 "--pods: an empty path" sim packing --pods ""
 expect_exit2 "--jobs" sim replay --jobs
 expect_exit2 "Could not convert: --load" sim replay --load x
 expect_exit2 "--nope" sim replay --nope
