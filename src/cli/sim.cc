@@ -431,18 +431,34 @@ void RunSimReplay(const ReplayArgs& a) {
   std::cout << "replay: " << jobs.size() << " jobs on " << cluster.gpu_count() << " GPUs, "
             << queues.size() << " queue(s), " << std::fixed << std::setprecision(1) << seconds
             << " s\n";
-  std::cout << std::left << std::setw(16) << "policy" << std::right << std::setw(11) << "JCT mean"
-            << std::setw(9) << "p50" << std::setw(9) << "p95" << std::setw(9) << "p99"
-            << std::setw(11) << "wait mean" << std::setw(10) << "makespan" << std::setw(7) << "util"
-            << std::setw(9) << "preempt" << std::setw(9) << "anomaly"
-            << "   (hours, %)\n";
-  for (const ReplayResult& r : results)
-    std::cout << std::left << std::setw(16) << r.policy << std::right << std::setprecision(2)
-              << std::setw(11) << r.jct.mean / 3600 << std::setw(9) << r.jct.p50 / 3600
-              << std::setw(9) << r.jct.p95 / 3600 << std::setw(9) << r.jct.p99 / 3600
-              << std::setw(11) << r.wait.mean / 3600 << std::setw(10) << r.makespan / 3600
-              << std::setw(7) << std::setprecision(1) << r.mean_utilization << std::setw(9)
-              << r.preemptions << std::setw(9) << r.anomalies << "\n";
+  // Each column is its width less one, after a space: a figure too wide for its column (a
+  // replay of years, a long policy name) pushes the row right instead of running into the next.
+  const auto column = [](int width) {
+    return [width](auto value) {
+      std::ostringstream text;
+      text << std::fixed << std::setprecision(2) << value;
+      std::ostringstream cell;
+      cell << ' ' << std::setw(width - 1) << text.str();
+      return cell.str();
+    };
+  };
+  const auto name = [](const std::string& text) {
+    std::ostringstream cell;
+    cell << std::left << std::setw(15) << text << ' ';
+    return cell.str();
+  };
+  const auto wide = column(11), mid = column(9), makespan = column(10), util = column(7);
+  std::cout << name("policy") << wide("JCT mean") << mid("p50") << mid("p95") << mid("p99")
+            << wide("wait mean") << makespan("makespan") << util("util") << mid("preempt")
+            << mid("anomaly") << "   (hours, %)\n";
+  for (const ReplayResult& r : results) {
+    std::ostringstream utilization;
+    utilization << std::fixed << std::setprecision(1) << r.mean_utilization;
+    std::cout << name(r.policy) << wide(r.jct.mean / 3600) << mid(r.jct.p50 / 3600)
+              << mid(r.jct.p95 / 3600) << mid(r.jct.p99 / 3600) << wide(r.wait.mean / 3600)
+              << makespan(r.makespan / 3600) << util(utilization.str()) << mid(r.preemptions)
+              << mid(r.anomalies) << "\n";
+  }
   if (!a.json.empty()) {
     nlohmann::json j;
     j["jobs"] = jobs.size();

@@ -178,4 +178,9 @@ printf 'virtualClusters:\n  a: {guarantees: {dgx-a100/node: 8}}\n  b: {guarantee
   > "$TMP/vcs.yaml"
 expect_error 'vcs.yaml:3:20: virtualClusters: the guarantees ask for 16 x dgx-a100/node' \
   replay --vcs "$TMP/vcs.yaml"
+
+# Figures wider than their column (jobs of 31 years) stay apart: 10 columns, not run together.
+printf 'jobs:\n  - {name: a, submit: 0, duration: 999999999, gpus: 1}\n' > "$TMP/long.yaml"
+row=$("$BERTH" sim replay --format berth --trace "$TMP/long.yaml" | grep '^berth ')
+[ "$(wc -w <<<"$row")" -eq 10 ] || fail "replay table columns run together: $row"
 echo "1 passed, 0 failed"
