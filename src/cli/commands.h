@@ -13,6 +13,11 @@ namespace berth {
 void AddCellsCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
 void AddSimCommand(CLI::App& app);
+void AddServerCommand(CLI::App& app);
+// `bench api`, under the `bench` subcommand.
+void AddBenchApiCommand(CLI::App& bench);
+// run, ps, inspect, stop, rm, queues, nodes: the verbs that talk to a server.
+void AddClientCommands(CLI::App& app);
 
 // The global option --limit NAME=VALUE (repeatable), which sets the bounds of limits.h before
 // any subcommand runs.

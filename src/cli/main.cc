@@ -15,7 +15,10 @@ int main(int argc, char** argv) {
   berth::AddLimitOption(app);
   berth::AddCellsCommand(app);
   berth::AddBenchCommand(app);
+  berth::AddBenchApiCommand(*app.get_subcommand("bench"));
   berth::AddSimCommand(app);
+  berth::AddServerCommand(app);
+  berth::AddClientCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

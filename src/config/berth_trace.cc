@@ -20,6 +20,8 @@ using limits::Limits;
 constexpr size_t kMaxGroups = 64;
 constexpr size_t kMaxListItems = 64;  // GPU models, node selector labels, spread constraints
 constexpr size_t kMaxImage = 1024;
+constexpr size_t kMaxArguments = 256;  // a command's arguments, a container's variables
+constexpr size_t kMaxArgument = 4096;
 constexpr int64_t kMaxReplicas = 65536;
 constexpr int64_t kMaxGpusPerReplica = 4096;
 constexpr int64_t kMaxPriority = 1000000000;
@@ -31,12 +33,6 @@ constexpr int kDefaultPriority = 100;  // the built-in policies' "default" class
 const std::vector<std::string> kGroupFields = {
     "replicas",  "gpus",     "gpuMilli",  "migProfile",   "gpuMemoryMiB", "cpuMilli",
     "memoryMiB", "affinity", "gpuModels", "nodeSelector", "image"};
-
-// `fields` and then kGroupFields.
-std::vector<std::string> WithGroupFields(std::vector<std::string> fields) {
-  fields.insert(fields.end(), kGroupFields.begin(), kGroupFields.end());
-  return fields;
-}
 
 std::string Format(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
@@ -76,6 +72,13 @@ class TraceParser {
     ParseJobs(r_.Required(root, "", "jobs"), &trace);
     if (const YAML::Node events = root["events"]) ParseEvents(events, &trace);
     return trace;
+  }
+
+  // A job spec submitted to the server: one job of the trace format, without the replay's
+  // fields, with its containers' command and environment.
+  JobSpec ParseSubmission(const std::string& text, const std::vector<QueueSpec>& queues) {
+    submission_ = true;
+    return ParseJob(r_.Parse(text), "", queues).spec;
   }
 
  private:
@@ -184,15 +187,16 @@ class TraceParser {
 
   ReplayJob ParseJob(const YAML::Node& j, const std::string& path,
                      const std::vector<QueueSpec>& queues) const {
-    r_.CheckFields(
-        j, path,
-        WithGroupFields({"name", "queue", "user", "priority", "priorityClass", "qos", "submit",
-                         "duration", "workload", "minReplicas", "spread", "gangAffinity",
-                         "preemptible", "gracePeriodSeconds", "groups"}));
+    std::vector<std::string> fields = {
+        "name",        "queue",  "user",         "priority",    "priorityClass",      "qos",
+        "minReplicas", "spread", "gangAffinity", "preemptible", "gracePeriodSeconds", "groups"};
+    if (!submission_) fields.insert(fields.end(), {"submit", "duration", "workload"});
+    r_.CheckFields(j, path, GroupFields(fields));
     auto field = [&](const char* key) { return FieldPath(path, key); };
     ReplayJob job;
     JobSpec& s = job.spec;
-    s.name = Text(r_.Required(j, path, "name"), field("name"));
+    // A submission may leave the name to the server.
+    if (!submission_ || j["name"]) s.name = Text(r_.Required(j, path, "name"), field("name"));
     if (const YAML::Node q = j["queue"]) {
       s.queue = Text(q, field("queue"));
       std::vector<std::string> names;
@@ -216,9 +220,11 @@ class TraceParser {
         r_.Fail(q, field("qos"),
                 "unknown QoS class " + Quoted(q.Scalar()) +
                     "; known classes: guaranteed, burstable, best-effort");
-    job.submit = Seconds(r_.Required(j, path, "submit"), field("submit"));
-    job.duration = Seconds(r_.Required(j, path, "duration"), field("duration"), true);
-    if (const YAML::Node w = j["workload"]) job.comm = CommIntensity(Text(w, field("workload")));
+    if (!submission_) {
+      job.submit = Seconds(r_.Required(j, path, "submit"), field("submit"));
+      job.duration = Seconds(r_.Required(j, path, "duration"), field("duration"), true);
+      if (const YAML::Node w = j["workload"]) job.comm = CommIntensity(Text(w, field("workload")));
+    }
     if (const YAML::Node p = j["preemptible"]) s.preemptible = r_.Bool(p, field("preemptible"));
     if (const YAML::Node g = j["gracePeriodSeconds"])
       s.grace_period_s = Seconds(g, field("gracePeriodSeconds"));
@@ -227,7 +233,7 @@ class TraceParser {
     if (const YAML::Node spread = j["spread"]) ParseSpread(spread, field("spread"), &s.spread);
 
     if (const YAML::Node groups = j["groups"]) {
-      for (const std::string& key : kGroupFields)
+      for (const std::string& key : GroupFields({}))
         if (const YAML::Node misplaced = j[key])
           r_.Fail(misplaced, FieldPath(path, key),
                   "the job has groups: give " + key + " in each group instead");
@@ -238,7 +244,7 @@ class TraceParser {
       size_t i = 0;
       for (const YAML::Node& g : groups) {
         const std::string group_path = IndexPath(groups_path, i++);
-        r_.CheckFields(g, group_path, WithGroupFields({"name"}));
+        r_.CheckFields(g, group_path, GroupFields({"name"}));
         TaskGroup group;
         if (const YAML::Node n = g["name"]) group.name = Text(n, FieldPath(group_path, "name"));
         ParseGroup(g, group_path, &group);
@@ -313,6 +319,23 @@ class TraceParser {
       }
     }
     if (const YAML::Node i = g["image"]) group->image = Text(i, field("image"), kMaxImage);
+    if (const YAML::Node command = g["command"]) {
+      const std::string command_path = field("command");
+      r_.Sequence(command, command_path);
+      Bounded(command, command_path, kMaxArguments, "arguments");
+      for (size_t i = 0; i < command.size(); ++i)
+        Text(command[i], IndexPath(command_path, i), kMaxArgument, true);
+    }
+    if (const YAML::Node env = g["env"]) {
+      const std::string env_path = field("env");
+      Bounded(env, env_path, kMaxArguments, "variables");
+      for (const YamlEntry& e : r_.Entries(env, env_path)) {
+        const std::string variable = FieldPath(env_path, e.key);
+        if (e.key.find('=') != std::string::npos)
+          r_.Fail(e.key_node, variable, "a variable name cannot hold '='");
+        Text(e.value, variable, kMaxArgument, true);
+      }
+    }
   }
 
   std::string MigProfileField(const YAML::Node& node, const std::string& path) const {
@@ -432,10 +455,18 @@ class TraceParser {
     }
   }
 
+  // `fields` and then the fields of a task group (with the containers' for a submission).
+  std::vector<std::string> GroupFields(std::vector<std::string> fields) const {
+    fields.insert(fields.end(), kGroupFields.begin(), kGroupFields.end());
+    if (submission_) fields.insert(fields.end(), {"command", "env"});
+    return fields;
+  }
+
   YamlReader r_;
   const Cluster& cluster_;
   std::map<std::string, int> nodes_;
   std::map<std::string, size_t> job_index_;
+  bool submission_ = false;  // ParseSubmission: a job spec, not a trace
 };
 
 }  // namespace
@@ -448,6 +479,11 @@ BerthTrace LoadBerthTrace(const std::string& path, const Cluster& cluster,
 BerthTrace ParseBerthTraceYaml(const std::string& text, const std::string& source_name,
                                const Cluster& cluster, const std::vector<QueueSpec>& given) {
   return TraceParser(source_name, cluster).Parse(text, given);
+}
+
+JobSpec ParseJobSubmission(const std::string& text, const std::string& source_name,
+                           const Cluster& cluster, const std::vector<QueueSpec>& queues) {
+  return TraceParser(source_name, cluster).ParseSubmission(text, queues);
 }
 
 }  // namespace berth

@@ -32,4 +32,11 @@ BerthTrace LoadBerthTrace(const std::string& path, const Cluster& cluster,
 BerthTrace ParseBerthTraceYaml(const std::string& text, const std::string& source_name,
                                const Cluster& cluster, const std::vector<QueueSpec>& given);
 
+// A job spec as the server takes it (POST /v1/jobs, `berth run -f`): one job of a trace's
+// `jobs` list, JSON or YAML, without the replay's submit, duration and workload, and with each
+// group's `command` (a list of arguments) and `env` (a map) for its containers. The queue must
+// be one of `queues`. Throws ConfigError "SOURCE:LINE:COLUMN: FIELD: ...".
+JobSpec ParseJobSubmission(const std::string& text, const std::string& source_name,
+                           const Cluster& cluster, const std::vector<QueueSpec>& queues);
+
 }  // namespace berth

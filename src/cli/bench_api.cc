@@ -1,0 +1,193 @@
+// `berth bench api`: submissions per second against a real server ($BERTH_ADDR) from many
+// concurrent clients, each on its own keep-alive connection; their latency; the time `berth
+// ps` takes to read every job; and, side by side, the same writes against the state store
+// alone (SQLite with the same group commit, no HTTP, no engine): the ceiling.
+#include <httplib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "config/config_error.h"
+#include "store/state_store.h"
+
+namespace berth {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchApiArgs {
+  int clients = 50;
+  int jobs = 10000;
+  std::string acks;  // a file: one acknowledged job id per line, as each is acknowledged
+  bool json = false;
+};
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<size_t>(p * values.size()))];
+}
+
+struct Load {
+  double per_sec = 0, p50_ms = 0, p99_ms = 0;
+  int done = 0, failed = 0;
+};
+
+// `clients` threads take turns at `submit` until `total` calls were made; each call's latency
+// is kept. `submit(client)` returns false for a failed call.
+template <typename Submit>
+Load RunLoad(int clients, int total, Submit submit) {
+  std::atomic<int> next{0}, failed{0};
+  std::vector<std::vector<double>> latency(clients);
+  const auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c)
+    threads.emplace_back([&, c] {
+      while (next++ < total) {
+        const auto t0 = Clock::now();
+        if (!submit(c)) ++failed;
+        latency[c].push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (const auto& l : latency) all.insert(all.end(), l.begin(), l.end());
+  Load load;
+  load.failed = failed;
+  load.done = total - load.failed;
+  load.per_sec = load.done / seconds;
+  load.p50_ms = Percentile(all, 0.5);
+  load.p99_ms = Percentile(all, 0.99);
+  return load;
+}
+
+void RunBenchApi(const BenchApiArgs& a) {
+  const char* env = std::getenv("BERTH_ADDR");
+  const std::string addr = env != nullptr && *env != '\0' ? env : "127.0.0.1:7480";
+  const size_t colon = addr.rfind(':');
+  if (colon == std::string::npos) throw ConfigError("BERTH_ADDR: expected HOST:PORT");
+  const std::string host = addr.substr(0, colon);
+  const int port = std::atoi(addr.c_str() + colon + 1);
+
+  std::unique_ptr<std::ofstream> acks;
+  if (!a.acks.empty()) {
+    acks = std::make_unique<std::ofstream>(a.acks, std::ios::trunc);
+    if (!*acks) throw ConfigError("--acks: cannot write " + a.acks);
+  }
+  std::mutex acks_mu;
+  std::vector<std::unique_ptr<httplib::Client>> connections;
+  for (int c = 0; c < a.clients; ++c) {
+    connections.push_back(std::make_unique<httplib::Client>(host, port));
+    connections.back()->set_keep_alive(true);
+    connections.back()->set_connection_timeout(5);
+  }
+  const std::string spec = R"({"gpus": 1, "image": "bench", "command": ["true"]})";
+  if (!a.json)
+    std::cerr << "bench api: " << a.jobs << " submissions from " << a.clients << " clients to "
+              << addr << "\n";
+  const Load api = RunLoad(a.clients, a.jobs, [&](int c) {
+    const httplib::Result res = connections[c]->Post("/v1/jobs", spec, "application/json");
+    if (!res || res->status != 201) return false;
+    if (acks) {
+      const nlohmann::json job = nlohmann::json::parse(res->body, nullptr, false);
+      std::lock_guard<std::mutex> lock(acks_mu);
+      *acks << job.value("id", int64_t{-1}) << std::endl;  // flushed: a kill may follow
+    }
+    return true;
+  });
+  if (api.done == 0)
+    throw ConfigError("no submission succeeded: is a server at " + addr +
+                      "? start one with `berth server`");
+
+  // What `berth ps -a` reads: every job, page by page.
+  const auto list_start = Clock::now();
+  size_t listed = 0;
+  for (nlohmann::json after = 0; !after.is_null();) {
+    const httplib::Result res = connections[0]->Get("/v1/jobs?limit=10000&after=" + after.dump());
+    if (!res || res->status != 200) throw ConfigError("listing the jobs failed");
+    const nlohmann::json page = nlohmann::json::parse(res->body);
+    listed += page["jobs"].size();
+    after = page["next"];
+  }
+  const double list_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - list_start).count();
+
+  // The ceiling: the same writes, the same clients, straight into a state store.
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("berth-bench-api-" + std::to_string(::getpid()));
+  Load store_only;
+  {
+    StateStore store(dir);
+    std::atomic<int64_t> id{0};
+    store_only = RunLoad(a.clients, a.jobs, [&](int) {
+      StoredJob job;
+      job.id = ++id;
+      job.spec = spec;
+      job.state = "pending";
+      store.Wait(store.Enqueue({{StoreWrite::Kind::kPut, job}}));
+      return true;
+    });
+  }
+  std::filesystem::remove_all(dir);
+
+  if (a.json) {
+    std::cout << JsonText({{"clients", a.clients},
+                           {"submissions", api.done},
+                           {"failed", api.failed},
+                           {"submissions_per_sec", api.per_sec},
+                           {"latency_ms_p50", api.p50_ms},
+                           {"latency_ms_p99", api.p99_ms},
+                           {"list_jobs", listed},
+                           {"list_ms", list_ms},
+                           {"store_only_writes_per_sec", store_only.per_sec},
+                           {"store_only_latency_ms_p50", store_only.p50_ms},
+                           {"store_only_latency_ms_p99", store_only.p99_ms}})
+              << "\n";
+    return;
+  }
+  std::cout << std::fixed << std::setprecision(1) << "submissions: " << api.done << " ("
+            << api.failed << " failed) from " << a.clients << " clients\n"
+            << "  server:      " << std::setw(9) << api.per_sec << " /s   p50 " << api.p50_ms
+            << " ms   p99 " << api.p99_ms << " ms\n"
+            << "  store alone: " << std::setw(9) << store_only.per_sec << " /s   p50 "
+            << store_only.p50_ms << " ms   p99 " << store_only.p99_ms << " ms   (the ceiling; "
+            << std::setprecision(2) << api.per_sec / store_only.per_sec << "x of it)\n"
+            << std::setprecision(1) << "listing every job (berth ps -a): " << listed << " jobs in "
+            << list_ms << " ms\n";
+}
+
+}  // namespace
+
+void AddBenchApiCommand(CLI::App& bench) {
+  auto* cmd = bench.add_subcommand(
+      "api", "Submissions per second against a server ($BERTH_ADDR), next to the store alone");
+  auto a = std::make_shared<BenchApiArgs>();
+  cmd->add_option("--clients", a->clients, "Concurrent clients, 1 to 1000")
+      ->check(IntegerIn(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--jobs", a->jobs, "Submissions in all, 1 to 10^6")
+      ->check(IntegerIn(1, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--acks", a->acks, "Write each acknowledged job id to this file")
+      ->check(NonEmptyPath());
+  cmd->add_flag("--json", a->json, "Print JSON");
+  cmd->callback([a] { RunBenchApi(*a); });
+}
+
+}  // namespace berth

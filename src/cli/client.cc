@@ -1,0 +1,289 @@
+// The docker-like verbs that talk to a berth server: run, ps, inspect, stop, rm, queues, nodes.
+// The server is $BERTH_ADDR (HOST:PORT, default 127.0.0.1:7480). A refusal by the server (4xx)
+// exits 2 with its message; no server, or a server error, exits 1.
+#include <httplib.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "config/config_error.h"
+#include "config/file_text.h"
+
+namespace berth {
+namespace {
+
+using Json = nlohmann::json;
+
+// Leaves the process with `code` after printing `message` (the server's refusals and failures
+// are not the operator's input files, but they end the command the same way).
+[[noreturn]] void Exit(int code, const std::string& message) {
+  std::cerr << "berth: " << message << "\n";
+  std::exit(code);
+}
+
+std::string ServerAddress() {
+  const char* env = std::getenv("BERTH_ADDR");
+  std::string addr = env != nullptr && *env != '\0' ? env : "127.0.0.1:7480";
+  if (addr.rfind("http://", 0) == 0) addr = addr.substr(7);
+  return addr;
+}
+
+// One request to the server; returns the JSON body of a 2xx answer.
+Json Call(const std::string& method, const std::string& path, const std::string& body = "") {
+  const std::string addr = ServerAddress();
+  const size_t colon = addr.rfind(':');
+  if (colon == std::string::npos) Exit(2, "BERTH_ADDR: expected HOST:PORT, got \"" + addr + "\"");
+  httplib::Client client(addr.substr(0, colon), std::atoi(addr.c_str() + colon + 1));
+  client.set_connection_timeout(5);
+  client.set_read_timeout(60);
+  httplib::Result res = method == "GET"    ? client.Get(path)
+                        : method == "POST" ? client.Post(path, body, "application/json")
+                                           : client.Delete(path);
+  if (!res)
+    Exit(1, "no server at " + addr + " (" + httplib::to_string(res.error()) +
+                "): start one with `berth server`, or set BERTH_ADDR");
+  if (res->status == 204) return Json::object();
+  const Json json = Json::parse(res->body, nullptr, false);
+  if (res->status >= 200 && res->status < 300 && !json.is_discarded()) return json;
+  const std::string message =
+      json.is_object() && json.contains("error") ? json["error"].get<std::string>() : res->body;
+  Exit(res->status >= 400 && res->status < 500 ? 2 : 1, message);
+}
+
+std::string JobPath(const std::string& job) {
+  if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos)
+    Exit(2, "expected a job id (a number, as `berth ps` shows), got \"" + job + "\"");
+  return "/v1/jobs/" + job;
+}
+
+// "16g", "512m", "1024" (MiB) into MiB.
+int64_t MemoryMiB(const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  const std::string unit = end;
+  double mib = value;
+  if (unit == "g" || unit == "G" || unit == "gb" || unit == "GB")
+    mib *= 1024;
+  else if (unit == "t" || unit == "T")
+    mib *= 1024 * 1024;
+  else if (!(unit.empty() || unit == "m" || unit == "M" || unit == "mb" || unit == "MB"))
+    Exit(2, "--memory: expected a size such as 16g or 512m, got \"" + text + "\"");
+  if (end == text.c_str() || !std::isfinite(mib) || mib < 0 || mib > 1e12)
+    Exit(2, "--memory: expected a size such as 16g or 512m, got \"" + text + "\"");
+  return static_cast<int64_t>(mib);
+}
+
+struct RunArgs {
+  bool detach = false;
+  std::string file, name, queue, mig, affinity, memory;
+  int priority = 0, gpus = 0, gpu_share = 0, replicas = 1, min_replicas = 0;
+  bool priority_set = false;
+  double cpus = 0;
+  std::vector<std::string> models, env, words;  // words: IMAGE [CMD...]
+};
+
+std::string RunSpec(const RunArgs& a) {
+  if (!a.file.empty()) {
+    if (!a.words.empty()) Exit(2, "-f: give the job in the file or as IMAGE [CMD], not both");
+    return ReadFileText(a.file);
+  }
+  if (a.words.empty()) Exit(2, "run: expected IMAGE [CMD...] or -f FILE");
+  Json spec = {{"image", a.words[0]}};
+  if (a.words.size() > 1)
+    spec["command"] = std::vector<std::string>(a.words.begin() + 1, a.words.end());
+  if (!a.name.empty()) spec["name"] = a.name;
+  if (!a.queue.empty()) spec["queue"] = a.queue;
+  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') spec["user"] = user;
+  if (a.priority_set) spec["priority"] = a.priority;
+  if ((a.gpus > 0) + (a.gpu_share > 0) + !a.mig.empty() > 1)
+    Exit(2, "give one of --gpus, --gpu-share and --mig");
+  if (a.gpus > 0) spec["gpus"] = a.gpus;
+  if (a.gpu_share > 0) spec["gpuMilli"] = a.gpu_share;
+  if (!a.mig.empty()) spec["migProfile"] = a.mig;
+  if (!a.models.empty()) spec["gpuModels"] = a.models;
+  if (a.replicas != 1) spec["replicas"] = a.replicas;
+  if (a.min_replicas > 0) spec["minReplicas"] = a.min_replicas;
+  if (!a.affinity.empty()) spec["affinity"] = a.affinity;
+  if (a.cpus > 0) spec["cpuMilli"] = static_cast<int64_t>(std::llround(a.cpus * 1000));
+  if (!a.memory.empty()) spec["memoryMiB"] = MemoryMiB(a.memory);
+  Json env = Json::object();
+  for (const std::string& e : a.env) {
+    const size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) Exit(2, "-e: expected KEY=VALUE, got \"" + e + "\"");
+    env[e.substr(0, eq)] = e.substr(eq + 1);
+  }
+  if (!env.empty()) spec["env"] = env;
+  return spec.dump();
+}
+
+std::string Age(double since) {
+  const double s = std::max(0.0, static_cast<double>(std::time(nullptr)) - since);
+  if (s < 120) return std::to_string(static_cast<int>(s)) + "s";
+  if (s < 7200) return std::to_string(static_cast<int>(s / 60)) + "m";
+  if (s < 172800) return std::to_string(static_cast<int>(s / 3600)) + "h";
+  return std::to_string(static_cast<int>(s / 86400)) + "d";
+}
+
+// Rows as docker prints them: each column as wide as its widest cell, two spaces apart.
+void PrintTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (width.size() <= c) width.push_back(0);
+      width[c] = std::max(width[c], row[c].size());
+    }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c)
+      line +=
+          c + 1 == row.size() ? row[c] : row[c] + std::string(width[c] - row[c].size() + 2, ' ');
+    std::cout << line << "\n";
+  }
+}
+
+std::string Text(const Json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number_float()) {
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(1) << value.get<double>();
+    return out.str();
+  }
+  return value.dump();
+}
+
+std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
+
+struct PsArgs {
+  bool all = false, quiet = false;
+  std::string queue, format;
+};
+
+void Ps(const PsArgs& a) {
+  Json jobs = Json::array();
+  for (Json after = 0; !after.is_null();) {
+    std::string path = "/v1/jobs?limit=10000&after=" + after.dump();
+    if (!a.queue.empty()) path += "&queue=" + httplib::detail::encode_query_param(a.queue);
+    const Json page = Call("GET", path);
+    for (const Json& j : page["jobs"])
+      if (a.all || (j["state"] != "succeeded" && j["state"] != "failed" && j["state"] != "stopped"))
+        jobs.push_back(j);
+    after = page["next"];
+  }
+  if (a.format == "json") {
+    std::cout << JsonText(jobs) << "\n";
+    return;
+  }
+  if (a.quiet) {
+    for (const Json& j : jobs) std::cout << j["id"] << "\n";
+    return;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "NAME", "QUEUE", "USER", "STATE", "GPUS", "AGE", "REASON"}};
+  for (const Json& j : jobs) {
+    std::string gpus;
+    for (const Json& g : j["gpus"]) gpus += (gpus.empty() ? "" : ",") + g.get<std::string>();
+    std::string reason = j["reason"];
+    if (reason.size() > 60) reason = reason.substr(0, 57) + "...";
+    rows.push_back({j["id"].dump(), j["name"], j["queue"], j["user"], j["state"], OrDash(gpus),
+                    Age(j["submitted"]), reason});
+  }
+  PrintTable(rows);
+}
+
+}  // namespace
+
+void AddClientCommands(CLI::App& app) {
+  auto* run = app.add_subcommand("run", "Submit a job to the server (as docker run)");
+  auto r = std::make_shared<RunArgs>();
+  run->add_flag("-d,--detach", r->detach, "Print the job id and return");
+  run->add_option("-f,--file", r->file, "Job spec file (YAML or JSON, docs/api.md)")
+      ->check(NonEmptyPath());
+  run->add_option("--name", r->name, "Job name");
+  run->add_option("--queue", r->queue, "Queue (default: default)");
+  run->add_option("--priority", r->priority, "Priority")->each([r](const std::string&) {
+    r->priority_set = true;
+  });
+  run->add_option("--gpus", r->gpus, "Whole GPUs per replica")->check(CLI::Range(1, 4096));
+  run->add_option("--gpu-share", r->gpu_share, "A share of one GPU, in thousandths (1-1000)")
+      ->check(CLI::Range(1, 1000));
+  run->add_option("--mig", r->mig, "A MIG instance of this profile (e.g. 1g.10gb)");
+  run->add_option("--gpu-model", r->models, "Allowed GPU model (repeatable)");
+  run->add_option("--replicas", r->replicas, "Replicas (a gang)")->check(CLI::Range(1, 65536));
+  run->add_option("--min-replicas", r->min_replicas, "Elastic: start with at least this many")
+      ->check(CLI::Range(0, 65536));
+  run->add_option("--affinity", r->affinity, "Replica GPUs within: gpu, switch, socket, node");
+  run->add_option("--cpus", r->cpus, "CPUs per replica")->check(CLI::Range(0.0, 1e6));
+  run->add_option("--memory", r->memory, "Memory per replica (16g, 512m)");
+  run->add_option("-e,--env", r->env, "Environment variable KEY=VALUE (repeatable)");
+  run->add_option("words", r->words, "IMAGE [CMD...]");
+  run->positionals_at_end();
+  run->callback([r] {
+    if (!r->detach)
+      Exit(2,
+           "run: without -d berth follows the job's logs until it ends, which needs a node "
+           "agent (not there yet); add -d");
+    const Json job = Call("POST", "/v1/jobs", RunSpec(*r));
+    std::cout << job["id"] << "\n";
+  });
+
+  auto* ps = app.add_subcommand("ps", "List jobs (as docker ps)");
+  auto p = std::make_shared<PsArgs>();
+  ps->add_flag("-a,--all", p->all, "Show ended jobs too");
+  ps->add_flag("-q,--quiet", p->quiet, "Only ids");
+  ps->add_option("--queue", p->queue, "Only this queue's jobs");
+  ps->add_option("--format", p->format, "json")->check(CLI::IsMember({"json", "table"}));
+  ps->callback([p] { Ps(*p); });
+
+  auto* inspect = app.add_subcommand("inspect", "A job in full, with its state changes");
+  auto job = std::make_shared<std::string>();
+  inspect->add_option("job", *job, "Job id")->required();
+  inspect->callback([job] {
+    Json j = Call("GET", JobPath(*job));
+    j["events"] = Call("GET", JobPath(*job) + "/events")["events"];
+    std::cout << JsonText(j) << "\n";
+  });
+
+  auto* stop = app.add_subcommand("stop", "Stop a job");
+  stop->add_option("job", *job, "Job id")->required();
+  stop->callback([job] { std::cout << Call("POST", JobPath(*job) + "/stop")["id"] << "\n"; });
+
+  auto* rm = app.add_subcommand("rm", "Forget an ended job");
+  rm->add_option("job", *job, "Job id")->required();
+  rm->callback([job] {
+    Call("DELETE", JobPath(*job));
+    std::cout << *job << "\n";
+  });
+
+  auto* queues = app.add_subcommand("queues", "Queues: guarantee, fair share and usage");
+  queues->callback([] {
+    std::vector<std::vector<std::string>> rows = {
+        {"QUEUE", "WEIGHT", "GUARANTEE", "FAIR SHARE", "USAGE", "BORROWED", "PENDING", "RUNNING"}};
+    const Json answer = Call("GET", "/v1/queues");
+    for (const Json& q : answer["queues"])
+      rows.push_back({q["name"], Text(q["weight"]), Text(q["guaranteeGpus"]),
+                      Text(q["fairShareGpus"]), Text(q["usageGpus"]), Text(q["borrowedGpus"]),
+                      q["pending"].dump(), q["running"].dump()});
+    PrintTable(rows);
+  });
+
+  auto* nodes = app.add_subcommand("nodes", "Nodes and their free GPUs");
+  nodes->callback([] {
+    std::vector<std::vector<std::string>> rows = {{"NODE", "RACK", "MODEL", "GPUS", "FREE"}};
+    const Json answer = Call("GET", "/v1/nodes");
+    for (const Json& n : answer["nodes"])
+      rows.push_back({n["name"], OrDash(n["rack"]), OrDash(n["model"]), n["gpus"].dump(),
+                      n["freeGpus"].dump()});
+    PrintTable(rows);
+  });
+}
+
+}  // namespace berth

@@ -1,0 +1,72 @@
+// `berth server`: parses its flags into ServerOptions and runs the control plane.
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/policy_argument.h"
+#include "config/config_error.h"
+#include "config/vc_file.h"
+#include "server/server.h"
+
+namespace berth {
+namespace {
+
+struct ServerArgs {
+  std::string listen = "127.0.0.1:7480";
+  std::string state;
+  std::string cluster;
+  std::string policy = "berth";
+  std::string vcs;
+};
+
+// ~/.local/share/berth, as XDG has it.
+std::string DefaultStateDir() {
+  if (const char* data = std::getenv("XDG_DATA_HOME"); data != nullptr && *data != '\0')
+    return std::string(data) + "/berth";
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || *home == '\0')
+    throw ConfigError("--state: no HOME to keep the state under; give --state DIR");
+  return std::string(home) + "/.local/share/berth";
+}
+
+int RunServerCommand(const ServerArgs& a) {
+  ServerOptions options;
+  options.listen = a.listen;
+  options.state_dir = a.state.empty() ? DefaultStateDir() : a.state;
+  options.config.cluster = LoadClusterArgument(a.cluster);
+  options.config.policy = LoadPolicyArgument(a.policy);
+  if (!a.vcs.empty())
+    for (const VirtualClusterSpec& vc : LoadVcFile(a.vcs))
+      options.config.queues.push_back({vc.name, 1, -1, vc.guarantees});
+  try {
+    return RunServer(std::move(options));
+  } catch (const StoreError& e) {
+    throw ConfigError(e.what());
+  } catch (const ApiError& e) {
+    throw ConfigError(e.what());
+  }
+}
+
+}  // namespace
+
+void AddServerCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("server", "Run the control plane: the REST API and the engine");
+  auto a = std::make_shared<ServerArgs>();
+  cmd->add_option("--listen", a->listen, "HOST:PORT to serve on (loopback; port 0: any free)")
+      ->capture_default_str();
+  cmd->add_option("--state", a->state, "State directory (default ~/.local/share/berth)")
+      ->check(NonEmptyPath());
+  cmd->add_option("--cluster", a->cluster,
+                  "Cluster file (YAML) or openb node list (.csv); default: embedded example")
+      ->check(NonEmptyPath());
+  cmd->add_option("--policy", a->policy, "Built-in policy name or policy file")
+      ->capture_default_str();
+  cmd->add_option("--vcs", a->vcs, "Virtual-cluster file: one queue per VC")->check(NonEmptyPath());
+  cmd->callback([a] {
+    const int code = RunServerCommand(*a);
+    if (code != 0) std::exit(code);
+  });
+}
+
+}  // namespace berth

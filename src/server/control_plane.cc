@@ -1,0 +1,338 @@
+#include "server/control_plane.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "config/berth_trace.h"
+#include "config/config_error.h"
+#include "core/job.h"
+
+namespace berth {
+namespace {
+
+bool Placed(const std::string& state) { return state == "scheduled"; }
+
+}  // namespace
+
+bool ControlPlane::Ended(const std::string& state) {
+  return state == "succeeded" || state == "failed" || state == "stopped";
+}
+
+ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
+                           std::function<double()> now)
+    : config_(std::move(config)), store_(store), now_(std::move(now)) {
+  const bool has_default = std::any_of(config_.queues.begin(), config_.queues.end(),
+                                       [](const QueueSpec& q) { return q.name == "default"; });
+  if (!has_default) config_.queues.push_back({"default", 1, -1, {}});
+  engine_ = std::make_unique<Scheduler>(&config_.cluster, config_.queues, config_.policy);
+  if (!engine_->error().empty()) throw ApiError(500, engine_->error());
+  Recover();
+}
+
+void ControlPlane::Record(Job& job, const std::string& state, const std::string& reason,
+                          std::vector<StoreWrite>* writes) {
+  job.stored.state = state;
+  job.stored.reason = reason;
+  // Transitions are ordered by their sequence; the clock only labels them.
+  job.stored.updated = std::max(now_(), job.stored.updated);
+  writes->push_back({StoreWrite::Kind::kPut, job.stored});
+}
+
+void ControlPlane::Commit(std::unique_lock<std::mutex>& lock, std::vector<StoreWrite> writes) {
+  if (writes.empty()) return;
+  // Queued under the lock, so that the store sees the engine's order; waited for outside it,
+  // so that other callers' writes join the same commit.
+  const uint64_t ticket = store_->Enqueue(std::move(writes));
+  lock.unlock();
+  try {
+    store_->Wait(ticket);
+  } catch (const StoreError& e) {
+    throw ApiError(503, std::string("the state could not be saved: ") + e.what());
+  }
+}
+
+void ControlPlane::Recover() {
+  std::vector<StoredJob> stored = store_->LoadJobs();
+  // Guaranteed work is adopted before borrowed work (the allocator binds guarantee cells as it
+  // adopts), and placed jobs before pending ones take GPUs.
+  std::vector<Job> placed_guaranteed, placed_borrowed, waiting;
+  std::vector<StoreWrite> writes;
+  int ended = 0;
+  for (StoredJob& s : stored) {
+    next_id_ = std::max(next_id_, s.id + 1);
+    Job job;
+    job.stored = std::move(s);
+    if (Ended(job.stored.state)) {
+      ++ended;
+      jobs_.emplace(job.stored.id, std::move(job));
+      continue;
+    }
+    try {
+      job.spec = ParseJobSubmission(job.stored.spec, "job " + std::to_string(job.stored.id),
+                                    config_.cluster, config_.queues);
+      job.spec.name = job.stored.name;
+      job.spec.queue = job.stored.queue;
+    } catch (const ConfigError& e) {
+      Record(job, "failed",
+             std::string("after a restart its spec no longer suits this server's cluster or "
+                         "queues: ") +
+                 e.what(),
+             &writes);
+      jobs_.emplace(job.stored.id, std::move(job));
+      continue;
+    }
+    if (Placed(job.stored.state)) {
+      job.borrowed =
+          nlohmann::json::parse(job.stored.placements, nullptr, false).value("borrowed", false);
+      (job.borrowed ? placed_borrowed : placed_guaranteed).push_back(std::move(job));
+    } else {
+      waiting.push_back(std::move(job));
+    }
+  }
+  const double now = now_();
+  int adopted = 0, lost = 0;
+  for (auto* list : {&placed_guaranteed, &placed_borrowed}) {
+    for (Job& job : *list) {
+      std::string why = "a node or GPU it held is gone";
+      if (const auto placements = ParsePlacements(job.stored.placements)) {
+        job.engine_id = engine_->Adopt(job.spec, *placements, job.borrowed, job.stored.submitted,
+                                       job.stored.updated, &why);
+        if (job.engine_id >= 0) {
+          ++adopted;
+          by_engine_id_[job.engine_id] = job.stored.id;
+          jobs_.emplace(job.stored.id, std::move(job));
+          continue;
+        }
+      }
+      ++lost;
+      job.stored.placements.clear();
+      Record(job, "lost", "after a restart its GPUs could not be taken again: " + why, &writes);
+      waiting.push_back(std::move(job));
+    }
+  }
+  for (Job& job : waiting) {
+    std::string why;
+    job.engine_id = engine_->Submit(job.spec, now, &why);
+    if (job.engine_id < 0) {
+      Record(job, "failed", "after a restart the engine refuses it: " + why, &writes);
+    } else {
+      by_engine_id_[job.engine_id] = job.stored.id;
+      if (job.stored.state != "pending") Record(job, "pending", "queued again", &writes);
+    }
+    jobs_.emplace(job.stored.id, std::move(job));
+  }
+  recovery_summary_ = std::to_string(jobs_.size()) +
+                      " jobs in the state: " + std::to_string(adopted) + " placed jobs adopted, " +
+                      std::to_string(lost) + " lost their GPUs, " + std::to_string(ended) +
+                      " ended";
+  if (!writes.empty()) store_->Wait(store_->Enqueue(std::move(writes)));
+}
+
+int64_t ControlPlane::Submit(const std::string& body) {
+  JobSpec spec;
+  try {
+    spec = ParseJobSubmission(body, "job", config_.cluster, config_.queues);
+  } catch (const ConfigError& e) {
+    throw ApiError(400, e.what());
+  }
+  if (spec.queue.empty()) spec.queue = "default";
+  if (const std::string why = WhyJobNeverFits(config_.cluster, spec); !why.empty())
+    throw ApiError(400, "job: no node of this cluster can ever hold it: " + why);
+  std::unique_lock<std::mutex> lock(mu_);
+  const int64_t id = next_id_;
+  if (spec.name.empty()) spec.name = "job-" + std::to_string(id);
+  const double now = now_();
+  std::string why;
+  const int engine_id = engine_->Submit(spec, now, &why);
+  if (engine_id < 0) throw ApiError(400, "job: " + why);
+  ++next_id_;
+  Job& job = jobs_[id];
+  job.spec = spec;
+  job.engine_id = engine_id;
+  by_engine_id_[engine_id] = id;
+  job.stored.id = id;
+  job.stored.name = spec.name;
+  job.stored.queue = spec.queue;
+  job.stored.user = spec.user;
+  job.stored.spec = body;
+  job.stored.submitted = now;
+  std::vector<StoreWrite> writes;
+  Record(job, "pending", "submitted", &writes);
+  Commit(lock, std::move(writes));
+  return id;
+}
+
+std::vector<StoredJob> ControlPlane::List(const JobFilter& filter) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<StoredJob> out;
+  for (auto it = jobs_.upper_bound(filter.after); it != jobs_.end() && out.size() < filter.limit;
+       ++it) {
+    const StoredJob& j = it->second.stored;
+    if ((filter.queue.empty() || j.queue == filter.queue) &&
+        (filter.state.empty() || j.state == filter.state) &&
+        (filter.user.empty() || j.user == filter.user))
+      out.push_back(j);
+  }
+  return out;
+}
+
+ControlPlane::Job& ControlPlane::Find(int64_t id) {
+  const auto it = jobs_.find(id);
+  if (it == jobs_.end()) throw ApiError(404, "no job " + std::to_string(id));
+  return it->second;
+}
+
+const ControlPlane::Job& ControlPlane::Find(int64_t id) const {
+  return const_cast<ControlPlane*>(this)->Find(id);
+}
+
+StoredJob ControlPlane::Get(int64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Find(id).stored;
+}
+
+StoredJob ControlPlane::Stop(int64_t id) {
+  std::unique_lock<std::mutex> lock(mu_);
+  Job& job = Find(id);
+  if (Ended(job.stored.state))
+    throw ApiError(409,
+                   "job " + std::to_string(id) + " has already ended (" + job.stored.state + ")");
+  if (job.engine_id >= 0) {
+    engine_->Finish(job.engine_id, now_(), JobEnd::kCancelled);
+    by_engine_id_.erase(job.engine_id);
+    job.engine_id = -1;
+  }
+  job.stored.placements.clear();
+  std::vector<StoreWrite> writes;
+  Record(job, "stopped", "stopped on request", &writes);
+  const StoredJob result = job.stored;
+  Commit(lock, std::move(writes));
+  return result;
+}
+
+void ControlPlane::Remove(int64_t id) {
+  std::unique_lock<std::mutex> lock(mu_);
+  Job& job = Find(id);
+  if (!Ended(job.stored.state))
+    throw ApiError(409, "job " + std::to_string(id) + " is " + job.stored.state +
+                            "; stop it first (berth stop " + std::to_string(id) + ")");
+  std::vector<StoreWrite> writes = {{StoreWrite::Kind::kDelete, job.stored}};
+  jobs_.erase(id);
+  Commit(lock, std::move(writes));
+}
+
+std::vector<StoredTransition> ControlPlane::Events(int64_t id) const {
+  Get(id);  // 404 for an unknown job
+  return store_->Transitions(id);
+}
+
+std::vector<QueueStatus> ControlPlane::Queues() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return engine_->Queues();
+}
+
+std::vector<int> ControlPlane::FreeGpus() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int> free;
+  const Allocator& alloc = engine_->allocator();
+  for (size_t n = 0; n < config_.cluster.nodes.size(); ++n) {
+    int count = 0;
+    for (size_t g = 0; g < config_.cluster.nodes[n].gpus.size(); ++g)
+      count += alloc.gpu_free(static_cast<int>(n), static_cast<int>(g)) ? 1 : 0;
+    free.push_back(count);
+  }
+  return free;
+}
+
+void ControlPlane::Cycle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::vector<StoreWrite> writes;
+  Apply(engine_->Schedule(now_()), &writes);
+  Commit(lock, std::move(writes));
+}
+
+void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<StoreWrite>* writes) {
+  for (const Decision& d : decisions) {
+    const auto id = by_engine_id_.find(d.job);
+    if (id == by_engine_id_.end()) continue;  // not a job of this server (cannot happen)
+    Job& job = jobs_.at(id->second);
+    const JobRecord* record = engine_->job(d.job);
+    std::string gpus;
+    for (const std::string& g : d.gpu_ids) gpus += (gpus.empty() ? "" : ", ") + g;
+    switch (d.kind) {
+      case Decision::Kind::kStart:
+        job.stored.placements = PlacementsJson(*record);
+        Record(job, "scheduled", "placed on " + gpus, writes);
+        break;
+      case Decision::Kind::kGrow:
+      case Decision::Kind::kShrink:
+        job.stored.placements = PlacementsJson(*record);
+        Record(job, job.stored.state,
+               std::string(d.kind == Decision::Kind::kGrow ? "grew" : "shrank") + " to " +
+                   std::to_string(record->replicas) + " replicas",
+               writes);
+        break;
+      case Decision::Kind::kPreempt:
+      case Decision::Kind::kEvict:
+      case Decision::Kind::kKill: {
+        // Until an agent runs it, a placed job has nothing to stop: it has stopped now.
+        job.stored.placements.clear();
+        Record(job, "preempted", d.reason, writes);
+        const std::vector<Decision> starts = engine_->Stopped(d.job, now_());
+        Record(job, "pending", "waiting again after it was preempted", writes);
+        Apply(starts, writes);
+        break;
+      }
+    }
+  }
+}
+
+std::string ControlPlane::PlacementsJson(const JobRecord& record) const {
+  nlohmann::json replicas = nlohmann::json::array();
+  nlohmann::json ids = nlohmann::json::array();
+  for (const ReplicaPlacement& r : record.placements) {
+    const Node& node = config_.cluster.nodes[r.node];
+    replicas.push_back({{"node", node.name},
+                        {"gpus", r.gpus},
+                        {"gpuMilli", r.gpu_milli},
+                        {"gpuMemoryMiB", r.gpu_memory_mib},
+                        {"migProfile", r.mig_profile},
+                        {"migStart", r.mig_start}});
+    for (int g : r.gpus) ids.push_back(node.name + "/" + std::to_string(g));
+  }
+  return nlohmann::json{{"borrowed", record.borrowed}, {"gpuIds", ids}, {"replicas", replicas}}
+      .dump();
+}
+
+std::optional<std::vector<ReplicaPlacement>> ControlPlane::ParsePlacements(
+    const std::string& text) const {
+  const nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
+  if (!json.is_object() || !json.contains("replicas") || !json["replicas"].is_array())
+    return std::nullopt;
+  std::vector<ReplicaPlacement> out;
+  try {
+    for (const nlohmann::json& r : json["replicas"]) {
+      const std::string name = r.at("node").get<std::string>();
+      const auto& nodes = config_.cluster.nodes;
+      const auto node =
+          std::find_if(nodes.begin(), nodes.end(), [&](const Node& n) { return n.name == name; });
+      if (node == nodes.end()) return std::nullopt;
+      ReplicaPlacement p;
+      p.node = static_cast<int>(node - nodes.begin());
+      p.gpus = r.at("gpus").get<std::vector<int>>();
+      for (int g : p.gpus)
+        if (g < 0 || g >= static_cast<int>(node->gpus.size())) return std::nullopt;
+      p.gpu_milli = r.at("gpuMilli").get<int>();
+      p.gpu_memory_mib = r.at("gpuMemoryMiB").get<int64_t>();
+      p.mig_profile = r.at("migProfile").get<int>();
+      p.mig_start = r.at("migStart").get<int>();
+      out.push_back(std::move(p));
+    }
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+}  // namespace berth

@@ -1,0 +1,112 @@
+// The server's state: one engine (src/core) and the jobs as users see them, kept durable in
+// the state store. No HTTP here: http_api.cc maps requests onto these calls.
+//
+// Job states: pending -> scheduled (placed; an agent then starts it) -> ... -> succeeded,
+// failed, stopped or lost. A preempted or evicted job records "preempted" and goes back to
+// pending. Every transition is stored with its time and reason before the call that made it
+// returns, so what a client was told survives a kill -9 (the state store's group commit lets
+// concurrent calls share one fsync).
+//
+// Recovery: a new ControlPlane over an existing state rebuilds the engine from the stored
+// jobs: pending ones are queued again, placed ones are adopted at the exact GPUs they hold.
+// A job whose spec no longer fits the cluster, or whose GPUs are gone, is marked so with the
+// reason (failed, or lost and back to pending), never silently dropped.
+//
+// Threading: every call may come from any thread. One mutex serializes the engine (its
+// contract: one caller at a time); the store's commit is waited for outside it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/policy.h"
+#include "core/scheduler.h"
+#include "store/state_store.h"
+
+namespace berth {
+
+// A request the control plane refuses: the HTTP status and what to tell the client.
+struct ApiError : std::runtime_error {
+  ApiError(int status, const std::string& message) : std::runtime_error(message), status(status) {}
+  int status;
+};
+
+struct JobFilter {
+  std::string queue, state, user;  // "" matches any
+  int64_t after = 0;               // ids above this only (paging)
+  size_t limit = 1000;
+};
+
+struct ControlPlaneConfig {
+  Cluster cluster;
+  std::vector<QueueSpec> queues;  // a queue "default" is added when missing
+  Policy policy;
+};
+
+class ControlPlane {
+ public:
+  // `now` gives seconds since the epoch. Rebuilds from what `store` holds; throws ApiError 500
+  // when the engine refuses the cluster or queues.
+  ControlPlane(ControlPlaneConfig config, StateStore* store, std::function<double()> now);
+
+  // Accepts a job spec (JSON or YAML, docs/api.md); returns its id. ApiError 400 names the
+  // field when the spec is wrong, or says why the job could never fit the cluster.
+  int64_t Submit(const std::string& body);
+  std::vector<StoredJob> List(const JobFilter& filter) const;
+  StoredJob Get(int64_t id) const;  // ApiError 404
+  // Stops the job (pending or placed); a job already ended is left as it is (409).
+  StoredJob Stop(int64_t id);
+  // Forgets an ended job; 409 while it has not ended.
+  void Remove(int64_t id);
+  std::vector<StoredTransition> Events(int64_t id) const;
+  std::vector<QueueStatus> Queues() const;
+  const Cluster& cluster() const { return config_.cluster; }
+  // Free GPUs per node, in node order.
+  std::vector<int> FreeGpus() const;
+  // One scheduling cycle; its decisions are applied and stored before it returns.
+  void Cycle();
+  // What Recover found, for the server's first log line.
+  const std::string& recovery_summary() const { return recovery_summary_; }
+
+  static bool Ended(const std::string& state);
+
+ private:
+  struct Job {
+    StoredJob stored;
+    JobSpec spec;
+    int engine_id = -1;  // while the engine knows it
+    bool borrowed = false;
+  };
+
+  void Recover();
+  // Records `state` and `reason` on the job (a transition) and queues its write.
+  void Record(Job& job, const std::string& state, const std::string& reason,
+              std::vector<StoreWrite>* writes);
+  void Apply(const std::vector<Decision>& decisions, std::vector<StoreWrite>* writes);
+  std::string PlacementsJson(const JobRecord& record) const;
+  // The stored placements on this cluster, or nullopt when a node or GPU is gone.
+  std::optional<std::vector<ReplicaPlacement>> ParsePlacements(const std::string& json) const;
+  Job& Find(int64_t id);
+  const Job& Find(int64_t id) const;
+  void Commit(std::unique_lock<std::mutex>& lock, std::vector<StoreWrite> writes);
+
+  ControlPlaneConfig config_;
+  StateStore* store_;
+  std::function<double()> now_;
+  mutable std::mutex mu_;
+  std::unique_ptr<Scheduler> engine_;
+  std::map<int64_t, Job> jobs_;
+  std::map<int, int64_t> by_engine_id_;
+  int64_t next_id_ = 1;
+  std::string recovery_summary_;
+};
+
+}  // namespace berth

@@ -1,0 +1,189 @@
+#include "server/http_api.h"
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace berth {
+namespace {
+
+using Json = nlohmann::json;
+
+void Reply(httplib::Response& res, int status, const Json& body) {
+  res.status = status;
+  // Names and specs come from users: bytes that are not UTF-8 become U+FFFD, not an exception.
+  res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n",
+                  "application/json");
+}
+
+Json JobJson(const StoredJob& j) {
+  Json gpus = Json::array();
+  if (!j.placements.empty()) {
+    const Json placements = Json::parse(j.placements, nullptr, false);
+    if (placements.is_object()) gpus = placements.value("gpuIds", Json::array());
+  }
+  return {{"id", j.id},
+          {"name", j.name},
+          {"queue", j.queue},
+          {"user", j.user},
+          {"state", j.state},
+          {"reason", j.reason},
+          {"exitCode", j.exit_code},
+          {"submitted", j.submitted},
+          {"updated", j.updated},
+          {"gpus", gpus}};
+}
+
+// A decimal integer from `min` to `max`, or ApiError 400 naming the parameter.
+int64_t IntParam(const std::string& name, const std::string& text, int64_t min, int64_t max) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min ||
+      value > max)
+    throw ApiError(400, name + ": expected an integer from " + std::to_string(min) + " to " +
+                            std::to_string(max) + ", got \"" + text.substr(0, 40) + "\"");
+  return value;
+}
+
+// The job id of a /v1/jobs/{id} path; an id that cannot exist is simply not found.
+int64_t JobId(const httplib::Request& req) {
+  const std::string text = req.matches[1];
+  int64_t id = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || end != text.data() + text.size())
+    throw ApiError(404, "no job " + text.substr(0, 40));
+  return id;
+}
+
+JobFilter ListFilter(const httplib::Request& req) {
+  JobFilter filter;
+  for (const auto& [key, value] : req.params) {
+    if (key == "queue")
+      filter.queue = value;
+    else if (key == "state")
+      filter.state = value;
+    else if (key == "user")
+      filter.user = value;
+    else if (key == "limit")
+      filter.limit = static_cast<size_t>(IntParam("limit", value, 1, kMaxListLimit));
+    else if (key == "after")
+      filter.after = IntParam("after", value, 0, INT64_MAX);
+    else
+      throw ApiError(400, "unknown parameter \"" + key.substr(0, 40) +
+                              "\"; known: queue, state, user, limit, after");
+  }
+  return filter;
+}
+
+// Runs `handle`, turning what it throws into the JSON error a client can read.
+template <typename Handle>
+httplib::Server::Handler Route(Handle handle) {
+  return [handle](const httplib::Request& req, httplib::Response& res) {
+    try {
+      handle(req, res);
+    } catch (const ApiError& e) {
+      Reply(res, e.status, {{"error", e.what()}});
+    } catch (const StoreError& e) {
+      Reply(res, 503, {{"error", std::string("the state store failed: ") + e.what()}});
+    }
+  };
+}
+
+}  // namespace
+
+void AddApiRoutes(httplib::Server& server, ControlPlane& plane) {
+  server.Post("/v1/jobs", Route([&](const httplib::Request& req, httplib::Response& res) {
+                const int64_t id = plane.Submit(req.body);
+                Reply(res, 201, JobJson(plane.Get(id)));
+              }));
+  server.Get("/v1/jobs", Route([&](const httplib::Request& req, httplib::Response& res) {
+               const JobFilter filter = ListFilter(req);
+               Json jobs = Json::array();
+               const std::vector<StoredJob> found = plane.List(filter);
+               for (const StoredJob& j : found) jobs.push_back(JobJson(j));
+               // A full page may have more after it: the client asks again from its last id.
+               Json next = found.size() == filter.limit ? Json(found.back().id) : Json();
+               Reply(res, 200, {{"jobs", jobs}, {"next", next}});
+             }));
+  server.Get(R"(/v1/jobs/(\d+))", Route([&](const httplib::Request& req, httplib::Response& res) {
+               const StoredJob job = plane.Get(JobId(req));
+               Json body = JobJson(job);
+               body["spec"] = job.spec;
+               Reply(res, 200, body);
+             }));
+  server.Post(R"(/v1/jobs/(\d+)/stop)",
+              Route([&](const httplib::Request& req, httplib::Response& res) {
+                Reply(res, 200, JobJson(plane.Stop(JobId(req))));
+              }));
+  server.Delete(R"(/v1/jobs/(\d+))",
+                Route([&](const httplib::Request& req, httplib::Response& res) {
+                  plane.Remove(JobId(req));
+                  res.status = 204;
+                }));
+  server.Get(R"(/v1/jobs/(\d+)/events)",
+             Route([&](const httplib::Request& req, httplib::Response& res) {
+               Json events = Json::array();
+               for (const StoredTransition& t : plane.Events(JobId(req)))
+                 events.push_back(
+                     {{"seq", t.seq}, {"at", t.at}, {"state", t.state}, {"reason", t.reason}});
+               Reply(res, 200, {{"events", events}});
+             }));
+  server.Get("/v1/queues", Route([&](const httplib::Request&, httplib::Response& res) {
+               Json queues = Json::array();
+               for (const QueueStatus& q : plane.Queues())
+                 queues.push_back({{"name", q.name},
+                                   {"weight", q.weight},
+                                   {"guaranteeGpus", q.guarantee_gpus},
+                                   {"fairShareGpus", q.fair_share_gpus},
+                                   {"usageGpus", q.usage_gpus},
+                                   {"borrowedGpus", q.borrowed_gpus},
+                                   {"pendingGpus", q.pending_gpus},
+                                   {"running", q.running},
+                                   {"pending", q.pending}});
+               Reply(res, 200, {{"queues", queues}});
+             }));
+  server.Get("/v1/nodes", Route([&](const httplib::Request&, httplib::Response& res) {
+               const std::vector<int> free = plane.FreeGpus();
+               Json nodes = Json::array();
+               const Cluster& cluster = plane.cluster();
+               for (size_t n = 0; n < cluster.nodes.size(); ++n) {
+                 const Node& node = cluster.nodes[n];
+                 nodes.push_back({{"name", node.name},
+                                  {"rack", node.rack},
+                                  {"gpus", node.gpus.size()},
+                                  {"freeGpus", free[n]},
+                                  {"model", node.gpus.empty() ? "" : node.gpus[0].model}});
+               }
+               Reply(res, 200, {{"nodes", nodes}});
+             }));
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  server.Get("/readyz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ready\n", "text/plain");
+  });
+  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a route's own error
+    if (res.status == 404)
+      Reply(res, 404,
+            {{"error",
+              "no route " + req.method + " " + req.path.substr(0, 80) + "; see docs/api.md"}});
+    else if (res.status == 413)
+      Reply(res, 413,
+            {{"error", "the request body is over the limit of " + std::to_string(kMaxRequestBytes) +
+                           " bytes"}});
+  });
+  server.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+        std::string what = "unknown";
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        Reply(res, 500, {{"error", "internal error: " + what}});
+      });
+}
+
+}  // namespace berth

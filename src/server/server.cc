@@ -1,0 +1,95 @@
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <iostream>
+#include <thread>
+
+#include "server/http_api.h"
+
+namespace berth {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop = true; }
+
+double WallClock() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// "HOST:PORT" into its parts; ApiError 400-like refusals become exit 2 in the CLI.
+void SplitListen(const std::string& listen, std::string* host, int* port) {
+  const size_t colon = listen.rfind(':');
+  const std::string port_text = colon == std::string::npos ? "" : listen.substr(colon + 1);
+  char* end = nullptr;
+  const long value = std::strtol(port_text.c_str(), &end, 10);
+  if (colon == std::string::npos || port_text.empty() || *end != '\0' || value < 0 || value > 65535)
+    throw ApiError(400, "--listen: expected HOST:PORT (port 0 to 65535), got \"" + listen + "\"");
+  *host = listen.substr(0, colon);
+  *port = static_cast<int>(value);
+  if (*host != "127.0.0.1" && *host != "localhost" && *host != "::1" && *host != "[::1]")
+    throw ApiError(400, "--listen: " + *host +
+                            " is not loopback; berth server has no access control yet (tokens, "
+                            "TLS), so it listens on 127.0.0.1 or ::1 only");
+  if (*host == "[::1]") *host = "::1";
+}
+
+}  // namespace
+
+int RunServer(ServerOptions options) {
+  std::string host;
+  int port = 0;
+  SplitListen(options.listen, &host, &port);
+  StateStore store(options.state_dir);
+  ControlPlane plane(std::move(options.config), &store, WallClock);
+
+  httplib::Server server;
+  // 64 workers: 50 clients at once each keep a connection (keep-alive) without queueing.
+  server.new_task_queue = [] { return new httplib::ThreadPool(64); };
+  server.set_payload_max_length(kMaxRequestBytes);
+  // A client that stalls mid-request is dropped instead of holding a worker.
+  server.set_read_timeout(10);
+  server.set_write_timeout(10);
+  server.set_keep_alive_max_count(1000);
+  AddApiRoutes(server, plane);
+  if (port == 0) {
+    port = server.bind_to_any_port(host);
+  } else if (!server.bind_to_port(host, port)) {
+    port = -1;
+  }
+  if (port < 0) {
+    std::cerr << "berth server: cannot listen on " << options.listen
+              << ": the address is in use or not available; pick another with --listen\n";
+    return 1;
+  }
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::thread cycles([&] {
+    const auto interval = std::chrono::duration<double>(options.cycle_interval_s);
+    while (!g_stop) {
+      try {
+        plane.Cycle();
+      } catch (const ApiError& e) {
+        std::cerr << "berth server: a cycle's decisions could not be saved: " << e.what() << "\n";
+      }
+      std::this_thread::sleep_for(interval);
+    }
+    server.stop();
+  });
+  std::cout << "berth server: listening on http://" << (host == "::1" ? "[::1]" : host) << ":"
+            << port << " (state " << store.path() << "; " << plane.recovery_summary() << ")"
+            << std::endl;
+  server.listen_after_bind();
+  g_stop = true;
+  cycles.join();
+  std::cout << "berth server: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace berth

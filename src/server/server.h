@@ -1,0 +1,26 @@
+// `berth server`: the control plane as a long-running process. Opens the state, rebuilds the
+// engine from it, then serves the API (http_api.h) and runs a scheduling cycle every
+// cycle_interval_s until SIGINT or SIGTERM.
+//
+// Listening is on loopback only: access control (tokens, TLS) is not there yet, and until it
+// is, any other address is refused rather than served to the network unauthenticated.
+#pragma once
+
+#include <string>
+
+#include "server/control_plane.h"
+
+namespace berth {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:7480";  // HOST:PORT; port 0 picks a free port
+  std::string state_dir;
+  ControlPlaneConfig config;
+  double cycle_interval_s = 0.1;
+};
+
+// Serves until a signal stops it; returns the process exit code. Prints where it listens on
+// stdout once it accepts connections. Throws StoreError or ApiError when it cannot start.
+int RunServer(ServerOptions options);
+
+}  // namespace berth

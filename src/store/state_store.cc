@@ -1,0 +1,261 @@
+#include "store/state_store.h"
+
+#include <filesystem>
+#include <iterator>
+#include <system_error>
+#include <utility>
+
+namespace berth {
+namespace {
+
+// Each migration takes the schema from its index to the next version.
+const char* const kMigrations[] = {
+    // 0 -> 1: jobs and their transitions.
+    "CREATE TABLE jobs ("
+    "  id INTEGER PRIMARY KEY, name TEXT NOT NULL, queue TEXT NOT NULL, user TEXT NOT NULL,"
+    "  spec TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL, exit_code INTEGER NOT NULL,"
+    "  submitted REAL NOT NULL, updated REAL NOT NULL, placements TEXT NOT NULL);"
+    "CREATE TABLE transitions ("
+    "  job INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, state TEXT NOT NULL,"
+    "  reason TEXT NOT NULL, PRIMARY KEY (job, seq)) WITHOUT ROWID;",
+};
+static_assert(std::size(kMigrations) == StateStore::kSchemaVersion);
+
+// A prepared statement, finalized when it goes out of scope.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      throw StoreError(std::string("preparing a statement: ") + sqlite3_errmsg(db));
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& Bind(int i, const std::string& text) {
+    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& Bind(int i, int64_t value) {
+    sqlite3_bind_int64(stmt_, i, value);
+    return *this;
+  }
+  Statement& Bind(int i, double value) {
+    sqlite3_bind_double(stmt_, i, value);
+    return *this;
+  }
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return sqlite3_step(stmt_); }
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  std::string Text(int column) const {
+    const auto* text = sqlite3_column_text(stmt_, column);
+    return text == nullptr ? ""
+                           : std::string(reinterpret_cast<const char*>(text),
+                                         sqlite3_column_bytes(stmt_, column));
+  }
+  int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
+  double Real(int column) const { return sqlite3_column_double(stmt_, column); }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+void Exec(sqlite3* db, const std::string& sql, const std::string& what) {
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+    const std::string message = error != nullptr ? error : sqlite3_errmsg(db);
+    sqlite3_free(error);
+    throw StoreError(what + ": " + message);
+  }
+}
+
+sqlite3* OpenDatabase(const std::string& path) {
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close(db);
+    throw StoreError(path + ": cannot open the state database: " + message);
+  }
+  // Another berth on the same state (a second server) waits a little, then gets an error.
+  sqlite3_busy_timeout(db, 5000);
+  return db;
+}
+
+}  // namespace
+
+StateStore::StateStore(const std::string& dir) : path_(dir + "/berth.db") {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error)
+    throw StoreError(dir + ": cannot create the state directory: " + error.message() +
+                     "; give --state a directory you may write");
+  if (!std::filesystem::is_directory(dir, error))
+    throw StoreError(dir + ": not a directory; give --state a directory");
+  writer_ = OpenDatabase(path_);
+  try {
+    // WAL: readers (the API) never wait for the writer, and a commit is one append.
+    Exec(writer_, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", path_);
+    Migrate();
+    reader_ = OpenDatabase(path_);
+  } catch (...) {
+    sqlite3_close(writer_);
+    throw;
+  }
+  writer_thread_ = std::thread([this] { WriterLoop(); });
+}
+
+StateStore::~StateStore() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_writer_.notify_one();
+  writer_thread_.join();
+  sqlite3_close(reader_);
+  sqlite3_close(writer_);
+}
+
+void StateStore::Migrate() {
+  Statement version(writer_, "PRAGMA user_version");
+  if (version.Step() != SQLITE_ROW) throw StoreError(path_ + ": cannot read the schema version");
+  const int64_t found = version.Int(0);
+  if (found > kSchemaVersion)
+    throw StoreError(path_ + ": the state was written by a newer berth (schema version " +
+                     std::to_string(found) + "; this berth reads up to " +
+                     std::to_string(kSchemaVersion) +
+                     "); run that berth, or give --state a new directory");
+  for (int64_t v = found; v < kSchemaVersion; ++v)
+    Exec(writer_,
+         std::string("BEGIN; ") + kMigrations[v] + " PRAGMA user_version=" + std::to_string(v + 1) +
+             "; COMMIT;",
+         path_ + ": migrating the schema to version " + std::to_string(v + 1));
+}
+
+uint64_t StateStore::Enqueue(std::vector<StoreWrite> writes) {
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (StoreWrite& w : writes) queued_.push_back(std::move(w));
+    ticket = ++enqueued_;
+  }
+  wake_writer_.notify_one();
+  return ticket;
+}
+
+void StateStore::Wait(uint64_t ticket) {
+  std::unique_lock<std::mutex> lock(mu_);
+  committed_cv_.wait(lock, [&] { return committed_ >= ticket; });
+  if (ticket >= first_failed_) throw StoreError(path_ + ": " + failure_);
+}
+
+void StateStore::WriterLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    wake_writer_.wait(lock, [&] { return stopping_ || !queued_.empty(); });
+    if (queued_.empty()) return;  // stopping, and everything is written
+    std::vector<StoreWrite> batch = std::move(queued_);
+    queued_.clear();
+    const uint64_t last = enqueued_;
+    const bool failed_before = !failure_.empty();
+    lock.unlock();
+    const std::string error = failed_before ? "" : WriteBatch(batch);
+    lock.lock();
+    if (!error.empty()) {
+      failure_ = error;
+      first_failed_ = committed_ + 1;
+    }
+    committed_ = last;
+    committed_cv_.notify_all();
+  }
+}
+
+std::string StateStore::WriteBatch(const std::vector<StoreWrite>& batch) {
+  try {
+    Exec(writer_, "BEGIN IMMEDIATE", "starting a commit");
+    Statement put(writer_,
+                  "INSERT OR REPLACE INTO jobs (id, name, queue, user, spec, state, reason, "
+                  "exit_code, submitted, updated, placements) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement transition(writer_,
+                         "INSERT INTO transitions (job, seq, at, state, reason) VALUES (?1, "
+                         "(SELECT COALESCE(MAX(seq), 0) + 1 FROM transitions WHERE job = ?1), "
+                         "?2, ?3, ?4)");
+    Statement remove(writer_, "DELETE FROM jobs WHERE id = ?");
+    Statement remove_transitions(writer_, "DELETE FROM transitions WHERE job = ?");
+    const auto step = [&](Statement& s) {
+      if (s.Step() != SQLITE_DONE) throw StoreError(sqlite3_errmsg(writer_));
+      s.Reset();
+    };
+    for (const StoreWrite& w : batch) {
+      const StoredJob& j = w.job;
+      if (w.kind == StoreWrite::Kind::kDelete) {
+        step(remove.Bind(1, j.id));
+        step(remove_transitions.Bind(1, j.id));
+        continue;
+      }
+      step(put.Bind(1, j.id)
+               .Bind(2, j.name)
+               .Bind(3, j.queue)
+               .Bind(4, j.user)
+               .Bind(5, j.spec)
+               .Bind(6, j.state)
+               .Bind(7, j.reason)
+               .Bind(8, static_cast<int64_t>(j.exit_code))
+               .Bind(9, j.submitted)
+               .Bind(10, j.updated)
+               .Bind(11, j.placements));
+      step(transition.Bind(1, j.id).Bind(2, j.updated).Bind(3, j.state).Bind(4, j.reason));
+    }
+    Exec(writer_, "COMMIT", "committing");
+    return "";
+  } catch (const StoreError& e) {
+    sqlite3_exec(writer_, "ROLLBACK", nullptr, nullptr, nullptr);
+    return e.what();
+  }
+}
+
+std::vector<StoredJob> StateStore::LoadJobs() const {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Statement s(reader_,
+              "SELECT id, name, queue, user, spec, state, reason, exit_code, submitted, updated, "
+              "placements FROM jobs ORDER BY id");
+  std::vector<StoredJob> jobs;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) {
+    StoredJob j;
+    j.id = s.Int(0);
+    j.name = s.Text(1);
+    j.queue = s.Text(2);
+    j.user = s.Text(3);
+    j.spec = s.Text(4);
+    j.state = s.Text(5);
+    j.reason = s.Text(6);
+    j.exit_code = static_cast<int>(s.Int(7));
+    j.submitted = s.Real(8);
+    j.updated = s.Real(9);
+    j.placements = s.Text(10);
+    jobs.push_back(std::move(j));
+  }
+  if (rc != SQLITE_DONE) throw StoreError(path_ + ": reading jobs: " + sqlite3_errmsg(reader_));
+  return jobs;
+}
+
+std::vector<StoredTransition> StateStore::Transitions(int64_t job) const {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Statement s(reader_, "SELECT seq, at, state, reason FROM transitions WHERE job = ? ORDER BY seq");
+  s.Bind(1, job);
+  std::vector<StoredTransition> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW)
+    out.push_back({job, s.Int(0), s.Real(1), s.Text(2), s.Text(3)});
+  if (rc != SQLITE_DONE)
+    throw StoreError(path_ + ": reading transitions: " + sqlite3_errmsg(reader_));
+  return out;
+}
+
+}  // namespace berth

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# berth server and the docker-like verbs, end to end: a real server process on a loopback port
+# with its state in a real SQLite file, driven through the berth binary. Covers the job
+# lifecycle, refusals (exit 2, naming the field), a slow client, a body over the limit, and a
+# kill -9 in a burst of 1,000 concurrent submissions: after the restart every acknowledged job
+# is there exactly once and no GPU is held twice.
+source "$(dirname "$0")/lib.sh"
+
+SERVER=
+stop_server() { [ -z "$SERVER" ] || kill -9 "$SERVER" 2>/dev/null || true; wait 2>/dev/null || true; }
+trap 'stop_server; rm -rf "$TMP"' EXIT
+
+# start_server: a server on a free loopback port over $TMP/state; sets BERTH_ADDR.
+start_server() {
+  : > "$TMP/server.log"
+  "$BERTH" server --listen 127.0.0.1:0 --state "$TMP/state" \
+    --cluster examples/scenarios/clusters/dgx-4.yaml >> "$TMP/server.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 300); do
+    grep -q 'listening on' "$TMP/server.log" && break
+    kill -0 "$SERVER" 2>/dev/null || fail "the server exited: $(cat "$TMP/server.log")"
+    sleep 0.1
+  done
+  BERTH_ADDR=$(sed -n 's|.*listening on http://\([^ ]*\) .*|\1|p' "$TMP/server.log")
+  [ -n "$BERTH_ADDR" ] || fail "the server never said where it listens: $(cat "$TMP/server.log")"
+  export BERTH_ADDR
+}
+
+# wait_state ID STATE: until the job is in STATE (a scheduling cycle runs every 0.1 s).
+wait_state() {
+  for _ in $(seq 100); do
+    [ "$("$BERTH" inspect "$1" | jq -r .state)" = "$2" ] && return 0
+    sleep 0.1
+  done
+  fail "job $1 never became $2: $("$BERTH" inspect "$1")"
+}
+
+BERTH_ADDR=127.0.0.1:1 expect_error "no server at 127.0.0.1:1" "$BERTH" ps
+expect_error "--listen: 0.0.0.0 is not loopback" "$BERTH" server --listen 0.0.0.0:0 \
+  --state "$TMP/state"
+
+start_server
+id=$("$BERTH" run -d --name train --gpus 8 busybox sleep 1)
+[ "$id" = 1 ] || fail "the first job's id is $id"
+wait_state 1 scheduled
+"$BERTH" ps | grep -E '^1 +train +default +.* scheduled +dgx-[0-3]/0,' > /dev/null ||
+  fail "ps does not show the placed job: $("$BERTH" ps)"
+[ "$("$BERTH" inspect 1 | jq -r '.events | map(.state) | join(",")')" = "pending,scheduled" ] ||
+  fail "the job's transitions: $("$BERTH" inspect 1)"
+"$BERTH" queues | grep -qE '^default +1\.0 ' || fail "queues: $("$BERTH" queues)"
+"$BERTH" nodes | grep -qE '^dgx-0 +- +A100-80GB +8 ' || fail "nodes: $("$BERTH" nodes)"
+
+# Refusals name the field and change nothing.
+expect_exit2 "no node of this cluster can ever hold it" run -d --gpus 9 busybox
+printf 'gpus: 1\ncolour: red\n' > "$TMP/bad.yaml"
+expect_exit2 'job:2:1: unknown field "colour"' run -d -f "$TMP/bad.yaml"
+expect_exit2 'unknown queue "nope"' run -d --queue nope busybox
+expect_exit2 "without -d berth follows the job" run busybox
+head -c 2000000 /dev/zero | tr '\0' ' ' > "$TMP/big.yaml"
+expect_exit2 "over the limit of 1048576 bytes" run -d -f "$TMP/big.yaml"
+expect_exit2 "expected a job id" inspect train
+expect_exit2 "no job 99" inspect 99
+expect_exit2 "is scheduled; stop it first" rm 1
+[ "$("$BERTH" ps -a -q | wc -l)" -eq 1 ] || fail "a refused job was kept: $("$BERTH" ps -a)"
+
+# A client that sends half a request holds one worker, not the server.
+exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
+printf 'POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{' >&3
+"$BERTH" ps -q | grep -qx 1 || fail "a slow client blocks the others"
+exec 3>&-
+
+[ "$("$BERTH" stop 1)" = 1 ] || fail "stop prints the id"
+[ "$("$BERTH" inspect 1 | jq -r .state)" = stopped ] || fail "stop: $("$BERTH" inspect 1)"
+! "$BERTH" ps -q | grep -q . || fail "ps lists a stopped job without -a"
+"$BERTH" rm 1 > /dev/null
+[ -z "$("$BERTH" ps -a -q)" ] || fail "rm left the job: $("$BERTH" ps -a)"
+
+# kill -9 in a burst of 1,000 submissions from 20 concurrent clients; the bench writes each id
+# to the acks file as the server acknowledges it.
+"$BERTH" bench api --clients 20 --jobs 1000 --acks "$TMP/acks" > "$TMP/bench.out" 2>&1 &
+BENCH=$!
+for _ in $(seq 1000); do
+  [ "$(cat "$TMP/acks" 2>/dev/null | wc -l)" -ge 200 ] && break
+  sleep 0.01
+done
+kill -9 "$SERVER"
+wait "$SERVER" 2>/dev/null || true
+SERVER=
+wait "$BENCH" 2>/dev/null || true
+acked=$(sort -n "$TMP/acks")
+[ -n "$acked" ] || fail "nothing was acknowledged: $(cat "$TMP/bench.out")"
+echo "acknowledged before the kill: $(wc -l <<<"$acked") of 1000"
+start_server
+grep -q "jobs in the state" "$TMP/server.log" || fail "no recovery summary"
+"$BERTH" ps -a -q | sort -n > "$TMP/after"
+[ -z "$(uniq -d "$TMP/after")" ] || fail "a job is listed twice after the restart"
+missing=$(comm -23 <(echo "$acked") "$TMP/after")
+[ -z "$missing" ] || fail "acknowledged jobs lost by the kill: $missing"
+sleep 0.5  # a cycle places what fits
+"$BERTH" ps --format json |
+  jq -e '[.[] | select(.state == "scheduled") | .gpus[]] | (length == 32) and (length == (unique | length))' \
+    > /dev/null || fail "after the restart the GPUs are not each held once: $("$BERTH" nodes)"
+
+kill -TERM "$SERVER"
+wait "$SERVER" || fail "the server did not stop cleanly on SIGTERM"
+SERVER=
+grep -q "berth server: stopped" "$TMP/server.log" || fail "no clean stop: $(cat "$TMP/server.log")"
+echo "1 passed, 0 failed"

@@ -1,0 +1,192 @@
+#include "server/control_plane.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "config/cluster_file.h"
+
+namespace berth {
+namespace {
+
+// `nodes` DGX-like nodes of 8 GPUs, dgx-0 .. dgx-(nodes-1).
+Cluster Dgx(int nodes) {
+  return ParseClusterYaml(
+      "name: t\n"
+      "gpuModels: [{name: A100, memoryMiB: 81920}]\n"
+      "nodeShapes:\n"
+      "  s: {gpuModel: A100, sockets: [{cpus: \"0-63\", memoryMiB: 1048576, switches: [4, 4]}]}\n"
+      "nodes: [{namePrefix: dgx-, count: " +
+          std::to_string(nodes) + ", shape: s}]\n",
+      "t.yaml");
+}
+
+class ControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "berth_plane_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    Open(2);
+  }
+
+  // A server over the state directory, as a restart makes one.
+  void Open(int nodes, std::vector<QueueSpec> queues = {}) {
+    plane_.reset();
+    store_.reset();
+    store_ = std::make_unique<StateStore>(dir_);
+    ControlPlaneConfig config;
+    config.cluster = Dgx(nodes);
+    config.queues = std::move(queues);
+    EXPECT_TRUE(BuiltinPolicy("berth", &config.policy));
+    plane_ = std::make_unique<ControlPlane>(std::move(config), store_.get(),
+                                            [this] { return now_ += 1; });
+  }
+
+  int ApiStatus(const std::string& body, std::string* message) {
+    try {
+      plane_->Submit(body);
+    } catch (const ApiError& e) {
+      *message = e.what();
+      return e.status;
+    }
+    return 201;
+  }
+
+  std::string dir_;
+  double now_ = 1000;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<ControlPlane> plane_;
+};
+
+TEST_F(ControlPlaneTest, ASubmittedJobIsPlacedAndKeptAcrossARestart) {
+  const int64_t a = plane_->Submit(R"({"name": "train", "gpus": 8, "image": "busybox"})");
+  const int64_t b = plane_->Submit("gpus: 2\nreplicas: 2\nuser: ann\n");  // YAML too
+  EXPECT_EQ(plane_->Get(a).state, "pending");
+  plane_->Cycle();
+  const StoredJob placed = plane_->Get(a);
+  EXPECT_EQ(placed.state, "scheduled");
+  EXPECT_NE(placed.placements.find("gpuIds"), std::string::npos);
+  EXPECT_EQ(plane_->Get(b).name, "job-2");
+  EXPECT_EQ(plane_->Get(b).user, "ann");
+  EXPECT_EQ(plane_->Get(b).state, "scheduled");
+  const std::vector<int> free_before = plane_->FreeGpus();
+  EXPECT_EQ(free_before[0] + free_before[1], 4);
+
+  Open(2);  // a restart: the engine is rebuilt from the state
+  EXPECT_NE(plane_->recovery_summary().find("2 placed jobs adopted"), std::string::npos)
+      << plane_->recovery_summary();
+  EXPECT_EQ(plane_->Get(a).state, "scheduled");
+  EXPECT_EQ(plane_->Get(a).placements, placed.placements);
+  EXPECT_EQ(plane_->FreeGpus(), free_before);  // the same GPUs are held, not placed again
+  // Ids go on after the highest kept one.
+  EXPECT_EQ(plane_->Submit(R"({"gpus": 1})"), 3);
+  const std::vector<StoredTransition> events = plane_->Events(a);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].state, "pending");
+  EXPECT_EQ(events[1].state, "scheduled");
+}
+
+TEST_F(ControlPlaneTest, AJobWhoseNodeIsGoneAfterARestartIsLostAndQueuedAgain) {
+  const int64_t a = plane_->Submit(R"({"gpus": 8})");
+  const int64_t b = plane_->Submit(R"({"gpus": 8})");
+  plane_->Cycle();
+  ASSERT_EQ(plane_->Get(a).state, "scheduled");
+  ASSERT_EQ(plane_->Get(b).state, "scheduled");
+  Open(1);  // dgx-1 is gone
+  int pending = 0, scheduled = 0;
+  for (int64_t id : {a, b}) {
+    const std::string state = plane_->Get(id).state;
+    pending += state == "pending";
+    scheduled += state == "scheduled";
+    if (state == "pending") {
+      const std::vector<StoredTransition> events = plane_->Events(id);
+      ASSERT_GE(events.size(), 2u);
+      EXPECT_EQ(events[events.size() - 2].state, "lost");
+      EXPECT_NE(events[events.size() - 2].reason.find("could not be taken again"),
+                std::string::npos);
+    }
+  }
+  EXPECT_EQ(pending, 1);
+  EXPECT_EQ(scheduled, 1);
+}
+
+TEST_F(ControlPlaneTest, BadSpecsAreRefusedNamingTheField) {
+  std::string message;
+  EXPECT_EQ(ApiStatus(R"({"gpus": 0})", &message), 400);
+  EXPECT_NE(message.find("gpus: expected an integer from 1"), std::string::npos) << message;
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "colour": "red"})", &message), 400);
+  EXPECT_NE(message.find("unknown field \"colour\""), std::string::npos) << message;
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "queue": "nope"})", &message), 400);
+  EXPECT_NE(message.find("unknown queue \"nope\""), std::string::npos) << message;
+  EXPECT_EQ(ApiStatus(R"({"gpus": 9})", &message), 400);
+  EXPECT_NE(message.find("no node of this cluster can ever hold it"), std::string::npos) << message;
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "submit": 5})", &message), 400);  // a trace's field
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "command": "sleep 1"})", &message), 400);
+  EXPECT_NE(message.find("command: expected a list"), std::string::npos) << message;
+  EXPECT_EQ(ApiStatus("{", &message), 400);
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "command": ["sleep", "1"], "env": {"A": "1"}})", &message),
+            201);
+  // Nothing refused was kept.
+  EXPECT_EQ(plane_->List({}).size(), 1u);
+}
+
+TEST_F(ControlPlaneTest, StopAndRemove) {
+  const int64_t a = plane_->Submit(R"({"gpus": 8})");
+  plane_->Cycle();
+  try {
+    plane_->Remove(a);
+    FAIL() << "a placed job was removed";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 409);
+  }
+  EXPECT_EQ(plane_->Stop(a).state, "stopped");
+  EXPECT_EQ(plane_->FreeGpus()[0] + plane_->FreeGpus()[1], 16);  // its GPUs are free again
+  EXPECT_THROW(plane_->Stop(a), ApiError);
+  plane_->Remove(a);
+  try {
+    plane_->Get(a);
+    FAIL() << "a removed job is still there";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 404);
+  }
+  Open(2);
+  EXPECT_TRUE(plane_->List({}).empty());
+}
+
+TEST_F(ControlPlaneTest, AGuaranteeReclaimsFromABorrowerAndTheBorrowerWaitsAgain) {
+  VcGuarantee node;
+  node.cell_type = "s/node";
+  node.count = 1;
+  Open(1, {{"owner", 1, -1, {node}}, {"other", 1, -1, {}}});
+  const int64_t borrower = plane_->Submit(R"({"gpus": 8, "queue": "other"})");
+  plane_->Cycle();
+  ASSERT_EQ(plane_->Get(borrower).state, "scheduled");
+  const int64_t owner = plane_->Submit(R"({"gpus": 8, "queue": "owner"})");
+  for (int i = 0; i < 3; ++i) plane_->Cycle();
+  EXPECT_EQ(plane_->Get(owner).state, "scheduled");
+  EXPECT_EQ(plane_->Get(borrower).state, "pending");
+  bool preempted = false;
+  for (const StoredTransition& t : plane_->Events(borrower)) preempted |= t.state == "preempted";
+  EXPECT_TRUE(preempted);
+}
+
+TEST_F(ControlPlaneTest, ListFiltersAndPages) {
+  for (int i = 0; i < 5; ++i)
+    plane_->Submit(R"({"gpus": 1, "user": "u)" + std::to_string(i % 2) + "\"}");
+  JobFilter filter;
+  filter.user = "u1";
+  EXPECT_EQ(plane_->List(filter).size(), 2u);
+  filter = {};
+  filter.limit = 2;
+  filter.after = 2;
+  const std::vector<StoredJob> page = plane_->List(filter);
+  ASSERT_EQ(page.size(), 2u);
+  EXPECT_EQ(page[0].id, 3);
+  EXPECT_EQ(page[1].id, 4);
+}
+
+}  // namespace
+}  // namespace berth
