@@ -90,12 +90,14 @@ void RunBenchApi(const BenchApiArgs& a) {
     acks = std::make_unique<std::ofstream>(a.acks, std::ios::trunc);
     if (!*acks) throw ConfigError("--acks: cannot write " + a.acks);
   }
-  std::mutex acks_mu;
+  std::mutex acks_mu;         // the acks file and first_failure
+  std::string first_failure;  // what the first failed submission got, for the report
   std::vector<std::unique_ptr<httplib::Client>> connections;
   for (int c = 0; c < a.clients; ++c) {
     connections.push_back(std::make_unique<httplib::Client>(host, port));
     connections.back()->set_keep_alive(true);
     connections.back()->set_connection_timeout(5);
+    connections.back()->set_tcp_nodelay(true);
   }
   const std::string spec = R"({"gpus": 1, "image": "bench", "command": ["true"]})";
   if (!a.json)
@@ -103,7 +105,13 @@ void RunBenchApi(const BenchApiArgs& a) {
               << addr << "\n";
   const Load api = RunLoad(a.clients, a.jobs, [&](int c) {
     const httplib::Result res = connections[c]->Post("/v1/jobs", spec, "application/json");
-    if (!res || res->status != 201) return false;
+    if (!res || res->status != 201) {
+      std::lock_guard<std::mutex> lock(acks_mu);
+      if (first_failure.empty())
+        first_failure =
+            res ? std::to_string(res->status) + " " + res->body : httplib::to_string(res.error());
+      return false;
+    }
     if (acks) {
       const nlohmann::json job = nlohmann::json::parse(res->body, nullptr, false);
       std::lock_guard<std::mutex> lock(acks_mu);
@@ -150,6 +158,7 @@ void RunBenchApi(const BenchApiArgs& a) {
     std::cout << JsonText({{"clients", a.clients},
                            {"submissions", api.done},
                            {"failed", api.failed},
+                           {"first_failure", first_failure},
                            {"submissions_per_sec", api.per_sec},
                            {"latency_ms_p50", api.p50_ms},
                            {"latency_ms_p99", api.p99_ms},
@@ -162,7 +171,8 @@ void RunBenchApi(const BenchApiArgs& a) {
     return;
   }
   std::cout << std::fixed << std::setprecision(1) << "submissions: " << api.done << " ("
-            << api.failed << " failed) from " << a.clients << " clients\n"
+            << api.failed << " failed" << (first_failure.empty() ? "" : ", first: " + first_failure)
+            << ") from " << a.clients << " clients\n"
             << "  server:      " << std::setw(9) << api.per_sec << " /s   p50 " << api.p50_ms
             << " ms   p99 " << api.p99_ms << " ms\n"
             << "  store alone: " << std::setw(9) << store_only.per_sec << " /s   p50 "

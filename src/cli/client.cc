@@ -45,6 +45,7 @@ Json Call(const std::string& method, const std::string& path, const std::string&
   httplib::Client client(addr.substr(0, colon), std::atoi(addr.c_str() + colon + 1));
   client.set_connection_timeout(5);
   client.set_read_timeout(60);
+  client.set_tcp_nodelay(true);
   httplib::Result res = method == "GET"    ? client.Get(path)
                         : method == "POST" ? client.Post(path, body, "application/json")
                                            : client.Delete(path);

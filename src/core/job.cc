@@ -179,6 +179,17 @@ double GpuEquivalents(const Cluster& cluster, const Demand& demand) {
   return 0;
 }
 
+double GpuEquivalents(const Cluster& cluster, const JobSpec& spec, int replicas) {
+  double gpus = 0;
+  int left = replicas;
+  for (const TaskGroup& g : spec.groups) {
+    const int n = std::min(left, g.replicas);
+    gpus += n * GpuEquivalents(cluster, g.demand);
+    left -= n;
+  }
+  return gpus;
+}
+
 void SetGpuDemand(int gpus, int milli, Demand* demand) {
   demand->gpus = 0;
   demand->gpu_milli = 0;

@@ -61,6 +61,8 @@ std::string WhyJobNeverFits(const Cluster& cluster, const JobSpec& spec);
 // GPU-equivalents one replica of a group uses: whole GPUs, milli / 1000, or a MIG instance's
 // compute slices / 7 (a 7g slice counts 7 times a 1g).
 double GpuEquivalents(const Cluster& cluster, const Demand& demand);
+// The same for the job's first `replicas` replicas, in group order.
+double GpuEquivalents(const Cluster& cluster, const JobSpec& spec, int replicas);
 // Sets the GPUs of `demand` as traces and job specs give them: `gpus` GPUs of `milli`
 // thousandths each (0 of either: none). A share of 1000 is the whole GPU, so readers accept
 // 1..1000 while the allocator's shares stay 1..999; several GPUs are always whole.

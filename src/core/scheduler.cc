@@ -329,14 +329,7 @@ std::vector<EngineEvent> Scheduler::EventsSince(uint64_t seq) const {
 }
 
 double Scheduler::JobGpus(const JobSpec& spec, int replicas) const {
-  double gpus = 0;
-  int left = replicas;
-  for (const TaskGroup& g : spec.groups) {
-    const int n = std::min(left, g.replicas);
-    gpus += n * GpuEquivalents(*cluster_, g.demand);
-    left -= n;
-  }
-  return gpus;
+  return GpuEquivalents(*cluster_, spec, replicas);
 }
 
 ResourceVector Scheduler::JobResources(const JobRecord& job) const {
@@ -349,6 +342,37 @@ ResourceVector Scheduler::JobResources(const JobRecord& job) const {
   return r;
 }
 
+std::string WhyRefused(const Cluster& cluster, const Policy& policy, const QueueSpec& queue,
+                       const JobSpec& spec) {
+  if (spec.groups.empty() || TotalReplicas(spec) < 1)
+    return "groups: a job needs at least one task group with replicas >= 1";
+  if (spec.min_replicas < 0 || spec.min_replicas > TotalReplicas(spec))
+    return "minReplicas: must be between 0 and the job's replicas";
+  for (const TaskGroup& g : spec.groups) {
+    if (g.replicas < 1) return "groups." + g.name + ".replicas: must be >= 1";
+    if (g.demand.gpu_milli < 0 || g.demand.gpu_milli > 1000)
+      return "groups." + g.name + ".gpuMilli: must be between 1 and 1000 (1000: one whole GPU)";
+  }
+  const double smallest = GpuEquivalents(
+      cluster, spec, spec.min_replicas > 0 ? spec.min_replicas : TotalReplicas(spec));
+  if (queue.cap_gpus >= 0 && smallest > queue.cap_gpus + kEps) {
+    char text[240];
+    std::snprintf(text, sizeof text,
+                  "cap: queue %s may hold at most %g GPUs and the job needs %g; ask for fewer "
+                  "GPUs or replicas, or raise the queue's cap",
+                  queue.name.c_str(), queue.cap_gpus, smallest);
+    return text;
+  }
+  if (!spec.priority_class.empty() && !policy.priority_classes.count(spec.priority_class)) {
+    std::string known;
+    for (const auto& [name, value] : policy.priority_classes)
+      known += (known.empty() ? "" : ", ") + name;
+    return "priorityClass: unknown class \"" + spec.priority_class + "\"; the policy defines: " +
+           (known.empty() ? "none (add priorityClasses to the policy file)" : known);
+  }
+  return "";
+}
+
 int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
   auto q = queue_index_.find(spec.queue);
   if (q == queue_index_.end()) {
@@ -357,36 +381,8 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
     *why = "queue: unknown queue \"" + spec.queue + "\"; known queues: " + known;
     return -1;
   }
-  if (spec.groups.empty() || TotalReplicas(spec) < 1) {
-    *why = "groups: a job needs at least one task group with replicas >= 1";
-    return -1;
-  }
-  if (spec.min_replicas < 0 || spec.min_replicas > TotalReplicas(spec)) {
-    *why = "minReplicas: must be between 0 and the job's replicas";
-    return -1;
-  }
-  for (const TaskGroup& g : spec.groups) {
-    if (g.replicas < 1) {
-      *why = "groups." + g.name + ".replicas: must be >= 1";
-      return -1;
-    }
-    if (g.demand.gpu_milli < 0 || g.demand.gpu_milli > 1000) {
-      *why = "groups." + g.name + ".gpuMilli: must be between 1 and 1000 (1000: one whole GPU)";
-      return -1;
-    }
-  }
-  const QueueSpec& target = queues_[q->second].spec;
-  const double smallest =
-      JobGpus(spec, spec.min_replicas > 0 ? spec.min_replicas : TotalReplicas(spec));
-  if (target.cap_gpus >= 0 && smallest > target.cap_gpus + kEps) {
-    char text[240];
-    std::snprintf(text, sizeof text,
-                  "cap: queue %s may hold at most %g GPUs and the job needs %g; ask for fewer "
-                  "GPUs or replicas, or raise the queue's cap",
-                  target.name.c_str(), target.cap_gpus, smallest);
-    *why = text;
-    return -1;
-  }
+  *why = WhyRefused(*cluster_, pipeline_->policy(), queues_[q->second].spec, spec);
+  if (!why->empty()) return -1;
   JobRecord job;
   job.spec = spec;
   // A share of a whole GPU is the GPU.
@@ -395,18 +391,8 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
       g.demand.gpu_milli = 0;
       g.demand.gpus = 1;
     }
-  if (!spec.priority_class.empty()) {
-    const auto& classes = pipeline_->policy().priority_classes;
-    auto it = classes.find(spec.priority_class);
-    if (it == classes.end()) {
-      std::string known;
-      for (const auto& [name, value] : classes) known += (known.empty() ? "" : ", ") + name;
-      *why = "priorityClass: unknown class \"" + spec.priority_class + "\"; the policy defines: " +
-             (known.empty() ? "none (add priorityClasses to the policy file)" : known);
-      return -1;
-    }
-    job.spec.priority = it->second;
-  }
+  if (!spec.priority_class.empty())
+    job.spec.priority = pipeline_->policy().priority_classes.at(spec.priority_class);
   job.id = next_job_++;
   job.queue = q->second;
   job.submit_time = now;

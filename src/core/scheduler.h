@@ -193,6 +193,13 @@ struct NodeVerdict {
   std::string reason;  // when infeasible
 };
 
+// Why the engine refuses to queue `spec` in `queue`: no replicas, a bad share or minReplicas,
+// an unknown priority class, or more than the queue's cap even at its smallest size; "" when
+// it would queue it. Submit refuses the same (and an unknown queue before that), so that an
+// adapter can answer a client before handing the job to the engine.
+std::string WhyRefused(const Cluster& cluster, const Policy& policy, const QueueSpec& queue,
+                       const JobSpec& spec);
+
 class Scheduler {
  public:
   Scheduler(const Cluster* cluster, const std::vector<QueueSpec>& queues, const Policy& policy);

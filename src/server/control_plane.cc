@@ -39,12 +39,12 @@ void ControlPlane::Record(Job& job, const std::string& state, const std::string&
   writes->push_back({StoreWrite::Kind::kPut, job.stored});
 }
 
-void ControlPlane::Commit(std::unique_lock<std::mutex>& lock, std::vector<StoreWrite> writes) {
-  if (writes.empty()) return;
-  // Queued under the lock, so that the store sees the engine's order; waited for outside it,
-  // so that other callers' writes join the same commit.
-  const uint64_t ticket = store_->Enqueue(std::move(writes));
-  lock.unlock();
+void ControlPlane::Commit(std::vector<std::unique_lock<std::mutex>*> locks,
+                          std::vector<StoreWrite> writes) {
+  const uint64_t ticket = writes.empty() ? 0 : store_->Enqueue(std::move(writes));
+  // Released innermost first; other callers' writes then join the same commit.
+  for (auto it = locks.rbegin(); it != locks.rend(); ++it) (*it)->unlock();
+  if (ticket == 0) return;
   try {
     store_->Wait(ticket);
   } catch (const StoreError& e) {
@@ -139,28 +139,43 @@ int64_t ControlPlane::Submit(const std::string& body) {
   if (spec.queue.empty()) spec.queue = "default";
   if (const std::string why = WhyJobNeverFits(config_.cluster, spec); !why.empty())
     throw ApiError(400, "job: no node of this cluster can ever hold it: " + why);
+  const auto queue = std::find_if(config_.queues.begin(), config_.queues.end(),
+                                  [&](const QueueSpec& q) { return q.name == spec.queue; });
+  if (queue == config_.queues.end()) throw ApiError(400, "job: queue: unknown queue");
+  if (const std::string why = WhyRefused(config_.cluster, config_.policy, *queue, spec);
+      !why.empty())
+    throw ApiError(400, "job: " + why);
   std::unique_lock<std::mutex> lock(mu_);
-  const int64_t id = next_id_;
+  const int64_t id = next_id_++;
   if (spec.name.empty()) spec.name = "job-" + std::to_string(id);
-  const double now = now_();
-  std::string why;
-  const int engine_id = engine_->Submit(spec, now, &why);
-  if (engine_id < 0) throw ApiError(400, "job: " + why);
-  ++next_id_;
   Job& job = jobs_[id];
-  job.spec = spec;
-  job.engine_id = engine_id;
-  by_engine_id_[engine_id] = id;
+  job.spec = std::move(spec);
   job.stored.id = id;
-  job.stored.name = spec.name;
-  job.stored.queue = spec.queue;
-  job.stored.user = spec.user;
+  job.stored.name = job.spec.name;
+  job.stored.queue = job.spec.queue;
+  job.stored.user = job.spec.user;
   job.stored.spec = body;
-  job.stored.submitted = now;
+  job.stored.submitted = now_();
+  incoming_.push_back(id);
   std::vector<StoreWrite> writes;
   Record(job, "pending", "submitted", &writes);
-  Commit(lock, std::move(writes));
+  Commit({&lock}, std::move(writes));
   return id;
+}
+
+void ControlPlane::SubmitIncoming(double now, std::vector<StoreWrite>* writes) {
+  for (int64_t id : incoming_) {
+    const auto it = jobs_.find(id);
+    if (it == jobs_.end() || it->second.stored.state != "pending") continue;  // stopped first
+    Job& job = it->second;
+    std::string why;
+    job.engine_id = engine_->Submit(job.spec, now, &why);
+    if (job.engine_id < 0)
+      Record(job, "failed", "the engine refuses it: " + why, writes);
+    else
+      by_engine_id_[job.engine_id] = id;
+  }
+  incoming_.clear();
 }
 
 std::vector<StoredJob> ControlPlane::List(const JobFilter& filter) const {
@@ -193,6 +208,7 @@ StoredJob ControlPlane::Get(int64_t id) const {
 }
 
 StoredJob ControlPlane::Stop(int64_t id) {
+  std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::unique_lock<std::mutex> lock(mu_);
   Job& job = Find(id);
   if (Ended(job.stored.state))
@@ -207,7 +223,7 @@ StoredJob ControlPlane::Stop(int64_t id) {
   std::vector<StoreWrite> writes;
   Record(job, "stopped", "stopped on request", &writes);
   const StoredJob result = job.stored;
-  Commit(lock, std::move(writes));
+  Commit({&engine_lock, &lock}, std::move(writes));
   return result;
 }
 
@@ -219,7 +235,7 @@ void ControlPlane::Remove(int64_t id) {
                             "; stop it first (berth stop " + std::to_string(id) + ")");
   std::vector<StoreWrite> writes = {{StoreWrite::Kind::kDelete, job.stored}};
   jobs_.erase(id);
-  Commit(lock, std::move(writes));
+  Commit({&lock}, std::move(writes));
 }
 
 std::vector<StoredTransition> ControlPlane::Events(int64_t id) const {
@@ -228,12 +244,12 @@ std::vector<StoredTransition> ControlPlane::Events(int64_t id) const {
 }
 
 std::vector<QueueStatus> ControlPlane::Queues() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(engine_mu_);
   return engine_->Queues();
 }
 
 std::vector<int> ControlPlane::FreeGpus() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(engine_mu_);
   std::vector<int> free;
   const Allocator& alloc = engine_->allocator();
   for (size_t n = 0; n < config_.cluster.nodes.size(); ++n) {
@@ -246,10 +262,18 @@ std::vector<int> ControlPlane::FreeGpus() const {
 }
 
 void ControlPlane::Cycle() {
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::vector<StoreWrite> writes;
-  Apply(engine_->Schedule(now_()), &writes);
-  Commit(lock, std::move(writes));
+  const double now = now_();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SubmitIncoming(now, &writes);
+  }
+  // The cycle itself holds only the engine: submissions and reads go on meanwhile.
+  const std::vector<Decision> decisions = engine_->Schedule(now);
+  std::unique_lock<std::mutex> lock(mu_);
+  Apply(decisions, &writes);
+  Commit({&engine_lock, &lock}, std::move(writes));
 }
 
 void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<StoreWrite>* writes) {

@@ -12,8 +12,11 @@
 // A job whose spec no longer fits the cluster, or whose GPUs are gone, is marked so with the
 // reason (failed, or lost and back to pending), never silently dropped.
 //
-// Threading: every call may come from any thread. One mutex serializes the engine (its
-// contract: one caller at a time); the store's commit is waited for outside it.
+// Threading: every call may come from any thread. Two mutexes: engine_mu_ serializes the engine
+// (its contract: one caller at a time) and is held through a scheduling cycle; mu_ guards the
+// job table and is held only briefly, so that submissions and reads never wait for a cycle. A
+// submitted job is stored at once and handed to the engine at the start of the next cycle.
+// Lock order: engine_mu_, then mu_. The store's commit is waited for outside both.
 #pragma once
 
 #include <cstdint>
@@ -94,16 +97,22 @@ class ControlPlane {
   std::string PlacementsJson(const JobRecord& record) const;
   // The stored placements on this cluster, or nullopt when a node or GPU is gone.
   std::optional<std::vector<ReplicaPlacement>> ParsePlacements(const std::string& json) const;
+  // Hands the jobs submitted since the last cycle to the engine (engine_mu_ and mu_ held).
+  void SubmitIncoming(double now, std::vector<StoreWrite>* writes);
   Job& Find(int64_t id);
   const Job& Find(int64_t id) const;
-  void Commit(std::unique_lock<std::mutex>& lock, std::vector<StoreWrite> writes);
+  // Queues `writes` (under the caller's lock, so the store sees this order), releases the
+  // locks, and waits for the commit.
+  void Commit(std::vector<std::unique_lock<std::mutex>*> locks, std::vector<StoreWrite> writes);
 
   ControlPlaneConfig config_;
   StateStore* store_;
   std::function<double()> now_;
-  mutable std::mutex mu_;
+  mutable std::mutex engine_mu_;  // engine_, by_engine_id_
+  mutable std::mutex mu_;         // jobs_, incoming_, next_id_
   std::unique_ptr<Scheduler> engine_;
   std::map<int64_t, Job> jobs_;
+  std::vector<int64_t> incoming_;  // submitted, not yet given to the engine
   std::map<int, int64_t> by_engine_id_;
   int64_t next_id_ = 1;
   std::string recovery_summary_;

@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -56,7 +57,17 @@ int RunServer(ServerOptions options) {
   server.set_read_timeout(10);
   server.set_write_timeout(10);
   server.set_keep_alive_max_count(1000);
+  // Without it, Nagle and delayed ACKs hold each small reply for 40 ms.
+  server.set_tcp_nodelay(true);
   AddApiRoutes(server, plane);
+  // The library listens with a backlog of 5: a burst of new clients would wait a second for a
+  // SYN retransmission, or fail. The socket is kept here to listen again with a real backlog.
+  int listen_socket = -1;
+  server.set_socket_options([&](int sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_socket = sock;
+  });
   if (port == 0) {
     port = server.bind_to_any_port(host);
   } else if (!server.bind_to_port(host, port)) {
@@ -68,6 +79,7 @@ int RunServer(ServerOptions options) {
     return 1;
   }
 
+  if (listen_socket >= 0) listen(listen_socket, SOMAXCONN);
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::thread cycles([&] {

@@ -133,6 +133,17 @@ TEST_F(ControlPlaneTest, BadSpecsAreRefusedNamingTheField) {
   EXPECT_EQ(plane_->List({}).size(), 1u);
 }
 
+// What the engine would refuse is refused at once, not accepted and failed a cycle later.
+TEST_F(ControlPlaneTest, WhatTheEngineRefusesIsA400) {
+  Open(1, {{"small", 1, 4, {}}});
+  std::string message;
+  EXPECT_EQ(ApiStatus(R"({"gpus": 8, "queue": "small"})", &message), 400);
+  EXPECT_NE(message.find("cap: queue small may hold at most 4 GPUs"), std::string::npos) << message;
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "priorityClass": "gold"})", &message), 400);
+  EXPECT_NE(message.find("priorityClass: unknown class \"gold\""), std::string::npos) << message;
+  EXPECT_EQ(ApiStatus(R"({"gpus": 4, "queue": "small"})", &message), 201);
+}
+
 TEST_F(ControlPlaneTest, StopAndRemove) {
   const int64_t a = plane_->Submit(R"({"gpus": 8})");
   plane_->Cycle();
