@@ -1022,9 +1022,25 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       views.push_back({&queue.committed, queue.spec.weight, &queue.user_usage,
                        sits_out ? nullptr : &queue.waiting});
     }
-    CycleOrder order(std::move(views), capacity_, [&](int priority, double submit) {
-      return WholePriority(priority, submit, now);
-    });
+    const Policy& policy = pipeline_->policy();
+    auto fails = [&](int cls, const ShapeSize& size, int priority, double submit) {
+      return KnownToFail(cls, size, priority, submit, guarantee_pass, now);
+    };
+    // The jobs TryJob would turn away at once, with nothing else to do for them: known to fail,
+    // no reservation, and not due one (pending_since is never before submit). The order takes
+    // them as offered at their turn without returning them, so the jobs behind a failed shape
+    // cost a step each, not a lookup and a TryJob.
+    auto skip = [&](int id, int cls, const ShapeSize& size, int priority, double submit) {
+      if (reservations_.Of(id)) return false;
+      const double whole = WholePriority(priority, submit, now);
+      if (guarantee_pass && not_guaranteed_.Dominated(cls, size, whole)) return true;
+      const bool may_reserve = now - submit >= policy.reserve_after_s &&
+                               reservations_.starving() < policy.max_reservations;
+      return !may_reserve && failed_shapes_.Dominated(cls, size, whole);
+    };
+    CycleOrder order(
+        std::move(views), capacity_,
+        [&](int priority, double submit) { return WholePriority(priority, submit, now); }, skip);
     for (int id = order.Next(); id >= 0; id = order.Next()) {
       const auto pending = pending_by_id_.find(id);
       if (pending == pending_by_id_.end()) continue;  // it left pending earlier in the cycle
@@ -1033,7 +1049,7 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       const bool started = TryJob(job, WholePriority(job, now), guarantee_pass, fair, now, &out);
       if (started) order.UsageChanged();
       if ((started || failures != failed_shapes_.changes() + not_guaranteed_.changes()) &&
-          !order.exhausted(job.queue) && AllFail(job.queue, guarantee_pass, now))
+          !order.exhausted(job.queue) && order.AllFail(job.queue, fails))
         order.Exhaust(job.queue, StillWorthTrying(job.queue, now));
     }
   }
@@ -1041,13 +1057,11 @@ std::vector<Decision> Scheduler::Schedule(double now) {
   return out;
 }
 
-bool Scheduler::AllFail(int queue, bool guarantee_pass, double now) const {
-  return queues_[queue].waiting.AllFail(
-      [&](int cls, const ShapeSize& size, int priority, double oldest) {
-        const double whole = WholePriority(priority, oldest, now);
-        return failed_shapes_.Dominated(cls, size, whole) ||
-               (guarantee_pass && not_guaranteed_.Dominated(cls, size, whole));
-      });
+bool Scheduler::KnownToFail(int cls, const ShapeSize& size, int priority, double submit,
+                            bool guarantee_pass, double now) const {
+  const double whole = WholePriority(priority, submit, now);
+  return failed_shapes_.Dominated(cls, size, whole) ||
+         (guarantee_pass && not_guaranteed_.Dominated(cls, size, whole));
 }
 
 std::vector<WaitingJobs::Job> Scheduler::StillWorthTrying(int queue, double now) const {

@@ -382,10 +382,11 @@ class Scheduler {
   static WaitingJobs::Job WaitingOf(const JobRecord& job);
   void AddPending(JobRecord& job);
   void RemovePending(JobRecord& job);
-  // Whether every job waiting in `queue` is known to fail in this pass (queue_order.h), and
-  // which of them are tried anyway: reservation holders, and the first of each shape that is due
-  // one.
-  bool AllFail(int queue, bool guarantee_pass, double now) const;
+  // Whether a job of class `cls`, `size`, raw `priority` and `submit` is known to fail in this
+  // pass (queue_order.h), and which jobs of an exhausted queue are tried anyway: reservation
+  // holders, and the first of each shape that is due one.
+  bool KnownToFail(int cls, const ShapeSize& size, int priority, double submit, bool guarantee_pass,
+                   double now) const;
   std::vector<WaitingJobs::Job> StillWorthTrying(int queue, double now) const;
   void Emit(double now, int job, const std::string& kind, const std::string& reason = "");
   void Forget(int job);
