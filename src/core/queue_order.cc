@@ -16,15 +16,17 @@ void WaitingJobs::Add(const Job& job) {
   if (jobs.count(key)) return;
   const auto shape = shapes_.try_emplace(ShapeOf(job)).first;
   shape->second.insert(key);
-  jobs.emplace(key, &shape->first);
+  jobs.emplace(key, Entry{&shape->first, job.record});
   ++size_;
   ++adds_;
+  ++changes_;
 }
 
 void WaitingJobs::Remove(const Job& job) {
   if (static_cast<size_t>(job.user) >= users_.size()) return;
   auto level = users_[job.user].find(job.priority);
   if (level == users_[job.user].end() || level->second.erase({job.submit, job.id}) == 0) return;
+  ++changes_;
   if (level->second.empty()) users_[job.user].erase(level);
   --size_;
   auto shape = shapes_.find(ShapeOf(job));
@@ -72,7 +74,8 @@ CycleOrder::CycleOrder(std::vector<QueueView> queues, const ResourceVector& capa
 }
 
 std::optional<CycleOrder::Head> CycleOrder::HeadOf(int queue, int user, const Head* until) {
-  const auto& levels = views_[queue].waiting->users_[user];
+  const WaitingJobs& waiting = *views_[queue].waiting;
+  const auto& levels = waiting.users_[user];
   PerQueue& pq = queues_[queue];
   const double share = DominantShare((*views_[queue].users)[user], capacity_);
   auto head_at = [&](int priority, WaitingJobs::Jobs::const_iterator it) {
@@ -84,8 +87,12 @@ std::optional<CycleOrder::Head> CycleOrder::HeadOf(int queue, int user, const He
   const WaitingJobs::Jobs* jobs = nullptr;
   WaitingJobs::Jobs::const_iterator next;
   for (const auto& [priority, level] : levels) {
-    auto last = pq.offered.find({user, priority});
-    auto first = last == pq.offered.end() ? level.begin() : level.upper_bound(last->second);
+    auto first = level.begin();
+    if (auto last = pq.offered.find({user, priority}); last != pq.offered.end()) {
+      PerQueue::Offered& o = last->second;
+      if (o.changes != waiting.changes_) o = {o.last, level.upper_bound(o.last), waiting.changes_};
+      first = o.next;
+    }
     if (first == level.end()) continue;
     const Head head = head_at(priority, first);
     if (head < best) {
@@ -107,11 +114,13 @@ std::optional<CycleOrder::Head> CycleOrder::HeadOf(int queue, int user, const He
     for (; next != jobs->end(); offered = next++) {
       best = head_at(priority, next);
       if (!(best < *until) || !(best < second)) break;
-      const auto& [cls, raw, units, replicas, cpu, memory] = *next->second;
-      if (!skip_(std::get<3>(best), cls, {units, replicas, cpu, memory}, raw, std::get<2>(best)))
+      const auto& [cls, raw, units, replicas, cpu, memory] = *next->second.shape;
+      if (!skip_(std::get<3>(best), next->second.record, cls, {units, replicas, cpu, memory}, raw,
+                 std::get<2>(best)))
         break;
     }
-    if (offered != jobs->end()) pq.offered[{user, priority}] = offered->first;
+    if (offered != jobs->end())
+      pq.offered[{user, priority}] = {offered->first, next, waiting.changes_};
     if (next == jobs->end() || second < best) best = second;
     if (best == kLast) return std::nullopt;
   }
@@ -121,7 +130,7 @@ std::optional<CycleOrder::Head> CycleOrder::HeadOf(int queue, int user, const He
 bool CycleOrder::Offered(int queue, const WaitingJobs::Job& job) const {
   const PerQueue& pq = queues_[queue];
   auto last = pq.offered.find({job.user, job.priority});
-  return last != pq.offered.end() && WaitingJobs::Key{job.submit, job.id} <= last->second;
+  return last != pq.offered.end() && WaitingJobs::Key{job.submit, job.id} <= last->second.last;
 }
 
 bool CycleOrder::AllFail(int queue, const WaitingJobs::Fails& fails) {
@@ -178,7 +187,7 @@ int CycleOrder::Next() {
       continue;
     }
     const int job = std::get<3>(top);
-    pq.offered[{user, std::get<5>(top)}] = {std::get<2>(top), job};
+    pq.offered[{user, std::get<5>(top)}] = {{std::get<2>(top), job}, {}, UINT64_MAX};
     if (std::optional<Head> again = HeadOf(pick, user)) pq.heads.push(*again);
     return job;
   }

@@ -35,6 +35,8 @@
 
 namespace berth {
 
+struct JobRecord;
+
 // One queue's pending jobs, kept between cycles: per user and raw priority, by submit time
 // (within one raw priority an earlier submit has aged at least as far, so this is also the order
 // of whole priority), and how many wait of each shape.
@@ -47,6 +49,7 @@ class WaitingJobs {
     double submit = 0;
     int shape_class = -1;  // -1: never known to fail
     ShapeSize shape;
+    JobRecord* record = nullptr;  // the caller's, handed back to Skip
   };
 
   // fails(shape_class, shape, raw priority, submit): whether a job of that shape submitted then
@@ -77,11 +80,16 @@ class WaitingJobs {
 
   // [user][raw priority]: each job with its shape (a key of shapes_, which outlives the job), so
   // a walk can tell a job to skip without looking it up.
-  using Jobs = std::map<Key, const ShapeKey*>;
+  struct Entry {
+    const ShapeKey* shape;
+    JobRecord* record;
+  };
+  using Jobs = std::map<Key, Entry>;
   std::vector<std::map<int, Jobs>> users_;
   std::map<ShapeKey, std::set<Key>> shapes_;
   size_t size_ = 0;
-  uint64_t adds_ = 0;  // jobs added so far: a shape new since a check has not been checked
+  uint64_t adds_ = 0;     // jobs added so far: a shape new since a check has not been checked
+  uint64_t changes_ = 0;  // jobs added or removed so far: iterators kept since are not trusted
 };
 
 class CycleOrder {
@@ -96,11 +104,11 @@ class CycleOrder {
   };
   // A job's whole priority from its raw priority and submit time.
   using PriorityOf = std::function<double(int priority, double submit)>;
-  // Whether offering a job (id, shape class, shape, raw priority, submit) now would do nothing:
-  // it is known to fail and owed nothing else. Asked when the job's turn comes (where Next
-  // would return it), and a job it says yes to counts as offered but Next goes on past it.
-  using Skip = std::function<bool(int id, int shape_class, const ShapeSize& shape, int priority,
-                                  double submit)>;
+  // Whether offering a job (id, its record, shape class, shape, raw priority, submit) now would
+  // do nothing the caller cannot do at once. Asked when the job's turn comes (where Next would
+  // return it); a job it says yes to counts as offered, and Next goes on past it.
+  using Skip = std::function<bool(int id, JobRecord* record, int shape_class,
+                                  const ShapeSize& shape, int priority, double submit)>;
 
   CycleOrder(std::vector<QueueView> queues, const ResourceVector& capacity, PriorityOf priority_of,
              Skip skip = nullptr);
@@ -123,9 +131,16 @@ class CycleOrder {
   static constexpr Head kLast{std::numeric_limits<double>::infinity(), 0, 0, 0, 0, 0};  // after all
   struct PerQueue {
     std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;  // one per user
-    std::map<std::pair<int, int>, WaitingJobs::Key> offered;  // (user, priority) -> last offered
-    std::optional<WaitingJobs::ShapeKey> failing_below;       // AllFail: every shape before fails
-    uint64_t checked_adds = 0;                                // waiting->adds_ when it was set
+    // (user, priority) -> the last job offered, and where the next one stands as of
+    // waiting->changes_ == `changes` (it saves a cold search per head in a deep queue).
+    struct Offered {
+      WaitingJobs::Key last;
+      WaitingJobs::Jobs::const_iterator next;
+      uint64_t changes = UINT64_MAX;
+    };
+    std::map<std::pair<int, int>, Offered> offered;
+    std::optional<WaitingJobs::ShapeKey> failing_below;  // AllFail: every shape before fails
+    uint64_t checked_adds = 0;                           // waiting->adds_ when it was set
     bool exhausted = false;
     std::vector<WaitingJobs::Job> still;
     size_t next_still = 0;

@@ -561,6 +561,10 @@ void Scheduler::Release(JobRecord& job) {
   job.borrowed = false;
 }
 
+WaitingJobs::Job Scheduler::WaitingOf(JobRecord& job) {
+  return {job.id, job.user, job.spec.priority, job.submit_time, job.shape_class, job.shape, &job};
+}
+
 WaitingJobs::Job Scheduler::WaitingOf(const JobRecord& job) {
   return {job.id, job.user, job.spec.priority, job.submit_time, job.shape_class, job.shape};
 }
@@ -1022,21 +1026,14 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       views.push_back({&queue.committed, queue.spec.weight, &queue.user_usage,
                        sits_out ? nullptr : &queue.waiting});
     }
-    const Policy& policy = pipeline_->policy();
     auto fails = [&](int cls, const ShapeSize& size, int priority, double submit) {
       return KnownToFail(cls, size, priority, submit, guarantee_pass, now);
     };
-    // The jobs TryJob would turn away at once, with nothing else to do for them: known to fail,
-    // no reservation, and not due one (pending_since is never before submit). The order takes
-    // them as offered at their turn without returning them, so the jobs behind a failed shape
-    // cost a step each, not a lookup and a TryJob.
-    auto skip = [&](int id, int cls, const ShapeSize& size, int priority, double submit) {
-      if (reservations_.Of(id)) return false;
-      const double whole = WholePriority(priority, submit, now);
-      if (guarantee_pass && not_guaranteed_.Dominated(cls, size, whole)) return true;
-      const bool may_reserve = now - submit >= policy.reserve_after_s &&
-                               reservations_.starving() < policy.max_reservations;
-      return !may_reserve && failed_shapes_.Dominated(cls, size, whole);
+    // The order takes the jobs whose turn comes to nothing (TryJob would return at once) as
+    // offered, without returning them: the jobs behind a failed shape cost a step each, not a
+    // call of Next, a lookup and a TryJob.
+    auto skip = [&](int, JobRecord* job, int, const ShapeSize&, int, double) {
+      return TurnComesToNothing(*job, WholePriority(*job, now), guarantee_pass, now);
     };
     CycleOrder order(
         std::move(views), capacity_,
@@ -1092,6 +1089,26 @@ std::vector<WaitingJobs::Job> Scheduler::StillWorthTrying(int queue, double now)
   });
   for (const JobRecord* j : due) still.push_back(WaitingOf(*j));
   return still;
+}
+
+// The start of TryJob, for a job whose turn comes to nothing but what this does (noting that
+// it failed): true when TryJob would return false at once with nothing else to do, neither
+// noting a failure of its shape (which may end the queue's walk) nor trying to reserve.
+bool Scheduler::TurnComesToNothing(JobRecord& job, double priority, bool guarantee_pass,
+                                   double now) {
+  const Policy& policy = pipeline_->policy();
+  if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
+      !job.never_fits.empty())
+    return true;
+  if (job.failed_at == version_ || reservations_.Of(job.id)) return false;
+  if (failed_shapes_.Dominated(job.shape_class, job.shape, priority)) {
+    if (now - job.pending_since >= policy.reserve_after_s &&
+        reservations_.starving() < policy.max_reservations)
+      return false;  // TryReserve may plan one
+    job.failed_at = version_;
+    return true;
+  }
+  return guarantee_pass && not_guaranteed_.Dominated(job.shape_class, job.shape, priority);
 }
 
 // One pending job's turn in a cycle; true when it started or preempted (usage changed).

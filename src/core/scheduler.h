@@ -347,6 +347,7 @@ class Scheduler {
            std::vector<ReplicaPlacement> placements, double now, std::vector<Decision>* out);
   bool TryJob(JobRecord& job, double priority, bool guarantee_pass, const std::vector<double>& fair,
               double now, std::vector<Decision>* out);
+  bool TurnComesToNothing(JobRecord& job, double priority, bool guarantee_pass, double now);
   // guarantee_only: reclaim for the guarantee, nothing else.
   bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair, bool guarantee_only,
                   std::vector<Decision>* out);
@@ -379,7 +380,8 @@ class Scheduler {
   double WholePriority(const JobRecord& job, double now) const;
   double WholePriority(int priority, double submit, double now) const;
   // Pending lists: every pending job is listed, and indexed unless it never fits.
-  static WaitingJobs::Job WaitingOf(const JobRecord& job);
+  static WaitingJobs::Job WaitingOf(JobRecord& job);
+  static WaitingJobs::Job WaitingOf(const JobRecord& job);  // no record: not for the index
   void AddPending(JobRecord& job);
   void RemovePending(JobRecord& job);
   // Whether a job of class `cls`, `size`, raw `priority` and `submit` is known to fail in this

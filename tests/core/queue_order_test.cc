@@ -176,7 +176,7 @@ TEST(CycleOrderTest, JobsToSkipAreAskedAboutAtTheirTurnAndNeverOffered) {
   for (int job : all)
     if (job % 4 == 0) expected.push_back(job);  // units 1
   std::vector<int> asked;
-  CycleOrder order = f.Order({}, [&](int id, int, const ShapeSize& size, int, double) {
+  CycleOrder order = f.Order({}, [&](int id, JobRecord*, int, const ShapeSize& size, int, double) {
     asked.push_back(id);
     return size.units > 1;
   });
@@ -191,8 +191,9 @@ TEST(CycleOrderTest, SkipIsAskedWhenTheJobWouldBeOffered) {
   Fixture f(1, 2);
   for (int id = 1; id <= 6; ++id) f.Add(0, id, id, id % 2);
   bool skip_four = true;
-  CycleOrder order =
-      f.Order({}, [&](int id, int, const ShapeSize&, int, double) { return id == 4 && skip_four; });
+  CycleOrder order = f.Order({}, [&](int id, JobRecord*, int, const ShapeSize&, int, double) {
+    return id == 4 && skip_four;
+  });
   EXPECT_EQ(order.Next(), 1);
   EXPECT_EQ(order.Next(), 2);
   EXPECT_EQ(order.Next(), 3);
