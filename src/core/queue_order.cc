@@ -11,15 +11,22 @@ WaitingJobs::ShapeKey WaitingJobs::ShapeOf(const Job& job) {
 
 void WaitingJobs::Add(const Job& job) {
   if (static_cast<size_t>(job.user) >= users_.size()) users_.resize(job.user + 1);
-  if (!users_[job.user][job.priority].insert({job.submit, job.id}).second) return;
+  auto& jobs = users_[job.user][job.priority];
+  const Key key{job.submit, job.id};
+  if (jobs.count(key)) return;
+  const auto shape = shapes_.try_emplace(ShapeOf(job)).first;
+  shape->second.insert(key);
+  jobs.emplace(key, Entry{&shape->first, job.record});
   ++size_;
-  shapes_[ShapeOf(job)].insert({job.submit, job.id});
+  ++adds_;
+  ++changes_;
 }
 
 void WaitingJobs::Remove(const Job& job) {
   if (static_cast<size_t>(job.user) >= users_.size()) return;
   auto level = users_[job.user].find(job.priority);
   if (level == users_[job.user].end() || level->second.erase({job.submit, job.id}) == 0) return;
+  ++changes_;
   if (level->second.empty()) users_[job.user].erase(level);
   --size_;
   auto shape = shapes_.find(ShapeOf(job));
@@ -27,13 +34,21 @@ void WaitingJobs::Remove(const Job& job) {
   if (shape->second.empty()) shapes_.erase(shape);
 }
 
-bool WaitingJobs::AllFail(
-    const std::function<bool(int, const ShapeSize&, int, double)>& fails) const {
-  for (const auto& [key, jobs] : shapes_) {
-    const auto& [cls, priority, units, replicas, cpu, memory] = key;
+bool WaitingJobs::AllFail(const Fails& fails) const {
+  std::optional<ShapeKey> from;
+  return AllFailFrom(fails, &from);
+}
+
+bool WaitingJobs::AllFailFrom(const Fails& fails, std::optional<ShapeKey>* from) const {
+  for (auto it = *from ? shapes_.lower_bound(**from) : shapes_.begin(); it != shapes_.end(); ++it) {
+    const auto& [cls, priority, units, replicas, cpu, memory] = it->first;
     const ShapeSize size{units, replicas, cpu, memory};
-    if (!fails(cls, size, priority, jobs.begin()->first)) return false;
+    if (!fails(cls, size, priority, it->second.begin()->first)) {
+      *from = it->first;
+      return false;
+    }
   }
+  if (!shapes_.empty()) *from = shapes_.rbegin()->first;  // the next call asks only the last
   return true;
 }
 
@@ -44,10 +59,11 @@ void WaitingJobs::ForEachShape(const std::function<bool(int id)>& visit) const {
 }
 
 CycleOrder::CycleOrder(std::vector<QueueView> queues, const ResourceVector& capacity,
-                       PriorityOf priority_of)
+                       PriorityOf priority_of, Skip skip)
     : views_(std::move(queues)),
       capacity_(capacity),
       priority_of_(std::move(priority_of)),
+      skip_(std::move(skip)),
       queues_(views_.size()) {
   for (size_t q = 0; q < queues_.size(); ++q) {
     if (!views_[q].waiting) continue;
@@ -57,26 +73,74 @@ CycleOrder::CycleOrder(std::vector<QueueView> queues, const ResourceVector& capa
   }
 }
 
-std::optional<CycleOrder::Head> CycleOrder::HeadOf(int queue, int user) const {
-  const auto& levels = views_[queue].waiting->users_[user];
-  const PerQueue& pq = queues_[queue];
-  std::optional<Head> best;
-  for (const auto& [priority, jobs] : levels) {
-    auto last = pq.offered.find({user, priority});
-    auto next = last == pq.offered.end() ? jobs.begin() : jobs.upper_bound(last->second);
-    if (next == jobs.end()) continue;
-    const auto& [submit, id] = *next;
-    const Head head{-priority_of_(priority, submit), 0.0, submit, id, user, priority};
-    if (!best || head < *best) best = head;
+std::optional<CycleOrder::Head> CycleOrder::HeadOf(int queue, int user, const Head* until) {
+  const WaitingJobs& waiting = *views_[queue].waiting;
+  const auto& levels = waiting.users_[user];
+  PerQueue& pq = queues_[queue];
+  const double share = DominantShare((*views_[queue].users)[user], capacity_);
+  auto head_at = [&](int priority, WaitingJobs::Jobs::const_iterator it) {
+    const auto& [submit, id] = it->first;
+    return Head{-priority_of_(priority, submit), share, submit, id, user, priority};
+  };
+  // The best of the user's priority levels, and the best of the others (kLast: none).
+  Head best = kLast, second = kLast;
+  const WaitingJobs::Jobs* jobs = nullptr;
+  WaitingJobs::Jobs::const_iterator next;
+  for (const auto& [priority, level] : levels) {
+    auto first = level.begin();
+    if (auto last = pq.offered.find({user, priority}); last != pq.offered.end()) {
+      PerQueue::Offered& o = last->second;
+      if (o.changes != waiting.changes_) o = {o.last, level.upper_bound(o.last), waiting.changes_};
+      first = o.next;
+    }
+    if (first == level.end()) continue;
+    const Head head = head_at(priority, first);
+    if (head < best) {
+      second = best;
+      best = head;
+      jobs = &level;
+      next = first;
+    } else if (head < second) {
+      second = head;
+    }
   }
-  if (best) std::get<1>(*best) = DominantShare((*views_[queue].users)[user], capacity_);
+  if (!jobs) return std::nullopt;
+  if (until && skip_) {
+    // Jobs to skip whose turn it is (each comes before every other head, the user's other
+    // levels' too) are offered here, to no effect, in one step each rather than a call of Next:
+    // what Skip says of a job is asked when the job would be offered, as TryJob would be.
+    const int priority = std::get<5>(best);
+    auto offered = jobs->end();
+    for (; next != jobs->end(); offered = next++) {
+      best = head_at(priority, next);
+      if (!(best < *until) || !(best < second)) break;
+      const auto& [cls, raw, units, replicas, cpu, memory] = *next->second.shape;
+      if (!skip_(std::get<3>(best), next->second.record, cls, {units, replicas, cpu, memory}, raw,
+                 std::get<2>(best)))
+        break;
+    }
+    if (offered != jobs->end())
+      pq.offered[{user, priority}] = {offered->first, next, waiting.changes_};
+    if (next == jobs->end() || second < best) best = second;
+    if (best == kLast) return std::nullopt;
+  }
   return best;
 }
 
 bool CycleOrder::Offered(int queue, const WaitingJobs::Job& job) const {
   const PerQueue& pq = queues_[queue];
   auto last = pq.offered.find({job.user, job.priority});
-  return last != pq.offered.end() && WaitingJobs::Key{job.submit, job.id} <= last->second;
+  return last != pq.offered.end() && WaitingJobs::Key{job.submit, job.id} <= last->second.last;
+}
+
+bool CycleOrder::AllFail(int queue, const WaitingJobs::Fails& fails) {
+  PerQueue& pq = queues_[queue];
+  const WaitingJobs& waiting = *views_[queue].waiting;
+  if (pq.checked_adds != waiting.adds_) {  // a new shape may sort before the mark: start over
+    pq.failing_below.reset();
+    pq.checked_adds = waiting.adds_;
+  }
+  return waiting.AllFailFrom(fails, &pq.failing_below);
 }
 
 bool CycleOrder::HasMore(int queue) const {
@@ -115,15 +179,15 @@ int CycleOrder::Next() {
     pq.heads.pop();
     const int user = std::get<4>(top);
     // A user whose share grew, or whose jobs changed, since the head was made goes back in
-    // line as it is now.
-    const std::optional<Head> now = HeadOf(pick, user);
+    // line as it is now, past the jobs to skip that come before every other user's head.
+    const std::optional<Head> now = HeadOf(pick, user, pq.heads.empty() ? &kLast : &pq.heads.top());
     if (!now) continue;
     if (*now != top) {
       pq.heads.push(*now);
       continue;
     }
     const int job = std::get<3>(top);
-    pq.offered[{user, std::get<5>(top)}] = {std::get<2>(top), job};
+    pq.offered[{user, std::get<5>(top)}] = {{std::get<2>(top), job}, {}, UINT64_MAX};
     if (std::optional<Head> again = HeadOf(pick, user)) pq.heads.push(*again);
     return job;
   }

@@ -9,15 +9,19 @@
 // then the earliest submitted. Every pending job is offered at most once per cycle.
 //
 // Deep queues: the index is kept between cycles, so a cycle walks it instead of sorting every
-// waiting job. When the caller finds that every job left in a queue is known to fail this
-// cycle (every shape waiting there is dominated by a failure: job_shape.h), it exhausts the
-// queue, and from then on only the jobs it names (those holding or due a reservation) are still
-// offered there. So a cycle costs about what it tries, not how many jobs wait.
+// waiting job. A job the caller says to skip (known to fail, owed nothing else) is taken as
+// offered, to no effect, when its turn comes, without a call of Next: a shape that failed costs
+// a step per waiting job, not a try. When the caller finds that every job left in a queue is
+// known to fail this cycle (every shape waiting there is dominated by a failure: job_shape.h),
+// it exhausts the queue, and from then on only the jobs it names (those holding or due a
+// reservation) are still offered there. So a cycle costs about what it tries, not how many jobs
+// wait.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <queue>
@@ -31,6 +35,8 @@
 
 namespace berth {
 
+struct JobRecord;
+
 // One queue's pending jobs, kept between cycles: per user and raw priority, by submit time
 // (within one raw priority an earlier submit has aged at least as far, so this is also the order
 // of whole priority), and how many wait of each shape.
@@ -43,7 +49,12 @@ class WaitingJobs {
     double submit = 0;
     int shape_class = -1;  // -1: never known to fail
     ShapeSize shape;
+    JobRecord* record = nullptr;  // the caller's, handed back to Skip
   };
+
+  // fails(shape_class, shape, raw priority, submit): whether a job of that shape submitted then
+  // is known to fail.
+  using Fails = std::function<bool(int, const ShapeSize&, int, double)>;
 
   // Remove takes the same Job that Add was given.
   void Add(const Job& job);
@@ -51,7 +62,7 @@ class WaitingJobs {
   size_t size() const { return size_; }
   // Whether `fails(shape_class, shape, priority, oldest_submit)` holds for every shape waiting;
   // oldest_submit is that of the shape's earliest job (it gives the highest aging).
-  bool AllFail(const std::function<bool(int, const ShapeSize&, int, double)>& fails) const;
+  bool AllFail(const Fails& fails) const;
   // Calls `visit(id)` on the jobs of each shape (shape class, raw priority and size), earliest
   // submitted first, until it returns false; then goes on with the next shape. Jobs of one
   // shape fare alike, so a caller looking for candidates needs only the first of each.
@@ -60,12 +71,25 @@ class WaitingJobs {
  private:
   friend class CycleOrder;
   using Key = std::pair<double, int>;  // (submit, id)
+  // (shape class, raw priority, units, replicas, cpu, memory)
   using ShapeKey = std::tuple<int, int, int, int, int64_t, int64_t>;
   static ShapeKey ShapeOf(const Job& job);
+  // Whether fails(...) holds for every shape from `*from` on (nullopt: from the first); moves
+  // `*from` to the first shape for which it does not, or to the last shape.
+  bool AllFailFrom(const Fails& fails, std::optional<ShapeKey>* from) const;
 
-  std::vector<std::map<int, std::set<Key>>> users_;  // [user][raw priority]
+  // [user][raw priority]: each job with its shape (a key of shapes_, which outlives the job), so
+  // a walk can tell a job to skip without looking it up.
+  struct Entry {
+    const ShapeKey* shape;
+    JobRecord* record;
+  };
+  using Jobs = std::map<Key, Entry>;
+  std::vector<std::map<int, Jobs>> users_;
   std::map<ShapeKey, std::set<Key>> shapes_;
   size_t size_ = 0;
+  uint64_t adds_ = 0;     // jobs added so far: a shape new since a check has not been checked
+  uint64_t changes_ = 0;  // jobs added or removed so far: iterators kept since are not trusted
 };
 
 class CycleOrder {
@@ -80,8 +104,14 @@ class CycleOrder {
   };
   // A job's whole priority from its raw priority and submit time.
   using PriorityOf = std::function<double(int priority, double submit)>;
+  // Whether offering a job (id, its record, shape class, shape, raw priority, submit) now would
+  // do nothing the caller cannot do at once. Asked when the job's turn comes (where Next would
+  // return it); a job it says yes to counts as offered, and Next goes on past it.
+  using Skip = std::function<bool(int id, JobRecord* record, int shape_class,
+                                  const ShapeSize& shape, int priority, double submit)>;
 
-  CycleOrder(std::vector<QueueView> queues, const ResourceVector& capacity, PriorityOf priority_of);
+  CycleOrder(std::vector<QueueView> queues, const ResourceVector& capacity, PriorityOf priority_of,
+             Skip skip = nullptr);
   // The next job to try (its id), or -1 when every job was offered.
   int Next();
   // Queue usage changed (a job started or was told to stop): read the shares again.
@@ -90,25 +120,41 @@ class CycleOrder {
   // offered yet, in the order given. Once per queue and cycle: later calls change nothing.
   void Exhaust(int queue, std::vector<WaitingJobs::Job> still);
   bool exhausted(int queue) const { return queues_[queue].exhausted; }
+  // WaitingJobs::AllFail for `queue`, where what is known to fail only grows (as for Skip): a
+  // shape found failing is not asked about again, so the calls of a pass cost about the shapes
+  // waiting, not shapes times calls.
+  bool AllFail(int queue, const WaitingJobs::Fails& fails);
 
  private:
   // (-whole priority, user share, submit, job, user, raw priority): smallest first.
   using Head = std::tuple<double, double, double, int, int, int>;
+  static constexpr Head kLast{std::numeric_limits<double>::infinity(), 0, 0, 0, 0, 0};  // after all
   struct PerQueue {
     std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;  // one per user
-    std::map<std::pair<int, int>, WaitingJobs::Key> offered;  // (user, priority) -> last offered
+    // (user, priority) -> the last job offered, and where the next one stands as of
+    // waiting->changes_ == `changes` (it saves a cold search per head in a deep queue).
+    struct Offered {
+      WaitingJobs::Key last;
+      WaitingJobs::Jobs::const_iterator next;
+      uint64_t changes = UINT64_MAX;
+    };
+    std::map<std::pair<int, int>, Offered> offered;
+    std::optional<WaitingJobs::ShapeKey> failing_below;  // AllFail: every shape before fails
+    uint64_t checked_adds = 0;                           // waiting->adds_ when it was set
     bool exhausted = false;
     std::vector<WaitingJobs::Job> still;
     size_t next_still = 0;
   };
-  // The user's next job not offered yet, over its priorities.
-  std::optional<Head> HeadOf(int queue, int user) const;
+  // The user's next job not offered yet, over its priorities. With `until` (the best other
+  // user's head), jobs to skip whose turn it is are offered on the way.
+  std::optional<Head> HeadOf(int queue, int user, const Head* until = nullptr);
   bool Offered(int queue, const WaitingJobs::Job& job) const;
   bool HasMore(int queue) const;
 
   std::vector<QueueView> views_;
   ResourceVector capacity_;
   PriorityOf priority_of_;
+  Skip skip_;
   std::vector<double> queue_share_;  // [queue] weighted dominant share, when not stale
   bool stale_ = true;
   std::vector<PerQueue> queues_;

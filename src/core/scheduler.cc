@@ -547,6 +547,10 @@ void Scheduler::Release(JobRecord& job) {
   job.borrowed = false;
 }
 
+WaitingJobs::Job Scheduler::WaitingOf(JobRecord& job) {
+  return {job.id, job.user, job.spec.priority, job.submit_time, job.shape_class, job.shape, &job};
+}
+
 WaitingJobs::Job Scheduler::WaitingOf(const JobRecord& job) {
   return {job.id, job.user, job.spec.priority, job.submit_time, job.shape_class, job.shape};
 }
@@ -1008,9 +1012,18 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       views.push_back({&queue.committed, queue.spec.weight, &queue.user_usage,
                        sits_out ? nullptr : &queue.waiting});
     }
-    CycleOrder order(std::move(views), capacity_, [&](int priority, double submit) {
-      return WholePriority(priority, submit, now);
-    });
+    auto fails = [&](int cls, const ShapeSize& size, int priority, double submit) {
+      return KnownToFail(cls, size, priority, submit, guarantee_pass, now);
+    };
+    // The order takes the jobs whose turn comes to nothing (TryJob would return at once) as
+    // offered, without returning them: the jobs behind a failed shape cost a step each, not a
+    // call of Next, a lookup and a TryJob.
+    auto skip = [&](int, JobRecord* job, int, const ShapeSize&, int, double) {
+      return TurnComesToNothing(*job, WholePriority(*job, now), guarantee_pass, now);
+    };
+    CycleOrder order(
+        std::move(views), capacity_,
+        [&](int priority, double submit) { return WholePriority(priority, submit, now); }, skip);
     for (int id = order.Next(); id >= 0; id = order.Next()) {
       const auto pending = pending_by_id_.find(id);
       if (pending == pending_by_id_.end()) continue;  // it left pending earlier in the cycle
@@ -1019,7 +1032,7 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       const bool started = TryJob(job, WholePriority(job, now), guarantee_pass, fair, now, &out);
       if (started) order.UsageChanged();
       if ((started || failures != failed_shapes_.changes() + not_guaranteed_.changes()) &&
-          !order.exhausted(job.queue) && AllFail(job.queue, guarantee_pass, now))
+          !order.exhausted(job.queue) && order.AllFail(job.queue, fails))
         order.Exhaust(job.queue, StillWorthTrying(job.queue, now));
     }
   }
@@ -1027,13 +1040,11 @@ std::vector<Decision> Scheduler::Schedule(double now) {
   return out;
 }
 
-bool Scheduler::AllFail(int queue, bool guarantee_pass, double now) const {
-  return queues_[queue].waiting.AllFail(
-      [&](int cls, const ShapeSize& size, int priority, double oldest) {
-        const double whole = WholePriority(priority, oldest, now);
-        return failed_shapes_.Dominated(cls, size, whole) ||
-               (guarantee_pass && not_guaranteed_.Dominated(cls, size, whole));
-      });
+bool Scheduler::KnownToFail(int cls, const ShapeSize& size, int priority, double submit,
+                            bool guarantee_pass, double now) const {
+  const double whole = WholePriority(priority, submit, now);
+  return failed_shapes_.Dominated(cls, size, whole) ||
+         (guarantee_pass && not_guaranteed_.Dominated(cls, size, whole));
 }
 
 std::vector<WaitingJobs::Job> Scheduler::StillWorthTrying(int queue, double now) const {
@@ -1064,6 +1075,26 @@ std::vector<WaitingJobs::Job> Scheduler::StillWorthTrying(int queue, double now)
   });
   for (const JobRecord* j : due) still.push_back(WaitingOf(*j));
   return still;
+}
+
+// The start of TryJob, for a job whose turn comes to nothing but what this does (noting that
+// it failed): true when TryJob would return false at once with nothing else to do, neither
+// noting a failure of its shape (which may end the queue's walk) nor trying to reserve.
+bool Scheduler::TurnComesToNothing(JobRecord& job, double priority, bool guarantee_pass,
+                                   double now) {
+  const Policy& policy = pipeline_->policy();
+  if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
+      !job.never_fits.empty())
+    return true;
+  if (job.failed_at == version_ || reservations_.Of(job.id)) return false;
+  if (failed_shapes_.Dominated(job.shape_class, job.shape, priority)) {
+    if (now - job.pending_since >= policy.reserve_after_s &&
+        reservations_.starving() < policy.max_reservations)
+      return false;  // TryReserve may plan one
+    job.failed_at = version_;
+    return true;
+  }
+  return guarantee_pass && not_guaranteed_.Dominated(job.shape_class, job.shape, priority);
 }
 
 // One pending job's turn in a cycle; true when it started or preempted (usage changed).

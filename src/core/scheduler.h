@@ -354,6 +354,7 @@ class Scheduler {
            std::vector<ReplicaPlacement> placements, double now, std::vector<Decision>* out);
   bool TryJob(JobRecord& job, double priority, bool guarantee_pass, const std::vector<double>& fair,
               double now, std::vector<Decision>* out);
+  bool TurnComesToNothing(JobRecord& job, double priority, bool guarantee_pass, double now);
   // guarantee_only: reclaim for the guarantee, nothing else.
   bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair, bool guarantee_only,
                   std::vector<Decision>* out);
@@ -386,13 +387,15 @@ class Scheduler {
   double WholePriority(const JobRecord& job, double now) const;
   double WholePriority(int priority, double submit, double now) const;
   // Pending lists: every pending job is listed, and indexed unless it never fits.
-  static WaitingJobs::Job WaitingOf(const JobRecord& job);
+  static WaitingJobs::Job WaitingOf(JobRecord& job);
+  static WaitingJobs::Job WaitingOf(const JobRecord& job);  // no record: not for the index
   void AddPending(JobRecord& job);
   void RemovePending(JobRecord& job);
-  // Whether every job waiting in `queue` is known to fail in this pass (queue_order.h), and
-  // which of them are tried anyway: reservation holders, and the first of each shape that is due
-  // one.
-  bool AllFail(int queue, bool guarantee_pass, double now) const;
+  // Whether a job of class `cls`, `size`, raw `priority` and `submit` is known to fail in this
+  // pass (queue_order.h), and which jobs of an exhausted queue are tried anyway: reservation
+  // holders, and the first of each shape that is due one.
+  bool KnownToFail(int cls, const ShapeSize& size, int priority, double submit, bool guarantee_pass,
+                   double now) const;
   std::vector<WaitingJobs::Job> StillWorthTrying(int queue, double now) const;
   void Emit(double now, int job, const std::string& kind, const std::string& reason = "");
   void Forget(int job);

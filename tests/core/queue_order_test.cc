@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -30,14 +31,17 @@ struct Fixture {
     waiting[queue].Add(job);
     return job;
   }
-  CycleOrder Order(std::vector<bool> sits_out = {}) {
+  CycleOrder Order(std::vector<bool> sits_out = {}, CycleOrder::Skip skip = nullptr) {
     std::vector<CycleOrder::QueueView> views;
     for (size_t q = 0; q < usage.size(); ++q)
       views.push_back({&usage[q], weight[q], &users[q],
                        q < sits_out.size() && sits_out[q] ? nullptr : &waiting[q]});
-    return CycleOrder(std::move(views), capacity, [this](int priority, double submit) {
-      return std::floor(priority + aging_per_s * (now - submit));
-    });
+    return CycleOrder(
+        std::move(views), capacity,
+        [this](int priority, double submit) {
+          return std::floor(priority + aging_per_s * (now - submit));
+        },
+        std::move(skip));
   }
   static std::vector<int> Drain(CycleOrder& order) {
     std::vector<int> ids;
@@ -156,6 +160,70 @@ TEST(CycleOrderTest, TheIndexIsKeptBetweenCycles) {
   CycleOrder next = f.Order();
   EXPECT_EQ(Fixture::Drain(next), (std::vector<int>{3, 2}));
   EXPECT_EQ(f.waiting[0].size(), 2u);
+}
+
+// Jobs to skip are never offered, the others come in the order they would without them, and
+// each job is asked about at its turn (a job not to skip may be asked twice in a row): users
+// interleaving by share and submit time, and a user's higher priority level before its lower one.
+TEST(CycleOrderTest, JobsToSkipAreAskedAboutAtTheirTurnAndNeverOffered) {
+  Fixture f(1, 3);
+  for (int id = 1; id <= 30; ++id)
+    f.Add(0, id, id, id % 3, id % 10 == 0 ? 1 : 0, 0, {1 + id % 4, 1, 0, 0});
+  f.users[0][2] = {5, 0, 0};  // user 2 goes last
+  CycleOrder plain = f.Order();
+  const std::vector<int> all = Fixture::Drain(plain);
+  std::vector<int> expected;
+  for (int job : all)
+    if (job % 4 == 0) expected.push_back(job);  // units 1
+  std::vector<int> asked;
+  CycleOrder order = f.Order({}, [&](int id, JobRecord*, int, const ShapeSize& size, int, double) {
+    asked.push_back(id);
+    return size.units > 1;
+  });
+  EXPECT_EQ(Fixture::Drain(order), expected);
+  asked.erase(std::unique(asked.begin(), asked.end()), asked.end());  // asked again at once: same
+  EXPECT_EQ(asked, all);
+}
+
+// What Skip says of a job counts at the job's turn, not before: a job that is to be skipped
+// while the jobs ahead of it are offered, but not once its turn comes, is offered.
+TEST(CycleOrderTest, SkipIsAskedWhenTheJobWouldBeOffered) {
+  Fixture f(1, 2);
+  for (int id = 1; id <= 6; ++id) f.Add(0, id, id, id % 2);
+  bool skip_four = true;
+  CycleOrder order = f.Order({}, [&](int id, JobRecord*, int, const ShapeSize&, int, double) {
+    return id == 4 && skip_four;
+  });
+  EXPECT_EQ(order.Next(), 1);
+  EXPECT_EQ(order.Next(), 2);
+  EXPECT_EQ(order.Next(), 3);
+  skip_four = false;
+  EXPECT_EQ(Fixture::Drain(order), (std::vector<int>{4, 5, 6}));
+}
+
+// AllFail over a pass asks about a shape found failing once, and looks again from the start
+// when a job of a new shape arrives.
+TEST(CycleOrderTest, AllFailInAPassAsksEachFailingShapeOnce) {
+  Fixture f(1);
+  f.Add(0, 1, 0, 0, 0, 0, {1, 1, 0, 0});
+  f.Add(0, 2, 1, 0, 0, 0, {2, 1, 0, 0});
+  f.Add(0, 3, 2, 0, 0, 0, {3, 1, 0, 0});
+  CycleOrder order = f.Order();
+  std::vector<int> asked;
+  int failing_up_to = 1;  // units up to this fail
+  auto fails = [&](int, const ShapeSize& size, int, double) {
+    asked.push_back(size.units);
+    return size.units <= failing_up_to;
+  };
+  EXPECT_FALSE(order.AllFail(0, fails));
+  failing_up_to = 3;
+  EXPECT_TRUE(order.AllFail(0, fails));
+  EXPECT_EQ(asked, (std::vector<int>{1, 2, 2, 3}));
+  f.Add(0, 4, 3, 0, 0, 0, {1, 1, 0, 5});  // a new shape, sorting before the others' end
+  asked.clear();
+  failing_up_to = 0;
+  EXPECT_FALSE(order.AllFail(0, fails));
+  EXPECT_EQ(asked, (std::vector<int>{1}));
 }
 
 TEST(WaitingJobsTest, AllFailAsksOnceForEachShapeWithItsOldestSubmit) {

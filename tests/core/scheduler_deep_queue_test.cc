@@ -3,6 +3,7 @@
 // scheduler.h asks for that the cycle over the kept index gets wrong.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,61 @@ TEST(SchedulerDeepQueueTest, AStarvingJobBehind64UnreservableOlderJobsStillGetsA
   const int big = d.Submit(Job("a", 8, "zed"), 10);
   for (int i = 0; i < 300 && d.J(big).state == JobState::kPending; ++i) d.Cycle(1);
   EXPECT_NE(d.J(big).state, JobState::kPending) << d.J(big).reason;
+}
+
+// A failed shape passes over only the jobs it covers. Two GPUs are free: the jobs of 3 GPUs
+// and more fail (the smallest of them first or not, depending on where it stands) and the
+// hundreds behind them are skipped; a 2-GPU job that asks far more memory than any of them
+// (so larger on one dimension, smaller on another) still starts in the same cycle, whichever
+// user it belongs to and however deep it stands.
+TEST(SchedulerDeepQueueTest, AJobSmallerThanEveryFailureOnOneDimensionStillStarts) {
+  Driver d(1, 1, {Queue("a")});
+  d.Submit(Job("a", 6, "hog"));
+  d.Cycle();
+  ASSERT_EQ(d.Running("a"), 1);
+  for (int i = 0; i < 300; ++i) {
+    JobSpec spec = Job("a", 3 + i % 6, "u" + std::to_string(i % 7));
+    spec.groups[0].demand.memory_mib = 16 * 1024;
+    d.Submit(spec);
+  }
+  JobSpec wide = Job("a", 2, "u3");
+  wide.groups[0].demand.memory_mib = 256 * 1024;
+  const int fits = d.Submit(wide);
+  d.Cycle();
+  EXPECT_EQ(d.J(fits).state, JobState::kRunning) << d.J(fits).reason;
+  EXPECT_EQ(d.Running("a"), 2);
+}
+
+// Work conservation under a deep queue of many shapes: after every cycle, no pending job fits
+// anywhere (a dry run on each node finds none), so no job that a try would have placed was
+// skipped as known to fail. One queue, one priority, no reservations: nothing else holds a job
+// back.
+TEST(SchedulerDeepQueueTest, AfterEveryCycleNoPendingJobFitsAnywhere) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 1e9;
+  Driver d(4, 4, {Queue("a")}, policy);
+  std::mt19937 rng(5);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto submit = [&] {
+    JobSpec spec = Job("a", pick(1, 8), "u" + std::to_string(pick(0, 5)));
+    spec.groups[0].demand.cpu_milli = 8000 * pick(1, 8);
+    spec.groups[0].demand.memory_mib = 128 * 1024 * pick(1, 8);
+    d.Submit(spec, pick(1, 4));
+  };
+  std::vector<int> nodes;
+  for (int n = 0; n < static_cast<int>(d.cluster_.nodes.size()); ++n) nodes.push_back(n);
+  for (int i = 0; i < 150; ++i) submit();
+  for (int cycle = 0; cycle < 12; ++cycle) {
+    d.Handle(d.s_.Schedule(d.now_));
+    d.Check();
+    for (int id : d.s_.pending(0))
+      for (const NodeVerdict& v : d.s_.Evaluate(d.J(id).spec, nodes))
+        EXPECT_FALSE(v.feasible) << "cycle " << cycle << ": job " << id << " ("
+                                 << d.J(id).spec.groups[0].demand.gpus << " GPUs) fits node "
+                                 << v.node << " but waits: " << d.J(id).reason;
+    for (int i = 0; i < 6; ++i) submit();
+    d.Cycle(1);  // nothing starts at this cycle's time: its jobs run on, some end meanwhile
+  }
 }
 
 }  // namespace
