@@ -163,6 +163,32 @@ std::string Text(const Json& value) {
 
 std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
 
+// "node/0", "node/1", "node/2", "other/5" as "node/0-2,other/5": a table cell, not a list.
+std::string CompactGpus(const Json& ids) {
+  std::string out, node;
+  int first = -1, last = -1;
+  const auto flush = [&] {
+    if (first < 0) return;
+    out += (out.empty() ? "" : ",") + node + "/" + std::to_string(first) +
+           (last > first ? "-" + std::to_string(last) : "");
+  };
+  for (const Json& id : ids) {
+    const std::string text = id.get<std::string>();
+    const size_t slash = text.rfind('/');
+    const std::string this_node = text.substr(0, slash);
+    const int gpu = std::atoi(text.c_str() + slash + 1);
+    if (this_node == node && gpu == last + 1) {
+      last = gpu;
+      continue;
+    }
+    flush();
+    node = this_node;
+    first = last = gpu;
+  }
+  flush();
+  return out;
+}
+
 struct PsArgs {
   bool all = false, quiet = false;
   std::string queue, format;
@@ -190,12 +216,11 @@ void Ps(const PsArgs& a) {
   std::vector<std::vector<std::string>> rows = {
       {"ID", "NAME", "QUEUE", "USER", "STATE", "GPUS", "AGE", "REASON"}};
   for (const Json& j : jobs) {
-    std::string gpus;
-    for (const Json& g : j["gpus"]) gpus += (gpus.empty() ? "" : ",") + g.get<std::string>();
+    const std::string gpus = CompactGpus(j["gpus"]);
     std::string reason = j["reason"];
     if (reason.size() > 60) reason = reason.substr(0, 57) + "...";
-    rows.push_back({j["id"].dump(), j["name"], j["queue"], j["user"], j["state"], OrDash(gpus),
-                    Age(j["submitted"]), reason});
+    rows.push_back({j["id"].dump(), j["name"], j["queue"], OrDash(j["user"]), j["state"],
+                    OrDash(gpus), Age(j["submitted"]), reason});
   }
   PrintTable(rows);
 }

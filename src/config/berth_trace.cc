@@ -105,6 +105,10 @@ class TraceParser {
     if (name) most = static_cast<size_t>(limits::Get().name_length);
     std::string text = r_.String(node, path);
     if (text.empty() && !may_be_empty) r_.Fail(node, path, "expected a name, got nothing");
+    // Names end up in tables, logs and terminals: no control characters there.
+    if (name)
+      if (const std::string problem = NameProblem(text); !problem.empty())
+        r_.Fail(node, path, problem);
     if (text.size() > most)
       r_.Fail(node, path,
               "longer than " + std::to_string(most) + " characters; shorten it" +
@@ -318,7 +322,11 @@ class TraceParser {
         group->node_selector[label.key] = Text(label.value, label_path, 0, true);
       }
     }
-    if (const YAML::Node i = g["image"]) group->image = Text(i, field("image"), kMaxImage);
+    if (const YAML::Node i = g["image"]) {
+      group->image = Text(i, field("image"), kMaxImage);
+      if (const std::string problem = NameProblem(group->image); !problem.empty())
+        r_.Fail(i, field("image"), problem);
+    }
     if (const YAML::Node command = g["command"]) {
       const std::string command_path = field("command");
       r_.Sequence(command, command_path);

@@ -90,7 +90,7 @@ class PolicyParser {
     }
     Try("name", [&] {
       const YAML::Node name = r_.Required(root, "", "name");
-      policy.name = r_.String(name, "name");
+      policy.name = r_.Name(name, "name");
       Note("name", name);
     });
 

@@ -143,8 +143,10 @@ std::string IndexPath(const std::string& path, size_t index) {
   return path + "[" + std::to_string(index) + "]";
 }
 
-YAML::Node YamlReader::Parse(const std::string& text) const {
-  CheckText(text, source_);
+YAML::Node YamlReader::Parse(const std::string& file_text) const {
+  CheckText(file_text, source_);
+  // Without the byte order mark, positions in the text are the positions yaml-cpp reports.
+  const std::string text(WithoutBom(file_text));
   YAML::Node root;
   try {
     std::istringstream in(text);

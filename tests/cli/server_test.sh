@@ -43,7 +43,7 @@ start_server
 id=$("$BERTH" run -d --name train --gpus 8 busybox sleep 1)
 [ "$id" = 1 ] || fail "the first job's id is $id"
 wait_state 1 scheduled
-"$BERTH" ps | grep -E '^1 +train +default +.* scheduled +dgx-[0-3]/0,' > /dev/null ||
+"$BERTH" ps | grep -E '^1 +train +default +.* scheduled +dgx-[0-3]/0-7 ' > /dev/null ||
   fail "ps does not show the placed job: $("$BERTH" ps)"
 [ "$("$BERTH" inspect 1 | jq -r '.events | map(.state) | join(",")')" = "pending,scheduled" ] ||
   fail "the job's transitions: $("$BERTH" inspect 1)"

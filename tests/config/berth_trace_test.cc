@@ -242,6 +242,11 @@ TEST(BerthTraceTest, HostileInput) {
   EXPECT_TRUE(ThrowsConfigError([&] { Parse(deep); },
                                 "trace.yaml:", {"nested more than the limit of 32 levels"}));
   EXPECT_TRUE(ThrowsConfigError([&] { Parse("jobs: [\n"); }, "trace.yaml:", {"YAML syntax"}));
+  // Names reach terminals: an escape sequence in one would rewrite the operator's screen.
+  EXPECT_TRUE(FailsAt("jobs:\n  - {name: \"a\\eb\", submit: 0, duration: 1, gpus: 1}\n", "a\\eb",
+                      {"jobs[0].name", "a control character (byte 0x1B)"}));
+  EXPECT_TRUE(FailsAt("jobs:\n  - {name: a, user: \"\\0\", submit: 0, duration: 1}\n", "user",
+                      {"jobs[0].user", "a control character (byte 0x00)"}));
   // A file larger than the bound is refused before it is parsed.
   const std::string path =
       WriteTempFile("huge-trace.yaml", "jobs: []\n" + std::string(limits::Get().file_bytes, '#'));

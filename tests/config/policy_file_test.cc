@@ -155,6 +155,7 @@ TEST(PolicyFileTest, WithoutBaseTheDefaultsAreBerths) {
 }
 
 TEST(PolicyFileTest, ParseErrors) {
+  EXPECT_TRUE(FailsAt("name: \"\\e[31mred\"\n", "name", {"name", "a control character"}));
   // Wrong type.
   const std::string type = "name: p\ncandidates: many\n";
   EXPECT_TRUE(FailsAt(type, "candidates", {"candidates", "expected an integer", "\"many\""}));
@@ -219,7 +220,7 @@ TEST(PolicyFileTest, ValidationErrorsPointAtTheirEntry) {
   const std::string qos = "name: p\nqosWeights:\n  guaranteed: {cpu: 0, memory: 0, gpu: 0}\n";
   EXPECT_TRUE(FailsAt(qos, "guaranteed", {"qosWeights.guaranteed", "not all 0"}));
   const std::string name = "name: \"\"\n";
-  EXPECT_TRUE(FailsAt(name, "name", {"name: must not be empty"}));
+  EXPECT_TRUE(FailsAt(name, "name", {"name: expected a name, got nothing"}));
   // An inherited maxBackoffSeconds (300) below the file's retryBackoffSeconds: blamed on the
   // field the file does give.
   const std::string backoff = "name: p\nretryBackoffSeconds: 600\n";
