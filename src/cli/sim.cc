@@ -266,6 +266,8 @@ void RunSimPacking(const PackingArgs& a) {
 
 // --load above this asks for ten times the cluster: a queue that never drains.
 constexpr double kMaxLoad = 10;
+// Below it, arrivals spread over more than the seconds bound: a replay of nothing.
+constexpr double kMinLoad = 0.01;
 
 struct ReplayArgs {
   std::string cluster, trace, format = "synthetic", vcs, policies = "berth", json, report;
@@ -349,10 +351,9 @@ void CheckJobsCanFit(const ReplayArgs& a, const Cluster& cluster,
 
 void RunSimReplay(const ReplayArgs& a) {
   // NaN fails every comparison, so each range is written to accept rather than to refuse.
-  if (!(a.load > 0 && a.load <= kMaxLoad))
+  if (!(a.load >= kMinLoad && a.load <= kMaxLoad))
     throw ConfigError(
-        "--load: expected a number above 0 and at most 10 (mean GPU demand over "
-        "capacity), got " +
+        "--load: expected a number from 0.01 to 10 (mean GPU demand over capacity), got " +
         std::to_string(a.load));
   if (!(a.checkpoint_s > 0 && a.checkpoint_s <= limits::Seconds()))
     throw ConfigError("--checkpoint: expected seconds above 0 and at most " +
@@ -420,7 +421,7 @@ void RunSimReplay(const ReplayArgs& a) {
     if (!r.error.empty()) throw ConfigError(r.error);
     for (const JobOutcome& o : r.jobs)
       if (!o.refused.empty()) {
-        std::cerr << "berth: " << policy.name << ": " << r.refused
+        std::cerr << "berth: warning: policy " << policy.name << ": " << r.refused
                   << " job(s) refused at submit; the first, " << o.name << ": " << o.refused
                   << "\n";
         break;

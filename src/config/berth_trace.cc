@@ -174,6 +174,8 @@ class TraceParser {
 
   void ParseJobs(const YAML::Node& node, BerthTrace* trace) {
     r_.Sequence(node, "jobs");
+    if (node.size() == 0)
+      r_.Fail(node, "jobs", "expected at least one job; a replay of none says nothing");
     Bounded(node, "jobs", &Limits::jobs, "jobs");
     size_t i = 0;
     for (const YAML::Node& item : node) {

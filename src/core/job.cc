@@ -75,16 +75,32 @@ std::string WhyNoNodeFits(const Cluster& cluster, const TaskGroup& group) {
     if (!MatchesSelector(node, group) || d.cpu_milli > node.cpu_milli ||
         d.memory_mib > node.memory_mib)
       continue;
+    // Usable GPUs on the node, and under each switch and socket (an affinity below the node
+    // keeps a replica's GPUs inside one of those).
     int gpus = 0;
+    std::vector<int> by_switch(node.switches.size()), by_socket(node.sockets.size());
     for (const Gpu& gpu : node.gpus) {
       const GpuModel* model = cluster.FindModel(gpu.model);
       if (!model || !ModelAllowed(d, gpu.model)) continue;
-      if (!d.mig_profile.empty()) {
-        gpus += gpu.mig_enabled && FindMigProfile(model->mig_profiles, d.mig_profile) >= 0;
-      } else if (!gpu.mig_enabled && (d.gpu_milli == 0 || d.gpu_memory_mib <= model->memory_mib)) {
-        ++gpus;
+      const bool usable =
+          !d.mig_profile.empty()
+              ? gpu.mig_enabled && FindMigProfile(model->mig_profiles, d.mig_profile) >= 0
+              : !gpu.mig_enabled && (d.gpu_milli == 0 || d.gpu_memory_mib <= model->memory_mib);
+      if (!usable) continue;
+      ++gpus;
+      if (gpu.pcie_switch >= 0 && gpu.pcie_switch < static_cast<int>(by_switch.size())) {
+        ++by_switch[gpu.pcie_switch];
+        const int socket = node.switches[gpu.pcie_switch].socket;
+        if (socket >= 0 && socket < static_cast<int>(by_socket.size())) ++by_socket[socket];
       }
     }
+    const auto most = [](const std::vector<int>& counts) {
+      return counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
+    };
+    if (d.affinity && d.gpus > 1 && *d.affinity < Level::kNode)
+      gpus = *d.affinity == Level::kGpu      ? std::min(gpus, 1)
+             : *d.affinity == Level::kSwitch ? most(by_switch)
+                                             : most(by_socket);
     const bool asks_gpus = d.gpus > 0 || d.gpu_milli > 0 || !d.mig_profile.empty();
     if (!asks_gpus || gpus >= std::max(1, d.gpus)) return "";
   }
@@ -95,7 +111,8 @@ std::string WhyNoNodeFits(const Cluster& cluster, const TaskGroup& group) {
     what = "a " + std::to_string(d.gpu_milli) + " milli share" +
            (d.gpu_memory_mib > 0 ? " with " + std::to_string(d.gpu_memory_mib) + " MiB" : "");
   else if (d.gpus > 0)
-    what = std::to_string(d.gpus) + " GPUs on one node";
+    what = std::to_string(d.gpus) + " GPUs on one " +
+           (d.affinity && *d.affinity < Level::kNode ? LevelName(*d.affinity) : "node");
   else
     what = "no GPU";
   if (!d.models.empty()) {
@@ -138,12 +155,14 @@ std::string WhyJobNeverFits(const Cluster& cluster, const JobSpec& spec) {
              (g.name.empty() ? std::string("the job") : "group " + g.name) + " at once (" +
              std::to_string(most) + " at most, empty); ask for fewer, or add nodes";
   }
-  if (spec.gang_affinity != Level::kNode || spec.groups.empty()) return "";
-  // A gang bound to one node needs all of it there: whole GPUs, CPU and memory add up. Shares
-  // and MIG slices may pack onto fewer GPUs, and groups that differ in models or selectors ask
-  // different nodes, so those are left to the allocator.
+  if (!spec.gang_affinity || *spec.gang_affinity > Level::kNode || spec.groups.empty()) return "";
+  // A gang bound to one node (or one socket, switch or GPU of it) needs all of it there: whole
+  // GPUs, CPU and memory add up. Shares and MIG slices may pack onto fewer GPUs, and groups
+  // that differ in models or selectors ask different nodes, so those are left to the allocator.
+  const std::string level = LevelName(*spec.gang_affinity);
   TaskGroup whole;
-  whole.name = "(the whole gang, which gangAffinity node puts on one node)";
+  whole.name = "(the whole gang, which gangAffinity " + level + " puts on one " + level + ")";
+  if (*spec.gang_affinity < Level::kNode) whole.demand.affinity = spec.gang_affinity;
   whole.demand.models = spec.groups[0].demand.models;
   whole.node_selector = spec.groups[0].node_selector;
   int64_t gpus = 0;

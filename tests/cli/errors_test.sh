@@ -104,7 +104,7 @@ expect_error "utf8.csv:2:2: invalid UTF-8 (byte 0xFF)" "$BERTH" sim packing --no
 
 replay() { timeout 20 "$BERTH" sim replay --jobs 20 "$@"; }
 expect_error "--policy: expected policy names" replay --policy ''
-for load in 0 -1 nan inf 11; do expect_error "--load: expected a number above 0" replay --load $load; done
+for load in 0 -1 nan inf 11 1e-10; do expect_error "--load: expected a number from 0.01 to 10" replay --load $load; done
 for c in 0 -5 nan; do expect_error "--checkpoint: expected seconds above 0" replay --checkpoint $c; done
 expect_error "--jobs: Value 2000000000 not in range 1 to 1000000" replay --jobs 2000000000
 expect_error "--queues: Value 2147483647 not in range 1 to 1000" \

@@ -148,7 +148,8 @@ TEST(BerthTraceTest, QueuesFromElsewhere) {
   ASSERT_EQ(t.queues.size(), 2u);
   EXPECT_EQ(t.jobs[0].spec.queue, "research");
   // Without queues anywhere, one default queue.
-  EXPECT_EQ(Parse("jobs: []\n").queues[0].name, "default");
+  EXPECT_EQ(Parse("jobs: [{name: j, submit: 0, duration: 1}]\n").queues[0].name, "default");
+  EXPECT_TRUE(FailsAt("jobs: []\n", "jobs", {"jobs: expected at least one job"}));
   const std::string both = "queues: {a: }\n" + jobs;
   EXPECT_TRUE(ThrowsConfigError(
       [&] {
@@ -162,7 +163,7 @@ TEST(BerthTraceTest, Errors) {
   auto job = [&](const std::string& fields) {
     return head + "  - {name: j, submit: 0, duration: 60, " + fields + "}\n";
   };
-  EXPECT_TRUE(FailsAt("jobs: []\nnodes: []\n", "nodes",
+  EXPECT_TRUE(FailsAt("jobs: [{name: j, submit: 0, duration: 1}]\nnodes: []\n", "nodes",
                       {"unknown field \"nodes\"", "known fields: events, jobs, queues"}));
   EXPECT_TRUE(FailsAt("queues: {a: }\n", "queues", {"missing required field \"jobs\""}));
   EXPECT_TRUE(FailsAt(job("colour: red"), "colour", {"jobs[0]", "unknown field \"colour\""}));
