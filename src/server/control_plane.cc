@@ -178,17 +178,25 @@ void ControlPlane::SubmitIncoming(double now, std::vector<StoreWrite>* writes) {
   incoming_.clear();
 }
 
-std::vector<StoredJob> ControlPlane::List(const JobFilter& filter) const {
+void ControlPlane::List(const JobFilter& filter,
+                        const std::function<void(const StoredJob&)>& visit) const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<StoredJob> out;
-  for (auto it = jobs_.upper_bound(filter.after); it != jobs_.end() && out.size() < filter.limit;
+  size_t listed = 0;
+  for (auto it = jobs_.upper_bound(filter.after); it != jobs_.end() && listed < filter.limit;
        ++it) {
     const StoredJob& j = it->second.stored;
     if ((filter.queue.empty() || j.queue == filter.queue) &&
         (filter.state.empty() || j.state == filter.state) &&
-        (filter.user.empty() || j.user == filter.user))
-      out.push_back(j);
+        (filter.user.empty() || j.user == filter.user)) {
+      visit(j);
+      ++listed;
+    }
   }
+}
+
+std::vector<StoredJob> ControlPlane::List(const JobFilter& filter) const {
+  std::vector<StoredJob> out;
+  List(filter, [&](const StoredJob& j) { out.push_back(j); });
   return out;
 }
 

@@ -63,6 +63,9 @@ class ControlPlane {
   // Accepts a job spec (JSON or YAML, docs/api.md); returns its id. ApiError 400 names the
   // field when the spec is wrong, or says why the job could never fit the cluster.
   int64_t Submit(const std::string& body);
+  // Calls `visit` on each job the filter selects, by id, under the job table's lock: a page of
+  // thousands is written out without copying a job.
+  void List(const JobFilter& filter, const std::function<void(const StoredJob&)>& visit) const;
   std::vector<StoredJob> List(const JobFilter& filter) const;
   StoredJob Get(int64_t id) const;  // ApiError 404
   // Stops the job (pending or placed); a job already ended is left as it is (409).
