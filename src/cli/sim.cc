@@ -378,6 +378,11 @@ void RunSimReplay(const ReplayArgs& a) {
   } else {
     if (queues.empty()) queues.push_back({"default", 1, -1, {}});
     if (a.format == "synthetic") {
+      if (!a.trace.empty())
+        throw ConfigError(
+            "--trace: a synthetic replay makes its own jobs; give --format berth, "
+            "openb or tiresias to replay " +
+            a.trace);
       SyntheticOptions o;
       o.jobs = a.jobs;
       o.load = a.load;

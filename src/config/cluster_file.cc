@@ -542,6 +542,11 @@ void ClusterFileParser::ParseNodes(const YAML::Node& list, const std::string& pa
       const YAML::Node count_node = r_.Required(entry, entry_path, "count");
       const int64_t n = r_.Int(count_node, FieldPath(entry_path, "count"), 1, &Limits::nodes);
       const size_t width = std::to_string(n - 1).size();
+      if (text.size() + width > static_cast<size_t>(limits::Get().name_length))
+        r_.Fail(prefix, FieldPath(entry_path, "namePrefix"),
+                "with " + std::to_string(width) + " digits of count the node names have " +
+                    std::to_string(text.size() + width) + " characters, " +
+                    limits::OverLimit(&Limits::name_length, "characters") + "; shorten the prefix");
       AddNodes(
           std::move(node), n,
           [&](int64_t k) {

@@ -116,6 +116,15 @@ std::string NameProblem(std::string_view name) {
   return "";
 }
 
+std::string FileStem(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  std::string stem = slash == std::string::npos ? path : path.substr(slash + 1);
+  stem = stem.substr(0, stem.find_last_of('.'));
+  for (char& c : stem)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) c = '?';
+  return stem;
+}
+
 std::string_view WithoutBom(std::string_view text) {
   if (text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());
   return text;

@@ -22,6 +22,10 @@ void CheckText(std::string_view text, const std::string& source);
 // would break the tables, logs and files it is printed into; else what is wrong with it.
 std::string NameProblem(std::string_view name);
 
+// The file's name without its directory and extension, as a cluster named after its file is
+// shown: control characters become '?', since the name is printed to terminals.
+std::string FileStem(const std::string& path);
+
 // `text` without a leading UTF-8 byte order mark.
 std::string_view WithoutBom(std::string_view text);
 

@@ -18,18 +18,12 @@ namespace {
 const std::map<std::string, int64_t, std::less<>> kKnownMemoryMiB = {
     {"A10", 24576}, {"P100", 16384}, {"T4", 15360}, {"V100M16", 16384}, {"V100M32", 32768}};
 
-std::string BaseName(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  const std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
-  return file.substr(0, file.find_last_of('.'));
-}
-
 }  // namespace
 
 Cluster LoadOpenbNodeList(const std::string& path) {
   CsvReader csv(path, {"sn", "cpu_milli", "memory_mib", "gpu", "model"});
   Cluster cluster;
-  cluster.name = BaseName(path);
+  cluster.name = FileStem(path);
   ClusterSize size;
   std::map<std::string, int> node_lines;  // name -> line of its row
   int first_row = 0;

@@ -6,6 +6,7 @@
 #include "config/cluster_size.h"
 #include "config/config_error.h"
 #include "config/csv_reader.h"
+#include "config/file_text.h"
 #include "config/flat_node.h"
 #include "config/limits.h"
 
@@ -33,9 +34,7 @@ Cluster LoadTiresiasCluster(const std::string& path) {
   if (!too_big.empty())
     throw ConfigError(path + ":" + std::to_string(row) + ": the cluster would have " + too_big);
   Cluster cluster;
-  const size_t slash = path.find_last_of('/');
-  cluster.name = path.substr(slash == std::string::npos ? 0 : slash + 1);
-  cluster.name = cluster.name.substr(0, cluster.name.find_last_of('.'));
+  cluster.name = FileStem(path);
   cluster.models.push_back({"GPU", 0, {}});
   for (int s = 0; s < switches; ++s) {
     const std::string rack = "switch-" + std::to_string(s);

@@ -179,6 +179,15 @@ printf 'virtualClusters:\n  a: {guarantees: {dgx-a100/node: 8}}\n  b: {guarantee
 expect_error 'vcs.yaml:3:20: virtualClusters: the guarantees ask for 16 x dgx-a100/node' \
   replay --vcs "$TMP/vcs.yaml"
 
+# A trace given to a synthetic replay would be silently ignored.
+expect_error "--trace: a synthetic replay makes its own jobs" "$BERTH" sim replay \
+  --trace examples/scenarios/2-shares-settle.yaml
+# A cluster named after its file is printed: control characters in the name are not.
+C='num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node'
+printf '%s\n1,1,2,8,16\n' "$C" > "$TMP/$(printf 'esc\033[31m')".csv
+"$BERTH" cells --cluster "$TMP/$(printf 'esc\033[31m')".csv | head -1 | grep -q 'cluster esc?\[31m:' ||
+  fail "a control character of a file name reached the output"
+
 # Figures wider than their column (jobs of 31 years) stay apart: 10 columns, not run together.
 printf 'jobs:\n  - {name: a, submit: 0, duration: 999999999, gpus: 1}\n' > "$TMP/long.yaml"
 row=$("$BERTH" sim replay --format berth --trace "$TMP/long.yaml" | grep '^berth ')

@@ -465,6 +465,18 @@ TEST(ClusterFileTest, DuplicatesNameBothLines) {
       "bad.yaml:4:12: ", {"racks[1].name", "rack \"r\" is already declared at bad.yaml:3:12;"}));
 }
 
+// The digits count adds make names longer than the prefix.
+TEST(ClusterFileTest, GeneratedNodeNamesAreBoundedToo) {
+  const std::string text =
+      "name: t\ngpuModels: [{name: T4, memoryMiB: 1}]\n"
+      "nodeShapes: {s: {gpuModel: T4, sockets: [{switches: [1]}]}}\n"
+      "nodes: [{namePrefix: " +
+      std::string(252, 'n') + ", count: 100, shape: s}]\n";
+  EXPECT_TRUE(FailsAt(
+      text, "namePrefix",
+      {"nodes[0].namePrefix", "the node names have 254 characters", "more than the limit of 253"}));
+}
+
 TEST(ClusterFileTest, TextIsOneUtf8Document) {
   EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: t\nracks: [\xff]\n", "bad.yaml"); },
                                 "bad.yaml:2:9: ", {"invalid UTF-8 (byte 0xFF)"}));
