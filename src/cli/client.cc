@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "config/config_error.h"
 #include "config/file_text.h"
+#include "server/http_api.h"
 
 namespace berth {
 namespace {
@@ -49,14 +50,20 @@ Json Call(const std::string& method, const std::string& path, const std::string&
   httplib::Result res = method == "GET"    ? client.Get(path)
                         : method == "POST" ? client.Post(path, body, "application/json")
                                            : client.Delete(path);
+  if (!res && res.error() == httplib::Error::Write)
+    Exit(1, "the server at " + addr + " closed the connection while the request was sent");
+  if (!res && res.error() == httplib::Error::Read)
+    Exit(1, "the server at " + addr + " did not answer in 60 s; it may be overloaded");
   if (!res)
     Exit(1, "no server at " + addr + " (" + httplib::to_string(res.error()) +
                 "): start one with `berth server`, or set BERTH_ADDR");
   if (res->status == 204) return Json::object();
   const Json json = Json::parse(res->body, nullptr, false);
   if (res->status >= 200 && res->status < 300 && !json.is_discarded()) return json;
-  const std::string message =
+  std::string message =
       json.is_object() && json.contains("error") ? json["error"].get<std::string>() : res->body;
+  if (message.empty())
+    message = "HTTP " + std::to_string(res->status) + " from " + addr + "; is it a berth server?";
   Exit(res->status >= 400 && res->status < 500 ? 2 : 1, message);
 }
 
@@ -242,14 +249,17 @@ void AddClientCommands(CLI::App& app) {
   run->add_option("--gpu-share", r->gpu_share, "A share of one GPU, in thousandths (1-1000)")
       ->check(CLI::Range(1, 1000));
   run->add_option("--mig", r->mig, "A MIG instance of this profile (e.g. 1g.10gb)");
-  run->add_option("--gpu-model", r->models, "Allowed GPU model (repeatable)");
+  // One value per occurrence, so the image after it stays the image.
+  run->add_option("--gpu-model", r->models, "Allowed GPU model (repeatable)")
+      ->allow_extra_args(false);
   run->add_option("--replicas", r->replicas, "Replicas (a gang)")->check(CLI::Range(1, 65536));
   run->add_option("--min-replicas", r->min_replicas, "Elastic: start with at least this many")
       ->check(CLI::Range(0, 65536));
   run->add_option("--affinity", r->affinity, "Replica GPUs within: gpu, switch, socket, node");
   run->add_option("--cpus", r->cpus, "CPUs per replica")->check(CLI::Range(0.0, 1e6));
   run->add_option("--memory", r->memory, "Memory per replica (16g, 512m)");
-  run->add_option("-e,--env", r->env, "Environment variable KEY=VALUE (repeatable)");
+  run->add_option("-e,--env", r->env, "Environment variable KEY=VALUE (repeatable)")
+      ->allow_extra_args(false);
   run->add_option("words", r->words, "IMAGE [CMD...]");
   run->positionals_at_end();
   run->callback([r] {
@@ -257,7 +267,12 @@ void AddClientCommands(CLI::App& app) {
       Exit(2,
            "run: without -d berth follows the job's logs until it ends, which needs a node "
            "agent (not there yet); add -d");
-    const Json job = Call("POST", "/v1/jobs", RunSpec(*r));
+    const std::string spec = RunSpec(*r);
+    if (spec.size() > kMaxRequestBytes)
+      Exit(2, "the job spec has " + std::to_string(spec.size()) +
+                  " bytes, over the server's limit of " + std::to_string(kMaxRequestBytes) +
+                  " bytes");
+    const Json job = Call("POST", "/v1/jobs", spec);
     std::cout << job["id"] << "\n";
   });
 

@@ -1,6 +1,7 @@
 // berth: one binary, subcommands. Errors in the operator's input exit 2 with the message; any
 // other failure exits 1 with a message too, never an abort.
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <iostream>
 #include <new>
 
@@ -8,6 +9,9 @@
 #include "config/config_error.h"
 
 int main(int argc, char** argv) {
+  // A peer that closes a connection is an error to report (client) or to drop (server), not a
+  // reason to die.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"berth: a topology-aware, fair, elastic GPU scheduler"};
   app.require_subcommand(1);
   // --limit may also follow the subcommand (berth cells --limit nodes=2 ...).

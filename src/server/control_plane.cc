@@ -48,19 +48,35 @@ void ControlPlane::Commit(std::vector<std::unique_lock<std::mutex>*> locks,
   try {
     store_->Wait(ticket);
   } catch (const StoreError& e) {
-    throw ApiError(503, std::string("the state could not be saved: ") + e.what());
+    broken_ = true;
+    throw ApiError(503, std::string("the state could not be saved: ") + e.what() +
+                            "; the server stops, restart it to rebuild from the database");
   }
+}
+
+void ControlPlane::RefuseIfBroken() const {
+  if (broken_)
+    throw ApiError(503, "the state store failed; restart the server to rebuild from the database");
+}
+
+std::string ControlPlane::WhyUnrunnable(const JobSpec& spec) const {
+  if (const std::string why = WhyJobNeverFits(config_.cluster, spec); !why.empty())
+    return "no node of this cluster can ever hold it: " + why;
+  const auto queue = std::find_if(config_.queues.begin(), config_.queues.end(),
+                                  [&](const QueueSpec& q) { return q.name == spec.queue; });
+  if (queue == config_.queues.end()) return "queue: unknown queue \"" + spec.queue + "\"";
+  return WhyRefused(config_.cluster, config_.policy, *queue, spec);
 }
 
 void ControlPlane::Recover() {
   std::vector<StoredJob> stored = store_->LoadJobs();
+  next_id_ = store_->NextJobId();
   // Guaranteed work is adopted before borrowed work (the allocator binds guarantee cells as it
   // adopts), and placed jobs before pending ones take GPUs.
   std::vector<Job> placed_guaranteed, placed_borrowed, waiting;
   std::vector<StoreWrite> writes;
-  int ended = 0;
+  int ended = 0, failed = 0;
   for (StoredJob& s : stored) {
-    next_id_ = std::max(next_id_, s.id + 1);
     Job job;
     job.stored = std::move(s);
     if (Ended(job.stored.state)) {
@@ -73,10 +89,13 @@ void ControlPlane::Recover() {
                                     config_.cluster, config_.queues);
       job.spec.name = job.stored.name;
       job.spec.queue = job.stored.queue;
+      // What a submission is refused for, a restart on another cluster or policy checks again.
+      if (const std::string why = WhyUnrunnable(job.spec); !why.empty()) throw ConfigError(why);
     } catch (const ConfigError& e) {
+      ++failed;
       Record(job, "failed",
-             std::string("after a restart its spec no longer suits this server's cluster or "
-                         "queues: ") +
+             std::string("after a restart its spec no longer suits this server's cluster, "
+                         "queues or policy: ") +
                  e.what(),
              &writes);
       jobs_.emplace(job.stored.id, std::move(job));
@@ -115,6 +134,7 @@ void ControlPlane::Recover() {
     std::string why;
     job.engine_id = engine_->Submit(job.spec, now, &why);
     if (job.engine_id < 0) {
+      ++failed;
       Record(job, "failed", "after a restart the engine refuses it: " + why, &writes);
     } else {
       by_engine_id_[job.engine_id] = job.stored.id;
@@ -124,8 +144,8 @@ void ControlPlane::Recover() {
   }
   recovery_summary_ = std::to_string(jobs_.size()) +
                       " jobs in the state: " + std::to_string(adopted) + " placed jobs adopted, " +
-                      std::to_string(lost) + " lost their GPUs, " + std::to_string(ended) +
-                      " ended";
+                      std::to_string(lost) + " lost their GPUs, " + std::to_string(failed) +
+                      " failed (no longer runnable here), " + std::to_string(ended) + " ended";
   if (!writes.empty()) store_->Wait(store_->Enqueue(std::move(writes)));
 }
 
@@ -137,14 +157,8 @@ int64_t ControlPlane::Submit(const std::string& body) {
     throw ApiError(400, e.what());
   }
   if (spec.queue.empty()) spec.queue = "default";
-  if (const std::string why = WhyJobNeverFits(config_.cluster, spec); !why.empty())
-    throw ApiError(400, "job: no node of this cluster can ever hold it: " + why);
-  const auto queue = std::find_if(config_.queues.begin(), config_.queues.end(),
-                                  [&](const QueueSpec& q) { return q.name == spec.queue; });
-  if (queue == config_.queues.end()) throw ApiError(400, "job: queue: unknown queue");
-  if (const std::string why = WhyRefused(config_.cluster, config_.policy, *queue, spec);
-      !why.empty())
-    throw ApiError(400, "job: " + why);
+  if (const std::string why = WhyUnrunnable(spec); !why.empty()) throw ApiError(400, "job: " + why);
+  RefuseIfBroken();
   std::unique_lock<std::mutex> lock(mu_);
   const int64_t id = next_id_++;
   if (spec.name.empty()) spec.name = "job-" + std::to_string(id);
@@ -216,6 +230,7 @@ StoredJob ControlPlane::Get(int64_t id) const {
 }
 
 StoredJob ControlPlane::Stop(int64_t id) {
+  RefuseIfBroken();
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::unique_lock<std::mutex> lock(mu_);
   Job& job = Find(id);
@@ -236,6 +251,7 @@ StoredJob ControlPlane::Stop(int64_t id) {
 }
 
 void ControlPlane::Remove(int64_t id) {
+  RefuseIfBroken();
   std::unique_lock<std::mutex> lock(mu_);
   Job& job = Find(id);
   if (!Ended(job.stored.state))
@@ -270,6 +286,7 @@ std::vector<int> ControlPlane::FreeGpus() const {
 }
 
 void ControlPlane::Cycle() {
+  RefuseIfBroken();
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::vector<StoreWrite> writes;
   const double now = now_();

@@ -19,6 +19,7 @@
 // Lock order: engine_mu_, then mu_. The store's commit is waited for outside both.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -81,6 +82,9 @@ class ControlPlane {
   void Cycle();
   // What Recover found, for the server's first log line.
   const std::string& recovery_summary() const { return recovery_summary_; }
+  // A commit failed: memory may now hold what the database does not. Every later change is
+  // refused (503), and the server should stop so that a restart rebuilds from the database.
+  bool broken() const { return broken_; }
 
   static bool Ended(const std::string& state);
 
@@ -100,6 +104,9 @@ class ControlPlane {
   std::string PlacementsJson(const JobRecord& record) const;
   // The stored placements on this cluster, or nullopt when a node or GPU is gone.
   std::optional<std::vector<ReplicaPlacement>> ParsePlacements(const std::string& json) const;
+  // Why the engine would refuse the spec or could never place it; "" when neither.
+  std::string WhyUnrunnable(const JobSpec& spec) const;
+  void RefuseIfBroken() const;
   // Hands the jobs submitted since the last cycle to the engine (engine_mu_ and mu_ held).
   void SubmitIncoming(double now, std::vector<StoreWrite>* writes);
   Job& Find(int64_t id);
@@ -119,6 +126,7 @@ class ControlPlane {
   std::map<int, int64_t> by_engine_id_;
   int64_t next_id_ = 1;
   std::string recovery_summary_;
+  std::atomic<bool> broken_{false};
 };
 
 }  // namespace berth

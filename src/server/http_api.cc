@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -67,14 +68,25 @@ int64_t JobId(const httplib::Request& req) {
   return id;
 }
 
+bool KnownState(const std::string& state) {
+  for (const char* known :
+       {"pending", "scheduled", "preempted", "lost", "stopped", "failed", "succeeded"})
+    if (state == known) return true;
+  return false;
+}
+
 JobFilter ListFilter(const httplib::Request& req) {
   JobFilter filter;
   for (const auto& [key, value] : req.params) {
-    if (key == "queue")
+    if (key == "queue") {
       filter.queue = value;
-    else if (key == "state")
+    } else if (key == "state") {
+      if (!KnownState(value))
+        throw ApiError(400, "state: unknown state \"" + value.substr(0, 40) +
+                                "\"; known: pending, scheduled, preempted, lost, stopped, failed, "
+                                "succeeded");
       filter.state = value;
-    else if (key == "user")
+    } else if (key == "user")
       filter.user = value;
     else if (key == "limit")
       filter.limit = static_cast<size_t>(IntParam("limit", value, 1, kMaxListLimit));
@@ -104,10 +116,32 @@ httplib::Server::Handler Route(Handle handle) {
 }  // namespace
 
 void AddApiRoutes(httplib::Server& server, ControlPlane& plane) {
-  server.Post("/v1/jobs", Route([&](const httplib::Request& req, httplib::Response& res) {
-                const int64_t id = plane.Submit(req.body);
-                Reply(res, 201, JobJson(plane.Get(id)));
-              }));
+  // The body is read here, counted as it comes: the library bounds only a Content-Length body,
+  // and a chunked one could otherwise grow without limit.
+  server.Post("/v1/jobs", [&](const httplib::Request& req, httplib::Response& res,
+                              const httplib::ContentReader& read) {
+    std::string body;
+    bool too_big = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) >
+                   kMaxRequestBytes;
+    const bool whole = !too_big && read([&](const char* data, size_t size) {
+      too_big = body.size() + size > kMaxRequestBytes;
+      if (!too_big) body.append(data, size);
+      return !too_big;
+    });
+    if (!whole && !too_big) {
+      Reply(res, 400, {{"error", "the request body could not be read"}});
+      return;
+    }
+    if (too_big) {
+      Reply(res, 413,
+            {{"error", "the request body is over the limit of " + std::to_string(kMaxRequestBytes) +
+                           " bytes"}});
+      return;
+    }
+    Route([&](const httplib::Request&, httplib::Response& r) {
+      Reply(r, 201, JobJson(plane.Get(plane.Submit(body))));
+    })(req, res);
+  });
   server.Get("/v1/jobs", Route([&](const httplib::Request& req, httplib::Response& res) {
                const JobFilter filter = ListFilter(req);
                std::string body = "{\"jobs\":[";
@@ -179,7 +213,12 @@ void AddApiRoutes(httplib::Server& server, ControlPlane& plane) {
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
-  server.Get("/readyz", [](const httplib::Request&, httplib::Response& res) {
+  server.Get("/readyz", [&](const httplib::Request&, httplib::Response& res) {
+    if (plane.broken()) {
+      res.status = 503;
+      res.set_content("the state store failed\n", "text/plain");
+      return;
+    }
     res.set_content("ready\n", "text/plain");
   });
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {

@@ -84,11 +84,11 @@ int RunServer(ServerOptions options) {
   std::signal(SIGTERM, OnSignal);
   std::thread cycles([&] {
     const auto interval = std::chrono::duration<double>(options.cycle_interval_s);
-    while (!g_stop) {
+    while (!g_stop && !plane.broken()) {
       try {
         plane.Cycle();
       } catch (const ApiError& e) {
-        std::cerr << "berth server: a cycle's decisions could not be saved: " << e.what() << "\n";
+        std::cerr << "berth server: " << e.what() << "\n";
       }
       std::this_thread::sleep_for(interval);
     }
@@ -98,8 +98,17 @@ int RunServer(ServerOptions options) {
             << port << " (state " << store.path() << "; " << plane.recovery_summary() << ")"
             << std::endl;
   server.listen_after_bind();
+  const bool asked = g_stop;  // else the library's accept loop gave up on its own
   g_stop = true;
   cycles.join();
+  if (plane.broken()) {
+    std::cerr << "berth server: stopped: the state store failed; restart to rebuild from it\n";
+    return 1;
+  }
+  if (!asked) {
+    std::cerr << "berth server: stopped: accepting connections failed\n";
+    return 1;
+  }
   std::cout << "berth server: stopped" << std::endl;
   return 0;
 }

@@ -1,5 +1,11 @@
 #include "store/state_store.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iterator>
 #include <system_error>
@@ -18,6 +24,9 @@ const char* const kMigrations[] = {
     "CREATE TABLE transitions ("
     "  job INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL, state TEXT NOT NULL,"
     "  reason TEXT NOT NULL, PRIMARY KEY (job, seq)) WITHOUT ROWID;",
+    // 1 -> 2: the high-water mark of job ids, so that a removed job's id is not given again.
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+    "INSERT INTO meta VALUES ('next_job_id', (SELECT COALESCE(MAX(id), 0) + 1 FROM jobs));",
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion);
 
@@ -96,14 +105,34 @@ StateStore::StateStore(const std::string& dir) : path_(dir + "/berth.db") {
                      "; give --state a directory you may write");
   if (!std::filesystem::is_directory(dir, error))
     throw StoreError(dir + ": not a directory; give --state a directory");
-  writer_ = OpenDatabase(path_);
+  const std::string lock = dir + "/lock";
+  lock_fd_ = open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd_ < 0)
+    throw StoreError(lock + ": cannot open: " + std::strerror(errno) +
+                     "; give --state a directory you may write");
+  if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    close(lock_fd_);
+    throw StoreError(dir +
+                     ": another berth server uses this state; stop it, or give --state "
+                     "another directory");
+  }
   try {
+    writer_ = OpenDatabase(path_);
     // WAL: readers (the API) never wait for the writer, and a commit is one append.
     Exec(writer_, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", path_);
+    Statement check(writer_, "PRAGMA quick_check");
+    if (check.Step() != SQLITE_ROW || check.Text(0) != "ok")
+      throw StoreError(path_ + ": the state database is damaged (" + check.Text(0).substr(0, 200) +
+                       "); restore it from a backup, or give --state a new directory");
     Migrate();
+    // A database that opens but cannot be written would fail every request later.
+    Exec(writer_,
+         "BEGIN IMMEDIATE; UPDATE meta SET value = value WHERE key = 'next_job_id'; COMMIT;",
+         path_ + ": the state database cannot be written (check its permissions and the disk)");
     reader_ = OpenDatabase(path_);
   } catch (...) {
     sqlite3_close(writer_);
+    close(lock_fd_);
     throw;
   }
   writer_thread_ = std::thread([this] { WriterLoop(); });
@@ -118,6 +147,7 @@ StateStore::~StateStore() {
   writer_thread_.join();
   sqlite3_close(reader_);
   sqlite3_close(writer_);
+  close(lock_fd_);  // releases the lock
 }
 
 void StateStore::Migrate() {
@@ -186,6 +216,7 @@ std::string StateStore::WriteBatch(const std::vector<StoreWrite>& batch) {
                          "(SELECT COALESCE(MAX(seq), 0) + 1 FROM transitions WHERE job = ?1), "
                          "?2, ?3, ?4)");
     Statement remove(writer_, "DELETE FROM jobs WHERE id = ?");
+    Statement mark(writer_, "UPDATE meta SET value = MAX(value, ?) WHERE key = 'next_job_id'");
     Statement remove_transitions(writer_, "DELETE FROM transitions WHERE job = ?");
     const auto step = [&](Statement& s) {
       if (s.Step() != SQLITE_DONE) throw StoreError(sqlite3_errmsg(writer_));
@@ -210,6 +241,7 @@ std::string StateStore::WriteBatch(const std::vector<StoreWrite>& batch) {
                .Bind(10, j.updated)
                .Bind(11, j.placements));
       step(transition.Bind(1, j.id).Bind(2, j.updated).Bind(3, j.state).Bind(4, j.reason));
+      step(mark.Bind(1, j.id + 1));
     }
     Exec(writer_, "COMMIT", "committing");
     return "";
@@ -243,6 +275,13 @@ std::vector<StoredJob> StateStore::LoadJobs() const {
   }
   if (rc != SQLITE_DONE) throw StoreError(path_ + ": reading jobs: " + sqlite3_errmsg(reader_));
   return jobs;
+}
+
+int64_t StateStore::NextJobId() const {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Statement s(reader_, "SELECT value FROM meta WHERE key = 'next_job_id'");
+  if (s.Step() != SQLITE_ROW) throw StoreError(path_ + ": the job id mark is missing");
+  return s.Int(0);
 }
 
 std::vector<StoredTransition> StateStore::Transitions(int64_t job) const {

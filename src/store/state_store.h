@@ -68,10 +68,12 @@ struct StoreWrite {
 class StateStore {
  public:
   // The schema this berth writes.
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
-  // Opens DIR/berth.db, creating DIR and the database when missing. Throws StoreError naming
-  // the path and what to do.
+  // Opens DIR/berth.db, creating DIR and the database when missing, and takes DIR/lock: one
+  // server per state, since two would overwrite each other's jobs and hand out the same GPUs.
+  // Checks that the database is intact and writable. Throws StoreError naming the path and
+  // what to do.
   explicit StateStore(const std::string& dir);
   ~StateStore();
   StateStore(const StateStore&) = delete;
@@ -84,6 +86,8 @@ class StateStore {
 
   // Every job, by id (startup: the server rebuilds from these).
   std::vector<StoredJob> LoadJobs() const;
+  // Above every id ever stored, removed jobs' included: ids are never given twice.
+  int64_t NextJobId() const;
   // A job's transitions, oldest first.
   std::vector<StoredTransition> Transitions(int64_t job) const;
   const std::string& path() const { return path_; }
@@ -94,6 +98,7 @@ class StateStore {
   std::string WriteBatch(const std::vector<StoreWrite>& batch);
 
   std::string path_;
+  int lock_fd_ = -1;           // DIR/lock, held while the store is open
   sqlite3* writer_ = nullptr;  // used by the writer thread only (and Migrate, before it starts)
   sqlite3* reader_ = nullptr;  // guarded by read_mu_
   mutable std::mutex read_mu_;

@@ -57,7 +57,7 @@ expect_exit2 'job:2:1: unknown field "colour"' run -d -f "$TMP/bad.yaml"
 expect_exit2 'unknown queue "nope"' run -d --queue nope busybox
 expect_exit2 "without -d berth follows the job" run busybox
 head -c 2000000 /dev/zero | tr '\0' ' ' > "$TMP/big.yaml"
-expect_exit2 "over the limit of 1048576 bytes" run -d -f "$TMP/big.yaml"
+expect_exit2 "over the server's limit of 1048576 bytes" run -d -f "$TMP/big.yaml"
 expect_exit2 "expected a job id" inspect train
 expect_exit2 "no job 99" inspect 99
 expect_exit2 "is scheduled; stop it first" rm 1
@@ -69,11 +69,40 @@ printf 'POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{' >&3
 "$BERTH" ps -q | grep -qx 1 || fail "a slow client blocks the others"
 exec 3>&-
 
+# A chunked body is counted too (the library bounds only a Content-Length body).
+exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
+{
+  printf 'POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n'
+  chunk=$(head -c 65536 /dev/zero | tr '\0' ' ')
+  for _ in $(seq 20); do printf '10000\r\n%s\r\n' "$chunk"; done
+  printf '0\r\n\r\n'
+} >&3 2>/dev/null || true
+head -1 <&3 | grep -q '413' || fail "a chunked body over the limit was not refused with 413"
+exec 3>&-
+
+exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
+printf 'POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n' >&3
+timeout 5 head -1 <&3 | grep -q '413' || fail "a Content-Length over the limit was not refused at once"
+exec 3>&-
+
+# One value per -e or --gpu-model: the image after them stays the image.
+id=$("$BERTH" run -d -e A=1 -e B=2 --gpu-model A100-80GB busybox sh -c 'echo hi')
+[ "$("$BERTH" inspect "$id" | jq -r '.spec | fromjson | [.image, (.command | join(" ")), .env.B] | join("|")')" = "busybox|sh -c echo hi|2" ] ||
+  fail "run -e/--gpu-model: $("$BERTH" inspect "$id")"
+"$BERTH" stop "$id" > /dev/null
+
 [ "$("$BERTH" stop 1)" = 1 ] || fail "stop prints the id"
 [ "$("$BERTH" inspect 1 | jq -r .state)" = stopped ] || fail "stop: $("$BERTH" inspect 1)"
-! "$BERTH" ps -q | grep -q . || fail "ps lists a stopped job without -a"
+out=$("$BERTH" ps -q)  # a failing ps fails the test here (set -e), it does not pass the check
+[ -z "$out" ] || fail "ps lists a stopped job without -a: $out"
 "$BERTH" rm 1 > /dev/null
-[ -z "$("$BERTH" ps -a -q)" ] || fail "rm left the job: $("$BERTH" ps -a)"
+"$BERTH" rm "$id" > /dev/null
+out=$("$BERTH" ps -a -q)
+[ -z "$out" ] || fail "rm left the job: $out"
+
+# One server per state: a second one would overwrite the first one's jobs.
+expect_error "another berth server uses this state" "$BERTH" server --listen 127.0.0.1:0 \
+  --state "$TMP/state"
 
 # kill -9 in a burst of 1,000 submissions from 20 concurrent clients; the bench writes each id
 # to the acks file as the server acknowledges it.
@@ -92,6 +121,11 @@ acked=$(sort -n "$TMP/acks")
 echo "acknowledged before the kill: $(wc -l <<<"$acked") of 1000"
 start_server
 grep -q "jobs in the state" "$TMP/server.log" || fail "no recovery summary"
+# Ids are never given twice, not even those of removed jobs (1 and 2 above).
+new=$("$BERTH" run -d --gpus 1 busybox)
+last=$(tail -1 <<<"$acked")
+[ "$new" -gt "$last" ] && [ "$new" -gt 2 ] || fail "id $new given again (last acknowledged $last)"
+"$BERTH" stop "$new" > /dev/null
 "$BERTH" ps -a -q | sort -n > "$TMP/after"
 [ -z "$(uniq -d "$TMP/after")" ] || fail "a job is listed twice after the restart"
 missing=$(comm -23 <(echo "$acked") "$TMP/after")

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,13 +63,33 @@ TEST(StateStoreTest, JobsAndTransitionsSurviveAReopen) {
   EXPECT_EQ(t[1].state, "scheduled");
 }
 
-TEST(StateStoreTest, DeleteForgetsTheJobAndItsTransitions) {
-  StateStore store(FreshDir("delete"));
-  Put(store, Job(1, "pending"));
-  Put(store, Job(1, "stopped"));
-  store.Wait(store.Enqueue({{StoreWrite::Kind::kDelete, Job(1, "stopped")}}));
-  EXPECT_TRUE(store.LoadJobs().empty());
-  EXPECT_TRUE(store.Transitions(1).empty());
+TEST(StateStoreTest, DeleteForgetsTheJobAndItsTransitionsButNotItsId) {
+  const std::string dir = FreshDir("delete");
+  {
+    StateStore store(dir);
+    EXPECT_EQ(store.NextJobId(), 1);
+    Put(store, Job(1, "pending"));
+    Put(store, Job(1, "stopped"));
+    store.Wait(store.Enqueue({{StoreWrite::Kind::kDelete, Job(1, "stopped")}}));
+    EXPECT_TRUE(store.LoadJobs().empty());
+    EXPECT_TRUE(store.Transitions(1).empty());
+  }
+  EXPECT_EQ(StateStore(dir).NextJobId(), 2);  // a removed job's id is not given again
+}
+
+// Two servers on one state would overwrite each other's jobs and hand out the same GPUs.
+TEST(StateStoreTest, OneStoreAtATimePerDirectory) {
+  const std::string dir = FreshDir("lock");
+  auto first = std::make_unique<StateStore>(dir);
+  try {
+    StateStore second(dir);
+    FAIL() << "a second store opened the same state";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("another berth server uses this state"), std::string::npos)
+        << e.what();
+  }
+  first.reset();
+  EXPECT_NO_THROW(StateStore again(dir));  // the lock goes with the store
 }
 
 // Group commit: many writers at once, each acknowledged only when its write is durable, and
