@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# berth server and the docker-like verbs, end to end: a real server process on a loopback port
+# berth server and its verbs (run, ps, inspect, stop, rm), end to end: a real server process on a loopback port
 # with its state in a real SQLite file, driven through the berth binary. Covers the job
 # lifecycle, refusals (exit 2, naming the field), a slow client, a body over the limit, and a
 # kill -9 in a burst of 1,000 concurrent submissions: after the restart every acknowledged job
@@ -40,7 +40,7 @@ expect_error "--listen: 0.0.0.0 is not loopback" "$BERTH" server --listen 0.0.0.
   --state "$TMP/state"
 
 start_server
-id=$("$BERTH" run -d --name train --gpus 8 busybox sleep 1)
+id=$("$BERTH" run -d --name train --gpus 8 trainer:1 sleep 1)
 [ "$id" = 1 ] || fail "the first job's id is $id"
 wait_state 1 scheduled
 "$BERTH" ps | grep -E '^1 +train +default +.* scheduled +dgx-[0-3]/0-7 ' > /dev/null ||
@@ -51,11 +51,11 @@ wait_state 1 scheduled
 "$BERTH" nodes | grep -qE '^dgx-0 +- +A100-80GB +8 ' || fail "nodes: $("$BERTH" nodes)"
 
 # Refusals name the field and change nothing.
-expect_exit2 "no node of this cluster can ever hold it" run -d --gpus 9 busybox
+expect_exit2 "no node of this cluster can ever hold it" run -d --gpus 9 trainer:1
 printf 'gpus: 1\ncolour: red\n' > "$TMP/bad.yaml"
 expect_exit2 'job:2:1: unknown field "colour"' run -d -f "$TMP/bad.yaml"
-expect_exit2 'unknown queue "nope"' run -d --queue nope busybox
-expect_exit2 "without -d berth follows the job" run busybox
+expect_exit2 'unknown queue "nope"' run -d --queue nope trainer:1
+expect_exit2 "without -d berth follows the job" run trainer:1
 head -c 2000000 /dev/zero | tr '\0' ' ' > "$TMP/big.yaml"
 expect_exit2 "over the server's limit of 1048576 bytes" run -d -f "$TMP/big.yaml"
 expect_exit2 "expected a job id" inspect train
@@ -86,8 +86,8 @@ timeout 5 head -1 <&3 | grep -q '413' || fail "a Content-Length over the limit w
 exec 3>&-
 
 # One value per -e or --gpu-model: the image after them stays the image.
-id=$("$BERTH" run -d -e A=1 -e B=2 --gpu-model A100-80GB busybox sh -c 'echo hi')
-[ "$("$BERTH" inspect "$id" | jq -r '.spec | fromjson | [.image, (.command | join(" ")), .env.B] | join("|")')" = "busybox|sh -c echo hi|2" ] ||
+id=$("$BERTH" run -d -e A=1 -e B=2 --gpu-model A100-80GB trainer:1 sh -c 'echo hi')
+[ "$("$BERTH" inspect "$id" | jq -r '.spec | fromjson | [.image, (.command | join(" ")), .env.B] | join("|")')" = "trainer:1|sh -c echo hi|2" ] ||
   fail "run -e/--gpu-model: $("$BERTH" inspect "$id")"
 "$BERTH" stop "$id" > /dev/null
 
@@ -122,7 +122,7 @@ echo "acknowledged before the kill: $(wc -l <<<"$acked") of 1000"
 start_server
 grep -q "jobs in the state" "$TMP/server.log" || fail "no recovery summary"
 # Ids are never given twice, not even those of removed jobs (1 and 2 above).
-new=$("$BERTH" run -d --gpus 1 busybox)
+new=$("$BERTH" run -d --gpus 1 trainer:1)
 last=$(tail -1 <<<"$acked")
 [ "$new" -gt "$last" ] && [ "$new" -gt 2 ] || fail "id $new given again (last acknowledged $last)"
 "$BERTH" stop "$new" > /dev/null
