@@ -78,12 +78,10 @@ Load RunLoad(int clients, int total, Submit submit) {
 }
 
 void RunBenchApi(const BenchApiArgs& a) {
-  const char* env = std::getenv("BERTH_ADDR");
-  const std::string addr = env != nullptr && *env != '\0' ? env : "127.0.0.1:7480";
-  const size_t colon = addr.rfind(':');
-  if (colon == std::string::npos) throw ConfigError("BERTH_ADDR: expected HOST:PORT");
-  const std::string host = addr.substr(0, colon);
-  const int port = std::atoi(addr.c_str() + colon + 1);
+  const ServerAddress server = ServerAddressFromEnv();
+  const std::string& addr = server.text;
+  const std::string& host = server.host;
+  const int port = server.port;
 
   std::unique_ptr<std::ofstream> acks;
   if (!a.acks.empty()) {

@@ -31,19 +31,28 @@ using Json = nlohmann::json;
   std::exit(code);
 }
 
-std::string ServerAddress() {
+}  // namespace
+
+ServerAddress ServerAddressFromEnv() {
   const char* env = std::getenv("BERTH_ADDR");
-  std::string addr = env != nullptr && *env != '\0' ? env : "127.0.0.1:7480";
-  if (addr.rfind("http://", 0) == 0) addr = addr.substr(7);
-  return addr;
+  ServerAddress a;
+  a.text = env != nullptr && *env != '\0' ? env : "127.0.0.1:7480";
+  if (a.text.rfind("http://", 0) == 0) a.text = a.text.substr(7);
+  const size_t colon = a.text.rfind(':');
+  if (colon == std::string::npos)
+    throw ConfigError("BERTH_ADDR: expected HOST:PORT, got \"" + a.text + "\"");
+  a.host = a.text.substr(0, colon);
+  a.port = std::atoi(a.text.c_str() + colon + 1);
+  return a;
 }
+
+namespace {
 
 // One request to the server; returns the JSON body of a 2xx answer.
 Json Call(const std::string& method, const std::string& path, const std::string& body = "") {
-  const std::string addr = ServerAddress();
-  const size_t colon = addr.rfind(':');
-  if (colon == std::string::npos) Exit(2, "BERTH_ADDR: expected HOST:PORT, got \"" + addr + "\"");
-  httplib::Client client(addr.substr(0, colon), std::atoi(addr.c_str() + colon + 1));
+  const ServerAddress server = ServerAddressFromEnv();
+  const std::string& addr = server.text;
+  httplib::Client client(server.host, server.port);
   client.set_connection_timeout(5);
   client.set_read_timeout(60);
   client.set_tcp_nodelay(true);

@@ -7,6 +7,7 @@
 #include "config/file_text.h"
 #include "config/openb_node_list.h"
 #include "config/tiresias_trace.h"
+#include "config/vc_file.h"
 #include "core/cell_tree.h"
 
 namespace berth {
@@ -49,6 +50,14 @@ Cluster LoadClusterArgument(const std::string& path) {
   const std::string error = CellTree::Build(cluster, &tree);
   if (!error.empty()) throw ConfigError((path.empty() ? kEmbeddedName : path) + ": " + error);
   return cluster;
+}
+
+std::vector<QueueSpec> LoadVcQueues(const std::string& path) {
+  std::vector<QueueSpec> queues;
+  if (!path.empty())
+    for (const VirtualClusterSpec& vc : LoadVcFile(path))
+      queues.push_back({vc.name, 1, -1, vc.guarantees});
+  return queues;
 }
 
 }  // namespace berth

@@ -7,6 +7,7 @@
 
 #include "config/limits.h"
 #include "core/cluster.h"
+#include "core/scheduler.h"
 
 namespace berth {
 
@@ -34,6 +35,16 @@ CLI::Validator NonEmptyPath();
 // The cluster named on the command line: a cluster file (YAML), an openb node list (.csv), or
 // the embedded default (examples/multi-rack.yaml) when `path` is empty. Throws ConfigError.
 Cluster LoadClusterArgument(const std::string& path);
+// The queues of a VC file named on the command line: one per VC, weight 1, no cap; none for "".
+std::vector<QueueSpec> LoadVcQueues(const std::string& path);
+
+// The server the verbs and `bench api` talk to: $BERTH_ADDR (HOST:PORT, an http:// in front is
+// dropped), default 127.0.0.1:7480. Throws ConfigError when it is not HOST:PORT.
+struct ServerAddress {
+  std::string text, host;
+  int port = 0;
+};
+ServerAddress ServerAddressFromEnv();
 
 // `j` as indented text. Input files are checked to be UTF-8, but a file name need not be: its
 // stray bytes become U+FFFD instead of an exception.

@@ -6,7 +6,6 @@
 #include "cli/commands.h"
 #include "cli/policy_argument.h"
 #include "config/config_error.h"
-#include "config/vc_file.h"
 #include "server/server.h"
 
 namespace berth {
@@ -36,9 +35,7 @@ int RunServerCommand(const ServerArgs& a) {
   options.state_dir = a.state.empty() ? DefaultStateDir() : a.state;
   options.config.cluster = LoadClusterArgument(a.cluster);
   options.config.policy = LoadPolicyArgument(a.policy);
-  if (!a.vcs.empty())
-    for (const VirtualClusterSpec& vc : LoadVcFile(a.vcs))
-      options.config.queues.push_back({vc.name, 1, -1, vc.guarantees});
+  options.config.queues = LoadVcQueues(a.vcs);
   try {
     return RunServer(std::move(options));
   } catch (const StoreError& e) {

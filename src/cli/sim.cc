@@ -26,7 +26,6 @@
 #include "config/openb_node_list.h"
 #include "config/openb_pod_list.h"
 #include "config/tiresias_trace.h"
-#include "config/vc_file.h"
 #include "core/job.h"
 #include "sim/chart.h"
 #include "sim/packing.h"
@@ -361,10 +360,7 @@ void RunSimReplay(const ReplayArgs& a) {
                       std::to_string(a.checkpoint_s));
   const std::vector<Policy> policies = LoadPolicyList(a.policies);
   const Cluster cluster = LoadClusterArgument(a.cluster);
-  std::vector<QueueSpec> queues;
-  if (!a.vcs.empty())
-    for (const VirtualClusterSpec& vc : LoadVcFile(a.vcs))
-      queues.push_back({vc.name, 1, -1, vc.guarantees});
+  std::vector<QueueSpec> queues = LoadVcQueues(a.vcs);
   std::vector<ReplayJob> jobs;
   std::vector<ReplayEvent> events;
   int skipped = 0;
