@@ -80,8 +80,6 @@ Load RunLoad(int clients, int total, Submit submit) {
 void RunBenchApi(const BenchApiArgs& a) {
   const ServerAddress server = ServerAddressFromEnv();
   const std::string& addr = server.text;
-  const std::string& host = server.host;
-  const int port = server.port;
 
   std::unique_ptr<std::ofstream> acks;
   if (!a.acks.empty()) {
@@ -92,10 +90,8 @@ void RunBenchApi(const BenchApiArgs& a) {
   std::string first_failure;  // what the first failed submission got, for the report
   std::vector<std::unique_ptr<httplib::Client>> connections;
   for (int c = 0; c < a.clients; ++c) {
-    connections.push_back(std::make_unique<httplib::Client>(host, port));
+    connections.push_back(ConnectToServer(server));
     connections.back()->set_keep_alive(true);
-    connections.back()->set_connection_timeout(5);
-    connections.back()->set_tcp_nodelay(true);
   }
   const std::string spec = R"({"gpus": 1, "image": "bench", "command": ["true"]})";
   if (!a.json)

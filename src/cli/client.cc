@@ -3,6 +3,7 @@
 // exits 2 with its message; no server, or a server error, exits 1.
 #include <httplib.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -37,13 +38,35 @@ ServerAddress ServerAddressFromEnv() {
   const char* env = std::getenv("BERTH_ADDR");
   ServerAddress a;
   a.text = env != nullptr && *env != '\0' ? env : "127.0.0.1:7480";
-  if (a.text.rfind("http://", 0) == 0) a.text = a.text.substr(7);
-  const size_t colon = a.text.rfind(':');
-  if (colon == std::string::npos)
-    throw ConfigError("BERTH_ADDR: expected HOST:PORT, got \"" + a.text + "\"");
-  a.host = a.text.substr(0, colon);
-  a.port = std::atoi(a.text.c_str() + colon + 1);
+  std::string host_port = a.text;
+  if (host_port.rfind("http://", 0) == 0) host_port = host_port.substr(7);
+  a.tls = host_port.rfind("https://", 0) == 0;
+  if (a.tls) host_port = host_port.substr(8);
+  const size_t colon = host_port.rfind(':');
+  char* end = nullptr;
+  const long port = colon == std::string::npos ? -1 : std::strtol(&host_port[colon + 1], &end, 10);
+  if (port < 1 || port > 65535 || *end != '\0')
+    throw ConfigError("BERTH_ADDR: expected HOST:PORT or https://HOST:PORT, got \"" + a.text +
+                      "\"");
+  a.host = host_port.substr(0, colon);
+  if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']')
+    a.host = a.host.substr(1, a.host.size() - 2);
+  a.port = static_cast<int>(port);
   return a;
+}
+
+std::unique_ptr<httplib::Client> ConnectToServer(const ServerAddress& server) {
+  const std::string host =
+      server.host.find(':') != std::string::npos ? "[" + server.host + "]" : server.host;
+  auto client = std::make_unique<httplib::Client>((server.tls ? "https://" : "http://") + host +
+                                                  ":" + std::to_string(server.port));
+  if (const char* token = std::getenv("BERTH_TOKEN"); token != nullptr && *token != '\0')
+    client->set_bearer_token_auth(token);
+  if (const char* ca = std::getenv("BERTH_CACERT"); server.tls && ca != nullptr && *ca != '\0')
+    client->set_ca_cert_path(ca);
+  client->set_connection_timeout(5);
+  client->set_tcp_nodelay(true);
+  return client;
 }
 
 namespace {
@@ -52,17 +75,31 @@ namespace {
 Json Call(const std::string& method, const std::string& path, const std::string& body = "") {
   const ServerAddress server = ServerAddressFromEnv();
   const std::string& addr = server.text;
-  httplib::Client client(server.host, server.port);
-  client.set_connection_timeout(5);
-  client.set_read_timeout(60);
-  client.set_tcp_nodelay(true);
-  httplib::Result res = method == "GET"    ? client.Get(path)
-                        : method == "POST" ? client.Post(path, body, "application/json")
-                                           : client.Delete(path);
+  const std::unique_ptr<httplib::Client> client = ConnectToServer(server);
+  constexpr int kAnswerTimeoutS = 60;
+  client->set_read_timeout(kAnswerTimeoutS);
+  const auto start = std::chrono::steady_clock::now();
+  httplib::Result res = method == "GET"    ? client->Get(path)
+                        : method == "POST" ? client->Post(path, body, "application/json")
+                                           : client->Delete(path);
+  const bool timed_out =
+      std::chrono::steady_clock::now() - start >= std::chrono::seconds(kAnswerTimeoutS - 1);
+  if (!res && res.error() == httplib::Error::SSLServerVerification)
+    Exit(1, "the certificate of the server at " + addr +
+                " is not trusted: set BERTH_CACERT to the CA (or self-signed certificate) "
+                "that signed it");
+  if (!res && res.error() == httplib::Error::SSLConnection)
+    Exit(1,
+         "no TLS at " + addr + ": if the server serves plain HTTP, drop https:// from BERTH_ADDR");
   if (!res && res.error() == httplib::Error::Write)
     Exit(1, "the server at " + addr + " closed the connection while the request was sent");
+  if (!res && res.error() == httplib::Error::Read && timed_out)
+    Exit(1, "the server at " + addr + " did not answer in " + std::to_string(kAnswerTimeoutS) +
+                " s; it may be overloaded");
   if (!res && res.error() == httplib::Error::Read)
-    Exit(1, "the server at " + addr + " did not answer in 60 s; it may be overloaded");
+    Exit(1,
+         "the server at " + addr + " closed the connection without an answer" +
+             (server.tls ? std::string() : "; if it serves HTTPS, set BERTH_ADDR=https://" + addr));
   if (!res)
     Exit(1, "no server at " + addr + " (" + httplib::to_string(res.error()) +
                 "): start one with `berth server`, or set BERTH_ADDR");
@@ -119,7 +156,11 @@ std::string RunSpec(const RunArgs& a) {
     spec["command"] = std::vector<std::string>(a.words.begin() + 1, a.words.end());
   if (!a.name.empty()) spec["name"] = a.name;
   if (!a.queue.empty()) spec["queue"] = a.queue;
-  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') spec["user"] = user;
+  // With a token the server names the user; without one, the login name does.
+  const char* token = std::getenv("BERTH_TOKEN");
+  if (const char* user = std::getenv("USER");
+      (token == nullptr || *token == '\0') && user != nullptr && *user != '\0')
+    spec["user"] = user;
   if (a.priority_set) spec["priority"] = a.priority;
   if ((a.gpus > 0) + (a.gpu_share > 0) + !a.mig.empty() > 1)
     Exit(2, "give one of --gpus, --gpu-share and --mig");

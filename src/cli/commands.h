@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -9,12 +10,18 @@
 #include "core/cluster.h"
 #include "core/scheduler.h"
 
+namespace httplib {
+class Client;
+}
+
 namespace berth {
 
 void AddCellsCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
 void AddSimCommand(CLI::App& app);
 void AddServerCommand(CLI::App& app);
+// `token new` and `token hash`, for the server's tokens file.
+void AddTokenCommand(CLI::App& app);
 // `bench api`, under the `bench` subcommand.
 void AddBenchApiCommand(CLI::App& bench);
 // run, ps, inspect, stop, rm, queues, nodes: the verbs that talk to a server.
@@ -38,13 +45,18 @@ Cluster LoadClusterArgument(const std::string& path);
 // The queues of a VC file named on the command line: one per VC, weight 1, no cap; none for "".
 std::vector<QueueSpec> LoadVcQueues(const std::string& path);
 
-// The server the verbs and `bench api` talk to: $BERTH_ADDR (HOST:PORT, an http:// in front is
-// dropped), default 127.0.0.1:7480. Throws ConfigError when it is not HOST:PORT.
+// The server the verbs and `bench api` talk to: $BERTH_ADDR (HOST:PORT, or https://HOST:PORT
+// for a server with TLS; an http:// in front is dropped), default 127.0.0.1:7480. Throws
+// ConfigError when it is not HOST:PORT.
 struct ServerAddress {
   std::string text, host;
   int port = 0;
+  bool tls = false;
 };
 ServerAddress ServerAddressFromEnv();
+// A connection to `server` carrying $BERTH_TOKEN (when set) as its bearer token, and checking
+// a TLS server's certificate against $BERTH_CACERT (when set) or the system's CAs.
+std::unique_ptr<httplib::Client> ConnectToServer(const ServerAddress& server);
 
 // `j` as indented text. Input files are checked to be UTF-8, but a file name need not be: its
 // stray bytes become U+FFFD instead of an exception.

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   berth::AddBenchApiCommand(*app.get_subcommand("bench"));
   berth::AddSimCommand(app);
   berth::AddServerCommand(app);
+  berth::AddTokenCommand(app);
   berth::AddClientCommands(app);
   try {
     app.parse(argc, argv);

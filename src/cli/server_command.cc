@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/policy_argument.h"
 #include "config/config_error.h"
+#include "config/tokens_file.h"
 #include "server/server.h"
 
 namespace berth {
@@ -17,6 +18,7 @@ struct ServerArgs {
   std::string cluster;
   std::string policy = "berth";
   std::string vcs;
+  std::string tokens, tls_cert, tls_key;
 };
 
 // ~/.local/share/berth, as XDG has it.
@@ -36,6 +38,9 @@ int RunServerCommand(const ServerArgs& a) {
   options.config.cluster = LoadClusterArgument(a.cluster);
   options.config.policy = LoadPolicyArgument(a.policy);
   options.config.queues = LoadVcQueues(a.vcs);
+  if (!a.tokens.empty()) options.tokens = LoadTokensFile(a.tokens);
+  options.tls_cert = a.tls_cert;
+  options.tls_key = a.tls_key;
   try {
     return RunServer(std::move(options));
   } catch (const StoreError& e) {
@@ -50,7 +55,8 @@ int RunServerCommand(const ServerArgs& a) {
 void AddServerCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("server", "Run the control plane: the REST API and the engine");
   auto a = std::make_shared<ServerArgs>();
-  cmd->add_option("--listen", a->listen, "HOST:PORT to serve on (loopback; port 0: any free)")
+  cmd->add_option("--listen", a->listen,
+                  "HOST:PORT to serve on (port 0: any free; not loopback: needs tokens and TLS)")
       ->capture_default_str();
   cmd->add_option("--state", a->state, "State directory (default ~/.local/share/berth)")
       ->check(NonEmptyPath());
@@ -60,6 +66,12 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--policy", a->policy, "Built-in policy name or policy file")
       ->capture_default_str();
   cmd->add_option("--vcs", a->vcs, "Virtual-cluster file: one queue per VC")->check(NonEmptyPath());
+  cmd->add_option("--tokens", a->tokens, "Tokens file: who may call the API (docs/api.md)")
+      ->check(NonEmptyPath());
+  cmd->add_option("--tls-cert", a->tls_cert, "Serve HTTPS with this PEM certificate")
+      ->check(NonEmptyPath());
+  cmd->add_option("--tls-key", a->tls_key, "The certificate's PEM private key")
+      ->check(NonEmptyPath());
   cmd->callback([a] {
     const int code = RunServerCommand(*a);
     if (code != 0) std::exit(code);

@@ -13,6 +13,13 @@ namespace {
 
 bool Placed(const std::string& state) { return state == "scheduled"; }
 
+// "a, b, c", or "none".
+std::string Listed(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
 }  // namespace
 
 bool ControlPlane::Ended(const std::string& state) {
@@ -89,6 +96,7 @@ void ControlPlane::Recover() {
                                     config_.cluster, config_.queues);
       job.spec.name = job.stored.name;
       job.spec.queue = job.stored.queue;
+      job.spec.user = job.stored.user;  // the token's user, which the body may not name
       // What a submission is refused for, a restart on another cluster or policy checks again.
       if (const std::string why = WhyUnrunnable(job.spec); !why.empty()) throw ConfigError(why);
     } catch (const ConfigError& e) {
@@ -149,7 +157,7 @@ void ControlPlane::Recover() {
   if (!writes.empty()) store_->Wait(store_->Enqueue(std::move(writes)));
 }
 
-int64_t ControlPlane::Submit(const std::string& body) {
+int64_t ControlPlane::Submit(const std::string& body, const Caller& caller) {
   JobSpec spec;
   try {
     spec = ParseJobSubmission(body, "job", config_.cluster, config_.queues);
@@ -157,6 +165,16 @@ int64_t ControlPlane::Submit(const std::string& body) {
     throw ApiError(400, e.what());
   }
   if (spec.queue.empty()) spec.queue = "default";
+  if (!caller.user.empty()) {
+    if (!spec.user.empty() && spec.user != caller.user)
+      throw ApiError(403, "user: the token is " + caller.user +
+                              "'s, and a job cannot be submitted as \"" + spec.user +
+                              "\"; drop the field");
+    spec.user = caller.user;
+  }
+  if (!caller.MayUseQueue(spec.queue))
+    throw ApiError(403, "queue: " + caller.user + " may not submit to queue \"" + spec.queue +
+                            "\"; the tokens file allows: " + Listed(caller.queues));
   if (const std::string why = WhyUnrunnable(spec); !why.empty()) throw ApiError(400, "job: " + why);
   RefuseIfBroken();
   std::unique_lock<std::mutex> lock(mu_);

@@ -33,6 +33,7 @@
 #include "core/cluster.h"
 #include "core/policy.h"
 #include "core/scheduler.h"
+#include "server/access.h"
 #include "store/state_store.h"
 
 namespace berth {
@@ -61,9 +62,11 @@ class ControlPlane {
   // when the engine refuses the cluster or queues.
   ControlPlane(ControlPlaneConfig config, StateStore* store, std::function<double()> now);
 
-  // Accepts a job spec (JSON or YAML, docs/api.md); returns its id. ApiError 400 names the
-  // field when the spec is wrong, or says why the job could never fit the cluster.
-  int64_t Submit(const std::string& body);
+  // Accepts a job spec (JSON or YAML, docs/api.md) from `caller`; returns its id. ApiError 400
+  // names the field when the spec is wrong, or says why the job could never fit the cluster;
+  // 403 when the caller may not use the queue or names another user. The job's user is the
+  // caller's, when the caller has one.
+  int64_t Submit(const std::string& body, const Caller& caller = Caller());
   // Calls `visit` on each job the filter selects, by id, under the job table's lock: a page of
   // thousands is written out without copying a job.
   void List(const JobFilter& filter, const std::function<void(const StoredJob&)>& visit) const;

@@ -101,25 +101,54 @@ JobFilter ListFilter(const httplib::Request& req) {
 
 // Runs `handle`, turning what it throws into the JSON error a client can read.
 template <typename Handle>
-httplib::Server::Handler Route(Handle handle) {
-  return [handle](const httplib::Request& req, httplib::Response& res) {
-    try {
-      handle(req, res);
-    } catch (const ApiError& e) {
-      Reply(res, e.status, {{"error", e.what()}});
-    } catch (const StoreError& e) {
-      Reply(res, 503, {{"error", std::string("the state store failed: ") + e.what()}});
-    }
+void Answer(httplib::Response& res, Handle handle) {
+  try {
+    handle();
+  } catch (const ApiError& e) {
+    Reply(res, e.status, {{"error", e.what()}});
+    if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+  } catch (const StoreError& e) {
+    Reply(res, 503, {{"error", std::string("the state store failed: ") + e.what()}});
+  }
+}
+
+// The user or admin the request's token names; agents' tokens are for the agent API only.
+Caller UserCaller(const AccessControl& access, const httplib::Request& req) {
+  Caller caller = access.Authenticate(req.get_header_value("Authorization"));
+  if (caller.agent)
+    throw ApiError(403, "an agent token may call only the agent API; use a user token here");
+  return caller;
+}
+
+// A route for users: `handle(req, res, caller)` runs once the token is known.
+template <typename Handle>
+httplib::Server::Handler Route(const AccessControl& access, Handle handle) {
+  return [&access, handle](const httplib::Request& req, httplib::Response& res) {
+    Answer(res, [&] { handle(req, res, UserCaller(access, req)); });
   };
+}
+
+// The job, when the caller may see it; another user's job is not found, as if it did not exist.
+StoredJob VisibleJob(const ControlPlane& plane, const Caller& caller, int64_t id) {
+  StoredJob job = plane.Get(id);
+  if (!caller.MayTouch(job.user)) throw ApiError(404, "no job " + std::to_string(id));
+  return job;
 }
 
 }  // namespace
 
-void AddApiRoutes(httplib::Server& server, ControlPlane& plane) {
+void AddApiRoutes(httplib::Server& server, ControlPlane& plane, const AccessControl& access) {
   // The body is read here, counted as it comes: the library bounds only a Content-Length body,
-  // and a chunked one could otherwise grow without limit.
+  // and a chunked one could otherwise grow without limit. The token is checked before.
   server.Post("/v1/jobs", [&](const httplib::Request& req, httplib::Response& res,
                               const httplib::ContentReader& read) {
+    Caller caller;
+    bool known = false;
+    Answer(res, [&] {
+      caller = UserCaller(access, req);
+      known = true;
+    });
+    if (!known) return;
     std::string body;
     bool too_big = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) >
                    kMaxRequestBytes;
@@ -138,51 +167,62 @@ void AddApiRoutes(httplib::Server& server, ControlPlane& plane) {
                            " bytes"}});
       return;
     }
-    Route([&](const httplib::Request&, httplib::Response& r) {
-      Reply(r, 201, JobJson(plane.Get(plane.Submit(body))));
-    })(req, res);
+    Answer(res, [&] { Reply(res, 201, JobJson(plane.Get(plane.Submit(body, caller)))); });
   });
-  server.Get("/v1/jobs", Route([&](const httplib::Request& req, httplib::Response& res) {
-               const JobFilter filter = ListFilter(req);
-               std::string body = "{\"jobs\":[";
-               size_t listed = 0;
-               int64_t last = 0;
-               plane.List(filter, [&](const StoredJob& j) {
-                 if (listed++ > 0) body += ",";
-                 AppendJobText(j, &body);
-                 last = j.id;
-               });
-               // A full page may have more after it: the client asks again from its last id.
-               body += "],\"next\":" +
-                       (listed == filter.limit ? std::to_string(last) : std::string("null")) +
-                       "}\n";
-               res.status = 200;
-               res.set_content(body, "application/json");
-             }));
-  server.Get(R"(/v1/jobs/(\d+))", Route([&](const httplib::Request& req, httplib::Response& res) {
-               const StoredJob job = plane.Get(JobId(req));
+  server.Get(
+      "/v1/jobs",
+      Route(access, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+        JobFilter filter = ListFilter(req);
+        if (!caller.admin) {
+          if (!filter.user.empty() && filter.user != caller.user)
+            throw ApiError(
+                403, "user: " + caller.user + " may list only its own jobs; drop the parameter");
+          filter.user = caller.user;
+        }
+        std::string body = "{\"jobs\":[";
+        size_t listed = 0;
+        int64_t last = 0;
+        plane.List(filter, [&](const StoredJob& j) {
+          if (listed++ > 0) body += ",";
+          AppendJobText(j, &body);
+          last = j.id;
+        });
+        // A full page may have more after it: the client asks again from its last id.
+        body +=
+            "],\"next\":" + (listed == filter.limit ? std::to_string(last) : std::string("null")) +
+            "}\n";
+        res.status = 200;
+        res.set_content(body, "application/json");
+      }));
+  server.Get(R"(/v1/jobs/(\d+))", Route(access, [&](const httplib::Request& req,
+                                                    httplib::Response& res, const Caller& caller) {
+               const StoredJob job = VisibleJob(plane, caller, JobId(req));
                Json body = JobJson(job);
                body["spec"] = job.spec;
                Reply(res, 200, body);
              }));
-  server.Post(R"(/v1/jobs/(\d+)/stop)",
-              Route([&](const httplib::Request& req, httplib::Response& res) {
-                Reply(res, 200, JobJson(plane.Stop(JobId(req))));
-              }));
-  server.Delete(R"(/v1/jobs/(\d+))",
-                Route([&](const httplib::Request& req, httplib::Response& res) {
-                  plane.Remove(JobId(req));
-                  res.status = 204;
-                }));
-  server.Get(R"(/v1/jobs/(\d+)/events)",
-             Route([&](const httplib::Request& req, httplib::Response& res) {
-               Json events = Json::array();
-               for (const StoredTransition& t : plane.Events(JobId(req)))
-                 events.push_back(
-                     {{"seq", t.seq}, {"at", t.at}, {"state", t.state}, {"reason", t.reason}});
-               Reply(res, 200, {{"events", events}});
-             }));
-  server.Get("/v1/queues", Route([&](const httplib::Request&, httplib::Response& res) {
+  server.Post(
+      R"(/v1/jobs/(\d+)/stop)",
+      Route(access, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+        Reply(res, 200, JobJson(plane.Stop(VisibleJob(plane, caller, JobId(req)).id)));
+      }));
+  server.Delete(
+      R"(/v1/jobs/(\d+))",
+      Route(access, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+        plane.Remove(VisibleJob(plane, caller, JobId(req)).id);
+        res.status = 204;
+      }));
+  server.Get(
+      R"(/v1/jobs/(\d+)/events)",
+      Route(access, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+        Json events = Json::array();
+        for (const StoredTransition& t : plane.Events(VisibleJob(plane, caller, JobId(req)).id))
+          events.push_back(
+              {{"seq", t.seq}, {"at", t.at}, {"state", t.state}, {"reason", t.reason}});
+        Reply(res, 200, {{"events", events}});
+      }));
+  server.Get("/v1/queues",
+             Route(access, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
                Json queues = Json::array();
                for (const QueueStatus& q : plane.Queues())
                  queues.push_back({{"name", q.name},
@@ -196,7 +236,8 @@ void AddApiRoutes(httplib::Server& server, ControlPlane& plane) {
                                    {"pending", q.pending}});
                Reply(res, 200, {{"queues", queues}});
              }));
-  server.Get("/v1/nodes", Route([&](const httplib::Request&, httplib::Response& res) {
+  server.Get("/v1/nodes",
+             Route(access, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
                const std::vector<int> free = plane.FreeGpus();
                Json nodes = Json::array();
                const Cluster& cluster = plane.cluster();

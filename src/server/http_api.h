@@ -7,6 +7,7 @@
 
 #include <cstddef>
 
+#include "server/access.h"
 #include "server/control_plane.h"
 
 namespace berth {
@@ -15,6 +16,7 @@ namespace berth {
 constexpr size_t kMaxRequestBytes = 1 << 20;  // a job spec
 constexpr size_t kMaxListLimit = 10000;       // jobs per page of GET /v1/jobs
 
-void AddApiRoutes(httplib::Server& server, ControlPlane& plane);
+// `access` names the caller of each route (healthz and readyz need no token: probes call them).
+void AddApiRoutes(httplib::Server& server, ControlPlane& plane, const AccessControl& access);
 
 }  // namespace berth

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <ctime>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "server/http_api.h"
@@ -23,6 +24,10 @@ double WallClock() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+bool Loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]";
+}
+
 // "HOST:PORT" into its parts; ApiError 400-like refusals become exit 2 in the CLI.
 void SplitListen(const std::string& listen, std::string* host, int* port) {
   const size_t colon = listen.rfind(':');
@@ -33,11 +38,30 @@ void SplitListen(const std::string& listen, std::string* host, int* port) {
     throw ApiError(400, "--listen: expected HOST:PORT (port 0 to 65535), got \"" + listen + "\"");
   *host = listen.substr(0, colon);
   *port = static_cast<int>(value);
-  if (*host != "127.0.0.1" && *host != "localhost" && *host != "::1" && *host != "[::1]")
-    throw ApiError(400, "--listen: " + *host +
-                            " is not loopback; berth server has no access control yet (tokens, "
-                            "TLS), so it listens on 127.0.0.1 or ::1 only");
   if (*host == "[::1]") *host = "::1";
+}
+
+// The server for `options`: plain HTTP, or HTTPS with the certificate and key. Anything but
+// loopback is served only with both tokens and TLS, so that neither the jobs nor the tokens
+// cross a network in the clear, and nobody unnamed reaches the API.
+std::unique_ptr<httplib::Server> MakeServer(const ServerOptions& options, const std::string& host) {
+  const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
+  if (tls && (options.tls_cert.empty() || options.tls_key.empty()))
+    throw ApiError(400, "--tls-cert and --tls-key: give both, the certificate and its key");
+  if (!Loopback(host) && (options.tokens.empty() || !tls))
+    throw ApiError(400, "--listen: " + host +
+                            " is not loopback, and the server would be open to the network: "
+                            "give --tokens FILE and --tls-cert/--tls-key too, or listen on "
+                            "127.0.0.1");
+  if (!tls) return std::make_unique<httplib::Server>();
+  auto server =
+      std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
+  if (!server->is_valid())
+    throw ApiError(400, "--tls-cert/--tls-key: cannot load " + options.tls_cert + " and " +
+                            options.tls_key +
+                            " as a PEM certificate and its private key; check the files "
+                            "and that the key matches the certificate");
+  return server;
 }
 
 }  // namespace
@@ -46,10 +70,12 @@ int RunServer(ServerOptions options) {
   std::string host;
   int port = 0;
   SplitListen(options.listen, &host, &port);
+  const std::unique_ptr<httplib::Server> served = MakeServer(options, host);
+  httplib::Server& server = *served;
+  const AccessControl access(options.tokens);
   StateStore store(options.state_dir);
   ControlPlane plane(std::move(options.config), &store, WallClock);
 
-  httplib::Server server;
   // 64 workers: 50 clients at once each keep a connection (keep-alive) without queueing.
   server.new_task_queue = [] { return new httplib::ThreadPool(64); };
   server.set_payload_max_length(kMaxRequestBytes);
@@ -59,7 +85,7 @@ int RunServer(ServerOptions options) {
   server.set_keep_alive_max_count(1000);
   // Without it, Nagle and delayed ACKs hold each small reply for 40 ms.
   server.set_tcp_nodelay(true);
-  AddApiRoutes(server, plane);
+  AddApiRoutes(server, plane, access);
   // The library listens with a backlog of 5: a burst of new clients would wait a second for a
   // SYN retransmission, or fail. The socket is kept here to listen again with a real backlog.
   int listen_socket = -1;
@@ -94,9 +120,11 @@ int RunServer(ServerOptions options) {
     }
     server.stop();
   });
-  std::cout << "berth server: listening on http://" << (host == "::1" ? "[::1]" : host) << ":"
-            << port << " (state " << store.path() << "; " << plane.recovery_summary() << ")"
-            << std::endl;
+  std::cout << "berth server: listening on " << (options.tls_cert.empty() ? "http" : "https")
+            << "://" << (host.find(':') != std::string::npos ? "[" + host + "]" : host) << ":"
+            << port << " (state " << store.path() << "; "
+            << (access.enabled() ? "tokens required" : "no tokens: loopback only") << "; "
+            << plane.recovery_summary() << ")" << std::endl;
   server.listen_after_bind();
   const bool asked = g_stop;  // else the library's accept loop gave up on its own
   g_stop = true;

@@ -2,12 +2,14 @@
 // engine from it, then serves the API (http_api.h) and runs a scheduling cycle every
 // cycle_interval_s until SIGINT or SIGTERM.
 //
-// Listening is on loopback only: access control (tokens, TLS) is not there yet, and until it
-// is, any other address is refused rather than served to the network unauthenticated.
+// Without tokens every caller is an admin, so the server then listens on loopback only; any
+// other address needs both tokens and TLS (access.h).
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "config/tokens_file.h"
 #include "server/control_plane.h"
 
 namespace berth {
@@ -16,6 +18,8 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:7480";  // HOST:PORT; port 0 picks a free port
   std::string state_dir;
   ControlPlaneConfig config;
+  std::vector<TokenEntry> tokens;  // none: no tokens asked, every caller an admin
+  std::string tls_cert, tls_key;   // PEM files; none: plain HTTP
   double cycle_interval_s = 0.1;
 };
 

@@ -4,7 +4,9 @@ set -euo pipefail
 BERTH=$1
 SRC=$2
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+SERVER=
+stop_server() { [ -z "$SERVER" ] || kill -9 "$SERVER" 2>/dev/null || true; wait 2>/dev/null || true; }
+trap 'stop_server; rm -rf "$TMP"' EXIT
 cd "$SRC"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -31,3 +33,24 @@ expect_exit2() {
 
 # json_get FILE EXPR: the jq expression's value on the JSON file, raw (jq is in install-deps).
 json_get() { jq -r "$2" "$1"; }
+
+# start_server [FLAGS...]: a berth server over $TMP/state with the dgx-4 cluster and FLAGS, on
+# a free loopback port unless FLAGS give --listen, logging to $TMP/server.log; sets SERVER (its
+# pid) and BERTH_ADDR (https://HOST:PORT when it serves TLS).
+start_server() {
+  local listen=(--listen 127.0.0.1:0)
+  [[ " $* " != *" --listen "* ]] || listen=()
+  : > "$TMP/server.log"
+  "$BERTH" server "${listen[@]}" --state "$TMP/state" \
+    --cluster examples/scenarios/clusters/dgx-4.yaml "$@" >> "$TMP/server.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 300); do
+    grep -q 'listening on' "$TMP/server.log" && break
+    kill -0 "$SERVER" 2>/dev/null || fail "the server exited: $(cat "$TMP/server.log")"
+    sleep 0.1
+  done
+  BERTH_ADDR=$(sed -n 's|.*listening on \(https\{0,1\}://[^ ]*\) .*|\1|p' "$TMP/server.log")
+  BERTH_ADDR=${BERTH_ADDR#http://}
+  [ -n "$BERTH_ADDR" ] || fail "the server never said where it listens: $(cat "$TMP/server.log")"
+  export BERTH_ADDR
+}

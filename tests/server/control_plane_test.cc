@@ -184,6 +184,37 @@ TEST_F(ControlPlaneTest, AGuaranteeReclaimsFromABorrowerAndTheBorrowerWaitsAgain
   EXPECT_TRUE(preempted);
 }
 
+TEST_F(ControlPlaneTest, ACallersJobIsItsOwnAndGoesOnlyToItsQueues) {
+  Open(2, {{"research", 1, -1, {}}, {"other", 1, -1, {}}});
+  const Caller alice{"alice", false, false, {"research"}};
+  // The token names the user; the spec need not.
+  const int64_t a = plane_->Submit(R"({"gpus": 1, "queue": "research"})", alice);
+  EXPECT_EQ(plane_->Get(a).user, "alice");
+  EXPECT_EQ(plane_->Submit(R"({"gpus": 1, "queue": "research", "user": "alice"})", alice), a + 1);
+  const auto status = [&](const std::string& body, std::string* message) {
+    try {
+      plane_->Submit(body, alice);
+    } catch (const ApiError& e) {
+      *message = e.what();
+      return e.status;
+    }
+    return 201;
+  };
+  std::string message;
+  EXPECT_EQ(status(R"({"gpus": 1, "queue": "other"})", &message), 403);
+  EXPECT_NE(message.find("alice may not submit to queue \"other\"; the tokens file allows: "
+                         "research"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(status(R"({"gpus": 1, "queue": "research", "user": "bob"})", &message), 403);
+  EXPECT_NE(message.find("cannot be submitted as \"bob\""), std::string::npos) << message;
+  EXPECT_EQ(plane_->List(JobFilter()).size(), 2u);  // nothing kept of the refusals
+  // A restart keeps the user, though the stored spec never named it.
+  Open(2, {{"research", 1, -1, {}}, {"other", 1, -1, {}}});
+  EXPECT_EQ(plane_->Get(a).user, "alice");
+  EXPECT_EQ(plane_->Get(a).state, "pending");
+}
+
 TEST_F(ControlPlaneTest, ListFiltersAndPages) {
   for (int i = 0; i < 5; ++i)
     plane_->Submit(R"({"gpus": 1, "user": "u)" + std::to_string(i % 2) + "\"}");
