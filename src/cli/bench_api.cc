@@ -142,7 +142,7 @@ void RunBenchApi(const BenchApiArgs& a) {
       job.id = ++id;
       job.spec = spec;
       job.state = "pending";
-      store.Wait(store.Enqueue({{StoreWrite::Kind::kPut, job}}));
+      store.Wait(store.Enqueue({StoreWrite::Put(job)}));
       return true;
     });
   }

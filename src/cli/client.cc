@@ -11,8 +11,11 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
@@ -282,6 +285,90 @@ void Ps(const PsArgs& a) {
   PrintTable(rows);
 }
 
+struct EventsArgs {
+  bool follow = false;
+  int64_t since = 0;
+  std::string format;
+};
+
+std::string Clock(double at) {
+  const std::time_t t = static_cast<std::time_t>(at);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &tm);
+  return text;
+}
+
+void PrintEvent(const Json& e, bool json) {
+  if (json) {
+    std::cout << e.dump(-1, ' ', false, Json::error_handler_t::replace) << std::endl;
+    return;
+  }
+  const std::string what =
+      e.contains("job") ? "job " + e["job"].dump() : "node " + e["node"].get<std::string>();
+  std::cout << e["seq"] << "  " << Clock(e["at"]) << "  " << what << "  " << Text(e["state"])
+            << "  " << Text(e["reason"]) << std::endl;
+}
+
+// The log from `since`; with -f, a watch that follows it, resumed from the last event seen
+// when the connection drops (the server restarted), with a growing, jittered pause between
+// tries so that many followers do not come back at once.
+void Events(const EventsArgs& a) {
+  const bool json = a.format == "json";
+  int64_t last = a.since;
+  while (!a.follow) {
+    const Json page = Call("GET", "/v1/events?limit=10000&since=" + std::to_string(last));
+    for (const Json& e : page["events"]) PrintEvent(e, json);
+    if (page["events"].empty()) return;
+    last = page["next"].get<int64_t>();
+  }
+  const ServerAddress server = ServerAddressFromEnv();
+  std::mt19937 jitter(std::random_device{}());
+  double pause_s = 0.1;
+  for (;;) {
+    const std::unique_ptr<httplib::Client> client = ConnectToServer(server);
+    client->set_read_timeout(3 * kWatchHeartbeatS);  // the server writes at least this often
+    std::string partial, refusal;
+    int status = 0;
+    const httplib::Result res = client->Get(
+        "/v1/events?watch=1&since=" + std::to_string(last), httplib::Headers(),
+        [&](const httplib::Response& r) {
+          status = r.status;
+          return true;
+        },
+        [&](const char* data, size_t size) {
+          if (status != 200) {
+            refusal.append(data, std::min(size, size_t{4096}));
+            return true;
+          }
+          partial.append(data, size);
+          for (size_t end; (end = partial.find('\n')) != std::string::npos;) {
+            const std::string line = partial.substr(0, end);
+            partial.erase(0, end + 1);
+            if (line.empty()) continue;  // the server's heartbeat
+            const Json event = Json::parse(line, nullptr, false);
+            if (!event.is_object()) continue;
+            PrintEvent(event, json);
+            last = event["seq"].get<int64_t>();
+            pause_s = 0.1;
+          }
+          return true;
+        });
+    if (status >= 400 && status < 500) {
+      const Json body = Json::parse(refusal, nullptr, false);
+      Exit(2, body.is_object() && body.contains("error") ? body["error"].get<std::string>()
+                                                         : "HTTP " + std::to_string(status));
+    }
+    if (!res && status == 0 && pause_s >= 5)
+      std::cerr << "berth: no server at " << server.text << " (" << httplib::to_string(res.error())
+                << "); trying again\n";
+    std::this_thread::sleep_for(std::chrono::duration<double>(
+        pause_s * std::uniform_real_distribution<double>(0.5, 1.5)(jitter)));
+    pause_s = std::min(pause_s * 2, 10.0);
+  }
+}
+
 }  // namespace
 
 void AddClientCommands(CLI::App& app) {
@@ -368,13 +455,38 @@ void AddClientCommands(CLI::App& app) {
 
   auto* nodes = app.add_subcommand("nodes", "Nodes and their free GPUs");
   nodes->callback([] {
-    std::vector<std::vector<std::string>> rows = {{"NODE", "RACK", "MODEL", "GPUS", "FREE"}};
+    std::vector<std::vector<std::string>> rows = {
+        {"NODE", "RACK", "MODEL", "GPUS", "FREE", "STATUS"}};
     const Json answer = Call("GET", "/v1/nodes");
     for (const Json& n : answer["nodes"])
       rows.push_back({n["name"], OrDash(n["rack"]), OrDash(n["model"]), n["gpus"].dump(),
-                      n["freeGpus"].dump()});
+                      n["freeGpus"].dump(), n["cordoned"].get<bool>() ? "cordoned" : "ready"});
     PrintTable(rows);
   });
+
+  auto* node = app.add_subcommand("node", "Cordon, uncordon or drain a node (admins)");
+  node->require_subcommand(1);
+  for (const auto& [action, help] : std::vector<std::pair<std::string, std::string>>{
+           {"cordon", "No new jobs on the node"},
+           {"uncordon", "Take new jobs on the node again"},
+           {"drain", "Cordon the node and evict its jobs (they wait again)"}}) {
+    auto* verb = node->add_subcommand(action, help);
+    auto name = std::make_shared<std::string>();
+    verb->add_option("name", *name, "Node name")->required();
+    verb->callback([name, action = action] {
+      Call("POST", "/v1/nodes/" + httplib::detail::encode_query_param(*name) + "/" + action);
+      std::cout << *name << "\n";
+    });
+  }
+
+  auto* events = app.add_subcommand("events", "The event log: jobs' and nodes' state changes");
+  auto e = std::make_shared<EventsArgs>();
+  events->add_flag("-f,--follow", e->follow, "Keep printing events as they happen");
+  events->add_option("--since", e->since, "Only events after this number")
+      ->check(CLI::Range(int64_t{0}, INT64_MAX));
+  events->add_option("--format", e->format, "json: one JSON event per line")
+      ->check(CLI::IsMember({"json", "table"}));
+  events->callback([e] { Events(*e); });
 }
 
 }  // namespace berth

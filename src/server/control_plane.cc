@@ -43,7 +43,7 @@ void ControlPlane::Record(Job& job, const std::string& state, const std::string&
   job.stored.reason = reason;
   // Transitions are ordered by their sequence; the clock only labels them.
   job.stored.updated = std::max(now_(), job.stored.updated);
-  writes->push_back({StoreWrite::Kind::kPut, job.stored});
+  writes->push_back(StoreWrite::Put(job.stored));
 }
 
 void ControlPlane::Commit(std::vector<std::unique_lock<std::mutex>*> locks,
@@ -76,6 +76,16 @@ std::string ControlPlane::WhyUnrunnable(const JobSpec& spec) const {
 }
 
 void ControlPlane::Recover() {
+  // The operators' marks first: adopted and queued jobs then see the nodes as they were left.
+  cordoned_.assign(config_.cluster.nodes.size(), false);
+  int cordoned = 0;
+  for (const StoredNode& marked : store_->LoadNodes()) {
+    const int n = NodeIndex(marked.name);
+    if (n < 0 || !marked.cordoned) continue;  // a node gone from the cluster file: nothing to do
+    cordoned_[n] = true;
+    engine_->SetNodeCordoned(n, true, now_());
+    ++cordoned;
+  }
   std::vector<StoredJob> stored = store_->LoadJobs();
   next_id_ = store_->NextJobId();
   // Guaranteed work is adopted before borrowed work (the allocator binds guarantee cells as it
@@ -153,7 +163,8 @@ void ControlPlane::Recover() {
   recovery_summary_ = std::to_string(jobs_.size()) +
                       " jobs in the state: " + std::to_string(adopted) + " placed jobs adopted, " +
                       std::to_string(lost) + " lost their GPUs, " + std::to_string(failed) +
-                      " failed (no longer runnable here), " + std::to_string(ended) + " ended";
+                      " failed (no longer runnable here), " + std::to_string(ended) + " ended; " +
+                      std::to_string(cordoned) + " nodes cordoned";
   if (!writes.empty()) store_->Wait(store_->Enqueue(std::move(writes)));
 }
 
@@ -275,14 +286,53 @@ void ControlPlane::Remove(int64_t id) {
   if (!Ended(job.stored.state))
     throw ApiError(409, "job " + std::to_string(id) + " is " + job.stored.state +
                             "; stop it first (berth stop " + std::to_string(id) + ")");
-  std::vector<StoreWrite> writes = {{StoreWrite::Kind::kDelete, job.stored}};
+  std::vector<StoreWrite> writes = {StoreWrite::Delete(job.stored)};
   jobs_.erase(id);
   Commit({&lock}, std::move(writes));
 }
 
-std::vector<StoredTransition> ControlPlane::Events(int64_t id) const {
+std::vector<StoredEvent> ControlPlane::Events(int64_t id) const {
   Get(id);  // 404 for an unknown job
-  return store_->Transitions(id);
+  return store_->JobEvents(id);
+}
+
+std::vector<StoredEvent> ControlPlane::EventsAfter(int64_t seq, size_t limit, const Caller& caller,
+                                                   double wait_s) const {
+  return store_->EventsAfter(seq, limit, caller.admin ? "" : caller.user, wait_s);
+}
+
+int ControlPlane::NodeIndex(const std::string& name) const {
+  const auto& nodes = config_.cluster.nodes;
+  const auto node =
+      std::find_if(nodes.begin(), nodes.end(), [&](const Node& n) { return n.name == name; });
+  return node == nodes.end() ? -1 : static_cast<int>(node - nodes.begin());
+}
+
+void ControlPlane::NodeAction(const std::string& name, const std::string& action) {
+  if (action != "cordon" && action != "uncordon" && action != "drain")
+    throw ApiError(400, "unknown node action \"" + action.substr(0, 40) +
+                            "\"; known: cordon, uncordon, drain");
+  RefuseIfBroken();
+  std::unique_lock<std::mutex> engine_lock(engine_mu_);
+  const int n = NodeIndex(name);
+  if (n < 0) throw ApiError(404, "no node " + name.substr(0, 80));
+  const double now = now_();
+  const bool cordon = action != "uncordon";
+  const std::vector<Decision> decisions =
+      action == "drain" ? engine_->Drain(n, now) : engine_->SetNodeCordoned(n, cordon, now);
+  cordoned_[n] = cordon;
+  std::vector<StoreWrite> writes = {
+      StoreWrite::Node({name, cordon},
+                       action == "drain" ? "drained"
+                       : cordon          ? "cordoned"
+                                         : "uncordoned",
+                       now,
+                       action == "drain"    ? "drained on request: no new jobs, its jobs evicted"
+                       : action == "cordon" ? "cordoned on request: no new jobs"
+                                            : "uncordoned on request")};
+  std::unique_lock<std::mutex> lock(mu_);
+  Apply(decisions, &writes);
+  Commit({&engine_lock, &lock}, std::move(writes));
 }
 
 std::vector<QueueStatus> ControlPlane::Queues() const {
@@ -290,17 +340,18 @@ std::vector<QueueStatus> ControlPlane::Queues() const {
   return engine_->Queues();
 }
 
-std::vector<int> ControlPlane::FreeGpus() const {
+std::vector<ControlPlane::NodeStatus> ControlPlane::Nodes() const {
   std::lock_guard<std::mutex> lock(engine_mu_);
-  std::vector<int> free;
+  std::vector<NodeStatus> nodes;
   const Allocator& alloc = engine_->allocator();
   for (size_t n = 0; n < config_.cluster.nodes.size(); ++n) {
-    int count = 0;
+    NodeStatus status;
     for (size_t g = 0; g < config_.cluster.nodes[n].gpus.size(); ++g)
-      count += alloc.gpu_free(static_cast<int>(n), static_cast<int>(g)) ? 1 : 0;
-    free.push_back(count);
+      status.free_gpus += alloc.gpu_free(static_cast<int>(n), static_cast<int>(g)) ? 1 : 0;
+    status.cordoned = cordoned_[n];
+    nodes.push_back(status);
   }
-  return free;
+  return nodes;
 }
 
 void ControlPlane::Cycle() {
@@ -380,16 +431,13 @@ std::optional<std::vector<ReplicaPlacement>> ControlPlane::ParsePlacements(
   std::vector<ReplicaPlacement> out;
   try {
     for (const nlohmann::json& r : json["replicas"]) {
-      const std::string name = r.at("node").get<std::string>();
-      const auto& nodes = config_.cluster.nodes;
-      const auto node =
-          std::find_if(nodes.begin(), nodes.end(), [&](const Node& n) { return n.name == name; });
-      if (node == nodes.end()) return std::nullopt;
       ReplicaPlacement p;
-      p.node = static_cast<int>(node - nodes.begin());
+      p.node = NodeIndex(r.at("node").get<std::string>());
+      if (p.node < 0) return std::nullopt;
+      const Node& node = config_.cluster.nodes[p.node];
       p.gpus = r.at("gpus").get<std::vector<int>>();
       for (int g : p.gpus)
-        if (g < 0 || g >= static_cast<int>(node->gpus.size())) return std::nullopt;
+        if (g < 0 || g >= static_cast<int>(node.gpus.size())) return std::nullopt;
       p.gpu_milli = r.at("gpuMilli").get<int>();
       p.gpu_memory_mib = r.at("gpuMemoryMiB").get<int64_t>();
       p.mig_profile = r.at("migProfile").get<int>();

@@ -76,11 +76,24 @@ class ControlPlane {
   StoredJob Stop(int64_t id);
   // Forgets an ended job; 409 while it has not ended.
   void Remove(int64_t id);
-  std::vector<StoredTransition> Events(int64_t id) const;
+  // The job's events, oldest first (ApiError 404).
+  std::vector<StoredEvent> Events(int64_t id) const;
+  // Events after `seq` that `caller` may see (its jobs' and the nodes'; all for an admin), at
+  // most `limit`; waits up to `wait_s` for one when there are none yet.
+  std::vector<StoredEvent> EventsAfter(int64_t seq, size_t limit, const Caller& caller,
+                                       double wait_s) const;
   std::vector<QueueStatus> Queues() const;
   const Cluster& cluster() const { return config_.cluster; }
-  // Free GPUs per node, in node order.
-  std::vector<int> FreeGpus() const;
+  struct NodeStatus {
+    int free_gpus = 0;
+    bool cordoned = false;
+  };
+  // Per node, in node order.
+  std::vector<NodeStatus> Nodes() const;
+  // An operator's action on a node: "cordon" (no new jobs), "uncordon", or "drain" (cordon,
+  // and evict its jobs, which wait again). Kept across restarts. ApiError 404 for an unknown
+  // node, 400 for an unknown action.
+  void NodeAction(const std::string& node, const std::string& action);
   // One scheduling cycle; its decisions are applied and stored before it returns.
   void Cycle();
   // What Recover found, for the server's first log line.
@@ -110,6 +123,7 @@ class ControlPlane {
   // Why the engine would refuse the spec or could never place it; "" when neither.
   std::string WhyUnrunnable(const JobSpec& spec) const;
   void RefuseIfBroken() const;
+  int NodeIndex(const std::string& name) const;  // -1 when the cluster has no such node
   // Hands the jobs submitted since the last cycle to the engine (engine_mu_ and mu_ held).
   void SubmitIncoming(double now, std::vector<StoreWrite>* writes);
   Job& Find(int64_t id);
@@ -121,12 +135,13 @@ class ControlPlane {
   ControlPlaneConfig config_;
   StateStore* store_;
   std::function<double()> now_;
-  mutable std::mutex engine_mu_;  // engine_, by_engine_id_
+  mutable std::mutex engine_mu_;  // engine_, by_engine_id_, cordoned_
   mutable std::mutex mu_;         // jobs_, incoming_, next_id_
   std::unique_ptr<Scheduler> engine_;
   std::map<int64_t, Job> jobs_;
   std::vector<int64_t> incoming_;  // submitted, not yet given to the engine
   std::map<int, int64_t> by_engine_id_;
+  std::vector<bool> cordoned_;  // per node
   int64_t next_id_ = 1;
   std::string recovery_summary_;
   std::atomic<bool> broken_{false};

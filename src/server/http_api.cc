@@ -1,8 +1,10 @@
 #include "server/http_api.h"
 
+#include <atomic>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -128,6 +130,63 @@ httplib::Server::Handler Route(const AccessControl& access, Handle handle) {
   };
 }
 
+Json EventJson(const StoredEvent& e) {
+  Json event = {{"seq", e.seq}, {"at", e.at}, {"state", e.state}, {"reason", e.reason}};
+  if (e.job != 0) event["job"] = e.job;
+  if (!e.node.empty()) event["node"] = e.node;
+  return event;
+}
+
+struct EventsQuery {
+  int64_t since = 0;
+  size_t limit = 1000;
+  bool watch = false;
+};
+
+EventsQuery EventsParams(const httplib::Request& req) {
+  EventsQuery query;
+  for (const auto& [key, value] : req.params) {
+    if (key == "since")
+      query.since = IntParam("since", value, 0, INT64_MAX);
+    else if (key == "limit")
+      query.limit = static_cast<size_t>(IntParam("limit", value, 1, kMaxListLimit));
+    else if (key == "watch")
+      query.watch = IntParam("watch", value, 0, 1) == 1;
+    else
+      throw ApiError(400,
+                     "unknown parameter \"" + key.substr(0, 40) + "\"; known: since, limit, watch");
+  }
+  return query;
+}
+
+// A watch of the event log: one JSON event per line as they are committed, from after
+// `since`, until the client goes or the server stops. An empty line every few seconds of
+// quiet finds a client that has gone without a word, and frees its worker.
+void StreamEvents(httplib::Server& server, ControlPlane& plane, const Caller& caller, int64_t since,
+                  std::atomic<int>& watches, httplib::Response& res) {
+  auto last = std::make_shared<int64_t>(since);
+  auto quiet = std::make_shared<int>(0);
+  res.set_chunked_content_provider(
+      "application/x-ndjson",
+      [&server, &plane, caller, last, quiet](size_t, httplib::DataSink& sink) {
+        if (!server.is_running()) {
+          sink.done();
+          return true;
+        }
+        const std::vector<StoredEvent> events = plane.EventsAfter(*last, 1000, caller, 1.0);
+        std::string lines;
+        for (const StoredEvent& e : events) {
+          lines += EventJson(e).dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+          *last = e.seq;
+        }
+        if (events.empty() && ++*quiet >= kWatchHeartbeatS) lines = "\n";
+        if (lines.empty()) return true;
+        *quiet = 0;
+        return sink.write(lines.data(), lines.size());
+      },
+      [&watches](bool) { --watches; });
+}
+
 // The job, when the caller may see it; another user's job is not found, as if it did not exist.
 StoredJob VisibleJob(const ControlPlane& plane, const Caller& caller, int64_t id) {
   StoredJob job = plane.Get(id);
@@ -137,7 +196,10 @@ StoredJob VisibleJob(const ControlPlane& plane, const Caller& caller, int64_t id
 
 }  // namespace
 
-void AddApiRoutes(httplib::Server& server, ControlPlane& plane, const AccessControl& access) {
+void AddApiRoutes(httplib::Server& server, ApiContext& api) {
+  ControlPlane& plane = api.plane;
+  const AccessControl& access = api.access;
+  std::atomic<int>& watches = api.watches;
   // The body is read here, counted as it comes: the library bounds only a Content-Length body,
   // and a chunked one could otherwise grow without limit. The token is checked before.
   server.Post("/v1/jobs", [&](const httplib::Request& req, httplib::Response& res,
@@ -216,9 +278,8 @@ void AddApiRoutes(httplib::Server& server, ControlPlane& plane, const AccessCont
       R"(/v1/jobs/(\d+)/events)",
       Route(access, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
         Json events = Json::array();
-        for (const StoredTransition& t : plane.Events(VisibleJob(plane, caller, JobId(req)).id))
-          events.push_back(
-              {{"seq", t.seq}, {"at", t.at}, {"state", t.state}, {"reason", t.reason}});
+        for (const StoredEvent& e : plane.Events(VisibleJob(plane, caller, JobId(req)).id))
+          events.push_back(EventJson(e));
         Reply(res, 200, {{"events", events}});
       }));
   server.Get("/v1/queues",
@@ -238,7 +299,7 @@ void AddApiRoutes(httplib::Server& server, ControlPlane& plane, const AccessCont
              }));
   server.Get("/v1/nodes",
              Route(access, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
-               const std::vector<int> free = plane.FreeGpus();
+               const std::vector<ControlPlane::NodeStatus> status = plane.Nodes();
                Json nodes = Json::array();
                const Cluster& cluster = plane.cluster();
                for (size_t n = 0; n < cluster.nodes.size(); ++n) {
@@ -246,11 +307,44 @@ void AddApiRoutes(httplib::Server& server, ControlPlane& plane, const AccessCont
                  nodes.push_back({{"name", node.name},
                                   {"rack", node.rack},
                                   {"gpus", node.gpus.size()},
-                                  {"freeGpus", free[n]},
+                                  {"freeGpus", status[n].free_gpus},
+                                  {"cordoned", status[n].cordoned},
                                   {"model", node.gpus.empty() ? "" : node.gpus[0].model}});
                }
                Reply(res, 200, {{"nodes", nodes}});
              }));
+  server.Get("/v1/events", Route(access, [&](const httplib::Request& req, httplib::Response& res,
+                                             const Caller& caller) {
+               const EventsQuery query = EventsParams(req);
+               if (query.watch) {
+                 // Each watch holds a worker while it lasts: bounded, so that watchers cannot
+                 // take every worker from the other requests.
+                 if (++watches > kMaxWatches) {
+                   --watches;
+                   throw ApiError(
+                       503, "already " + std::to_string(kMaxWatches) + " watches; try again later");
+                 }
+                 StreamEvents(server, plane, caller, query.since, watches, res);
+                 return;
+               }
+               Json events = Json::array();
+               int64_t next = query.since;
+               for (const StoredEvent& e : plane.EventsAfter(query.since, query.limit, caller, 0)) {
+                 events.push_back(EventJson(e));
+                 next = e.seq;
+               }
+               Reply(res, 200, {{"events", events}, {"next", next}});
+             }));
+  server.Post(
+      R"(/v1/nodes/([^/]+)/([^/]+))",
+      Route(access, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+        const std::string node = req.matches[1], action = req.matches[2];
+        if (!caller.admin)
+          throw ApiError(403, "only an admin may " + action.substr(0, 40) + " a node; " +
+                                  caller.user + " is not one");
+        plane.NodeAction(node, action);
+        Reply(res, 200, {{"node", node}, {"action", action}});
+      }));
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

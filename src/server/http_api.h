@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <cstddef>
 
 #include "server/access.h"
@@ -14,9 +15,17 @@ namespace berth {
 
 // Bounds on what one request may make the server read or return.
 constexpr size_t kMaxRequestBytes = 1 << 20;  // a job spec
-constexpr size_t kMaxListLimit = 10000;       // jobs per page of GET /v1/jobs
+constexpr size_t kMaxListLimit = 10000;       // jobs or events per page
+constexpr int kMaxWatches = 32;               // event watches at once, each holding a worker
+constexpr int kWatchHeartbeatS = 5;           // an empty line after this long without events
 
-// `access` names the caller of each route (healthz and readyz need no token: probes call them).
-void AddApiRoutes(httplib::Server& server, ControlPlane& plane, const AccessControl& access);
+// What the routes share across requests; the server keeps it for as long as it serves.
+struct ApiContext {
+  ControlPlane& plane;
+  const AccessControl& access;  // names the caller of each route but healthz and readyz
+  std::atomic<int> watches{0};  // event watches in progress
+};
+
+void AddApiRoutes(httplib::Server& server, ApiContext& api);
 
 }  // namespace berth

@@ -76,8 +76,9 @@ int RunServer(ServerOptions options) {
   StateStore store(options.state_dir);
   ControlPlane plane(std::move(options.config), &store, WallClock);
 
-  // 64 workers: 50 clients at once each keep a connection (keep-alive) without queueing.
-  server.new_task_queue = [] { return new httplib::ThreadPool(64); };
+  // 64 workers for requests: 50 clients at once each keep a connection (keep-alive) without
+  // queueing; and one for each event watch.
+  server.new_task_queue = [] { return new httplib::ThreadPool(64 + kMaxWatches); };
   server.set_payload_max_length(kMaxRequestBytes);
   // A client that stalls mid-request is dropped instead of holding a worker.
   server.set_read_timeout(10);
@@ -85,7 +86,8 @@ int RunServer(ServerOptions options) {
   server.set_keep_alive_max_count(1000);
   // Without it, Nagle and delayed ACKs hold each small reply for 40 ms.
   server.set_tcp_nodelay(true);
-  AddApiRoutes(server, plane, access);
+  ApiContext api{plane, access};
+  AddApiRoutes(server, api);
   // The library listens with a backlog of 5: a burst of new clients would wait a second for a
   // SYN retransmission, or fail. The socket is kept here to listen again with a real backlog.
   int listen_socket = -1;

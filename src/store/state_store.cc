@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <iterator>
@@ -27,6 +28,17 @@ const char* const kMigrations[] = {
     // 1 -> 2: the high-water mark of job ids, so that a removed job's id is not given again.
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
     "INSERT INTO meta VALUES ('next_job_id', (SELECT COALESCE(MAX(id), 0) + 1 FROM jobs));",
+    // 2 -> 3: one event log for jobs and nodes, numbered across the state (AUTOINCREMENT: a
+    // removed job's numbers are not given again, so a watcher's resume point stays valid), and
+    // the operators' marks on nodes.
+    "CREATE TABLE events ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, job INTEGER NOT NULL,"
+    "  node TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL);"
+    "INSERT INTO events (at, job, node, state, reason)"
+    "  SELECT at, job, '', state, reason FROM transitions ORDER BY at, job, seq;"
+    "DROP TABLE transitions;"
+    "CREATE INDEX events_by_job ON events (job, seq);"
+    "CREATE TABLE nodes (name TEXT PRIMARY KEY, cordoned INTEGER NOT NULL) WITHOUT ROWID;",
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion);
 
@@ -120,10 +132,13 @@ StateStore::StateStore(const std::string& dir) : path_(dir + "/berth.db") {
     writer_ = OpenDatabase(path_);
     // WAL: readers (the API) never wait for the writer, and a commit is one append.
     Exec(writer_, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", path_);
-    Statement check(writer_, "PRAGMA quick_check");
-    if (check.Step() != SQLITE_ROW || check.Text(0) != "ok")
-      throw StoreError(path_ + ": the state database is damaged (" + check.Text(0).substr(0, 200) +
-                       "); restore it from a backup, or give --state a new directory");
+    {
+      Statement check(writer_, "PRAGMA quick_check");
+      if (check.Step() != SQLITE_ROW || check.Text(0) != "ok")
+        throw StoreError(path_ + ": the state database is damaged (" +
+                         check.Text(0).substr(0, 200) +
+                         "); restore it from a backup, or give --state a new directory");
+    }
     Migrate();
     // A database that opens but cannot be written would fail every request later.
     Exec(writer_,
@@ -144,6 +159,7 @@ StateStore::~StateStore() {
     stopping_ = true;
   }
   wake_writer_.notify_one();
+  committed_cv_.notify_all();  // watchers in EventsAfter
   writer_thread_.join();
   sqlite3_close(reader_);
   sqlite3_close(writer_);
@@ -151,9 +167,14 @@ StateStore::~StateStore() {
 }
 
 void StateStore::Migrate() {
-  Statement version(writer_, "PRAGMA user_version");
-  if (version.Step() != SQLITE_ROW) throw StoreError(path_ + ": cannot read the schema version");
-  const int64_t found = version.Int(0);
+  int64_t found = 0;
+  {
+    // Finalized before migrating, as every statement: an open one keeps tables from being
+    // dropped.
+    Statement version(writer_, "PRAGMA user_version");
+    if (version.Step() != SQLITE_ROW) throw StoreError(path_ + ": cannot read the schema version");
+    found = version.Int(0);
+  }
   if (found > kSchemaVersion)
     throw StoreError(path_ + ": the state was written by a newer berth (schema version " +
                      std::to_string(found) + "; this berth reads up to " +
@@ -211,13 +232,12 @@ std::string StateStore::WriteBatch(const std::vector<StoreWrite>& batch) {
                   "INSERT OR REPLACE INTO jobs (id, name, queue, user, spec, state, reason, "
                   "exit_code, submitted, updated, placements) "
                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    Statement transition(writer_,
-                         "INSERT INTO transitions (job, seq, at, state, reason) VALUES (?1, "
-                         "(SELECT COALESCE(MAX(seq), 0) + 1 FROM transitions WHERE job = ?1), "
-                         "?2, ?3, ?4)");
+    Statement event(writer_,
+                    "INSERT INTO events (at, job, node, state, reason) VALUES (?, ?, ?, ?, ?)");
     Statement remove(writer_, "DELETE FROM jobs WHERE id = ?");
     Statement mark(writer_, "UPDATE meta SET value = MAX(value, ?) WHERE key = 'next_job_id'");
-    Statement remove_transitions(writer_, "DELETE FROM transitions WHERE job = ?");
+    Statement remove_events(writer_, "DELETE FROM events WHERE job = ?");
+    Statement put_node(writer_, "INSERT OR REPLACE INTO nodes (name, cordoned) VALUES (?, ?)");
     const auto step = [&](Statement& s) {
       if (s.Step() != SQLITE_DONE) throw StoreError(sqlite3_errmsg(writer_));
       s.Reset();
@@ -226,7 +246,16 @@ std::string StateStore::WriteBatch(const std::vector<StoreWrite>& batch) {
       const StoredJob& j = w.job;
       if (w.kind == StoreWrite::Kind::kDelete) {
         step(remove.Bind(1, j.id));
-        step(remove_transitions.Bind(1, j.id));
+        step(remove_events.Bind(1, j.id));
+        continue;
+      }
+      if (w.kind == StoreWrite::Kind::kNode) {
+        step(put_node.Bind(1, w.node.name).Bind(2, static_cast<int64_t>(w.node.cordoned)));
+        step(event.Bind(1, j.updated)
+                 .Bind(2, int64_t{0})
+                 .Bind(3, w.node.name)
+                 .Bind(4, w.event)
+                 .Bind(5, j.reason));
         continue;
       }
       step(put.Bind(1, j.id)
@@ -240,7 +269,11 @@ std::string StateStore::WriteBatch(const std::vector<StoreWrite>& batch) {
                .Bind(9, j.submitted)
                .Bind(10, j.updated)
                .Bind(11, j.placements));
-      step(transition.Bind(1, j.id).Bind(2, j.updated).Bind(3, j.state).Bind(4, j.reason));
+      step(event.Bind(1, j.updated)
+               .Bind(2, j.id)
+               .Bind(3, std::string())
+               .Bind(4, j.state)
+               .Bind(5, j.reason));
       step(mark.Bind(1, j.id + 1));
     }
     Exec(writer_, "COMMIT", "committing");
@@ -284,16 +317,65 @@ int64_t StateStore::NextJobId() const {
   return s.Int(0);
 }
 
-std::vector<StoredTransition> StateStore::Transitions(int64_t job) const {
-  std::lock_guard<std::mutex> lock(read_mu_);
-  Statement s(reader_, "SELECT seq, at, state, reason FROM transitions WHERE job = ? ORDER BY seq");
-  s.Bind(1, job);
-  std::vector<StoredTransition> out;
+namespace {
+
+// Events from a statement that selects e.seq, e.at, e.job, e.node, e.state, e.reason.
+std::vector<StoredEvent> ReadEvents(Statement& s, sqlite3* db, const std::string& path) {
+  std::vector<StoredEvent> out;
   int rc;
   while ((rc = s.Step()) == SQLITE_ROW)
-    out.push_back({job, s.Int(0), s.Real(1), s.Text(2), s.Text(3)});
-  if (rc != SQLITE_DONE)
-    throw StoreError(path_ + ": reading transitions: " + sqlite3_errmsg(reader_));
+    out.push_back({s.Int(0), s.Real(1), s.Int(2), s.Text(3), s.Text(4), s.Text(5)});
+  if (rc != SQLITE_DONE) throw StoreError(path + ": reading events: " + sqlite3_errmsg(db));
+  return out;
+}
+
+}  // namespace
+
+std::vector<StoredEvent> StateStore::JobEvents(int64_t job) const {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Statement s(reader_,
+              "SELECT e.seq, e.at, e.job, e.node, e.state, e.reason FROM events e "
+              "WHERE e.job = ? ORDER BY e.seq");
+  s.Bind(1, job);
+  return ReadEvents(s, reader_, path_);
+}
+
+std::vector<StoredEvent> StateStore::EventsAfter(int64_t seq, size_t limit, const std::string& user,
+                                                 double wait_s) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  for (;;) {
+    uint64_t seen;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      seen = committed_;
+    }
+    std::vector<StoredEvent> events;
+    {
+      std::lock_guard<std::mutex> lock(read_mu_);
+      Statement s(reader_,
+                  "SELECT e.seq, e.at, e.job, e.node, e.state, e.reason FROM events e "
+                  "LEFT JOIN jobs j ON j.id = e.job WHERE e.seq > ?1 "
+                  "AND (?2 = '' OR e.job = 0 OR j.user = ?2) ORDER BY e.seq LIMIT ?3");
+      s.Bind(1, seq).Bind(2, user).Bind(3, static_cast<int64_t>(limit));
+      events = ReadEvents(s, reader_, path_);
+    }
+    if (!events.empty() || std::chrono::steady_clock::now() >= deadline) return events;
+    // Nothing yet: sleep until the writer commits again (or the deadline), then look again.
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!committed_cv_.wait_until(lock, deadline,
+                                  [&] { return committed_ != seen || stopping_; }) ||
+        stopping_)
+      return {};
+  }
+}
+
+std::vector<StoredNode> StateStore::LoadNodes() const {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Statement s(reader_, "SELECT name, cordoned FROM nodes ORDER BY name");
+  std::vector<StoredNode> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back({s.Text(0), s.Int(1) != 0});
+  if (rc != SQLITE_DONE) throw StoreError(path_ + ": reading nodes: " + sqlite3_errmsg(reader_));
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace berth {
@@ -47,28 +48,49 @@ struct StoredJob {
   std::string placements;
 };
 
-// One state change of a job, as the events API lists them.
-struct StoredTransition {
-  int64_t job = 0;
-  int64_t seq = 0;  // per job, from 1
+// One entry of the event log: a job's state change (job set, node "") or a node's (job 0).
+// `seq` numbers every event of the state, increasing, never given twice: a watcher resumes
+// from the last one it saw.
+struct StoredEvent {
+  int64_t seq = 0;
   double at = 0;
-  std::string state;
+  int64_t job = 0;
+  std::string node;
+  std::string state;  // a job state, or cordoned / uncordoned / drained
   std::string reason;
+};
+
+// An operator's mark on a node, kept across restarts.
+struct StoredNode {
+  std::string name;
+  bool cordoned = false;
 };
 
 struct StoreWrite {
   enum class Kind {
-    kPut,     // insert or replace the job, and append a transition to its state and reason
-    kDelete,  // remove the job and its transitions
+    kPut,     // insert or replace the job, and log an event of its state and reason
+    kDelete,  // remove the job and its events
+    kNode,    // set the node's mark, and log an event of `event` and the job's `reason`
   };
   Kind kind = Kind::kPut;
-  StoredJob job;
+  StoredJob job;    // kPut, kDelete; for kNode only `updated` and `reason`
+  StoredNode node;  // kNode
+  std::string event;
+
+  static StoreWrite Put(StoredJob job) { return {Kind::kPut, std::move(job), {}, ""}; }
+  static StoreWrite Delete(StoredJob job) { return {Kind::kDelete, std::move(job), {}, ""}; }
+  static StoreWrite Node(StoredNode node, std::string event, double at, std::string reason) {
+    StoreWrite w{Kind::kNode, {}, std::move(node), std::move(event)};
+    w.job.updated = at;
+    w.job.reason = std::move(reason);
+    return w;
+  }
 };
 
 class StateStore {
  public:
   // The schema this berth writes.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens DIR/berth.db, creating DIR and the database when missing, and takes DIR/lock: one
   // server per state, since two would overwrite each other's jobs and hand out the same GPUs.
@@ -88,8 +110,15 @@ class StateStore {
   std::vector<StoredJob> LoadJobs() const;
   // Above every id ever stored, removed jobs' included: ids are never given twice.
   int64_t NextJobId() const;
-  // A job's transitions, oldest first.
-  std::vector<StoredTransition> Transitions(int64_t job) const;
+  // A job's events, oldest first.
+  std::vector<StoredEvent> JobEvents(int64_t job) const;
+  // Up to `limit` events after `seq`, oldest first; only node events and the jobs of `user`
+  // unless `user` is "". When there are none yet, waits up to `wait_s` for a commit that
+  // brings some (a watch).
+  std::vector<StoredEvent> EventsAfter(int64_t seq, size_t limit, const std::string& user,
+                                       double wait_s) const;
+  // The nodes an operator has marked.
+  std::vector<StoredNode> LoadNodes() const;
   const std::string& path() const { return path_; }
 
  private:
@@ -103,8 +132,8 @@ class StateStore {
   sqlite3* reader_ = nullptr;  // guarded by read_mu_
   mutable std::mutex read_mu_;
 
-  std::mutex mu_;
-  std::condition_variable wake_writer_, committed_cv_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable wake_writer_, committed_cv_;
   std::vector<StoreWrite> queued_;
   uint64_t enqueued_ = 0;   // tickets handed out
   uint64_t committed_ = 0;  // tickets whose writes are done (committed, or failed)

@@ -80,6 +80,13 @@ BERTH_TOKEN=$alice expect_exit2 "no job $b1" rm "$b1"
   fail "the admin's ps: $(as "$root" ps -a)"
 as "$root" stop "$b1" > /dev/null
 [ "$(as "$bob" inspect "$b1" | jq -r .state)" = stopped ] || fail "the admin's stop"
+# Only admins act on nodes; everyone sees the nodes' events, and only their own jobs'.
+BERTH_TOKEN=$alice expect_exit2 "only an admin may cordon a node; alice is not one" node cordon dgx-3
+as "$root" node cordon dgx-3 > /dev/null
+[ "$(as "$alice" events --format json | jq -r -s 'map(.job // .node) | unique | join(",")')" = \
+  "$a1,dgx-3" ] || fail "alice's events: $(as "$alice" events)"
+[ "$(as "$root" events --format json | jq -r -s 'map(.job // .node) | unique | join(",")')" = \
+  "$a1,$b1,dgx-3" ] || fail "the admin's events: $(as "$root" events)"
 
 # Tokens survive nothing but the file: a restart with the same file knows the same users.
 kill -TERM "$SERVER"

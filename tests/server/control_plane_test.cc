@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "config/cluster_file.h"
 
@@ -57,6 +59,12 @@ class ControlPlaneTest : public ::testing::Test {
 
   std::string dir_;
   double now_ = 1000;
+  std::vector<int> FreeGpus() const {
+    std::vector<int> free;
+    for (const ControlPlane::NodeStatus& n : plane_->Nodes()) free.push_back(n.free_gpus);
+    return free;
+  }
+
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<ControlPlane> plane_;
 };
@@ -72,7 +80,7 @@ TEST_F(ControlPlaneTest, ASubmittedJobIsPlacedAndKeptAcrossARestart) {
   EXPECT_EQ(plane_->Get(b).name, "job-2");
   EXPECT_EQ(plane_->Get(b).user, "ann");
   EXPECT_EQ(plane_->Get(b).state, "scheduled");
-  const std::vector<int> free_before = plane_->FreeGpus();
+  const std::vector<int> free_before = FreeGpus();
   EXPECT_EQ(free_before[0] + free_before[1], 4);
 
   Open(2);  // a restart: the engine is rebuilt from the state
@@ -80,10 +88,10 @@ TEST_F(ControlPlaneTest, ASubmittedJobIsPlacedAndKeptAcrossARestart) {
       << plane_->recovery_summary();
   EXPECT_EQ(plane_->Get(a).state, "scheduled");
   EXPECT_EQ(plane_->Get(a).placements, placed.placements);
-  EXPECT_EQ(plane_->FreeGpus(), free_before);  // the same GPUs are held, not placed again
+  EXPECT_EQ(FreeGpus(), free_before);  // the same GPUs are held, not placed again
   // Ids go on after the highest kept one.
   EXPECT_EQ(plane_->Submit(R"({"gpus": 1})"), 3);
-  const std::vector<StoredTransition> events = plane_->Events(a);
+  const std::vector<StoredEvent> events = plane_->Events(a);
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].state, "pending");
   EXPECT_EQ(events[1].state, "scheduled");
@@ -102,7 +110,7 @@ TEST_F(ControlPlaneTest, AJobWhoseNodeIsGoneAfterARestartIsLostAndQueuedAgain) {
     pending += state == "pending";
     scheduled += state == "scheduled";
     if (state == "pending") {
-      const std::vector<StoredTransition> events = plane_->Events(id);
+      const std::vector<StoredEvent> events = plane_->Events(id);
       ASSERT_GE(events.size(), 2u);
       EXPECT_EQ(events[events.size() - 2].state, "lost");
       EXPECT_NE(events[events.size() - 2].reason.find("could not be taken again"),
@@ -154,7 +162,7 @@ TEST_F(ControlPlaneTest, StopAndRemove) {
     EXPECT_EQ(e.status, 409);
   }
   EXPECT_EQ(plane_->Stop(a).state, "stopped");
-  EXPECT_EQ(plane_->FreeGpus()[0] + plane_->FreeGpus()[1], 16);  // its GPUs are free again
+  EXPECT_EQ(FreeGpus()[0] + FreeGpus()[1], 16);  // its GPUs are free again
   EXPECT_THROW(plane_->Stop(a), ApiError);
   plane_->Remove(a);
   try {
@@ -180,7 +188,7 @@ TEST_F(ControlPlaneTest, AGuaranteeReclaimsFromABorrowerAndTheBorrowerWaitsAgain
   EXPECT_EQ(plane_->Get(owner).state, "scheduled");
   EXPECT_EQ(plane_->Get(borrower).state, "pending");
   bool preempted = false;
-  for (const StoredTransition& t : plane_->Events(borrower)) preempted |= t.state == "preempted";
+  for (const StoredEvent& t : plane_->Events(borrower)) preempted |= t.state == "preempted";
   EXPECT_TRUE(preempted);
 }
 
@@ -213,6 +221,48 @@ TEST_F(ControlPlaneTest, ACallersJobIsItsOwnAndGoesOnlyToItsQueues) {
   Open(2, {{"research", 1, -1, {}}, {"other", 1, -1, {}}});
   EXPECT_EQ(plane_->Get(a).user, "alice");
   EXPECT_EQ(plane_->Get(a).state, "pending");
+}
+
+// A drained node's job waits again and lands on the other node; the cordon outlives a restart
+// and is in the event log; uncordon opens the node again.
+TEST_F(ControlPlaneTest, ADrainEvictsAndTheCordonIsKept) {
+  const int64_t a = plane_->Submit(R"({"gpus": 8})");
+  plane_->Cycle();
+  const std::string first = plane_->Get(a).placements;
+  const std::string node = first.find("dgx-0") != std::string::npos ? "dgx-0" : "dgx-1";
+  const std::string other = node == "dgx-0" ? "dgx-1" : "dgx-0";
+  plane_->NodeAction(node, "drain");
+  EXPECT_EQ(plane_->Get(a).state, "pending");
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(a).state, "scheduled");
+  EXPECT_NE(plane_->Get(a).placements.find(other), std::string::npos);
+  Open(2);
+  const int n = node == "dgx-0" ? 0 : 1;
+  EXPECT_TRUE(plane_->Nodes()[n].cordoned);
+  EXPECT_FALSE(plane_->Nodes()[1 - n].cordoned);
+  const int64_t b = plane_->Submit(R"({"gpus": 8})");
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(b).state, "pending");  // the only free node is cordoned
+  plane_->NodeAction(node, "uncordon");
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(b).state, "scheduled");
+  std::vector<std::string> node_events;
+  for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0))
+    if (!e.node.empty()) node_events.push_back(e.node + " " + e.state);
+  EXPECT_EQ(node_events, (std::vector<std::string>{node + " drained", node + " uncordoned"}));
+  bool evicted = false;
+  for (const StoredEvent& e : plane_->Events(a)) evicted |= e.state == "preempted";
+  EXPECT_TRUE(evicted);
+  for (const auto& [target, action, status] :
+       std::vector<std::tuple<std::string, std::string, int>>{{"nope", "cordon", 404},
+                                                              {node, "reboot", 400}}) {
+    try {
+      plane_->NodeAction(target, action);
+      ADD_FAILURE() << action << " " << target << " was accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, status) << e.what();
+    }
+  }
 }
 
 TEST_F(ControlPlaneTest, ListFiltersAndPages) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -35,7 +36,7 @@ StoredJob Job(int64_t id, const std::string& state) {
 }
 
 void Put(StateStore& store, const StoredJob& job) {
-  store.Wait(store.Enqueue({{StoreWrite::Kind::kPut, job}}));
+  store.Wait(store.Enqueue({StoreWrite::Put(job)}));
 }
 
 TEST(StateStoreTest, JobsAndTransitionsSurviveAReopen) {
@@ -55,7 +56,7 @@ TEST(StateStoreTest, JobsAndTransitionsSurviveAReopen) {
   EXPECT_EQ(jobs[0].state, "scheduled");
   EXPECT_EQ(jobs[0].placements, "{\"gpuIds\": [\"n/0\"]}");
   EXPECT_EQ(jobs[0].spec, "{\"gpus\": 1}");
-  const std::vector<StoredTransition> t = store.Transitions(1);
+  const std::vector<StoredEvent> t = store.JobEvents(1);
   ASSERT_EQ(t.size(), 2u);
   EXPECT_EQ(t[0].seq, 1);
   EXPECT_EQ(t[0].state, "pending");
@@ -70,9 +71,9 @@ TEST(StateStoreTest, DeleteForgetsTheJobAndItsTransitionsButNotItsId) {
     EXPECT_EQ(store.NextJobId(), 1);
     Put(store, Job(1, "pending"));
     Put(store, Job(1, "stopped"));
-    store.Wait(store.Enqueue({{StoreWrite::Kind::kDelete, Job(1, "stopped")}}));
+    store.Wait(store.Enqueue({StoreWrite::Delete(Job(1, "stopped"))}));
     EXPECT_TRUE(store.LoadJobs().empty());
-    EXPECT_TRUE(store.Transitions(1).empty());
+    EXPECT_TRUE(store.JobEvents(1).empty());
   }
   EXPECT_EQ(StateStore(dir).NextJobId(), 2);  // a removed job's id is not given again
 }
@@ -111,7 +112,7 @@ TEST(StateStoreTest, ConcurrentWritersEachLandOnce) {
   ASSERT_EQ(jobs.size(), static_cast<size_t>(kThreads * kEach));
   for (size_t i = 0; i < jobs.size(); ++i) {
     EXPECT_EQ(jobs[i].id, static_cast<int64_t>(i + 1));
-    EXPECT_EQ(store.Transitions(jobs[i].id).size(), 1u);
+    EXPECT_EQ(store.JobEvents(jobs[i].id).size(), 1u);
   }
 }
 
@@ -131,6 +132,91 @@ TEST(StateStoreTest, AStateFromANewerBerthIsRefused) {
         << message;
     EXPECT_NE(message.find("give --state a new directory"), std::string::npos) << message;
   }
+}
+
+// A state written by the berth before the event log (schema 2: per-job transitions) opens
+// with every transition in the log, in time order, and the jobs as they were.
+TEST(StateStoreTest, ASchema2StateIsMigrated) {
+  const std::string dir = FreshDir("schema2");
+  std::filesystem::create_directories(dir);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir + "/berth.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(
+          db,
+          "CREATE TABLE jobs (id INTEGER PRIMARY KEY, name TEXT NOT NULL, queue TEXT NOT NULL,"
+          " user TEXT NOT NULL, spec TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL,"
+          " exit_code INTEGER NOT NULL, submitted REAL NOT NULL, updated REAL NOT NULL,"
+          " placements TEXT NOT NULL);"
+          "CREATE TABLE transitions (job INTEGER NOT NULL, seq INTEGER NOT NULL, at REAL NOT NULL,"
+          " state TEXT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (job, seq)) WITHOUT ROWID;"
+          "CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+          "INSERT INTO meta VALUES ('next_job_id', 3);"
+          "INSERT INTO jobs VALUES (1, 'a', 'default', 'u', '{}', 'scheduled', 'r', 0, 10, 12, '');"
+          "INSERT INTO jobs VALUES (2, 'b', 'default', 'u', '{}', 'pending', 'r', 0, 11, 11, '');"
+          "INSERT INTO transitions VALUES (1, 1, 10, 'pending', 'submitted');"
+          "INSERT INTO transitions VALUES (1, 2, 12, 'scheduled', 'placed');"
+          "INSERT INTO transitions VALUES (2, 1, 11, 'pending', 'submitted');"
+          "PRAGMA user_version=2;",
+          nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  sqlite3_close(db);
+  StateStore store(dir);
+  EXPECT_EQ(store.LoadJobs().size(), 2u);
+  EXPECT_EQ(store.NextJobId(), 3);
+  const std::vector<StoredEvent> log = store.EventsAfter(0, 10, "", 0);
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0].job, 1);
+  EXPECT_EQ(log[1].job, 2);  // by time across jobs
+  EXPECT_EQ(log[2].state, "scheduled");
+  EXPECT_EQ(store.JobEvents(1).size(), 2u);
+}
+
+TEST(StateStoreTest, TheEventLogIsOrderedFilteredAndNeverRenumbered) {
+  const std::string dir = FreshDir("events");
+  StateStore store(dir);
+  StoredJob mine = Job(1, "pending");
+  mine.user = "ann";
+  Put(store, mine);
+  Put(store, Job(2, "pending"));
+  store.Wait(store.Enqueue({StoreWrite::Node({"n1", true}, "cordoned", 200, "on request")}));
+  std::vector<StoredEvent> log = store.EventsAfter(0, 10, "", 0);
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[2].node, "n1");
+  EXPECT_EQ(log[2].job, 0);
+  EXPECT_EQ(log[2].state, "cordoned");
+  // ann sees her job and the node, not the other user's job.
+  log = store.EventsAfter(0, 10, "ann", 0);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].job, 1);
+  EXPECT_EQ(log[1].node, "n1");
+  EXPECT_EQ(store.EventsAfter(1, 1, "", 0).size(), 1u);  // the limit
+  ASSERT_EQ(store.LoadNodes().size(), 1u);
+  EXPECT_TRUE(store.LoadNodes()[0].cordoned);
+  // A removed job's events go, but their numbers are not given again: a watcher that saw
+  // them resumes after them and misses nothing new.
+  const int64_t last = store.EventsAfter(0, 10, "", 0).back().seq;
+  store.Wait(store.Enqueue({StoreWrite::Delete(Job(2, "stopped"))}));
+  Put(store, Job(3, "pending"));
+  log = store.EventsAfter(last, 10, "", 0);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].job, 3);
+  EXPECT_GT(log[0].seq, last);
+}
+
+// A watch waits for the next commit instead of polling, and returns empty at its deadline.
+TEST(StateStoreTest, AWatchWakesOnTheNextCommit) {
+  const std::string dir = FreshDir("watch");
+  StateStore store(dir);
+  EXPECT_TRUE(store.EventsAfter(0, 10, "", 0.05).empty());
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    Put(store, Job(1, "pending"));
+  });
+  const std::vector<StoredEvent> log = store.EventsAfter(0, 10, "", 30);
+  writer.join();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].job, 1);
 }
 
 TEST(StateStoreTest, AFileIsNotAStateDirectory) {
