@@ -4,9 +4,11 @@ set -euo pipefail
 # jq: the cli tests read the JSON results with it. clang and libfuzzer-14-dev: the fuzz targets
 # (scripts/fuzz.sh).
 # libsqlite3-dev and libcpp-httplib-dev (with pkg-config): the server's state and API.
+# prometheus (promtool) and curl: tests/cli/metrics_test.sh checks GET /metrics with
+# `promtool check metrics` and scrapes it with a real Prometheus, read back over its HTTP API.
 pkgs=(cmake ninja-build g++ pkg-config jq libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev clang libfuzzer-14-dev libsqlite3-dev
-      libcpp-httplib-dev)
+      libcpp-httplib-dev prometheus curl)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -6,8 +6,10 @@
 #include <httplib.h>
 
 #include <cstddef>
+#include <string>
 
 #include "server/control_plane.h"
+#include "server/metrics.h"
 
 namespace berth {
 
@@ -16,5 +18,23 @@ constexpr size_t kMaxRequestBytes = 1 << 20;  // a job spec
 constexpr size_t kMaxListLimit = 10000;       // jobs per page of GET /v1/jobs
 
 void AddApiRoutes(httplib::Server& server, ControlPlane& plane);
+
+// GET /metrics (docs/api.md, "Metrics"): the control plane's state and the API's request
+// durations in Prometheus' text format. Times every request: it sets the server's pre-routing
+// handler and logger. A pre-routing handler set later (access control) must call
+// NoteRequestStart() first, and a logger set later must call RecordRequest, or the request
+// durations stop counting.
+void AddMetricsRoutes(httplib::Server& server, const ControlPlane& plane);
+void NoteRequestStart();
+void RecordRequest(MetricsRegistry& requests, const httplib::Request& req,
+                   const httplib::Response& res);
+// The route pattern of a request's path as the metrics label it ("/v1/jobs/{id}"), "other"
+// for a path no route serves: never the path itself, so that clients cannot grow the metrics
+// by asking for new URLs.
+std::string RouteLabel(const std::string& path);
+// The families the API declares for its requests (berth_api_request_duration_seconds).
+void DeclareRequestMetrics(MetricsRegistry& requests);
+// The whole exposition: the control plane's state now, then `requests`.
+std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& requests);
 
 }  // namespace berth

@@ -60,6 +60,7 @@ int RunServer(ServerOptions options) {
   // Without it, Nagle and delayed ACKs hold each small reply for 40 ms.
   server.set_tcp_nodelay(true);
   AddApiRoutes(server, plane);
+  AddMetricsRoutes(server, plane);
   // The library listens with a backlog of 5: a burst of new clients would wait a second for a
   // SYN retransmission, or fail. The socket is kept here to listen again with a real backlog.
   int listen_socket = -1;
