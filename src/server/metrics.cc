@@ -105,8 +105,14 @@ std::string EscapeLabelValue(const std::string& value) {
 std::string FormatMetricValue(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  // The shortest digits that read back exactly; plain decimals where they are short (le="0.0005",
+  // not "5e-04"), an exponent for very small or large values.
+  const double magnitude = std::fabs(value);
+  const bool plain = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e15);
   char text[64];
-  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  const auto [end, ec] =
+      plain ? std::to_chars(text, text + sizeof text, value, std::chars_format::fixed)
+            : std::to_chars(text, text + sizeof text, value, std::chars_format::scientific);
   return ec == std::errc() ? std::string(text, end) : "NaN";
 }
 
