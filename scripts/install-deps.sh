@@ -5,9 +5,11 @@ set -euo pipefail
 # (scripts/fuzz.sh).
 # libsqlite3-dev and libcpp-httplib-dev (with pkg-config): the server's state and API; libssl-dev
 # its TLS and token hashes, and openssl the tests' self-signed certificates.
+# prometheus (promtool) and curl: tests/cli/metrics_test.sh checks GET /metrics with
+# `promtool check metrics` and scrapes it with a real Prometheus, read back over its HTTP API.
 pkgs=(cmake ninja-build g++ pkg-config jq libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev clang libfuzzer-14-dev libsqlite3-dev
-      libcpp-httplib-dev libssl-dev openssl)
+      libcpp-httplib-dev libssl-dev openssl prometheus curl)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -1,6 +1,9 @@
 #include "core/fragmentation.h"
 
+#include "core/job.h"
+
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -22,6 +25,13 @@ std::string JoinModels(const std::vector<std::string>& models) {
 constexpr int kStackThresholds = 64;
 
 }  // namespace
+
+PodShape PodShapeOf(const Cluster& cluster, const Demand& d) {
+  if (d.gpus > 0) return {d.cpu_milli, d.gpus, 1000, d.models};
+  const int milli = static_cast<int>(std::lround(1000 * GpuEquivalents(cluster, d)));
+  if (milli > 0) return {d.cpu_milli, 1, std::min(milli, 1000), d.models};
+  return {d.cpu_milli, 0, 0, d.models};
+}
 
 TypicalPodsOptions PaperTypicalPodsOptions() {
   return TypicalPodsOptions{.include_cpu_pods = true, .coverage_percent = 95, .step = 1};

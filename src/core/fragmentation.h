@@ -37,6 +37,10 @@ struct PodShape {
   std::vector<std::string> models;  // allowed GPU models; empty: any
 };
 
+// The shape one replica of a demand counts as: whole GPUs, else a share (a MIG slice as its
+// share of the GPU's compute), else CPU only.
+PodShape PodShapeOf(const Cluster& cluster, const Demand& demand);
+
 // GetTypicalPods' configuration (v1alpha1.TypicalPodsConfig).
 struct TypicalPodsOptions {
   bool include_cpu_pods = false;  // IsInvolvedCpuPods

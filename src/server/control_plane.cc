@@ -1,11 +1,15 @@
 #include "server/control_plane.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <utility>
 
 #include "config/berth_trace.h"
 #include "config/config_error.h"
+#include "core/fragmentation.h"
 #include "core/job.h"
 
 namespace berth {
@@ -77,12 +81,10 @@ std::string ControlPlane::WhyUnrunnable(const JobSpec& spec) const {
 
 void ControlPlane::Recover() {
   // The operators' marks first: adopted and queued jobs then see the nodes as they were left.
-  cordoned_.assign(config_.cluster.nodes.size(), false);
   int cordoned = 0;
   for (const StoredNode& marked : store_->LoadNodes()) {
     const int n = NodeIndex(marked.name);
     if (n < 0 || !marked.cordoned) continue;  // a node gone from the cluster file: nothing to do
-    cordoned_[n] = true;
     engine_->SetNodeCordoned(n, true, now_());
     ++cordoned;
   }
@@ -320,7 +322,6 @@ void ControlPlane::NodeAction(const std::string& name, const std::string& action
   const bool cordon = action != "uncordon";
   const std::vector<Decision> decisions =
       action == "drain" ? engine_->Drain(n, now) : engine_->SetNodeCordoned(n, cordon, now);
-  cordoned_[n] = cordon;
   std::vector<StoreWrite> writes = {
       StoreWrite::Node({name, cordon},
                        action == "drain" ? "drained"
@@ -348,7 +349,7 @@ std::vector<ControlPlane::NodeStatus> ControlPlane::Nodes() const {
     NodeStatus status;
     for (size_t g = 0; g < config_.cluster.nodes[n].gpus.size(); ++g)
       status.free_gpus += alloc.gpu_free(static_cast<int>(n), static_cast<int>(g)) ? 1 : 0;
-    status.cordoned = cordoned_[n];
+    status.cordoned = alloc.node_cordoned(static_cast<int>(n));
     nodes.push_back(status);
   }
   return nodes;
@@ -364,7 +365,10 @@ void ControlPlane::Cycle() {
     SubmitIncoming(now, &writes);
   }
   // The cycle itself holds only the engine: submissions and reads go on meanwhile.
+  const auto started = std::chrono::steady_clock::now();
   const std::vector<Decision> decisions = engine_->Schedule(now);
+  cycle_seconds_.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   std::unique_lock<std::mutex> lock(mu_);
   Apply(decisions, &writes);
   Commit({&engine_lock, &lock}, std::move(writes));
@@ -376,6 +380,7 @@ void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<Sto
     if (id == by_engine_id_.end()) continue;  // not a job of this server (cannot happen)
     Job& job = jobs_.at(id->second);
     const JobRecord* record = engine_->job(d.job);
+    ++decisions_[d.kind];
     std::string gpus;
     for (const std::string& g : d.gpu_ids) gpus += (gpus.empty() ? "" : ", ") + g;
     switch (d.kind) {
@@ -397,6 +402,7 @@ void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<Sto
         // Until an agent runs it, a placed job has nothing to stop: it has stopped now.
         job.stored.placements.clear();
         Record(job, "preempted", d.reason, writes);
+        ++preemptions_;
         const std::vector<Decision> starts = engine_->Stopped(d.job, now_());
         Record(job, "pending", "waiting again after it was preempted", writes);
         Apply(starts, writes);
@@ -447,6 +453,84 @@ std::optional<std::vector<ReplicaPlacement>> ControlPlane::ParsePlacements(
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }
+  return out;
+}
+
+}  // namespace berth
+
+namespace berth {
+namespace {
+
+
+}  // namespace
+
+const std::vector<std::string>& ControlPlane::JobStates() {
+  static const std::vector<std::string> states = {"pending", "scheduled", "preempted", "lost",
+                                                  "stopped", "failed",    "succeeded"};
+  return states;
+}
+
+std::vector<double> ControlPlane::CycleSecondsBuckets() {
+  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+}
+
+ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
+  MetricsSnapshot out;
+  std::lock_guard<std::mutex> engine_lock(engine_mu_);
+  std::vector<PodShape> shapes;
+  for (const std::string& state : JobStates()) out.jobs[state] = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, job] : jobs_) {
+      ++out.jobs[job.stored.state];
+      if (Ended(job.stored.state)) continue;
+      for (const TaskGroup& g : job.spec.groups)
+        shapes.push_back(PodShapeOf(config_.cluster, g.demand));
+    }
+  }
+  out.queues = engine_->Queues();
+
+  const Allocator& alloc = engine_->allocator();
+  const std::vector<Node>& nodes = config_.cluster.nodes;
+  std::set<std::pair<int, int>> held;  // (node, GPU) of the placed jobs
+  for (const auto& [id, record] : engine_->jobs())
+    if (record.state == JobState::kRunning || record.state == JobState::kStopping)
+      for (const ReplicaPlacement& p : record.placements)
+        for (int g : p.gpus) held.insert({p.node, g});
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    std::map<std::string, GpuCount> by_model;
+    for (size_t g = 0; g < nodes[n].gpus.size(); ++g) {
+      GpuCount& count = by_model[nodes[n].gpus[g].model];
+      const int node = static_cast<int>(n), gpu = static_cast<int>(g);
+      if (held.count({node, gpu}))
+        ++count.allocated;
+      else if (alloc.gpu_bad(node, gpu))
+        ++count.bad;
+      else if (alloc.node_cordoned(node))
+        ++count.cordoned;
+      else
+        ++count.free;
+    }
+    for (auto& [model, count] : by_model) {
+      count.node = nodes[n].name;
+      count.model = model;
+      out.gpus.push_back(std::move(count));
+    }
+  }
+  if (!shapes.empty()) {
+    const FragmentationModel model(&config_.cluster,
+                                   TypicalPods(shapes, PaperTypicalPodsOptions()));
+    out.fragmentation_gpus = model.ClusterFragmentation(alloc) / 1000;
+  }
+
+  out.cycle_seconds = cycle_seconds_;
+  for (Decision::Kind kind :
+       {Decision::Kind::kStart, Decision::Kind::kPreempt, Decision::Kind::kEvict,
+        Decision::Kind::kKill, Decision::Kind::kGrow, Decision::Kind::kShrink}) {
+    const auto it = decisions_.find(kind);
+    out.decisions[DecisionKindName(kind)] = it == decisions_.end() ? 0 : it->second;
+  }
+  out.preemptions = preemptions_;
   return out;
 }
 

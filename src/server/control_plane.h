@@ -34,6 +34,7 @@
 #include "core/policy.h"
 #include "core/scheduler.h"
 #include "server/access.h"
+#include "server/metrics.h"
 #include "store/state_store.h"
 
 namespace berth {
@@ -104,6 +105,28 @@ class ControlPlane {
 
   static bool Ended(const std::string& state);
 
+  // What GET /metrics reports (docs/api.md, "Metrics"), as plain numbers; http_api.cc writes
+  // them out. Read at once under both locks, so the parts agree with each other.
+  struct GpuCount {
+    std::string node, model;
+    // Each GPU counted once: held by a placed job; else bad; else on a cordoned node; else free.
+    int allocated = 0, bad = 0, cordoned = 0, free = 0;
+  };
+  struct MetricsSnapshot {
+    std::map<std::string, int> jobs;  // by state, every state of JobStates() (0 included)
+    std::vector<QueueStatus> queues;
+    std::vector<GpuCount> gpus;  // per node and GPU model, in node order
+    // FGD's fragmentation (core/fragmentation.h) in GPUs, the workload being the shapes of the
+    // jobs not ended; 0 while there are none.
+    double fragmentation_gpus = 0;
+    Histogram cycle_seconds;                    // the engine's Schedule call, per cycle
+    std::map<std::string, uint64_t> decisions;  // applied, by DecisionKindName (every kind)
+    uint64_t preemptions = 0;  // jobs sent back to pending by a preempt, evict or kill
+  };
+  MetricsSnapshot Metrics() const;
+  static const std::vector<std::string>& JobStates();
+  static std::vector<double> CycleSecondsBuckets();  // 0.5 ms to 5 s
+
  private:
   struct Job {
     StoredJob stored;
@@ -135,16 +158,19 @@ class ControlPlane {
   ControlPlaneConfig config_;
   StateStore* store_;
   std::function<double()> now_;
-  mutable std::mutex engine_mu_;  // engine_, by_engine_id_, cordoned_
+  mutable std::mutex engine_mu_;  // engine_, by_engine_id_
   mutable std::mutex mu_;         // jobs_, incoming_, next_id_
   std::unique_ptr<Scheduler> engine_;
   std::map<int64_t, Job> jobs_;
   std::vector<int64_t> incoming_;  // submitted, not yet given to the engine
   std::map<int, int64_t> by_engine_id_;
-  std::vector<bool> cordoned_;  // per node
   int64_t next_id_ = 1;
   std::string recovery_summary_;
   std::atomic<bool> broken_{false};
+  // Metrics, under engine_mu_.
+  Histogram cycle_seconds_{CycleSecondsBuckets()};
+  std::map<Decision::Kind, uint64_t> decisions_;
+  uint64_t preemptions_ = 0;
 };
 
 }  // namespace berth

@@ -2,11 +2,16 @@
 
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace berth {
 namespace {
@@ -71,10 +76,8 @@ int64_t JobId(const httplib::Request& req) {
 }
 
 bool KnownState(const std::string& state) {
-  for (const char* known :
-       {"pending", "scheduled", "preempted", "lost", "stopped", "failed", "succeeded"})
-    if (state == known) return true;
-  return false;
+  const std::vector<std::string>& known = ControlPlane::JobStates();
+  return std::find(known.begin(), known.end(), state) != known.end();
 }
 
 JobFilter ListFilter(const httplib::Request& req) {
@@ -378,6 +381,145 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
         }
         Reply(res, 500, {{"error", "internal error: " + what}});
       });
+}
+
+}  // namespace berth
+
+// Metrics (docs/api.md, "Metrics").
+namespace berth {
+namespace {
+
+// When the request this thread serves started (the pre-routing handler); consumed by the
+// logger. A worker serves one request at a time.
+thread_local std::optional<std::chrono::steady_clock::time_point> t_request_start;
+
+constexpr const char* kRequestSeconds = "berth_api_request_duration_seconds";
+
+}  // namespace
+
+std::string RouteLabel(const std::string& path) {
+  // Every route of AddApiRoutes, as the server matches it, with its label. A route missing
+  // here is labelled "other".
+  static const std::vector<std::pair<std::regex, std::string>> routes = [] {
+    std::vector<std::pair<std::regex, std::string>> out;
+    for (const auto& [pattern, label] : std::vector<std::pair<const char*, const char*>>{
+             {"/v1/jobs", "/v1/jobs"},
+             {R"(/v1/jobs/\d+)", "/v1/jobs/{id}"},
+             {R"(/v1/jobs/\d+/stop)", "/v1/jobs/{id}/stop"},
+             {R"(/v1/jobs/\d+/events)", "/v1/jobs/{id}/events"},
+             {"/v1/queues", "/v1/queues"},
+             {"/v1/nodes", "/v1/nodes"},
+             {"/v1/nodes/[^/]+/[^/]+", "/v1/nodes/{name}/{action}"},
+             {"/v1/events", "/v1/events"},
+             {"/healthz", "/healthz"},
+             {"/readyz", "/readyz"},
+             {"/metrics", "/metrics"}})
+      out.emplace_back(std::regex(pattern), label);
+    return out;
+  }();
+  if (path.size() <= 256)  // no route is longer; a long path is not worth matching
+    for (const auto& [pattern, label] : routes)
+      if (std::regex_match(path, pattern)) return label;
+  return "other";
+}
+
+void DeclareRequestMetrics(MetricsRegistry& requests) {
+  requests.DeclareHistogram(
+      kRequestSeconds,
+      "Time from routing an API request to its answer written, by route pattern, method and "
+      "status code.",
+      {"route", "method", "code"},
+      {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+       10});
+}
+
+void NoteRequestStart() { t_request_start = std::chrono::steady_clock::now(); }
+
+void RecordRequest(MetricsRegistry& requests, const httplib::Request& req,
+                   const httplib::Response& res) {
+  // A request the library answers before routing it (a malformed request line, a Content-Length
+  // over the limit) has no start: it counts with 0 s.
+  double seconds = 0;
+  if (t_request_start)
+    seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - *t_request_start).count();
+  t_request_start.reset();
+  std::string method = "other";
+  for (const char* known : {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+    if (req.method == known) method = known;
+  requests.Observe(kRequestSeconds, {RouteLabel(req.path), method, std::to_string(res.status)},
+                   seconds);
+}
+
+std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& requests) {
+  const ControlPlane::MetricsSnapshot m = plane.Metrics();
+  MetricsRegistry out;
+  out.DeclareGauge("berth_jobs", "Jobs the server knows, by state.", {"state"});
+  for (const auto& [state, count] : m.jobs) out.Set("berth_jobs", {state}, count);
+
+  const std::pair<const char*, const char*> queue_gauges[] = {
+      {"berth_queue_guarantee_gpus", "GPUs guaranteed to the queue (its virtual cluster)."},
+      {"berth_queue_fair_share_gpus", "The queue's weighted max-min fair share, in GPUs."},
+      {"berth_queue_usage_gpus", "GPU-equivalents held by the queue's running and stopping jobs."},
+      {"berth_queue_borrowed_gpus", "GPU-equivalents the queue holds above its guarantee."},
+      {"berth_queue_pending_gpus", "GPU-equivalents the queue's pending jobs ask for."}};
+  for (const auto& [name, help] : queue_gauges) out.DeclareGauge(name, help, {"queue"});
+  for (const QueueStatus& q : m.queues) {
+    out.Set("berth_queue_guarantee_gpus", {q.name}, q.guarantee_gpus);
+    out.Set("berth_queue_fair_share_gpus", {q.name}, q.fair_share_gpus);
+    out.Set("berth_queue_usage_gpus", {q.name}, q.usage_gpus);
+    out.Set("berth_queue_borrowed_gpus", {q.name}, q.borrowed_gpus);
+    out.Set("berth_queue_pending_gpus", {q.name}, q.pending_gpus);
+  }
+
+  out.DeclareGauge("berth_gpus",
+                   "GPUs by node, model and state: allocated (held by a placed job), bad, "
+                   "cordoned or free; each GPU counts in one state.",
+                   {"node", "model", "state"});
+  for (const ControlPlane::GpuCount& g : m.gpus) {
+    out.Set("berth_gpus", {g.node, g.model, "allocated"}, g.allocated);
+    out.Set("berth_gpus", {g.node, g.model, "bad"}, g.bad);
+    out.Set("berth_gpus", {g.node, g.model, "cordoned"}, g.cordoned);
+    out.Set("berth_gpus", {g.node, g.model, "free"}, g.free);
+  }
+  out.DeclareGauge("berth_fragmentation_gpus",
+                   "FGD fragmentation: free GPU capacity the jobs not ended, as typical pods, "
+                   "could not use, in GPUs.");
+  out.Set("berth_fragmentation_gpus", {}, m.fragmentation_gpus);
+
+  out.DeclareHistogram("berth_scheduling_cycle_duration_seconds",
+                       "Time the engine took for one scheduling cycle.", {},
+                       m.cycle_seconds.bounds());
+  out.SetHistogram("berth_scheduling_cycle_duration_seconds", {}, m.cycle_seconds);
+  out.DeclareCounter("berth_scheduling_decisions_total", "Scheduling decisions applied, by kind.",
+                     {"kind"});
+  for (const auto& [kind, count] : m.decisions)
+    out.Add("berth_scheduling_decisions_total", {kind}, static_cast<double>(count));
+  out.DeclareCounter("berth_preemptions_total",
+                     "Jobs sent back to pending by a preemption, eviction or kill.");
+  out.Add("berth_preemptions_total", {}, static_cast<double>(m.preemptions));
+  return out.Expose() + requests.Expose();
+}
+
+void AddMetricsRoutes(httplib::Server& server, ApiContext& api) {
+  const ControlPlane& plane = api.plane;
+  // Shared by the handlers, which the server keeps as long as it lives.
+  auto requests = std::make_shared<MetricsRegistry>();
+  DeclareRequestMetrics(*requests);
+  server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+    NoteRequestStart();
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  server.set_logger([requests](const httplib::Request& req, const httplib::Response& res) {
+    RecordRequest(*requests, req, res);
+  });
+  // Any user's token: the metrics tell what /v1/queues and /v1/nodes do, and no user's jobs.
+  server.Get("/metrics", Route(api.access, [&plane, requests](const httplib::Request&,
+                                                              httplib::Response& res,
+                                                              const Caller&) {
+               res.set_content(MetricsExposition(plane, *requests),
+                               "text/plain; version=0.0.4; charset=utf-8");
+             }));
 }
 
 }  // namespace berth

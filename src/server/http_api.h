@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <cstddef>
+#include <string>
 
 #include "server/access.h"
 #include "server/control_plane.h"
+#include "server/metrics.h"
 
 namespace berth {
 
@@ -27,5 +29,23 @@ struct ApiContext {
 };
 
 void AddApiRoutes(httplib::Server& server, ApiContext& api);
+
+// GET /metrics (docs/api.md, "Metrics"): the control plane's state and the API's request
+// durations in Prometheus' text format. Times every request: it sets the server's pre-routing
+// handler and logger. A pre-routing handler set later (access control) must call
+// NoteRequestStart() first, and a logger set later must call RecordRequest, or the request
+// durations stop counting.
+void AddMetricsRoutes(httplib::Server& server, ApiContext& api);
+void NoteRequestStart();
+void RecordRequest(MetricsRegistry& requests, const httplib::Request& req,
+                   const httplib::Response& res);
+// The route pattern of a request's path as the metrics label it ("/v1/jobs/{id}"), "other"
+// for a path no route serves: never the path itself, so that clients cannot grow the metrics
+// by asking for new URLs.
+std::string RouteLabel(const std::string& path);
+// The families the API declares for its requests (berth_api_request_duration_seconds).
+void DeclareRequestMetrics(MetricsRegistry& requests);
+// The whole exposition: the control plane's state now, then `requests`.
+std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& requests);
 
 }  // namespace berth

@@ -88,6 +88,7 @@ int RunServer(ServerOptions options) {
   server.set_tcp_nodelay(true);
   ApiContext api{plane, access};
   AddApiRoutes(server, api);
+  AddMetricsRoutes(server, api);
   // The library listens with a backlog of 5: a burst of new clients would wait a second for a
   // SYN retransmission, or fail. The socket is kept here to listen again with a real backlog.
   int listen_socket = -1;

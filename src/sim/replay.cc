@@ -123,14 +123,6 @@ double JobGpus(const Cluster& cluster, const JobSpec& spec) {
   return gpus;
 }
 
-// The shape FGD's typical pods count for one replica of a group (a MIG slice as its share).
-PodShape ShapeOf(const Cluster& cluster, const Demand& d) {
-  if (d.gpus > 0) return {d.cpu_milli, d.gpus, 1000, d.models};
-  const int milli = static_cast<int>(std::lround(1000 * GpuEquivalents(cluster, d)));
-  if (milli > 0) return {d.cpu_milli, 1, std::min(milli, 1000), d.models};
-  return {d.cpu_milli, 0, 0, d.models};
-}
-
 }  // namespace
 
 ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& queue_specs,
@@ -149,7 +141,7 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
 
   std::vector<PodShape> shapes;
   for (const ReplayJob& j : input)
-    for (const TaskGroup& g : j.spec.groups) shapes.push_back(ShapeOf(cluster, g.demand));
+    for (const TaskGroup& g : j.spec.groups) shapes.push_back(PodShapeOf(cluster, g.demand));
   const std::vector<TypicalPod> typical = TypicalPods(shapes, PaperTypicalPodsOptions());
   engine.SetWorkloadModel(typical);
   const FragmentationModel frag(&cluster, typical);

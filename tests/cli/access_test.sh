@@ -58,6 +58,12 @@ expect_exit2 "this server needs a token: set BERTH_TOKEN" ps
 BERTH_TOKEN=berth_0000 expect_exit2 "the token is not in the server's tokens file" ps
 BERTH_TOKEN=$agent expect_exit2 "an agent token may call only the agent API" ps
 
+# Metrics need a token as well; probes do not.
+code() { curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/cert.pem" "$@"; }
+[ "$(code "$BERTH_ADDR/metrics")" = 401 ] || fail "metrics without a token"
+[ "$(code -H "Authorization: Bearer $bob" "$BERTH_ADDR/metrics")" = 200 ] || fail "metrics with one"
+[ "$(code "$BERTH_ADDR/healthz")" = 200 ] || fail "healthz needs no token"
+
 as() { local token=$1; shift; BERTH_TOKEN=$token "$BERTH" "$@"; }
 a1=$(as "$alice" run -d --queue research --gpus 1 trainer:1)
 b1=$(as "$bob" run -d --queue other --gpus 1 trainer:1)

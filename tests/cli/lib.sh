@@ -54,3 +54,12 @@ start_server() {
   [ -n "$BERTH_ADDR" ] || fail "the server never said where it listens: $(cat "$TMP/server.log")"
   export BERTH_ADDR
 }
+
+# wait_state ID STATE: until the job is in STATE (a scheduling cycle runs every 0.1 s).
+wait_state() {
+  for _ in $(seq 100); do
+    [ "$("$BERTH" inspect "$1" | jq -r .state)" = "$2" ] && return 0
+    sleep 0.1
+  done
+  fail "job $1 never became $2: $("$BERTH" inspect "$1")"
+}

@@ -6,14 +6,6 @@
 # is there exactly once and no GPU is held twice.
 source "$(dirname "$0")/lib.sh"
 
-# wait_state ID STATE: until the job is in STATE (a scheduling cycle runs every 0.1 s).
-wait_state() {
-  for _ in $(seq 100); do
-    [ "$("$BERTH" inspect "$1" | jq -r .state)" = "$2" ] && return 0
-    sleep 0.1
-  done
-  fail "job $1 never became $2: $("$BERTH" inspect "$1")"
-}
 
 BERTH_ADDR=127.0.0.1:1 expect_error "no server at 127.0.0.1:1" "$BERTH" ps
 
