@@ -459,10 +459,7 @@ std::optional<std::vector<ReplicaPlacement>> ControlPlane::ParsePlacements(
 }  // namespace berth
 
 namespace berth {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 const std::vector<std::string>& ControlPlane::JobStates() {
   static const std::vector<std::string> states = {"pending", "scheduled", "preempted", "lost",
