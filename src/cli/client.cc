@@ -255,14 +255,17 @@ struct PsArgs {
 };
 
 void Ps(const PsArgs& a) {
+  std::string not_ended;
+  for (const std::string& state : ControlPlane::JobStates())
+    if (!ControlPlane::Ended(state)) not_ended += (not_ended.empty() ? "" : ",") + state;
   Json jobs = Json::array();
   for (Json after = 0; !after.is_null();) {
     std::string path = "/v1/jobs?limit=10000&after=" + after.dump();
     if (!a.queue.empty()) path += "&queue=" + httplib::detail::encode_query_param(a.queue);
+    // Without -a, the server leaves the ended jobs out: a long history costs nothing here.
+    if (!a.all) path += "&state=" + not_ended;
     const Json page = Call("GET", path);
-    for (const Json& j : page["jobs"])
-      if (a.all || (j["state"] != "succeeded" && j["state"] != "failed" && j["state"] != "stopped"))
-        jobs.push_back(j);
+    for (const Json& j : page["jobs"]) jobs.push_back(j);
     after = page["next"];
   }
   if (a.format == "json") {

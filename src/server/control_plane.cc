@@ -231,7 +231,7 @@ void ControlPlane::List(const JobFilter& filter,
        ++it) {
     const StoredJob& j = it->second.stored;
     if ((filter.queue.empty() || j.queue == filter.queue) &&
-        (filter.state.empty() || j.state == filter.state) &&
+        (filter.states.empty() || filter.states.count(j.state) > 0) &&
         (filter.user.empty() || j.user == filter.user)) {
       visit(j);
       ++listed;

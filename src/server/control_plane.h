@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,8 +47,9 @@ struct ApiError : std::runtime_error {
 };
 
 struct JobFilter {
-  std::string queue, state, user;  // "" matches any
-  int64_t after = 0;               // ids above this only (paging)
+  std::string queue, user;       // "" matches any
+  std::set<std::string> states;  // empty matches any
+  int64_t after = 0;             // ids above this only (paging)
   size_t limit = 1000;
 };
 

@@ -1,5 +1,6 @@
 #include "server/http_api.h"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -18,16 +19,31 @@ namespace {
 
 using Json = nlohmann::json;
 
+// The answers' type. With the charset, cpp-httplib does not compress them (it compresses only
+// the bare type): brotli on a page of 10,000 jobs takes seconds of CPU, far more than sending
+// it, and any client could ask for it.
+constexpr const char* kJsonType = "application/json; charset=utf-8";
+
 void Reply(httplib::Response& res, int status, const Json& body) {
   res.status = status;
   // Names and specs come from users: bytes that are not UTF-8 become U+FFFD, not an exception.
-  res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n",
-                  "application/json");
+  res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n", kJsonType);
 }
 
-// A JSON string literal of `text`.
-std::string Quote(const std::string& text) {
-  return Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);
+// `text` as a JSON string literal, appended. Plain ASCII, the common case, is copied byte by
+// byte (a page lists 10,000 jobs, six strings each); anything else goes through the JSON
+// library, which also turns bytes that are not UTF-8 into U+FFFD.
+void AppendQuoted(const std::string& text, std::string* out) {
+  const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  if (!plain) {
+    *out += Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);
+    return;
+  }
+  *out += '"';
+  *out += text;
+  *out += '"';
 }
 
 // The job as JobJson renders it, written straight to text: a page of 10,000 jobs built as
@@ -41,10 +57,19 @@ void AppendJobText(const StoredJob& j, std::string* out) {
   char numbers[96];
   std::snprintf(numbers, sizeof numbers, "\"exitCode\":%d,\"submitted\":%.17g,\"updated\":%.17g",
                 j.exit_code, j.submitted, j.updated);
-  *out += "{\"id\":" + std::to_string(j.id) + ",\"name\":" + Quote(j.name) +
-          ",\"queue\":" + Quote(j.queue) + ",\"user\":" + Quote(j.user) +
-          ",\"state\":" + Quote(j.state) + ",\"reason\":" + Quote(j.reason) + "," + numbers +
-          ",\"gpus\":" + gpus + "}";
+  *out += "{\"id\":" + std::to_string(j.id) + ",\"name\":";
+  AppendQuoted(j.name, out);
+  *out += ",\"queue\":";
+  AppendQuoted(j.queue, out);
+  *out += ",\"user\":";
+  AppendQuoted(j.user, out);
+  *out += ",\"state\":";
+  AppendQuoted(j.state, out);
+  *out += ",\"reason\":";
+  AppendQuoted(j.reason, out);
+  *out += ",";
+  *out += numbers;
+  *out += ",\"gpus\":" + gpus + "}";
 }
 
 // The same job as a JSON value, for the answers that add to it.
@@ -86,11 +111,17 @@ JobFilter ListFilter(const httplib::Request& req) {
     if (key == "queue") {
       filter.queue = value;
     } else if (key == "state") {
-      if (!KnownState(value))
-        throw ApiError(400, "state: unknown state \"" + value.substr(0, 40) +
-                                "\"; known: pending, scheduled, preempted, lost, stopped, failed, "
-                                "succeeded");
-      filter.state = value;
+      // One state or several, comma-separated ("pending,scheduled": what berth ps lists).
+      for (size_t start = 0; start <= value.size();) {
+        const size_t end = std::min(value.find(',', start), value.size());
+        const std::string state = value.substr(start, end - start);
+        if (!KnownState(state))
+          throw ApiError(400, "state: unknown state \"" + state.substr(0, 40) +
+                                  "\"; known: pending, scheduled, preempted, lost, stopped, "
+                                  "failed, succeeded (several: comma-separated)");
+        filter.states.insert(state);
+        start = end + 1;
+      }
     } else if (key == "user")
       filter.user = value;
     else if (key == "limit")
@@ -284,7 +315,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
             "],\"next\":" + (listed == filter.limit ? std::to_string(last) : std::string("null")) +
             "}\n";
         res.status = 200;
-        res.set_content(body, "application/json");
+        res.set_content(body, kJsonType);
       }));
   server.Get(R"(/v1/jobs/(\d+))", Route(api, [&](const httplib::Request& req,
                                                  httplib::Response& res, const Caller& caller) {
