@@ -21,6 +21,7 @@ struct ServerArgs {
   std::string policy = "berth";
   std::string vcs;
   std::string tokens, tls_cert, tls_key;
+  double request_timeout_s = 30;
   std::vector<std::string> allow_mounts;
 };
 
@@ -51,6 +52,7 @@ int RunServerCommand(const ServerArgs& a) {
   if (!a.tokens.empty()) options.tokens = LoadTokensFile(a.tokens);
   options.tls_cert = a.tls_cert;
   options.tls_key = a.tls_key;
+  options.request_timeout_s = a.request_timeout_s;
   try {
     return RunServer(std::move(options));
   } catch (const StoreError& e) {
@@ -85,6 +87,10 @@ void AddServerCommand(CLI::App& app) {
       ->check(NonEmptyPath());
   cmd->add_option("--tls-key", a->tls_key, "The certificate's PEM private key")
       ->check(NonEmptyPath());
+  cmd->add_option("--request-timeout", a->request_timeout_s,
+                  "Seconds a client may take to send a whole request; slower ones are dropped")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
   cmd->callback([a] {
     const int code = RunServerCommand(*a);
     if (code != 0) std::exit(code);

@@ -125,11 +125,17 @@ Caller UserCaller(const AccessControl& access, const httplib::Request& req) {
   return caller;
 }
 
+// The request is read whole: from here its time is the handler's, not the client's.
+void Handling(ApiContext& api, const httplib::Request& req) {
+  if (api.deadline != nullptr) api.deadline->Handling(req.remote_addr, req.remote_port);
+}
+
 // A route for users: `handle(req, res, caller)` runs once the token is known.
 template <typename Handle>
-httplib::Server::Handler Route(const AccessControl& access, Handle handle) {
-  return [&access, handle](const httplib::Request& req, httplib::Response& res) {
-    Answer(res, [&] { handle(req, res, UserCaller(access, req)); });
+httplib::Server::Handler Route(ApiContext& api, Handle handle) {
+  return [&api, handle](const httplib::Request& req, httplib::Response& res) {
+    Handling(api, req);
+    Answer(res, [&] { handle(req, res, UserCaller(api.access, req)); });
   };
 }
 
@@ -199,10 +205,30 @@ StoredJob VisibleJob(const ControlPlane& plane, const Caller& caller, int64_t id
 
 }  // namespace
 
+ApiContext::ApiContext(ControlPlane& plane, const AccessControl& access)
+    : plane(plane), access(access) {
+  DeclareRequestMetrics(requests);
+}
+
 void AddApiRoutes(httplib::Server& server, ApiContext& api) {
   ControlPlane& plane = api.plane;
   const AccessControl& access = api.access;
   std::atomic<int>& watches = api.watches;
+  // Every request is timed for the metrics, and its answer restarts the connection's deadline.
+  server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+    NoteRequestStart();
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  server.set_logger([&api](const httplib::Request& req, const httplib::Response& res) {
+    RecordRequest(api.requests, req, res);
+    if (api.deadline != nullptr) api.deadline->Answered(req.remote_addr, req.remote_port);
+  });
+  // Any user's token: the metrics tell what /v1/queues and /v1/nodes do, and no user's jobs.
+  server.Get("/metrics",
+             Route(api, [&api](const httplib::Request&, httplib::Response& res, const Caller&) {
+               res.set_content(MetricsExposition(api.plane, api.requests),
+                               "text/plain; version=0.0.4; charset=utf-8");
+             }));
   // The body is read here, counted as it comes: the library bounds only a Content-Length body,
   // and a chunked one could otherwise grow without limit. The token is checked before.
   server.Post("/v1/jobs", [&](const httplib::Request& req, httplib::Response& res,
@@ -226,6 +252,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
       Reply(res, 400, {{"error", "the request body could not be read"}});
       return;
     }
+    Handling(api, req);
     if (too_big) {
       Reply(res, 413,
             {{"error", "the request body is over the limit of " + std::to_string(kMaxRequestBytes) +
@@ -236,7 +263,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
   });
   server.Get(
       "/v1/jobs",
-      Route(access, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+      Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
         JobFilter filter = ListFilter(req);
         if (!caller.admin) {
           if (!filter.user.empty() && filter.user != caller.user)
@@ -259,8 +286,8 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
         res.status = 200;
         res.set_content(body, "application/json");
       }));
-  server.Get(R"(/v1/jobs/(\d+))", Route(access, [&](const httplib::Request& req,
-                                                    httplib::Response& res, const Caller& caller) {
+  server.Get(R"(/v1/jobs/(\d+))", Route(api, [&](const httplib::Request& req,
+                                                 httplib::Response& res, const Caller& caller) {
                const StoredJob job = VisibleJob(plane, caller, JobId(req));
                Json body = JobJson(job);
                body["spec"] = job.spec;
@@ -268,25 +295,24 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
              }));
   server.Post(
       R"(/v1/jobs/(\d+)/stop)",
-      Route(access, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+      Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
         Reply(res, 200, JobJson(plane.Stop(VisibleJob(plane, caller, JobId(req)).id)));
       }));
-  server.Delete(
-      R"(/v1/jobs/(\d+))",
-      Route(access, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
-        plane.Remove(VisibleJob(plane, caller, JobId(req)).id);
-        res.status = 204;
-      }));
+  server.Delete(R"(/v1/jobs/(\d+))", Route(api, [&](const httplib::Request& req,
+                                                    httplib::Response& res, const Caller& caller) {
+                  plane.Remove(VisibleJob(plane, caller, JobId(req)).id);
+                  res.status = 204;
+                }));
   server.Get(
       R"(/v1/jobs/(\d+)/events)",
-      Route(access, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+      Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
         Json events = Json::array();
         for (const StoredEvent& e : plane.Events(VisibleJob(plane, caller, JobId(req)).id))
           events.push_back(EventJson(e));
         Reply(res, 200, {{"events", events}});
       }));
   server.Get("/v1/queues",
-             Route(access, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
+             Route(api, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
                Json queues = Json::array();
                for (const QueueStatus& q : plane.Queues())
                  queues.push_back({{"name", q.name},
@@ -301,7 +327,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                Reply(res, 200, {{"queues", queues}});
              }));
   server.Get("/v1/nodes",
-             Route(access, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
+             Route(api, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
                const std::vector<ControlPlane::NodeStatus> status = plane.Nodes();
                Json nodes = Json::array();
                const Cluster& cluster = plane.cluster();
@@ -316,8 +342,8 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                }
                Reply(res, 200, {{"nodes", nodes}});
              }));
-  server.Get("/v1/events", Route(access, [&](const httplib::Request& req, httplib::Response& res,
-                                             const Caller& caller) {
+  server.Get("/v1/events", Route(api, [&](const httplib::Request& req, httplib::Response& res,
+                                          const Caller& caller) {
                const EventsQuery query = EventsParams(req);
                if (query.watch) {
                  // Each watch holds a worker while it lasts: bounded, so that watchers cannot
@@ -340,7 +366,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
              }));
   server.Post(
       R"(/v1/nodes/([^/]+)/([^/]+))",
-      Route(access, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+      Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
         const std::string node = req.matches[1], action = req.matches[2];
         if (!caller.admin)
           throw ApiError(403, "only an admin may " + action.substr(0, 40) + " a node; " +
@@ -499,27 +525,6 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
                      "Jobs sent back to pending by a preemption, eviction or kill.");
   out.Add("berth_preemptions_total", {}, static_cast<double>(m.preemptions));
   return out.Expose() + requests.Expose();
-}
-
-void AddMetricsRoutes(httplib::Server& server, ApiContext& api) {
-  const ControlPlane& plane = api.plane;
-  // Shared by the handlers, which the server keeps as long as it lives.
-  auto requests = std::make_shared<MetricsRegistry>();
-  DeclareRequestMetrics(*requests);
-  server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
-    NoteRequestStart();
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  server.set_logger([requests](const httplib::Request& req, const httplib::Response& res) {
-    RecordRequest(*requests, req, res);
-  });
-  // Any user's token: the metrics tell what /v1/queues and /v1/nodes do, and no user's jobs.
-  server.Get("/metrics", Route(api.access, [&plane, requests](const httplib::Request&,
-                                                              httplib::Response& res,
-                                                              const Caller&) {
-               res.set_content(MetricsExposition(plane, *requests),
-                               "text/plain; version=0.0.4; charset=utf-8");
-             }));
 }
 
 }  // namespace berth

@@ -12,6 +12,7 @@
 #include "server/access.h"
 #include "server/control_plane.h"
 #include "server/metrics.h"
+#include "server/request_deadline.h"
 
 namespace berth {
 
@@ -23,19 +24,18 @@ constexpr int kWatchHeartbeatS = 5;           // an empty line after this long w
 
 // What the routes share across requests; the server keeps it for as long as it serves.
 struct ApiContext {
+  ApiContext(ControlPlane& plane, const AccessControl& access);
   ControlPlane& plane;
-  const AccessControl& access;  // names the caller of each route but healthz and readyz
-  std::atomic<int> watches{0};  // event watches in progress
+  const AccessControl& access;          // names the caller of each route but healthz and readyz
+  RequestDeadline* deadline = nullptr;  // told when each request is handled and answered
+  std::atomic<int> watches{0};          // event watches in progress
+  MetricsRegistry requests;             // the API's request durations, for GET /metrics
 };
 
+// Every route of docs/api.md, GET /metrics (Prometheus' text format: the control plane's state
+// and the request durations) included. Sets the server's pre-routing handler and logger, which
+// time each request and restart its connection's deadline: nothing else may set them.
 void AddApiRoutes(httplib::Server& server, ApiContext& api);
-
-// GET /metrics (docs/api.md, "Metrics"): the control plane's state and the API's request
-// durations in Prometheus' text format. Times every request: it sets the server's pre-routing
-// handler and logger. A pre-routing handler set later (access control) must call
-// NoteRequestStart() first, and a logger set later must call RecordRequest, or the request
-// durations stop counting.
-void AddMetricsRoutes(httplib::Server& server, ApiContext& api);
 void NoteRequestStart();
 void RecordRequest(MetricsRegistry& requests, const httplib::Request& req,
                    const httplib::Response& res);

@@ -86,9 +86,8 @@ int RunServer(ServerOptions options) {
   server.set_keep_alive_max_count(1000);
   // Without it, Nagle and delayed ACKs hold each small reply for 40 ms.
   server.set_tcp_nodelay(true);
-  ApiContext api{plane, access};
+  ApiContext api(plane, access);
   AddApiRoutes(server, api);
-  AddMetricsRoutes(server, api);
   // The library listens with a backlog of 5: a burst of new clients would wait a second for a
   // SYN retransmission, or fail. The socket is kept here to listen again with a real backlog.
   int listen_socket = -1;
@@ -109,6 +108,8 @@ int RunServer(ServerOptions options) {
   }
 
   if (listen_socket >= 0) listen(listen_socket, SOMAXCONN);
+  RequestDeadline deadline(port, options.request_timeout_s);
+  api.deadline = &deadline;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::thread cycles([&] {

@@ -21,6 +21,9 @@ struct ServerOptions {
   std::vector<TokenEntry> tokens;  // none: no tokens asked, every caller an admin
   std::string tls_cert, tls_key;   // PEM files; none: plain HTTP
   double cycle_interval_s = 0.1;
+  // From the end of one answer (or the connection) to the whole next request, headers and
+  // body; a slower client is disconnected (request_deadline.h).
+  double request_timeout_s = 30;
 };
 
 // Serves until a signal stops it; returns the process exit code. Prints where it listens on

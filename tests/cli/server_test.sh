@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 
 BERTH_ADDR=127.0.0.1:1 expect_error "no server at 127.0.0.1:1" "$BERTH" ps
 
-start_server
+start_server --request-timeout 3
 id=$("$BERTH" run -d --name train --gpus 8 trainer:1 sleep 1)
 [ "$id" = 1 ] || fail "the first job's id is $id"
 wait_state 1 scheduled
@@ -38,6 +38,26 @@ exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
 printf 'POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{' >&3
 "$BERTH" ps -q | grep -qx 1 || fail "a slow client blocks the others"
 exec 3>&-
+
+# More trickling clients than the server has workers, each sending a header line a second and
+# never finishing its request: each is cut at the request deadline (3 s here), and the others
+# are served again. Without the deadline they would hold every worker for as long as they like.
+trickle() {
+  trap '' PIPE  # a write to the cut connection fails instead of killing the client
+  exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}" || return 0
+  printf 'GET /v1/jobs HTTP/1.1\r\nHost: x\r\n' >&3 || return 0
+  for i in $(seq 30); do
+    sleep 1
+    printf 'X-Slow-%d: y\r\n' "$i" >&3 2>/dev/null || { echo "cut after $i s" >> "$TMP/cut"; return 0; }
+  done
+}
+for _ in $(seq 120); do trickle & done
+sleep 1
+timeout 20 "$BERTH" ps -q > /dev/null || fail "trickling clients starve the server"
+for _ in $(seq 100); do [ "$(wc -l < "$TMP/cut" 2>/dev/null || echo 0)" -ge 120 ] && break; sleep 0.1; done
+[ "$(wc -l < "$TMP/cut")" -ge 120 ] || fail "only $(wc -l < "$TMP/cut") of 120 trickling clients were cut"
+latest=$(sed -n 's/cut after \([0-9]*\) s/\1/p' "$TMP/cut" | sort -n | tail -1)
+[ "$latest" -le 10 ] || fail "a trickling client was cut late: $(sort "$TMP/cut" | uniq -c)"
 
 # A chunked body is counted too (the library bounds only a Content-Length body).
 exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
@@ -89,7 +109,7 @@ wait "$BENCH" 2>/dev/null || true
 acked=$(sort -n "$TMP/acks")
 [ -n "$acked" ] || fail "nothing was acknowledged: $(cat "$TMP/bench.out")"
 echo "acknowledged before the kill: $(wc -l <<<"$acked") of 1000"
-start_server
+start_server --request-timeout 3
 grep -q "jobs in the state" "$TMP/server.log" || fail "no recovery summary"
 # Ids are never given twice, not even those of removed jobs (1 and 2 above).
 new=$("$BERTH" run -d --gpus 1 trainer:1)
