@@ -141,11 +141,11 @@ int64_t MemoryMiB(const std::string& text) {
 
 struct RunArgs {
   bool detach = false;
-  std::string file, name, queue, mig, affinity, memory;
+  std::string file, name, queue, mig, affinity, memory, shm_size;
   int priority = 0, gpus = 0, gpu_share = 0, replicas = 1, min_replicas = 0;
   bool priority_set = false;
   double cpus = 0;
-  std::vector<std::string> models, env, words;  // words: IMAGE [CMD...]
+  std::vector<std::string> models, env, volumes, words;  // words: IMAGE [CMD...]
 };
 
 std::string RunSpec(const RunArgs& a) {
@@ -183,6 +183,9 @@ std::string RunSpec(const RunArgs& a) {
     env[e.substr(0, eq)] = e.substr(eq + 1);
   }
   if (!env.empty()) spec["env"] = env;
+  // The server reads and checks both (docs/api.md, "The job spec").
+  if (!a.volumes.empty()) spec["volumes"] = a.volumes;
+  if (!a.shm_size.empty()) spec["shmSize"] = a.shm_size;
   return spec.dump();
 }
 
@@ -400,6 +403,10 @@ void AddClientCommands(CLI::App& app) {
   run->add_option("--memory", r->memory, "Memory per replica (16g, 512m)");
   run->add_option("-e,--env", r->env, "Environment variable KEY=VALUE (repeatable)")
       ->allow_extra_args(false);
+  run->add_option("-v,--volume", r->volumes,
+                  "Mount HOST:CONTAINER[:ro] (repeatable; the server must allow HOST)")
+      ->allow_extra_args(false);
+  run->add_option("--shm-size", r->shm_size, "Size of /dev/shm (64m, 1g)");
   run->add_option("words", r->words, "IMAGE [CMD...]");
   run->positionals_at_end();
   run->callback([r] {

@@ -2,10 +2,12 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/policy_argument.h"
 #include "config/config_error.h"
+#include "config/mount_path.h"
 #include "config/tokens_file.h"
 #include "server/server.h"
 
@@ -20,6 +22,7 @@ struct ServerArgs {
   std::string vcs;
   std::string tokens, tls_cert, tls_key;
   double request_timeout_s = 30;
+  std::vector<std::string> allow_mounts;
 };
 
 // ~/.local/share/berth, as XDG has it.
@@ -39,6 +42,13 @@ int RunServerCommand(const ServerArgs& a) {
   options.config.cluster = LoadClusterArgument(a.cluster);
   options.config.policy = LoadPolicyArgument(a.policy);
   options.config.queues = LoadVcQueues(a.vcs);
+  for (const std::string& prefix : a.allow_mounts) {
+    std::string problem;
+    const std::string normal = NormalMountPath(prefix, &problem);
+    if (!problem.empty())
+      throw ConfigError("--allow-mount " + Quoted(prefix) + ": the path " + problem);
+    options.config.allowed_mounts.push_back(normal);
+  }
   if (!a.tokens.empty()) options.tokens = LoadTokensFile(a.tokens);
   options.tls_cert = a.tls_cert;
   options.tls_key = a.tls_key;
@@ -68,6 +78,9 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--policy", a->policy, "Built-in policy name or policy file")
       ->capture_default_str();
   cmd->add_option("--vcs", a->vcs, "Virtual-cluster file: one queue per VC")->check(NonEmptyPath());
+  cmd->add_option("--allow-mount", a->allow_mounts,
+                  "Host directory job volumes may mount from, with what lies under it "
+                  "(repeatable; default: none, no volumes)");
   cmd->add_option("--tokens", a->tokens, "Tokens file: who may call the API (docs/api.md)")
       ->check(NonEmptyPath());
   cmd->add_option("--tls-cert", a->tls_cert, "Serve HTTPS with this PEM certificate")

@@ -1,6 +1,7 @@
 #include "config/berth_trace.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -8,6 +9,7 @@
 #include "config/config_error.h"
 #include "config/file_text.h"
 #include "config/limits.h"
+#include "config/mount_path.h"
 #include "config/vc_fields.h"
 #include "config/yaml_reader.h"
 #include "core/mig.h"
@@ -22,6 +24,8 @@ constexpr size_t kMaxListItems = 64;  // GPU models, node selector labels, sprea
 constexpr size_t kMaxImage = 1024;
 constexpr size_t kMaxArguments = 256;  // a command's arguments, a container's variables
 constexpr size_t kMaxArgument = 4096;
+constexpr size_t kMaxVolumes = 32;
+constexpr int64_t kMaxShmMiB = int64_t{1} << 24;  // 16 TiB: where nodes state no memory
 constexpr int64_t kMaxReplicas = 65536;
 constexpr int64_t kMaxGpusPerReplica = 4096;
 constexpr int64_t kMaxPriority = 1000000000;
@@ -33,6 +37,54 @@ constexpr int kDefaultPriority = 100;  // the built-in policies' "default" class
 const std::vector<std::string> kGroupFields = {
     "replicas",  "gpus",     "gpuMilli",  "migProfile",   "gpuMemoryMiB", "cpuMilli",
     "memoryMiB", "affinity", "gpuModels", "nodeSelector", "image"};
+
+// What a container could use to reach the host: berth never grants it, so a job spec asking for
+// it is refused with the reason rather than as an unknown field (docker's, Kubernetes' and
+// compose's names, as people copy them from those).
+const std::map<std::string, std::string> kNeverGranted = [] {
+  const std::string privileged =
+      "berth does not run privileged containers; GPUs come from the job's gpus, gpuMilli or "
+      "migProfile, devices are not granted";
+  const std::string devices =
+      "berth grants no devices; GPUs come from the job's gpus, gpuMilli or migProfile";
+  const std::string capabilities =
+      "berth grants no capabilities beyond the runtime's defaults; drop the field";
+  const std::string security =
+      "berth keeps the runtime's default seccomp, AppArmor and SELinux confinement; drop the "
+      "field";
+  const std::string network =
+      "each container has a network namespace of its own; berth never grants the host's";
+  const std::string pid =
+      "each container has a PID namespace of its own; berth never grants the host's";
+  const std::string ipc =
+      "each container has an IPC namespace of its own; berth never grants the host's (give "
+      "shmSize for a larger /dev/shm)";
+  const std::string uts =
+      "each container has a UTS namespace of its own; berth never grants the host's";
+  const std::string userns =
+      "berth never runs a container in the host's user namespace; drop the field";
+  const std::string sysctls = "berth sets no kernel parameters for a container; drop the field";
+  return std::map<std::string, std::string>{{"privileged", privileged},
+                                            {"securityContext", privileged},
+                                            {"devices", devices},
+                                            {"capAdd", capabilities},
+                                            {"cap_add", capabilities},
+                                            {"capabilities", capabilities},
+                                            {"securityOpt", security},
+                                            {"security_opt", security},
+                                            {"hostNetwork", network},
+                                            {"network", network},
+                                            {"network_mode", network},
+                                            {"hostPID", pid},
+                                            {"pid", pid},
+                                            {"hostIPC", ipc},
+                                            {"ipc", ipc},
+                                            {"uts", uts},
+                                            {"userns", userns},
+                                            {"userns_mode", userns},
+                                            {"hostUsers", userns},
+                                            {"sysctls", sysctls}};
+}();
 
 std::string Format(double v) {
   if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
@@ -197,7 +249,7 @@ class TraceParser {
         "name",        "queue",  "user",         "priority",    "priorityClass",      "qos",
         "minReplicas", "spread", "gangAffinity", "preemptible", "gracePeriodSeconds", "groups"};
     if (!submission_) fields.insert(fields.end(), {"submit", "duration", "workload"});
-    r_.CheckFields(j, path, GroupFields(fields));
+    CheckJobFields(j, path, GroupFields(fields));
     auto field = [&](const char* key) { return FieldPath(path, key); };
     ReplayJob job;
     JobSpec& s = job.spec;
@@ -250,7 +302,7 @@ class TraceParser {
       size_t i = 0;
       for (const YAML::Node& g : groups) {
         const std::string group_path = IndexPath(groups_path, i++);
-        r_.CheckFields(g, group_path, GroupFields({"name"}));
+        CheckJobFields(g, group_path, GroupFields({"name"}));
         TaskGroup group;
         if (const YAML::Node n = g["name"]) group.name = Text(n, FieldPath(group_path, "name"));
         ParseGroup(g, group_path, &group);
@@ -346,6 +398,98 @@ class TraceParser {
         Text(e.value, variable, kMaxArgument, true);
       }
     }
+    if (const YAML::Node volumes = g["volumes"]) ParseVolumes(volumes, field("volumes"), group);
+    if (const YAML::Node shm = g["shmSize"])
+      group->shm_bytes = ShmBytes(shm, field("shmSize"), *group);
+  }
+
+  // `volumes`: "HOST:CONTAINER", "HOST:CONTAINER:ro" or ":rw". Whether the server allows the
+  // host path is the server's check (ControlPlane); this one reads and bounds the list.
+  void ParseVolumes(const YAML::Node& node, const std::string& path, TaskGroup* group) const {
+    r_.Sequence(node, path);
+    Bounded(node, path, kMaxVolumes, "volumes");
+    std::map<std::string, size_t> targets;  // container path -> the volume mounted there
+    for (size_t i = 0; i < node.size(); ++i) {
+      const YAML::Node v = node[i];
+      const std::string item = IndexPath(path, i);
+      const std::string text = Text(v, item, 2 * kMaxMountPath + 3, true);
+      if (const std::string problem = NameProblem(text, "the volume"); !problem.empty())
+        r_.Fail(v, item, problem);
+      std::vector<std::string> parts;
+      for (size_t start = 0;;) {
+        const size_t colon = text.find(':', start);
+        parts.push_back(text.substr(start, colon - start));
+        if (colon == std::string::npos) break;
+        start = colon + 1;
+      }
+      if (parts.size() < 2 || parts.size() > 3 ||
+          (parts.size() == 3 && parts[2] != "ro" && parts[2] != "rw"))
+        r_.Fail(v, item,
+                "expected HOST:CONTAINER, HOST:CONTAINER:ro or HOST:CONTAINER:rw (absolute paths, "
+                "without ':'), got " +
+                    Quoted(text));
+      Mount mount;
+      std::string problem;
+      mount.host = NormalMountPath(parts[0], &problem);
+      if (!problem.empty()) r_.Fail(v, item, "the host path " + problem);
+      mount.container = NormalMountPath(parts[1], &problem);
+      if (!problem.empty()) r_.Fail(v, item, "the container path " + problem);
+      if (mount.container == "/")
+        r_.Fail(v, item, "the container path is the container's root; mount it in a directory");
+      for (const char* runtime : {"/proc", "/sys", "/dev"})
+        if (PathUnder(mount.container, runtime))
+          r_.Fail(v, item,
+                  "the container path " + Quoted(mount.container) + " is under " + runtime +
+                      ", which the runtime sets up; mount it elsewhere");
+      if (const auto [it, fresh] = targets.emplace(mount.container, i); !fresh)
+        r_.Fail(v, item,
+                Quoted(mount.container) + " is also where " + IndexPath(path, it->second) +
+                    " is mounted; give each volume its own container path");
+      mount.read_only = parts.size() == 3 && parts[2] == "ro";
+      group->mounts.push_back(std::move(mount));
+    }
+  }
+
+  // `shmSize`: bytes, or a number with a binary unit as docker's --shm-size takes it ("64m",
+  // "1g"; "1G", "1gb" and "1Gi" too). /dev/shm is memory: it may not exceed the largest node's,
+  // nor the group's memoryMiB, which it counts against.
+  int64_t ShmBytes(const YAML::Node& node, const std::string& path, const TaskGroup& group) const {
+    const std::string text = r_.String(node, path);
+    size_t digits = 0;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+    std::string unit = text.substr(digits);
+    for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    static const std::map<char, int> kShifts = {{'k', 10}, {'m', 20}, {'g', 30}, {'t', 40}};
+    int shift = 0;
+    if (!unit.empty() && kShifts.count(unit[0])) {
+      shift = kShifts.at(unit[0]);
+      unit.erase(0, 1);
+      if (unit == "i" || unit == "ib") unit.clear();
+    }
+    if (unit == "b") unit.clear();
+    // 15 digits, shifted by at most 40 bits, stay far below 2^63.
+    if (digits == 0 || digits > 15 || !unit.empty())
+      r_.Fail(node, path,
+              "expected a size such as 64m or 1g (units k, m, g, t, binary; none: bytes), got " +
+                  Quoted(text));
+    const int64_t bytes = std::stoll(text.substr(0, digits)) << shift;
+    if (bytes == 0)
+      r_.Fail(node, path, "expected a size above 0; leave the field out for the runtime's default");
+    int64_t node_mib = 0;
+    for (const Node& n : cluster_.nodes) node_mib = std::max(node_mib, n.memory_mib);
+    const int64_t most_mib = node_mib > 0 ? std::min(node_mib, kMaxShmMiB) : kMaxShmMiB;
+    if (bytes > most_mib << 20)
+      r_.Fail(
+          node, path,
+          Quoted(text) + " is more than the " + std::to_string(most_mib) + " MiB " +
+              (most_mib == node_mib ? "of memory of this cluster's largest node" : "berth allows") +
+              "; give a smaller size");
+    const int64_t memory_mib = group.demand.memory_mib;
+    if (memory_mib > 0 && bytes > memory_mib << 20)
+      r_.Fail(node, path,
+              Quoted(text) + " is more than the group's memoryMiB (" + std::to_string(memory_mib) +
+                  "), which /dev/shm counts against; raise memoryMiB or give a smaller size");
+    return bytes;
   }
 
   std::string MigProfileField(const YAML::Node& node, const std::string& path) const {
@@ -468,8 +612,19 @@ class TraceParser {
   // `fields` and then the fields of a task group (with the containers' for a submission).
   std::vector<std::string> GroupFields(std::vector<std::string> fields) const {
     fields.insert(fields.end(), kGroupFields.begin(), kGroupFields.end());
-    if (submission_) fields.insert(fields.end(), {"command", "env"});
+    if (submission_) fields.insert(fields.end(), {"command", "env", "volumes", "shmSize"});
     return fields;
+  }
+
+  // CheckFields for a job or a group, after refusing in a submission what berth never grants.
+  void CheckJobFields(const YAML::Node& node, const std::string& path,
+                      std::vector<std::string> known) const {
+    if (submission_ && node.IsMap())
+      for (const auto& kv : node)
+        if (kv.first.IsScalar())
+          if (const auto it = kNeverGranted.find(kv.first.Scalar()); it != kNeverGranted.end())
+            r_.Fail(kv.first, FieldPath(path, it->first), it->second);
+    r_.CheckFields(node, path, std::move(known));
   }
 
   YamlReader r_;

@@ -102,15 +102,14 @@ void CheckText(std::string_view text, const std::string& source) {
   }
 }
 
-std::string NameProblem(std::string_view name) {
+std::string NameProblem(std::string_view name, std::string_view what) {
   for (size_t i = 0; i < name.size(); ++i) {
     const auto byte = static_cast<unsigned char>(name[i]);
     if (byte < 0x20 || byte == 0x7F) {
       char text[96];
-      std::snprintf(text, sizeof text,
-                    "a control character (byte 0x%02X) at byte %zu of the name; remove it", byte,
+      std::snprintf(text, sizeof text, "a control character (byte 0x%02X) at byte %zu of ", byte,
                     i + 1);
-      return text;
+      return text + std::string(what) + "; remove it";
     }
   }
   return "";

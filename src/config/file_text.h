@@ -19,8 +19,9 @@ std::string ReadFileText(const std::string& path);
 void CheckText(std::string_view text, const std::string& source);
 
 // "" when `name` can name something (a node, a queue, a job): no control character, which
-// would break the tables, logs and files it is printed into; else what is wrong with it.
-std::string NameProblem(std::string_view name);
+// would break the tables, logs and files it is printed into; else what is wrong with it, which
+// calls it `what` ("a control character (byte 0x0A) at byte 3 of the name; remove it").
+std::string NameProblem(std::string_view name, std::string_view what = "the name");
 
 // The file's name without its directory and extension, as a cluster named after its file is
 // shown: control characters become '?', since the name is printed to terminals.

@@ -2,6 +2,7 @@
 // QoS class. Plain data; the engine (scheduler.h) owns the life cycle.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,12 +24,22 @@ struct SpreadConstraint {
   bool hard = true;  // DoNotSchedule; false: ScheduleAnyway (a score, not a filter)
 };
 
+// A host directory that a group's containers see, as docker's -v HOST:CONTAINER[:ro]. The
+// server accepts only host paths under its --allow-mount prefixes, compared lexically; the agent
+// that mounts it resolves symbolic links and checks again.
+struct Mount {
+  std::string host, container;  // absolute and lexically normal (config/mount_path.h)
+  bool read_only = false;
+};
+
 struct TaskGroup {
   std::string name;
   int replicas = 1;
   Demand demand;  // per replica: GPUs / share / MIG profile, models, CPU, memory, affinity
   std::string image;
   std::map<std::string, std::string> node_selector;  // node labels that must match
+  std::vector<Mount> mounts;                         // each at its own container path
+  int64_t shm_bytes = 0;                             // /dev/shm's size; 0: the runtime's default
 };
 
 struct JobSpec {

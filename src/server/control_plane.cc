@@ -9,6 +9,7 @@
 
 #include "config/berth_trace.h"
 #include "config/config_error.h"
+#include "config/mount_path.h"
 #include "core/fragmentation.h"
 #include "core/job.h"
 
@@ -79,6 +80,26 @@ std::string ControlPlane::WhyUnrunnable(const JobSpec& spec) const {
   return WhyRefused(config_.cluster, config_.policy, *queue, spec);
 }
 
+std::string ControlPlane::WhyMountsRefused(const JobSpec& spec) const {
+  const std::vector<std::string>& allowed = config_.allowed_mounts;
+  for (const TaskGroup& group : spec.groups)
+    for (const Mount& m : group.mounts) {
+      if (std::any_of(allowed.begin(), allowed.end(),
+                      [&](const std::string& prefix) { return PathUnder(m.host, prefix); }))
+        continue;
+      const std::string volume =
+          "volumes: " + Quoted(m.host + ":" + m.container + (m.read_only ? ":ro" : "")) + ": ";
+      if (allowed.empty())
+        return volume +
+               "this server allows no host paths (its admin allows directories with berth "
+               "server --allow-mount DIR); drop the volume";
+      return volume + "the host path " + m.host +
+             " is not under a directory this server allows (berth server --allow-mount): " +
+             Listed(allowed) + "; mount from under one of them, or ask the admin to allow it";
+    }
+  return "";
+}
+
 void ControlPlane::Recover() {
   // The operators' marks first: adopted and queued jobs then see the nodes as they were left.
   int cordoned = 0;
@@ -111,11 +132,12 @@ void ControlPlane::Recover() {
       job.spec.user = job.stored.user;  // the token's user, which the body may not name
       // What a submission is refused for, a restart on another cluster or policy checks again.
       if (const std::string why = WhyUnrunnable(job.spec); !why.empty()) throw ConfigError(why);
+      if (const std::string why = WhyMountsRefused(job.spec); !why.empty()) throw ConfigError(why);
     } catch (const ConfigError& e) {
       ++failed;
       Record(job, "failed",
              std::string("after a restart its spec no longer suits this server's cluster, "
-                         "queues or policy: ") +
+                         "queues, policy or allowed mounts: ") +
                  e.what(),
              &writes);
       jobs_.emplace(job.stored.id, std::move(job));
@@ -188,6 +210,7 @@ int64_t ControlPlane::Submit(const std::string& body, const Caller& caller) {
   if (!caller.MayUseQueue(spec.queue))
     throw ApiError(403, "queue: " + caller.user + " may not submit to queue \"" + spec.queue +
                             "\"; the tokens file allows: " + Listed(caller.queues));
+  if (const std::string why = WhyMountsRefused(spec); !why.empty()) throw ApiError(403, why);
   if (const std::string why = WhyUnrunnable(spec); !why.empty()) throw ApiError(400, "job: " + why);
   RefuseIfBroken();
   std::unique_lock<std::mutex> lock(mu_);

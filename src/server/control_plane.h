@@ -57,6 +57,9 @@ struct ControlPlaneConfig {
   Cluster cluster;
   std::vector<QueueSpec> queues;  // a queue "default" is added when missing
   Policy policy;
+  // Host directories a job's volumes may mount from (berth server --allow-mount), lexically
+  // normal (config/mount_path.h); none: no volume is accepted.
+  std::vector<std::string> allowed_mounts;
 };
 
 class ControlPlane {
@@ -67,7 +70,8 @@ class ControlPlane {
 
   // Accepts a job spec (JSON or YAML, docs/api.md) from `caller`; returns its id. ApiError 400
   // names the field when the spec is wrong, or says why the job could never fit the cluster;
-  // 403 when the caller may not use the queue or names another user. The job's user is the
+  // 403 when the caller may not use the queue or names another user, or a volume mounts a host
+  // path the server does not allow. The job's user is the
   // caller's, when the caller has one.
   int64_t Submit(const std::string& body, const Caller& caller = Caller());
   // Calls `visit` on each job the filter selects, by id, under the job table's lock: a page of
@@ -147,6 +151,9 @@ class ControlPlane {
   std::optional<std::vector<ReplicaPlacement>> ParsePlacements(const std::string& json) const;
   // Why the engine would refuse the spec or could never place it; "" when neither.
   std::string WhyUnrunnable(const JobSpec& spec) const;
+  // Which volume of the spec mounts a host path outside the allowed mounts, and what they are;
+  // "" when none does.
+  std::string WhyMountsRefused(const JobSpec& spec) const;
   void RefuseIfBroken() const;
   int NodeIndex(const std::string& name) const;  // -1 when the cluster has no such node
   // Hands the jobs submitted since the last cycle to the engine (engine_mu_ and mu_ held).

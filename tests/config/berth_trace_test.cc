@@ -257,5 +257,154 @@ TEST(BerthTraceTest, HostileInput) {
                                 path + ".missing: ", {"cannot read"}));
 }
 
+JobSpec Submission(const std::string& text) {
+  return ParseJobSubmission(text, "job", MultiRack(), {{"default", 1, -1, {}}});
+}
+
+// Expects the submission to fail at the line of `marker` with every one of `parts`.
+::testing::AssertionResult SubmissionFailsAt(const std::string& text, const std::string& marker,
+                                             std::initializer_list<std::string> parts) {
+  return ThrowsConfigErrorAtLine([&] { Submission(text); }, "job", LineOf(text, marker), parts);
+}
+
+TEST(JobSubmissionTest, VolumesAndShmSize) {
+  const JobSpec s = Submission(R"(gpus: 1
+image: trainer:1
+volumes: ["/data/x:/x:ro", "//scratch/./a/:/work/", "/models:/models:rw"]
+shmSize: 1g
+)");
+  ASSERT_EQ(s.groups.size(), 1u);
+  const std::vector<Mount>& m = s.groups[0].mounts;
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[0].host, "/data/x");
+  EXPECT_EQ(m[0].container, "/x");
+  EXPECT_TRUE(m[0].read_only);
+  // Kept lexically normal: the server compares them with its prefixes component by component.
+  EXPECT_EQ(m[1].host, "/scratch/a");
+  EXPECT_EQ(m[1].container, "/work");
+  EXPECT_FALSE(m[1].read_only);
+  EXPECT_FALSE(m[2].read_only);
+  EXPECT_EQ(s.groups[0].shm_bytes, int64_t{1} << 30);
+
+  for (const auto& [size, bytes] : std::vector<std::pair<std::string, int64_t>>{
+           {"1073741824", int64_t{1} << 30},
+           {"\"512m\"", int64_t{512} << 20},
+           {"64MB", int64_t{64} << 20},
+           {"2Gi", int64_t{2} << 30},
+           {"100k", 102400},
+           {"7b", 7},
+           {"2t", int64_t{2} << 40}})  // the largest node's memory
+    EXPECT_EQ(Submission("shmSize: " + size + "\n").groups[0].shm_bytes, bytes) << size;
+  EXPECT_EQ(Submission("gpus: 1\n").groups[0].shm_bytes, 0);  // the runtime's default
+
+  // Each group has its own.
+  const JobSpec groups = Submission(R"(groups:
+  - {gpus: 1, volumes: ["/data:/data"], shmSize: 64m}
+  - {cpuMilli: 1000}
+)");
+  EXPECT_EQ(groups.groups[0].mounts.size(), 1u);
+  EXPECT_EQ(groups.groups[0].shm_bytes, int64_t{64} << 20);
+  EXPECT_TRUE(groups.groups[1].mounts.empty());
+
+  // A trace describes no containers.
+  EXPECT_TRUE(FailsAt("jobs:\n  - {name: j, submit: 0, duration: 1, volumes: [\"/a:/b\"]}\n",
+                      "name: j", {"unknown field \"volumes\""}));
+}
+
+TEST(JobSubmissionTest, BadVolumesNameTheVolumeAndItsLine) {
+  auto volume = [](const std::string& v) {
+    return "gpus: 1\nvolumes:\n  - /ok:/ok\n  - " + v + "\n";
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"data/x:/x", "volumes[1]: the host path is not absolute; give the full path"},
+      {"/data/x:x", "volumes[1]: the container path is not absolute"},
+      {"/data/../etc:/x", "volumes[1]: the host path has a \"..\" component"},
+      {"/data:/x/../../etc", "volumes[1]: the container path has a \"..\" component"},
+      {"/data", "volumes[1]: expected HOST:CONTAINER, HOST:CONTAINER:ro or"},
+      {"/data:/x:rx", "volumes[1]: expected HOST:CONTAINER"},
+      {"/data:/x:ro:z", "volumes[1]: expected HOST:CONTAINER"},
+      {"\"\"", "volumes[1]: expected HOST:CONTAINER"},
+      {"/data:/", "volumes[1]: the container path is the container's root"},
+      {"/data:/proc/x", "volumes[1]: the container path \"/proc/x\" is under /proc, which the"},
+      {"/data:/dev", "volumes[1]: the container path \"/dev\" is under /dev"},
+      {"/data:/ok/", "volumes[1]: \"/ok\" is also where volumes[0] is mounted"},
+      {"\"/da\\tta:/x\"", "volumes[1]: a control character (byte 0x09) at byte 4 of the volume"},
+      {"/" + std::string(5000, 'a') + ":/x",
+       "volumes[1]: the host path is 5001 bytes, more than the limit of 4096"},
+      {"{host: /data}", "volumes[1]: expected a string"},
+  };
+  for (const auto& [v, message] : cases) {
+    const std::string text = volume(v);
+    EXPECT_TRUE(SubmissionFailsAt(text, "  - " + v.substr(0, 10), {message})) << v;
+  }
+  EXPECT_TRUE(
+      SubmissionFailsAt("gpus: 1\nvolumes: /a:/b\n", "volumes", {"volumes: expected a list"}));
+  std::string many;
+  for (int i = 0; i < 33; ++i) many += (i ? ", " : "") + std::string("/a:/b") + std::to_string(i);
+  EXPECT_TRUE(SubmissionFailsAt("gpus: 1\nvolumes: [" + many + "]\n", "volumes",
+                                {"volumes: 33 volumes, more than the limit of 32"}));
+  EXPECT_TRUE(SubmissionFailsAt("groups:\n  - {gpus: 1}\n  - {gpus: 1, volumes: [a:/b]}\n", "a:/b",
+                                {"groups[1].volumes[0]: the host path is not absolute"}));
+  EXPECT_TRUE(SubmissionFailsAt("volumes: [/a:/b]\ngroups:\n  - {gpus: 1}\n", "volumes",
+                                {"volumes: the job has groups: give volumes in each group"}));
+}
+
+TEST(JobSubmissionTest, BadShmSizes) {
+  EXPECT_TRUE(
+      SubmissionFailsAt("gpus: 1\nshmSize: 0\n", "shmSize", {"shmSize: expected a size above 0"}));
+  for (const std::string bad : {"1x", "-1", "1.5g", "g", "1gg", "1ib", "99999999999999999999"})
+    EXPECT_TRUE(SubmissionFailsAt("gpus: 1\nshmSize: " + bad + "\n", "shmSize",
+                                  {"shmSize: expected a size such as 64m or 1g", bad}))
+        << bad;
+  EXPECT_TRUE(
+      SubmissionFailsAt("gpus: 1\nshmSize: [1g]\n", "shmSize", {"shmSize: expected a string"}));
+  EXPECT_TRUE(SubmissionFailsAt(
+      "gpus: 1\nshmSize: 3t\n", "shmSize",
+      {"shmSize: \"3t\" is more than the 2097152 MiB of memory of this cluster's largest node"}));
+  EXPECT_TRUE(SubmissionFailsAt(
+      "gpus: 1\nmemoryMiB: 1024\nshmSize: 2g\n", "shmSize",
+      {"shmSize: \"2g\" is more than the group's memoryMiB (1024)", "raise memoryMiB"}));
+  EXPECT_EQ(Submission("memoryMiB: 1024\nshmSize: 1g\n").groups[0].shm_bytes, int64_t{1} << 30);
+}
+
+// Each is refused at its own line, naming the field and why berth never grants it, not as an
+// unknown field.
+TEST(JobSubmissionTest, WhatBerthNeverGrantsIsRefusedByName) {
+  EXPECT_TRUE(ThrowsConfigError([] { Submission("gpus: 1\nprivileged: true\n"); },
+                                "job:2:1: privileged: ",
+                                {"berth does not run privileged containers",
+                                 "GPUs come from the job's gpus", "devices are not granted"}));
+  EXPECT_TRUE(ThrowsConfigError([] { Submission(R"({"gpus": 1, "hostNetwork": true})"); },
+                                "job:1:", {"hostNetwork: ", "network namespace of its own"}));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"network: host", "network: each container has a network namespace of its own"},
+      {"hostPID: true", "hostPID: each container has a PID namespace of its own"},
+      {"pid: host", "pid: each container has a PID namespace"},
+      {"hostIPC: true", "hostIPC: each container has an IPC namespace of its own"},
+      {"hostUsers: false", "hostUsers: berth never runs a container in the host's user"},
+      {"ipc: host", "ipc: each container has an IPC namespace of its own"},
+      {"userns: host", "userns: berth never runs a container in the host's user namespace"},
+      {"devices: [/dev/nvidia0]", "devices: berth grants no devices"},
+      {"capAdd: [SYS_ADMIN]", "capAdd: berth grants no capabilities"},
+      {"capabilities: {add: [NET_ADMIN]}", "capabilities: berth grants no capabilities"},
+      {"securityOpt: [seccomp=unconfined]", "securityOpt: berth keeps the runtime's default"},
+      {"securityContext: {privileged: true}", "securityContext: berth does not run privileged"},
+      {"sysctls: {net.core.somaxconn: 1024}", "sysctls: berth sets no kernel parameters"},
+  };
+  for (const auto& [field, message] : cases) {
+    const std::string text = "gpus: 1\nimage: x\n" + field + "\n";
+    EXPECT_TRUE(SubmissionFailsAt(text, field, {message})) << field;
+    // In a group too, at the group's field.
+    const std::string grouped = "groups:\n  - gpus: 1\n    " + field + "\n";
+    EXPECT_TRUE(SubmissionFailsAt(grouped, field, {"groups[0]." + message})) << field;
+  }
+  // Even beside a field that is wrong in another way, the refusal says what it is.
+  EXPECT_TRUE(SubmissionFailsAt("colour: red\nprivileged: true\n", "privileged",
+                                {"privileged: berth does not run privileged containers"}));
+  // A trace describes no containers: there it is only an unknown field.
+  EXPECT_TRUE(FailsAt("jobs:\n  - {name: j, submit: 0, duration: 1, privileged: true}\n", "name: j",
+                      {"unknown field \"privileged\""}));
+}
+
 }  // namespace
 }  // namespace berth

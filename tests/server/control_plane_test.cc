@@ -35,13 +35,15 @@ class ControlPlaneTest : public ::testing::Test {
   }
 
   // A server over the state directory, as a restart makes one.
-  void Open(int nodes, std::vector<QueueSpec> queues = {}) {
+  void Open(int nodes, std::vector<QueueSpec> queues = {},
+            std::vector<std::string> allowed_mounts = {}) {
     plane_.reset();
     store_.reset();
     store_ = std::make_unique<StateStore>(dir_);
     ControlPlaneConfig config;
     config.cluster = Dgx(nodes);
     config.queues = std::move(queues);
+    config.allowed_mounts = std::move(allowed_mounts);
     EXPECT_TRUE(BuiltinPolicy("berth", &config.policy));
     plane_ = std::make_unique<ControlPlane>(std::move(config), store_.get(),
                                             [this] { return now_ += 1; });
@@ -278,6 +280,78 @@ TEST_F(ControlPlaneTest, ListFiltersAndPages) {
   ASSERT_EQ(page.size(), 2u);
   EXPECT_EQ(page[0].id, 3);
   EXPECT_EQ(page[1].id, 4);
+}
+
+// A volume's host path must lie under a directory the admin allowed (berth server
+// --allow-mount), component by component.
+TEST_F(ControlPlaneTest, VolumesMountOnlyWhatTheAdminAllows) {
+  std::string message;
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "volumes": ["/data/x:/x"]})", &message), 403);
+  EXPECT_NE(message.find("volumes: \"/data/x:/x\": this server allows no host paths (its admin "
+                         "allows directories with berth server --allow-mount DIR)"),
+            std::string::npos)
+      << message;
+
+  Open(2, {}, {"/data", "/scratch/shared"});
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "volumes": ["/data/x:/x:ro", "/data:/all",
+                                                  "/scratch/shared/a/b:/s"]})",
+                      &message),
+            201)
+      << message;
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "volumes": ["/database:/x"]})", &message), 403);
+  EXPECT_NE(message.find("volumes: \"/database:/x\": the host path /database is not under a "
+                         "directory this server allows (berth server --allow-mount): /data, "
+                         "/scratch/shared; mount from under one of them"),
+            std::string::npos)
+      << message;
+  for (const std::string refused :
+       {"/etc:/etc", "/scratch:/s", "/scratch/sharedx:/s", "/:/host", "/dat:/d"}) {
+    EXPECT_EQ(ApiStatus(R"({"gpus": 1, "volumes": [")" + refused + "\"]}", &message), 403)
+        << refused;
+    EXPECT_NE(message.find("is not under a directory this server allows"), std::string::npos)
+        << message;
+  }
+  // Every group's volumes are checked, the read-only ones too.
+  EXPECT_EQ(ApiStatus(R"({"groups": [{"gpus": 1, "volumes": ["/data:/d"]},
+                                     {"gpus": 1, "volumes": ["/home/u:/h:ro"]}]})",
+                      &message),
+            403);
+  EXPECT_NE(message.find("\"/home/u:/h:ro\""), std::string::npos) << message;
+  EXPECT_EQ(plane_->List({}).size(), 1u);  // nothing refused was kept
+}
+
+// What a submission is refused for, a restart checks again: a job whose volume the narrower
+// list no longer allows is failed with the reason, never run with it.
+TEST_F(ControlPlaneTest, ARestartWithANarrowerAllowListFailsTheJobWithTheReason) {
+  Open(2, {}, {"/data", "/models"});
+  const int64_t a = plane_->Submit(R"({"gpus": 8, "volumes": ["/models/llama:/m:ro"]})");
+  const int64_t b = plane_->Submit(R"({"gpus": 8, "volumes": ["/data/b:/b"]})");
+  const int64_t c = plane_->Submit(R"({"gpus": 8, "volumes": ["/models:/m"]})");
+  plane_->Cycle();
+  ASSERT_EQ(plane_->Get(a).state, "scheduled");
+  ASSERT_EQ(plane_->Get(b).state, "scheduled");
+  ASSERT_EQ(plane_->Get(c).state, "pending");
+
+  Open(2, {}, {"/data"});
+  EXPECT_NE(plane_->recovery_summary().find("1 placed jobs adopted"), std::string::npos)
+      << plane_->recovery_summary();
+  EXPECT_NE(plane_->recovery_summary().find("2 failed"), std::string::npos)
+      << plane_->recovery_summary();
+  for (int64_t id : {a, c}) {
+    const StoredJob job = plane_->Get(id);
+    EXPECT_EQ(job.state, "failed");
+    EXPECT_NE(job.reason.find("after a restart its spec no longer suits this server's cluster, "
+                              "queues, policy or allowed mounts: volumes: "),
+              std::string::npos)
+        << job.reason;
+    EXPECT_NE(job.reason.find("is not under a directory this server allows (berth server "
+                              "--allow-mount): /data"),
+              std::string::npos)
+        << job.reason;
+  }
+  EXPECT_EQ(plane_->Get(b).state, "scheduled");
+  const std::vector<int> free = FreeGpus();
+  EXPECT_EQ(free[0] + free[1], 8);  // the failed job's GPUs are free again
 }
 
 }  // namespace
