@@ -38,6 +38,8 @@ seeds() {
         [ "$f" = data/tiresias/60_job.csv ] || cp "$f" "$dir"
       done ;;
     tiresias_jobs) cp data/tiresias/60_job.csv "$dir" ;;
+    # Inputs that exist only here: job specs of every field, a tokens file of each kind.
+    job_spec | tokens_file) cp fuzz/seeds/"$1"/* "$dir" ;;
     *) echo "fuzz: no seeds for target $1" >&2; return 1 ;;
   esac
 }

@@ -482,8 +482,6 @@ std::optional<std::vector<ReplicaPlacement>> ControlPlane::ParsePlacements(
 }  // namespace berth
 
 namespace berth {
-namespace {}  // namespace
-
 const std::vector<std::string>& ControlPlane::JobStates() {
   static const std::vector<std::string> states = {"pending", "scheduled", "preempted", "lost",
                                                   "stopped", "failed",    "succeeded"};
