@@ -9,21 +9,10 @@
 #include <vector>
 
 #include "config/cluster_file.h"
+#include "server_test_util.h"
 
 namespace berth {
 namespace {
-
-// `nodes` DGX-like nodes of 8 GPUs, dgx-0 .. dgx-(nodes-1).
-Cluster Dgx(int nodes) {
-  return ParseClusterYaml(
-      "name: t\n"
-      "gpuModels: [{name: A100, memoryMiB: 81920}]\n"
-      "nodeShapes:\n"
-      "  s: {gpuModel: A100, sockets: [{cpus: \"0-63\", memoryMiB: 1048576, switches: [4, 4]}]}\n"
-      "nodes: [{namePrefix: dgx-, count: " +
-          std::to_string(nodes) + ", shape: s}]\n",
-      "t.yaml");
-}
 
 class ControlPlaneTest : public ::testing::Test {
  protected:

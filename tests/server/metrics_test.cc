@@ -14,6 +14,7 @@
 #include "config/cluster_file.h"
 #include "server/control_plane.h"
 #include "server/http_api.h"
+#include "server_test_util.h"
 
 namespace berth {
 namespace {
@@ -164,18 +165,6 @@ TEST(MetricsTest, RoutesAreLabelledByPatternAndUnknownPathsCollapse) {
                   "berth_api_request_duration_seconds_count{route=\"/v1/jobs/{id}\",method=\"GET\","
                   "code=\"200\"} 1"))
       << text;
-}
-
-// `nodes` DGX-like nodes of 8 GPUs, dgx-0 .. dgx-(nodes-1).
-Cluster Dgx(int nodes) {
-  return ParseClusterYaml(
-      "name: t\n"
-      "gpuModels: [{name: A100, memoryMiB: 81920}]\n"
-      "nodeShapes:\n"
-      "  s: {gpuModel: A100, sockets: [{cpus: \"0-63\", memoryMiB: 1048576, switches: [4, 4]}]}\n"
-      "nodes: [{namePrefix: dgx-, count: " +
-          std::to_string(nodes) + ", shape: s}]\n",
-      "t.yaml");
 }
 
 class ControlPlaneMetricsTest : public ::testing::Test {
