@@ -18,6 +18,9 @@ namespace {
 
 using Json = nlohmann::json;
 
+// A JSON number as an int: nlohmann's operator<< would take std::setw as its indentation.
+int Int(const Json& number) { return number.get<int>(); }
+
 Level LevelOf(const Json& cell) {
   Level level = Level::kGpu;
   ParseLevel(cell["level"].get<std::string>(), &level);
@@ -26,17 +29,17 @@ Level LevelOf(const Json& cell) {
 
 void PrintTree(const Json& cell, int depth, Level stop) {
   std::cout << std::string(2 * depth + 2, ' ') << cell["address"].get<std::string>() << " ("
-            << cell["type"].get<std::string>() << "): " << cell["free"] << "/" << cell["gpus"]
-            << " GPUs free";
-  if (cell["bad"] != 0) std::cout << ", " << cell["bad"] << " bad";
+            << cell["type"].get<std::string>() << "): " << Int(cell["free"]) << "/"
+            << Int(cell["gpus"]) << " GPUs free";
+  if (Int(cell["bad"]) != 0) std::cout << ", " << Int(cell["bad"]) << " bad";
   std::cout << "\n";
   if (LevelOf(cell) <= stop || !cell.contains("children")) return;
   for (const Json& kid : cell["children"]) PrintTree(kid, depth + 1, stop);
 }
 
 void PrintCells(const Json& j, Level stop) {
-  std::cout << "cluster " << j["cluster"].get<std::string>() << ": " << j["nodes"] << " nodes, "
-            << j["gpus"] << " GPUs, " << j["racks"] << " racks\n\n";
+  std::cout << "cluster " << j["cluster"].get<std::string>() << ": " << Int(j["nodes"])
+            << " nodes, " << Int(j["gpus"]) << " GPUs, " << Int(j["racks"]) << " racks\n\n";
   std::cout << "cell types (free / partly used / used / holding a bad GPU):\n";
   std::cout << "  " << std::left << std::setw(40) << "TYPE" << std::setw(9) << "LEVEL" << std::right
             << std::setw(6) << "GPUS" << std::setw(8) << "CELLS" << std::setw(7) << "FREE"
@@ -44,9 +47,10 @@ void PrintCells(const Json& j, Level stop) {
             << "\n";
   for (const Json& t : j["types"])
     std::cout << "  " << std::left << std::setw(40) << t["name"].get<std::string>() << std::setw(9)
-              << t["level"].get<std::string>() << std::right << std::setw(6) << t["gpus_per_cell"]
-              << std::setw(8) << t["cells"] << std::setw(7) << t["free"] << std::setw(9)
-              << t["partial"] << std::setw(7) << t["used"] << std::setw(6) << t["bad"] << "\n";
+              << t["level"].get<std::string>() << std::right << std::setw(6)
+              << Int(t["gpus_per_cell"]) << std::setw(8) << Int(t["cells"]) << std::setw(7)
+              << Int(t["free"]) << std::setw(9) << Int(t["partial"]) << std::setw(7)
+              << Int(t["used"]) << std::setw(6) << Int(t["bad"]) << "\n";
   std::cout << "\ntree:\n";
   PrintTree(j["tree"], 0, stop);
   if (!j["virtual_clusters"].empty()) {
@@ -54,8 +58,8 @@ void PrintCells(const Json& j, Level stop) {
     for (const Json& vc : j["virtual_clusters"]) {
       std::cout << "  " << vc["name"].get<std::string>() << ":";
       for (const Json& g : vc["guarantees"])
-        std::cout << " " << g["cell_type"].get<std::string>() << " " << g["guaranteed"] << "/"
-                  << g["bound"] << "/" << g["healthy"];
+        std::cout << " " << g["cell_type"].get<std::string>() << " " << Int(g["guaranteed"]) << "/"
+                  << Int(g["bound"]) << "/" << Int(g["healthy"]);
       std::cout << "\n";
     }
   }
