@@ -243,7 +243,7 @@ std::string ControlPlane::Reload(const std::function<void(Rules&)>& change, cons
     if (engine_->allocator().node_cordoned(static_cast<int>(n)))
       cordoned.push_back(static_cast<int>(n));
   Loaded loaded = Load(rules, std::move(stored), cordoned, "under the new " + what);
-  if (!loaded.error.empty()) throw ApiError(400, what + ": " + loaded.error);
+  if (!loaded.error.empty()) throw ApiError(400, loaded.error);  // it names the file's line
   if (!loaded.writes.empty()) {
     constexpr int kListed = 10;
     std::string jobs;
