@@ -544,9 +544,9 @@ void AddMetricsRoutes(httplib::Server& server, ApiContext& api) {
     RecordRequest(*requests, req, res);
   });
   // Any user's token: the metrics tell what /v1/queues and /v1/nodes do, and no user's jobs.
-  server.Get("/metrics",
-             Route(api.access, [&plane, requests](const httplib::Request&, httplib::Response& res,
-                                                  const Caller&) {
+  server.Get("/metrics", Route(api.access, [&plane, requests](const httplib::Request&,
+                                                              httplib::Response& res,
+                                                              const Caller&) {
                res.set_content(MetricsExposition(plane, *requests),
                                "text/plain; version=0.0.4; charset=utf-8");
              }));
