@@ -1,11 +1,14 @@
 // `berth cells`: the cell tree of a cluster with free / used / bad GPUs per type and per cell,
-// and each virtual cluster's guarantee.
+// and each virtual cluster's guarantee: of a cluster file offline (nothing placed), or with
+// --server of the server's cluster as its jobs hold it now (GET /v1/cells). Both print the
+// same report (config/cells_report.h).
 #include <iomanip>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "config/cells_report.h"
 #include "config/config_error.h"
 #include "config/vc_file.h"
 #include "core/allocator.h"
@@ -13,174 +16,102 @@
 namespace berth {
 namespace {
 
-struct CellCounts {
-  int gpus = 0, free = 0, bad = 0;
-};
+using Json = nlohmann::json;
 
-// Free and bad GPUs under every cell, from the allocator's per-GPU state.
-std::vector<CellCounts> CountGpus(const Allocator& alloc) {
-  const CellTree& tree = alloc.tree();
-  const auto& cells = tree.cells();
-  std::vector<CellCounts> counts(cells.size());
-  for (int c = static_cast<int>(cells.size()) - 1; c >= 0; --c) {
-    if (cells[c].gpu >= 0) {
-      counts[c].gpus = 1;
-      counts[c].bad = !alloc.gpu_usable(cells[c].node, cells[c].gpu);
-      counts[c].free = !counts[c].bad && alloc.gpu_free(cells[c].node, cells[c].gpu);
-    }
-    const int p = cells[c].parent;
-    if (p >= 0) {
-      counts[p].gpus += counts[c].gpus;
-      counts[p].free += counts[c].free;
-      counts[p].bad += counts[c].bad;
-    }
-  }
-  return counts;
+// A JSON number as an int: nlohmann's operator<< would take std::setw as its indentation.
+int Int(const Json& number) { return number.get<int>(); }
+
+Level LevelOf(const Json& cell) {
+  Level level = Level::kGpu;
+  ParseLevel(cell["level"].get<std::string>(), &level);
+  return level;
 }
 
-nlohmann::json TreeJson(const Allocator& alloc, const std::vector<CellCounts>& counts, int c) {
-  const Cell& cell = alloc.tree().cells()[c];
-  const CellType& type = alloc.tree().type_of(c);
-  nlohmann::json j = {{"address", cell.address},
-                      {"type", type.name},
-                      {"level", LevelName(type.level)},
-                      {"gpus", counts[c].gpus},
-                      {"free", counts[c].free},
-                      {"bad", counts[c].bad},
-                      {"used", counts[c].gpus - counts[c].free - counts[c].bad}};
-  if (!cell.children.empty()) {
-    nlohmann::json kids = nlohmann::json::array();
-    for (int k : cell.children) kids.push_back(TreeJson(alloc, counts, k));
-    j["children"] = std::move(kids);
-  }
-  return j;
-}
-
-void PrintTree(const Allocator& alloc, const std::vector<CellCounts>& counts, int c, int depth,
-               Level stop) {
-  const Cell& cell = alloc.tree().cells()[c];
-  const CellType& type = alloc.tree().type_of(c);
-  std::cout << std::string(2 * depth + 2, ' ') << cell.address << " (" << type.name
-            << "): " << counts[c].free << "/" << counts[c].gpus << " GPUs free";
-  if (counts[c].bad) std::cout << ", " << counts[c].bad << " bad";
+void PrintTree(const Json& cell, int depth, Level stop) {
+  std::cout << std::string(2 * depth + 2, ' ') << cell["address"].get<std::string>() << " ("
+            << cell["type"].get<std::string>() << "): " << Int(cell["free"]) << "/"
+            << Int(cell["gpus"]) << " GPUs free";
+  if (Int(cell["bad"]) != 0) std::cout << ", " << Int(cell["bad"]) << " bad";
   std::cout << "\n";
-  if (type.level <= stop) return;
-  for (int k : cell.children) PrintTree(alloc, counts, k, depth + 1, stop);
+  if (LevelOf(cell) <= stop || !cell.contains("children")) return;
+  for (const Json& kid : cell["children"]) PrintTree(kid, depth + 1, stop);
 }
 
-void RunCells(const std::string& cluster_path, const std::string& vcs_path, bool json,
-              const std::string& depth) {
-  const Cluster cluster = LoadClusterArgument(cluster_path);
-  std::vector<VirtualClusterSpec> specs;
-  if (!vcs_path.empty()) specs = LoadVcFile(vcs_path);
-  Level stop = Level::kNode;
-  if (!ParseLevel(depth, &stop))
-    throw ConfigError("--depth: unknown level \"" + depth +
-                      "\"; use gpu, switch, socket, node, rack or cluster");
-  auto alloc = std::make_unique<Allocator>(&cluster, specs);
-  // The cluster alone passed the engine's checks on load; what is left is about the VCs, and a
-  // guarantee names its own file and line (VcGuarantee::where).
-  if (!alloc->error().empty()) throw ConfigError(alloc->error());
-  const CellTree& tree = alloc->tree();
-  const auto counts = CountGpus(*alloc);
-
-  // Per type: cells entirely free, partly used, entirely used, holding a bad GPU.
-  struct TypeRow {
-    int cells = 0, free = 0, partial = 0, used = 0, bad = 0;
-  };
-  std::vector<TypeRow> rows(tree.types().size());
-  for (size_t c = 0; c < tree.cells().size(); ++c) {
-    TypeRow& r = rows[tree.cells()[c].type];
-    const CellCounts& k = counts[c];
-    ++r.cells;
-    if (k.bad)
-      ++r.bad;
-    else if (k.free == k.gpus)
-      ++r.free;
-    else if (k.free == 0)
-      ++r.used;
-    else
-      ++r.partial;
-  }
-
-  if (json) {
-    nlohmann::json j;
-    j["cluster"] = cluster.name;
-    j["nodes"] = cluster.nodes.size();
-    j["gpus"] = cluster.gpu_count();
-    j["racks"] = cluster.racks.size();
-    j["types"] = nlohmann::json::array();
-    for (size_t t = 0; t < rows.size(); ++t) {
-      const CellType& type = tree.types()[t];
-      j["types"].push_back({{"name", type.name},
-                            {"level", LevelName(type.level)},
-                            {"gpus_per_cell", type.leaf_count},
-                            {"model", type.model},
-                            {"cells", rows[t].cells},
-                            {"free", rows[t].free},
-                            {"partial", rows[t].partial},
-                            {"used", rows[t].used},
-                            {"bad", rows[t].bad}});
-    }
-    j["virtual_clusters"] = nlohmann::json::array();
-    for (size_t v = 0; v < alloc->vcs().size(); ++v) {
-      nlohmann::json vc = {{"name", alloc->vcs()[v].name}, {"guarantees", nlohmann::json::array()}};
-      for (const auto& s : alloc->VcStatus(static_cast<int>(v)))
-        vc["guarantees"].push_back({{"cell_type", tree.types()[s.type].name},
-                                    {"guaranteed", s.guaranteed},
-                                    {"bound", s.bound},
-                                    {"healthy", s.healthy}});
-      j["virtual_clusters"].push_back(std::move(vc));
-    }
-    j["tree"] = TreeJson(*alloc, counts, tree.root());
-    std::cout << JsonText(j) << "\n";
-    return;
-  }
-
-  std::cout << "cluster " << cluster.name << ": " << cluster.nodes.size() << " nodes, "
-            << cluster.gpu_count() << " GPUs, " << cluster.racks.size() << " racks\n\n";
+void PrintCells(const Json& j, Level stop) {
+  std::cout << "cluster " << j["cluster"].get<std::string>() << ": " << Int(j["nodes"])
+            << " nodes, " << Int(j["gpus"]) << " GPUs, " << Int(j["racks"]) << " racks\n\n";
   std::cout << "cell types (free / partly used / used / holding a bad GPU):\n";
   std::cout << "  " << std::left << std::setw(40) << "TYPE" << std::setw(9) << "LEVEL" << std::right
             << std::setw(6) << "GPUS" << std::setw(8) << "CELLS" << std::setw(7) << "FREE"
             << std::setw(9) << "PARTIAL" << std::setw(7) << "USED" << std::setw(6) << "BAD"
             << "\n";
-  for (size_t t = 0; t < rows.size(); ++t) {
-    const CellType& type = tree.types()[t];
-    std::cout << "  " << std::left << std::setw(40) << type.name << std::setw(9)
-              << LevelName(type.level) << std::right << std::setw(6) << type.leaf_count
-              << std::setw(8) << rows[t].cells << std::setw(7) << rows[t].free << std::setw(9)
-              << rows[t].partial << std::setw(7) << rows[t].used << std::setw(6) << rows[t].bad
-              << "\n";
-  }
+  for (const Json& t : j["types"])
+    std::cout << "  " << std::left << std::setw(40) << t["name"].get<std::string>() << std::setw(9)
+              << t["level"].get<std::string>() << std::right << std::setw(6)
+              << Int(t["gpus_per_cell"]) << std::setw(8) << Int(t["cells"]) << std::setw(7)
+              << Int(t["free"]) << std::setw(9) << Int(t["partial"]) << std::setw(7)
+              << Int(t["used"]) << std::setw(6) << Int(t["bad"]) << "\n";
   std::cout << "\ntree:\n";
-  PrintTree(*alloc, counts, tree.root(), 0, stop);
-  if (!alloc->vcs().empty()) {
+  PrintTree(j["tree"], 0, stop);
+  if (!j["virtual_clusters"].empty()) {
     std::cout << "\nvirtual clusters (guaranteed / bound now / backed by healthy cells):\n";
-    for (size_t v = 0; v < alloc->vcs().size(); ++v) {
-      std::cout << "  " << alloc->vcs()[v].name << ":";
-      for (const auto& s : alloc->VcStatus(static_cast<int>(v)))
-        std::cout << " " << tree.types()[s.type].name << " " << s.guaranteed << "/" << s.bound
-                  << "/" << s.healthy;
+    for (const Json& vc : j["virtual_clusters"]) {
+      std::cout << "  " << vc["name"].get<std::string>() << ":";
+      for (const Json& g : vc["guarantees"])
+        std::cout << " " << g["cell_type"].get<std::string>() << " " << Int(g["guaranteed"]) << "/"
+                  << Int(g["bound"]) << "/" << Int(g["healthy"]);
       std::cout << "\n";
     }
   }
+}
+
+struct CellsArgs {
+  std::string cluster, vcs, depth = "node";
+  bool json = false, server = false;
+};
+
+void RunCells(const CellsArgs& a) {
+  Level stop = Level::kNode;
+  if (!ParseLevel(a.depth, &stop))
+    throw ConfigError("--depth: unknown level \"" + a.depth +
+                      "\"; use gpu, switch, socket, node, rack or cluster");
+  Json report;
+  if (a.server) {
+    report = CallServer("GET", "/v1/cells");
+  } else {
+    const Cluster cluster = LoadClusterArgument(a.cluster);
+    std::vector<VirtualClusterSpec> specs;
+    if (!a.vcs.empty()) specs = LoadVcFile(a.vcs);
+    auto alloc = std::make_unique<Allocator>(&cluster, specs);
+    // The cluster alone passed the engine's checks on load; what is left is about the VCs, and
+    // a guarantee names its own file and line (VcGuarantee::where).
+    if (!alloc->error().empty()) throw ConfigError(alloc->error());
+    report = CellsReport(cluster, *alloc);
+  }
+  if (a.json)
+    std::cout << JsonText(report) << "\n";
+  else
+    PrintCells(report, stop);
 }
 
 }  // namespace
 
 void AddCellsCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("cells", "Show a cluster's cell tree, free/used/bad per level");
-  auto cluster = std::make_shared<std::string>();
-  auto vcs = std::make_shared<std::string>();
-  auto depth = std::make_shared<std::string>("node");
-  auto json = std::make_shared<bool>(false);
-  cmd->add_option("--cluster", *cluster,
-                  "Cluster file (YAML) or openb node list (.csv); default: embedded example")
-      ->check(NonEmptyPath());
-  cmd->add_option("--vcs", *vcs, "Virtual-cluster file (YAML)")->check(NonEmptyPath());
-  cmd->add_option("--depth", *depth, "Deepest level the text tree shows (default node)");
-  cmd->add_flag("--json", *json, "Print JSON");
-  cmd->callback([=] { RunCells(*cluster, *vcs, *json, *depth); });
+  auto a = std::make_shared<CellsArgs>();
+  auto* cluster =
+      cmd->add_option("--cluster", a->cluster,
+                      "Cluster file (YAML) or openb node list (.csv); default: embedded example")
+          ->check(NonEmptyPath());
+  auto* vcs =
+      cmd->add_option("--vcs", a->vcs, "Virtual-cluster file (YAML)")->check(NonEmptyPath());
+  cmd->add_flag("--server", a->server,
+                "The cells of the server at $BERTH_ADDR, as its jobs hold them now")
+      ->excludes(cluster)
+      ->excludes(vcs);
+  cmd->add_option("--depth", a->depth, "Deepest level the text tree shows (default node)");
+  cmd->add_flag("--json", a->json, "Print JSON");
+  cmd->callback([a] { RunCells(*a); });
 }
 
 }  // namespace berth

@@ -1,4 +1,5 @@
-// The docker-like verbs that talk to a berth server: run, ps, inspect, stop, rm, queues, nodes.
+// The docker-like verbs that talk to a berth server: run, ps, inspect, stop, rm, queues [apply],
+// policy apply, nodes, node, events.
 // The server is $BERTH_ADDR (HOST:PORT, default 127.0.0.1:7480). A refusal by the server (4xx)
 // exits 2 with its message; no server, or a server error, exits 1.
 #include <httplib.h>
@@ -21,6 +22,8 @@
 #include "cli/commands.h"
 #include "config/config_error.h"
 #include "config/file_text.h"
+#include "config/policy_file.h"
+#include "config/vc_file.h"
 #include "server/http_api.h"
 
 namespace berth {
@@ -72,10 +75,7 @@ std::unique_ptr<httplib::Client> ConnectToServer(const ServerAddress& server) {
   return client;
 }
 
-namespace {
-
-// One request to the server; returns the JSON body of a 2xx answer.
-Json Call(const std::string& method, const std::string& path, const std::string& body = "") {
+Json CallServer(const std::string& method, const std::string& path, const std::string& body) {
   const ServerAddress server = ServerAddressFromEnv();
   const std::string& addr = server.text;
   const std::unique_ptr<httplib::Client> client = ConnectToServer(server);
@@ -84,6 +84,7 @@ Json Call(const std::string& method, const std::string& path, const std::string&
   const auto start = std::chrono::steady_clock::now();
   httplib::Result res = method == "GET"    ? client->Get(path)
                         : method == "POST" ? client->Post(path, body, "application/json")
+                        : method == "PUT"  ? client->Put(path, body, "application/yaml")
                                            : client->Delete(path);
   const bool timed_out =
       std::chrono::steady_clock::now() - start >= std::chrono::seconds(kAnswerTimeoutS - 1);
@@ -115,6 +116,8 @@ Json Call(const std::string& method, const std::string& path, const std::string&
     message = "HTTP " + std::to_string(res->status) + " from " + addr + "; is it a berth server?";
   Exit(res->status >= 400 && res->status < 500 ? 2 : 1, message);
 }
+
+namespace {
 
 std::string JobPath(const std::string& job) {
   if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos)
@@ -267,7 +270,7 @@ void Ps(const PsArgs& a) {
     if (!a.queue.empty()) path += "&queue=" + httplib::detail::encode_query_param(a.queue);
     // Without -a, the server leaves the ended jobs out: a long history costs nothing here.
     if (!a.all) path += "&state=" + not_ended;
-    const Json page = Call("GET", path);
+    const Json page = CallServer("GET", path);
     for (const Json& j : page["jobs"]) jobs.push_back(j);
     after = page["next"];
   }
@@ -311,8 +314,10 @@ void PrintEvent(const Json& e, bool json) {
     std::cout << e.dump(-1, ' ', false, Json::error_handler_t::replace) << std::endl;
     return;
   }
-  const std::string what =
-      e.contains("job") ? "job " + e["job"].dump() : "node " + e["node"].get<std::string>();
+  // A job's, a node's, or the server's own (a policy or queues applied).
+  const std::string what = e.contains("job")    ? "job " + e["job"].dump()
+                           : e.contains("node") ? "node " + e["node"].get<std::string>()
+                                                : "server";
   std::cout << e["seq"] << "  " << Clock(e["at"]) << "  " << what << "  " << Text(e["state"])
             << "  " << Text(e["reason"]) << std::endl;
 }
@@ -324,7 +329,7 @@ void Events(const EventsArgs& a) {
   const bool json = a.format == "json";
   int64_t last = a.since;
   while (!a.follow) {
-    const Json page = Call("GET", "/v1/events?limit=10000&since=" + std::to_string(last));
+    const Json page = CallServer("GET", "/v1/events?limit=10000&since=" + std::to_string(last));
     for (const Json& e : page["events"]) PrintEvent(e, json);
     if (page["events"].empty()) return;
     last = page["next"].get<int64_t>();
@@ -375,6 +380,28 @@ void Events(const EventsArgs& a) {
   }
 }
 
+// `berth policy apply FILE`, `berth queues apply FILE`: the file is checked here first, as the
+// server's flags would check it, so that a mistake names the file and its line; then the server
+// checks it again against its jobs and applies it (PUT /v1/policy, /v1/queues).
+void AddApplyCommand(CLI::App& parent, const std::string& what, const std::string& help) {
+  auto* apply = parent.add_subcommand("apply", help);
+  auto file = std::make_shared<std::string>();
+  apply->add_option("file", *file, what == "policy" ? "Policy file (YAML)" : "VC file (YAML)")
+      ->required()
+      ->check(NonEmptyPath());
+  apply->callback([file, what] {
+    const std::string text = ReadFileText(*file);
+    if (text.size() > kMaxRequestBytes)
+      Exit(2, *file + ": " + std::to_string(text.size()) + " bytes, over the server's limit of " +
+                  std::to_string(kMaxRequestBytes) + " bytes");
+    if (what == "policy")
+      ParsePolicyYaml(text, *file);
+    else
+      ParseVcYaml(text, *file);
+    std::cout << CallServer("PUT", "/v1/" + what, text)["reason"].get<std::string>() << "\n";
+  });
+}
+
 }  // namespace
 
 void AddClientCommands(CLI::App& app) {
@@ -419,7 +446,7 @@ void AddClientCommands(CLI::App& app) {
       Exit(2, "the job spec has " + std::to_string(spec.size()) +
                   " bytes, over the server's limit of " + std::to_string(kMaxRequestBytes) +
                   " bytes");
-    const Json job = Call("POST", "/v1/jobs", spec);
+    const Json job = CallServer("POST", "/v1/jobs", spec);
     std::cout << job["id"] << "\n";
   });
 
@@ -435,27 +462,30 @@ void AddClientCommands(CLI::App& app) {
   auto job = std::make_shared<std::string>();
   inspect->add_option("job", *job, "Job id")->required();
   inspect->callback([job] {
-    Json j = Call("GET", JobPath(*job));
-    j["events"] = Call("GET", JobPath(*job) + "/events")["events"];
+    Json j = CallServer("GET", JobPath(*job));
+    j["events"] = CallServer("GET", JobPath(*job) + "/events")["events"];
     std::cout << JsonText(j) << "\n";
   });
 
   auto* stop = app.add_subcommand("stop", "Stop a job");
   stop->add_option("job", *job, "Job id")->required();
-  stop->callback([job] { std::cout << Call("POST", JobPath(*job) + "/stop")["id"] << "\n"; });
+  stop->callback([job] { std::cout << CallServer("POST", JobPath(*job) + "/stop")["id"] << "\n"; });
 
   auto* rm = app.add_subcommand("rm", "Forget an ended job");
   rm->add_option("job", *job, "Job id")->required();
   rm->callback([job] {
-    Call("DELETE", JobPath(*job));
+    CallServer("DELETE", JobPath(*job));
     std::cout << *job << "\n";
   });
 
   auto* queues = app.add_subcommand("queues", "Queues: guarantee, fair share and usage");
-  queues->callback([] {
+  queues->require_subcommand(0, 1);
+  AddApplyCommand(*queues, "queues", "Replace the queues with a VC file's (admins)");
+  queues->callback([queues] {
+    if (queues->got_subcommand("apply")) return;
     std::vector<std::vector<std::string>> rows = {
         {"QUEUE", "WEIGHT", "GUARANTEE", "FAIR SHARE", "USAGE", "BORROWED", "PENDING", "RUNNING"}};
-    const Json answer = Call("GET", "/v1/queues");
+    const Json answer = CallServer("GET", "/v1/queues");
     for (const Json& q : answer["queues"])
       rows.push_back({q["name"], Text(q["weight"]), Text(q["guaranteeGpus"]),
                       Text(q["fairShareGpus"]), Text(q["usageGpus"]), Text(q["borrowedGpus"]),
@@ -463,11 +493,15 @@ void AddClientCommands(CLI::App& app) {
     PrintTable(rows);
   });
 
+  auto* policy = app.add_subcommand("policy", "The server's scheduling policy");
+  policy->require_subcommand(1);
+  AddApplyCommand(*policy, "policy", "Replace the policy with a policy file's, jobs kept (admins)");
+
   auto* nodes = app.add_subcommand("nodes", "Nodes and their free GPUs");
   nodes->callback([] {
     std::vector<std::vector<std::string>> rows = {
         {"NODE", "RACK", "MODEL", "GPUS", "FREE", "STATUS"}};
-    const Json answer = Call("GET", "/v1/nodes");
+    const Json answer = CallServer("GET", "/v1/nodes");
     for (const Json& n : answer["nodes"])
       rows.push_back({n["name"], OrDash(n["rack"]), OrDash(n["model"]), n["gpus"].dump(),
                       n["freeGpus"].dump(), n["cordoned"].get<bool>() ? "cordoned" : "ready"});
@@ -484,7 +518,7 @@ void AddClientCommands(CLI::App& app) {
     auto name = std::make_shared<std::string>();
     verb->add_option("name", *name, "Node name")->required();
     verb->callback([name, action = action] {
-      Call("POST", "/v1/nodes/" + httplib::detail::encode_query_param(*name) + "/" + action);
+      CallServer("POST", "/v1/nodes/" + httplib::detail::encode_query_param(*name) + "/" + action);
       std::cout << *name << "\n";
     });
   }

@@ -53,11 +53,8 @@ Cluster LoadClusterArgument(const std::string& path) {
 }
 
 std::vector<QueueSpec> LoadVcQueues(const std::string& path) {
-  std::vector<QueueSpec> queues;
-  if (!path.empty())
-    for (const VirtualClusterSpec& vc : LoadVcFile(path))
-      queues.push_back({vc.name, 1, -1, vc.guarantees});
-  return queues;
+  if (path.empty()) return {};
+  return VcQueues(LoadVcFile(path));
 }
 
 }  // namespace berth

@@ -24,7 +24,8 @@ void AddServerCommand(CLI::App& app);
 void AddTokenCommand(CLI::App& app);
 // `bench api`, under the `bench` subcommand.
 void AddBenchApiCommand(CLI::App& bench);
-// run, ps, inspect, stop, rm, queues, nodes: the verbs that talk to a server.
+// run, ps, inspect, stop, rm, queues [apply], policy apply, nodes, node, events: the verbs that
+// talk to a server.
 void AddClientCommands(CLI::App& app);
 
 // The global option --limit NAME=VALUE (repeatable), which sets the bounds of limits.h before
@@ -57,6 +58,11 @@ ServerAddress ServerAddressFromEnv();
 // A connection to `server` carrying $BERTH_TOKEN (when set) as its bearer token, and checking
 // a TLS server's certificate against $BERTH_CACERT (when set) or the system's CAs.
 std::unique_ptr<httplib::Client> ConnectToServer(const ServerAddress& server);
+// One request (GET, POST, PUT with a YAML body, DELETE) to the server at $BERTH_ADDR; returns
+// the JSON body of a 2xx answer. Any other answer ends the process: exit 2 with the server's
+// message for a 4xx, exit 1 for no server or a 5xx.
+nlohmann::json CallServer(const std::string& method, const std::string& path,
+                          const std::string& body = "");
 
 // `j` as indented text. Input files are checked to be UTF-8, but a file name need not be: its
 // stray bytes become U+FFFD instead of an exception.

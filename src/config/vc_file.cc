@@ -111,4 +111,10 @@ std::vector<VirtualClusterSpec> ParseVcYaml(const std::string& text,
   return vcs;
 }
 
+std::vector<QueueSpec> VcQueues(const std::vector<VirtualClusterSpec>& vcs) {
+  std::vector<QueueSpec> queues;
+  for (const VirtualClusterSpec& vc : vcs) queues.push_back({vc.name, 1, -1, vc.guarantees});
+  return queues;
+}
+
 }  // namespace berth

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/scheduler.h"
 #include "core/virtual_cluster.h"
 
 namespace berth {
@@ -19,5 +20,9 @@ std::vector<VirtualClusterSpec> LoadVcFile(const std::string& path);
 // As LoadVcFile, for text already in memory; `source_name` stands for the file in messages.
 std::vector<VirtualClusterSpec> ParseVcYaml(const std::string& text,
                                             const std::string& source_name);
+
+// The queues of a VC file (berth server --vcs, PUT /v1/queues, berth sim --vcs): one per VC,
+// with its guarantee, weight 1 and no cap.
+std::vector<QueueSpec> VcQueues(const std::vector<VirtualClusterSpec>& vcs);
 
 }  // namespace berth

@@ -8,8 +8,11 @@
 #include <utility>
 
 #include "config/berth_trace.h"
+#include "config/cells_report.h"
 #include "config/config_error.h"
 #include "config/mount_path.h"
+#include "config/policy_file.h"
+#include "config/vc_file.h"
 #include "core/fragmentation.h"
 #include "core/job.h"
 
@@ -17,6 +20,14 @@ namespace berth {
 namespace {
 
 bool Placed(const std::string& state) { return state == "scheduled"; }
+
+// The queues with "default" added when missing: a job that names no queue goes there.
+std::vector<QueueSpec> WithDefaultQueue(std::vector<QueueSpec> queues) {
+  const bool has_default = std::any_of(queues.begin(), queues.end(),
+                                       [](const QueueSpec& q) { return q.name == "default"; });
+  if (!has_default) queues.push_back({"default", 1, -1, {}});
+  return queues;
+}
 
 // "a, b, c", or "none".
 std::string Listed(const std::vector<std::string>& names) {
@@ -33,13 +44,32 @@ bool ControlPlane::Ended(const std::string& state) {
 
 ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
                            std::function<double()> now)
-    : config_(std::move(config)), store_(store), now_(std::move(now)) {
-  const bool has_default = std::any_of(config_.queues.begin(), config_.queues.end(),
-                                       [](const QueueSpec& q) { return q.name == "default"; });
-  if (!has_default) config_.queues.push_back({"default", 1, -1, {}});
-  engine_ = std::make_unique<Scheduler>(&config_.cluster, config_.queues, config_.policy);
-  if (!engine_->error().empty()) throw ApiError(500, engine_->error());
+    : cluster_(std::move(config.cluster)),
+      allowed_mounts_(std::move(config.allowed_mounts)),
+      store_(store),
+      now_(std::move(now)) {
+  Rules rules{std::move(config.queues), std::move(config.policy)};
+  std::string policy_from = " from --policy", queues_from = "queues from --vcs";
+  for (const StoredSetting& setting : store_->LoadSettings()) {
+    try {
+      if (setting.key == "policy") {
+        rules.policy = ParsePolicyYaml(setting.value, "the state's policy");
+        policy_from = " applied through the API (kept in the state; --policy not used)";
+      } else if (setting.key == "queues") {
+        rules.queues = VcQueues(ParseVcYaml(setting.value, "the state's queues"));
+        queues_from = "queues applied through the API (kept in the state; --vcs not used)";
+      }
+    } catch (const ConfigError& e) {
+      throw ApiError(
+          500, "the " + setting.key +
+                   " applied through the API and kept in the state no longer loads: " + e.what());
+    }
+  }
+  rules.queues = WithDefaultQueue(std::move(rules.queues));
+  const std::string policy_name = rules.policy.name;
+  rules_ = std::make_shared<const Rules>(std::move(rules));
   Recover();
+  recovery_summary_ += "; policy \"" + policy_name + "\"" + policy_from + "; " + queues_from;
 }
 
 void ControlPlane::Record(Job& job, const std::string& state, const std::string& reason,
@@ -71,17 +101,17 @@ void ControlPlane::RefuseIfBroken() const {
     throw ApiError(503, "the state store failed; restart the server to rebuild from the database");
 }
 
-std::string ControlPlane::WhyUnrunnable(const JobSpec& spec) const {
-  if (const std::string why = WhyJobNeverFits(config_.cluster, spec); !why.empty())
+std::string ControlPlane::WhyUnrunnable(const Rules& rules, const JobSpec& spec) const {
+  if (const std::string why = WhyJobNeverFits(cluster_, spec); !why.empty())
     return "no node of this cluster can ever hold it: " + why;
-  const auto queue = std::find_if(config_.queues.begin(), config_.queues.end(),
+  const auto queue = std::find_if(rules.queues.begin(), rules.queues.end(),
                                   [&](const QueueSpec& q) { return q.name == spec.queue; });
-  if (queue == config_.queues.end()) return "queue: unknown queue \"" + spec.queue + "\"";
-  return WhyRefused(config_.cluster, config_.policy, *queue, spec);
+  if (queue == rules.queues.end()) return "queue: unknown queue \"" + spec.queue + "\"";
+  return WhyRefused(cluster_, rules.policy, *queue, spec);
 }
 
 std::string ControlPlane::WhyMountsRefused(const JobSpec& spec) const {
-  const std::vector<std::string>& allowed = config_.allowed_mounts;
+  const std::vector<std::string>& allowed = allowed_mounts_;
   for (const TaskGroup& group : spec.groups)
     for (const Mount& m : group.mounts) {
       if (std::any_of(allowed.begin(), allowed.end(),
@@ -100,47 +130,47 @@ std::string ControlPlane::WhyMountsRefused(const JobSpec& spec) const {
   return "";
 }
 
-void ControlPlane::Recover() {
-  // The operators' marks first: adopted and queued jobs then see the nodes as they were left.
-  int cordoned = 0;
-  for (const StoredNode& marked : store_->LoadNodes()) {
-    const int n = NodeIndex(marked.name);
-    if (n < 0 || !marked.cordoned) continue;  // a node gone from the cluster file: nothing to do
-    engine_->SetNodeCordoned(n, true, now_());
-    ++cordoned;
+ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJob> stored,
+                                        const std::vector<int>& cordoned, const std::string& when) {
+  Loaded out;
+  out.engine = std::make_unique<Scheduler>(&cluster_, rules.queues, rules.policy);
+  if (!out.engine->error().empty()) {
+    out.error = out.engine->error();
+    return out;
   }
-  std::vector<StoredJob> stored = store_->LoadJobs();
-  next_id_ = store_->NextJobId();
+  const double now = now_();
+  // The operators' marks first: adopted and queued jobs then see the nodes as they were left.
+  for (int n : cordoned) out.engine->SetNodeCordoned(n, true, now);
   // Guaranteed work is adopted before borrowed work (the allocator binds guarantee cells as it
   // adopts), and placed jobs before pending ones take GPUs.
   std::vector<Job> placed_guaranteed, placed_borrowed, waiting;
-  std::vector<StoreWrite> writes;
-  int ended = 0, failed = 0;
   for (StoredJob& s : stored) {
     Job job;
     job.stored = std::move(s);
     if (Ended(job.stored.state)) {
-      ++ended;
-      jobs_.emplace(job.stored.id, std::move(job));
+      ++out.ended;
+      out.jobs.emplace(job.stored.id, std::move(job));
       continue;
     }
     try {
       job.spec = ParseJobSubmission(job.stored.spec, "job " + std::to_string(job.stored.id),
-                                    config_.cluster, config_.queues);
+                                    cluster_, rules.queues);
       job.spec.name = job.stored.name;
       job.spec.queue = job.stored.queue;
       job.spec.user = job.stored.user;  // the token's user, which the body may not name
-      // What a submission is refused for, a restart on another cluster or policy checks again.
-      if (const std::string why = WhyUnrunnable(job.spec); !why.empty()) throw ConfigError(why);
+      // What a submission is refused for, another cluster or policy checks again.
+      if (const std::string why = WhyUnrunnable(rules, job.spec); !why.empty())
+        throw ConfigError(why);
       if (const std::string why = WhyMountsRefused(job.spec); !why.empty()) throw ConfigError(why);
     } catch (const ConfigError& e) {
-      ++failed;
+      ++out.failed;
       Record(job, "failed",
-             std::string("after a restart its spec no longer suits this server's cluster, "
-                         "queues, policy or allowed mounts: ") +
+             when +
+                 " its spec no longer suits this server's cluster, queues, policy or allowed "
+                 "mounts: " +
                  e.what(),
-             &writes);
-      jobs_.emplace(job.stored.id, std::move(job));
+             &out.writes);
+      out.jobs.emplace(job.stored.id, std::move(job));
       continue;
     }
     if (Placed(job.stored.state)) {
@@ -151,51 +181,155 @@ void ControlPlane::Recover() {
       waiting.push_back(std::move(job));
     }
   }
-  const double now = now_();
-  int adopted = 0, lost = 0;
   for (auto* list : {&placed_guaranteed, &placed_borrowed}) {
     for (Job& job : *list) {
       std::string why = "a node or GPU it held is gone";
       if (const auto placements = ParsePlacements(job.stored.placements)) {
-        job.engine_id = engine_->Adopt(job.spec, *placements, job.borrowed, job.stored.submitted,
-                                       job.stored.updated, &why);
+        job.engine_id = out.engine->Adopt(job.spec, *placements, job.borrowed, job.stored.submitted,
+                                          job.stored.updated, &why);
         if (job.engine_id >= 0) {
-          ++adopted;
-          by_engine_id_[job.engine_id] = job.stored.id;
-          jobs_.emplace(job.stored.id, std::move(job));
+          ++out.adopted;
+          out.by_engine_id[job.engine_id] = job.stored.id;
+          out.jobs.emplace(job.stored.id, std::move(job));
           continue;
         }
       }
-      ++lost;
+      ++out.lost;
       job.stored.placements.clear();
-      Record(job, "lost", "after a restart its GPUs could not be taken again: " + why, &writes);
+      Record(job, "lost", when + " its GPUs could not be taken again: " + why, &out.writes);
       waiting.push_back(std::move(job));
     }
   }
   for (Job& job : waiting) {
     std::string why;
-    job.engine_id = engine_->Submit(job.spec, now, &why);
+    job.engine_id = out.engine->Submit(job.spec, now, &why);
     if (job.engine_id < 0) {
-      ++failed;
-      Record(job, "failed", "after a restart the engine refuses it: " + why, &writes);
+      ++out.failed;
+      Record(job, "failed", when + " the engine refuses it: " + why, &out.writes);
     } else {
-      by_engine_id_[job.engine_id] = job.stored.id;
-      if (job.stored.state != "pending") Record(job, "pending", "queued again", &writes);
+      out.by_engine_id[job.engine_id] = job.stored.id;
+      if (job.stored.state != "pending") Record(job, "pending", "queued again", &out.writes);
     }
-    jobs_.emplace(job.stored.id, std::move(job));
+    out.jobs.emplace(job.stored.id, std::move(job));
   }
-  recovery_summary_ = std::to_string(jobs_.size()) +
-                      " jobs in the state: " + std::to_string(adopted) + " placed jobs adopted, " +
-                      std::to_string(lost) + " lost their GPUs, " + std::to_string(failed) +
-                      " failed (no longer runnable here), " + std::to_string(ended) + " ended; " +
-                      std::to_string(cordoned) + " nodes cordoned";
-  if (!writes.empty()) store_->Wait(store_->Enqueue(std::move(writes)));
+  return out;
 }
 
-int64_t ControlPlane::Submit(const std::string& body, const Caller& caller) {
+void ControlPlane::Recover() {
+  std::vector<int> cordoned;
+  for (const StoredNode& marked : store_->LoadNodes()) {
+    const int n = NodeIndex(marked.name);
+    // A node gone from the cluster file: nothing to do.
+    if (n >= 0 && marked.cordoned) cordoned.push_back(n);
+  }
+  next_id_ = store_->NextJobId();
+  Loaded loaded = Load(*rules_, store_->LoadJobs(), cordoned, "after a restart");
+  if (!loaded.error.empty()) throw ApiError(500, loaded.error);
+  engine_ = std::move(loaded.engine);
+  jobs_ = std::move(loaded.jobs);
+  by_engine_id_ = std::move(loaded.by_engine_id);
+  recovery_summary_ = std::to_string(jobs_.size()) +
+                      " jobs in the state: " + std::to_string(loaded.adopted) +
+                      " placed jobs adopted, " + std::to_string(loaded.lost) +
+                      " lost their GPUs, " + std::to_string(loaded.failed) +
+                      " failed (no longer runnable here), " + std::to_string(loaded.ended) +
+                      " ended; " + std::to_string(cordoned.size()) + " nodes cordoned";
+  if (!loaded.writes.empty()) store_->Wait(store_->Enqueue(std::move(loaded.writes)));
+}
+
+std::shared_ptr<const ControlPlane::Rules> ControlPlane::CurrentRules() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rules_;
+}
+
+std::string ControlPlane::Reload(const std::function<void(Rules&)>& change, const std::string& what,
+                                 const std::string& label, StoredSetting setting,
+                                 const std::string& by) {
+  RefuseIfBroken();
+  std::unique_lock<std::mutex> engine_lock(engine_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  Rules rules = *rules_;
+  change(rules);
+  rules.queues = WithDefaultQueue(std::move(rules.queues));
+  // A queue with jobs not ended stays: its jobs would have nowhere to wait.
+  std::map<std::string, int> not_ended;
+  std::vector<StoredJob> stored;
+  for (const auto& [id, job] : jobs_) {
+    stored.push_back(job.stored);
+    if (!Ended(job.stored.state)) ++not_ended[job.stored.queue];
+  }
+  for (const auto& [queue, count] : not_ended)
+    if (std::none_of(rules.queues.begin(), rules.queues.end(),
+                     [&](const QueueSpec& q) { return q.name == queue; }))
+      throw ApiError(409, "queue \"" + queue + "\" has " + std::to_string(count) +
+                              " jobs not ended (pending or placed), so it cannot be removed; "
+                              "keep it in the file, or stop its jobs first (berth ps --queue " +
+                              queue + ")");
+  std::vector<int> cordoned;
+  for (size_t n = 0; n < cluster_.nodes.size(); ++n)
+    if (engine_->allocator().node_cordoned(static_cast<int>(n)))
+      cordoned.push_back(static_cast<int>(n));
+  Loaded loaded = Load(rules, std::move(stored), cordoned, "under the new " + what);
+  if (!loaded.error.empty()) throw ApiError(400, loaded.error);  // it names the file's line
+  if (!loaded.writes.empty()) {
+    constexpr int kListed = 10;
+    std::string jobs;
+    int broken = 0;
+    for (const StoreWrite& w : loaded.writes) {
+      if (w.job.state == "pending") continue;  // a lost job queued again: its loss is listed
+      if (broken++ < kListed)
+        jobs += "; job " + std::to_string(w.job.id) + " (" + w.job.queue + "): would be " +
+                w.job.state + ", " + w.job.reason;
+    }
+    if (broken > kListed) jobs += "; and " + std::to_string(broken - kListed) + " more";
+    throw ApiError(409, "the new " + what + " would not keep " + std::to_string(broken) +
+                            " jobs as they are, so nothing was changed" + jobs +
+                            "; stop those jobs first, or keep what they need");
+  }
+  const int queued = static_cast<int>(loaded.jobs.size()) - loaded.ended - loaded.adopted;
+  const std::string reason = label + " applied" + (by.empty() ? "" : " by " + by) + ": " +
+                             std::to_string(loaded.adopted) + " placed jobs kept at their GPUs, " +
+                             std::to_string(queued) + " pending jobs queued again";
+  rules_ = std::make_shared<const Rules>(std::move(rules));
+  engine_ = std::move(loaded.engine);
+  jobs_ = std::move(loaded.jobs);
+  by_engine_id_ = std::move(loaded.by_engine_id);
+  incoming_.clear();  // every pending job is in the new engine
+  Commit({&engine_lock, &lock},
+         {StoreWrite::Setting(std::move(setting), what + "-applied", now_(), reason)});
+  return reason;
+}
+
+std::string ControlPlane::ApplyPolicy(const std::string& yaml, const std::string& by) {
+  Policy policy;
+  try {
+    policy = ParsePolicyYaml(yaml, "policy");
+  } catch (const ConfigError& e) {
+    throw ApiError(400, e.what());
+  }
+  const std::string label = "policy \"" + policy.name + "\"";
+  return Reload([&](Rules& rules) { rules.policy = std::move(policy); }, "policy", label,
+                {"policy", yaml}, by);
+}
+
+std::string ControlPlane::ApplyQueues(const std::string& yaml, const std::string& by) {
+  std::vector<QueueSpec> queues;
+  try {
+    queues = VcQueues(ParseVcYaml(yaml, "queues"));
+  } catch (const ConfigError& e) {
+    throw ApiError(400, e.what());
+  }
+  std::vector<std::string> names;
+  for (const QueueSpec& q : WithDefaultQueue(queues)) names.push_back(q.name);
+  return Reload([&](Rules& rules) { rules.queues = std::move(queues); }, "queues",
+                "queues " + Listed(names), {"queues", yaml}, by);
+}
+
+JobSpec ControlPlane::CheckedSpec(const std::string& body, const Caller& caller,
+                                  const Rules& rules) const {
   JobSpec spec;
   try {
-    spec = ParseJobSubmission(body, "job", config_.cluster, config_.queues);
+    spec = ParseJobSubmission(body, "job", cluster_, rules.queues);
   } catch (const ConfigError& e) {
     throw ApiError(400, e.what());
   }
@@ -211,9 +345,23 @@ int64_t ControlPlane::Submit(const std::string& body, const Caller& caller) {
     throw ApiError(403, "queue: " + caller.user + " may not submit to queue \"" + spec.queue +
                             "\"; the tokens file allows: " + Listed(caller.queues));
   if (const std::string why = WhyMountsRefused(spec); !why.empty()) throw ApiError(403, why);
-  if (const std::string why = WhyUnrunnable(spec); !why.empty()) throw ApiError(400, "job: " + why);
+  if (const std::string why = WhyUnrunnable(rules, spec); !why.empty())
+    throw ApiError(400, "job: " + why);
+  return spec;
+}
+
+int64_t ControlPlane::Submit(const std::string& body, const Caller& caller) {
+  std::shared_ptr<const Rules> rules = CurrentRules();
+  JobSpec spec = CheckedSpec(body, caller, *rules);
   RefuseIfBroken();
   std::unique_lock<std::mutex> lock(mu_);
+  // A reload came between: the spec is checked again against the rules the engine now has.
+  while (rules_ != rules) {
+    rules = rules_;
+    lock.unlock();
+    spec = CheckedSpec(body, caller, *rules);
+    lock.lock();
+  }
   const int64_t id = next_id_++;
   if (spec.name.empty()) spec.name = "job-" + std::to_string(id);
   Job& job = jobs_[id];
@@ -327,7 +475,7 @@ std::vector<StoredEvent> ControlPlane::EventsAfter(int64_t seq, size_t limit, co
 }
 
 int ControlPlane::NodeIndex(const std::string& name) const {
-  const auto& nodes = config_.cluster.nodes;
+  const auto& nodes = cluster_.nodes;
   const auto node =
       std::find_if(nodes.begin(), nodes.end(), [&](const Node& n) { return n.name == name; });
   return node == nodes.end() ? -1 : static_cast<int>(node - nodes.begin());
@@ -359,6 +507,11 @@ void ControlPlane::NodeAction(const std::string& name, const std::string& action
   Commit({&engine_lock, &lock}, std::move(writes));
 }
 
+nlohmann::json ControlPlane::Cells() const {
+  std::lock_guard<std::mutex> lock(engine_mu_);
+  return CellsReport(cluster_, engine_->allocator());
+}
+
 std::vector<QueueStatus> ControlPlane::Queues() const {
   std::lock_guard<std::mutex> lock(engine_mu_);
   return engine_->Queues();
@@ -368,9 +521,9 @@ std::vector<ControlPlane::NodeStatus> ControlPlane::Nodes() const {
   std::lock_guard<std::mutex> lock(engine_mu_);
   std::vector<NodeStatus> nodes;
   const Allocator& alloc = engine_->allocator();
-  for (size_t n = 0; n < config_.cluster.nodes.size(); ++n) {
+  for (size_t n = 0; n < cluster_.nodes.size(); ++n) {
     NodeStatus status;
-    for (size_t g = 0; g < config_.cluster.nodes[n].gpus.size(); ++g)
+    for (size_t g = 0; g < cluster_.nodes[n].gpus.size(); ++g)
       status.free_gpus += alloc.gpu_free(static_cast<int>(n), static_cast<int>(g)) ? 1 : 0;
     status.cordoned = alloc.node_cordoned(static_cast<int>(n));
     nodes.push_back(status);
@@ -439,7 +592,7 @@ std::string ControlPlane::PlacementsJson(const JobRecord& record) const {
   nlohmann::json replicas = nlohmann::json::array();
   nlohmann::json ids = nlohmann::json::array();
   for (const ReplicaPlacement& r : record.placements) {
-    const Node& node = config_.cluster.nodes[r.node];
+    const Node& node = cluster_.nodes[r.node];
     replicas.push_back({{"node", node.name},
                         {"gpus", r.gpus},
                         {"gpuMilli", r.gpu_milli},
@@ -463,7 +616,7 @@ std::optional<std::vector<ReplicaPlacement>> ControlPlane::ParsePlacements(
       ReplicaPlacement p;
       p.node = NodeIndex(r.at("node").get<std::string>());
       if (p.node < 0) return std::nullopt;
-      const Node& node = config_.cluster.nodes[p.node];
+      const Node& node = cluster_.nodes[p.node];
       p.gpus = r.at("gpus").get<std::vector<int>>();
       for (int g : p.gpus)
         if (g < 0 || g >= static_cast<int>(node.gpus.size())) return std::nullopt;
@@ -502,14 +655,13 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
     for (const auto& [id, job] : jobs_) {
       ++out.jobs[job.stored.state];
       if (Ended(job.stored.state)) continue;
-      for (const TaskGroup& g : job.spec.groups)
-        shapes.push_back(PodShapeOf(config_.cluster, g.demand));
+      for (const TaskGroup& g : job.spec.groups) shapes.push_back(PodShapeOf(cluster_, g.demand));
     }
   }
   out.queues = engine_->Queues();
 
   const Allocator& alloc = engine_->allocator();
-  const std::vector<Node>& nodes = config_.cluster.nodes;
+  const std::vector<Node>& nodes = cluster_.nodes;
   std::set<std::pair<int, int>> held;  // (node, GPU) of the placed jobs
   for (const auto& [id, record] : engine_->jobs())
     if (record.state == JobState::kRunning || record.state == JobState::kStopping)
@@ -536,8 +688,7 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
     }
   }
   if (!shapes.empty()) {
-    const FragmentationModel model(&config_.cluster,
-                                   TypicalPods(shapes, PaperTypicalPodsOptions()));
+    const FragmentationModel model(&cluster_, TypicalPods(shapes, PaperTypicalPodsOptions()));
     out.fragmentation_gpus = model.ClusterFragmentation(alloc) / 1000;
   }
 

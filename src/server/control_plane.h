@@ -12,6 +12,15 @@
 // A job whose spec no longer fits the cluster, or whose GPUs are gone, is marked so with the
 // reason (failed, or lost and back to pending), never silently dropped.
 //
+// Hot reload: ApplyPolicy and ApplyQueues build a new engine under the new rules and hand it
+// every job as Recover does (placed jobs adopted at exactly their GPUs, pending ones queued
+// again, the cordons kept). If any job would not be kept as it is (its priority class or queue
+// gone, its spec refused, its GPUs not adoptable under the new guarantees), nothing changes and
+// the reload is refused (409) listing those jobs: an admin's edit never fails or moves users'
+// jobs behind their backs. What was applied is stored, and a restart uses it rather than the
+// server's --policy and --vcs flags (the API's is the later decision); the first log line
+// says which.
+//
 // Threading: every call may come from any thread. Two mutexes: engine_mu_ serializes the engine
 // (its contract: one caller at a time) and is held through a scheduling cycle; mu_ guards the
 // job table and is held only briefly, so that submissions and reads never wait for a cycle. A
@@ -25,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -55,6 +65,7 @@ struct JobFilter {
 
 struct ControlPlaneConfig {
   Cluster cluster;
+  // The server's flags; a policy or queues applied through the API and kept in the state win.
   std::vector<QueueSpec> queues;  // a queue "default" is added when missing
   Policy policy;
   // Host directories a job's volumes may mount from (berth server --allow-mount), lexically
@@ -65,7 +76,8 @@ struct ControlPlaneConfig {
 class ControlPlane {
  public:
   // `now` gives seconds since the epoch. Rebuilds from what `store` holds; throws ApiError 500
-  // when the engine refuses the cluster or queues.
+  // when the engine refuses the cluster or queues, or the stored policy or queues no longer
+  // load.
   ControlPlane(ControlPlaneConfig config, StateStore* store, std::function<double()> now);
 
   // Accepts a job spec (JSON or YAML, docs/api.md) from `caller`; returns its id. ApiError 400
@@ -90,7 +102,18 @@ class ControlPlane {
   std::vector<StoredEvent> EventsAfter(int64_t seq, size_t limit, const Caller& caller,
                                        double wait_s) const;
   std::vector<QueueStatus> Queues() const;
-  const Cluster& cluster() const { return config_.cluster; }
+  const Cluster& cluster() const { return cluster_; }
+  // The cell tree with each cell's free, used and bad GPUs as the jobs hold them now
+  // (config/cells_report.h).
+  nlohmann::json Cells() const;
+  // Hot reload (above) of a policy file's YAML (docs/policy-file.md) or of a VC file's (one
+  // queue per VC, weight 1, no cap; "default" added when missing). `by` names the admin for
+  // the event log. Returns what was done, as logged. ApiError 400 for a bad file (each
+  // mistake's line and field) or guarantees the cluster cannot give; 409 naming the queue and
+  // its jobs when a queue with jobs not ended would go, or listing the jobs that would not be
+  // kept as they are.
+  std::string ApplyPolicy(const std::string& yaml, const std::string& by);
+  std::string ApplyQueues(const std::string& yaml, const std::string& by);
   struct NodeStatus {
     int free_gpus = 0;
     bool cordoned = false;
@@ -141,7 +164,37 @@ class ControlPlane {
     bool borrowed = false;
   };
 
+  // What a reload replaces. Submissions check a spec against a snapshot, and a reload swaps
+  // it, so neither waits for the other.
+  struct Rules {
+    std::vector<QueueSpec> queues;
+    Policy policy;
+  };
+  // A fresh engine over `rules` holding `stored` (Recover, Reload).
+  struct Loaded {
+    std::string error;  // the engine refuses the rules; nothing else is set
+    std::unique_ptr<Scheduler> engine;
+    std::map<int64_t, Job> jobs;
+    std::map<int, int64_t> by_engine_id;
+    int adopted = 0, lost = 0, failed = 0, ended = 0;
+    // The jobs not kept as they were (failed, lost and queued again), recorded on them.
+    std::vector<StoreWrite> writes;
+  };
+  // Ended jobs are kept as they are; placed ones adopted at exactly their GPUs (guaranteed
+  // before borrowed); the rest, and placed ones whose GPUs cannot be taken again (lost),
+  // queued. A job whose spec the rules refuse fails. `cordoned`: node indices. `when` starts
+  // the reasons recorded ("after a restart").
+  Loaded Load(const Rules& rules, std::vector<StoredJob> stored, const std::vector<int>& cordoned,
+              const std::string& when);
   void Recover();
+  // Applies `change` to the rules (ApplyPolicy, ApplyQueues: `what`, named `label` in the
+  // log) when every job is kept as it is, and stores `setting` with them. Returns the event's
+  // reason.
+  std::string Reload(const std::function<void(Rules&)>& change, const std::string& what,
+                     const std::string& label, StoredSetting setting, const std::string& by);
+  std::shared_ptr<const Rules> CurrentRules() const;
+  // The spec of a submission, checked against `rules` for `caller` (Submit's ApiErrors).
+  JobSpec CheckedSpec(const std::string& body, const Caller& caller, const Rules& rules) const;
   // Records `state` and `reason` on the job (a transition) and queues its write.
   void Record(Job& job, const std::string& state, const std::string& reason,
               std::vector<StoreWrite>* writes);
@@ -154,6 +207,9 @@ class ControlPlane {
   // Which volume of the spec mounts a host path outside the allowed mounts, and what they are;
   // "" when none does.
   std::string WhyMountsRefused(const JobSpec& spec) const;
+  // Why the engine under `rules` would refuse the spec or could never place it; "" when
+  // neither.
+  std::string WhyUnrunnable(const Rules& rules, const JobSpec& spec) const;
   void RefuseIfBroken() const;
   int NodeIndex(const std::string& name) const;  // -1 when the cluster has no such node
   // Hands the jobs submitted since the last cycle to the engine (engine_mu_ and mu_ held).
@@ -164,11 +220,13 @@ class ControlPlane {
   // locks, and waits for the commit.
   void Commit(std::vector<std::unique_lock<std::mutex>*> locks, std::vector<StoreWrite> writes);
 
-  ControlPlaneConfig config_;
+  const Cluster cluster_;
+  const std::vector<std::string> allowed_mounts_;
   StateStore* store_;
   std::function<double()> now_;
   mutable std::mutex engine_mu_;  // engine_, by_engine_id_
-  mutable std::mutex mu_;         // jobs_, incoming_, next_id_
+  mutable std::mutex mu_;         // jobs_, incoming_, next_id_, rules_ (swapped under both)
+  std::shared_ptr<const Rules> rules_;
   std::unique_ptr<Scheduler> engine_;
   std::map<int64_t, Job> jobs_;
   std::vector<int64_t> incoming_;  // submitted, not yet given to the engine

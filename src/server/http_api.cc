@@ -170,6 +170,50 @@ httplib::Server::Handler Route(ApiContext& api, Handle handle) {
   };
 }
 
+// A route with a request body, for users: `handle(req, res, caller, body)` runs once the token
+// is known and the body read. The body is read here, counted as it comes: the library bounds
+// only a Content-Length body, and a chunked one could otherwise grow without limit. The token
+// is checked before.
+template <typename Handle>
+httplib::Server::HandlerWithContentReader BodyRoute(ApiContext& api, Handle handle) {
+  return [&api, handle](const httplib::Request& req, httplib::Response& res,
+                        const httplib::ContentReader& read) {
+    Caller caller;
+    bool known = false;
+    Answer(res, [&] {
+      caller = UserCaller(api.access, req);
+      known = true;
+    });
+    if (!known) return;
+    std::string body;
+    bool too_big = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) >
+                   kMaxRequestBytes;
+    const bool whole = !too_big && read([&](const char* data, size_t size) {
+      too_big = body.size() + size > kMaxRequestBytes;
+      if (!too_big) body.append(data, size);
+      return !too_big;
+    });
+    if (!whole && !too_big) {
+      Reply(res, 400, {{"error", "the request body could not be read"}});
+      return;
+    }
+    Handling(api, req);
+    if (too_big) {
+      Reply(res, 413,
+            {{"error", "the request body is over the limit of " + std::to_string(kMaxRequestBytes) +
+                           " bytes"}});
+      return;
+    }
+    Answer(res, [&] { handle(req, res, caller, body); });
+  };
+}
+
+// ApiError 403 unless the caller is an admin; `what` is what it asked to do ("drain a node").
+void RequireAdmin(const Caller& caller, const std::string& what) {
+  if (!caller.admin)
+    throw ApiError(403, "only an admin may " + what + "; " + caller.user + " is not one");
+}
+
 Json EventJson(const StoredEvent& e) {
   Json event = {{"seq", e.seq}, {"at", e.at}, {"state", e.state}, {"reason", e.reason}};
   if (e.job != 0) event["job"] = e.job;
@@ -243,7 +287,6 @@ ApiContext::ApiContext(ControlPlane& plane, const AccessControl& access)
 
 void AddApiRoutes(httplib::Server& server, ApiContext& api) {
   ControlPlane& plane = api.plane;
-  const AccessControl& access = api.access;
   std::atomic<int>& watches = api.watches;
   // Every request is timed for the metrics, and its answer restarts the connection's deadline.
   server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
@@ -260,38 +303,10 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                res.set_content(MetricsExposition(api.plane, api.requests),
                                "text/plain; version=0.0.4; charset=utf-8");
              }));
-  // The body is read here, counted as it comes: the library bounds only a Content-Length body,
-  // and a chunked one could otherwise grow without limit. The token is checked before.
-  server.Post("/v1/jobs", [&](const httplib::Request& req, httplib::Response& res,
-                              const httplib::ContentReader& read) {
-    Caller caller;
-    bool known = false;
-    Answer(res, [&] {
-      caller = UserCaller(access, req);
-      known = true;
-    });
-    if (!known) return;
-    std::string body;
-    bool too_big = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) >
-                   kMaxRequestBytes;
-    const bool whole = !too_big && read([&](const char* data, size_t size) {
-      too_big = body.size() + size > kMaxRequestBytes;
-      if (!too_big) body.append(data, size);
-      return !too_big;
-    });
-    if (!whole && !too_big) {
-      Reply(res, 400, {{"error", "the request body could not be read"}});
-      return;
-    }
-    Handling(api, req);
-    if (too_big) {
-      Reply(res, 413,
-            {{"error", "the request body is over the limit of " + std::to_string(kMaxRequestBytes) +
-                           " bytes"}});
-      return;
-    }
-    Answer(res, [&] { Reply(res, 201, JobJson(plane.Get(plane.Submit(body, caller)))); });
-  });
+  server.Post("/v1/jobs", BodyRoute(api, [&](const httplib::Request&, httplib::Response& res,
+                                             const Caller& caller, const std::string& body) {
+                Reply(res, 201, JobJson(plane.Get(plane.Submit(body, caller))));
+              }));
   server.Get(
       "/v1/jobs",
       Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
@@ -399,12 +414,24 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
       R"(/v1/nodes/([^/]+)/([^/]+))",
       Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
         const std::string node = req.matches[1], action = req.matches[2];
-        if (!caller.admin)
-          throw ApiError(403, "only an admin may " + action.substr(0, 40) + " a node; " +
-                                  caller.user + " is not one");
+        RequireAdmin(caller, action.substr(0, 40) + " a node");
         plane.NodeAction(node, action);
         Reply(res, 200, {{"node", node}, {"action", action}});
       }));
+  server.Put(
+      "/v1/policy", BodyRoute(api, [&](const httplib::Request&, httplib::Response& res,
+                                       const Caller& caller, const std::string& body) {
+        RequireAdmin(caller, "change the policy");
+        Reply(res, 200, {{"applied", "policy"}, {"reason", plane.ApplyPolicy(body, caller.user)}});
+      }));
+  server.Put(
+      "/v1/queues", BodyRoute(api, [&](const httplib::Request&, httplib::Response& res,
+                                       const Caller& caller, const std::string& body) {
+        RequireAdmin(caller, "change the queues");
+        Reply(res, 200, {{"applied", "queues"}, {"reason", plane.ApplyQueues(body, caller.user)}});
+      }));
+  server.Get("/v1/cells", Route(api, [&](const httplib::Request&, httplib::Response& res,
+                                         const Caller&) { Reply(res, 200, plane.Cells()); }));
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
@@ -468,6 +495,8 @@ std::string RouteLabel(const std::string& path) {
              {"/v1/nodes", "/v1/nodes"},
              {"/v1/nodes/[^/]+/[^/]+", "/v1/nodes/{name}/{action}"},
              {"/v1/events", "/v1/events"},
+             {"/v1/policy", "/v1/policy"},
+             {"/v1/cells", "/v1/cells"},
              {"/healthz", "/healthz"},
              {"/readyz", "/readyz"},
              {"/metrics", "/metrics"}})

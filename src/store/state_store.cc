@@ -39,6 +39,8 @@ const char* const kMigrations[] = {
     "DROP TABLE transitions;"
     "CREATE INDEX events_by_job ON events (job, seq);"
     "CREATE TABLE nodes (name TEXT PRIMARY KEY, cordoned INTEGER NOT NULL) WITHOUT ROWID;",
+    // 3 -> 4: what admins applied through the API (the policy's and the queues' YAML).
+    "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;",
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion);
 
@@ -238,6 +240,7 @@ std::string StateStore::WriteBatch(const std::vector<StoreWrite>& batch) {
     Statement mark(writer_, "UPDATE meta SET value = MAX(value, ?) WHERE key = 'next_job_id'");
     Statement remove_events(writer_, "DELETE FROM events WHERE job = ?");
     Statement put_node(writer_, "INSERT OR REPLACE INTO nodes (name, cordoned) VALUES (?, ?)");
+    Statement put_setting(writer_, "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)");
     const auto step = [&](Statement& s) {
       if (s.Step() != SQLITE_DONE) throw StoreError(sqlite3_errmsg(writer_));
       s.Reset();
@@ -249,8 +252,11 @@ std::string StateStore::WriteBatch(const std::vector<StoreWrite>& batch) {
         step(remove_events.Bind(1, j.id));
         continue;
       }
-      if (w.kind == StoreWrite::Kind::kNode) {
-        step(put_node.Bind(1, w.node.name).Bind(2, static_cast<int64_t>(w.node.cordoned)));
+      if (w.kind == StoreWrite::Kind::kNode || w.kind == StoreWrite::Kind::kSetting) {
+        if (w.kind == StoreWrite::Kind::kNode)
+          step(put_node.Bind(1, w.node.name).Bind(2, static_cast<int64_t>(w.node.cordoned)));
+        else
+          step(put_setting.Bind(1, w.setting.key).Bind(2, w.setting.value));
         step(event.Bind(1, j.updated)
                  .Bind(2, int64_t{0})
                  .Bind(3, w.node.name)
@@ -376,6 +382,16 @@ std::vector<StoredNode> StateStore::LoadNodes() const {
   int rc;
   while ((rc = s.Step()) == SQLITE_ROW) out.push_back({s.Text(0), s.Int(1) != 0});
   if (rc != SQLITE_DONE) throw StoreError(path_ + ": reading nodes: " + sqlite3_errmsg(reader_));
+  return out;
+}
+
+std::vector<StoredSetting> StateStore::LoadSettings() const {
+  std::lock_guard<std::mutex> lock(read_mu_);
+  Statement s(reader_, "SELECT key, value FROM settings ORDER BY key");
+  std::vector<StoredSetting> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW) out.push_back({s.Text(0), s.Text(1)});
+  if (rc != SQLITE_DONE) throw StoreError(path_ + ": reading settings: " + sqlite3_errmsg(reader_));
   return out;
 }
 

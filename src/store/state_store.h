@@ -48,7 +48,8 @@ struct StoredJob {
   std::string placements;
 };
 
-// One entry of the event log: a job's state change (job set, node "") or a node's (job 0).
+// One entry of the event log: a job's state change (job set, node ""), a node's (job 0), or a
+// setting applied (job 0, node "").
 // `seq` numbers every event of the state, increasing, never given twice: a watcher resumes
 // from the last one it saw.
 struct StoredEvent {
@@ -56,7 +57,8 @@ struct StoredEvent {
   double at = 0;
   int64_t job = 0;
   std::string node;
-  std::string state;  // a job state, or cordoned / uncordoned / drained
+  std::string state;  // a job state, cordoned / uncordoned / drained, or policy-applied /
+                      // queues-applied
   std::string reason;
 };
 
@@ -66,21 +68,36 @@ struct StoredNode {
   bool cordoned = false;
 };
 
+// A setting an admin applied through the API ("policy", "queues": the file's text), which a
+// restart uses rather than the server's flags.
+struct StoredSetting {
+  std::string key, value;
+};
+
 struct StoreWrite {
   enum class Kind {
-    kPut,     // insert or replace the job, and log an event of its state and reason
-    kDelete,  // remove the job and its events
-    kNode,    // set the node's mark, and log an event of `event` and the job's `reason`
+    kPut,      // insert or replace the job, and log an event of its state and reason
+    kDelete,   // remove the job and its events
+    kNode,     // set the node's mark, and log an event of `event` and the job's `reason`
+    kSetting,  // set the setting, and log an event (job 0, node "") of `event` and `reason`
   };
   Kind kind = Kind::kPut;
-  StoredJob job;    // kPut, kDelete; for kNode only `updated` and `reason`
+  StoredJob job;    // kPut, kDelete; for kNode and kSetting only `updated` and `reason`
   StoredNode node;  // kNode
   std::string event;
+  StoredSetting setting;  // kSetting
 
-  static StoreWrite Put(StoredJob job) { return {Kind::kPut, std::move(job), {}, ""}; }
-  static StoreWrite Delete(StoredJob job) { return {Kind::kDelete, std::move(job), {}, ""}; }
+  static StoreWrite Put(StoredJob job) { return {Kind::kPut, std::move(job), {}, "", {}}; }
+  static StoreWrite Delete(StoredJob job) { return {Kind::kDelete, std::move(job), {}, "", {}}; }
   static StoreWrite Node(StoredNode node, std::string event, double at, std::string reason) {
-    StoreWrite w{Kind::kNode, {}, std::move(node), std::move(event)};
+    StoreWrite w{Kind::kNode, {}, std::move(node), std::move(event), {}};
+    w.job.updated = at;
+    w.job.reason = std::move(reason);
+    return w;
+  }
+  static StoreWrite Setting(StoredSetting setting, std::string event, double at,
+                            std::string reason) {
+    StoreWrite w{Kind::kSetting, {}, {}, std::move(event), std::move(setting)};
     w.job.updated = at;
     w.job.reason = std::move(reason);
     return w;
@@ -90,7 +107,7 @@ struct StoreWrite {
 class StateStore {
  public:
   // The schema this berth writes.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens DIR/berth.db, creating DIR and the database when missing, and takes DIR/lock: one
   // server per state, since two would overwrite each other's jobs and hand out the same GPUs.
@@ -119,6 +136,8 @@ class StateStore {
                                        double wait_s) const;
   // The nodes an operator has marked.
   std::vector<StoredNode> LoadNodes() const;
+  // The settings applied through the API, by key.
+  std::vector<StoredSetting> LoadSettings() const;
   const std::string& path() const { return path_; }
 
  private:

@@ -39,13 +39,19 @@ class ControlPlaneTest : public ::testing::Test {
   }
 
   int ApiStatus(const std::string& body, std::string* message) {
+    return Status([&] { plane_->Submit(body); }, message, 201);
+  }
+
+  // The ApiError's status that `call` throws, with its message; `ok` when it throws none.
+  template <typename Call>
+  int Status(Call call, std::string* message, int ok = 200) {
     try {
-      plane_->Submit(body);
+      call();
     } catch (const ApiError& e) {
       *message = e.what();
       return e.status;
     }
-    return 201;
+    return ok;
   }
 
   std::string dir_;
@@ -341,6 +347,140 @@ TEST_F(ControlPlaneTest, ARestartWithANarrowerAllowListFailsTheJobWithTheReason)
   EXPECT_EQ(plane_->Get(b).state, "scheduled");
   const std::vector<int> free = FreeGpus();
   EXPECT_EQ(free[0] + free[1], 8);  // the failed job's GPUs are free again
+}
+
+// A policy that adds the class "gold" to berth's.
+constexpr const char* kGoldPolicy =
+    "name: gold\n"
+    "priorityClasses: {prod: 1000, default: 100, opportunistic: -1, gold: 500}\n";
+
+// A reload keeps every job as it is: the placed one at exactly its GPUs, the pending one
+// pending (and in the new engine: it starts once the GPUs are free); what the new policy
+// defines is usable at once, and the event log says who applied what.
+TEST_F(ControlPlaneTest, AReloadKeepsPlacedJobsAtTheirGpusAndPendingJobsPending) {
+  Open(1);
+  const int64_t placed = plane_->Submit(R"({"gpus": 4})");
+  plane_->Cycle();
+  const int64_t waiting = plane_->Submit(R"({"gpus": 8})");
+  plane_->Cycle();
+  const StoredJob before = plane_->Get(placed);
+  ASSERT_EQ(before.state, "scheduled");
+  ASSERT_EQ(plane_->Get(waiting).state, "pending");
+  std::string message;
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "priorityClass": "gold"})", &message), 400);
+
+  const std::string reason = plane_->ApplyPolicy(kGoldPolicy, "root");
+  EXPECT_EQ(reason,
+            "policy \"gold\" applied by root: 1 placed jobs kept at their GPUs, 1 pending jobs "
+            "queued again");
+  EXPECT_EQ(plane_->Get(placed).state, "scheduled");
+  EXPECT_EQ(plane_->Get(placed).placements, before.placements);
+  EXPECT_EQ(plane_->Get(placed).updated, before.updated);  // no transition recorded
+  EXPECT_EQ(FreeGpus(), std::vector<int>{4});
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(waiting).state, "pending");  // 8 do not fit beside the 4 held
+  const int64_t gold = plane_->Submit(R"({"gpus": 1, "priorityClass": "gold"})");
+  plane_->Stop(gold);
+  plane_->Stop(placed);
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(waiting).state, "scheduled");
+  std::vector<std::string> server_events;
+  for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0))
+    if (e.job == 0 && e.node.empty()) server_events.push_back(e.state + ": " + e.reason);
+  EXPECT_EQ(server_events, std::vector<std::string>{"policy-applied: " + reason});
+}
+
+// A file with a mistake, or a policy that would drop what a job needs, changes nothing: the
+// jobs, the policy in force and the stored one stay as they were.
+TEST_F(ControlPlaneTest, ABadPolicyChangesNothing) {
+  plane_->ApplyPolicy(kGoldPolicy, "root");
+  const int64_t gold = plane_->Submit(R"({"gpus": 8, "priorityClass": "gold"})");
+  plane_->Cycle();
+  const StoredJob before = plane_->Get(gold);
+  ASSERT_EQ(before.state, "scheduled");
+  std::string message;
+  EXPECT_EQ(
+      Status([&] { plane_->ApplyPolicy("name: x\nagingCap: -1\ncolour: red\n", ""); }, &message),
+      400);
+  EXPECT_NE(message.find("policy:2:"), std::string::npos) << message;
+  EXPECT_NE(message.find("colour"), std::string::npos) << message;
+  EXPECT_EQ(Status([&] { plane_->ApplyPolicy("name: plain\n", "root"); }, &message), 409);
+  EXPECT_NE(message.find("would not keep 1 jobs as they are, so nothing was changed; job " +
+                         std::to_string(gold) + " (default): would be failed"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("priorityClass: unknown class \"gold\""), std::string::npos) << message;
+  EXPECT_EQ(plane_->Get(gold).state, "scheduled");
+  EXPECT_EQ(plane_->Get(gold).updated, before.updated);
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "priorityClass": "gold"})", &message), 201) << message;
+  Open(2);  // the stored policy is still the one applied last
+  EXPECT_EQ(plane_->Get(gold).state, "scheduled");
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "priorityClass": "gold"})", &message), 201) << message;
+}
+
+TEST_F(ControlPlaneTest, TheAppliedPolicyAndQueuesSurviveARestart) {
+  plane_->ApplyPolicy(kGoldPolicy, "root");
+  plane_->ApplyQueues("virtualClusters:\n  research: {guarantees: {s/node: 1}}\n", "root");
+  Open(2);  // the flags say berth and no queues: the applied ones win
+  EXPECT_NE(plane_->recovery_summary().find(
+                "policy \"gold\" applied through the API (kept in the state; --policy not used); "
+                "queues applied through the API (kept in the state; --vcs not used)"),
+            std::string::npos)
+      << plane_->recovery_summary();
+  std::string message;
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "priorityClass": "gold", "queue": "research"})", &message),
+            201)
+      << message;
+  std::vector<std::string> queues;
+  for (const QueueStatus& q : plane_->Queues())
+    queues.push_back(q.name + " " + std::to_string(q.guarantee_gpus));
+  EXPECT_EQ(queues, (std::vector<std::string>{"research 8.000000", "default 0.000000"}));
+}
+
+TEST_F(ControlPlaneTest, AQueueWithJobsCannotBeRemoved) {
+  Open(1, {{"research", 1, -1, {}}});
+  const int64_t job = plane_->Submit(R"({"gpus": 1, "queue": "research"})");
+  std::string message;
+  EXPECT_EQ(Status([&] { plane_->ApplyQueues("virtualClusters:\n  other:\n", "root"); }, &message),
+            409);
+  EXPECT_NE(message.find("queue \"research\" has 1 jobs not ended (pending or placed), so it "
+                         "cannot be removed"),
+            std::string::npos)
+      << message;
+  // Guarantees the cluster cannot give are the engine's 400, naming the file's line.
+  EXPECT_EQ(Status(
+                [&] {
+                  plane_->ApplyQueues("virtualClusters:\n  research: {guarantees: {s/node: 2}}\n",
+                                      "root");
+                },
+                &message),
+            400);
+  EXPECT_NE(message.find("queues:2"), std::string::npos) << message;
+  EXPECT_EQ(plane_->Queues().size(), 2u);  // research and default, as before
+  plane_->ApplyQueues("virtualClusters:\n  research:\n  other:\n", "root");
+  EXPECT_EQ(plane_->Queues().size(), 3u);
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(job).state, "scheduled");
+  // Once its jobs have ended, the queue may go.
+  plane_->Stop(job);
+  plane_->ApplyQueues("virtualClusters:\n  other:\n", "root");
+  EXPECT_EQ(plane_->Queues().size(), 2u);
+  EXPECT_EQ(plane_->Get(job).state, "stopped");
+}
+
+// GET /v1/cells counts the GPUs the jobs hold.
+TEST_F(ControlPlaneTest, CellsCountTheGpusTheJobsHold) {
+  plane_->Submit(R"({"gpus": 8})");
+  plane_->Submit(R"({"gpus": 2})");
+  plane_->Cycle();
+  const nlohmann::json cells = plane_->Cells();
+  EXPECT_EQ(cells["gpus"], 16);
+  EXPECT_EQ(cells["tree"]["used"], 10);
+  EXPECT_EQ(cells["tree"]["free"], 6);
+  int used_nodes = 0;
+  for (const nlohmann::json& type : cells["types"])
+    if (type["level"] == "node") used_nodes = type["used"].get<int>() + type["partial"].get<int>();
+  EXPECT_EQ(used_nodes, 2);
 }
 
 }  // namespace

@@ -205,6 +205,30 @@ TEST(StateStoreTest, TheEventLogIsOrderedFilteredAndNeverRenumbered) {
 }
 
 // A watch waits for the next commit instead of polling, and returns empty at its deadline.
+// A setting is kept across a reopen, replaced by the next one of its key, and logged as an
+// event of the server's own (job 0, no node) that every user sees.
+TEST(StateStoreTest, SettingsAreKeptAndLogged) {
+  const std::string dir = FreshDir("settings");
+  {
+    StateStore store(dir);
+    EXPECT_TRUE(store.LoadSettings().empty());
+    store.Wait(store.Enqueue(
+        {StoreWrite::Setting({"policy", "name: a\n"}, "policy-applied", 10, "policy a applied"),
+         StoreWrite::Setting({"policy", "name: b\n"}, "policy-applied", 11, "policy b applied")}));
+  }
+  StateStore store(dir);
+  const std::vector<StoredSetting> settings = store.LoadSettings();
+  ASSERT_EQ(settings.size(), 1u);
+  EXPECT_EQ(settings[0].key, "policy");
+  EXPECT_EQ(settings[0].value, "name: b\n");
+  const std::vector<StoredEvent> log = store.EventsAfter(0, 10, "ann", 0);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1].job, 0);
+  EXPECT_EQ(log[1].node, "");
+  EXPECT_EQ(log[1].state, "policy-applied");
+  EXPECT_EQ(log[1].reason, "policy b applied");
+}
+
 TEST(StateStoreTest, AWatchWakesOnTheNextCommit) {
   const std::string dir = FreshDir("watch");
   StateStore store(dir);
