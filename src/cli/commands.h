@@ -27,6 +27,8 @@ void AddBenchApiCommand(CLI::App& bench);
 // run, ps, inspect, stop, rm, queues [apply], policy apply, nodes, node, events: the verbs that
 // talk to a server.
 void AddClientCommands(CLI::App& app);
+// `top`: a live terminal view of the server's nodes and queues.
+void AddTopCommand(CLI::App& app);
 
 // The global option --limit NAME=VALUE (repeatable), which sets the bounds of limits.h before
 // any subcommand runs.

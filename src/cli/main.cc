@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   berth::AddServerCommand(app);
   berth::AddTokenCommand(app);
   berth::AddClientCommands(app);
+  berth::AddTopCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -517,16 +517,30 @@ std::vector<QueueStatus> ControlPlane::Queues() const {
   return engine_->Queues();
 }
 
+std::set<std::pair<int, int>> ControlPlane::HeldGpus() const {
+  std::set<std::pair<int, int>> held;
+  for (const auto& [id, record] : engine_->jobs())
+    if (record.state == JobState::kRunning || record.state == JobState::kStopping)
+      for (const ReplicaPlacement& p : record.placements)
+        for (int g : p.gpus) held.insert({p.node, g});
+  return held;
+}
+
 std::vector<ControlPlane::NodeStatus> ControlPlane::Nodes() const {
   std::lock_guard<std::mutex> lock(engine_mu_);
+  const std::set<std::pair<int, int>> held = HeldGpus();
   std::vector<NodeStatus> nodes;
   const Allocator& alloc = engine_->allocator();
   for (size_t n = 0; n < cluster_.nodes.size(); ++n) {
+    const int node = static_cast<int>(n);
     NodeStatus status;
-    for (size_t g = 0; g < cluster_.nodes[n].gpus.size(); ++g)
-      status.free_gpus += alloc.gpu_free(static_cast<int>(n), static_cast<int>(g)) ? 1 : 0;
-    status.cordoned = alloc.node_cordoned(static_cast<int>(n));
-    nodes.push_back(status);
+    for (size_t g = 0; g < cluster_.nodes[n].gpus.size(); ++g) {
+      const int gpu = static_cast<int>(g);
+      status.free_gpus += alloc.gpu_free(node, gpu) ? 1 : 0;
+      status.gpu_map += alloc.gpu_bad(node, gpu) ? 'x' : held.count({node, gpu}) ? '#' : '.';
+    }
+    status.cordoned = alloc.node_cordoned(node);
+    nodes.push_back(std::move(status));
   }
   return nodes;
 }
@@ -662,11 +676,7 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
 
   const Allocator& alloc = engine_->allocator();
   const std::vector<Node>& nodes = cluster_.nodes;
-  std::set<std::pair<int, int>> held;  // (node, GPU) of the placed jobs
-  for (const auto& [id, record] : engine_->jobs())
-    if (record.state == JobState::kRunning || record.state == JobState::kStopping)
-      for (const ReplicaPlacement& p : record.placements)
-        for (int g : p.gpus) held.insert({p.node, g});
+  const std::set<std::pair<int, int>> held = HeldGpus();
   for (size_t n = 0; n < nodes.size(); ++n) {
     std::map<std::string, GpuCount> by_model;
     for (size_t g = 0; g < nodes[n].gpus.size(); ++g) {

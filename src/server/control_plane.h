@@ -117,6 +117,7 @@ class ControlPlane {
   struct NodeStatus {
     int free_gpus = 0;
     bool cordoned = false;
+    std::string gpu_map;  // a character a GPU: '#' held by a placed job, 'x' bad, '.' neither
   };
   // Per node, in node order.
   std::vector<NodeStatus> Nodes() const;
@@ -212,6 +213,8 @@ class ControlPlane {
   std::string WhyUnrunnable(const Rules& rules, const JobSpec& spec) const;
   void RefuseIfBroken() const;
   int NodeIndex(const std::string& name) const;  // -1 when the cluster has no such node
+  // (node, GPU) of every placed job's GPUs, shares too (engine_mu_ held).
+  std::set<std::pair<int, int>> HeldGpus() const;
   // Hands the jobs submitted since the last cycle to the engine (engine_mu_ and mu_ held).
   void SubmitIncoming(double now, std::vector<StoreWrite>* writes);
   Job& Find(int64_t id);

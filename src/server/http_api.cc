@@ -384,6 +384,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                                   {"gpus", node.gpus.size()},
                                   {"freeGpus", status[n].free_gpus},
                                   {"cordoned", status[n].cordoned},
+                                  {"gpuMap", status[n].gpu_map},
                                   {"model", node.gpus.empty() ? "" : node.gpus[0].model}});
                }
                Reply(res, 200, {{"nodes", nodes}});

@@ -19,6 +19,11 @@ wait_state 1 scheduled
   fail "the job's transitions: $("$BERTH" inspect 1)"
 "$BERTH" queues | grep -qE '^default +1\.0 ' || fail "queues: $("$BERTH" queues)"
 "$BERTH" nodes | grep -qE '^dgx-0 +- +A100-80GB +8 ' || fail "nodes: $("$BERTH" nodes)"
+# top: the node holding the job is a row of 8 held GPUs, the queue uses 8 of 32.
+top=$("$BERTH" top --once)
+grep -qE '^dgx-[0-3] +########$' <<<"$top" || fail "top shows no full node: $top"
+[ "$(grep -cE '^dgx-[0-3] +\.{8}$' <<<"$top")" = 3 ] || fail "top: the other nodes: $top"
+grep -qE '^default +\[#{8}[|-]*\] +8\.0 / ' <<<"$top" || fail "top: the queue's usage: $top"
 
 # Refusals name the field and change nothing.
 expect_exit2 "no node of this cluster can ever hold it" run -d --gpus 9 trainer:1

@@ -1,0 +1,104 @@
+// `berth top`: a live view of the cluster in the terminal, as top shows processes: each node's
+// GPUs as a row of cells (held, free, bad), and each queue's usage against its fair share and
+// guarantee. It redraws every --interval seconds until interrupted; --once draws one frame
+// (scripts, tests).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "cli/commands.h"
+
+namespace berth {
+namespace {
+
+using Json = nlohmann::json;
+
+struct TopArgs {
+  bool once = false;
+  double interval_s = 2;
+};
+
+// A bar `width` wide: `used` of `total` as '#', the rest '-', and '|' at `mark` (the fair
+// share) when it falls inside.
+std::string Bar(double used, double mark, double total, int width) {
+  std::string bar(width, '-');
+  if (total <= 0) return bar;
+  const int filled = std::clamp(static_cast<int>(std::lround(used / total * width)), 0, width);
+  std::fill(bar.begin(), bar.begin() + filled, '#');
+  const int at = static_cast<int>(std::lround(mark / total * width));
+  if (at > 0 && at < width) bar[at] = '|';
+  return bar;
+}
+
+std::string Fixed(double value) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << value;
+  return out.str();
+}
+
+std::string Frame() {
+  const Json nodes = CallServer("GET", "/v1/nodes")["nodes"];
+  const Json queues = CallServer("GET", "/v1/queues")["queues"];
+  std::ostringstream out;
+  const std::time_t now = std::time(nullptr);
+  char clock[32];
+  std::strftime(clock, sizeof clock, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
+  size_t name_width = 4, total = 0, held = 0, bad = 0;
+  for (const Json& n : nodes) {
+    name_width = std::max(name_width, n["name"].get<std::string>().size());
+    const std::string map = n["gpuMap"];
+    total += map.size();
+    held += std::count(map.begin(), map.end(), '#');
+    bad += std::count(map.begin(), map.end(), 'x');
+  }
+  for (const Json& q : queues)
+    name_width = std::max(name_width, q["name"].get<std::string>().size());
+  out << "berth top  " << ServerAddressFromEnv().text << "  " << clock << "\n"
+      << "GPUs: " << held << " held, " << total - held - bad << " free, " << bad << " bad, of "
+      << total << "   (# held  . free  x bad)\n\n";
+  for (const Json& n : nodes)
+    out << std::left << std::setw(static_cast<int>(name_width) + 2) << n["name"].get<std::string>()
+        << n["gpuMap"].get<std::string>() << (n["cordoned"].get<bool>() ? "  cordoned" : "")
+        << "\n";
+  out << "\n"
+      << std::left << std::setw(static_cast<int>(name_width) + 2) << "QUEUE"
+      << "USAGE (| fair share) of the cluster   USED / FAIR / GUARANTEED   PENDING\n";
+  for (const Json& q : queues) {
+    const double usage = q["usageGpus"], fair = q["fairShareGpus"], guarantee = q["guaranteeGpus"];
+    out << std::left << std::setw(static_cast<int>(name_width) + 2) << q["name"].get<std::string>()
+        << "[" << Bar(usage, fair, static_cast<double>(total), 30) << "]  " << Fixed(usage) << " / "
+        << Fixed(fair) << " / " << Fixed(guarantee) << "   " << q["pending"].dump() << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+void AddTopCommand(CLI::App& app) {
+  auto* top = app.add_subcommand("top", "A live view: GPUs by node, queues against fair share");
+  auto a = std::make_shared<TopArgs>();
+  top->add_flag("--once", a->once, "Draw one frame and return");
+  top->add_option("--interval", a->interval_s, "Seconds between frames")
+      ->check(CLI::Range(0.2, 3600.0))
+      ->capture_default_str();
+  top->callback([a] {
+    for (;;) {
+      const std::string frame = Frame();  // fetched before the screen is cleared: no flicker
+      if (a->once) {
+        std::cout << frame << std::flush;
+        return;
+      }
+      std::cout << "\033[H\033[2J" << frame << std::flush;
+      std::this_thread::sleep_for(std::chrono::duration<double>(a->interval_s));
+    }
+  });
+}
+
+}  // namespace berth
