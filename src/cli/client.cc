@@ -4,9 +4,11 @@
 // exits 2 with its message; no server, or a server error, exits 1.
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <iomanip>
 #include <iostream>
@@ -66,8 +68,15 @@ std::unique_ptr<httplib::Client> ConnectToServer(const ServerAddress& server) {
       server.host.find(':') != std::string::npos ? "[" + server.host + "]" : server.host;
   auto client = std::make_unique<httplib::Client>((server.tls ? "https://" : "http://") + host +
                                                   ":" + std::to_string(server.port));
-  if (const char* token = std::getenv("BERTH_TOKEN"); token != nullptr && *token != '\0')
+  if (const char* token = std::getenv("BERTH_TOKEN"); token != nullptr && *token != '\0') {
+    // A control character would end the header early (CR LF: a header of its own).
+    if (std::any_of(token, token + std::strlen(token),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+      throw ConfigError(
+          "BERTH_TOKEN: holds a control character (a newline from a file?); set it to the "
+          "token alone");
     client->set_bearer_token_auth(token);
+  }
   if (const char* ca = std::getenv("BERTH_CACERT"); server.tls && ca != nullptr && *ca != '\0')
     client->set_ca_cert_path(ca);
   client->set_connection_timeout(5);
@@ -463,7 +472,7 @@ void AddClientCommands(CLI::App& app) {
   inspect->add_option("job", *job, "Job id")->required();
   inspect->callback([job] {
     Json j = CallServer("GET", JobPath(*job));
-    j["events"] = CallServer("GET", JobPath(*job) + "/events")["events"];
+    j["events"] = CallServer("GET", JobPath(*job) + "/events?limit=10000")["events"];
     std::cout << JsonText(j) << "\n";
   });
 

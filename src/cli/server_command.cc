@@ -1,4 +1,5 @@
 // `berth server`: parses its flags into ServerOptions and runs the control plane.
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -52,6 +53,9 @@ int RunServerCommand(const ServerArgs& a) {
   if (!a.tokens.empty()) options.tokens = LoadTokensFile(a.tokens);
   options.tls_cert = a.tls_cert;
   options.tls_key = a.tls_key;
+  // CLI11's range check lets NaN through, and a NaN deadline would never expire.
+  if (!std::isfinite(a.request_timeout_s))
+    throw ConfigError("--request-timeout: expected seconds from 1 to 3600, got nan");
   options.request_timeout_s = a.request_timeout_s;
   try {
     return RunServer(std::move(options));

@@ -4,6 +4,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
 #include "server/control_plane.h"
@@ -35,10 +36,17 @@ AccessControl::AccessControl(const std::vector<TokenEntry>& tokens) {
 
 Caller AccessControl::Authenticate(const std::string& authorization) const {
   if (!enabled()) return Caller();
-  const std::string scheme = "Bearer ";
-  if (authorization.rfind(scheme, 0) != 0)
+  // The scheme's case does not matter (RFC 7235).
+  const std::string scheme = "bearer ";
+  const bool bearer =
+      authorization.size() > scheme.size() &&
+      std::equal(scheme.begin(), scheme.end(), authorization.begin(),
+                 [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+  if (authorization.empty())
     throw ApiError(401,
                    "this server needs a token: set BERTH_TOKEN (an Authorization: Bearer header)");
+  if (!bearer)
+    throw ApiError(401, "the Authorization header is not \"Bearer TOKEN\"; send the token so");
   const auto it = by_hash_.find(Sha256Hex(authorization.substr(scheme.size())));
   if (it == by_hash_.end())
     throw ApiError(401, "the token is not in the server's tokens file; ask its admin for one");

@@ -49,7 +49,7 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
       store_(store),
       now_(std::move(now)) {
   Rules rules{std::move(config.queues), std::move(config.policy)};
-  std::string policy_from = " from --policy", queues_from = "queues from --vcs";
+  std::string policy_from = " from the command line", queues_from = "queues from the command line";
   for (const StoredSetting& setting : store_->LoadSettings()) {
     try {
       if (setting.key == "policy") {
@@ -464,13 +464,13 @@ void ControlPlane::Remove(int64_t id) {
   Commit({&lock}, std::move(writes));
 }
 
-std::vector<StoredEvent> ControlPlane::Events(int64_t id) const {
+EventPage ControlPlane::Events(int64_t id, int64_t seq, size_t limit) const {
   Get(id);  // 404 for an unknown job
-  return store_->JobEvents(id);
+  return store_->JobEvents(id, seq, limit);
 }
 
-std::vector<StoredEvent> ControlPlane::EventsAfter(int64_t seq, size_t limit, const Caller& caller,
-                                                   double wait_s) const {
+EventPage ControlPlane::EventsAfter(int64_t seq, size_t limit, const Caller& caller,
+                                    double wait_s) const {
   return store_->EventsAfter(seq, limit, caller.admin ? "" : caller.user, wait_s);
 }
 

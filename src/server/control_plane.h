@@ -95,12 +95,11 @@ class ControlPlane {
   StoredJob Stop(int64_t id);
   // Forgets an ended job; 409 while it has not ended.
   void Remove(int64_t id);
-  // The job's events, oldest first (ApiError 404).
-  std::vector<StoredEvent> Events(int64_t id) const;
+  // Up to `limit` of the job's events after `seq`, oldest first (ApiError 404).
+  EventPage Events(int64_t id, int64_t seq = 0, size_t limit = 1000) const;
   // Events after `seq` that `caller` may see (its jobs' and the nodes'; all for an admin), at
   // most `limit`; waits up to `wait_s` for one when there are none yet.
-  std::vector<StoredEvent> EventsAfter(int64_t seq, size_t limit, const Caller& caller,
-                                       double wait_s) const;
+  EventPage EventsAfter(int64_t seq, size_t limit, const Caller& caller, double wait_s) const;
   std::vector<QueueStatus> Queues() const;
   const Cluster& cluster() const { return cluster_; }
   // The cell tree with each cell's free, used and bad GPUs as the jobs hold them now

@@ -221,6 +221,13 @@ Json EventJson(const StoredEvent& e) {
   return event;
 }
 
+// {"events": [...], "next": N}: ask again with since=N for what follows.
+Json PageJson(const EventPage& page) {
+  Json events = Json::array();
+  for (const StoredEvent& e : page.events) events.push_back(EventJson(e));
+  return {{"events", events}, {"next", page.next}};
+}
+
 struct EventsQuery {
   int64_t since = 0;
   size_t limit = 1000;
@@ -257,13 +264,12 @@ void StreamEvents(httplib::Server& server, ControlPlane& plane, const Caller& ca
           sink.done();
           return true;
         }
-        const std::vector<StoredEvent> events = plane.EventsAfter(*last, 1000, caller, 1.0);
+        const EventPage page = plane.EventsAfter(*last, 1000, caller, 1.0);
         std::string lines;
-        for (const StoredEvent& e : events) {
+        for (const StoredEvent& e : page.events)
           lines += EventJson(e).dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
-          *last = e.seq;
-        }
-        if (events.empty() && ++*quiet >= kWatchHeartbeatS) lines = "\n";
+        *last = page.next;
+        if (page.events.empty() && ++*quiet >= kWatchHeartbeatS) lines = "\n";
         if (lines.empty()) return true;
         *quiet = 0;
         return sink.write(lines.data(), lines.size());
@@ -352,10 +358,12 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
   server.Get(
       R"(/v1/jobs/(\d+)/events)",
       Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
-        Json events = Json::array();
-        for (const StoredEvent& e : plane.Events(VisibleJob(plane, caller, JobId(req)).id))
-          events.push_back(EventJson(e));
-        Reply(res, 200, {{"events", events}});
+        const EventsQuery query = EventsParams(req);
+        if (query.watch)
+          throw ApiError(400, "watch: a job's events are not watched; watch /v1/events");
+        const EventPage page =
+            plane.Events(VisibleJob(plane, caller, JobId(req)).id, query.since, query.limit);
+        Reply(res, 200, PageJson(page));
       }));
   server.Get("/v1/queues",
              Route(api, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
@@ -403,13 +411,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                  StreamEvents(server, plane, caller, query.since, watches, res);
                  return;
                }
-               Json events = Json::array();
-               int64_t next = query.since;
-               for (const StoredEvent& e : plane.EventsAfter(query.since, query.limit, caller, 0)) {
-                 events.push_back(EventJson(e));
-                 next = e.seq;
-               }
-               Reply(res, 200, {{"events", events}, {"next", next}});
+               Reply(res, 200, PageJson(plane.EventsAfter(query.since, query.limit, caller, 0)));
              }));
   server.Post(
       R"(/v1/nodes/([^/]+)/([^/]+))",
@@ -454,6 +456,13 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
       Reply(res, 413,
             {{"error", "the request body is over the limit of " + std::to_string(kMaxRequestBytes) +
                            " bytes"}});
+    else if (res.status == 400)
+      Reply(res, 400,
+            {{"error",
+              "the request could not be read: a malformed request line or header, or a "
+              "POST without Content-Length (send Content-Length: 0 for no body)"}});
+    else if (res.status == 414)
+      Reply(res, 414, {{"error", "the request's path is too long"}});
   });
   server.set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {

@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -337,41 +338,53 @@ std::vector<StoredEvent> ReadEvents(Statement& s, sqlite3* db, const std::string
 
 }  // namespace
 
-std::vector<StoredEvent> StateStore::JobEvents(int64_t job) const {
+EventPage StateStore::JobEvents(int64_t job, int64_t seq, size_t limit) const {
   std::lock_guard<std::mutex> lock(read_mu_);
   Statement s(reader_,
               "SELECT e.seq, e.at, e.job, e.node, e.state, e.reason FROM events e "
-              "WHERE e.job = ? ORDER BY e.seq");
-  s.Bind(1, job);
-  return ReadEvents(s, reader_, path_);
+              "WHERE e.job = ? AND e.seq > ? ORDER BY e.seq LIMIT ?");
+  s.Bind(1, job).Bind(2, seq).Bind(3, static_cast<int64_t>(limit));
+  EventPage page{ReadEvents(s, reader_, path_), seq};
+  if (!page.events.empty()) page.next = page.events.back().seq;
+  return page;
 }
 
-std::vector<StoredEvent> StateStore::EventsAfter(int64_t seq, size_t limit, const std::string& user,
-                                                 double wait_s) const {
+EventPage StateStore::EventsAfter(int64_t seq, size_t limit, const std::string& user,
+                                  double wait_s) const {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  EventPage page{{}, seq};
   for (;;) {
     uint64_t seen;
     {
       std::lock_guard<std::mutex> lock(mu_);
       seen = committed_;
     }
-    std::vector<StoredEvent> events;
     {
       std::lock_guard<std::mutex> lock(read_mu_);
+      // The newest event first, then the page up to it: an event committed in between is
+      // after `newest`, so moving the cursor to `newest` skips nothing a later call would see.
+      Statement newest_query(reader_, "SELECT COALESCE(MAX(seq), 0) FROM events");
+      if (newest_query.Step() != SQLITE_ROW)
+        throw StoreError(path_ + ": reading events: " + sqlite3_errmsg(reader_));
+      const int64_t newest = newest_query.Int(0);
       Statement s(reader_,
                   "SELECT e.seq, e.at, e.job, e.node, e.state, e.reason FROM events e "
-                  "LEFT JOIN jobs j ON j.id = e.job WHERE e.seq > ?1 "
+                  "LEFT JOIN jobs j ON j.id = e.job WHERE e.seq > ?1 AND e.seq <= ?4 "
                   "AND (?2 = '' OR e.job = 0 OR j.user = ?2) ORDER BY e.seq LIMIT ?3");
-      s.Bind(1, seq).Bind(2, user).Bind(3, static_cast<int64_t>(limit));
-      events = ReadEvents(s, reader_, path_);
+      s.Bind(1, page.next).Bind(2, user).Bind(3, static_cast<int64_t>(limit)).Bind(4, newest);
+      page.events = ReadEvents(s, reader_, path_);
+      // A short page saw every event up to `newest`, the caller's or not: the cursor moves
+      // past them all, so a user's watch never reads another user's events again.
+      page.next =
+          page.events.size() == limit ? page.events.back().seq : std::max(page.next, newest);
     }
-    if (!events.empty() || std::chrono::steady_clock::now() >= deadline) return events;
+    if (!page.events.empty() || std::chrono::steady_clock::now() >= deadline) return page;
     // Nothing yet: sleep until the writer commits again (or the deadline), then look again.
     std::unique_lock<std::mutex> lock(mu_);
     if (!committed_cv_.wait_until(lock, deadline,
                                   [&] { return committed_ != seen || stopping_; }) ||
         stopping_)
-      return {};
+      return page;
   }
 }
 

@@ -62,6 +62,13 @@ struct StoredEvent {
   std::string reason;
 };
 
+// Events in order, and where the next page starts: after the last event returned, or after
+// every event looked at when some were not the caller's to see.
+struct EventPage {
+  std::vector<StoredEvent> events;
+  int64_t next = 0;
+};
+
 // An operator's mark on a node, kept across restarts.
 struct StoredNode {
   std::string name;
@@ -127,13 +134,12 @@ class StateStore {
   std::vector<StoredJob> LoadJobs() const;
   // Above every id ever stored, removed jobs' included: ids are never given twice.
   int64_t NextJobId() const;
-  // A job's events, oldest first.
-  std::vector<StoredEvent> JobEvents(int64_t job) const;
+  // Up to `limit` of a job's events after `seq`, oldest first.
+  EventPage JobEvents(int64_t job, int64_t seq, size_t limit) const;
   // Up to `limit` events after `seq`, oldest first; only node events and the jobs of `user`
   // unless `user` is "". When there are none yet, waits up to `wait_s` for a commit that
   // brings some (a watch).
-  std::vector<StoredEvent> EventsAfter(int64_t seq, size_t limit, const std::string& user,
-                                       double wait_s) const;
+  EventPage EventsAfter(int64_t seq, size_t limit, const std::string& user, double wait_s) const;
   // The nodes an operator has marked.
   std::vector<StoredNode> LoadNodes() const;
   // The settings applied through the API, by key.

@@ -38,6 +38,8 @@ expect_exit2 "0.0.0.0 is not loopback, and the server would be open to the netwo
   server --listen 0.0.0.0:0 --state "$TMP/s"
 expect_exit2 "0.0.0.0 is not loopback" server --listen 0.0.0.0:0 --state "$TMP/s" \
   --tokens "$TMP/tokens.yaml"
+expect_exit2 "--request-timeout: expected seconds from 1 to 3600, got nan" server \
+  --state "$TMP/s" --request-timeout nan
 expect_exit2 "--tls-cert and --tls-key: give both" server --state "$TMP/s" \
   --tls-cert "$TMP/cert.pem"
 expect_exit2 "cannot load" server --state "$TMP/s" --tls-cert "$TMP/tokens.yaml" \
@@ -63,6 +65,10 @@ code() { curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/cert.pem" "$@"; }
 [ "$(code "$BERTH_ADDR/metrics")" = 401 ] || fail "metrics without a token"
 [ "$(code -H "Authorization: Bearer $bob" "$BERTH_ADDR/metrics")" = 200 ] || fail "metrics with one"
 [ "$(code "$BERTH_ADDR/healthz")" = 200 ] || fail "healthz needs no token"
+# The scheme's case does not matter; a token with a newline is refused by the CLI, not sent.
+[ "$(code -H "Authorization: bearer $bob" "$BERTH_ADDR/metrics")" = 200 ] || fail "bearer, lowercase"
+BERTH_TOKEN="$bob"$'\n' expect_exit2 "BERTH_TOKEN: holds a control character" ps
+BERTH_TOKEN="$bob"$'\r\nX-Extra: 1' expect_exit2 "BERTH_TOKEN: holds a control character" ps
 
 as() { local token=$1; shift; BERTH_TOKEN=$token "$BERTH" "$@"; }
 a1=$(as "$alice" run -d --queue research --gpus 1 trainer:1)

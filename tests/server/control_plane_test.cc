@@ -88,7 +88,7 @@ TEST_F(ControlPlaneTest, ASubmittedJobIsPlacedAndKeptAcrossARestart) {
   EXPECT_EQ(FreeGpus(), free_before);  // the same GPUs are held, not placed again
   // Ids go on after the highest kept one.
   EXPECT_EQ(plane_->Submit(R"({"gpus": 1})"), 3);
-  const std::vector<StoredEvent> events = plane_->Events(a);
+  const std::vector<StoredEvent> events = plane_->Events(a).events;
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].state, "pending");
   EXPECT_EQ(events[1].state, "scheduled");
@@ -107,7 +107,7 @@ TEST_F(ControlPlaneTest, AJobWhoseNodeIsGoneAfterARestartIsLostAndQueuedAgain) {
     pending += state == "pending";
     scheduled += state == "scheduled";
     if (state == "pending") {
-      const std::vector<StoredEvent> events = plane_->Events(id);
+      const std::vector<StoredEvent> events = plane_->Events(id).events;
       ASSERT_GE(events.size(), 2u);
       EXPECT_EQ(events[events.size() - 2].state, "lost");
       EXPECT_NE(events[events.size() - 2].reason.find("could not be taken again"),
@@ -185,7 +185,7 @@ TEST_F(ControlPlaneTest, AGuaranteeReclaimsFromABorrowerAndTheBorrowerWaitsAgain
   EXPECT_EQ(plane_->Get(owner).state, "scheduled");
   EXPECT_EQ(plane_->Get(borrower).state, "pending");
   bool preempted = false;
-  for (const StoredEvent& t : plane_->Events(borrower)) preempted |= t.state == "preempted";
+  for (const StoredEvent& t : plane_->Events(borrower).events) preempted |= t.state == "preempted";
   EXPECT_TRUE(preempted);
 }
 
@@ -244,11 +244,11 @@ TEST_F(ControlPlaneTest, ADrainEvictsAndTheCordonIsKept) {
   plane_->Cycle();
   EXPECT_EQ(plane_->Get(b).state, "scheduled");
   std::vector<std::string> node_events;
-  for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0))
+  for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0).events)
     if (!e.node.empty()) node_events.push_back(e.node + " " + e.state);
   EXPECT_EQ(node_events, (std::vector<std::string>{node + " drained", node + " uncordoned"}));
   bool evicted = false;
-  for (const StoredEvent& e : plane_->Events(a)) evicted |= e.state == "preempted";
+  for (const StoredEvent& e : plane_->Events(a).events) evicted |= e.state == "preempted";
   EXPECT_TRUE(evicted);
   for (const auto& [target, action, status] :
        std::vector<std::tuple<std::string, std::string, int>>{{"nope", "cordon", 404},
@@ -385,7 +385,7 @@ TEST_F(ControlPlaneTest, AReloadKeepsPlacedJobsAtTheirGpusAndPendingJobsPending)
   plane_->Cycle();
   EXPECT_EQ(plane_->Get(waiting).state, "scheduled");
   std::vector<std::string> server_events;
-  for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0))
+  for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0).events)
     if (e.job == 0 && e.node.empty()) server_events.push_back(e.state + ": " + e.reason);
   EXPECT_EQ(server_events, std::vector<std::string>{"policy-applied: " + reason});
 }

@@ -56,7 +56,7 @@ TEST(StateStoreTest, JobsAndTransitionsSurviveAReopen) {
   EXPECT_EQ(jobs[0].state, "scheduled");
   EXPECT_EQ(jobs[0].placements, "{\"gpuIds\": [\"n/0\"]}");
   EXPECT_EQ(jobs[0].spec, "{\"gpus\": 1}");
-  const std::vector<StoredEvent> t = store.JobEvents(1);
+  const std::vector<StoredEvent> t = store.JobEvents(1, 0, 1000).events;
   ASSERT_EQ(t.size(), 2u);
   EXPECT_EQ(t[0].seq, 1);
   EXPECT_EQ(t[0].state, "pending");
@@ -73,7 +73,7 @@ TEST(StateStoreTest, DeleteForgetsTheJobAndItsTransitionsButNotItsId) {
     Put(store, Job(1, "stopped"));
     store.Wait(store.Enqueue({StoreWrite::Delete(Job(1, "stopped"))}));
     EXPECT_TRUE(store.LoadJobs().empty());
-    EXPECT_TRUE(store.JobEvents(1).empty());
+    EXPECT_TRUE(store.JobEvents(1, 0, 1000).events.empty());
   }
   EXPECT_EQ(StateStore(dir).NextJobId(), 2);  // a removed job's id is not given again
 }
@@ -112,7 +112,7 @@ TEST(StateStoreTest, ConcurrentWritersEachLandOnce) {
   ASSERT_EQ(jobs.size(), static_cast<size_t>(kThreads * kEach));
   for (size_t i = 0; i < jobs.size(); ++i) {
     EXPECT_EQ(jobs[i].id, static_cast<int64_t>(i + 1));
-    EXPECT_EQ(store.JobEvents(jobs[i].id).size(), 1u);
+    EXPECT_EQ(store.JobEvents(jobs[i].id, 0, 1000).events.size(), 1u);
   }
 }
 
@@ -164,12 +164,12 @@ TEST(StateStoreTest, ASchema2StateIsMigrated) {
   StateStore store(dir);
   EXPECT_EQ(store.LoadJobs().size(), 2u);
   EXPECT_EQ(store.NextJobId(), 3);
-  const std::vector<StoredEvent> log = store.EventsAfter(0, 10, "", 0);
+  const std::vector<StoredEvent> log = store.EventsAfter(0, 10, "", 0).events;
   ASSERT_EQ(log.size(), 3u);
   EXPECT_EQ(log[0].job, 1);
   EXPECT_EQ(log[1].job, 2);  // by time across jobs
   EXPECT_EQ(log[2].state, "scheduled");
-  EXPECT_EQ(store.JobEvents(1).size(), 2u);
+  EXPECT_EQ(store.JobEvents(1, 0, 1000).events.size(), 2u);
 }
 
 TEST(StateStoreTest, TheEventLogIsOrderedFilteredAndNeverRenumbered) {
@@ -180,25 +180,36 @@ TEST(StateStoreTest, TheEventLogIsOrderedFilteredAndNeverRenumbered) {
   Put(store, mine);
   Put(store, Job(2, "pending"));
   store.Wait(store.Enqueue({StoreWrite::Node({"n1", true}, "cordoned", 200, "on request")}));
-  std::vector<StoredEvent> log = store.EventsAfter(0, 10, "", 0);
+  std::vector<StoredEvent> log = store.EventsAfter(0, 10, "", 0).events;
   ASSERT_EQ(log.size(), 3u);
   EXPECT_EQ(log[2].node, "n1");
   EXPECT_EQ(log[2].job, 0);
   EXPECT_EQ(log[2].state, "cordoned");
   // ann sees her job and the node, not the other user's job.
-  log = store.EventsAfter(0, 10, "ann", 0);
+  log = store.EventsAfter(0, 10, "ann", 0).events;
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[0].job, 1);
   EXPECT_EQ(log[1].node, "n1");
-  EXPECT_EQ(store.EventsAfter(1, 1, "", 0).size(), 1u);  // the limit
+  EXPECT_EQ(store.EventsAfter(1, 1, "", 0).events.size(), 1u);  // the limit
+  // ann's cursor moves past the events she may not see: her next read starts after them all,
+  // so a watch of hers never scans the other users' events again.
+  StoreWrite other = StoreWrite::Put(Job(2, "scheduled"));
+  store.Wait(store.Enqueue({other}));
+  const EventPage anns = store.EventsAfter(3, 10, "ann", 0);
+  EXPECT_TRUE(anns.events.empty());
+  EXPECT_EQ(anns.next, 4);
+  // A job's events come in pages too.
+  const EventPage first = store.JobEvents(2, 0, 1);
+  ASSERT_EQ(first.events.size(), 1u);
+  EXPECT_EQ(store.JobEvents(2, first.next, 10).events.size(), 1u);
   ASSERT_EQ(store.LoadNodes().size(), 1u);
   EXPECT_TRUE(store.LoadNodes()[0].cordoned);
   // A removed job's events go, but their numbers are not given again: a watcher that saw
   // them resumes after them and misses nothing new.
-  const int64_t last = store.EventsAfter(0, 10, "", 0).back().seq;
+  const int64_t last = store.EventsAfter(0, 10, "", 0).events.back().seq;
   store.Wait(store.Enqueue({StoreWrite::Delete(Job(2, "stopped"))}));
   Put(store, Job(3, "pending"));
-  log = store.EventsAfter(last, 10, "", 0);
+  log = store.EventsAfter(last, 10, "", 0).events;
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0].job, 3);
   EXPECT_GT(log[0].seq, last);
@@ -221,7 +232,7 @@ TEST(StateStoreTest, SettingsAreKeptAndLogged) {
   ASSERT_EQ(settings.size(), 1u);
   EXPECT_EQ(settings[0].key, "policy");
   EXPECT_EQ(settings[0].value, "name: b\n");
-  const std::vector<StoredEvent> log = store.EventsAfter(0, 10, "ann", 0);
+  const std::vector<StoredEvent> log = store.EventsAfter(0, 10, "ann", 0).events;
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[1].job, 0);
   EXPECT_EQ(log[1].node, "");
@@ -232,12 +243,12 @@ TEST(StateStoreTest, SettingsAreKeptAndLogged) {
 TEST(StateStoreTest, AWatchWakesOnTheNextCommit) {
   const std::string dir = FreshDir("watch");
   StateStore store(dir);
-  EXPECT_TRUE(store.EventsAfter(0, 10, "", 0.05).empty());
+  EXPECT_TRUE(store.EventsAfter(0, 10, "", 0.05).events.empty());
   std::thread writer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     Put(store, Job(1, "pending"));
   });
-  const std::vector<StoredEvent> log = store.EventsAfter(0, 10, "", 30);
+  const std::vector<StoredEvent> log = store.EventsAfter(0, 10, "", 30).events;
   writer.join();
   ASSERT_EQ(log.size(), 1u);
   EXPECT_EQ(log[0].job, 1);
