@@ -1,12 +1,12 @@
 #include "core/fragmentation.h"
 
-#include "core/job.h"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <tuple>
 #include <utility>
+
+#include "core/job.h"
 
 namespace berth {
 namespace {
