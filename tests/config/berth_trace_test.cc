@@ -367,6 +367,19 @@ TEST(JobSubmissionTest, BadShmSizes) {
   EXPECT_EQ(Submission("memoryMiB: 1024\nshmSize: 1g\n").groups[0].shm_bytes, int64_t{1} << 30);
 }
 
+// Arguments and variables are any text a program can take: escapes and other control
+// characters pass, a NUL (which would cut the string short) does not.
+TEST(JobSubmissionTest, ANulInACommandOrVariableIsRefused) {
+  const JobSpec ok = Submission(
+      "{\"gpus\": 1, \"command\": [\"printf\", \"\\u001b[31mred\\t\"], \"env\": {\"A\": "
+      "\"x\\ny\"}}");
+  EXPECT_EQ(ok.groups.size(), 1u);
+  EXPECT_TRUE(SubmissionFailsAt("gpus: 1\ncommand: [sh, \"a\\0b\"]\n", "command",
+                                {"command[1]: holds a NUL byte", "remove it"}));
+  EXPECT_TRUE(
+      SubmissionFailsAt("gpus: 1\nenv:\n  A: \"a\\0b\"\n", "A:", {"env.A: holds a NUL byte"}));
+}
+
 // Each is refused at its own line, naming the field and why berth never grants it, not as an
 // unknown field.
 TEST(JobSubmissionTest, WhatBerthNeverGrantsIsRefusedByName) {
