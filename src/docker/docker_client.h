@@ -1,0 +1,132 @@
+// The Docker Engine API, spoken over the engine's unix socket (libcurl, HTTP/1.1). The agent's
+// only way to run containers: create, start, inspect, stop, remove, logs, images, pulls.
+//
+// Contract:
+// - The API version is negotiated once, by Negotiate() (GET /version): the lower of the
+//   engine's ApiVersion and the newest this client speaks (kNewestApiVersion). Every later call
+//   goes to /v<version>/...; calling one before Negotiate() negotiates first.
+// - Every call blocks until the engine answers or the call's time limit passes. A refusal
+//   throws DockerError with the HTTP status and the engine's own "message"; an engine that
+//   cannot be reached (no socket, daemon stopped, timeout) throws DockerError with status 0
+//   and says how to fix it ("is dockerd running? socket ...").
+// - Nothing the engine sends can take unbounded memory: answers are capped (kMaxAnswerBytes),
+//   logs per call are capped by the caller's max_bytes (whole lines only).
+// - One DockerClient may be used from one thread at a time; make one per thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace berth {
+
+struct DockerError : std::runtime_error {
+  DockerError(int status, const std::string& message)
+      : std::runtime_error(message), status(status) {}
+  int status;  // the engine's HTTP status; 0 when the engine could not be reached
+};
+
+struct ContainerMount {
+  std::string host, container;
+  bool read_only = false;
+};
+
+// What a container is created with (POST /containers/create).
+struct ContainerSpec {
+  std::string name;                   // "": the engine names it
+  std::string image;
+  std::vector<std::string> command;   // empty: the image's default command
+  std::vector<std::string> env;       // "KEY=VALUE"
+  std::map<std::string, std::string> labels;
+  std::vector<ContainerMount> mounts; // HostConfig.Binds
+  int64_t shm_bytes = 0;              // HostConfig.ShmSize; 0: the engine's default
+  int64_t memory_bytes = 0;           // HostConfig.Memory; 0: no limit
+  int64_t nano_cpus = 0;              // HostConfig.NanoCpus; 0: no limit
+  std::string cpuset_cpus, cpuset_mems;  // HostConfig.CpusetCpus / CpusetMems; "": unset
+  // HostConfig.DeviceRequests: one request, driver "nvidia", these DeviceIDs (GPU or MIG
+  // UUIDs), capabilities [["gpu"]]. Empty: no device request.
+  std::vector<std::string> gpu_device_ids;
+};
+
+struct ContainerInfo {
+  std::string id, name, image;
+  std::map<std::string, std::string> labels;
+  std::string status;  // State.Status: created, running, paused, restarting, exited, dead...
+  bool running = false;
+  int exit_code = 0;
+  bool oom_killed = false;
+  std::string started_at, finished_at;  // RFC 3339 as the engine gives them; "" when unset
+  std::string error;                    // State.Error
+  std::string cpuset_cpus, cpuset_mems; // HostConfig's, as created or updated
+};
+
+struct LogLine {
+  bool stderr_stream = false;
+  std::string timestamp;  // RFC 3339 with nanoseconds, as the engine stamps it
+  std::string text;       // the line without its timestamp, newline kept when it had one
+};
+
+struct ImageLayer {
+  std::string digest;  // RootFS.Layers entry (sha256:...)
+  int64_t bytes = 0;   // from the image's history; 0 for empty layers
+};
+
+struct ImageInfo {
+  std::string id;
+  std::vector<std::string> tags;  // RepoTags
+  int64_t bytes = 0;
+  std::vector<ImageLayer> layers;
+};
+
+class DockerClient {
+ public:
+  static constexpr const char* kNewestApiVersion = "1.43";
+  static constexpr size_t kMaxAnswerBytes = 16 << 20;
+
+  explicit DockerClient(std::string socket_path = "/var/run/docker.sock");
+  ~DockerClient();
+  DockerClient(const DockerClient&) = delete;
+  DockerClient& operator=(const DockerClient&) = delete;
+
+  // The version agreed on ("1.41"); the engine's own version string in `engine_version`.
+  std::string Negotiate(std::string* engine_version = nullptr);
+
+  std::string Create(const ContainerSpec& spec);  // the new container's id
+  void Start(const std::string& id);              // already running: no error
+  ContainerInfo Inspect(const std::string& id);   // DockerError 404 when gone
+  // Containers, stopped ones too, that carry the label ("key" or "key=value").
+  std::vector<ContainerInfo> List(const std::string& label);
+  // SIGTERM, then SIGKILL after `grace_s` seconds (the engine's own stop timeout). Already
+  // stopped: no error.
+  void Stop(const std::string& id, int grace_s);
+  void Remove(const std::string& id, bool force);  // already gone: no error
+  // Rebinds a running container's CPU set (POST /containers/{id}/update).
+  void UpdateCpuset(const std::string& id, const std::string& cpus, const std::string& mems);
+  // Lines written after `since` (a timestamp as LogLine gives, exclusive; "" for all), stdout
+  // and stderr demultiplexed from the engine's 8-byte frames (or read raw for a TTY
+  // container), at most `max_bytes` of whole lines, oldest first.
+  std::vector<LogLine> Logs(const std::string& id, const std::string& since, size_t max_bytes);
+
+  bool HasImage(const std::string& image);
+  ImageInfo InspectImage(const std::string& image);  // DockerError 404 when absent
+  std::vector<ImageInfo> Images();                   // every image with its layers
+  // Pulls `image` ("name[:tag]", ":latest" when no tag), calling `progress` with each status
+  // line the engine streams ("Downloading 12.3MB/40.1MB"...). Throws when the pull fails
+  // (the engine's error line, e.g. no registry reachable).
+  void Pull(const std::string& image, const std::function<void(const std::string&)>& progress);
+
+ private:
+  struct Answer;
+  Answer Call(const std::string& method, const std::string& path, const std::string& body,
+              long timeout_s, const std::function<bool(const char*, size_t)>& sink = nullptr);
+  std::string Path(const std::string& path);
+
+  std::string socket_path_;
+  std::string version_;  // "" until negotiated
+  void* curl_ = nullptr; // the easy handle, reused so that the connection is kept alive
+};
+
+}  // namespace berth
