@@ -170,11 +170,13 @@ class TraceParser {
 
   // A command's argument or a variable's value: any text a program can be given, which ends
   // at a NUL byte (argv and the environment are C strings), so a NUL is refused.
-  void Argument(const YAML::Node& node, const std::string& path) const {
-    if (Text(node, path, kMaxArgument, true).find('\0') != std::string::npos)
+  std::string Argument(const YAML::Node& node, const std::string& path) const {
+    std::string text = Text(node, path, kMaxArgument, true);
+    if (text.find('\0') != std::string::npos)
       r_.Fail(node, path,
               "holds a NUL byte, which no program can be given (arguments and variables end at "
               "it); remove it");
+    return text;
   }
 
   double Number(const YAML::Node& node, const std::string& path, double min, double max,
@@ -394,7 +396,8 @@ class TraceParser {
       const std::string command_path = field("command");
       r_.Sequence(command, command_path);
       Bounded(command, command_path, kMaxArguments, "arguments");
-      for (size_t i = 0; i < command.size(); ++i) Argument(command[i], IndexPath(command_path, i));
+      for (size_t i = 0; i < command.size(); ++i)
+        group->command.push_back(Argument(command[i], IndexPath(command_path, i)));
     }
     if (const YAML::Node env = g["env"]) {
       const std::string env_path = field("env");
@@ -403,7 +406,7 @@ class TraceParser {
         const std::string variable = FieldPath(env_path, e.key);
         if (e.key.find('=') != std::string::npos)
           r_.Fail(e.key_node, variable, "a variable name cannot hold '='");
-        Argument(e.value, variable);
+        group->env[e.key] = Argument(e.value, variable);
       }
     }
     if (const YAML::Node volumes = g["volumes"]) ParseVolumes(volumes, field("volumes"), group);

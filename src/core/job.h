@@ -40,6 +40,8 @@ struct TaskGroup {
   std::map<std::string, std::string> node_selector;  // node labels that must match
   std::vector<Mount> mounts;                         // each at its own container path
   int64_t shm_bytes = 0;                             // /dev/shm's size; 0: the runtime's default
+  std::vector<std::string> command;                  // empty: the image's own
+  std::map<std::string, std::string> env;
 };
 
 struct JobSpec {

@@ -19,7 +19,18 @@
 namespace berth {
 namespace {
 
-bool Placed(const std::string& state) { return state == "scheduled"; }
+// Placed and not stopping: what a restart adopts at its GPUs.
+bool Placed(const std::string& state) {
+  return state == "scheduled" || state == "starting" || state == "running";
+}
+
+// Assignment versions start at the wall clock in microseconds: a restarted server's versions
+// are above any its predecessor handed out (agent_protocol.h).
+uint64_t FirstVersion() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
 
 // The queues with "default" added when missing: a job that names no queue goes there.
 std::vector<QueueSpec> WithDefaultQueue(std::vector<QueueSpec> queues) {
@@ -47,7 +58,14 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
     : cluster_(std::move(config.cluster)),
       allowed_mounts_(std::move(config.allowed_mounts)),
       store_(store),
-      now_(std::move(now)) {
+      now_(std::move(now)),
+      unhealthy_after_s_(config.unhealthy_after_s),
+      lost_after_s_(config.lost_after_s),
+      logs_(config.logs),
+      agents_(cluster_.nodes.size()),
+      on_node_(cluster_.nodes.size()) {
+  const uint64_t first = FirstVersion();
+  for (AgentNode& a : agents_) a.version = first;
   Rules rules{std::move(config.queues), std::move(config.policy)};
   std::string policy_from = " from the command line", queues_from = "queues from the command line";
   for (const StoredSetting& setting : store_->LoadSettings()) {
@@ -79,6 +97,57 @@ void ControlPlane::Record(Job& job, const std::string& state, const std::string&
   // Transitions are ordered by their sequence; the clock only labels them.
   job.stored.updated = std::max(now_(), job.stored.updated);
   writes->push_back(StoreWrite::Put(job.stored));
+  Touch(job);
+}
+
+bool ControlPlane::Desired(const Job& job) {
+  return Placed(job.stored.state) && !job.stored.placements.empty();
+}
+
+std::set<int> ControlPlane::NodesOf(const std::string& placements) const {
+  std::set<int> nodes;
+  if (placements.empty()) return nodes;
+  const nlohmann::json json = nlohmann::json::parse(placements, nullptr, false);
+  if (!json.is_object()) return nodes;
+  for (const nlohmann::json& r : json.value("replicas", nlohmann::json::array()))
+    if (r.is_object() && r.contains("node") && r["node"].is_string())
+      if (const int n = NodeIndex(r["node"].get<std::string>()); n >= 0) nodes.insert(n);
+  return nodes;
+}
+
+void ControlPlane::Touch(Job& job) {
+  const int64_t id = job.stored.id;
+  if (job.stored.state == "preempted" && !job.stored.placements.empty())
+    stopping_.insert(id);
+  else
+    stopping_.erase(id);
+  const std::set<int> now_on =
+      Desired(job) ? NodesOf(job.stored.placements) : std::set<int>();
+  std::string token;
+  if (!job.stored.placements.empty()) {
+    const nlohmann::json placements = nlohmann::json::parse(job.stored.placements, nullptr, false);
+    if (placements.is_object()) token = placements.value("placement", "");
+  }
+  if (now_on == job.nodes && token == job.placement) return;
+  std::set<int> changed = job.nodes;
+  changed.insert(now_on.begin(), now_on.end());
+  for (int n : changed) {
+    job.node_version[n] = ++agents_[n].version;
+    if (now_on.count(n))
+      on_node_[n].insert(id);
+    else
+      on_node_[n].erase(id);
+  }
+  if (token != job.placement) job.replicas.clear();
+  job.nodes = now_on;
+  job.placement = token;
+  assignments_changed_.notify_all();
+}
+
+bool ControlPlane::HasAgent(const Job& job) const {
+  for (int n : NodesOf(job.stored.placements))
+    if (agents_[n].registered) return true;
+  return false;
 }
 
 void ControlPlane::Commit(std::vector<std::unique_lock<std::mutex>*> locks,
@@ -178,6 +247,7 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
           nlohmann::json::parse(job.stored.placements, nullptr, false).value("borrowed", false);
       (job.borrowed ? placed_borrowed : placed_guaranteed).push_back(std::move(job));
     } else {
+      job.stored.placements.clear();  // a preempted job that was stopping: its agent stops it
       waiting.push_back(std::move(job));
     }
   }
@@ -189,6 +259,7 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
                                           job.stored.updated, &why);
         if (job.engine_id >= 0) {
           ++out.adopted;
+          Touch(job);  // its agents are handed it again
           out.by_engine_id[job.engine_id] = job.stored.id;
           out.jobs.emplace(job.stored.id, std::move(job));
           continue;
@@ -292,6 +363,13 @@ std::string ControlPlane::Reload(const std::function<void(Rules&)>& change, cons
                              std::to_string(queued) + " pending jobs queued again";
   rules_ = std::make_shared<const Rules>(std::move(rules));
   engine_ = std::move(loaded.engine);
+  for (auto& [id, job] : loaded.jobs) {  // what agents reported stays known
+    const Job& old = jobs_.at(id);
+    job.nodes = old.nodes;
+    job.placement = old.placement;
+    job.node_version = old.node_version;
+    job.replicas = old.replicas;
+  }
   jobs_ = std::move(loaded.jobs);
   by_engine_id_ = std::move(loaded.by_engine_id);
   incoming_.clear();  // every pending job is in the new engine
@@ -462,6 +540,7 @@ void ControlPlane::Remove(int64_t id) {
   std::vector<StoreWrite> writes = {StoreWrite::Delete(job.stored)};
   jobs_.erase(id);
   Commit({&lock}, std::move(writes));
+  if (logs_ != nullptr) logs_->Remove(id);
 }
 
 EventPage ControlPlane::Events(int64_t id, int64_t seq, size_t limit) const {
@@ -553,6 +632,7 @@ void ControlPlane::Cycle() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     SubmitIncoming(now, &writes);
+    CheckAgents(now, &writes);
   }
   // The cycle itself holds only the engine: submissions and reads go on meanwhile.
   const auto started = std::chrono::steady_clock::now();
@@ -575,12 +655,14 @@ void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<Sto
     for (const std::string& g : d.gpu_ids) gpus += (gpus.empty() ? "" : ", ") + g;
     switch (d.kind) {
       case Decision::Kind::kStart:
-        job.stored.placements = PlacementsJson(*record);
+        // The token names this placement's containers: microseconds are unique per job.
+        job.stored.placements = PlacementsJson(
+            *record, "p" + std::to_string(static_cast<int64_t>(now_() * 1e6)));
         Record(job, "scheduled", "placed on " + gpus, writes);
         break;
       case Decision::Kind::kGrow:
       case Decision::Kind::kShrink:
-        job.stored.placements = PlacementsJson(*record);
+        job.stored.placements = PlacementsJson(*record, job.placement);
         Record(job, job.stored.state,
                std::string(d.kind == Decision::Kind::kGrow ? "grew" : "shrank") + " to " +
                    std::to_string(record->replicas) + " replicas",
@@ -589,7 +671,16 @@ void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<Sto
       case Decision::Kind::kPreempt:
       case Decision::Kind::kEvict:
       case Decision::Kind::kKill: {
-        // Until an agent runs it, a placed job has nothing to stop: it has stopped now.
+        if (HasAgent(job)) {
+          // Its agents stop the containers (a kill comes with their stop's grace period) and
+          // report them gone: then Report tells the engine it stopped.
+          if (job.stored.state != "preempted") {
+            Record(job, "preempted", d.reason, writes);
+            ++preemptions_;
+          }
+          break;
+        }
+        // Nothing runs it: it has stopped now.
         job.stored.placements.clear();
         Record(job, "preempted", d.reason, writes);
         ++preemptions_;
@@ -602,7 +693,7 @@ void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<Sto
   }
 }
 
-std::string ControlPlane::PlacementsJson(const JobRecord& record) const {
+std::string ControlPlane::PlacementsJson(const JobRecord& record, const std::string& token) const {
   nlohmann::json replicas = nlohmann::json::array();
   nlohmann::json ids = nlohmann::json::array();
   for (const ReplicaPlacement& r : record.placements) {
@@ -615,7 +706,10 @@ std::string ControlPlane::PlacementsJson(const JobRecord& record) const {
                         {"migStart", r.mig_start}});
     for (int g : r.gpus) ids.push_back(node.name + "/" + std::to_string(g));
   }
-  return nlohmann::json{{"borrowed", record.borrowed}, {"gpuIds", ids}, {"replicas", replicas}}
+  return nlohmann::json{{"borrowed", record.borrowed},
+                        {"gpuIds", ids},
+                        {"placement", token},
+                        {"replicas", replicas}}
       .dump();
 }
 
@@ -710,7 +804,350 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
     out.decisions[DecisionKindName(kind)] = it == decisions_.end() ? 0 : it->second;
   }
   out.preemptions = preemptions_;
+  std::lock_guard<std::mutex> lock(mu_);
+  const double now = now_();
+  for (size_t n = 0; n < agents_.size(); ++n)
+    if (agents_[n].registered)
+      out.heartbeat_ages.emplace_back(cluster_.nodes[n].name, now - agents_[n].last_seen);
+  out.start_phases = start_phases_;
   return out;
+}
+
+}  // namespace berth
+
+// The agent protocol (agent_protocol.h).
+namespace berth {
+namespace {
+
+std::string Seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f", s);
+  return text;
+}
+
+bool Live(const ContainerReport& c) { return c.state == "starting" || c.state == "running"; }
+
+}  // namespace
+
+uint64_t ControlPlane::RegisterAgent(const std::string& node,
+                                     const NodeRegistration& registration) {
+  RefuseIfBroken();
+  std::unique_lock<std::mutex> engine_lock(engine_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  const int n = NodeIndex(node);
+  if (n < 0)
+    throw ApiError(404, "no node " + node.substr(0, 80) +
+                            " in the server's cluster; add it to the cluster file, or start the "
+                            "agent with the --node name the cluster file gives this host");
+  const size_t declared = cluster_.nodes[n].gpus.size();
+  if (registration.gpu_uuids.size() != declared)
+    throw ApiError(409, "node " + node + ": its agent has " +
+                            std::to_string(registration.gpu_uuids.size()) +
+                            " GPUs and the cluster file declares " + std::to_string(declared) +
+                            "; fix the cluster file, or the agent's --declare file");
+  AgentNode& agent = agents_[n];
+  const bool again = agent.registered;
+  agent.registered = true;
+  agent.registration = registration;
+  const double now = now_();
+  std::vector<StoreWrite> writes;
+  // Registering counts as a report: a node back from unhealthy or lost takes jobs again.
+  agent.last_seen = now;
+  if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
+  writes.push_back(StoreWrite::Node(
+      {node, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us},
+      "agent-registered", now,
+      std::string(again ? "its agent registered again" : "its agent registered") + " with " +
+          std::to_string(declared) + (registration.simulated ? " simulated" : "") + " GPUs"));
+  const uint64_t version = agent.version;
+  Commit({&engine_lock, &lock}, std::move(writes));
+  return version;
+}
+
+AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
+                                        double wait_s) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  const int n = NodeIndex(node);
+  if (n < 0) throw ApiError(404, "no node " + node.substr(0, 80));
+  assignments_changed_.wait_for(lock, std::chrono::duration<double>(wait_s),
+                                [&] { return agents_[n].version != since || broken_; });
+  AssignmentSet set;
+  set.version = agents_[n].version;
+  for (int64_t id : on_node_[n]) AssignmentsOf(jobs_.at(id), n, &set.assignments);
+  return set;
+}
+
+void ControlPlane::AssignmentsOf(const Job& job, int node, std::vector<Assignment>* out) const {
+  const auto placements = ParsePlacements(job.stored.placements);
+  if (!placements) return;
+  const Node& host = cluster_.nodes[node];
+  const std::vector<std::string>& uuids = agents_[node].registration.gpu_uuids;
+  // Replica i belongs to the group whose replicas, in group order, cover i.
+  std::vector<const TaskGroup*> groups;
+  for (const TaskGroup& g : job.spec.groups)
+    for (int r = 0; r < g.replicas; ++r) groups.push_back(&g);
+  for (size_t i = 0; i < placements->size() && i < groups.size(); ++i) {
+    const ReplicaPlacement& p = (*placements)[i];
+    if (p.node != node) continue;
+    const TaskGroup& g = *groups[i];
+    Assignment a;
+    a.job = job.stored.id;
+    a.replica = static_cast<int>(i);
+    a.placement = job.placement;
+    a.name = job.stored.name;
+    a.image = g.image;
+    a.command = g.command;
+    for (const auto& [key, value] : g.env) a.env.push_back(key + "=" + value);
+    for (const Mount& m : g.mounts) a.mounts.push_back({m.host, m.container, m.read_only});
+    a.shm_bytes = g.shm_bytes;
+    a.memory_bytes = g.demand.memory_mib << 20;
+    a.nano_cpus = g.demand.cpu_milli * 1000000;
+    a.gpus = p.gpus;
+    for (int gpu : p.gpus)
+      a.gpu_uuids.push_back(gpu < static_cast<int>(uuids.size()) ? uuids[gpu] : "");
+    // Pinned to the CPUs and memory of its GPUs' sockets (one NUMA node each); a replica
+    // without GPUs may use every socket.
+    std::set<int> sockets;
+    for (int gpu : p.gpus) sockets.insert(host.switches[host.gpus[gpu].pcie_switch].socket);
+    if (sockets.empty())
+      for (size_t s = 0; s < host.sockets.size(); ++s) sockets.insert(static_cast<int>(s));
+    for (int s : sockets) {
+      for (int cpu : host.sockets[s].cpus)
+        a.cpuset_cpus += (a.cpuset_cpus.empty() ? "" : ",") + std::to_string(cpu);
+      a.cpuset_mems += (a.cpuset_mems.empty() ? "" : ",") + std::to_string(s);
+    }
+    a.grace_s = static_cast<int>(std::ceil(job.spec.grace_period_s));
+    if (logs_ != nullptr) a.log_since = logs_->Cursor(a.job, a.replica, a.placement);
+    out->push_back(std::move(a));
+  }
+}
+
+void ControlPlane::Report(const std::string& node, const AgentReport& report) {
+  RefuseIfBroken();
+  const int n = NodeIndex(node);
+  if (n < 0) throw ApiError(404, "no node " + node.substr(0, 80));
+  if (logs_ != nullptr) {
+    std::vector<const LogChunk*> chunks;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const LogChunk& chunk : report.logs) {
+        const auto job = jobs_.find(chunk.job);
+        // Only the output of the job's current placement, from the node it runs on.
+        if (job != jobs_.end() && job->second.placement == chunk.placement &&
+            job->second.nodes.count(n))
+          chunks.push_back(&chunk);
+      }
+    }
+    // Written before the states below: a job seen to end has its whole output stored.
+    for (const LogChunk* c : chunks)
+      logs_->Append(c->job, c->replica, c->placement, NormalizedTimestamp(c->until), c->text);
+  }
+  std::unique_lock<std::mutex> engine_lock(engine_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  AgentNode& agent = agents_[n];
+  if (!agent.registered)
+    throw ApiError(409, "node " + node + " has not registered with this server; register first");
+  const double now = now_();
+  std::vector<StoreWrite> writes;
+  agent.last_seen = now;
+  if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
+  std::map<std::pair<int64_t, int>, const ContainerReport*> mine;
+  for (const ContainerReport& c : report.containers) {
+    const auto job = jobs_.find(c.job);
+    if (job != jobs_.end() && job->second.placement == c.placement && !c.placement.empty())
+      mine[{c.job, c.replica}] = &c;
+  }
+  std::set<int64_t> ids = on_node_[n];
+  ids.insert(stopping_.begin(), stopping_.end());
+  for (int64_t id : ids) {
+    const auto job = jobs_.find(id);
+    if (job != jobs_.end()) ReportOn(job->second, n, report, mine, now, &writes);
+  }
+  Commit({&engine_lock, &lock}, std::move(writes));
+}
+
+void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
+                            const std::map<std::pair<int64_t, int>, const ContainerReport*>& mine,
+                            double now, std::vector<StoreWrite>* writes) {
+  const auto placements = ParsePlacements(job.stored.placements);
+  if (!placements) return;
+  const std::string& name = cluster_.nodes[node].name;
+  const auto version = job.node_version.find(node);
+  // Until the agent has acted on the version that handed out (or took away) this job, a
+  // container missing or still running is a change it has not made yet.
+  const bool acted = version != job.node_version.end() && report.applied_version >= version->second;
+  std::vector<int> here;  // replica indices on this node
+  for (size_t i = 0; i < placements->size(); ++i)
+    if ((*placements)[i].node == node) here.push_back(static_cast<int>(i));
+  if (here.empty()) return;
+
+  if (job.stored.state == "preempted") {
+    if (!acted) return;
+    for (int i : here)
+      if (const auto c = mine.find({job.stored.id, i}); c != mine.end() && Live(*c->second))
+        return;
+    for (int i : here) job.replicas[i].state = "exited";
+    // Stopped everywhere: every replica reported ended, or on a node that is lost.
+    for (size_t i = 0; i < placements->size(); ++i) {
+      const auto r = job.replicas.find(static_cast<int>(i));
+      if ((r == job.replicas.end() || Live(r->second)) && !agents_[(*placements)[i].node].lost)
+        return;
+    }
+    const std::vector<Decision> starts = engine_->Stopped(job.engine_id, now);
+    job.stored.placements.clear();
+    Record(job, "pending", "its containers stopped after its preemption; waiting again", writes);
+    Apply(starts, writes);
+    return;
+  }
+
+  for (int i : here) {
+    const auto c = mine.find({job.stored.id, i});
+    if (c == mine.end()) {
+      if (acted) {
+        Requeue(job, "lost",
+                "its container on " + name + " (replica " + std::to_string(i) + ") is gone", now,
+                writes);
+        return;
+      }
+      continue;
+    }
+    ContainerReport& last = job.replicas[i];
+    if (c->second->state == "running" && last.state != "running" &&
+        last.state != "exited")  // first seen running: its start's phases
+      for (const auto& [phase, seconds] : c->second->phases) {
+        auto h = start_phases_.try_emplace(phase, StartPhaseBuckets()).first;
+        h->second.Observe(seconds);
+      }
+    last = *c->second;
+    if (last.state == "failed") {
+      Requeue(job, "pending",
+              "could not be started on " + name + ": " + last.error.substr(0, 500) +
+                  "; retrying with back-off",
+              now, writes);
+      return;
+    }
+  }
+  // The job as a whole: it fails as soon as one replica fails (the others are stopped), and
+  // succeeds when every replica exited 0.
+  int exited = 0, running = 0;
+  for (size_t i = 0; i < placements->size(); ++i) {
+    const auto r = job.replicas.find(static_cast<int>(i));
+    if (r == job.replicas.end()) continue;
+    if (r->second.state == "running") ++running;
+    if (r->second.state != "exited") continue;
+    ++exited;
+    if (r->second.exit_code != 0) {
+      engine_->Finish(job.engine_id, now, JobEnd::kFailed, r->second.exit_code);
+      by_engine_id_.erase(job.engine_id);
+      job.engine_id = -1;
+      job.stored.exit_code = r->second.exit_code;
+      job.stored.placements.clear();
+      Record(job, "failed",
+             "replica " + std::to_string(i) + " exited with code " +
+                 std::to_string(r->second.exit_code),
+             writes);
+      return;
+    }
+  }
+  if (exited == static_cast<int>(placements->size())) {
+    engine_->Finish(job.engine_id, now, JobEnd::kSucceeded, 0);
+    by_engine_id_.erase(job.engine_id);
+    job.engine_id = -1;
+    job.stored.exit_code = 0;
+    job.stored.placements.clear();
+    Record(job, "succeeded", "every replica exited with code 0", writes);
+  } else if ((running > 0 || exited > 0) && job.stored.state != "running") {
+    Record(job, "running", "its container runs on " + name, writes);
+  } else if (job.stored.state == "scheduled" && !job.replicas.empty()) {
+    Record(job, "starting", "its image is pulled and its container created on " + name, writes);
+  }
+}
+
+void ControlPlane::Requeue(Job& job, const std::string& state, const std::string& reason,
+                           double now, std::vector<StoreWrite>* writes) {
+  engine_->StartFailed(job.engine_id, now, reason);
+  job.stored.placements.clear();
+  if (state != "pending") {
+    Record(job, state, reason, writes);
+    Record(job, "pending", "waiting again after it was " + state, writes);
+  } else {
+    Record(job, "pending", reason, writes);
+  }
+}
+
+void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    AgentNode& agent = agents_[i];
+    if (!agent.registered) continue;
+    const int n = static_cast<int>(i);
+    const std::string& name = cluster_.nodes[n].name;
+    const double silent = now - agent.last_seen;
+    const auto mark = [&](const std::string& event, const std::string& reason) {
+      writes->push_back(StoreWrite::Node(
+          {name, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us}, event, now,
+          reason));
+    };
+    if (silent < unhealthy_after_s_) {
+      if (!agent.unhealthy && !agent.lost) continue;
+      agent.unhealthy = agent.lost = false;
+      if (agent.cordoned_by_us) Apply(engine_->SetNodeCordoned(n, false, now), writes);
+      agent.cordoned_by_us = false;
+      mark("healthy", "its agent reports again");
+      continue;
+    }
+    if (!agent.unhealthy) {
+      agent.unhealthy = true;
+      // No new jobs go to a node nobody watches; the operator's own cordon is left alone.
+      if (!engine_->allocator().node_cordoned(n)) {
+        Apply(engine_->SetNodeCordoned(n, true, now), writes);
+        agent.cordoned_by_us = true;
+      }
+      mark("unhealthy", "no report from its agent for " + Seconds(silent) +
+                            " s: no new jobs go there; its jobs are placed elsewhere after " +
+                            Seconds(lost_after_s_) + " s");
+    }
+    if (silent >= lost_after_s_ && !agent.lost) {
+      agent.lost = true;
+      mark("lost", "no report from its agent for " + Seconds(silent) +
+                       " s: its jobs are placed again elsewhere");
+      const std::set<int64_t> placed = on_node_[n];
+      for (int64_t id : placed)
+        Requeue(jobs_.at(id), "lost", "node " + name + " was lost (no report from its agent)",
+                now, writes);
+      // Jobs stopping there count as stopped; an agent that comes back stops their containers.
+      AgentReport none;
+      none.applied_version = UINT64_MAX;
+      const std::set<int64_t> stopping = stopping_;
+      for (int64_t id : stopping) ReportOn(jobs_.at(id), n, none, {}, now, writes);
+    }
+  }
+}
+
+std::string ControlPlane::Logs(int64_t id, int64_t offset, size_t max, double wait_s,
+                               int64_t* next) const {
+  Get(id);  // 404 for an unknown job
+  *next = offset;
+  if (logs_ == nullptr) return "";
+  std::string text = logs_->Read(id, offset, max, next);
+  if (text.empty() && wait_s > 0) {
+    logs_->WaitPast(id, offset, wait_s);
+    text = logs_->Read(id, offset, max, next);
+  }
+  return text;
+}
+
+std::vector<ControlPlane::AgentStatus> ControlPlane::Agents() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const double now = now_();
+  std::vector<AgentStatus> out;
+  for (const AgentNode& a : agents_)
+    out.push_back({a.registered, a.registration.simulated, a.unhealthy, a.lost,
+                   a.registered ? now - a.last_seen : -1});
+  return out;
+}
+
+std::vector<double> ControlPlane::StartPhaseBuckets() {
+  return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
 }
 
 }  // namespace berth

@@ -21,6 +21,15 @@
 // server's --policy and --vcs flags (the API's is the later decision); the first log line
 // says which.
 //
+// Node agents (protocol/agent_protocol.h): each registered node's agent is handed the replicas
+// of the jobs placed there and reports its containers; the reports move jobs through starting,
+// running and their end (succeeded, failed), and a container that vanished makes its job lost
+// (back to pending). On a node with an agent, a preempted job keeps its GPUs until the agent
+// reports its containers stopped; on a node without one (nothing runs there) it stops at once.
+// An agent silent for `unhealthy_after_s` has its node cordoned (no new jobs); silent for
+// `lost_after_s`, the node is lost and its jobs are placed again elsewhere. The gap keeps a
+// network blip from running a job twice.
+//
 // Threading: every call may come from any thread. Two mutexes: engine_mu_ serializes the engine
 // (its contract: one caller at a time) and is held through a scheduling cycle; mu_ guards the
 // job table and is held only briefly, so that submissions and reads never wait for a cycle. A
@@ -29,6 +38,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -45,7 +55,9 @@
 #include "core/policy.h"
 #include "core/scheduler.h"
 #include "server/access.h"
+#include "protocol/agent_protocol.h"
 #include "server/metrics.h"
+#include "store/log_store.h"
 #include "store/state_store.h"
 
 namespace berth {
@@ -71,6 +83,11 @@ struct ControlPlaneConfig {
   // Host directories a job's volumes may mount from (berth server --allow-mount), lexically
   // normal (config/mount_path.h); none: no volume is accepted.
   std::vector<std::string> allowed_mounts;
+  // Agents (above): seconds without a report before a node is unhealthy, then lost.
+  double unhealthy_after_s = 15;
+  double lost_after_s = 120;
+  // Where agents' log lines are kept; none: logs are dropped.
+  LogStore* logs = nullptr;
 };
 
 class ControlPlane {
@@ -134,6 +151,23 @@ class ControlPlane {
 
   static bool Ended(const std::string& state);
 
+  // The agent protocol. ApiError 404 for a node the cluster does not have; 409 when the
+  // agent's GPUs are not the cluster's (count), naming both.
+  uint64_t RegisterAgent(const std::string& node, const NodeRegistration& registration);
+  // The node's assignments; waits up to `wait_s` while their version is still `since`.
+  AssignmentSet Assignments(const std::string& node, uint64_t since, double wait_s) const;
+  // A heartbeat: the node's containers and new log lines. ApiError 409 when the agent has not
+  // registered since the server started (it should register again).
+  void Report(const std::string& node, const AgentReport& report);
+  // Up to `max` bytes of the job's output from `offset` (`*next`: the offset after them);
+  // waits up to `wait_s` for some when there are none yet.
+  std::string Logs(int64_t id, int64_t offset, size_t max, double wait_s, int64_t* next) const;
+  struct AgentStatus {
+    bool registered = false, simulated = false, unhealthy = false, lost = false;
+    double heartbeat_age_s = -1;  // -1: never heard from
+  };
+  std::vector<AgentStatus> Agents() const;  // by node
+
   // What GET /metrics reports (docs/api.md, "Metrics"), as plain numbers; http_api.cc writes
   // them out. Read at once under both locks, so the parts agree with each other.
   struct GpuCount {
@@ -151,10 +185,13 @@ class ControlPlane {
     Histogram cycle_seconds;                    // the engine's Schedule call, per cycle
     std::map<std::string, uint64_t> decisions;  // applied, by DecisionKindName (every kind)
     uint64_t preemptions = 0;  // jobs sent back to pending by a preempt, evict or kill
+    std::vector<std::pair<std::string, double>> heartbeat_ages;  // nodes with an agent
+    std::map<std::string, Histogram> start_phases;  // cold-start phases' seconds, by phase
   };
   MetricsSnapshot Metrics() const;
   static const std::vector<std::string>& JobStates();
   static std::vector<double> CycleSecondsBuckets();  // 0.5 ms to 5 s
+  static std::vector<double> StartPhaseBuckets();    // 10 ms to 5 min
 
  private:
   struct Job {
@@ -162,6 +199,19 @@ class ControlPlane {
     JobSpec spec;
     int engine_id = -1;  // while the engine knows it
     bool borrowed = false;
+    // Agents (memory only; agents' reports fill it again after a restart).
+    std::string placement;                 // the placement's token, while placed
+    std::set<int> nodes;                   // nodes whose agents were last handed it
+    std::map<int, uint64_t> node_version;  // node -> its assignments' version at that change
+    std::map<int, ContainerReport> replicas;  // replica -> its last report
+  };
+  struct AgentNode {
+    bool registered = false;
+    NodeRegistration registration;
+    double last_seen = 0;
+    bool unhealthy = false, lost = false;
+    bool cordoned_by_us = false;  // the unhealthy cordon, which a report lifts
+    uint64_t version = 0;         // of its assignments
   };
 
   // What a reload replaces. Submissions check a spec against a snapshot, and a reload swaps
@@ -198,8 +248,26 @@ class ControlPlane {
   // Records `state` and `reason` on the job (a transition) and queues its write.
   void Record(Job& job, const std::string& state, const std::string& reason,
               std::vector<StoreWrite>* writes);
+  // Whether agents should run the job's containers now.
+  static bool Desired(const Job& job);
+  // After a change of the job's state or placements: the versions of the nodes it left or
+  // joined move on, and their watchers wake (mu_ held).
+  void Touch(Job& job);
+  std::set<int> NodesOf(const std::string& placements) const;
+  bool HasAgent(const Job& job) const;
+  // The job's replicas on `node` as assignments (mu_ held).
+  void AssignmentsOf(const Job& job, int node, std::vector<Assignment>* out) const;
+  // Applies a node's report to one job placed there, or stopping there (both locks held).
+  void ReportOn(Job& job, int node, const AgentReport& report,
+                const std::map<std::pair<int64_t, int>, const ContainerReport*>& mine, double now,
+                std::vector<StoreWrite>* writes);
+  // The job back to pending, its GPUs freed: an agent could not start it, or lost it.
+  void Requeue(Job& job, const std::string& state, const std::string& reason, double now,
+               std::vector<StoreWrite>* writes);
+  // Unhealthy and lost nodes (Cycle, both locks held).
+  void CheckAgents(double now, std::vector<StoreWrite>* writes);
   void Apply(const std::vector<Decision>& decisions, std::vector<StoreWrite>* writes);
-  std::string PlacementsJson(const JobRecord& record) const;
+  std::string PlacementsJson(const JobRecord& record, const std::string& token) const;
   // The stored placements on this cluster, or nullopt when a node or GPU is gone.
   std::optional<std::vector<ReplicaPlacement>> ParsePlacements(const std::string& json) const;
   // Why the engine would refuse the spec or could never place it; "" when neither.
@@ -240,6 +308,14 @@ class ControlPlane {
   Histogram cycle_seconds_{CycleSecondsBuckets()};
   std::map<Decision::Kind, uint64_t> decisions_;
   uint64_t preemptions_ = 0;
+  std::map<std::string, Histogram> start_phases_;  // under mu_
+  // Agents, under mu_.
+  const double unhealthy_after_s_, lost_after_s_;
+  LogStore* logs_;
+  std::vector<AgentNode> agents_;             // by node
+  std::vector<std::set<int64_t>> on_node_;    // by node: the jobs its agent is handed
+  std::set<int64_t> stopping_;                // preempted, waiting for agents to stop them
+  mutable std::condition_variable assignments_changed_;
 };
 
 }  // namespace berth

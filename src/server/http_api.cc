@@ -156,17 +156,30 @@ Caller UserCaller(const AccessControl& access, const httplib::Request& req) {
   return caller;
 }
 
+// A node agent (its token's kind), or an admin: a server without tokens (loopback only) runs
+// its own agents.
+Caller AgentCaller(const AccessControl& access, const httplib::Request& req) {
+  Caller caller = access.Authenticate(req.get_header_value("Authorization"));
+  if (!caller.agent && !(caller.admin && !access.enabled()))
+    throw ApiError(403, "only a node agent's token may call the agent API");
+  return caller;
+}
+
 // The request is read whole: from here its time is the handler's, not the client's.
 void Handling(ApiContext& api, const httplib::Request& req) {
   if (api.deadline != nullptr) api.deadline->Handling(req.remote_addr, req.remote_port);
 }
 
 // A route for users: `handle(req, res, caller)` runs once the token is known.
+// `for_agents`: a route of the agent API (AgentCaller) instead.
 template <typename Handle>
-httplib::Server::Handler Route(ApiContext& api, Handle handle) {
-  return [&api, handle](const httplib::Request& req, httplib::Response& res) {
+httplib::Server::Handler Route(ApiContext& api, Handle handle, bool for_agents = false) {
+  return [&api, handle, for_agents](const httplib::Request& req, httplib::Response& res) {
     Handling(api, req);
-    Answer(res, [&] { handle(req, res, UserCaller(api.access, req)); });
+    Answer(res, [&] {
+      handle(req, res,
+             for_agents ? AgentCaller(api.access, req) : UserCaller(api.access, req));
+    });
   };
 }
 
@@ -175,13 +188,14 @@ httplib::Server::Handler Route(ApiContext& api, Handle handle) {
 // only a Content-Length body, and a chunked one could otherwise grow without limit. The token
 // is checked before.
 template <typename Handle>
-httplib::Server::HandlerWithContentReader BodyRoute(ApiContext& api, Handle handle) {
-  return [&api, handle](const httplib::Request& req, httplib::Response& res,
-                        const httplib::ContentReader& read) {
+httplib::Server::HandlerWithContentReader BodyRoute(ApiContext& api, Handle handle,
+                                                    bool for_agents = false) {
+  return [&api, handle, for_agents](const httplib::Request& req, httplib::Response& res,
+                                    const httplib::ContentReader& read) {
     Caller caller;
     bool known = false;
     Answer(res, [&] {
-      caller = UserCaller(api.access, req);
+      caller = for_agents ? AgentCaller(api.access, req) : UserCaller(api.access, req);
       known = true;
     });
     if (!known) return;
@@ -275,6 +289,64 @@ void StreamEvents(httplib::Server& server, ControlPlane& plane, const Caller& ca
         return sink.write(lines.data(), lines.size());
       },
       [&watches](bool) { --watches; });
+}
+
+// A protocol message's JSON, or ApiError 400 naming what is wrong.
+template <typename Parse>
+auto Message(const std::string& body, Parse parse) {
+  const Json json = Json::parse(body, nullptr, false);
+  if (json.is_discarded()) throw ApiError(400, "the body is not JSON");
+  try {
+    return parse(json);
+  } catch (const ProtocolError& e) {
+    throw ApiError(400, e.what());
+  }
+}
+
+// A job's output from `offset` as it comes, until the job has ended and all of it is sent.
+void StreamLogs(httplib::Server& server, ControlPlane& plane, int64_t id, int64_t offset,
+                std::atomic<int>& watches, httplib::Response& res) {
+  auto next = std::make_shared<int64_t>(offset);
+  auto quiet = std::make_shared<int>(0);
+  res.set_chunked_content_provider(
+      "text/plain; charset=utf-8",
+      [&server, &plane, id, next, quiet](size_t, httplib::DataSink& sink) {
+        if (!server.is_running()) {
+          sink.done();
+          return true;
+        }
+        // Whether it ended is read before the text: output stored before the end is sent.
+        bool ended = false;
+        try {
+          ended = ControlPlane::Ended(plane.Get(id).state);
+        } catch (const ApiError&) {
+          ended = true;  // removed meanwhile
+        }
+        std::string text;
+        try {
+          text = plane.Logs(id, *next, 64 << 10, ended ? 0 : 1.0, next.get());
+        } catch (const ApiError&) {
+        }
+        if (text.empty()) {
+          if (ended) {
+            sink.done();
+            return true;
+          }
+          // Nothing is sent while quiet: the client learns it has gone only by writing, and
+          // an empty chunk would end the stream. The worker is freed when the job ends.
+          return true;
+        }
+        return sink.write(text.data(), text.size());
+      },
+      [&watches](bool) { --watches; });
+}
+
+// Takes one of the bounded watches (events and log follows), or ApiError 503.
+void TakeWatch(std::atomic<int>& watches) {
+  if (++watches > kMaxWatches) {
+    --watches;
+    throw ApiError(503, "already " + std::to_string(kMaxWatches) + " watches; try again later");
+  }
 }
 
 // The job, when the caller may see it; another user's job is not found, as if it did not exist.
@@ -383,12 +455,20 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
   server.Get("/v1/nodes",
              Route(api, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
                const std::vector<ControlPlane::NodeStatus> status = plane.Nodes();
+               const std::vector<ControlPlane::AgentStatus> agents = plane.Agents();
                Json nodes = Json::array();
                const Cluster& cluster = plane.cluster();
                for (size_t n = 0; n < cluster.nodes.size(); ++n) {
                  const Node& node = cluster.nodes[n];
+                 const ControlPlane::AgentStatus& agent = agents[n];
                  nodes.push_back({{"name", node.name},
                                   {"rack", node.rack},
+                                  {"agent", !agent.registered ? "none"
+                                            : agent.lost      ? "lost"
+                                            : agent.unhealthy ? "unhealthy"
+                                                              : "ready"},
+                                  {"simulated", agent.simulated},
+                                  {"heartbeatAgeSeconds", agent.heartbeat_age_s},
                                   {"gpus", node.gpus.size()},
                                   {"freeGpus", status[n].free_gpus},
                                   {"cordoned", status[n].cordoned},
@@ -403,11 +483,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                if (query.watch) {
                  // Each watch holds a worker while it lasts: bounded, so that watchers cannot
                  // take every worker from the other requests.
-                 if (++watches > kMaxWatches) {
-                   --watches;
-                   throw ApiError(
-                       503, "already " + std::to_string(kMaxWatches) + " watches; try again later");
-                 }
+                 TakeWatch(watches);
                  StreamEvents(server, plane, caller, query.since, watches, res);
                  return;
                }
@@ -433,6 +509,78 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
         RequireAdmin(caller, "change the queues");
         Reply(res, 200, {{"applied", "queues"}, {"reason", plane.ApplyQueues(body, caller.user)}});
       }));
+  server.Get(
+      R"(/v1/jobs/(\d+)/logs)",
+      Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+        int64_t offset = 0;
+        bool follow = false;
+        for (const auto& [key, value] : req.params) {
+          if (key == "offset")
+            offset = IntParam("offset", value, 0, INT64_MAX);
+          else if (key == "follow")
+            follow = IntParam("follow", value, 0, 1) == 1;
+          else
+            throw ApiError(400, "unknown parameter \"" + key.substr(0, 40) +
+                                    "\"; known: offset, follow");
+        }
+        const int64_t id = VisibleJob(plane, caller, JobId(req)).id;
+        if (follow) {
+          TakeWatch(watches);
+          StreamLogs(server, plane, id, offset, watches, res);
+          return;
+        }
+        int64_t next = offset;
+        std::string text = plane.Logs(id, offset, 4 << 20, 0, &next);
+        res.set_header("Berth-Next-Offset", std::to_string(next));
+        res.set_content(std::move(text), "text/plain; charset=utf-8");
+      }));
+  // The agent API (protocol/agent_protocol.h).
+  server.Post(R"(/v1/agents/([^/]+)/register)",
+              BodyRoute(
+                  api,
+                  [&](const httplib::Request& req, httplib::Response& res, const Caller&,
+                      const std::string& body) {
+                    const uint64_t version =
+                        plane.RegisterAgent(req.matches[1], Message(body, ParseRegistration));
+                    Reply(res, 200, {{"version", version}});
+                  },
+                  true));
+  server.Get(
+      R"(/v1/agents/([^/]+)/assignments)",
+      Route(
+          api,
+          [&](const httplib::Request& req, httplib::Response& res, const Caller&) {
+            uint64_t since = 0;
+            double wait = 0;
+            for (const auto& [key, value] : req.params) {
+              if (key == "since")
+                since = static_cast<uint64_t>(IntParam("since", value, 0, INT64_MAX));
+              else if (key == "wait")
+                wait = static_cast<double>(IntParam("wait", value, 0, kMaxAssignmentWaitS));
+              else
+                throw ApiError(400, "unknown parameter \"" + key.substr(0, 40) +
+                                        "\"; known: since, wait");
+            }
+            // One waiting watch a node (its agent's); more would hold workers the others need.
+            if (++api.assignment_watches > api.max_assignment_watches) wait = 0;
+            try {
+              Reply(res, 200, ToJson(plane.Assignments(req.matches[1], since, wait)));
+            } catch (...) {
+              --api.assignment_watches;
+              throw;
+            }
+            --api.assignment_watches;
+          },
+          true));
+  server.Post(R"(/v1/agents/([^/]+)/report)",
+              BodyRoute(
+                  api,
+                  [&](const httplib::Request& req, httplib::Response& res, const Caller&,
+                      const std::string& body) {
+                    plane.Report(req.matches[1], Message(body, ParseReport));
+                    Reply(res, 200, {{"ok", true}});
+                  },
+                  true));
   server.Get("/v1/cells", Route(api, [&](const httplib::Request&, httplib::Response& res,
                                          const Caller&) { Reply(res, 200, plane.Cells()); }));
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
@@ -501,6 +649,10 @@ std::string RouteLabel(const std::string& path) {
              {R"(/v1/jobs/\d+)", "/v1/jobs/{id}"},
              {R"(/v1/jobs/\d+/stop)", "/v1/jobs/{id}/stop"},
              {R"(/v1/jobs/\d+/events)", "/v1/jobs/{id}/events"},
+             {R"(/v1/jobs/\d+/logs)", "/v1/jobs/{id}/logs"},
+             {"/v1/agents/[^/]+/register", "/v1/agents/{node}/register"},
+             {"/v1/agents/[^/]+/assignments", "/v1/agents/{node}/assignments"},
+             {"/v1/agents/[^/]+/report", "/v1/agents/{node}/report"},
              {"/v1/queues", "/v1/queues"},
              {"/v1/nodes", "/v1/nodes"},
              {"/v1/nodes/[^/]+/[^/]+", "/v1/nodes/{name}/{action}"},
@@ -594,6 +746,17 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
   out.DeclareCounter("berth_preemptions_total",
                      "Jobs sent back to pending by a preemption, eviction or kill.");
   out.Add("berth_preemptions_total", {}, static_cast<double>(m.preemptions));
+  out.DeclareGauge("berth_agent_heartbeat_age_seconds",
+                   "Seconds since the node's agent last reported, for nodes with an agent.",
+                   {"node"});
+  for (const auto& [node, age] : m.heartbeat_ages)
+    out.Set("berth_agent_heartbeat_age_seconds", {node}, age);
+  out.DeclareHistogram("berth_container_start_phase_seconds",
+                       "Time each phase of a container's start took on its node (pull, create, "
+                       "start, first-log), by phase.",
+                       {"phase"}, ControlPlane::StartPhaseBuckets());
+  for (const auto& [phase, histogram] : m.start_phases)
+    out.SetHistogram("berth_container_start_phase_seconds", {phase}, histogram);
   return out.Expose() + requests.Expose();
 }
 

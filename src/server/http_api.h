@@ -21,6 +21,7 @@ constexpr size_t kMaxRequestBytes = 1 << 20;  // a job spec
 constexpr size_t kMaxListLimit = 10000;       // jobs or events per page
 constexpr int kMaxWatches = 32;               // event watches at once, each holding a worker
 constexpr int kWatchHeartbeatS = 5;           // an empty line after this long without events
+constexpr int kMaxAssignmentWaitS = 30;       // an agent's watch of its assignments
 
 // What the routes share across requests; the server keeps it for as long as it serves.
 struct ApiContext {
@@ -28,7 +29,9 @@ struct ApiContext {
   ControlPlane& plane;
   const AccessControl& access;          // names the caller of each route but healthz and readyz
   RequestDeadline* deadline = nullptr;  // told when each request is handled and answered
-  std::atomic<int> watches{0};          // event watches in progress
+  std::atomic<int> watches{0};          // event watches and log follows in progress
+  std::atomic<int> assignment_watches{0};
+  int max_assignment_watches = 0;       // one a node; the server has a worker for each
   MetricsRegistry requests;             // the API's request durations, for GET /metrics
 };
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "server/http_api.h"
+#include "store/log_store.h"
 
 namespace berth {
 namespace {
@@ -74,11 +75,15 @@ int RunServer(ServerOptions options) {
   httplib::Server& server = *served;
   const AccessControl access(options.tokens);
   StateStore store(options.state_dir);
+  LogStore logs(options.state_dir + "/logs");
+  options.config.logs = &logs;
   ControlPlane plane(std::move(options.config), &store, WallClock);
 
   // 64 workers for requests: 50 clients at once each keep a connection (keep-alive) without
-  // queueing; and one for each event watch.
-  server.new_task_queue = [] { return new httplib::ThreadPool(64 + kMaxWatches); };
+  // queueing; one for each watch (events, log follows), and one for each node's agent, whose
+  // watch of its assignments waits for changes.
+  const int nodes = static_cast<int>(plane.cluster().nodes.size());
+  server.new_task_queue = [nodes] { return new httplib::ThreadPool(64 + kMaxWatches + nodes); };
   server.set_payload_max_length(kMaxRequestBytes);
   // A client that stalls mid-request is dropped instead of holding a worker.
   server.set_read_timeout(10);
@@ -87,6 +92,7 @@ int RunServer(ServerOptions options) {
   // Without it, Nagle and delayed ACKs hold each small reply for 40 ms.
   server.set_tcp_nodelay(true);
   ApiContext api(plane, access);
+  api.max_assignment_watches = nodes;
   AddApiRoutes(server, api);
   // The library listens with a backlog of 5: a burst of new clients would wait a second for a
   // SYN retransmission, or fail. The socket is kept here to listen again with a real backlog.
@@ -124,15 +130,19 @@ int RunServer(ServerOptions options) {
     }
     server.stop();
   });
-  std::cout << "berth server: listening on " << (options.tls_cert.empty() ? "http" : "https")
-            << "://" << (host.find(':') != std::string::npos ? "[" + host + "]" : host) << ":"
-            << port << " (state " << store.path() << "; "
+  const std::string url = std::string(options.tls_cert.empty() ? "http" : "https") + "://" +
+                          (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                          std::to_string(port);
+  std::cout << "berth server: listening on " << url << " (state " << store.path() << "; "
             << (access.enabled() ? "tokens required" : "no tokens: loopback only") << "; "
             << plane.recovery_summary() << ")" << std::endl;
+  std::thread companion;
+  if (options.companion) companion = std::thread([&] { options.companion(url, g_stop); });
   server.listen_after_bind();
   const bool asked = g_stop;  // else the library's accept loop gave up on its own
   g_stop = true;
   cycles.join();
+  if (companion.joinable()) companion.join();
   if (plane.broken()) {
     std::cerr << "berth server: stopped: the state store failed; restart to rebuild from it\n";
     return 1;

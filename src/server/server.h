@@ -6,6 +6,8 @@
 // other address needs both tokens and TLS (access.h).
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,9 @@ struct ServerOptions {
   // From the end of one answer (or the connection) to the whole next request, headers and
   // body; a slower client is disconnected (request_deadline.h).
   double request_timeout_s = 30;
+  // Run beside the server once it listens (berth up: the local node's agent), given the API's
+  // URL; it returns once `stop` is set, and the server waits for it before returning.
+  std::function<void(const std::string& url, const std::atomic<bool>& stop)> companion;
 };
 
 // Serves until a signal stops it; returns the process exit code. Prints where it listens on

@@ -1,0 +1,249 @@
+#include "protocol/agent_protocol.h"
+
+#include <utility>
+
+namespace berth {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr size_t kMaxText = 64 << 10;  // one name, argument or error
+constexpr size_t kMaxList = 4096;      // arguments, variables, mounts, GPUs of one assignment
+
+// Reads one message, naming the field of the first mistake.
+class Reader {
+ public:
+  explicit Reader(const Json& j, std::string path = "") : j_(j), path_(std::move(path)) {
+    if (!j_.is_object()) throw ProtocolError(Where() + "expected an object");
+  }
+  std::string Text(const char* key, size_t most = kMaxText) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return "";
+    if (!v->is_string()) throw ProtocolError(Field(key) + ": expected a string");
+    const std::string& s = v->get_ref<const std::string&>();
+    if (s.size() > most)
+      throw ProtocolError(Field(key) + ": longer than " + std::to_string(most) + " bytes");
+    return s;
+  }
+  // A missing integer is `min`, unless `required`.
+  int64_t Int(const char* key, int64_t min, int64_t max, bool required = false) const {
+    const Json* v = Find(key);
+    if (v == nullptr && required) throw ProtocolError(Field(key) + ": missing");
+    if (v == nullptr) return min;
+    if (!v->is_number_integer() || v->get<int64_t>() < min || v->get<int64_t>() > max)
+      throw ProtocolError(Field(key) + ": expected an integer from " + std::to_string(min) +
+                          " to " + std::to_string(max));
+    return v->get<int64_t>();
+  }
+  uint64_t Version(const char* key) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return 0;
+    if (!v->is_number_unsigned()) throw ProtocolError(Field(key) + ": expected a version");
+    return v->get<uint64_t>();
+  }
+  bool Bool(const char* key) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return false;
+    if (!v->is_boolean()) throw ProtocolError(Field(key) + ": expected true or false");
+    return v->get<bool>();
+  }
+  // Calls each(element, its path) for a list of at most `most`.
+  template <typename Each>
+  void List(const char* key, size_t most, Each each) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return;
+    if (!v->is_array()) throw ProtocolError(Field(key) + ": expected a list");
+    if (v->size() > most)
+      throw ProtocolError(Field(key) + ": more than " + std::to_string(most) + " entries");
+    for (size_t i = 0; i < v->size(); ++i)
+      each((*v)[i], Field(key) + "[" + std::to_string(i) + "]");
+  }
+  std::vector<std::string> Texts(const char* key, size_t most = kMaxList) const {
+    std::vector<std::string> out;
+    List(key, most, [&](const Json& e, const std::string& path) {
+      if (!e.is_string() || e.get_ref<const std::string&>().size() > kMaxText)
+        throw ProtocolError(path + ": expected a string of at most " + std::to_string(kMaxText) +
+                            " bytes");
+      out.push_back(e.get<std::string>());
+    });
+    return out;
+  }
+  std::vector<int> Ints(const char* key) const {
+    std::vector<int> out;
+    List(key, kMaxRegisteredGpus, [&](const Json& e, const std::string& path) {
+      if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() > 1 << 20)
+        throw ProtocolError(path + ": expected an index");
+      out.push_back(e.get<int>());
+    });
+    return out;
+  }
+  std::string Field(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
+
+ private:
+  const Json* Find(const char* key) const {
+    const auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+  std::string Where() const { return path_.empty() ? "" : path_ + ": "; }
+  const Json& j_;
+  std::string path_;
+};
+
+}  // namespace
+
+std::string NormalizedTimestamp(const std::string& ts) {
+  // YYYY-MM-DDTHH:MM:SS[.fraction]Z
+  if (ts.size() < 20 || ts.size() > 30 || ts.back() != 'Z' || ts[10] != 'T') return "";
+  std::string fraction = ts.size() > 20 && ts[19] == '.' ? ts.substr(20, ts.size() - 21) : "";
+  if (ts.size() > 20 && ts[19] != '.') return "";
+  if (fraction.size() > 9 || fraction.find_first_not_of("0123456789") != std::string::npos)
+    return "";
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18})
+    if (ts[i] < '0' || ts[i] > '9') return "";
+  fraction.resize(9, '0');
+  return ts.substr(0, 19) + "." + fraction + "Z";
+}
+
+Json ToJson(const NodeRegistration& r) {
+  return {{"gpuUuids", r.gpu_uuids}, {"simulated", r.simulated}, {"agentVersion", r.agent_version}};
+}
+
+NodeRegistration ParseRegistration(const Json& j) {
+  const Reader r(j);
+  NodeRegistration out;
+  out.gpu_uuids = r.Texts("gpuUuids", kMaxRegisteredGpus);
+  out.simulated = r.Bool("simulated");
+  out.agent_version = r.Text("agentVersion", 200);
+  return out;
+}
+
+Json ToJson(const AssignmentSet& s) {
+  Json list = Json::array();
+  for (const Assignment& a : s.assignments) {
+    Json mounts = Json::array();
+    for (const Mounted& m : a.mounts)
+      mounts.push_back({{"host", m.host}, {"container", m.container}, {"readOnly", m.read_only}});
+    list.push_back({{"job", a.job},
+                    {"replica", a.replica},
+                    {"placement", a.placement},
+                    {"name", a.name},
+                    {"image", a.image},
+                    {"command", a.command},
+                    {"env", a.env},
+                    {"mounts", mounts},
+                    {"shmBytes", a.shm_bytes},
+                    {"memoryBytes", a.memory_bytes},
+                    {"nanoCpus", a.nano_cpus},
+                    {"gpus", a.gpus},
+                    {"gpuUuids", a.gpu_uuids},
+                    {"cpusetCpus", a.cpuset_cpus},
+                    {"cpusetMems", a.cpuset_mems},
+                    {"graceSeconds", a.grace_s},
+                    {"logSince", a.log_since}});
+  }
+  return {{"version", s.version}, {"assignments", list}};
+}
+
+AssignmentSet ParseAssignments(const Json& j) {
+  const Reader r(j);
+  AssignmentSet out;
+  out.version = r.Version("version");
+  r.List("assignments", kMaxReportContainers, [&](const Json& e, const std::string& path) {
+    const Reader a(e, path);
+    Assignment x;
+    x.job = a.Int("job", 1, INT64_MAX, true);
+    x.replica = static_cast<int>(a.Int("replica", 0, 1 << 20));
+    x.placement = a.Text("placement", 64);
+    x.name = a.Text("name", 1024);
+    x.image = a.Text("image", 1024);
+    x.command = a.Texts("command");
+    x.env = a.Texts("env");
+    a.List("mounts", kMaxList, [&](const Json& m, const std::string& mount_path) {
+      const Reader mount(m, mount_path);
+      x.mounts.push_back({mount.Text("host"), mount.Text("container"), mount.Bool("readOnly")});
+    });
+    x.shm_bytes = a.Int("shmBytes", 0, INT64_MAX);
+    x.memory_bytes = a.Int("memoryBytes", 0, INT64_MAX);
+    x.nano_cpus = a.Int("nanoCpus", 0, INT64_MAX);
+    x.gpus = a.Ints("gpus");
+    x.gpu_uuids = a.Texts("gpuUuids", kMaxRegisteredGpus);
+    x.cpuset_cpus = a.Text("cpusetCpus");
+    x.cpuset_mems = a.Text("cpusetMems");
+    x.grace_s = static_cast<int>(a.Int("graceSeconds", 0, 86400));
+    x.log_since = a.Text("logSince", 64);
+    out.assignments.push_back(std::move(x));
+  });
+  return out;
+}
+
+Json ToJson(const AgentReport& r) {
+  Json containers = Json::array();
+  for (const ContainerReport& c : r.containers)
+    containers.push_back({{"job", c.job},
+                          {"replica", c.replica},
+                          {"placement", c.placement},
+                          {"state", c.state},
+                          {"exitCode", c.exit_code},
+                          {"error", c.error},
+                          {"containerId", c.container_id},
+                          {"phases", c.phases}});
+  Json logs = Json::array();
+  for (const LogChunk& l : r.logs)
+    logs.push_back({{"job", l.job},
+                    {"replica", l.replica},
+                    {"placement", l.placement},
+                    {"until", l.until},
+                    {"text", l.text}});
+  return {{"appliedVersion", r.applied_version}, {"containers", containers}, {"logs", logs}};
+}
+
+AgentReport ParseReport(const Json& j) {
+  const Reader r(j);
+  AgentReport out;
+  out.applied_version = r.Version("appliedVersion");
+  r.List("containers", kMaxReportContainers, [&](const Json& e, const std::string& path) {
+    const Reader c(e, path);
+    ContainerReport x;
+    x.job = c.Int("job", 1, INT64_MAX, true);
+    x.replica = static_cast<int>(c.Int("replica", 0, 1 << 20));
+    x.placement = c.Text("placement", 64);
+    x.state = c.Text("state", 20);
+    if (x.state != "starting" && x.state != "running" && x.state != "exited" && x.state != "failed")
+      throw ProtocolError(c.Field("state") +
+                          ": expected starting, running, exited or failed, got \"" +
+                          x.state.substr(0, 20) + "\"");
+    x.exit_code = static_cast<int>(c.Int("exitCode", 0, 255));
+    x.error = c.Text("error", 4096);
+    x.container_id = c.Text("containerId", 128);
+    const auto phases = e.find("phases");
+    if (phases != e.end() && !phases->is_null()) {
+      if (!phases->is_object() || phases->size() > 8)
+        throw ProtocolError(c.Field("phases") + ": expected at most 8 named durations");
+      for (const auto& [name, seconds] : phases->items()) {
+        if (!seconds.is_number() || name.size() > 20)
+          throw ProtocolError(c.Field("phases") + "." + name.substr(0, 20) +
+                              ": expected seconds");
+        x.phases[name] = seconds.get<double>();
+      }
+    }
+    out.containers.push_back(std::move(x));
+  });
+  size_t log_bytes = 0;
+  r.List("logs", kMaxReportContainers, [&](const Json& e, const std::string& path) {
+    const Reader l(e, path);
+    LogChunk x;
+    x.job = l.Int("job", 1, INT64_MAX, true);
+    x.replica = static_cast<int>(l.Int("replica", 0, 1 << 20));
+    x.placement = l.Text("placement", 64);
+    x.until = l.Text("until", 64);
+    x.text = l.Text("text", kMaxReportLogBytes);
+    log_bytes += x.text.size();
+    if (log_bytes > kMaxReportLogBytes)
+      throw ProtocolError(path + ".text: the report's logs pass " +
+                          std::to_string(kMaxReportLogBytes) + " bytes; send the rest next time");
+    out.logs.push_back(std::move(x));
+  });
+  return out;
+}
+
+}  // namespace berth

@@ -1,0 +1,115 @@
+// What the server and its node agents say to each other (docs/api.md, "Agent protocol"): plain
+// structs and their JSON. The server holds the desired state; each agent converges its node's
+// containers to it and reports what is really there, and the server derives the jobs' states
+// from those reports.
+//
+//  - Register: the agent names its node and GPUs (by UUID, index order) once per connection.
+//  - Assignments: the replicas the node should run, whole (level-triggered: an agent that
+//    missed changes needs only the latest set). Each set has a version; a watch with the
+//    version last seen returns as soon as the set differs from it, or after a wait. Versions
+//    start at the server's start time in microseconds and only grow, so a restarted server never
+//    gives a version an agent saw from its predecessor.
+//  - Report (the heartbeat): every berth container on the node with its state, the newest
+//    assignment version the agent has fully acted on, new log lines, images. A replica the
+//    node should run that no report of an acted-on version lists is gone (lost).
+//
+// Each replica run is named by (job, replica, placement): `placement` is fixed when the job is
+// placed, so a container left from an earlier placement of the same job is never mistaken for
+// the current one. Every list and text here is bounded when parsed (kMax*), so that an agent,
+// or anyone holding an agent token, cannot exhaust the server.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace berth {
+
+constexpr size_t kMaxReportContainers = 1024;
+constexpr size_t kMaxReportLogBytes = 512 << 10;  // log text per report
+constexpr size_t kMaxRegisteredGpus = 64;
+
+// A protocol message that does not parse: the field and what is wrong.
+struct ProtocolError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct NodeRegistration {
+  std::vector<std::string> gpu_uuids;  // index order
+  bool simulated = false;              // GPUs declared (--declare), not found on the host
+  std::string agent_version;
+};
+
+struct Mounted {
+  std::string host, container;
+  bool read_only = false;
+};
+
+// One replica the node should run.
+struct Assignment {
+  int64_t job = 0;
+  int replica = 0;        // index over the job's replicas, in group order
+  std::string placement;  // fixed per placement of the job
+  std::string name;       // the job's name
+  std::string image;
+  std::vector<std::string> command;
+  std::vector<std::string> env;  // "KEY=VALUE"
+  std::vector<Mounted> mounts;
+  int64_t shm_bytes = 0, memory_bytes = 0, nano_cpus = 0;
+  std::vector<int> gpus;                // indices on the node
+  std::vector<std::string> gpu_uuids;   // the same GPUs by UUID (from registration)
+  std::string cpuset_cpus, cpuset_mems;  // the GPUs' NUMA-local CPUs and memory
+  int grace_s = 30;
+  std::string log_since;  // the last log timestamp the server holds of this replica
+};
+
+struct AssignmentSet {
+  uint64_t version = 0;
+  std::vector<Assignment> assignments;
+};
+
+struct ContainerReport {
+  int64_t job = 0;
+  int replica = 0;
+  std::string placement;
+  // "starting" (pulling or creating), "running", "exited", or "failed" (could not be
+  // started: `error` says why).
+  std::string state;
+  int exit_code = 0;
+  std::string error;
+  std::string container_id;
+  // Seconds each start phase took: "pull", "create", "start" (cold-start attribution).
+  std::map<std::string, double> phases;
+};
+
+struct LogChunk {
+  int64_t job = 0;
+  int replica = 0;
+  std::string placement;
+  std::string until;  // the timestamp of the chunk's last line
+  std::string text;
+};
+
+struct AgentReport {
+  uint64_t applied_version = 0;  // every assignment of this version has been acted on
+  std::vector<ContainerReport> containers;
+  std::vector<LogChunk> logs;
+};
+
+// An RFC 3339 UTC timestamp with its fraction padded to nine digits
+// ("2026-12-02T03:40:46.898183200Z"), so that timestamps compare as strings (the engine trims
+// trailing zeros). "" when `ts` is not one.
+std::string NormalizedTimestamp(const std::string& ts);
+
+nlohmann::json ToJson(const NodeRegistration& r);
+nlohmann::json ToJson(const AssignmentSet& s);
+nlohmann::json ToJson(const AgentReport& r);
+// Throw ProtocolError naming the field.
+NodeRegistration ParseRegistration(const nlohmann::json& j);
+AssignmentSet ParseAssignments(const nlohmann::json& j);
+AgentReport ParseReport(const nlohmann::json& j);
+
+}  // namespace berth

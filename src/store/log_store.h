@@ -1,0 +1,53 @@
+// Jobs' container output, as node agents send it: one file per job under DIR (DIR/<job>.log,
+// the replicas' lines in the order they arrive), and beside it the last timestamp stored of each
+// replica run (DIR/<job>.cursor), so that an agent that resends, or that starts again after a
+// restart of either side, neither repeats nor loses lines.
+//
+// Bounded: a job's log stops growing at kMaxJobLogBytes, with a last line saying so. Not
+// synced to disk: output is not state, and a lost tail is sent again (the cursor is written
+// after the text, so a crash between repeats a chunk rather than losing it).
+//
+// Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+namespace berth {
+
+class LogStore {
+ public:
+  static constexpr int64_t kMaxJobLogBytes = 64 << 20;
+
+  explicit LogStore(std::string dir);  // creates DIR; throws StoreError when it cannot
+
+  // Appends a chunk of a replica run whose last line is stamped `until` (a normalized
+  // timestamp, agent_protocol.h); a chunk not after the stored cursor is a resend and dropped.
+  void Append(int64_t job, int replica, const std::string& placement, const std::string& until,
+              const std::string& text);
+  // The last timestamp stored of the replica run; "" when none.
+  std::string Cursor(int64_t job, int replica, const std::string& placement);
+  // Up to `max` bytes of the job's log from `offset`; `*next` is the offset after them.
+  std::string Read(int64_t job, int64_t offset, size_t max, int64_t* next) const;
+  // Returns once the job's log is longer than `offset`, or after `wait_s`.
+  void WaitPast(int64_t job, int64_t offset, double wait_s) const;
+  void Remove(int64_t job);
+
+ private:
+  using Run = std::tuple<int64_t, int, std::string>;  // job, replica, placement
+  std::string LogPath(int64_t job) const;
+  std::string CursorPath(int64_t job) const;
+  void LoadCursors(int64_t job);  // mu_ held
+
+  const std::string dir_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable grew_;
+  std::map<Run, std::string> cursors_;
+  std::map<int64_t, bool> loaded_;  // jobs whose cursor file was read
+};
+
+}  // namespace berth
