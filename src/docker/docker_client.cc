@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -311,9 +312,14 @@ std::string DockerClient::Call(const std::string& method, const std::string& pat
                                                     std::to_string(kMaxAnswerBytes >> 20) + " MiB");
   if (rc != CURLE_OK && !t.sink_stopped) {
     std::string detail = error[0] ? error : curl_easy_strerror(rc);
-    if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
+    if (rc == CURLE_COULDNT_CONNECT) {
+      // libcurl's text names "localhost port 80"; the socket's errno says what is wrong.
+      long os_errno = 0;
+      curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
+      if (os_errno) detail = strerror(static_cast<int>(os_errno));
       throw DockerError(0, "cannot reach the Docker engine at " + socket_path_ + ": " + detail +
                                "; is dockerd running? (berth agent --docker-socket PATH)");
+    }
     throw DockerError(0, what + detail + " (engine at " + socket_path_ + ")");
   }
   if (status >= 400) {

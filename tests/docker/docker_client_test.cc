@@ -254,6 +254,15 @@ TEST_F(EngineTest, LogsOfATtyContainerAreOneStream) {
   for (const LogLine& l : lines) EXPECT_FALSE(l.stderr_stream);
 }
 
+TEST_F(EngineTest, CreatesWithADeviceRequest) {
+  // The engine takes the request at create; starting needs the NVIDIA runtime's hook and the
+  // GPU, which no test machine is sure to have ("could not select device driver").
+  ContainerSpec spec = Spec("true");
+  spec.gpu_device_ids = {"GPU-x"};
+  std::string id = docker_->Create(spec);
+  EXPECT_EQ(docker_->Inspect(id).status, "created");
+}
+
 TEST_F(EngineTest, ListsByLabel) {
   std::string a = docker_->Create(Spec("true"));
   std::string b = Run(Spec("true"));
