@@ -36,15 +36,15 @@ struct ContainerMount {
 
 // What a container is created with (POST /containers/create).
 struct ContainerSpec {
-  std::string name;                   // "": the engine names it
+  std::string name;  // "": the engine names it
   std::string image;
-  std::vector<std::string> command;   // empty: the image's default command
-  std::vector<std::string> env;       // "KEY=VALUE"
+  std::vector<std::string> command;  // empty: the image's default command
+  std::vector<std::string> env;      // "KEY=VALUE"
   std::map<std::string, std::string> labels;
-  std::vector<ContainerMount> mounts; // HostConfig.Binds
-  int64_t shm_bytes = 0;              // HostConfig.ShmSize; 0: the engine's default
-  int64_t memory_bytes = 0;           // HostConfig.Memory; 0: no limit
-  int64_t nano_cpus = 0;              // HostConfig.NanoCpus; 0: no limit
+  std::vector<ContainerMount> mounts;    // HostConfig.Binds
+  int64_t shm_bytes = 0;                 // HostConfig.ShmSize; 0: the engine's default
+  int64_t memory_bytes = 0;              // HostConfig.Memory; 0: no limit
+  int64_t nano_cpus = 0;                 // HostConfig.NanoCpus; 0: no limit
   std::string cpuset_cpus, cpuset_mems;  // HostConfig.CpusetCpus / CpusetMems; "": unset
   // HostConfig.DeviceRequests: one request, driver "nvidia", these DeviceIDs (GPU or MIG
   // UUIDs), capabilities [["gpu"]]. Empty: no device request.
@@ -58,9 +58,10 @@ struct ContainerInfo {
   bool running = false;
   int exit_code = 0;
   bool oom_killed = false;
-  std::string started_at, finished_at;  // RFC 3339 as the engine gives them; "" when unset
-  std::string error;                    // State.Error
-  std::string cpuset_cpus, cpuset_mems; // HostConfig's, as created or updated
+  std::string started_at, finished_at;   // RFC 3339 as the engine gives them; "" when unset
+  std::string error;                     // State.Error
+  std::string cpuset_cpus, cpuset_mems;  // HostConfig's, as created or updated
+  bool tty = false;                      // Config.Tty: its logs are one raw stream, not frames
 };
 
 struct LogLine {
@@ -71,7 +72,11 @@ struct LogLine {
 
 struct ImageLayer {
   std::string digest;  // RootFS.Layers entry (sha256:...)
-  int64_t bytes = 0;   // from the image's history; 0 for empty layers
+  // The layer's size from the image's history: the history's entries with a size, oldest
+  // first, are the layers in order. When their count differs from the layers' (a layer whose
+  // diff is empty has size 0 too), entries are matched one to one if the counts of entries and
+  // layers agree, and otherwise no layer gets a size (0): a wrong size is worse than none.
+  int64_t bytes = 0;
 };
 
 struct ImageInfo {
@@ -80,6 +85,10 @@ struct ImageInfo {
   int64_t bytes = 0;
   std::vector<ImageLayer> layers;
 };
+
+// The JSON body of POST /containers/create for `spec` (its name goes in the query, not here).
+// Apart from the client so that what is sent can be checked without an engine.
+std::string CreateBody(const ContainerSpec& spec);
 
 class DockerClient {
  public:
@@ -107,26 +116,35 @@ class DockerClient {
   void UpdateCpuset(const std::string& id, const std::string& cpus, const std::string& mems);
   // Lines written after `since` (a timestamp as LogLine gives, exclusive; "" for all), stdout
   // and stderr demultiplexed from the engine's 8-byte frames (or read raw for a TTY
-  // container), at most `max_bytes` of whole lines, oldest first.
+  // container), at most `max_bytes` of whole lines, oldest first. A last line the container
+  // wrote without a newline is a line too. A single line longer than max_bytes comes back cut
+  // to max_bytes, so that a caller that passes the last timestamp back always gets further.
+  // std::invalid_argument when `since` is not an RFC 3339 timestamp.
   std::vector<LogLine> Logs(const std::string& id, const std::string& since, size_t max_bytes);
 
   bool HasImage(const std::string& image);
   ImageInfo InspectImage(const std::string& image);  // DockerError 404 when absent
   std::vector<ImageInfo> Images();                   // every image with its layers
   // Pulls `image` ("name[:tag]", ":latest" when no tag), calling `progress` with each status
-  // line the engine streams ("Downloading 12.3MB/40.1MB"...). Throws when the pull fails
-  // (the engine's error line, e.g. no registry reachable).
+  // line the engine streams ("<layer id>: Downloading [==>  ] 12.3MB/40.1MB"...); progress
+  // runs inside libcurl's callback and must not throw. Throws DockerError when the pull fails:
+  // the engine's refusal, or its error line (status 500 then, as the HTTP status was 200),
+  // e.g. no registry reachable.
   void Pull(const std::string& image, const std::function<void(const std::string&)>& progress);
 
  private:
-  struct Answer;
-  Answer Call(const std::string& method, const std::string& path, const std::string& body,
-              long timeout_s, const std::function<bool(const char*, size_t)>& sink = nullptr);
-  std::string Path(const std::string& path);
+  // One request; `path` is absolute ("/version" or Path(...)). Returns the answer's body, or
+  // hands it to `sink` piece by piece as it arrives (sink returns false to end the transfer
+  // early, which is no error). Throws DockerError for a status >= 400 or no answer.
+  // `stall_s` > 0 also ends the call when nothing arrives for that long.
+  using Sink = std::function<bool(const char*, size_t)>;
+  std::string Call(const std::string& method, const std::string& path, const std::string& body,
+                   long timeout_s, const Sink& sink = nullptr, long stall_s = 0);
+  std::string Path(const std::string& path);  // "/v<version>" + path, negotiating first
 
   std::string socket_path_;
-  std::string version_;  // "" until negotiated
-  void* curl_ = nullptr; // the easy handle, reused so that the connection is kept alive
+  std::string version_;   // "" until negotiated
+  void* curl_ = nullptr;  // the easy handle, reused so that the connection is kept alive
 };
 
 }  // namespace berth

@@ -1,0 +1,525 @@
+#include "docker/docker_client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+namespace berth {
+namespace {
+
+using nlohmann::json;
+
+constexpr long kCallTimeoutS = 30;
+constexpr long kPullTimeoutS = 3600;
+constexpr long kPullStallS = 300;  // a registry that sends nothing for this long has stalled
+
+// Percent-encodes everything but RFC 3986's unreserved characters. The engine decodes paths
+// before routing, so this serves path segments (image "ns/name:tag") and query values alike.
+std::string Escape(const std::string& s) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+// "1.41" as (1, 41), so that 1.9 < 1.41.
+std::pair<int, int> ParseVersion(const std::string& v) {
+  int major = 0, minor = 0;
+  sscanf(v.c_str(), "%d.%d", &major, &minor);
+  return {major, minor};
+}
+
+std::string String(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// Null, absent or not an object: no labels.
+std::map<std::string, std::string> Labels(const json& j) {
+  std::map<std::string, std::string> labels;
+  if (!j.is_object()) return labels;
+  for (auto& [k, v] : j.items())
+    if (v.is_string()) labels[k] = v.get<std::string>();
+  return labels;
+}
+
+// The engine reports unset times as Go's zero time.
+std::string Time(const json& j, const char* key) {
+  std::string t = String(j, key);
+  return t.rfind("0001-01-01", 0) == 0 ? "" : t;
+}
+
+// Seconds since the epoch and nanoseconds of an RFC 3339 timestamp with any number of
+// fraction digits ("2024-05-01T10:00:01.12Z", "...01+02:00"); false when it is not one.
+// Parsed, not compared as text: "01.5Z" > "01.25Z" as text is right only by luck.
+bool ParseTime(const std::string& s, int64_t* seconds, int64_t* nanos) {
+  tm t = {};
+  int consumed = 0;
+  if (sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &t.tm_year, &t.tm_mon, &t.tm_mday, &t.tm_hour,
+             &t.tm_min, &t.tm_sec, &consumed) != 6 ||
+      consumed != 19)
+    return false;
+  t.tm_year -= 1900;
+  t.tm_mon -= 1;
+  size_t i = consumed;
+  *nanos = 0;
+  if (i < s.size() && s[i] == '.') {
+    int digits = 0;
+    for (++i; i < s.size() && isdigit(static_cast<unsigned char>(s[i])); ++i, ++digits)
+      if (digits < 9) *nanos = *nanos * 10 + (s[i] - '0');
+    if (digits == 0) return false;
+    for (; digits < 9; ++digits) *nanos *= 10;
+  }
+  int64_t offset = 0;
+  if (i < s.size() && s[i] == 'Z') {
+    ++i;
+  } else {
+    int hours, minutes;
+    if (i >= s.size() || (s[i] != '+' && s[i] != '-') ||
+        sscanf(s.c_str() + i + 1, "%2d:%2d", &hours, &minutes) != 2)
+      return false;
+    offset = (s[i] == '+' ? 1 : -1) * (hours * 3600 + minutes * 60);
+    i += 6;
+  }
+  if (i != s.size()) return false;
+  *seconds = static_cast<int64_t>(timegm(&t)) - offset;
+  return true;
+}
+
+ContainerInfo ToContainerInfo(const json& j) {
+  ContainerInfo c;
+  c.id = String(j, "Id");
+  c.name = String(j, "Name");
+  if (!c.name.empty() && c.name[0] == '/') c.name.erase(0, 1);
+  const json& config = j.contains("Config") ? j["Config"] : json::object();
+  c.image = String(config, "Image");
+  c.labels = Labels(config.value("Labels", json()));
+  c.tty = config.value("Tty", false);
+  const json& state = j.contains("State") ? j["State"] : json::object();
+  c.status = String(state, "Status");
+  c.running = state.value("Running", false);
+  c.exit_code = state.value("ExitCode", 0);
+  c.oom_killed = state.value("OOMKilled", false);
+  c.started_at = Time(state, "StartedAt");
+  c.finished_at = Time(state, "FinishedAt");
+  c.error = String(state, "Error");
+  const json& host = j.contains("HostConfig") ? j["HostConfig"] : json::object();
+  c.cpuset_cpus = String(host, "CpusetCpus");
+  c.cpuset_mems = String(host, "CpusetMems");
+  return c;
+}
+
+// Where libcurl's write callback puts an answer: into `body`, or through `sink` when the
+// request succeeded and the caller streams it.
+struct Transfer {
+  CURL* curl;
+  const std::function<bool(const char*, size_t)>* sink;
+  std::string body;
+  bool sink_stopped = false;
+  bool too_big = false;
+};
+
+size_t OnData(char* data, size_t size, size_t count, void* arg) {
+  Transfer& t = *static_cast<Transfer*>(arg);
+  size_t n = size * count;
+  long status = 0;
+  curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &status);
+  if (*t.sink && status < 300) {
+    if ((*t.sink)(data, n)) return n;
+    t.sink_stopped = true;
+    return 0;  // ends the transfer
+  }
+  if (t.body.size() + n > DockerClient::kMaxAnswerBytes) {
+    t.too_big = true;
+    return 0;
+  }
+  t.body.append(data, n);
+  return n;
+}
+
+// Splits the engine's log stream into LogLines. Multiplexed (no TTY): 8-byte frame headers
+// [stream, 0, 0, 0, size as big-endian uint32] each followed by `size` bytes; the engine
+// writes one log message per frame, so a frame's end also ends a line (a message the log
+// driver split, a line over 16 KiB, comes back in pieces, each with its timestamp). Raw (TTY):
+// all stdout, lines end at newlines only. Every line begins "<RFC 3339 timestamp> ".
+class LogReader {
+ public:
+  LogReader(bool raw, const std::string& since, size_t max_bytes)
+      : raw_(raw), max_bytes_(max_bytes) {
+    if (!since.empty() && !ParseTime(since, &since_s_, &since_ns_))
+      throw std::invalid_argument("docker logs: since is not an RFC 3339 timestamp: " + since);
+    has_since_ = !since.empty();
+  }
+
+  // False once max_bytes are collected: the rest need not be read.
+  bool Add(const char* data, size_t size) {
+    if (raw_) return AddPayload(false, data, size);
+    frames_.append(data, size);
+    size_t at = 0;
+    while (!full_ && frames_.size() - at >= 8) {
+      const auto* h = reinterpret_cast<const unsigned char*>(frames_.data() + at);
+      size_t n = (size_t{h[4]} << 24) | (size_t{h[5]} << 16) | (size_t{h[6]} << 8) | h[7];
+      if (frames_.size() - at - 8 < n) break;
+      bool err = h[0] == 2;
+      AddPayload(err, frames_.data() + at + 8, n) && EndLine(err);
+      at += 8 + n;
+    }
+    frames_.erase(0, at);
+    return !full_;
+  }
+
+  // The end of the stream ends a last line without a newline.
+  std::vector<LogLine> Finish() {
+    EndLine(false) && EndLine(true);
+    return std::move(lines_);
+  }
+
+ private:
+  bool AddPayload(bool err, const char* data, size_t size) {
+    std::string& pending = pending_[err];
+    for (size_t i = 0; i < size && !full_; ++i) {
+      pending += data[i];
+      // A line longer than max_bytes (plus room for its timestamp) is cut there.
+      if (data[i] == '\n' || pending.size() >= max_bytes_ + 64) EndLine(err);
+    }
+    return !full_;
+  }
+
+  bool EndLine(bool err) {
+    std::string& pending = pending_[err];
+    if (full_ || pending.empty()) return !full_;
+    LogLine line;
+    line.stderr_stream = err;
+    size_t space = pending.find(' ');
+    int64_t s, ns;
+    if (space != std::string::npos && ParseTime(pending.substr(0, space), &s, &ns)) {
+      line.timestamp = pending.substr(0, space);
+      line.text = pending.substr(space + 1);
+      if (has_since_ && std::make_pair(s, ns) <= std::make_pair(since_s_, since_ns_)) {
+        pending.clear();
+        return true;
+      }
+    } else {
+      line.text = pending;  // not stamped (should not happen): kept, never filtered
+    }
+    pending.clear();
+    if (bytes_ + line.text.size() > max_bytes_) {
+      full_ = true;
+      if (!lines_.empty()) return false;
+      line.text.resize(max_bytes_);
+    }
+    bytes_ += line.text.size();
+    lines_.push_back(std::move(line));
+    return !full_;
+  }
+
+  bool raw_;
+  size_t max_bytes_;
+  bool has_since_ = false;
+  int64_t since_s_ = 0, since_ns_ = 0;
+  std::string frames_;      // bytes of a frame not yet complete
+  std::string pending_[2];  // the line being read on stdout, stderr
+  std::vector<LogLine> lines_;
+  size_t bytes_ = 0;
+  bool full_ = false;
+};
+
+}  // namespace
+
+std::string CreateBody(const ContainerSpec& spec) {
+  json host = json::object();
+  if (!spec.mounts.empty()) {
+    json binds = json::array();
+    for (const ContainerMount& m : spec.mounts)
+      binds.push_back(m.host + ":" + m.container + (m.read_only ? ":ro" : ""));
+    host["Binds"] = binds;
+  }
+  if (spec.shm_bytes > 0) host["ShmSize"] = spec.shm_bytes;
+  if (spec.memory_bytes > 0) host["Memory"] = spec.memory_bytes;
+  if (spec.nano_cpus > 0) host["NanoCpus"] = spec.nano_cpus;
+  if (!spec.cpuset_cpus.empty()) host["CpusetCpus"] = spec.cpuset_cpus;
+  if (!spec.cpuset_mems.empty()) host["CpusetMems"] = spec.cpuset_mems;
+  if (!spec.gpu_device_ids.empty()) {
+    // DeviceIDs with Count 0, as `docker run --gpus device=...` sends: the two are exclusive.
+    host["DeviceRequests"] = json::array({{{"Driver", "nvidia"},
+                                           {"Count", 0},
+                                           {"DeviceIDs", spec.gpu_device_ids},
+                                           {"Capabilities", json::array({{"gpu"}})}}});
+  }
+  json body = {{"Image", spec.image}, {"HostConfig", host}};
+  if (!spec.command.empty()) body["Cmd"] = spec.command;
+  if (!spec.env.empty()) body["Env"] = spec.env;
+  if (!spec.labels.empty()) body["Labels"] = spec.labels;
+  return body.dump();
+}
+
+DockerClient::DockerClient(std::string socket_path)
+    : socket_path_(std::move(socket_path)), curl_(curl_easy_init()) {
+  if (!curl_) throw DockerError(0, "docker: libcurl could not be initialized");
+}
+
+DockerClient::~DockerClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+
+std::string DockerClient::Call(const std::string& method, const std::string& path,
+                               const std::string& body, long timeout_s, const Sink& sink,
+                               long stall_s) {
+  CURL* curl = static_cast<CURL*>(curl_);
+  // Reset keeps the open connection, so calls after the first reuse it.
+  curl_easy_reset(curl);
+  Transfer t{curl, &sink, {}};
+  char error[CURL_ERROR_SIZE] = "";
+  std::string url = "http://localhost" + path;
+  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, socket_path_.c_str());
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+  if (stall_s > 0) {
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, stall_s);
+  }
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnData);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+  if (method == "POST") {
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  } else if (method != "GET") {
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+  }
+  CURLcode rc = curl_easy_perform(curl);
+  curl_slist_free_all(headers);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  std::string what = "docker: " + method + " " + path + ": ";
+  if (t.too_big)
+    throw DockerError(static_cast<int>(status), what + "the engine's answer is over " +
+                                                    std::to_string(kMaxAnswerBytes >> 20) + " MiB");
+  if (rc != CURLE_OK && !t.sink_stopped) {
+    std::string detail = error[0] ? error : curl_easy_strerror(rc);
+    if (rc == CURLE_COULDNT_CONNECT) {
+      // libcurl's text names "localhost port 80"; the socket's errno says what is wrong.
+      long os_errno = 0;
+      curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
+      if (os_errno) detail = strerror(static_cast<int>(os_errno));
+      throw DockerError(0, "cannot reach the Docker engine at " + socket_path_ + ": " + detail +
+                               "; is dockerd running? (berth agent --docker-socket PATH)");
+    }
+    throw DockerError(0, what + detail + " (engine at " + socket_path_ + ")");
+  }
+  if (status >= 400) {
+    json j = json::parse(t.body, nullptr, false);
+    std::string message = j.is_object() ? String(j, "message") : t.body;
+    throw DockerError(static_cast<int>(status),
+                      what + (message.empty() ? "HTTP " + std::to_string(status) : message));
+  }
+  return std::move(t.body);
+}
+
+std::string DockerClient::Path(const std::string& path) {
+  if (version_.empty()) Negotiate();
+  return "/v" + version_ + path;
+}
+
+std::string DockerClient::Negotiate(std::string* engine_version) {
+  json j = json::parse(Call("GET", "/version", "", kCallTimeoutS), nullptr, false);
+  std::string api = j.is_object() ? String(j, "ApiVersion") : "";
+  if (api.empty())
+    throw DockerError(0, "docker: GET /version: no ApiVersion in the answer; is " + socket_path_ +
+                             " a Docker engine?");
+  version_ = ParseVersion(api) < ParseVersion(kNewestApiVersion) ? api : kNewestApiVersion;
+  if (engine_version) *engine_version = String(j, "Version");
+  return version_;
+}
+
+std::string DockerClient::Create(const ContainerSpec& spec) {
+  std::string query = spec.name.empty() ? "" : "?name=" + Escape(spec.name);
+  json j =
+      json::parse(Call("POST", Path("/containers/create" + query), CreateBody(spec), kCallTimeoutS),
+                  nullptr, false);
+  std::string id = j.is_object() ? String(j, "Id") : "";
+  if (id.empty()) throw DockerError(0, "docker: POST /containers/create: no Id in the answer");
+  return id;
+}
+
+void DockerClient::Start(const std::string& id) {
+  // 304 (already started) is no error: Call throws only from 400.
+  Call("POST", Path("/containers/" + Escape(id) + "/start"), "", kCallTimeoutS);
+}
+
+ContainerInfo DockerClient::Inspect(const std::string& id) {
+  return ToContainerInfo(
+      json::parse(Call("GET", Path("/containers/" + Escape(id) + "/json"), "", kCallTimeoutS)));
+}
+
+std::vector<ContainerInfo> DockerClient::List(const std::string& label) {
+  json filters = {{"label", {label}}};
+  json list = json::parse(Call(
+      "GET", Path("/containers/json?all=1&filters=" + Escape(filters.dump())), "", kCallTimeoutS));
+  // The list's entries lack the exit code and cpuset: each is inspected.
+  std::vector<ContainerInfo> out;
+  for (const json& entry : list) {
+    try {
+      out.push_back(Inspect(String(entry, "Id")));
+    } catch (const DockerError& e) {
+      if (e.status != 404) throw;  // removed since it was listed
+    }
+  }
+  return out;
+}
+
+void DockerClient::Stop(const std::string& id, int grace_s) {
+  // The engine answers when the container has stopped: after at most grace_s and the kill.
+  Call("POST", Path("/containers/" + Escape(id) + "/stop?t=" + std::to_string(grace_s)), "",
+       grace_s + kCallTimeoutS);
+}
+
+void DockerClient::Remove(const std::string& id, bool force) {
+  try {
+    // v=1: the container's anonymous volumes (an image's VOLUME) go with it, not left behind.
+    Call("DELETE", Path("/containers/" + Escape(id) + "?v=1&force=" + (force ? "1" : "0")), "",
+         kCallTimeoutS);
+  } catch (const DockerError& e) {
+    if (e.status != 404) throw;
+  }
+}
+
+void DockerClient::UpdateCpuset(const std::string& id, const std::string& cpus,
+                                const std::string& mems) {
+  json body = {{"CpusetCpus", cpus}, {"CpusetMems", mems}};
+  Call("POST", Path("/containers/" + Escape(id) + "/update"), body.dump(), kCallTimeoutS);
+}
+
+std::vector<LogLine> DockerClient::Logs(const std::string& id, const std::string& since,
+                                        size_t max_bytes) {
+  bool raw = Inspect(id).tty;
+  LogReader reader(raw, since, max_bytes);
+  std::string query = "?stdout=1&stderr=1&timestamps=1";
+  int64_t s, ns;
+  if (!since.empty() && ParseTime(since, &s, &ns)) {
+    // The engine's since is inclusive and whole lines at it are dropped by the reader; this
+    // only spares sending older ones.
+    char value[40];
+    snprintf(value, sizeof value, "%lld.%09lld", static_cast<long long>(s),
+             static_cast<long long>(ns));
+    query += "&since=" + std::string(value);
+  }
+  Call("GET", Path("/containers/" + Escape(id) + "/logs" + query), "", kCallTimeoutS,
+       [&](const char* data, size_t size) { return reader.Add(data, size); });
+  return reader.Finish();
+}
+
+bool DockerClient::HasImage(const std::string& image) {
+  try {
+    Call("GET", Path("/images/" + Escape(image) + "/json"), "", kCallTimeoutS);
+    return true;
+  } catch (const DockerError& e) {
+    if (e.status == 404) return false;
+    throw;
+  }
+}
+
+ImageInfo DockerClient::InspectImage(const std::string& image) {
+  json j = json::parse(Call("GET", Path("/images/" + Escape(image) + "/json"), "", kCallTimeoutS));
+  json history =
+      json::parse(Call("GET", Path("/images/" + Escape(image) + "/history"), "", kCallTimeoutS));
+  ImageInfo info;
+  info.id = String(j, "Id");
+  for (const json& tag : j.value("RepoTags", json::array()))
+    if (tag.is_string()) info.tags.push_back(tag);
+  info.bytes = j.value("Size", int64_t{0});
+  if (j.contains("RootFS") && j["RootFS"].contains("Layers"))
+    for (const json& digest : j["RootFS"]["Layers"]) info.layers.push_back({digest, 0});
+  // History is newest first; its sizes, oldest first, matched to the layers as ImageLayer says.
+  std::vector<int64_t> all, sized;
+  for (auto it = history.rbegin(); it != history.rend(); ++it) {
+    int64_t size = it->value("Size", int64_t{0});
+    all.push_back(size);
+    if (size > 0) sized.push_back(size);
+  }
+  const std::vector<int64_t>* sizes = sized.size() == info.layers.size() ? &sized
+                                      : all.size() == info.layers.size() ? &all
+                                                                         : nullptr;
+  for (size_t i = 0; sizes && i < info.layers.size(); ++i) info.layers[i].bytes = (*sizes)[i];
+  return info;
+}
+
+std::vector<ImageInfo> DockerClient::Images() {
+  json list = json::parse(Call("GET", Path("/images/json"), "", kCallTimeoutS));
+  std::vector<ImageInfo> out;
+  for (const json& entry : list) {
+    try {
+      out.push_back(InspectImage(String(entry, "Id")));
+    } catch (const DockerError& e) {
+      if (e.status != 404) throw;  // removed since it was listed
+    }
+  }
+  return out;
+}
+
+void DockerClient::Pull(const std::string& image,
+                        const std::function<void(const std::string&)>& progress) {
+  // "name:tag" splits at a colon after the last slash (a registry's port comes before it);
+  // "name@sha256:..." is pulled by digest as it is.
+  std::string name = image, tag;
+  if (image.find('@') == std::string::npos) {
+    size_t colon = image.rfind(':'), slash = image.rfind('/');
+    bool tagged = colon != std::string::npos && (slash == std::string::npos || colon > slash);
+    name = tagged ? image.substr(0, colon) : image;
+    tag = tagged ? image.substr(colon + 1) : "latest";
+  }
+  std::string query = "?fromImage=" + Escape(name) + (tag.empty() ? "" : "&tag=" + Escape(tag));
+  // The answer streams JSON lines: progress, or an error that ends the pull (the HTTP status
+  // was 200 by then).
+  std::string line, failure;
+  auto take_line = [&] {
+    json j = json::parse(line, nullptr, false);
+    line.clear();
+    if (!j.is_object()) return true;
+    if (j.contains("error") || j.contains("errorDetail")) {
+      failure = String(j, "error");
+      if (failure.empty() && j["errorDetail"].is_object())
+        failure = String(j["errorDetail"], "message");
+      if (failure.empty()) failure = j.dump();
+      return false;
+    }
+    std::string text = String(j, "id");
+    if (!text.empty()) text += ": ";
+    text += String(j, "status");
+    if (!String(j, "progress").empty()) text += " " + String(j, "progress");
+    if (progress) progress(text);
+    return true;
+  };
+  Call(
+      "POST", Path("/images/create" + query), "", kPullTimeoutS,
+      [&](const char* data, size_t size) {
+        for (size_t i = 0; i < size; ++i) {
+          if (data[i] == '\n') {
+            if (!take_line()) return false;
+          } else if (line.size() < kMaxAnswerBytes) {
+            line += data[i];
+          }
+        }
+        return true;
+      },
+      kPullStallS);
+  if (!line.empty()) take_line();
+  if (!failure.empty()) throw DockerError(500, "docker: pulling " + image + ": " + failure);
+}
+
+}  // namespace berth

@@ -1,0 +1,360 @@
+// The Docker client against a real engine: tests/docker/run_docker_tests.sh starts a private
+// dockerd and passes its socket (BERTH_DOCKER_SOCK) and a busybox image (BERTH_TEST_IMAGE).
+// Every test labels its containers with its own value of berth.test and removes them after.
+#include "docker/docker_client.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+namespace berth {
+namespace {
+
+using nlohmann::json;
+using std::chrono::steady_clock;
+
+TEST(CreateBodyTest, SendsWhatTheSpecSays) {
+  ContainerSpec spec;
+  spec.name = "job-1";
+  spec.image = "img:1";
+  spec.command = {"sh", "-c", "true"};
+  spec.env = {"A=1"};
+  spec.labels = {{"berth.job", "1"}};
+  spec.mounts = {{"/data", "/in", true}, {"/scratch", "/out", false}};
+  spec.shm_bytes = 1 << 30;
+  spec.memory_bytes = int64_t{8} << 30;
+  spec.nano_cpus = 4'000'000'000;
+  spec.cpuset_cpus = "0-3";
+  spec.cpuset_mems = "0";
+  json body = json::parse(CreateBody(spec));
+  EXPECT_EQ(body["Image"], "img:1");
+  EXPECT_EQ(body["Cmd"], json({"sh", "-c", "true"}));
+  EXPECT_EQ(body["Env"], json({"A=1"}));
+  EXPECT_EQ(body["Labels"], json({{"berth.job", "1"}}));
+  EXPECT_FALSE(body.contains("name"));
+  const json& host = body["HostConfig"];
+  EXPECT_EQ(host["Binds"], json({"/data:/in:ro", "/scratch:/out"}));
+  EXPECT_EQ(host["ShmSize"], 1 << 30);
+  EXPECT_EQ(host["Memory"], int64_t{8} << 30);
+  EXPECT_EQ(host["NanoCpus"], 4'000'000'000);
+  EXPECT_EQ(host["CpusetCpus"], "0-3");
+  EXPECT_EQ(host["CpusetMems"], "0");
+  EXPECT_FALSE(host.contains("DeviceRequests"));
+
+  spec.gpu_device_ids = {"GPU-x", "MIG-y"};
+  json requests = json::parse(CreateBody(spec))["HostConfig"]["DeviceRequests"];
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0]["Driver"], "nvidia");
+  EXPECT_EQ(requests[0]["DeviceIDs"], json({"GPU-x", "MIG-y"}));
+  EXPECT_EQ(requests[0]["Capabilities"], json::parse(R"([["gpu"]])"));
+  EXPECT_EQ(requests[0]["Count"], 0);
+}
+
+TEST(CreateBodyTest, LeavesUnsetFieldsToTheEngine) {
+  ContainerSpec spec;
+  spec.image = "img:1";
+  json body = json::parse(CreateBody(spec));
+  EXPECT_EQ(body, json::parse(R"({"Image": "img:1", "HostConfig": {}})"));
+}
+
+TEST(DockerClientTest, UnreachableEngineNamesTheSocket) {
+  DockerClient docker("/nonexistent/docker.sock");
+  try {
+    docker.Negotiate();
+    FAIL() << "no error";
+  } catch (const DockerError& e) {
+    EXPECT_EQ(e.status, 0);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/docker.sock"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("is dockerd running?"), std::string::npos);
+  }
+}
+
+class EngineTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    const char* sock = getenv("BERTH_DOCKER_SOCK");
+    const char* image = getenv("BERTH_TEST_IMAGE");
+    if (!sock || !image)
+      GTEST_SKIP() << "needs an engine: bash tests/docker/run_docker_tests.sh BINARY";
+    docker_ = std::make_unique<DockerClient>(sock);
+    image_ = image;
+    label_ =
+        "berth.test=" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) +
+        "-" + std::to_string(getpid());
+  }
+
+  void TearDown() override {
+    if (!docker_) return;
+    for (const ContainerInfo& c : docker_->List(label_)) docker_->Remove(c.id, true);
+  }
+
+  // A container of the test image running `sh -c script`, labelled as this test's.
+  ContainerSpec Spec(const std::string& script) {
+    ContainerSpec spec;
+    spec.image = image_;
+    spec.command = {"sh", "-c", script};
+    size_t eq = label_.find('=');
+    spec.labels = {{label_.substr(0, eq), label_.substr(eq + 1)}};
+    return spec;
+  }
+
+  std::string Run(const ContainerSpec& spec) {
+    std::string id = docker_->Create(spec);
+    docker_->Start(id);
+    return id;
+  }
+
+  ContainerInfo WaitExited(const std::string& id) {
+    auto deadline = steady_clock::now() + std::chrono::seconds(20);
+    for (;;) {
+      ContainerInfo c = docker_->Inspect(id);
+      if (c.status == "exited" || steady_clock::now() > deadline) return c;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  static std::vector<std::string> Texts(const std::vector<LogLine>& lines) {
+    std::vector<std::string> texts;
+    for (const LogLine& l : lines) texts.push_back(l.text);
+    return texts;
+  }
+
+  std::unique_ptr<DockerClient> docker_;
+  std::string image_, label_;
+};
+
+TEST_F(EngineTest, NegotiatesAVersionBothSpeak) {
+  std::string engine;
+  std::string version = docker_->Negotiate(&engine);
+  int major = 0, minor = 0;
+  ASSERT_EQ(sscanf(version.c_str(), "%d.%d", &major, &minor), 2) << version;
+  EXPECT_EQ(major, 1);
+  EXPECT_GE(minor, 24);
+  EXPECT_LE(minor, 43);
+  EXPECT_FALSE(engine.empty());
+}
+
+TEST_F(EngineTest, RunsAContainerAndReadsItsState) {
+  ContainerSpec spec = Spec("echo out; echo err >&2; exit 3");
+  spec.name = "berth-test-" + std::to_string(getpid());
+  spec.env = {"GREETING=hi"};
+  spec.cpuset_cpus = "0";
+  spec.memory_bytes = 64 << 20;
+  spec.shm_bytes = 16 << 20;
+  std::string id = Run(spec);
+  ContainerInfo c = WaitExited(id);
+  EXPECT_EQ(c.status, "exited");
+  EXPECT_FALSE(c.running);
+  EXPECT_EQ(c.exit_code, 3);
+  EXPECT_FALSE(c.oom_killed);
+  EXPECT_EQ(c.id, id);
+  EXPECT_EQ(c.name, spec.name);
+  EXPECT_EQ(c.image, image_);
+  EXPECT_EQ(c.labels, spec.labels);
+  EXPECT_EQ(c.cpuset_cpus, "0");
+  EXPECT_FALSE(c.started_at.empty());
+  EXPECT_FALSE(c.finished_at.empty());
+  EXPECT_FALSE(c.tty);
+
+  std::vector<LogLine> lines = docker_->Logs(id, "", 1 << 20);
+  ASSERT_EQ(lines.size(), 2u);
+  std::regex stamp(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z)");
+  for (const LogLine& l : lines) {
+    EXPECT_TRUE(std::regex_match(l.timestamp, stamp)) << l.timestamp;
+    EXPECT_EQ(l.text, l.stderr_stream ? "err\n" : "out\n");
+  }
+  EXPECT_NE(lines[0].stderr_stream, lines[1].stderr_stream);
+}
+
+TEST_F(EngineTest, CreateNamesTheEnginesRefusal) {
+  ContainerSpec spec = Spec("true");
+  spec.image = "berth-no-such-image:1";
+  try {
+    docker_->Create(spec);
+    FAIL() << "no error";
+  } catch (const DockerError& e) {
+    EXPECT_EQ(e.status, 404);
+    EXPECT_NE(std::string(e.what()).find("docker: POST /v"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("No such image: berth-no-such-image:1"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(EngineTest, PassesEnvAndMounts) {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("berth-docker-test-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir / "ro");
+  std::filesystem::create_directories(dir / "rw");
+  std::ofstream(dir / "ro" / "in") << "data\n";
+  ContainerSpec spec =
+      Spec("echo $GREETING; cat /in/in; echo x > /in/y || echo refused; echo z > /out/z");
+  spec.env = {"GREETING=hi"};
+  spec.mounts = {{(dir / "ro").string(), "/in", true}, {(dir / "rw").string(), "/out", false}};
+  std::string id = Run(spec);
+  EXPECT_EQ(WaitExited(id).exit_code, 0);
+  std::vector<std::string> out;
+  for (const LogLine& l : docker_->Logs(id, "", 1 << 20))
+    if (!l.stderr_stream) out.push_back(l.text);
+  EXPECT_EQ(out, (std::vector<std::string>{"hi\n", "data\n", "refused\n"}));
+  EXPECT_TRUE(std::filesystem::exists(dir / "rw" / "z"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "ro" / "y"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(EngineTest, LogsAfterATimestampAndWithinABound) {
+  std::string id = Run(Spec("for i in 1 2 3 4 5; do echo line$i; done; printf last"));
+  WaitExited(id);
+  std::vector<LogLine> all = docker_->Logs(id, "", 1 << 20);
+  ASSERT_EQ(Texts(all), (std::vector<std::string>{"line1\n", "line2\n", "line3\n", "line4\n",
+                                                  "line5\n", "last"}));
+
+  // After the first line's timestamp: the lines stamped later.
+  std::vector<std::string> later;
+  for (const LogLine& l : all)
+    if (l.timestamp != all[0].timestamp) later.push_back(l.text);
+  EXPECT_EQ(Texts(docker_->Logs(id, all[0].timestamp, 1 << 20)), later);
+  EXPECT_TRUE(docker_->Logs(id, all.back().timestamp, 1 << 20).empty());
+
+  // Timestamps compare as times, not text: ".1Z" is before ".123456789Z" though it sorts
+  // after it as text, and +00:00 is Z.
+  std::string first = all[0].timestamp;
+  std::string shorter = first.substr(0, first.find('.') + 2) + "Z";
+  if (shorter.substr(0, shorter.size() - 1) + std::string(8, '0') + "Z" != first) {
+    EXPECT_EQ(docker_->Logs(id, shorter, 1 << 20).size(), all.size()) << shorter;
+  }
+  std::string offset = first.substr(0, first.size() - 1) + "+00:00";
+  EXPECT_EQ(Texts(docker_->Logs(id, offset, 1 << 20)), later);
+  EXPECT_THROW(docker_->Logs(id, "yesterday", 1 << 20), std::invalid_argument);
+
+  // Whole lines up to max_bytes; a line longer than all of it is cut.
+  EXPECT_EQ(Texts(docker_->Logs(id, "", 14)), (std::vector<std::string>{"line1\n", "line2\n"}));
+  EXPECT_EQ(Texts(docker_->Logs(id, "", 6)), std::vector<std::string>{"line1\n"});
+  EXPECT_EQ(Texts(docker_->Logs(id, "", 3)), std::vector<std::string>{"lin"});
+}
+
+TEST_F(EngineTest, LogsOfATtyContainerAreOneStream) {
+  // The client has no Tty option (jobs need none); docker's own CLI makes one here.
+  ASSERT_EQ(
+      system(("docker -H unix://" + std::string(getenv("BERTH_DOCKER_SOCK")) + " run -t --label " +
+              label_ + " " + image_ + " sh -c 'echo out; echo err >&2' > /dev/null")
+                 .c_str()),
+      0);
+  std::vector<ContainerInfo> list = docker_->List(label_);
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_TRUE(list[0].tty);
+  std::vector<LogLine> lines = docker_->Logs(list[0].id, "", 1 << 20);
+  EXPECT_EQ(Texts(lines), (std::vector<std::string>{"out\r\n", "err\r\n"}));
+  for (const LogLine& l : lines) EXPECT_FALSE(l.stderr_stream);
+}
+
+TEST_F(EngineTest, CreatesWithADeviceRequest) {
+  // The engine takes the request at create; starting needs the NVIDIA runtime's hook and the
+  // GPU, which no test machine is sure to have ("could not select device driver").
+  ContainerSpec spec = Spec("true");
+  spec.gpu_device_ids = {"GPU-x"};
+  std::string id = docker_->Create(spec);
+  EXPECT_EQ(docker_->Inspect(id).status, "created");
+}
+
+TEST_F(EngineTest, ListsByLabel) {
+  std::string a = docker_->Create(Spec("true"));
+  std::string b = Run(Spec("true"));
+  ContainerSpec other = Spec("true");
+  other.labels.begin()->second += "-other";
+  std::string c = docker_->Create(other);
+  std::vector<std::string> ids;
+  for (const ContainerInfo& info : docker_->List(label_)) ids.push_back(info.id);
+  std::sort(ids.begin(), ids.end());
+  std::vector<std::string> want = {a, b};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(ids, want);
+  EXPECT_EQ(docker_->List(label_.substr(0, label_.find('='))).size() >= 3, true);
+  docker_->Remove(c, true);
+}
+
+TEST_F(EngineTest, StopsWithinTheGrace) {
+  // sleep as PID 1 has no handler for SIGTERM: killed when the grace is over.
+  std::string stubborn = Run(Spec("exec sleep 1000"));
+  std::string polite = Run(Spec("trap 'exit 0' TERM; while true; do sleep 0.1; done"));
+  docker_->Start(stubborn);                                     // already running: no error
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the trap is set
+  auto start = steady_clock::now();
+  docker_->Stop(stubborn, 1);
+  docker_->Stop(polite, 5);
+  EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(5));
+  ContainerInfo s = docker_->Inspect(stubborn), p = docker_->Inspect(polite);
+  EXPECT_FALSE(s.running);
+  EXPECT_EQ(s.exit_code, 137);
+  EXPECT_FALSE(p.running);
+  EXPECT_EQ(p.exit_code, 0);
+  docker_->Stop(stubborn, 1);  // already stopped: no error
+}
+
+TEST_F(EngineTest, RemovesOnceAndAgain) {
+  std::string id = Run(Spec("exec sleep 1000"));
+  docker_->Remove(id, true);
+  try {
+    docker_->Inspect(id);
+    FAIL() << "no error";
+  } catch (const DockerError& e) {
+    EXPECT_EQ(e.status, 404);
+  }
+  docker_->Remove(id, true);
+  docker_->Remove(id, false);
+}
+
+TEST_F(EngineTest, UpdatesTheCpusetOfARunningContainer) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs 2 CPUs";
+  ContainerSpec spec = Spec("exec sleep 1000");
+  spec.cpuset_cpus = "0";
+  std::string id = Run(spec);
+  docker_->UpdateCpuset(id, "1", "0");
+  ContainerInfo c = docker_->Inspect(id);
+  EXPECT_TRUE(c.running);
+  EXPECT_EQ(c.cpuset_cpus, "1");
+  EXPECT_EQ(c.cpuset_mems, "0");
+}
+
+TEST_F(EngineTest, InspectsImages) {
+  ImageInfo image = docker_->InspectImage(image_);
+  EXPECT_EQ(image.id.rfind("sha256:", 0), 0u);
+  EXPECT_EQ(image.tags, std::vector<std::string>{image_});
+  EXPECT_GT(image.bytes, 0);
+  ASSERT_GE(image.layers.size(), 1u);
+  int64_t sum = 0;
+  for (const ImageLayer& l : image.layers) {
+    EXPECT_EQ(l.digest.rfind("sha256:", 0), 0u);
+    sum += l.bytes;
+  }
+  EXPECT_GT(sum, 0);
+  EXPECT_TRUE(docker_->HasImage(image_));
+  EXPECT_FALSE(docker_->HasImage("berth-no-such-image:1"));
+  EXPECT_THROW(docker_->InspectImage("berth-no-such-image:1"), DockerError);
+  bool listed = false;
+  for (const ImageInfo& i : docker_->Images())
+    listed |= i.id == image.id && i.layers.size() == image.layers.size();
+  EXPECT_TRUE(listed);
+}
+
+TEST_F(EngineTest, PullWithoutARegistryFails) {
+  // Nothing listens on port 1: the engine's refusal comes at once.
+  std::vector<std::string> progress;
+  try {
+    docker_->Pull("127.0.0.1:1/berth/none:1",
+                  [&](const std::string& line) { progress.push_back(line); });
+    FAIL() << "no error";
+  } catch (const DockerError& e) {
+    EXPECT_NE(e.status, 0);
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:1"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace berth

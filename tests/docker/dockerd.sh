@@ -1,0 +1,89 @@
+# A private Docker engine for tests, sourced by the docker client's and the agent's tests:
+#
+#   source tests/docker/dockerd.sh
+#   start_dockerd "$dir"          # exports DOCKER_SOCK=$dir/docker.sock
+#   build_test_image berth-test:1 # a busybox image, no registry needed
+#   ...
+#   stop_dockerd                  # also removes $dir
+#
+# Each engine has its own data root, exec root (and with it its own containerd), pidfile and
+# socket, and no bridge network (--bridge none: no docker0 to share, no iptables rules), so
+# test scripts run in parallel (ctest -j) each start their own without interfering. Needs
+# root, dockerd (docker.io) and the docker CLI. Containers get no network.
+
+DOCKERD_DIR=""
+
+# docker CLI against our engine.
+_dk() { docker -H "unix://$DOCKERD_DIR/docker.sock" "$@"; }
+
+# Kills the dockerd whose pidfile is $1, if it is still a dockerd (an earlier run that crashed
+# before stop_dockerd leaves one behind, holding the socket).
+_kill_dockerd() {
+  local pid
+  pid=$(cat "$1" 2> /dev/null) || return 0
+  [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2> /dev/null)" = dockerd ] || return 0
+  kill -TERM "$pid" 2> /dev/null || return 0
+  for _ in $(seq 100); do
+    kill -0 "$pid" 2> /dev/null || return 0
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2> /dev/null || true
+  while kill -0 "$pid" 2> /dev/null; do sleep 0.1; done
+}
+
+start_dockerd() {
+  DOCKERD_DIR=$(realpath -m "$1")
+  mkdir -p "$DOCKERD_DIR"
+  _kill_dockerd "$DOCKERD_DIR/dockerd.pid"
+  # The unix socket's path must fit in sun_path (108 bytes).
+  [ ${#DOCKERD_DIR} -lt 90 ] || { echo "start_dockerd: $DOCKERD_DIR is too long" >&2; return 1; }
+  dockerd --data-root "$DOCKERD_DIR/data" --exec-root "$DOCKERD_DIR/exec" \
+    -H "unix://$DOCKERD_DIR/docker.sock" --pidfile "$DOCKERD_DIR/dockerd.pid" \
+    --bridge none --iptables=false --ip-masq=false > "$DOCKERD_DIR/dockerd.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 300); do
+    if _dk version > /dev/null 2>&1; then
+      export DOCKER_SOCK="$DOCKERD_DIR/docker.sock"
+      return 0
+    fi
+    kill -0 "$pid" 2> /dev/null || break
+    sleep 0.1
+  done
+  echo "start_dockerd: dockerd did not answer on $DOCKERD_DIR/docker.sock; its log:" >&2
+  tail -20 "$DOCKERD_DIR/dockerd.log" >&2
+  return 1
+}
+
+# Stops the engine (SIGTERM; SIGKILL after 10 s) and removes its directory, unmounting what
+# it left mounted there first (overlay layers, shm, netns of killed containers). Containers
+# are removed with SIGKILL first: the engine would otherwise give each its stop timeout.
+stop_dockerd() {
+  [ -n "$DOCKERD_DIR" ] || return 0
+  local ids
+  ids=$(_dk ps -aq 2> /dev/null) && [ -n "$ids" ] && _dk rm -f $ids > /dev/null 2>&1
+  _kill_dockerd "$DOCKERD_DIR/dockerd.pid"
+  local m
+  while read -r m; do umount -l "$m" 2> /dev/null || true; done < <(
+    awk -v d="$DOCKERD_DIR/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r)
+  rm -rf "$DOCKERD_DIR"
+  DOCKERD_DIR=""
+  unset DOCKER_SOCK
+}
+
+# Imports a tiny image NAME from busybox-static (/bin/busybox, statically linked): the shell
+# and a few applets, no registry involved.
+build_test_image() {
+  local rootfs busybox
+  busybox=$(command -v busybox) || { echo "build_test_image: no busybox" >&2; return 1; }
+  rootfs=$(mktemp -d)
+  mkdir -p "$rootfs/bin" "$rootfs/tmp" "$rootfs/proc" "$rootfs/sys" "$rootfs/dev" "$rootfs/etc"
+  cp "$busybox" "$rootfs/bin/busybox"
+  local applet
+  for applet in sh echo sleep cat env ls nproc true false printf kill ps head tr wc grep; do
+    ln -s busybox "$rootfs/bin/$applet"
+  done
+  tar -C "$rootfs" -c . | _dk import -c 'ENV PATH=/bin' - "$1" > /dev/null
+  local rc=$?
+  rm -rf "$rootfs"
+  return $rc
+}
