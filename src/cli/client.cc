@@ -389,6 +389,70 @@ void Events(const EventsArgs& a) {
   }
 }
 
+// Writes the job's output from `offset` to stdout until the job has ended and all of it is
+// written; follows across dropped connections and server restarts (from the byte it got to).
+// Returns the job as it ended.
+Json FollowLogs(const std::string& job) {
+  const std::string path = JobPath(job);
+  const ServerAddress server = ServerAddressFromEnv();
+  std::mt19937 jitter(std::random_device{}());
+  int64_t offset = 0;
+  double pause_s = 0.1;
+  for (;;) {
+    const std::unique_ptr<httplib::Client> client = ConnectToServer(server);
+    // The server writes only when there is output: a long silence is a quiet job, or a server
+    // gone without a word, and asking again from the same byte costs nothing.
+    client->set_read_timeout(60);
+    int status = 0;
+    std::string refusal;
+    client->Get(
+        path + "/logs?follow=1&offset=" + std::to_string(offset), httplib::Headers(),
+        [&](const httplib::Response& r) {
+          status = r.status;
+          return true;
+        },
+        [&](const char* data, size_t size) {
+          if (status != 200) {
+            refusal.append(data, std::min(size, size_t{4096}));
+            return true;
+          }
+          std::cout.write(data, static_cast<std::streamsize>(size));
+          std::cout.flush();
+          offset += static_cast<int64_t>(size);
+          pause_s = 0.1;
+          return true;
+        });
+    if (status >= 400 && status < 500) {
+      const Json body = Json::parse(refusal, nullptr, false);
+      Exit(2, body.is_object() && body.contains("error") ? body["error"].get<std::string>()
+                                                         : "HTTP " + std::to_string(status));
+    }
+    if (status == 200) {
+      const Json state = CallServer("GET", path);
+      // The stream ends once the job has; what came after the last chunk is read again.
+      if (ControlPlane::Ended(state["state"].get<std::string>())) {
+        const std::unique_ptr<httplib::Client> rest = ConnectToServer(server);
+        if (const auto r = rest->Get(path + "/logs?offset=" + std::to_string(offset));
+            r && r->status == 200)
+          std::cout << r->body << std::flush;
+        return state;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(
+        pause_s * std::uniform_real_distribution<double>(0.5, 1.5)(jitter)));
+    pause_s = std::min(pause_s * 2, 10.0);
+  }
+}
+
+// `berth run` without -d, as `docker run`: the job's exit code, 1 when it ended without one.
+int ExitCodeOf(const Json& job) {
+  const std::string state = job["state"].get<std::string>();
+  if (state == "succeeded") return 0;
+  const int code = job.value("exitCode", 0);
+  std::cerr << "berth: job " << job["id"] << " " << state << ": " << Text(job["reason"]) << "\n";
+  return state == "failed" && code != 0 ? code : 1;
+}
+
 // `berth policy apply FILE`, `berth queues apply FILE`: the file is checked here first, as the
 // server's flags would check it, so that a mistake names the file and its line; then the server
 // checks it again against its jobs and applies it (PUT /v1/policy, /v1/queues).
@@ -446,17 +510,39 @@ void AddClientCommands(CLI::App& app) {
   run->add_option("words", r->words, "IMAGE [CMD...]");
   run->positionals_at_end();
   run->callback([r] {
-    if (!r->detach)
-      Exit(2,
-           "run: without -d berth follows the job's logs until it ends, which needs a node "
-           "agent (not there yet); add -d");
     const std::string spec = RunSpec(*r);
     if (spec.size() > kMaxRequestBytes)
       Exit(2, "the job spec has " + std::to_string(spec.size()) +
                   " bytes, over the server's limit of " + std::to_string(kMaxRequestBytes) +
                   " bytes");
     const Json job = CallServer("POST", "/v1/jobs", spec);
-    std::cout << job["id"] << "\n";
+    if (r->detach) {
+      std::cout << job["id"] << "\n";
+      return;
+    }
+    std::cout.flush();
+    std::exit(ExitCodeOf(FollowLogs(std::to_string(job["id"].get<int64_t>()))));
+  });
+
+  auto* logs = app.add_subcommand("logs", "A job's output (as docker logs)");
+  auto logs_job = std::make_shared<std::string>();
+  auto logs_follow = std::make_shared<bool>(false);
+  logs->add_flag("-f,--follow", *logs_follow, "Follow the output until the job ends");
+  logs->add_option("job", *logs_job, "Job id")->required();
+  logs->callback([logs_job, logs_follow] {
+    if (*logs_follow) {
+      FollowLogs(*logs_job);
+      return;
+    }
+    CallServer("GET", JobPath(*logs_job));  // its errors: no server, no such job
+    const std::unique_ptr<httplib::Client> client = ConnectToServer(ServerAddressFromEnv());
+    int64_t offset = 0;
+    for (;;) {  // pages of at most 4 MiB
+      const auto r = client->Get(JobPath(*logs_job) + "/logs?offset=" + std::to_string(offset));
+      if (!r || r->status != 200 || r->body.empty()) return;
+      std::cout << r->body;
+      offset += static_cast<int64_t>(r->body.size());
+    }
   });
 
   auto* ps = app.add_subcommand("ps", "List jobs (as docker ps)");

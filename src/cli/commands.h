@@ -29,6 +29,11 @@ void AddBenchApiCommand(CLI::App& bench);
 void AddClientCommands(CLI::App& app);
 // `top`: a live terminal view of the server's nodes and queues.
 void AddTopCommand(CLI::App& app);
+// `agent` (a node's agent) and `up` (the server and a local agent in one process).
+void AddAgentCommands(CLI::App& app);
+// The server's state directory when --state is not given: $XDG_DATA_HOME/berth, or
+// ~/.local/share/berth. Throws ConfigError without HOME.
+std::string DefaultStateDir();
 
 // The global option --limit NAME=VALUE (repeatable), which sets the bounds of limits.h before
 // any subcommand runs.

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   berth::AddTokenCommand(app);
   berth::AddClientCommands(app);
   berth::AddTopCommand(app);
+  berth::AddAgentCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

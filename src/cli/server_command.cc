@@ -23,18 +23,9 @@ struct ServerArgs {
   std::string vcs;
   std::string tokens, tls_cert, tls_key;
   double request_timeout_s = 30;
+  double unhealthy_after_s = 15, lost_after_s = 120;
   std::vector<std::string> allow_mounts;
 };
-
-// ~/.local/share/berth, as XDG has it.
-std::string DefaultStateDir() {
-  if (const char* data = std::getenv("XDG_DATA_HOME"); data != nullptr && *data != '\0')
-    return std::string(data) + "/berth";
-  const char* home = std::getenv("HOME");
-  if (home == nullptr || *home == '\0')
-    throw ConfigError("--state: no HOME to keep the state under; give --state DIR");
-  return std::string(home) + "/.local/share/berth";
-}
 
 int RunServerCommand(const ServerArgs& a) {
   ServerOptions options;
@@ -57,6 +48,11 @@ int RunServerCommand(const ServerArgs& a) {
   if (!std::isfinite(a.request_timeout_s))
     throw ConfigError("--request-timeout: expected seconds from 1 to 3600, got nan");
   options.request_timeout_s = a.request_timeout_s;
+  if (!(a.lost_after_s >= a.unhealthy_after_s))
+    throw ConfigError("--node-lost-after: must be at least --node-unhealthy-after (" +
+                      std::to_string(a.unhealthy_after_s) + " s)");
+  options.config.unhealthy_after_s = a.unhealthy_after_s;
+  options.config.lost_after_s = a.lost_after_s;
   try {
     return RunServer(std::move(options));
   } catch (const StoreError& e) {
@@ -67,6 +63,15 @@ int RunServerCommand(const ServerArgs& a) {
 }
 
 }  // namespace
+
+std::string DefaultStateDir() {
+  if (const char* data = std::getenv("XDG_DATA_HOME"); data != nullptr && *data != '\0')
+    return std::string(data) + "/berth";
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || *home == '\0')
+    throw ConfigError("--state: no HOME to keep the state under; give --state DIR");
+  return std::string(home) + "/.local/share/berth";
+}
 
 void AddServerCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("server", "Run the control plane: the REST API and the engine");
@@ -94,6 +99,15 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--request-timeout", a->request_timeout_s,
                   "Seconds a client may take to send a whole request; slower ones are dropped")
       ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+  cmd->add_option("--node-unhealthy-after", a->unhealthy_after_s,
+                  "Seconds without a report from a node's agent before no new jobs go there")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  cmd->add_option("--node-lost-after", a->lost_after_s,
+                  "Seconds without a report before the node is lost and its jobs placed "
+                  "elsewhere")
+      ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   cmd->callback([a] {
     const int code = RunServerCommand(*a);

@@ -1,0 +1,380 @@
+#include "agent/agent.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "docker/docker_client.h"
+#include "protocol/agent_protocol.h"
+
+namespace berth {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+
+constexpr int kAssignmentWaitS = 25;  // under the server's kMaxAssignmentWaitS
+
+// A replica run: (job, replica, placement), as the server names it and the labels carry it.
+using RunKey = std::tuple<int64_t, int, std::string>;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The run a container of ours belongs to; false for one without berth's labels.
+bool KeyOf(const ContainerInfo& c, RunKey* key) {
+  const auto job = c.labels.find("berth.job"), replica = c.labels.find("berth.replica"),
+             placement = c.labels.find("berth.placement");
+  if (job == c.labels.end() || replica == c.labels.end() || placement == c.labels.end())
+    return false;
+  try {
+    *key = {std::stoll(job->second), std::stoi(replica->second), placement->second};
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+// Jittered exponential back-off: 0.1 s doubling to 10 s, each wait a random 50-100% of it.
+class Backoff {
+ public:
+  double Next() {
+    const double wait = std::uniform_real_distribution<double>(0.5, 1.0)(rng_) * step_;
+    step_ = std::min(10.0, step_ * 2);
+    return wait;
+  }
+  void Reset() { step_ = 0.1; }
+
+ private:
+  double step_ = 0.1;
+  std::mt19937 rng_{std::random_device{}()};
+};
+
+class Agent {
+ public:
+  Agent(const AgentOptions& options, const std::atomic<bool>& stop)
+      : options_(options), stop_(stop), docker_(options.docker_socket) {}
+
+  int Run() {
+    if (!Register()) return stop_ ? 0 : 1;
+    std::thread watch([this] { Watch(); });
+    while (!stop_) {
+      try {
+        Reconcile();
+        docker_backoff_.Reset();
+      } catch (const DockerError& e) {
+        Log(e.what());
+        Sleep(docker_backoff_.Next());
+        continue;
+      }
+      if (!SendReport()) Sleep(server_backoff_.Next());
+      // Until the heartbeat is due or the assignments change; `stop` is set by a signal
+      // handler, which cannot notify, so it is looked at every 0.2 s.
+      const auto due = Clock::now() + std::chrono::duration<double>(options_.heartbeat_s);
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!stop_ && set_.version == acted_version_ && Clock::now() < due)
+        changed_.wait_for(lock, std::chrono::milliseconds(200));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (watch_client_ != nullptr) watch_client_->stop();
+    }
+    watch.join();
+    // Stops under way use this agent: they end within their grace period.
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [&] { return stopping_.empty(); });
+    return 0;
+  }
+
+ private:
+  void Log(const std::string& line) {
+    if (options_.log)
+      options_.log(line);
+    else
+      std::cerr << "berth agent " << options_.node << ": " << line << std::endl;
+  }
+
+  void Sleep(double seconds) {
+    const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_ && Clock::now() < until) changed_.wait_for(lock, std::chrono::milliseconds(200));
+  }
+
+  std::unique_ptr<httplib::Client> Connect(int read_timeout_s) const {
+    auto client = std::make_unique<httplib::Client>(options_.server);
+    if (!options_.token.empty()) client->set_bearer_token_auth(options_.token);
+    if (!options_.ca_cert.empty()) client->set_ca_cert_path(options_.ca_cert);
+    client->set_connection_timeout(5);
+    client->set_read_timeout(read_timeout_s);
+    client->set_write_timeout(10);
+    return client;
+  }
+
+  static std::string ErrorOf(const httplib::Result& res) {
+    if (!res) return httplib::to_string(res.error());
+    const Json body = Json::parse(res->body, nullptr, false);
+    return "HTTP " + std::to_string(res->status) + ": " +
+           (body.is_object() ? body.value("error", res->body) : res->body);
+  }
+
+  // Registers until the server answers; false when it refuses the node (or on stop).
+  bool Register() {
+    NodeRegistration registration;
+    registration.gpu_uuids = options_.gpu_uuids;
+    registration.simulated = options_.simulated;
+    registration.agent_version = "berth";
+    const std::string body = ToJson(registration).dump();
+    Backoff backoff;
+    while (!stop_) {
+      const auto client = Connect(10);
+      const httplib::Result res =
+          client->Post("/v1/agents/" + options_.node + "/register", body, "application/json");
+      if (res && res->status == 200) {
+        Log("registered with " + options_.server + " (" +
+            std::to_string(options_.gpu_uuids.size()) +
+            (options_.simulated ? " simulated" : "") + " GPUs)");
+        return true;
+      }
+      if (res && res->status >= 400 && res->status < 500 && res->status != 408 &&
+          res->status != 429) {
+        Log("the server refuses this node: " + ErrorOf(res));
+        return false;
+      }
+      Log("cannot register with " + options_.server + " (" + ErrorOf(res) + "); retrying");
+      Sleep(backoff.Next());
+    }
+    return false;
+  }
+
+  // Keeps set_ at the server's newest assignments.
+  void Watch() {
+    Backoff backoff;
+    const auto client = Connect(kAssignmentWaitS + 10);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      watch_client_ = client.get();
+    }
+    while (!stop_) {
+      uint64_t since = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        since = set_.version;
+      }
+      const httplib::Result res =
+          client->Get("/v1/agents/" + options_.node + "/assignments?since=" +
+                      std::to_string(since) + "&wait=" + std::to_string(kAssignmentWaitS));
+      AssignmentSet set;
+      try {
+        if (!res || res->status != 200) throw ProtocolError(ErrorOf(res));
+        set = ParseAssignments(Json::parse(res->body));
+      } catch (const std::exception& e) {
+        Log(std::string("watching the assignments failed (") + e.what() + "); retrying");
+        Sleep(backoff.Next());
+        continue;
+      }
+      backoff.Reset();
+      std::lock_guard<std::mutex> lock(mu_);
+      set_ = std::move(set);
+      changed_.notify_all();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    watch_client_ = nullptr;
+  }
+
+  // Makes the node's containers what the newest assignments say.
+  void Reconcile() {
+    AssignmentSet set;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      set = set_;
+    }
+    std::map<RunKey, ContainerInfo> found;
+    for (ContainerInfo& c : docker_.List("berth.node=" + options_.node)) {
+      RunKey key;
+      if (KeyOf(c, &key)) found[key] = std::move(c);
+    }
+    std::set<RunKey> wanted;
+    for (const Assignment& a : set.assignments) {
+      const RunKey key{a.job, a.replica, a.placement};
+      wanted.insert(key);
+      if (failed_.count(key)) continue;  // reported; the server re-places it
+      const auto it = found.find(key);
+      if (it == found.end())
+        Start(a, key);
+      else if (it->second.status == "created")
+        docker_.Start(it->second.id);  // created before a restart, never started
+      if (log_cursor_.find(key) == log_cursor_.end()) log_cursor_[key] = a.log_since;
+    }
+    for (const auto& [key, c] : found) {
+      if (wanted.count(key)) continue;
+      if (c.running)
+        StopInBackground(c);
+      else
+        docker_.Remove(c.id, true);
+    }
+    // What no longer runs needs no more bookkeeping.
+    std::erase_if(failed_, [&](const auto& f) { return !wanted.count(f.first); });
+    std::erase_if(phases_, [&](const auto& p) { return !wanted.count(p.first); });
+    std::erase_if(log_cursor_, [&](const auto& l) { return !wanted.count(l.first); });
+    std::lock_guard<std::mutex> lock(mu_);
+    acted_version_ = set.version;
+  }
+
+  void Start(const Assignment& a, const RunKey& key) {
+    std::map<std::string, double>& phases = phases_[key];
+    try {
+      auto step = Clock::now();
+      if (!docker_.HasImage(a.image)) {
+        Log("pulling " + a.image + " for job " + std::to_string(a.job));
+        docker_.Pull(a.image, [&](const std::string& line) { Log(a.image + ": " + line); });
+        phases["pull"] = SecondsSince(step);
+        step = Clock::now();
+      }
+      ContainerSpec spec;
+      spec.image = a.image;
+      spec.command = a.command;
+      spec.env = a.env;
+      std::string gpus;
+      for (const std::string& uuid : a.gpu_uuids) gpus += (gpus.empty() ? "" : ",") + uuid;
+      if (options_.simulated) {
+        spec.env.push_back("NVIDIA_VISIBLE_DEVICES=" + (gpus.empty() ? "none" : gpus));
+        spec.env.push_back("CUDA_VISIBLE_DEVICES=" + gpus);
+      } else {
+        spec.gpu_device_ids = a.gpu_uuids;
+      }
+      spec.env.push_back("BERTH_JOB_ID=" + std::to_string(a.job));
+      spec.env.push_back("BERTH_REPLICA=" + std::to_string(a.replica));
+      spec.labels = {{"berth.job", std::to_string(a.job)},
+                     {"berth.replica", std::to_string(a.replica)},
+                     {"berth.placement", a.placement},
+                     {"berth.node", options_.node},
+                     {"berth.grace", std::to_string(a.grace_s)},
+                     {"berth.name", a.name}};
+      for (const Mounted& m : a.mounts) spec.mounts.push_back({m.host, m.container, m.read_only});
+      spec.shm_bytes = a.shm_bytes;
+      spec.memory_bytes = a.memory_bytes;
+      spec.nano_cpus = a.nano_cpus;
+      spec.cpuset_cpus = a.cpuset_cpus;
+      spec.cpuset_mems = a.cpuset_mems;
+      const std::string id = docker_.Create(spec);
+      phases["create"] = SecondsSince(step);
+      step = Clock::now();
+      docker_.Start(id);
+      phases["start"] = SecondsSince(step);
+    } catch (const DockerError& e) {
+      if (e.status == 0) throw;  // the engine is gone: nothing is wrong with the job
+      failed_[key] = e.what();
+      Log("job " + std::to_string(a.job) + " could not be started: " + e.what());
+    }
+  }
+
+  void StopInBackground(const ContainerInfo& c) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!stopping_.insert(c.id).second) return;  // already being stopped
+    }
+    int grace = 30;
+    if (const auto g = c.labels.find("berth.grace"); g != c.labels.end())
+      grace = std::clamp(std::atoi(g->second.c_str()), 0, 86400);
+    Log("stopping container " + c.id.substr(0, 12) + " (grace " + std::to_string(grace) + " s)");
+    std::thread([this, id = c.id, grace] {
+      try {
+        DockerClient docker(options_.docker_socket);  // one client a thread
+        docker.Stop(id, grace);
+      } catch (const DockerError& e) {
+        Log(e.what());
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_.erase(id);
+      changed_.notify_all();
+    }).detach();
+  }
+
+  // The heartbeat: every container of ours with its state, and new log lines.
+  bool SendReport() {
+    AgentReport report;
+    std::map<RunKey, std::string> new_cursor;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      report.applied_version = acted_version_;
+    }
+    size_t log_budget = kMaxReportLogBytes;
+    for (const ContainerInfo& listed : docker_.List("berth.node=" + options_.node)) {
+      RunKey key;
+      if (!KeyOf(listed, &key)) continue;
+      ContainerReport c;
+      std::tie(c.job, c.replica, c.placement) = key;
+      c.container_id = listed.id;
+      c.state = listed.status == "created" ? "starting" : listed.running ? "running" : "exited";
+      c.exit_code = std::clamp(listed.exit_code, 0, 255);
+      if (const auto p = phases_.find(key); p != phases_.end()) c.phases = p->second;
+      const auto cursor = log_cursor_.find(key);
+      if (cursor != log_cursor_.end() && log_budget > 0) {
+        const std::vector<LogLine> lines = docker_.Logs(listed.id, cursor->second, log_budget);
+        if (!lines.empty()) {
+          LogChunk chunk{c.job, c.replica, c.placement, lines.back().timestamp, ""};
+          for (const LogLine& line : lines) chunk.text += line.text;
+          log_budget -= std::min(log_budget, chunk.text.size());
+          new_cursor[key] = lines.back().timestamp;
+          report.logs.push_back(std::move(chunk));
+        }
+      }
+      report.containers.push_back(std::move(c));
+    }
+    for (const auto& [key, error] : failed_) {
+      ContainerReport c;
+      std::tie(c.job, c.replica, c.placement) = key;
+      c.state = "failed";
+      c.error = error;
+      report.containers.push_back(std::move(c));
+    }
+    const auto client = Connect(30);
+    const httplib::Result res = client->Post("/v1/agents/" + options_.node + "/report",
+                                             ToJson(report).dump(), "application/json");
+    if (res && res->status == 409) {  // a restarted server: register again
+      Log("the server does not know this agent (it restarted); registering again");
+      return Register();
+    }
+    if (!res || res->status != 200) {
+      Log("reporting failed (" + ErrorOf(res) + "); retrying");
+      return false;
+    }
+    server_backoff_.Reset();
+    for (const auto& [key, until] : new_cursor) log_cursor_[key] = until;
+    return true;
+  }
+
+  const AgentOptions& options_;
+  const std::atomic<bool>& stop_;
+  DockerClient docker_;  // the main loop's; stops use their own
+  Backoff docker_backoff_, server_backoff_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  AssignmentSet set_;            // under mu_
+  uint64_t acted_version_ = 0;   // under mu_
+  std::set<std::string> stopping_;  // container ids, under mu_
+  httplib::Client* watch_client_ = nullptr;  // under mu_: stopped to end the watch at once
+  // The main loop's own.
+  std::map<RunKey, std::string> failed_;  // could not be started: why
+  std::map<RunKey, std::map<std::string, double>> phases_;
+  std::map<RunKey, std::string> log_cursor_;  // the last log line's timestamp sent
+};
+
+}  // namespace
+
+int RunAgent(const AgentOptions& options, const std::atomic<bool>& stop) {
+  Agent agent(options, stop);
+  return agent.Run();
+}
+
+}  // namespace berth

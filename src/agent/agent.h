@@ -1,0 +1,44 @@
+// `berth agent`: one node's agent. It registers the node's GPUs with the server, watches the
+// node's assignments (agent_protocol.h), converges the node's containers to them through the
+// Docker Engine API, and reports every heartbeat what really runs, with new log lines.
+//
+// Contract:
+//  - Only containers labelled berth.node=<node> are the agent's: several agents (node names)
+//    may share one Docker engine, each managing its own.
+//  - A replica the server assigns and no container runs is started (pulling its image first,
+//    with progress); a container the server no longer assigns is stopped with the job's grace
+//    period (SIGTERM, then SIGKILL) and removed once stopped. A replica's container that exited
+//    is kept (its exit code reported) until the server stops assigning it.
+//  - After a restart the agent adopts the containers it finds by their labels: nothing is
+//    started twice, and its log cursors come back from the server.
+//  - Lost connections are retried with jittered back-off (0.1 s doubling to 10 s), so that
+//    agents do not reconnect in step after a server restart; so is a stopped Docker engine.
+//  - Simulated GPUs (hosts without GPUs): containers get NVIDIA_VISIBLE_DEVICES and
+//    CUDA_VISIBLE_DEVICES naming their GPUs, and no device request.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace berth {
+
+struct AgentOptions {
+  std::string server;  // http://HOST:PORT or https://...
+  std::string token;   // the agent's bearer token; "" for a server without tokens
+  std::string ca_cert;  // PEM file to trust for https; "": the system's
+  std::string node;
+  std::string docker_socket = "/var/run/docker.sock";
+  std::vector<std::string> gpu_uuids;  // the node's GPUs in index order
+  bool simulated = false;
+  double heartbeat_s = 1;
+  // Where progress and problems are written (a line each); none: standard error.
+  std::function<void(const std::string&)> log;
+};
+
+// Runs until `stop` is set. Returns 0, or 1 when the server refuses the node for good (not in
+// its cluster, other GPUs), having said why through `log`.
+int RunAgent(const AgentOptions& options, const std::atomic<bool>& stop);
+
+}  // namespace berth

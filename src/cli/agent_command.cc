@@ -1,0 +1,192 @@
+// `berth agent` (a node's agent, src/agent) and `berth up` (the server and a local agent in one
+// process: the embedded default for one machine).
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <csignal>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/agent.h"
+#include "cli/commands.h"
+#include "cli/policy_argument.h"
+#include "config/cluster_file.h"
+#include "config/config_error.h"
+#include "server/server.h"
+
+namespace berth {
+namespace {
+
+std::atomic<bool> g_agent_stop{false};
+void OnAgentSignal(int) { g_agent_stop = true; }
+
+// Simulated GPUs are named like real ones, with "sim" saying what they are.
+std::vector<std::string> SimulatedUuids(const std::string& node, size_t gpus) {
+  std::vector<std::string> uuids;
+  for (size_t g = 0; g < gpus; ++g) uuids.push_back("GPU-sim-" + node + "-" + std::to_string(g));
+  return uuids;
+}
+
+// The node's GPUs declared in a cluster file (hosts without GPUs).
+std::vector<std::string> DeclaredUuids(const std::string& file, const std::string& node) {
+  const Cluster cluster = LoadClusterFile(file);
+  const int n = cluster.FindNode(node);
+  if (n < 0)
+    throw ConfigError(file + ": declares no node \"" + node +
+                      "\"; give --node a name the file declares");
+  return SimulatedUuids(node, cluster.nodes[n].gpus.size());
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "local";
+  std::string out = name;
+  // A node name is a label: dots and odd characters would make it a poor one.
+  std::replace_if(out.begin(), out.end(), [](char c) { return !std::isalnum(c) && c != '-'; },
+                  '-');
+  return out.substr(0, 63);
+}
+
+// This machine as a one-node cluster with `gpus` simulated GPUs: its CPUs in one socket, two
+// GPUs a PCIe switch. Shown as simulated wherever the node is (its agent registers so).
+Cluster SimulatedCluster(const std::string& node, int gpus) {
+  Cluster c;
+  c.name = "berth-up";
+  c.models.push_back({"simulated", 16384, {}});
+  Node n;
+  n.name = node;
+  n.labels["simulated"] = "true";
+  const int cpus = std::max(1u, std::thread::hardware_concurrency());
+  Socket socket;
+  for (int cpu = 0; cpu < cpus; ++cpu) socket.cpus.push_back(cpu);
+  int64_t memory_mib = 4096;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  if (meminfo >> key >> kib && key == "MemTotal:") memory_mib = kib / 1024;
+  socket.memory_mib = memory_mib;
+  n.sockets.push_back(socket);
+  n.cpu_milli = cpus * 1000;
+  n.memory_mib = memory_mib;
+  for (int g = 0; g < gpus; ++g) {
+    if (g % 2 == 0) n.switches.push_back({0});
+    Gpu gpu;
+    gpu.model = "simulated";
+    gpu.pcie_switch = static_cast<int>(n.switches.size()) - 1;
+    n.gpus.push_back(gpu);
+  }
+  c.nodes.push_back(std::move(n));
+  if (const std::string why = ValidateCluster(c); !why.empty()) throw ConfigError(why);
+  return c;
+}
+
+struct AgentArgs {
+  std::string server, node, token, ca_cert, declare;
+  std::string docker_socket = "/var/run/docker.sock";
+  double heartbeat_s = 1;
+};
+
+struct UpArgs {
+  std::string listen = "127.0.0.1:7480";
+  std::string state;
+  std::string docker_socket = "/var/run/docker.sock";
+  int gpus = 4;
+};
+
+}  // namespace
+
+void AddAgentCommands(CLI::App& app) {
+  auto* agent = app.add_subcommand("agent", "Run a node's agent: its jobs as Docker containers");
+  auto a = std::make_shared<AgentArgs>();
+  agent->add_option("--server", a->server, "The server's URL (http://HOST:PORT or https://...)")
+      ->required();
+  agent->add_option("--node", a->node, "This node's name in the server's cluster")->required();
+  agent->add_option("--token", a->token, "The agent's token (default: $BERTH_TOKEN)");
+  agent->add_option("--cacert", a->ca_cert, "PEM CA to trust for https (default: $BERTH_CACERT)");
+  agent->add_option("--declare", a->declare,
+                    "Cluster file declaring this node's GPUs, simulated (hosts without GPUs)")
+      ->check(NonEmptyPath());
+  agent->add_option("--docker-socket", a->docker_socket, "The Docker engine's socket")
+      ->capture_default_str();
+  agent->add_option("--heartbeat", a->heartbeat_s, "Seconds between reports")
+      ->check(CLI::Range(0.1, 60.0))
+      ->capture_default_str();
+  agent->callback([a] {
+    if (a->declare.empty())
+      throw ConfigError(
+          "--declare: GPU discovery is not built yet; declare this node's GPUs with "
+          "--declare CLUSTER_FILE");
+    AgentOptions options;
+    options.server = a->server;
+    options.node = a->node;
+    options.token = a->token;
+    if (const char* t = std::getenv("BERTH_TOKEN"); options.token.empty() && t != nullptr)
+      options.token = t;
+    options.ca_cert = a->ca_cert;
+    if (const char* ca = std::getenv("BERTH_CACERT"); options.ca_cert.empty() && ca != nullptr)
+      options.ca_cert = ca;
+    options.docker_socket = a->docker_socket;
+    options.gpu_uuids = DeclaredUuids(a->declare, a->node);
+    options.simulated = true;
+    options.heartbeat_s = a->heartbeat_s;
+    std::signal(SIGINT, OnAgentSignal);
+    std::signal(SIGTERM, OnAgentSignal);
+    const int code = RunAgent(options, g_agent_stop);
+    if (code != 0) std::exit(code);
+  });
+
+  auto* up = app.add_subcommand(
+      "up", "Run berth on this machine: the server and this node's agent in one process");
+  auto u = std::make_shared<UpArgs>();
+  up->add_option("--listen", u->listen, "HOST:PORT to serve on (loopback)")->capture_default_str();
+  up->add_option("--state", u->state, "State directory (default ~/.local/share/berth)")
+      ->check(NonEmptyPath());
+  up->add_option("--docker-socket", u->docker_socket, "The Docker engine's socket")
+      ->capture_default_str();
+  up->add_option("--gpus", u->gpus, "Simulated GPUs on a machine without GPUs")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  up->callback([u] {
+    const std::string node = HostName();
+    ServerOptions options;
+    options.listen = u->listen;
+    options.state_dir = u->state.empty() ? DefaultStateDir() : u->state;
+    options.config.cluster = SimulatedCluster(node, u->gpus);
+    options.config.policy = LoadPolicyArgument("berth");
+    const std::vector<std::string> uuids = SimulatedUuids(node, u->gpus);
+    const std::string socket = u->docker_socket;
+    options.companion = [node, uuids, socket](const std::string& url,
+                                              const std::atomic<bool>& stop) {
+      std::cout << "berth up: node " << node << " with " << uuids.size()
+                << " simulated GPUs (no GPUs found on this machine)\n"
+                << "berth up: API at " << url << "; next, in another terminal:\n"
+                << "  berth run --gpus 2 IMAGE CMD...   (an image docker has, e.g. busybox)\n"
+                << "  berth ps -a; berth logs JOB; berth nodes" << std::endl;
+      AgentOptions agent;
+      agent.server = url;
+      agent.node = node;
+      agent.docker_socket = socket;
+      agent.gpu_uuids = uuids;
+      agent.simulated = true;
+      RunAgent(agent, stop);
+    };
+    try {
+      const int code = RunServer(std::move(options));
+      if (code != 0) std::exit(code);
+    } catch (const StoreError& e) {
+      throw ConfigError(e.what());
+    } catch (const ApiError& e) {
+      throw ConfigError(e.what());
+    }
+  });
+}
+
+}  // namespace berth
