@@ -99,6 +99,14 @@ bool ParseTime(const std::string& s, int64_t* seconds, int64_t* nanos) {
   return true;
 }
 
+// The engine answers JSON; anything else is not an engine speaking.
+json Parse(const std::string& answer) {
+  json j = json::parse(answer, nullptr, false);
+  if (j.is_discarded())
+    throw DockerError(0, "docker: the engine's answer is not JSON: " + answer.substr(0, 100));
+  return j;
+}
+
 ContainerInfo ToContainerInfo(const json& j) {
   ContainerInfo c;
   c.id = String(j, "Id");
@@ -193,7 +201,8 @@ class LogReader {
     for (size_t i = 0; i < size && !full_; ++i) {
       pending += data[i];
       // A line longer than max_bytes (plus room for its timestamp) is cut there.
-      if (data[i] == '\n' || pending.size() >= max_bytes_ + 64) EndLine(err);
+      bool too_long = pending.size() > max_bytes_ && pending.size() - max_bytes_ >= 64;
+      if (data[i] == '\n' || too_long) EndLine(err);
     }
     return !full_;
   }
@@ -337,8 +346,8 @@ std::string DockerClient::Path(const std::string& path) {
 }
 
 std::string DockerClient::Negotiate(std::string* engine_version) {
-  json j = json::parse(Call("GET", "/version", "", kCallTimeoutS), nullptr, false);
-  std::string api = j.is_object() ? String(j, "ApiVersion") : "";
+  json j = Parse(Call("GET", "/version", "", kCallTimeoutS));
+  std::string api = String(j, "ApiVersion");
   if (api.empty())
     throw DockerError(0, "docker: GET /version: no ApiVersion in the answer; is " + socket_path_ +
                              " a Docker engine?");
@@ -349,10 +358,8 @@ std::string DockerClient::Negotiate(std::string* engine_version) {
 
 std::string DockerClient::Create(const ContainerSpec& spec) {
   std::string query = spec.name.empty() ? "" : "?name=" + Escape(spec.name);
-  json j =
-      json::parse(Call("POST", Path("/containers/create" + query), CreateBody(spec), kCallTimeoutS),
-                  nullptr, false);
-  std::string id = j.is_object() ? String(j, "Id") : "";
+  json j = Parse(Call("POST", Path("/containers/create" + query), CreateBody(spec), kCallTimeoutS));
+  std::string id = String(j, "Id");
   if (id.empty()) throw DockerError(0, "docker: POST /containers/create: no Id in the answer");
   return id;
 }
@@ -364,13 +371,13 @@ void DockerClient::Start(const std::string& id) {
 
 ContainerInfo DockerClient::Inspect(const std::string& id) {
   return ToContainerInfo(
-      json::parse(Call("GET", Path("/containers/" + Escape(id) + "/json"), "", kCallTimeoutS)));
+      Parse(Call("GET", Path("/containers/" + Escape(id) + "/json"), "", kCallTimeoutS)));
 }
 
 std::vector<ContainerInfo> DockerClient::List(const std::string& label) {
   json filters = {{"label", {label}}};
-  json list = json::parse(Call(
-      "GET", Path("/containers/json?all=1&filters=" + Escape(filters.dump())), "", kCallTimeoutS));
+  json list = Parse(Call("GET", Path("/containers/json?all=1&filters=" + Escape(filters.dump())),
+                         "", kCallTimeoutS));
   // The list's entries lack the exit code and cpuset: each is inspected.
   std::vector<ContainerInfo> out;
   for (const json& entry : list) {
@@ -435,9 +442,9 @@ bool DockerClient::HasImage(const std::string& image) {
 }
 
 ImageInfo DockerClient::InspectImage(const std::string& image) {
-  json j = json::parse(Call("GET", Path("/images/" + Escape(image) + "/json"), "", kCallTimeoutS));
+  json j = Parse(Call("GET", Path("/images/" + Escape(image) + "/json"), "", kCallTimeoutS));
   json history =
-      json::parse(Call("GET", Path("/images/" + Escape(image) + "/history"), "", kCallTimeoutS));
+      Parse(Call("GET", Path("/images/" + Escape(image) + "/history"), "", kCallTimeoutS));
   ImageInfo info;
   info.id = String(j, "Id");
   for (const json& tag : j.value("RepoTags", json::array()))
@@ -460,7 +467,7 @@ ImageInfo DockerClient::InspectImage(const std::string& image) {
 }
 
 std::vector<ImageInfo> DockerClient::Images() {
-  json list = json::parse(Call("GET", Path("/images/json"), "", kCallTimeoutS));
+  json list = Parse(Call("GET", Path("/images/json"), "", kCallTimeoutS));
   std::vector<ImageInfo> out;
   for (const json& entry : list) {
     try {

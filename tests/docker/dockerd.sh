@@ -16,12 +16,11 @@ DOCKERD_DIR=""
 # docker CLI against our engine.
 _dk() { docker -H "unix://$DOCKERD_DIR/docker.sock" "$@"; }
 
-# Kills the dockerd whose pidfile is $1, if it is still a dockerd (an earlier run that crashed
-# before stop_dockerd leaves one behind, holding the socket).
-_kill_dockerd() {
+# Ends the process in pidfile $1 if its name is $2: SIGTERM, SIGKILL after 10 s.
+_kill_pidfile() {
   local pid
   pid=$(cat "$1" 2> /dev/null) || return 0
-  [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2> /dev/null)" = dockerd ] || return 0
+  [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2> /dev/null)" = "$2" ] || return 0
   kill -TERM "$pid" 2> /dev/null || return 0
   for _ in $(seq 100); do
     kill -0 "$pid" 2> /dev/null || return 0
@@ -31,10 +30,21 @@ _kill_dockerd() {
   while kill -0 "$pid" 2> /dev/null; do sleep 0.1; done
 }
 
+# Stops the engine in $DOCKERD_DIR, if one runs there (an earlier run that crashed before
+# stop_dockerd leaves one behind, holding the socket). Its containers are removed with SIGKILL
+# first: the engine would otherwise give each its 10 s stop timeout while shutting down. A
+# dockerd that had to be killed leaves its containerd running, so that is ended too.
+_kill_dockerd() {
+  local ids
+  ids=$(_dk ps -aq 2> /dev/null) && [ -n "$ids" ] && _dk rm -f $ids > /dev/null 2>&1
+  _kill_pidfile "$DOCKERD_DIR/dockerd.pid" dockerd
+  _kill_pidfile "$DOCKERD_DIR/exec/containerd/containerd.pid" containerd
+}
+
 start_dockerd() {
   DOCKERD_DIR=$(realpath -m "$1")
   mkdir -p "$DOCKERD_DIR"
-  _kill_dockerd "$DOCKERD_DIR/dockerd.pid"
+  _kill_dockerd
   # The unix socket's path must fit in sun_path (108 bytes).
   [ ${#DOCKERD_DIR} -lt 90 ] || { echo "start_dockerd: $DOCKERD_DIR is too long" >&2; return 1; }
   dockerd --data-root "$DOCKERD_DIR/data" --exec-root "$DOCKERD_DIR/exec" \
@@ -55,13 +65,10 @@ start_dockerd() {
 }
 
 # Stops the engine (SIGTERM; SIGKILL after 10 s) and removes its directory, unmounting what
-# it left mounted there first (overlay layers, shm, netns of killed containers). Containers
-# are removed with SIGKILL first: the engine would otherwise give each its stop timeout.
+# it left mounted there first (overlay layers, shm, netns of killed containers).
 stop_dockerd() {
   [ -n "$DOCKERD_DIR" ] || return 0
-  local ids
-  ids=$(_dk ps -aq 2> /dev/null) && [ -n "$ids" ] && _dk rm -f $ids > /dev/null 2>&1
-  _kill_dockerd "$DOCKERD_DIR/dockerd.pid"
+  _kill_dockerd
   local m
   while read -r m; do umount -l "$m" 2> /dev/null || true; done < <(
     awk -v d="$DOCKERD_DIR/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r)
