@@ -232,6 +232,7 @@ class Agent {
 
   void Start(const Assignment& a, const RunKey& key) {
     std::map<std::string, double>& phases = phases_[key];
+    std::string id;
     try {
       auto step = Clock::now();
       if (!docker_.HasImage(a.image)) {
@@ -266,7 +267,7 @@ class Agent {
       spec.nano_cpus = a.nano_cpus;
       spec.cpuset_cpus = a.cpuset_cpus;
       spec.cpuset_mems = a.cpuset_mems;
-      const std::string id = docker_.Create(spec);
+      id = docker_.Create(spec);
       phases["create"] = SecondsSince(step);
       step = Clock::now();
       docker_.Start(id);
@@ -274,6 +275,7 @@ class Agent {
     } catch (const DockerError& e) {
       if (e.status == 0) throw;  // the engine is gone: nothing is wrong with the job
       failed_[key] = e.what();
+      if (!id.empty()) docker_.Remove(id, true);  // created, not started: nothing to keep
       Log("job " + std::to_string(a.job) + " could not be started: " + e.what());
     }
   }

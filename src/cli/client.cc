@@ -592,14 +592,22 @@ void AddClientCommands(CLI::App& app) {
   policy->require_subcommand(1);
   AddApplyCommand(*policy, "policy", "Replace the policy with a policy file's, jobs kept (admins)");
 
-  auto* nodes = app.add_subcommand("nodes", "Nodes and their free GPUs");
-  nodes->callback([] {
-    std::vector<std::vector<std::string>> rows = {
-        {"NODE", "RACK", "MODEL", "GPUS", "FREE", "STATUS"}};
+  auto* nodes = app.add_subcommand("nodes", "Nodes, their free GPUs and their agents");
+  auto nodes_format = std::make_shared<std::string>("table");
+  nodes->add_option("--format", *nodes_format, "json")->check(CLI::IsMember({"json", "table"}));
+  nodes->callback([nodes_format] {
     const Json answer = CallServer("GET", "/v1/nodes");
+    if (*nodes_format == "json") {
+      std::cout << JsonText(answer) << "\n";
+      return;
+    }
+    std::vector<std::vector<std::string>> rows = {
+        {"NODE", "RACK", "MODEL", "GPUS", "FREE", "STATUS", "AGENT"}};
     for (const Json& n : answer["nodes"])
       rows.push_back({n["name"], OrDash(n["rack"]), OrDash(n["model"]), n["gpus"].dump(),
-                      n["freeGpus"].dump(), n["cordoned"].get<bool>() ? "cordoned" : "ready"});
+                      n["freeGpus"].dump(), n["cordoned"].get<bool>() ? "cordoned" : "ready",
+                      n["agent"].get<std::string>() +
+                          (n["simulated"].get<bool>() ? " (simulated GPUs)" : "")});
     PrintTable(rows);
   });
 

@@ -369,6 +369,7 @@ std::string ControlPlane::Reload(const std::function<void(Rules&)>& change, cons
     job.placement = old.placement;
     job.node_version = old.node_version;
     job.replicas = old.replicas;
+    job.start_failures = old.start_failures;
   }
   jobs_ = std::move(loaded.jobs);
   by_engine_id_ = std::move(loaded.by_engine_id);
@@ -827,6 +828,10 @@ std::string Seconds(double s) {
 
 bool Live(const ContainerReport& c) { return c.state == "starting" || c.state == "running"; }
 
+// A job whose containers could not be started this many times in a row fails: an image that
+// does not exist or a command that is not there will not start on a later try either.
+constexpr int kMaxStartFailures = 3;
+
 }  // namespace
 
 uint64_t ControlPlane::RegisterAgent(const std::string& node,
@@ -1019,6 +1024,17 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
         h->second.Observe(seconds);
       }
     last = *c->second;
+    if (last.state == "failed" && ++job.start_failures >= kMaxStartFailures) {
+      engine_->Finish(job.engine_id, now, JobEnd::kFailed, 0);
+      by_engine_id_.erase(job.engine_id);
+      job.engine_id = -1;
+      job.stored.placements.clear();
+      Record(job, "failed",
+             "could not be started " + std::to_string(kMaxStartFailures) + " times; last, on " +
+                 name + ": " + last.error.substr(0, 500),
+             writes);
+      return;
+    }
     if (last.state == "failed") {
       Requeue(job, "pending",
               "could not be started on " + name + ": " + last.error.substr(0, 500) +
@@ -1057,6 +1073,7 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
     job.stored.placements.clear();
     Record(job, "succeeded", "every replica exited with code 0", writes);
   } else if ((running > 0 || exited > 0) && job.stored.state != "running") {
+    job.start_failures = 0;
     Record(job, "running", "its container runs on " + name, writes);
   } else if (job.stored.state == "scheduled" && !job.replicas.empty()) {
     Record(job, "starting", "its image is pulled and its container created on " + name, writes);

@@ -204,6 +204,7 @@ class ControlPlane {
     std::set<int> nodes;                   // nodes whose agents were last handed it
     std::map<int, uint64_t> node_version;  // node -> its assignments' version at that change
     std::map<int, ContainerReport> replicas;  // replica -> its last report
+    int start_failures = 0;                   // agents could not start it, in a row
   };
   struct AgentNode {
     bool registered = false;

@@ -34,7 +34,7 @@ expect_exit2() {
 # json_get FILE EXPR: the jq expression's value on the JSON file, raw (jq is in install-deps).
 json_get() { jq -r "$2" "$1"; }
 
-# start_server [FLAGS...]: a berth server over $TMP/state with the dgx-4 cluster and FLAGS, on
+# start_server [FLAGS...]: a berth server over $TMP/state with the dgx-4 cluster (or $CLUSTER) and FLAGS, on
 # a free loopback port unless FLAGS give --listen, logging to $TMP/server.log; sets SERVER (its
 # pid) and BERTH_ADDR (https://HOST:PORT when it serves TLS).
 start_server() {
@@ -42,7 +42,7 @@ start_server() {
   [[ " $* " != *" --listen "* ]] || listen=()
   : > "$TMP/server.log"
   "$BERTH" server "${listen[@]}" --state "$TMP/state" \
-    --cluster examples/scenarios/clusters/dgx-4.yaml "$@" >> "$TMP/server.log" 2>&1 &
+    --cluster "${CLUSTER:-examples/scenarios/clusters/dgx-4.yaml}" "$@" >> "$TMP/server.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 300); do
     grep -q 'listening on' "$TMP/server.log" && break

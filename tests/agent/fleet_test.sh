@@ -1,0 +1,113 @@
+# A fleet on one machine: a berth server and three node agents (n0, n1, n2, GPUs declared in
+# tests/agent/data/fleet.yaml) on one private Docker engine, each agent managing only its own
+# containers. Through berth: exit codes, logs, GPU ids and CPU sets; preemption within the
+# grace period; kill -9 of an agent and of the server; a lost node; dockerd stopped and started.
+source "$(dirname "$0")/../cli/lib.sh"
+source "$SRC/tests/docker/dockerd.sh"
+DK=$(mktemp -d /tmp/berth-fleet.XXXXXX)
+declare -A AGENT=()
+stop_agents() { for n in "${!AGENT[@]}"; do kill -9 "${AGENT[$n]}" 2>/dev/null || true; done; }
+trap 'stop_agents; stop_server; stop_dockerd; rm -rf "$TMP"' EXIT
+start_dockerd "$DK"
+build_test_image berth-test:1
+FLEET=tests/agent/data/fleet.yaml
+
+start_agent() {
+  "$BERTH" agent --server "http://$BERTH_ADDR" --node "$1" --declare "$FLEET" \
+    --docker-socket "$DOCKER_SOCK" --heartbeat 0.2 >> "$TMP/agent-$1.log" 2>&1 &
+  AGENT[$1]=$!
+}
+# wait_for SECONDS DESCRIPTION COMMAND...: until the command succeeds.
+wait_for() {
+  local tries=$(( $1 * 10 )) what=$2; shift 2
+  for _ in $(seq "$tries"); do "$@" > /dev/null 2>&1 && return 0; sleep 0.1; done
+  fail "$what did not happen in time"
+}
+agents_are() { [ "$("$BERTH" nodes --format json | jq -r "[.nodes[].agent] | join(\",\")")" = "$1" ]; }
+state_is() { [ "$("$BERTH" inspect "$1" | jq -r .state)" = "$2" ]; }
+containers() { _dk ps -aq --filter "label=$1" | wc -l; }
+# The job's one container's id (fails unless exactly one).
+container_of() {
+  local ids; ids=$(_dk ps -aq --filter "label=berth.job=$1")
+  [ "$(wc -w <<<"$ids")" -eq 1 ] || fail "job $1 has containers: '$ids'"
+  echo "$ids"
+}
+# The last line of a test trap.
+TRAPPER='trap "echo got-term; exit 0" TERM; echo started; while true; do sleep 0.2; done'
+
+CLUSTER=$FLEET start_server --node-unhealthy-after 2 --node-lost-after 4
+for n in n0 n1 n2; do start_agent $n; done
+wait_for 10 "three agents registering" agents_are ready,ready,ready
+"$BERTH" nodes | grep -q 'ready (simulated GPUs)' || fail "nodes do not say simulated: $("$BERTH" nodes)"
+
+# 1. A 2-GPU job: exactly its two GPUs, the CPUs of their socket, its exit code and logs.
+rc=0
+out=$("$BERTH" run --gpus 2 berth-test:1 sh -c \
+  'echo gpus=$NVIDIA_VISIBLE_DEVICES; echo cpus=$(cat /sys/fs/cgroup/cpuset/cpuset.cpus); echo oops >&2; exit 3') || rc=$?
+[ "$rc" -eq 3 ] || fail "berth run should exit 3 as its job did, got $rc: $out"
+gpus=$(sed -n 's/^gpus=//p' <<<"$out")
+node=$(sed -n 's/^GPU-sim-\(n[0-9]\)-.*/\1/p' <<<"$gpus")
+case "$gpus" in
+  "GPU-sim-$node-0,GPU-sim-$node-1") cpus=0 ;;
+  "GPU-sim-$node-2,GPU-sim-$node-3") cpus=1 ;;
+  *) fail "the container should see two GPUs of one socket, saw '$gpus'" ;;
+esac
+grep -qx "cpus=$cpus" <<<"$out" || fail "GPUs $gpus sit on CPU $cpus's socket; the container had: $out"
+"$BERTH" logs 1 | grep -qx oops || fail "berth logs 1 lacks stderr: $("$BERTH" logs 1)"
+"$BERTH" logs 1 | grep -qx "gpus=$gpus" || fail "berth logs 1: $("$BERTH" logs 1)"
+[ "$("$BERTH" inspect 1 | jq -r '.state,.exitCode' | tr '\n' ' ')" = "failed 3 " ] ||
+  fail "job 1 should have failed with 3: $("$BERTH" inspect 1)"
+wait_for 5 "job 1's container removed once it ended" test "$(containers berth.job=1)" -eq 0
+out=$("$BERTH" run --gpus 1 berth-test:1 echo fine) || fail "a job exiting 0 should exit 0: $out"
+[ "$out" = fine ] || fail "berth run printed '$out'"
+
+# 2. One 4-GPU job a node: each agent runs only its own node's container.
+low=()
+for _ in 1 2 3; do low+=("$("$BERTH" run -d --gpus 4 --priority 0 berth-test:1 sh -c "$TRAPPER")"); done
+for j in "${low[@]}"; do wait_for 15 "job $j running" state_is "$j" running; done
+for n in n0 n1 n2; do
+  [ "$(containers "berth.node=$n")" -eq 1 ] || fail "node $n should run one container: $(_dk ps -a)"
+done
+[ "$(_dk ps -q | wc -l)" -eq 3 ] || fail "three containers should run: $(_dk ps -a)"
+
+# 3. Preemption: a job of higher priority takes a node; its victim gets SIGTERM and stops within
+#    its grace period, goes back to pending, and the preemptor runs there.
+high=$("$BERTH" run -d --gpus 4 --priority 10 berth-test:1 sh -c "$TRAPPER")
+wait_for 20 "the preemptor running" state_is "$high" running
+victim=""
+for j in "${low[@]}"; do state_is "$j" pending && victim=$j; done
+[ -n "$victim" ] || fail "no job went back to pending: $("$BERTH" ps -a)"
+"$BERTH" inspect "$victim" | jq -r '.events[].state' | grep -qx preempted ||
+  fail "the victim's events lack preempted: $("$BERTH" inspect "$victim")"
+"$BERTH" logs "$victim" | grep -qx got-term || fail "the victim never got SIGTERM: $("$BERTH" logs "$victim")"
+[ "$(_dk ps -q | wc -l)" -eq 3 ] || fail "after preemption three containers should run: $(_dk ps -a)"
+
+# 4. kill -9 an agent whose job runs, and start it again: the container is adopted, not
+#    started twice.
+running=${low[0]}; [ "$running" != "$victim" ] || running=${low[1]}
+before=$(container_of "$running")
+anode=$(_dk inspect -f '{{index .Config.Labels "berth.node"}}' "$before")
+kill -9 "${AGENT[$anode]}"; wait "${AGENT[$anode]}" 2>/dev/null || true
+start_agent "$anode"
+sleep 1.5
+state_is "$running" running || fail "job $running should still run: $("$BERTH" inspect "$running")"
+[ "$(container_of "$running")" = "$before" ] || fail "job $running's container was replaced"
+
+# 5. kill -9 the server and start it again: every job as it was, nothing started twice.
+stop_server
+ps_before=$(_dk ps -q | sort)
+start_server --node-unhealthy-after 2 --node-lost-after 4
+wait_for 10 "agents reconnecting" agents_are ready,ready,ready
+sleep 1
+for j in "$running" "$high"; do state_is "$j" running || fail "job $j after the restart: $("$BERTH" inspect "$j")"; done
+[ "$(_dk ps -q | sort)" = "$ps_before" ] || fail "containers changed across the server's restart"
+"$BERTH" stop "$high" > /dev/null
+wait_for 10 "the stopped job's container gone" test "$(containers "berth.job=$high")" -eq 0
+
+# 6. A node whose agent is gone: unhealthy, then lost; its job is placed again elsewhere, and
+#    the agent, back, stops the container it was running.
+wait_for 15 "the victim running again" state_is "$victim" running
+lost=$(_dk inspect -f '{{index .Config.Labels "berth.node"}}' "$(container_of "$running")")
+orphan=$(container_of "$running")
+kill -9 "${AGENT[$lost]}"; wait "${AGENT[$lost]}" 2>/dev/null || true
+wait_for 10 "node $lost lost" grep -q lost <<<"$("$BERTH" nodes --format json | jq -r ".nodes[] | select(.name==\"$lost\") | .agent")"
