@@ -164,8 +164,6 @@ GpuQuery ParseGpuQuery(std::string_view text, const std::string& source) {
     if (!indices.insert(gpu.index).second)
       throw ConfigError(at + "index: GPU " + std::to_string(gpu.index) +
                         " is listed twice; give the output of one run");
-    if (indices.size() > static_cast<size_t>(kMaxGpus))
-      throw ConfigError(at + "more than " + std::to_string(kMaxGpus) + " GPUs on one node");
     if (Bracketed(f[1])) {
       problem(f[1]);
     } else if (StartsWith(f[1], "GPU-")) {
