@@ -13,6 +13,8 @@
 #include <thread>
 #include <tuple>
 
+#include "agent/host_topology.h"
+#include "config/config_error.h"
 #include "docker/docker_client.h"
 #include "protocol/agent_protocol.h"
 
@@ -63,7 +65,17 @@ class Backoff {
 class Agent {
  public:
   Agent(const AgentOptions& options, const std::atomic<bool>& stop)
-      : options_(options), stop_(stop), docker_(options.docker_socket) {}
+      : options_(options), stop_(stop), docker_(options.docker_socket) {
+    try {
+      const HostTopology host = ReadHostTopology();
+      host_cpus_ = host.cpus;
+      for (const NumaNode& numa : host.numa_nodes) host_mems_.push_back(numa.id);
+    } catch (const ConfigError& e) {
+      Log(std::string("cannot read this host's CPUs and NUMA nodes; CPU sets are not pinned: ") +
+          e.what());
+    }
+    if (host_mems_.empty()) host_mems_ = {0};
+  }
 
   int Run() {
     if (!Register()) return stop_ ? 0 : 1;
@@ -196,6 +208,9 @@ class Agent {
     AssignmentSet set;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      // Before the first answer nothing is known to be unwanted: a restarted agent must not
+      // stop the containers it is about to adopt.
+      if (set_.version == 0) return;
       set = set_;
     }
     std::map<RunKey, ContainerInfo> found;
@@ -217,15 +232,17 @@ class Agent {
     }
     for (const auto& [key, c] : found) {
       if (wanted.count(key)) continue;
-      if (c.running)
+      if (c.running) {
         StopInBackground(c);
-      else
+      } else if (all_logs_sent_.count(key)) {  // removed once its last lines are sent
         docker_.Remove(c.id, true);
+        all_logs_sent_.erase(key);
+        log_cursor_.erase(key);
+      }
     }
     // What no longer runs needs no more bookkeeping.
     std::erase_if(failed_, [&](const auto& f) { return !wanted.count(f.first); });
     std::erase_if(phases_, [&](const auto& p) { return !wanted.count(p.first); });
-    std::erase_if(log_cursor_, [&](const auto& l) { return !wanted.count(l.first); });
     std::lock_guard<std::mutex> lock(mu_);
     acted_version_ = set.version;
   }
@@ -265,8 +282,8 @@ class Agent {
       spec.shm_bytes = a.shm_bytes;
       spec.memory_bytes = a.memory_bytes;
       spec.nano_cpus = a.nano_cpus;
-      spec.cpuset_cpus = a.cpuset_cpus;
-      spec.cpuset_mems = a.cpuset_mems;
+      spec.cpuset_cpus = OnHost(a.cpuset_cpus, host_cpus_, "CPUs");
+      spec.cpuset_mems = OnHost(a.cpuset_mems, host_mems_, "NUMA nodes");
       id = docker_.Create(spec);
       phases["create"] = SecondsSince(step);
       step = Clock::now();
@@ -278,6 +295,26 @@ class Agent {
       if (!id.empty()) docker_.Remove(id, true);  // created, not started: nothing to keep
       Log("job " + std::to_string(a.job) + " could not be started: " + e.what());
     }
+  }
+
+  // The part of an assigned CPU or NUMA node list this host has; "" (no pinning) for none. A
+  // node declared with CPUs the host lacks (simulated GPUs, a wrong cluster file) is said once.
+  std::string OnHost(const std::string& assigned, const std::vector<int>& host,
+                     const char* what) {
+    if (assigned.empty() || host.empty()) return "";
+    std::vector<int> wanted, have;
+    try {
+      wanted = ParseCpuList(assigned, "the assignment");
+    } catch (const ConfigError&) {
+      return "";
+    }
+    for (int id : wanted)
+      if (std::binary_search(host.begin(), host.end(), id)) have.push_back(id);
+    if (have.size() != wanted.size() && warned_.insert(assigned).second)
+      Log(std::string("the server assigns ") + what + " " + assigned + " and this host has " +
+          FormatCpuList(host) + ": pinned to " + (have.empty() ? "none" : FormatCpuList(have)) +
+          "; check the cluster file's sockets for this node");
+    return have.empty() ? "" : FormatCpuList(have);
   }
 
   void StopInBackground(const ContainerInfo& c) {
@@ -311,6 +348,7 @@ class Agent {
       report.applied_version = acted_version_;
     }
     size_t log_budget = kMaxReportLogBytes;
+    std::set<RunKey> ended;  // stopped containers whose every line this report sends
     for (const ContainerInfo& listed : docker_.List("berth.node=" + options_.node)) {
       RunKey key;
       if (!KeyOf(listed, &key)) continue;
@@ -320,9 +358,16 @@ class Agent {
       c.state = listed.status == "created" ? "starting" : listed.running ? "running" : "exited";
       c.exit_code = std::clamp(listed.exit_code, 0, 255);
       if (const auto p = phases_.find(key); p != phases_.end()) c.phases = p->second;
-      const auto cursor = log_cursor_.find(key);
-      if (cursor != log_cursor_.end() && log_budget > 0) {
-        const std::vector<LogLine> lines = docker_.Logs(listed.id, cursor->second, log_budget);
+      // A container of a run not assigned here (an adopted leftover) is read from its start;
+      // the server drops what it already holds.
+      const std::string cursor = log_cursor_.try_emplace(key, "").first->second;
+      if (log_budget > 0) {
+        const size_t budget = log_budget;
+        const std::vector<LogLine> lines = docker_.Logs(listed.id, cursor, budget);
+        size_t bytes = 0;
+        for (const LogLine& line : lines) bytes += line.text.size();
+        // Under the budget, the lines are all there are.
+        if (!listed.running && listed.status != "created" && bytes < budget) ended.insert(key);
         if (!lines.empty()) {
           LogChunk chunk{c.job, c.replica, c.placement, lines.back().timestamp, ""};
           for (const LogLine& line : lines) chunk.text += line.text;
@@ -353,6 +398,7 @@ class Agent {
     }
     server_backoff_.Reset();
     for (const auto& [key, until] : new_cursor) log_cursor_[key] = until;
+    all_logs_sent_.insert(ended.begin(), ended.end());
     return true;
   }
 
@@ -370,6 +416,9 @@ class Agent {
   std::map<RunKey, std::string> failed_;  // could not be started: why
   std::map<RunKey, std::map<std::string, double>> phases_;
   std::map<RunKey, std::string> log_cursor_;  // the last log line's timestamp sent
+  std::set<RunKey> all_logs_sent_;  // stopped, and the server has every line
+  std::vector<int> host_cpus_, host_mems_;      // online, ascending
+  std::set<std::string> warned_;                // CPU lists already said not to be here
 };
 
 }  // namespace

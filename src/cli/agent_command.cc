@@ -11,11 +11,13 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "agent/agent.h"
+#include "agent/local_node.h"
 #include "cli/commands.h"
 #include "cli/policy_argument.h"
 #include "config/cluster_file.h"
@@ -28,13 +30,6 @@ namespace {
 std::atomic<bool> g_agent_stop{false};
 void OnAgentSignal(int) { g_agent_stop = true; }
 
-// Simulated GPUs are named like real ones, with "sim" saying what they are.
-std::vector<std::string> SimulatedUuids(const std::string& node, size_t gpus) {
-  std::vector<std::string> uuids;
-  for (size_t g = 0; g < gpus; ++g) uuids.push_back("GPU-sim-" + node + "-" + std::to_string(g));
-  return uuids;
-}
-
 // The node's GPUs declared in a cluster file (hosts without GPUs).
 std::vector<std::string> DeclaredUuids(const std::string& file, const std::string& node) {
   const Cluster cluster = LoadClusterFile(file);
@@ -43,49 +38,6 @@ std::vector<std::string> DeclaredUuids(const std::string& file, const std::strin
     throw ConfigError(file + ": declares no node \"" + node +
                       "\"; give --node a name the file declares");
   return SimulatedUuids(node, cluster.nodes[n].gpus.size());
-}
-
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "local";
-  std::string out = name;
-  // A node name is a label: dots and odd characters would make it a poor one.
-  std::replace_if(out.begin(), out.end(), [](char c) { return !std::isalnum(c) && c != '-'; },
-                  '-');
-  return out.substr(0, 63);
-}
-
-// This machine as a one-node cluster with `gpus` simulated GPUs: its CPUs in one socket, two
-// GPUs a PCIe switch. Shown as simulated wherever the node is (its agent registers so).
-Cluster SimulatedCluster(const std::string& node, int gpus) {
-  Cluster c;
-  c.name = "berth-up";
-  c.models.push_back({"simulated", 16384, {}});
-  Node n;
-  n.name = node;
-  n.labels["simulated"] = "true";
-  const int cpus = std::max(1u, std::thread::hardware_concurrency());
-  Socket socket;
-  for (int cpu = 0; cpu < cpus; ++cpu) socket.cpus.push_back(cpu);
-  int64_t memory_mib = 4096;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kib = 0;
-  if (meminfo >> key >> kib && key == "MemTotal:") memory_mib = kib / 1024;
-  socket.memory_mib = memory_mib;
-  n.sockets.push_back(socket);
-  n.cpu_milli = cpus * 1000;
-  n.memory_mib = memory_mib;
-  for (int g = 0; g < gpus; ++g) {
-    if (g % 2 == 0) n.switches.push_back({0});
-    Gpu gpu;
-    gpu.model = "simulated";
-    gpu.pcie_switch = static_cast<int>(n.switches.size()) - 1;
-    n.gpus.push_back(gpu);
-  }
-  c.nodes.push_back(std::move(n));
-  if (const std::string why = ValidateCluster(c); !why.empty()) throw ConfigError(why);
-  return c;
 }
 
 struct AgentArgs {
@@ -120,11 +72,21 @@ void AddAgentCommands(CLI::App& app) {
       ->check(CLI::Range(0.1, 60.0))
       ->capture_default_str();
   agent->callback([a] {
-    if (a->declare.empty())
-      throw ConfigError(
-          "--declare: GPU discovery is not built yet; declare this node's GPUs with "
-          "--declare CLUSTER_FILE");
     AgentOptions options;
+    if (a->declare.empty()) {
+      std::string why;
+      const std::optional<DiscoveredNode> found = DiscoverGpus(a->node, &why);
+      if (!found)
+        throw ConfigError("no GPUs found on this host (" + why +
+                          "); on a host without GPUs, declare simulated ones with --declare "
+                          "CLUSTER_FILE (a cluster file naming this node)");
+      for (const std::string& condition : found->conditions)
+        std::cerr << "berth agent " << a->node << ": " << condition << "\n";
+      options.gpu_uuids = found->gpu_uuids;
+    } else {
+      options.gpu_uuids = DeclaredUuids(a->declare, a->node);
+      options.simulated = true;
+    }
     options.server = a->server;
     options.node = a->node;
     options.token = a->token;
@@ -134,8 +96,6 @@ void AddAgentCommands(CLI::App& app) {
     if (const char* ca = std::getenv("BERTH_CACERT"); options.ca_cert.empty() && ca != nullptr)
       options.ca_cert = ca;
     options.docker_socket = a->docker_socket;
-    options.gpu_uuids = DeclaredUuids(a->declare, a->node);
-    options.simulated = true;
     options.heartbeat_s = a->heartbeat_s;
     std::signal(SIGINT, OnAgentSignal);
     std::signal(SIGTERM, OnAgentSignal);
@@ -155,18 +115,30 @@ void AddAgentCommands(CLI::App& app) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   up->callback([u] {
-    const std::string node = HostName();
+    const std::string node = HostNodeName();
     ServerOptions options;
     options.listen = u->listen;
     options.state_dir = u->state.empty() ? DefaultStateDir() : u->state;
-    options.config.cluster = SimulatedCluster(node, u->gpus);
     options.config.policy = LoadPolicyArgument("berth");
-    const std::vector<std::string> uuids = SimulatedUuids(node, u->gpus);
+    std::string why;
+    const std::optional<DiscoveredNode> found = DiscoverGpus(node, &why);
+    std::vector<std::string> uuids;
+    std::string gpus_are;
+    if (found) {
+      options.config.cluster = DiscoveredCluster(*found);
+      uuids = found->gpu_uuids;
+      gpus_are = std::to_string(uuids.size()) + " GPUs (" + found->node.gpus[0].model + ")";
+      for (const std::string& condition : found->conditions) gpus_are += "; " + condition;
+    } else {
+      options.config.cluster = SimulatedCluster(node, u->gpus, ReadHostTopology());
+      uuids = SimulatedUuids(node, u->gpus);
+      gpus_are = std::to_string(u->gpus) + " simulated GPUs (" + why + ")";
+    }
+    const bool simulated = !found;
     const std::string socket = u->docker_socket;
-    options.companion = [node, uuids, socket](const std::string& url,
-                                              const std::atomic<bool>& stop) {
-      std::cout << "berth up: node " << node << " with " << uuids.size()
-                << " simulated GPUs (no GPUs found on this machine)\n"
+    options.companion = [node, uuids, simulated, gpus_are, socket](
+                            const std::string& url, const std::atomic<bool>& stop) {
+      std::cout << "berth up: node " << node << " with " << gpus_are << "\n"
                 << "berth up: API at " << url << "; next, in another terminal:\n"
                 << "  berth run --gpus 2 IMAGE CMD...   (an image docker has, e.g. busybox)\n"
                 << "  berth ps -a; berth logs JOB; berth nodes" << std::endl;
@@ -175,7 +147,7 @@ void AddAgentCommands(CLI::App& app) {
       agent.node = node;
       agent.docker_socket = socket;
       agent.gpu_uuids = uuids;
-      agent.simulated = true;
+      agent.simulated = simulated;
       RunAgent(agent, stop);
     };
     try {

@@ -937,9 +937,10 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
       std::lock_guard<std::mutex> lock(mu_);
       for (const LogChunk& chunk : report.logs) {
         const auto job = jobs_.find(chunk.job);
-        // Only the output of the job's current placement, from the node it runs on.
+        // Only the output of the job's current placement, from a node it holds (running, or
+        // stopping after a preemption).
         if (job != jobs_.end() && job->second.placement == chunk.placement &&
-            job->second.nodes.count(n))
+            NodesOf(job->second.stored.placements).count(n))
           chunks.push_back(&chunk);
       }
     }

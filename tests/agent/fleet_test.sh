@@ -7,7 +7,7 @@ source "$SRC/tests/docker/dockerd.sh"
 DK=$(mktemp -d /tmp/berth-fleet.XXXXXX)
 declare -A AGENT=()
 stop_agents() { for n in "${!AGENT[@]}"; do kill -9 "${AGENT[$n]}" 2>/dev/null || true; done; }
-trap 'stop_agents; stop_server; stop_dockerd; rm -rf "$TMP"' EXIT
+trap '_dk ps -a > "$TMP/docker-ps" 2>&1; stop_agents; stop_server; stop_dockerd; cp -r "$TMP" /tmp/fleet-last 2>/dev/null; rm -rf "$TMP"' EXIT
 start_dockerd "$DK"
 build_test_image berth-test:1
 FLEET=tests/agent/data/fleet.yaml
@@ -24,8 +24,12 @@ wait_for() {
   fail "$what did not happen in time"
 }
 agents_are() { [ "$("$BERTH" nodes --format json | jq -r "[.nodes[].agent] | join(\",\")")" = "$1" ]; }
+node_agent_is() {
+  [ "$("$BERTH" nodes --format json | jq -r ".nodes[] | select(.name==\"$1\") | .agent")" = "$2" ]
+}
 state_is() { [ "$("$BERTH" inspect "$1" | jq -r .state)" = "$2" ]; }
 containers() { _dk ps -aq --filter "label=$1" | wc -l; }
+no_containers() { [ "$(containers "$1")" -eq 0 ]; }
 # The job's one container's id (fails unless exactly one).
 container_of() {
   local ids; ids=$(_dk ps -aq --filter "label=berth.job=$1")
@@ -35,11 +39,13 @@ container_of() {
 # The last line of a test trap.
 TRAPPER='trap "echo got-term; exit 0" TERM; echo started; while true; do sleep 0.2; done'
 
-CLUSTER=$FLEET start_server --node-unhealthy-after 2 --node-lost-after 4
+export CLUSTER=$FLEET
+start_server --node-unhealthy-after 2 --node-lost-after 4
 for n in n0 n1 n2; do start_agent $n; done
 wait_for 10 "three agents registering" agents_are ready,ready,ready
 "$BERTH" nodes | grep -q 'ready (simulated GPUs)' || fail "nodes do not say simulated: $("$BERTH" nodes)"
 
+echo "fleet: part 1" >&2
 # 1. A 2-GPU job: exactly its two GPUs, the CPUs of their socket, its exit code and logs.
 rc=0
 out=$("$BERTH" run --gpus 2 berth-test:1 sh -c \
@@ -57,10 +63,11 @@ grep -qx "cpus=$cpus" <<<"$out" || fail "GPUs $gpus sit on CPU $cpus's socket; t
 "$BERTH" logs 1 | grep -qx "gpus=$gpus" || fail "berth logs 1: $("$BERTH" logs 1)"
 [ "$("$BERTH" inspect 1 | jq -r '.state,.exitCode' | tr '\n' ' ')" = "failed 3 " ] ||
   fail "job 1 should have failed with 3: $("$BERTH" inspect 1)"
-wait_for 5 "job 1's container removed once it ended" test "$(containers berth.job=1)" -eq 0
+wait_for 5 "job 1's container removed once it ended" no_containers berth.job=1
 out=$("$BERTH" run --gpus 1 berth-test:1 echo fine) || fail "a job exiting 0 should exit 0: $out"
 [ "$out" = fine ] || fail "berth run printed '$out'"
 
+echo "fleet: part 2" >&2
 # 2. One 4-GPU job a node: each agent runs only its own node's container.
 low=()
 for _ in 1 2 3; do low+=("$("$BERTH" run -d --gpus 4 --priority 0 berth-test:1 sh -c "$TRAPPER")"); done
@@ -70,6 +77,7 @@ for n in n0 n1 n2; do
 done
 [ "$(_dk ps -q | wc -l)" -eq 3 ] || fail "three containers should run: $(_dk ps -a)"
 
+echo "fleet: part 3" >&2
 # 3. Preemption: a job of higher priority takes a node; its victim gets SIGTERM and stops within
 #    its grace period, goes back to pending, and the preemptor runs there.
 high=$("$BERTH" run -d --gpus 4 --priority 10 berth-test:1 sh -c "$TRAPPER")
@@ -82,6 +90,7 @@ for j in "${low[@]}"; do state_is "$j" pending && victim=$j; done
 "$BERTH" logs "$victim" | grep -qx got-term || fail "the victim never got SIGTERM: $("$BERTH" logs "$victim")"
 [ "$(_dk ps -q | wc -l)" -eq 3 ] || fail "after preemption three containers should run: $(_dk ps -a)"
 
+echo "fleet: part 4" >&2
 # 4. kill -9 an agent whose job runs, and start it again: the container is adopted, not
 #    started twice.
 running=${low[0]}; [ "$running" != "$victim" ] || running=${low[1]}
@@ -93,21 +102,45 @@ sleep 1.5
 state_is "$running" running || fail "job $running should still run: $("$BERTH" inspect "$running")"
 [ "$(container_of "$running")" = "$before" ] || fail "job $running's container was replaced"
 
+echo "fleet: part 5" >&2
 # 5. kill -9 the server and start it again: every job as it was, nothing started twice.
 stop_server
 ps_before=$(_dk ps -q | sort)
-start_server --node-unhealthy-after 2 --node-lost-after 4
-wait_for 10 "agents reconnecting" agents_are ready,ready,ready
+start_server --listen "$BERTH_ADDR" --node-unhealthy-after 2 --node-lost-after 4
+wait_for 15 "agents reconnecting" agents_are ready,ready,ready
 sleep 1
 for j in "$running" "$high"; do state_is "$j" running || fail "job $j after the restart: $("$BERTH" inspect "$j")"; done
 [ "$(_dk ps -q | sort)" = "$ps_before" ] || fail "containers changed across the server's restart"
 "$BERTH" stop "$high" > /dev/null
-wait_for 10 "the stopped job's container gone" test "$(containers "berth.job=$high")" -eq 0
+wait_for 10 "the stopped job's container gone" no_containers "berth.job=$high"
 
+echo "fleet: part 6" >&2
 # 6. A node whose agent is gone: unhealthy, then lost; its job is placed again elsewhere, and
 #    the agent, back, stops the container it was running.
 wait_for 15 "the victim running again" state_is "$victim" running
 lost=$(_dk inspect -f '{{index .Config.Labels "berth.node"}}' "$(container_of "$running")")
 orphan=$(container_of "$running")
 kill -9 "${AGENT[$lost]}"; wait "${AGENT[$lost]}" 2>/dev/null || true
-wait_for 10 "node $lost lost" grep -q lost <<<"$("$BERTH" nodes --format json | jq -r ".nodes[] | select(.name==\"$lost\") | .agent")"
+wait_for 10 "node $lost lost" node_agent_is "$lost" lost
+state_is "$running" running && fail "job $running should have left the lost node $lost"
+"$BERTH" inspect "$running" | jq -r '.events[].state' | grep -qx lost ||
+  fail "job $running's events lack lost: $("$BERTH" inspect "$running")"
+start_agent "$lost"
+wait_for 10 "the returning agent stopping the lost job's old container" \
+  bash -c "! docker -H unix://$DOCKER_SOCK ps -q --no-trunc | grep -q $orphan"
+wait_for 15 "job $running running again" state_is "$running" running
+[ "$(_dk ps -q --filter "label=berth.job=$running" | wc -l)" -eq 1 ] ||
+  fail "job $running runs more than once: $(_dk ps -a)"
+
+echo "fleet: part 7" >&2
+# 7. dockerd stopped under running agents, then started again: the agents carry on.
+_kill_pidfile "$DOCKERD_DIR/dockerd.pid" dockerd
+sleep 1
+dockerd --data-root "$DOCKERD_DIR/data" --exec-root "$DOCKERD_DIR/exec" \
+  -H "unix://$DOCKERD_DIR/docker.sock" --pidfile "$DOCKERD_DIR/dockerd.pid" \
+  --bridge none --iptables=false --ip-masq=false >> "$DOCKERD_DIR/dockerd.log" 2>&1 &
+wait_for 30 "dockerd back" _dk version
+for n in n0 n1 n2; do kill -0 "${AGENT[$n]}" || fail "agent $n died with dockerd: $(cat "$TMP/agent-$n.log")"; done
+out=$("$BERTH" run --gpus 1 --priority 20 berth-test:1 echo back) || fail "a job after dockerd's restart: $out"
+[ "$out" = back ] || fail "after dockerd's restart berth run printed '$out'"
+echo "fleet: ok"

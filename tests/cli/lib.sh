@@ -5,7 +5,9 @@ BERTH=$1
 SRC=$2
 TMP=$(mktemp -d)
 SERVER=
-stop_server() { [ -z "$SERVER" ] || kill -9 "$SERVER" 2>/dev/null || true; wait 2>/dev/null || true; }
+stop_server() {
+  [ -z "$SERVER" ] || { kill -9 "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null; } || true
+}
 trap 'stop_server; rm -rf "$TMP"' EXIT
 cd "$SRC"
 

@@ -1,0 +1,104 @@
+#include "agent/local_node.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "config/config_error.h"
+
+namespace berth {
+namespace {
+
+constexpr size_t kMaxCommandOutput = 4 << 20;
+
+// What `command` prints on stdout (stderr dropped), at most kMaxCommandOutput bytes; false
+// when it cannot run or exits non-zero.
+bool RunCommand(const std::string& command, std::string* out) {
+  FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) return false;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0)
+    if (out->size() < kMaxCommandOutput) out->append(buffer, std::min(n, kMaxCommandOutput - out->size()));
+  return ::pclose(pipe) == 0;
+}
+
+}  // namespace
+
+std::optional<DiscoveredNode> DiscoverGpus(const std::string& node_name, std::string* why) {
+  std::string query, topology, list;
+  if (!RunCommand(kGpuQueryCommand, &query)) {
+    *why = "nvidia-smi is not there or failed";
+    return std::nullopt;
+  }
+  const GpuQuery gpus = ParseGpuQuery(query, "nvidia-smi --query-gpu");
+  if (gpus.gpus.empty()) {
+    *why = "nvidia-smi lists no GPU";
+    return std::nullopt;
+  }
+  RunCommand(kTopologyCommand, &topology);
+  const bool listed = RunCommand(kGpuListCommand, &list);
+  const GpuList parsed_list = listed ? ParseGpuList(list, "nvidia-smi -L") : GpuList();
+  return BuildNode(node_name, gpus, ParseTopology(topology, "nvidia-smi topo -m"),
+                   ReadHostTopology(), listed ? &parsed_list : nullptr);
+}
+
+Cluster SimulatedCluster(const std::string& node_name, int gpus, const HostTopology& host) {
+  Cluster c;
+  c.name = "berth-up";
+  c.models.push_back({"simulated", 16384, {}});
+  Node n;
+  n.name = node_name;
+  n.labels["simulated"] = "true";
+  for (const NumaNode& numa : host.numa_nodes) {
+    n.sockets.push_back({numa.cpus, numa.memory_mib});
+    n.memory_mib += numa.memory_mib;
+  }
+  if (n.sockets.empty()) {  // a host without NUMA information: one socket of every CPU
+    n.sockets.push_back({host.cpus, 4096});
+    n.memory_mib = 4096;
+  }
+  n.cpu_milli = static_cast<int64_t>(std::max<size_t>(1, host.cpus.size())) * 1000;
+  for (int g = 0; g < gpus; ++g) {
+    if (g % 2 == 0)
+      n.switches.push_back({static_cast<int>(n.switches.size() % n.sockets.size())});
+    Gpu gpu;
+    gpu.model = "simulated";
+    gpu.pcie_switch = static_cast<int>(n.switches.size()) - 1;
+    n.gpus.push_back(gpu);
+  }
+  c.nodes.push_back(std::move(n));
+  if (const std::string why = ValidateCluster(c); !why.empty())
+    throw ConfigError("this host as a cluster: " + why);
+  return c;
+}
+
+std::vector<std::string> SimulatedUuids(const std::string& node_name, size_t gpus) {
+  std::vector<std::string> uuids;
+  for (size_t g = 0; g < gpus; ++g)
+    uuids.push_back("GPU-sim-" + node_name + "-" + std::to_string(g));
+  return uuids;
+}
+
+Cluster DiscoveredCluster(const DiscoveredNode& discovered) {
+  Cluster c;
+  c.name = "berth-up";
+  c.models = discovered.models;
+  c.nodes.push_back(discovered.node);
+  if (const std::string why = ValidateCluster(c); !why.empty())
+    throw ConfigError("this host's GPUs as a cluster: " + why);
+  return c;
+}
+
+std::string HostNodeName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "local";
+  std::string out = name;
+  std::replace_if(
+      out.begin(), out.end(), [](unsigned char c) { return !std::isalnum(c) && c != '-'; }, '-');
+  return out.substr(0, 63);
+}
+
+}  // namespace berth
