@@ -138,7 +138,11 @@ void ControlPlane::Touch(Job& job) {
     else
       on_node_[n].erase(id);
   }
-  if (token != job.placement) job.replicas.clear();
+  if (!token.empty() && token != job.placement) job.replicas.clear();  // a new placement
+  if (!token.empty()) {
+    job.log_placement = token;
+    job.log_nodes = NodesOf(job.stored.placements);
+  }
   job.nodes = now_on;
   job.placement = token;
   assignments_changed_.notify_all();
@@ -370,6 +374,8 @@ std::string ControlPlane::Reload(const std::function<void(Rules&)>& change, cons
     job.node_version = old.node_version;
     job.replicas = old.replicas;
     job.start_failures = old.start_failures;
+    job.log_placement = old.log_placement;
+    job.log_nodes = old.log_nodes;
   }
   jobs_ = std::move(loaded.jobs);
   by_engine_id_ = std::move(loaded.by_engine_id);
@@ -937,10 +943,9 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
       std::lock_guard<std::mutex> lock(mu_);
       for (const LogChunk& chunk : report.logs) {
         const auto job = jobs_.find(chunk.job);
-        // Only the output of the job's current placement, from a node it holds (running, or
-        // stopping after a preemption).
-        if (job != jobs_.end() && job->second.placement == chunk.placement &&
-            NodesOf(job->second.stored.placements).count(n))
+        // Only the output of the job's latest placement, from a node of it.
+        if (job != jobs_.end() && job->second.log_placement == chunk.placement &&
+            job->second.log_nodes.count(n))
           chunks.push_back(&chunk);
       }
     }
@@ -1152,6 +1157,11 @@ std::string ControlPlane::Logs(int64_t id, int64_t offset, size_t max, double wa
     text = logs_->Read(id, offset, max, next);
   }
   return text;
+}
+
+std::map<int, ContainerReport> ControlPlane::Replicas(int64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Find(id).replicas;
 }
 
 std::vector<ControlPlane::AgentStatus> ControlPlane::Agents() const {

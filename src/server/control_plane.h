@@ -167,6 +167,9 @@ class ControlPlane {
     double heartbeat_age_s = -1;  // -1: never heard from
   };
   std::vector<AgentStatus> Agents() const;  // by node
+  // What the agents last reported of the job's replicas (their containers, exit codes and
+  // start phases), by replica; empty when none reported since the server started.
+  std::map<int, ContainerReport> Replicas(int64_t id) const;
 
   // What GET /metrics reports (docs/api.md, "Metrics"), as plain numbers; http_api.cc writes
   // them out. Read at once under both locks, so the parts agree with each other.
@@ -205,6 +208,10 @@ class ControlPlane {
     std::map<int, uint64_t> node_version;  // node -> its assignments' version at that change
     std::map<int, ContainerReport> replicas;  // replica -> its last report
     int start_failures = 0;                   // agents could not start it, in a row
+    // Its latest placement, kept after it ends: the last lines of its stopping containers
+    // still belong to it.
+    std::string log_placement;
+    std::set<int> log_nodes;
   };
   struct AgentNode {
     bool registered = false;

@@ -415,6 +415,16 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                const StoredJob job = VisibleJob(plane, caller, JobId(req));
                Json body = JobJson(job);
                body["spec"] = job.spec;
+               // Its containers as the agents last reported them: cold starts by phase.
+               Json replicas = Json::array();
+               for (const auto& [replica, c] : plane.Replicas(job.id))
+                 replicas.push_back({{"replica", replica},
+                                     {"state", c.state},
+                                     {"exitCode", c.exit_code},
+                                     {"containerId", c.container_id},
+                                     {"error", c.error},
+                                     {"startSeconds", c.phases}});
+               body["replicas"] = replicas;
                Reply(res, 200, body);
              }));
   server.Post(

@@ -1,0 +1,56 @@
+# The README's path on one machine: `berth up` (server and local agent in one process, GPUs
+# simulated here), then `berth run --gpus 2 IMAGE CMD` in the foreground and `berth logs`; a
+# kill -9 of `berth up` and a restart keep every job.
+source "$(dirname "$0")/../cli/lib.sh"
+source "$SRC/tests/docker/dockerd.sh"
+DK=$(mktemp -d /tmp/berth-up.XXXXXX)
+UP=
+stop_up() { [ -z "$UP" ] || { kill -9 "$UP" 2>/dev/null; wait "$UP" 2>/dev/null; } || true; }
+trap 'stop_up; stop_dockerd; rm -rf "$TMP"' EXIT
+start_dockerd "$DK"
+build_test_image berth-test:1
+
+# start_up [PORT]: berth up over $TMP/up; sets UP and BERTH_ADDR.
+start_up() {
+  : > "$TMP/up.log"
+  "$BERTH" up --listen "127.0.0.1:${1:-0}" --state "$TMP/up" --docker-socket "$DOCKER_SOCK" \
+    >> "$TMP/up.log" 2>&1 &
+  UP=$!
+  for _ in $(seq 100); do
+    grep -q 'registered' "$TMP/up.log" && break
+    kill -0 "$UP" 2>/dev/null || fail "berth up exited: $(cat "$TMP/up.log")"
+    sleep 0.1
+  done
+  grep -q 'registered' "$TMP/up.log" || fail "berth up's agent never registered: $(cat "$TMP/up.log")"
+  BERTH_ADDR=$(sed -n 's|.*listening on http://\([^ ]*\) .*|\1|p' "$TMP/up.log")
+  export BERTH_ADDR
+}
+
+start_up
+grep -q 'next, in another terminal' "$TMP/up.log" || fail "berth up does not say what to do next: $(cat "$TMP/up.log")"
+"$BERTH" nodes | grep -q 'ready (simulated GPUs)' || fail "the node is not shown simulated: $("$BERTH" nodes)"
+
+out=$("$BERTH" run --gpus 2 berth-test:1 sh -c 'echo "gpus $CUDA_VISIBLE_DEVICES"') ||
+  fail "berth run failed: $out"
+grep -Eqx 'gpus GPU-sim-[^,]+-[0-9],GPU-sim-[^,]+-[0-9]' <<<"$out" || fail "two GPUs expected: $out"
+[ "$("$BERTH" logs 1)" = "$out" ] || fail "berth logs 1 differs from what berth run printed"
+"$BERTH" inspect 1 | jq -e '.replicas[0].startSeconds.create >= 0' > /dev/null ||
+  fail "inspect should time the container's start: $("$BERTH" inspect 1)"
+expect_error "another berth server" "$BERTH" up --listen 127.0.0.1:0 --state "$TMP/up" \
+  --docker-socket "$DOCKER_SOCK"
+
+# A long job survives a kill -9 of berth up; the restarted one adopts its container.
+long=$("$BERTH" run -d --gpus 1 berth-test:1 sh -c 'echo begun; sleep 1000')
+for _ in $(seq 100); do [ "$("$BERTH" inspect "$long" | jq -r .state)" = running ] && break; sleep 0.1; done
+container=$(_dk ps -q --filter "label=berth.job=$long")
+[ -n "$container" ] || fail "job $long has no container"
+port=${BERTH_ADDR##*:}
+stop_up
+start_up "$port"
+sleep 1
+[ "$("$BERTH" inspect "$long" | jq -r .state)" = running ] || fail "job $long after restart: $("$BERTH" inspect "$long")"
+[ "$(_dk ps -q --filter "label=berth.job=$long")" = "$container" ] || fail "job $long's container was replaced"
+[ "$("$BERTH" ps -a -q | wc -l)" -eq 2 ] || fail "two jobs expected after restart: $("$BERTH" ps -a)"
+"$BERTH" stop "$long" > /dev/null
+"$BERTH" logs "$long" | grep -qx begun || fail "the stopped job's logs: $("$BERTH" logs "$long")"
+echo "up: ok"
