@@ -77,20 +77,8 @@ stop_dockerd() {
   unset DOCKER_SOCK
 }
 
-# Imports a tiny image NAME from busybox-static (/bin/busybox, statically linked): the shell
-# and a few applets, no registry involved.
+# Imports a tiny image NAME from busybox-static into our engine (scripts/busybox-image.sh).
 build_test_image() {
-  local rootfs busybox
-  busybox=$(command -v busybox) || { echo "build_test_image: no busybox" >&2; return 1; }
-  rootfs=$(mktemp -d)
-  mkdir -p "$rootfs/bin" "$rootfs/tmp" "$rootfs/proc" "$rootfs/sys" "$rootfs/dev" "$rootfs/etc"
-  cp "$busybox" "$rootfs/bin/busybox"
-  local applet
-  for applet in sh echo sleep cat env ls nproc true false printf kill ps head tr wc grep; do
-    ln -s busybox "$rootfs/bin/$applet"
-  done
-  tar -C "$rootfs" -c . | _dk import -c 'ENV PATH=/bin' - "$1" > /dev/null
-  local rc=$?
-  rm -rf "$rootfs"
-  return $rc
+  bash "$(dirname "${BASH_SOURCE[0]}")/../../scripts/busybox-image.sh" "$1" \
+    "unix://$DOCKERD_DIR/docker.sock"
 }
