@@ -8,11 +8,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
 #include <tuple>
 
+#include "agent/cgroup_stats.h"
+#include "agent/dcgm_metrics.h"
 #include "agent/host_topology.h"
 #include "config/config_error.h"
 #include "docker/docker_client.h"
@@ -69,7 +72,11 @@ class Agent {
     try {
       const HostTopology host = ReadHostTopology();
       host_cpus_ = host.cpus;
-      for (const NumaNode& numa : host.numa_nodes) host_mems_.push_back(numa.id);
+      for (const NumaNode& numa : host.numa_nodes) {
+        host_mems_.push_back(numa.id);
+        capacity_.memory_bytes += numa.memory_mib << 20;
+      }
+      capacity_.cpus = static_cast<double>(host.cpus.size());
     } catch (const ConfigError& e) {
       Log(std::string("cannot read this host's CPUs and NUMA nodes; CPU sets are not pinned: ") +
           e.what());
@@ -339,6 +346,68 @@ class Agent {
     }).detach();
   }
 
+  // The container's contention since the last heartbeat, from its cgroup; nothing on the
+  // first sample, or where the cgroup cannot be read.
+  void Contention(const std::string& id, ContainerReport* c) {
+    const std::optional<ContainerCgroup> cgroup = FindContainerCgroup(id, options_.cgroup_root);
+    if (!cgroup) return;
+    CgroupSample sample;
+    try {
+      sample = ReadCgroupSample(*cgroup);
+    } catch (const ConfigError& e) {
+      if (warned_.insert("cgroup").second) Log(e.what());
+      return;
+    }
+    const auto now = Clock::now();
+    const auto before = samples_.find(id);
+    if (before != samples_.end()) {
+      const double wall = std::chrono::duration<double>(now - before->second.first).count();
+      const ContentionGrades g = GradeContention(before->second.second, sample, wall, capacity_);
+      c->cpu_percent = g.cpu_percent;
+      c->memory_percent = g.memory_percent;
+      c->io_latency_ms = g.io_latency_ms;
+      c->cpu_grade = ContentionName(g.cpu);
+      c->memory_grade = ContentionName(g.memory);
+      c->io_grade = ContentionName(g.io);
+    }
+    samples_[id] = {now, sample};
+  }
+
+  // The node's GPUs as the DCGM exporter sees them; none without one, or when it does not
+  // answer (said once).
+  std::vector<GpuReport> ScrapeGpus() {
+    std::vector<GpuReport> out;
+    if (options_.dcgm_url.empty()) return out;
+    const std::string& url = options_.dcgm_url;
+    const size_t scheme = url.find("://");
+    const size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+    httplib::Client client(url.substr(0, slash));
+    client.set_connection_timeout(2);
+    client.set_read_timeout(5);
+    const httplib::Result res = client.Get(slash == std::string::npos ? "/metrics" : url.substr(slash));
+    if (!res || res->status != 200) {
+      if (warned_.insert("dcgm").second) Log("the DCGM exporter at " + url + " does not answer (" + ErrorOf(res) + ")");
+      return out;
+    }
+    DcgmScrape scrape;
+    try {
+      scrape = ParseDcgmMetrics(res->body, url);
+    } catch (const ConfigError& e) {
+      if (warned_.insert("dcgm").second) Log(e.what());
+      return out;
+    }
+    const std::vector<std::string>& uuids = options_.gpu_uuids;
+    for (const DcgmGpuMetrics& m : scrape.gpus) {
+      if (m.mig_instance >= 0) continue;  // whole GPUs only
+      const auto by_uuid = std::find(uuids.begin(), uuids.end(), m.uuid);
+      const int gpu = by_uuid != uuids.end() ? static_cast<int>(by_uuid - uuids.begin()) : m.gpu;
+      if (gpu < 0 || gpu >= static_cast<int>(uuids.size())) continue;
+      out.push_back({gpu, m.fb_used_mib, m.fb_free_mib, m.gpu_util_percent, m.sm_active,
+                     m.xid_errors});
+    }
+    return out;
+  }
+
   // The heartbeat: every container of ours with its state, and new log lines.
   bool SendReport() {
     AgentReport report;
@@ -349,15 +418,18 @@ class Agent {
     }
     size_t log_budget = kMaxReportLogBytes;
     std::set<RunKey> ended;  // stopped containers whose every line this report sends
+    std::set<std::string> seen;
     for (const ContainerInfo& listed : docker_.List("berth.node=" + options_.node)) {
       RunKey key;
       if (!KeyOf(listed, &key)) continue;
+      seen.insert(listed.id);
       ContainerReport c;
       std::tie(c.job, c.replica, c.placement) = key;
       c.container_id = listed.id;
       c.state = listed.status == "created" ? "starting" : listed.running ? "running" : "exited";
       c.exit_code = std::clamp(listed.exit_code, 0, 255);
       if (const auto p = phases_.find(key); p != phases_.end()) c.phases = p->second;
+      if (listed.running) Contention(listed.id, &c);
       // A container of a run not assigned here (an adopted leftover) is read from its start;
       // the server drops what it already holds.
       const std::string cursor = log_cursor_.try_emplace(key, "").first->second;
@@ -378,6 +450,8 @@ class Agent {
       }
       report.containers.push_back(std::move(c));
     }
+    report.gpus = ScrapeGpus();
+    std::erase_if(samples_, [&](const auto& s) { return !seen.count(s.first); });
     for (const auto& [key, error] : failed_) {
       ContainerReport c;
       std::tie(c.job, c.replica, c.placement) = key;
@@ -418,6 +492,9 @@ class Agent {
   std::map<RunKey, std::string> log_cursor_;  // the last log line's timestamp sent
   std::set<RunKey> all_logs_sent_;  // stopped, and the server has every line
   std::vector<int> host_cpus_, host_mems_;      // online, ascending
+  NodeCapacity capacity_;  // what a container without a quota or limit is measured against
+  // Each running container's last cgroup sample, and when it was taken.
+  std::map<std::string, std::pair<Clock::time_point, CgroupSample>> samples_;
   std::set<std::string> warned_;                // CPU lists already said not to be here
 };
 

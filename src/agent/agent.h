@@ -13,6 +13,9 @@
 //    started twice, and its log cursors come back from the server.
 //  - Lost connections are retried with jittered back-off (0.1 s doubling to 10 s), so that
 //    agents do not reconnect in step after a server restart; so is a stopped Docker engine.
+//  - Telemetry with each heartbeat: each GPU as a DCGM exporter sees it (matched to the node's
+//    GPUs by UUID, else by index), and each running container's contention from its cgroup
+//    (cgroup_stats.h) between two heartbeats.
 //  - Simulated GPUs (hosts without GPUs): containers get NVIDIA_VISIBLE_DEVICES and
 //    CUDA_VISIBLE_DEVICES naming their GPUs, and no device request.
 #pragma once
@@ -33,6 +36,9 @@ struct AgentOptions {
   std::vector<std::string> gpu_uuids;  // the node's GPUs in index order
   bool simulated = false;
   double heartbeat_s = 1;
+  // A DCGM exporter's metrics URL (http://HOST:PORT/metrics), scraped each heartbeat; "": none.
+  std::string dcgm_url;
+  std::string cgroup_root = "/sys/fs/cgroup";  // where the containers' cgroups are
   // Where progress and problems are written (a line each); none: standard error.
   std::function<void(const std::string&)> log;
 };

@@ -41,7 +41,7 @@ std::vector<std::string> DeclaredUuids(const std::string& file, const std::strin
 }
 
 struct AgentArgs {
-  std::string server, node, token, ca_cert, declare;
+  std::string server, node, token, ca_cert, declare, dcgm_url;
   std::string docker_socket = "/var/run/docker.sock";
   double heartbeat_s = 1;
 };
@@ -68,6 +68,9 @@ void AddAgentCommands(CLI::App& app) {
       ->check(NonEmptyPath());
   agent->add_option("--docker-socket", a->docker_socket, "The Docker engine's socket")
       ->capture_default_str();
+  agent->add_option("--dcgm-url", a->dcgm_url,
+                    "A DCGM exporter's metrics URL (http://HOST:9400/metrics), scraped each "
+                    "heartbeat");
   agent->add_option("--heartbeat", a->heartbeat_s, "Seconds between reports")
       ->check(CLI::Range(0.1, 60.0))
       ->capture_default_str();
@@ -97,6 +100,7 @@ void AddAgentCommands(CLI::App& app) {
       options.ca_cert = ca;
     options.docker_socket = a->docker_socket;
     options.heartbeat_s = a->heartbeat_s;
+    options.dcgm_url = a->dcgm_url;
     std::signal(SIGINT, OnAgentSignal);
     std::signal(SIGTERM, OnAgentSignal);
     const int code = RunAgent(options, g_agent_stop);

@@ -510,6 +510,15 @@ void AddClientCommands(CLI::App& app) {
   run->add_option("words", r->words, "IMAGE [CMD...]");
   run->positionals_at_end();
   run->callback([r] {
+    if (!r->detach) {
+      const Json nodes = CallServer("GET", "/v1/nodes")["nodes"];
+      if (std::none_of(nodes.begin(), nodes.end(),
+                       [](const Json& n) { return n.value("agent", "") == "ready"; }))
+        Exit(2,
+             "run: no node agent is connected, so nothing would run the job and berth run "
+             "would wait for ever; start one (berth up, or berth agent on each node), or "
+             "submit with -d");
+    }
     const std::string spec = RunSpec(*r);
     if (spec.size() > kMaxRequestBytes)
       Exit(2, "the job spec has " + std::to_string(spec.size()) +

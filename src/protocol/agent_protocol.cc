@@ -26,6 +26,23 @@ class Reader {
     return s;
   }
   // A missing integer is `min`, unless `required`.
+  // A measure: a finite number from -1 (unknown) to `max`.
+  double Measure(const char* key, double max) const {
+    const Json* v = Find(key);
+    if (v == nullptr) return -1;
+    if (!v->is_number() || !(v->get<double>() >= -1) || !(v->get<double>() <= max))
+      throw ProtocolError(Field(key) + ": expected a number from -1 (unknown) to " +
+                          std::to_string(static_cast<int64_t>(max)));
+    return v->get<double>();
+  }
+  // A contention grade.
+  std::string Grade(const char* key) const {
+    const std::string g = Text(key, 10);
+    if (g.empty()) return "unknown";
+    if (g != "unknown" && g != "low" && g != "medium" && g != "high")
+      throw ProtocolError(Field(key) + ": expected unknown, low, medium or high");
+    return g;
+  }
   int64_t Int(const char* key, int64_t min, int64_t max, bool required = false) const {
     const Json* v = Find(key);
     if (v == nullptr && required) throw ProtocolError(Field(key) + ": missing");
@@ -186,7 +203,13 @@ Json ToJson(const AgentReport& r) {
                           {"exitCode", c.exit_code},
                           {"error", c.error},
                           {"containerId", c.container_id},
-                          {"phases", c.phases}});
+                          {"phases", c.phases},
+                          {"cpuPercent", c.cpu_percent},
+                          {"memoryPercent", c.memory_percent},
+                          {"ioLatencyMs", c.io_latency_ms},
+                          {"cpuGrade", c.cpu_grade},
+                          {"memoryGrade", c.memory_grade},
+                          {"ioGrade", c.io_grade}});
   Json logs = Json::array();
   for (const LogChunk& l : r.logs)
     logs.push_back({{"job", l.job},
@@ -194,7 +217,18 @@ Json ToJson(const AgentReport& r) {
                     {"placement", l.placement},
                     {"until", l.until},
                     {"text", l.text}});
-  return {{"appliedVersion", r.applied_version}, {"containers", containers}, {"logs", logs}};
+  Json gpus = Json::array();
+  for (const GpuReport& g : r.gpus)
+    gpus.push_back({{"gpu", g.gpu},
+                    {"fbUsedMiB", g.fb_used_mib},
+                    {"fbFreeMiB", g.fb_free_mib},
+                    {"utilPercent", g.util_percent},
+                    {"smActive", g.sm_active},
+                    {"xid", g.xid}});
+  return {{"appliedVersion", r.applied_version},
+          {"containers", containers},
+          {"logs", logs},
+          {"gpus", gpus}};
 }
 
 AgentReport ParseReport(const Json& j) {
@@ -226,7 +260,24 @@ AgentReport ParseReport(const Json& j) {
         x.phases[name] = seconds.get<double>();
       }
     }
+    x.cpu_percent = c.Measure("cpuPercent", 1e6);
+    x.memory_percent = c.Measure("memoryPercent", 1e6);
+    x.io_latency_ms = c.Measure("ioLatencyMs", 1e9);
+    x.cpu_grade = c.Grade("cpuGrade");
+    x.memory_grade = c.Grade("memoryGrade");
+    x.io_grade = c.Grade("ioGrade");
     out.containers.push_back(std::move(x));
+  });
+  r.List("gpus", kMaxRegisteredGpus, [&](const Json& e, const std::string& path) {
+    const Reader g(e, path);
+    GpuReport x;
+    x.gpu = static_cast<int>(g.Int("gpu", 0, kMaxRegisteredGpus - 1, true));
+    x.fb_used_mib = g.Measure("fbUsedMiB", 1e9);
+    x.fb_free_mib = g.Measure("fbFreeMiB", 1e9);
+    x.util_percent = g.Measure("utilPercent", 100);
+    x.sm_active = g.Measure("smActive", 1);
+    x.xid = g.Measure("xid", 1e9);
+    out.gpus.push_back(x);
   });
   size_t log_bytes = 0;
   r.List("logs", kMaxReportContainers, [&](const Json& e, const std::string& path) {

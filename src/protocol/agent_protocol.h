@@ -83,6 +83,18 @@ struct ContainerReport {
   std::string container_id;
   // Seconds each start phase took: "pull", "create", "start" (cold-start attribution).
   std::map<std::string, double> phases;
+  // Contention of a running container, from its cgroup between two heartbeats (-1 and
+  // "unknown" when not measured): CPU use in % of its quota, memory in % of its limit, the mean
+  // IO service time; each graded "low", "medium" or "high".
+  double cpu_percent = -1, memory_percent = -1, io_latency_ms = -1;
+  std::string cpu_grade = "unknown", memory_grade = "unknown", io_grade = "unknown";
+};
+
+// One GPU as a DCGM exporter saw it (-1: not reported).
+struct GpuReport {
+  int gpu = 0;  // index on the node
+  double fb_used_mib = -1, fb_free_mib = -1, util_percent = -1, sm_active = -1;
+  double xid = -1;  // the last XID error, 0 for none
 };
 
 struct LogChunk {
@@ -97,6 +109,7 @@ struct AgentReport {
   uint64_t applied_version = 0;  // every assignment of this version has been acted on
   std::vector<ContainerReport> containers;
   std::vector<LogChunk> logs;
+  std::vector<GpuReport> gpus;  // empty without a DCGM exporter
 };
 
 // An RFC 3339 UTC timestamp with its fraction padded to nine digits

@@ -751,8 +751,9 @@ std::optional<std::vector<ReplicaPlacement>> ControlPlane::ParsePlacements(
 
 namespace berth {
 const std::vector<std::string>& ControlPlane::JobStates() {
-  static const std::vector<std::string> states = {"pending", "scheduled", "preempted", "lost",
-                                                  "stopped", "failed",    "succeeded"};
+  static const std::vector<std::string> states = {
+      "pending", "scheduled", "starting", "running", "preempted",
+      "lost",    "stopped",   "failed",   "succeeded"};
   return states;
 }
 
@@ -813,9 +814,17 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
   out.preemptions = preemptions_;
   std::lock_guard<std::mutex> lock(mu_);
   const double now = now_();
-  for (size_t n = 0; n < agents_.size(); ++n)
-    if (agents_[n].registered)
-      out.heartbeat_ages.emplace_back(cluster_.nodes[n].name, now - agents_[n].last_seen);
+  for (size_t n = 0; n < agents_.size(); ++n) {
+    if (!agents_[n].registered) continue;
+    out.heartbeat_ages.emplace_back(cluster_.nodes[n].name, now - agents_[n].last_seen);
+    if (!agents_[n].gpus.empty())
+      out.gpu_telemetry.emplace_back(cluster_.nodes[n].name, agents_[n].gpus);
+  }
+  for (const auto& [id, job] : jobs_)
+    if (job.stored.state == "running")
+      for (const auto& [replica, c] : job.replicas)
+        if (c.state == "running" && c.cpu_grade != "unknown")
+          out.containers.emplace_back(id, replica, c);
   out.start_phases = start_phases_;
   return out;
 }
@@ -962,6 +971,19 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   std::vector<StoreWrite> writes;
   agent.last_seen = now;
   if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
+  if (!report.gpus.empty()) {
+    // What the GPUs really do, for the engine's telemetry plugins (gpu-memory-threshold,
+    // load): each node's latest report.
+    agent.gpus = report.gpus;
+    Telemetry telemetry;
+    for (size_t i = 0; i < agents_.size(); ++i) {
+      telemetry.gpus.emplace_back(cluster_.nodes[i].gpus.size());
+      for (const GpuReport& g : agents_[i].gpus)
+        if (g.gpu < static_cast<int>(telemetry.gpus[i].size()))
+          telemetry.gpus[i][g.gpu] = {g.fb_used_mib, g.util_percent};
+    }
+    engine_->SetTelemetry(telemetry);
+  }
   std::map<std::pair<int64_t, int>, const ContainerReport*> mine;
   for (const ContainerReport& c : report.containers) {
     const auto job = jobs_.find(c.job);

@@ -49,6 +49,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/cluster.h"
@@ -189,6 +190,10 @@ class ControlPlane {
     std::map<std::string, uint64_t> decisions;  // applied, by DecisionKindName (every kind)
     uint64_t preemptions = 0;  // jobs sent back to pending by a preempt, evict or kill
     std::vector<std::pair<std::string, double>> heartbeat_ages;  // nodes with an agent
+    // GPUs as their agents' DCGM exporters last saw them, by node name.
+    std::vector<std::pair<std::string, std::vector<GpuReport>>> gpu_telemetry;
+    // Running replicas' contention as their agents last measured it: (job, replica, report).
+    std::vector<std::tuple<int64_t, int, ContainerReport>> containers;
     std::map<std::string, Histogram> start_phases;  // cold-start phases' seconds, by phase
   };
   MetricsSnapshot Metrics() const;
@@ -220,6 +225,7 @@ class ControlPlane {
     bool unhealthy = false, lost = false;
     bool cordoned_by_us = false;  // the unhealthy cordon, which a report lifts
     uint64_t version = 0;         // of its assignments
+    std::vector<GpuReport> gpus;  // the last report's DCGM view
   };
 
   // What a reload replaces. Submissions check a spec against a snapshot, and a reload swaps

@@ -111,14 +111,17 @@ JobFilter ListFilter(const httplib::Request& req) {
     if (key == "queue") {
       filter.queue = value;
     } else if (key == "state") {
-      // One state or several, comma-separated ("pending,scheduled": what berth ps lists).
+      // One state or several, comma-separated ("pending,scheduled,...": what berth ps lists).
       for (size_t start = 0; start <= value.size();) {
         const size_t end = std::min(value.find(',', start), value.size());
         const std::string state = value.substr(start, end - start);
-        if (!KnownState(state))
-          throw ApiError(400, "state: unknown state \"" + state.substr(0, 40) +
-                                  "\"; known: pending, scheduled, preempted, lost, stopped, "
-                                  "failed, succeeded (several: comma-separated)");
+        if (!KnownState(state)) {
+          std::string known;
+          for (const std::string& s : ControlPlane::JobStates())
+            known += (known.empty() ? "" : ", ") + s;
+          throw ApiError(400, "state: unknown state \"" + state.substr(0, 40) + "\"; known: " +
+                                  known + " (several: comma-separated)");
+        }
         filter.states.insert(state);
         start = end + 1;
       }
@@ -423,7 +426,14 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                                      {"exitCode", c.exit_code},
                                      {"containerId", c.container_id},
                                      {"error", c.error},
-                                     {"startSeconds", c.phases}});
+                                     {"startSeconds", c.phases},
+                                     {"contention",
+                                      {{"cpuPercent", c.cpu_percent},
+                                       {"memoryPercent", c.memory_percent},
+                                       {"ioLatencyMs", c.io_latency_ms},
+                                       {"cpu", c.cpu_grade},
+                                       {"memory", c.memory_grade},
+                                       {"io", c.io_grade}}}});
                body["replicas"] = replicas;
                Reply(res, 200, body);
              }));
@@ -767,6 +777,52 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
                        {"phase"}, ControlPlane::StartPhaseBuckets());
   for (const auto& [phase, histogram] : m.start_phases)
     out.SetHistogram("berth_container_start_phase_seconds", {phase}, histogram);
+
+  // What the hardware and the containers really do, as agents report it.
+  const std::pair<const char*, const char*> gpu_gauges[] = {
+      {"berth_gpu_memory_used_mib", "GPU memory in use (DCGM_FI_DEV_FB_USED), MiB."},
+      {"berth_gpu_memory_free_mib", "GPU memory free (DCGM_FI_DEV_FB_FREE), MiB."},
+      {"berth_gpu_utilization_percent", "GPU utilization (DCGM_FI_DEV_GPU_UTIL), percent."},
+      {"berth_gpu_sm_active_ratio", "Share of cycles an SM had a warp (DCGM_FI_PROF_SM_ACTIVE)."},
+      {"berth_gpu_last_xid", "The GPU's last XID error (DCGM_FI_DEV_XID_ERRORS), 0 for none."}};
+  for (const auto& [name, help] : gpu_gauges) out.DeclareGauge(name, help, {"node", "gpu"});
+  for (const auto& [node, gpus] : m.gpu_telemetry)
+    for (const GpuReport& g : gpus) {
+      const std::vector<std::string> labels = {node, std::to_string(g.gpu)};
+      const std::pair<const char*, double> values[] = {
+          {"berth_gpu_memory_used_mib", g.fb_used_mib},
+          {"berth_gpu_memory_free_mib", g.fb_free_mib},
+          {"berth_gpu_utilization_percent", g.util_percent},
+          {"berth_gpu_sm_active_ratio", g.sm_active},
+          {"berth_gpu_last_xid", g.xid}};
+      for (const auto& [name, value] : values)
+        if (value >= 0) out.Set(name, labels, value);  // an unreported field is no sample
+    }
+  out.DeclareGauge("berth_container_cpu_quota_percent",
+                   "A running replica's CPU use in percent of its quota (of the node's CPUs "
+                   "without one), between its agent's last two samples.",
+                   {"job", "replica"});
+  out.DeclareGauge("berth_container_memory_limit_percent",
+                   "A running replica's memory in percent of its limit (of the node's memory "
+                   "without one).",
+                   {"job", "replica"});
+  out.DeclareGauge("berth_container_contention",
+                   "A running replica's contention grade by resource: 1 low, 2 medium, 3 high "
+                   "(CPU under 40/40-80/over 80% of quota; memory under 60/60-90/over 90% of "
+                   "limit; IO latency under 5/5-50/over 50 ms).",
+                   {"job", "replica", "resource"});
+  for (const auto& [job, replica, c] : m.containers) {
+    const std::vector<std::string> labels = {std::to_string(job), std::to_string(replica)};
+    if (c.cpu_percent >= 0) out.Set("berth_container_cpu_quota_percent", labels, c.cpu_percent);
+    if (c.memory_percent >= 0)
+      out.Set("berth_container_memory_limit_percent", labels, c.memory_percent);
+    for (const auto& [resource, grade] : {std::pair{"cpu", c.cpu_grade},
+                                          {"memory", c.memory_grade}, {"io", c.io_grade}}) {
+      const int level = grade == "low" ? 1 : grade == "medium" ? 2 : grade == "high" ? 3 : 0;
+      if (level > 0)
+        out.Set("berth_container_contention", {labels[0], labels[1], resource}, level);
+    }
+  }
   return out.Expose() + requests.Expose();
 }
 

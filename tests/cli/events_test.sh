@@ -19,7 +19,7 @@ for _ in $(seq 100); do
 done
 [ -n "$node" ] || fail "job $id was never placed"
 [ "$("$BERTH" node drain "$node")" = "$node" ] || fail "node drain prints the node"
-"$BERTH" nodes | grep -qE "^$node .* cordoned$" || fail "nodes after the drain: $("$BERTH" nodes)"
+"$BERTH" nodes | grep -qE "^$node .* cordoned +none$" || fail "nodes after the drain: $("$BERTH" nodes)"
 for _ in $(seq 100); do
   now=$("$BERTH" inspect "$id" | jq -r '.gpus[0] // empty' | cut -d/ -f1)
   [ -n "$now" ] && [ "$now" != "$node" ] && break
@@ -35,7 +35,7 @@ SERVER=
 sleep 0.5
 start_server --listen "127.0.0.1:$port"
 grep -q "1 nodes cordoned" "$TMP/server.log" || fail "the cordon was lost: $(cat "$TMP/server.log")"
-"$BERTH" nodes | grep -qE "^$node .* cordoned$" || fail "nodes after the restart: $("$BERTH" nodes)"
+"$BERTH" nodes | grep -qE "^$node .* cordoned +none$" || fail "nodes after the restart: $("$BERTH" nodes)"
 second=$("$BERTH" run -d --gpus 1 trainer:1)
 "$BERTH" node uncordon "$node" > /dev/null
 for _ in $(seq 200); do

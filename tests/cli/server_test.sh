@@ -30,7 +30,7 @@ expect_exit2 "no node of this cluster can ever hold it" run -d --gpus 9 trainer:
 printf 'gpus: 1\ncolour: red\n' > "$TMP/bad.yaml"
 expect_exit2 'job:2:1: unknown field "colour"' run -d -f "$TMP/bad.yaml"
 expect_exit2 'unknown queue "nope"' run -d --queue nope trainer:1
-expect_exit2 "without -d berth follows the job" run trainer:1
+expect_exit2 "no node agent is connected" run trainer:1
 head -c 2000000 /dev/zero | tr '\0' ' ' > "$TMP/big.yaml"
 expect_exit2 "over the server's limit of 1048576 bytes" run -d -f "$TMP/big.yaml"
 expect_exit2 "expected a job id" inspect train

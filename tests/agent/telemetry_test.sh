@@ -1,0 +1,51 @@
+# Telemetry with the heartbeats: a DCGM exporter's exposition (a real-format capture served on
+# loopback) reaches the server's metrics and its gpu-memory-threshold filter (a GPU whose memory
+# is nearly full takes no job), and a busy container's cgroup shows as CPU contention.
+source "$(dirname "$0")/../cli/lib.sh"
+source "$SRC/tests/docker/dockerd.sh"
+DK=$(mktemp -d /tmp/berth-tel.XXXXXX)
+AGENT= HTTPD=
+trap 'kill -9 $AGENT $HTTPD 2>/dev/null; stop_server; stop_dockerd; cp -r "$TMP" /tmp/tel-last; rm -rf "$TMP"' EXIT
+start_dockerd "$DK"
+build_test_image berth-test:1
+
+# The exporter: busybox httpd serving the capture (GPU 0 holds 77,303 MiB, GPU 1 none).
+mkdir -p "$TMP/www"
+cp tests/data/agent/dcgm/metrics.txt "$TMP/www/metrics"
+port=$(( 20000 + RANDOM % 20000 ))
+busybox httpd -f -p "127.0.0.1:$port" -h "$TMP/www" &
+HTTPD=$!
+
+export CLUSTER=tests/agent/data/one.yaml
+start_server
+"$BERTH" agent --server "http://$BERTH_ADDR" --node n0 --declare "$CLUSTER" \
+  --docker-socket "$DOCKER_SOCK" --heartbeat 0.2 --dcgm-url "http://127.0.0.1:$port/metrics" \
+  >> "$TMP/agent.log" 2>&1 &
+AGENT=$!
+metrics() { curl -sf "http://$BERTH_ADDR/metrics"; }
+for _ in $(seq 100); do metrics | grep -q '^berth_gpu_memory_used_mib' && break; sleep 0.1; done
+metrics | grep -qx 'berth_gpu_memory_used_mib{node="n0",gpu="0"} 77303' ||
+  fail "GPU 0's memory should be in the metrics: $(metrics | grep berth_gpu; cat "$TMP/agent.log")"
+metrics | grep -qx 'berth_gpu_memory_used_mib{node="n0",gpu="1"} 0' || fail "GPU 1's memory: $(metrics | grep berth_gpu)"
+
+# Four 1-GPU jobs on four GPUs, one of them nearly full: three run, one waits.
+busy='while true; do :; done'
+for _ in 1 2 3 4; do "$BERTH" run -d --gpus 1 --cpus 0.2 berth-test:1 sh -c "$busy" > /dev/null; done
+for _ in $(seq 150); do
+  [ "$("$BERTH" ps --format json | jq '[.[] | select(.state=="running")] | length')" -eq 3 ] && break
+  sleep 0.1
+done
+"$BERTH" ps --format json | jq -e '[.[] | select(.state=="running")] | length == 3' > /dev/null ||
+  fail "three jobs should run: $("$BERTH" ps)"
+"$BERTH" ps --format json | jq -e '[.[] | select(.state=="pending")] | length == 1' > /dev/null ||
+  fail "one job should wait for the full GPU: $("$BERTH" ps)"
+"$BERTH" ps --format json | jq -e 'all(.[]; all(.gpus[]; . != "n0/0"))' > /dev/null ||
+  fail "no job may hold the nearly full GPU 0: $("$BERTH" ps)"
+
+# A container spinning on a fifth of a CPU uses all of its quota: high CPU contention.
+for _ in $(seq 100); do metrics | grep -q '^berth_container_contention{.*resource="cpu"} 3' && break; sleep 0.1; done
+metrics | grep -q '^berth_container_contention{.*resource="cpu"} 3' ||
+  fail "busy containers should grade high on CPU: $(metrics | grep berth_container)"
+"$BERTH" inspect 1 | jq -e '.replicas[0].contention.cpu == "high"' > /dev/null ||
+  fail "inspect should show the contention: $("$BERTH" inspect 1)"
+echo "telemetry: ok"
