@@ -583,6 +583,8 @@ void ControlPlane::NodeAction(const std::string& name, const std::string& action
                        : action == "cordon" ? "cordoned on request: no new jobs"
                                             : "uncordoned on request")};
   std::unique_lock<std::mutex> lock(mu_);
+  // The node's cordon is the operator's now: an agent that reports again does not lift it.
+  agents_[n].cordoned_by_us = false;
   Apply(decisions, &writes);
   Commit({&engine_lock, &lock}, std::move(writes));
 }
