@@ -589,6 +589,8 @@ void ControlPlane::NodeAction(const std::string& name, const std::string& action
                        : action == "cordon" ? "cordoned on request: no new jobs"
                                             : "uncordoned on request")};
   std::unique_lock<std::mutex> lock(mu_);
+  // The node's cordon is the operator's now: an agent that reports again does not lift it.
+  agents_[n].cordoned_by_us = false;
   Apply(decisions, &writes);
   Commit({&engine_lock, &lock}, std::move(writes));
 }
@@ -1020,11 +1022,12 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
       if (const auto c = mine.find({job.stored.id, i}); c != mine.end() && Live(*c->second))
         return;
     for (int i : here) job.replicas[i].state = "exited";
-    // Stopped everywhere: every replica reported ended, or on a node that is lost.
+    // Stopped everywhere: every replica reported ended, or on a node that is lost or has no
+    // agent (nothing runs it there).
     for (size_t i = 0; i < placements->size(); ++i) {
       const auto r = job.replicas.find(static_cast<int>(i));
-      if ((r == job.replicas.end() || Live(r->second)) && !agents_[(*placements)[i].node].lost)
-        return;
+      const AgentNode& there = agents_[(*placements)[i].node];
+      if ((r == job.replicas.end() || Live(r->second)) && there.registered && !there.lost) return;
     }
     const std::vector<Decision> starts = engine_->Stopped(job.engine_id, now);
     job.stored.placements.clear();

@@ -55,8 +55,9 @@ void LogStore::Append(int64_t job, int replica, const std::string& placement,
     std::ofstream out(LogPath(job), std::ios::app | std::ios::binary);
     if (size + static_cast<int64_t>(text.size()) < kMaxJobLogBytes)
       out << text;
-    else
-      out << "\n[berth: this job's log reached " << (kMaxJobLogBytes >> 20)
+    else  // what fits, so that the log is full after the last line and nothing follows it
+      out << text.substr(0, static_cast<size_t>(kMaxJobLogBytes - size))
+          << "\n[berth: this job's log reached " << (kMaxJobLogBytes >> 20)
           << " MiB; later output is not kept]\n";
   }
   cursor = until;

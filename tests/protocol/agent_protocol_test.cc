@@ -1,0 +1,342 @@
+#include "protocol/agent_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace berth {
+namespace {
+
+using Json = nlohmann::json;
+
+// The ProtocolError's message that `parse` throws; fails the test when it throws none.
+std::string ErrorOf(const std::function<void()>& parse) {
+  try {
+    parse();
+  } catch (const ProtocolError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no ProtocolError";
+  return "";
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+AssignmentSet SampleSet() {
+  AssignmentSet s;
+  s.version = 1'765'000'000'123'456ULL;  // microseconds, above 2^32
+  Assignment a;
+  a.job = 42;
+  a.replica = 1;
+  a.placement = "p1765000000123456";
+  a.name = "train";
+  a.image = "trainer:1";
+  a.command = {"python", "train.py", "--epochs", "3"};
+  a.env = {"EPOCHS=3", "EMPTY="};
+  a.mounts = {{"/data", "/in", true}, {"/scratch", "/out", false}};
+  a.shm_bytes = 1 << 30;
+  a.memory_bytes = int64_t{64} << 30;
+  a.nano_cpus = 8'000'000'000;
+  a.gpus = {1, 3};
+  a.gpu_uuids = {"GPU-b", "GPU-d"};
+  a.cpuset_cpus = "4,5,6,7";
+  a.cpuset_mems = "1";
+  a.grace_s = 45;
+  a.log_since = "2026-12-02T03:40:46.898183200Z";
+  s.assignments.push_back(a);
+  Assignment b;
+  b.job = 43;
+  s.assignments.push_back(b);
+  return s;
+}
+
+AgentReport SampleReport() {
+  AgentReport r;
+  r.applied_version = 1'765'000'000'123'999ULL;
+  ContainerReport c;
+  c.job = 42;
+  c.replica = 1;
+  c.placement = "p1";
+  c.state = "running";
+  c.container_id = "abc123";
+  c.phases = {{"pull", 1.5}, {"create", 0.25}, {"start", 0.125}};
+  r.containers.push_back(c);
+  ContainerReport d;
+  d.job = 43;
+  d.placement = "p2";
+  d.state = "exited";
+  d.exit_code = 3;
+  d.error = "boom";
+  r.containers.push_back(d);
+  r.logs.push_back({42, 1, "p1", "2026-12-02T03:40:46.8981Z", "hello\nworld\n"});
+  return r;
+}
+
+// Serialized through text, as it goes over the wire.
+Json Wire(const Json& j) { return Json::parse(j.dump()); }
+
+// --- Round trips -------------------------------------------------------------------------------
+
+TEST(AgentProtocolTest, RegistrationRoundTrips) {
+  NodeRegistration r;
+  r.gpu_uuids = {"GPU-0", "GPU-1", "GPU-2"};
+  r.simulated = true;
+  r.agent_version = "berth 1.2.3";
+  const NodeRegistration back = ParseRegistration(Wire(ToJson(r)));
+  EXPECT_EQ(back.gpu_uuids, r.gpu_uuids);
+  EXPECT_TRUE(back.simulated);
+  EXPECT_EQ(back.agent_version, "berth 1.2.3");
+  // Missing fields take their defaults.
+  const NodeRegistration empty = ParseRegistration(Json::object());
+  EXPECT_TRUE(empty.gpu_uuids.empty());
+  EXPECT_FALSE(empty.simulated);
+  EXPECT_EQ(empty.agent_version, "");
+}
+
+TEST(AgentProtocolTest, AssignmentSetRoundTrips) {
+  const AssignmentSet s = SampleSet();
+  const AssignmentSet back = ParseAssignments(Wire(ToJson(s)));
+  EXPECT_EQ(back.version, s.version);
+  ASSERT_EQ(back.assignments.size(), 2u);
+  const Assignment& a = back.assignments[0];
+  const Assignment& want = s.assignments[0];
+  EXPECT_EQ(a.job, want.job);
+  EXPECT_EQ(a.replica, want.replica);
+  EXPECT_EQ(a.placement, want.placement);
+  EXPECT_EQ(a.name, want.name);
+  EXPECT_EQ(a.image, want.image);
+  EXPECT_EQ(a.command, want.command);
+  EXPECT_EQ(a.env, want.env);
+  ASSERT_EQ(a.mounts.size(), 2u);
+  EXPECT_EQ(a.mounts[0].host, "/data");
+  EXPECT_EQ(a.mounts[0].container, "/in");
+  EXPECT_TRUE(a.mounts[0].read_only);
+  EXPECT_EQ(a.mounts[1].host, "/scratch");
+  EXPECT_FALSE(a.mounts[1].read_only);
+  EXPECT_EQ(a.shm_bytes, want.shm_bytes);
+  EXPECT_EQ(a.memory_bytes, want.memory_bytes);
+  EXPECT_EQ(a.nano_cpus, want.nano_cpus);
+  EXPECT_EQ(a.gpus, want.gpus);
+  EXPECT_EQ(a.gpu_uuids, want.gpu_uuids);
+  EXPECT_EQ(a.cpuset_cpus, want.cpuset_cpus);
+  EXPECT_EQ(a.cpuset_mems, want.cpuset_mems);
+  EXPECT_EQ(a.grace_s, 45);
+  EXPECT_EQ(a.log_since, want.log_since);
+  EXPECT_EQ(back.assignments[1].job, 43);
+  EXPECT_TRUE(back.assignments[1].command.empty());
+  // An empty set is a set.
+  const AssignmentSet none = ParseAssignments(Wire(ToJson(AssignmentSet{7, {}})));
+  EXPECT_EQ(none.version, 7u);
+  EXPECT_TRUE(none.assignments.empty());
+}
+
+TEST(AgentProtocolTest, ReportRoundTrips) {
+  const AgentReport r = SampleReport();
+  const AgentReport back = ParseReport(Wire(ToJson(r)));
+  EXPECT_EQ(back.applied_version, r.applied_version);
+  ASSERT_EQ(back.containers.size(), 2u);
+  const ContainerReport& c = back.containers[0];
+  EXPECT_EQ(c.job, 42);
+  EXPECT_EQ(c.replica, 1);
+  EXPECT_EQ(c.placement, "p1");
+  EXPECT_EQ(c.state, "running");
+  EXPECT_EQ(c.container_id, "abc123");
+  EXPECT_EQ(c.phases, r.containers[0].phases);
+  EXPECT_EQ(back.containers[1].state, "exited");
+  EXPECT_EQ(back.containers[1].exit_code, 3);
+  EXPECT_EQ(back.containers[1].error, "boom");
+  ASSERT_EQ(back.logs.size(), 1u);
+  EXPECT_EQ(back.logs[0].job, 42);
+  EXPECT_EQ(back.logs[0].replica, 1);
+  EXPECT_EQ(back.logs[0].placement, "p1");
+  EXPECT_EQ(back.logs[0].until, "2026-12-02T03:40:46.8981Z");
+  EXPECT_EQ(back.logs[0].text, "hello\nworld\n");
+}
+
+// --- Refusals, each naming its field -----------------------------------------------------------
+
+TEST(AgentProtocolTest, RegistrationRefusesWrongTypesAndTooManyGpus) {
+  EXPECT_TRUE(Has(ErrorOf([] { ParseRegistration(Json::array()); }), "expected an object"));
+  std::string e = ErrorOf([] { ParseRegistration({{"gpuUuids", "GPU-0"}}); });
+  EXPECT_TRUE(Has(e, "gpuUuids: expected a list")) << e;
+  e = ErrorOf([] { ParseRegistration({{"gpuUuids", {"GPU-0", 5}}}); });
+  EXPECT_TRUE(Has(e, "gpuUuids[1]: expected a string")) << e;
+  e = ErrorOf([] { ParseRegistration({{"simulated", "yes"}}); });
+  EXPECT_TRUE(Has(e, "simulated: expected true or false")) << e;
+  e = ErrorOf([] { ParseRegistration({{"agentVersion", std::string(201, 'v')}}); });
+  EXPECT_TRUE(Has(e, "agentVersion: longer than 200 bytes")) << e;
+  Json many = {{"gpuUuids", std::vector<std::string>(kMaxRegisteredGpus + 1, "GPU")}};
+  e = ErrorOf([&] { ParseRegistration(many); });
+  EXPECT_TRUE(Has(e, "gpuUuids: more than " + std::to_string(kMaxRegisteredGpus))) << e;
+  many["gpuUuids"] = std::vector<std::string>(kMaxRegisteredGpus, "GPU");
+  EXPECT_EQ(ParseRegistration(many).gpu_uuids.size(), kMaxRegisteredGpus);
+}
+
+TEST(AgentProtocolTest, AssignmentsRefuseMistakesNamingThePath) {
+  const Json good = Wire(ToJson(SampleSet()));
+  const auto with = [&](const std::function<void(Json&)>& change) {
+    Json j = good;
+    change(j);
+    return ErrorOf([&] { ParseAssignments(j); });
+  };
+  std::string e = with([](Json& j) { j["version"] = -1; });
+  EXPECT_TRUE(Has(e, "version: expected a version")) << e;
+  e = with([](Json& j) { j["version"] = "12"; });
+  EXPECT_TRUE(Has(e, "version: expected a version")) << e;
+  e = with([](Json& j) { j["assignments"] = Json::object(); });
+  EXPECT_TRUE(Has(e, "assignments: expected a list")) << e;
+  e = with([](Json& j) { j["assignments"][1] = 5; });
+  EXPECT_TRUE(Has(e, "assignments[1]: expected an object")) << e;
+  e = with([](Json& j) { j["assignments"][1].erase("job"); });
+  EXPECT_TRUE(Has(e, "assignments[1].job: missing")) << e;
+  e = with([](Json& j) { j["assignments"][0]["job"] = 0; });
+  EXPECT_TRUE(Has(e, "assignments[0].job: expected an integer")) << e;
+  e = with([](Json& j) { j["assignments"][0]["job"] = "42"; });
+  EXPECT_TRUE(Has(e, "assignments[0].job: expected an integer")) << e;
+  e = with([](Json& j) { j["assignments"][0]["command"] = "sleep 1"; });
+  EXPECT_TRUE(Has(e, "assignments[0].command: expected a list")) << e;
+  e = with([](Json& j) { j["assignments"][0]["env"][1] = 7; });
+  EXPECT_TRUE(Has(e, "assignments[0].env[1]: expected a string")) << e;
+  e = with([](Json& j) { j["assignments"][0]["gpus"][0] = -1; });
+  EXPECT_TRUE(Has(e, "assignments[0].gpus[0]: expected an index")) << e;
+  e = with([](Json& j) { j["assignments"][0]["mounts"][1]["readOnly"] = "no"; });
+  EXPECT_TRUE(Has(e, "assignments[0].mounts[1].readOnly: expected true or false")) << e;
+  e = with([](Json& j) { j["assignments"][0]["placement"] = std::string(65, 'p'); });
+  EXPECT_TRUE(Has(e, "assignments[0].placement: longer than 64 bytes")) << e;
+  e = with([](Json& j) { j["assignments"][0]["graceSeconds"] = 86401; });
+  EXPECT_TRUE(Has(e, "assignments[0].graceSeconds: expected an integer from 0 to 86400")) << e;
+  e = with(
+      [](Json& j) { j["assignments"][0]["gpus"] = std::vector<int>(kMaxRegisteredGpus + 1, 0); });
+  EXPECT_TRUE(Has(e, "assignments[0].gpus: more than")) << e;
+  e = with([](Json& j) {
+    j["assignments"] = Json::array();
+    for (size_t i = 0; i <= kMaxReportContainers; ++i) j["assignments"].push_back({{"job", 1}});
+  });
+  EXPECT_TRUE(Has(e, "assignments: more than " + std::to_string(kMaxReportContainers))) << e;
+}
+
+TEST(AgentProtocolTest, ReportsRefuseMistakesNamingThePath) {
+  const Json good = Wire(ToJson(SampleReport()));
+  const auto with = [&](const std::function<void(Json&)>& change) {
+    Json j = good;
+    change(j);
+    return ErrorOf([&] { ParseReport(j); });
+  };
+  EXPECT_TRUE(Has(ErrorOf([] { ParseReport("report"); }), "expected an object"));
+  std::string e = with([](Json& j) { j["appliedVersion"] = 1.5; });
+  EXPECT_TRUE(Has(e, "appliedVersion: expected a version")) << e;
+  e = with([](Json& j) { j["containers"] = "none"; });
+  EXPECT_TRUE(Has(e, "containers: expected a list")) << e;
+  e = with([](Json& j) { j["containers"][1].erase("job"); });
+  EXPECT_TRUE(Has(e, "containers[1].job: missing")) << e;
+  e = with([](Json& j) { j["containers"][0]["state"] = "sleeping"; });
+  EXPECT_TRUE(Has(e, "containers[0].state: expected starting, running, exited or failed")) << e;
+  EXPECT_TRUE(Has(e, "\"sleeping\"")) << e;
+  e = with([](Json& j) { j["containers"][0].erase("state"); });
+  EXPECT_TRUE(Has(e, "containers[0].state: expected starting")) << e;
+  e = with([](Json& j) { j["containers"][0]["state"] = 1; });
+  EXPECT_TRUE(Has(e, "containers[0].state: expected a string")) << e;
+  e = with([](Json& j) { j["containers"][1]["exitCode"] = 256; });
+  EXPECT_TRUE(Has(e, "containers[1].exitCode: expected an integer from 0 to 255")) << e;
+  e = with([](Json& j) { j["containers"][1]["error"] = std::string(4097, 'e'); });
+  EXPECT_TRUE(Has(e, "containers[1].error: longer than 4096 bytes")) << e;
+  e = with([](Json& j) { j["containers"][0]["phases"] = Json::array(); });
+  EXPECT_TRUE(Has(e, "containers[0].phases: expected at most 8 named durations")) << e;
+  e = with([](Json& j) { j["containers"][0]["phases"]["pull"] = "slow"; });
+  EXPECT_TRUE(Has(e, "containers[0].phases.pull: expected seconds")) << e;
+  e = with([](Json& j) {
+    for (int i = 0; i < 9; ++i) j["containers"][0]["phases"]["p" + std::to_string(i)] = 1;
+  });
+  EXPECT_TRUE(Has(e, "containers[0].phases: expected at most 8")) << e;
+  e = with([](Json& j) {
+    j["containers"] = Json::array();
+    for (size_t i = 0; i <= kMaxReportContainers; ++i)
+      j["containers"].push_back({{"job", 1}, {"state", "running"}});
+  });
+  EXPECT_TRUE(Has(e, "containers: more than " + std::to_string(kMaxReportContainers))) << e;
+  e = with([](Json& j) { j["logs"][0].erase("job"); });
+  EXPECT_TRUE(Has(e, "logs[0].job: missing")) << e;
+  e = with([](Json& j) { j["logs"][0]["text"] = 5; });
+  EXPECT_TRUE(Has(e, "logs[0].text: expected a string")) << e;
+  e = with([](Json& j) { j["logs"][0]["until"] = std::string(65, '9'); });
+  EXPECT_TRUE(Has(e, "logs[0].until: longer than 64 bytes")) << e;
+  e = with([](Json& j) {
+    j["logs"] = Json::array();
+    for (size_t i = 0; i <= kMaxReportContainers; ++i) j["logs"].push_back({{"job", 1}});
+  });
+  EXPECT_TRUE(Has(e, "logs: more than " + std::to_string(kMaxReportContainers))) << e;
+}
+
+TEST(AgentProtocolTest, AReportsLogTextIsBoundedInAllItsChunks) {
+  // One chunk over the bound.
+  Json j = Wire(ToJson(SampleReport()));
+  j["logs"][0]["text"] = std::string(kMaxReportLogBytes + 1, 'x');
+  std::string e = ErrorOf([&] { ParseReport(j); });
+  EXPECT_TRUE(Has(e, "logs[0].text")) << e;
+  // Each chunk under it, together over it: the chunk that passes it is named.
+  j["logs"] = Json::array();
+  const size_t third = kMaxReportLogBytes / 3 + 1;
+  for (int i = 0; i < 3; ++i)
+    j["logs"].push_back({{"job", 1}, {"placement", "p"}, {"text", std::string(third, 'x')}});
+  e = ErrorOf([&] { ParseReport(j); });
+  EXPECT_TRUE(Has(
+      e, "logs[2].text: the report's logs pass " + std::to_string(kMaxReportLogBytes) + " bytes"))
+      << e;
+  // Exactly the bound is accepted.
+  j["logs"] = Json::array();
+  j["logs"].push_back({{"job", 1}, {"text", std::string(kMaxReportLogBytes / 2, 'x')}});
+  j["logs"].push_back({{"job", 2}, {"text", std::string(kMaxReportLogBytes / 2, 'y')}});
+  EXPECT_EQ(ParseReport(j).logs.size(), 2u);
+}
+
+// --- Timestamps --------------------------------------------------------------------------------
+
+TEST(AgentProtocolTest, NormalizedTimestampPadsTheFractionToNineDigits) {
+  EXPECT_EQ(NormalizedTimestamp("2026-12-02T03:40:46.8981Z"), "2026-12-02T03:40:46.898100000Z");
+  EXPECT_EQ(NormalizedTimestamp("2026-12-02T03:40:46.898183200Z"),
+            "2026-12-02T03:40:46.898183200Z");
+  EXPECT_EQ(NormalizedTimestamp("2026-12-02T03:40:46Z"), "2026-12-02T03:40:46.000000000Z");
+  EXPECT_EQ(NormalizedTimestamp("2026-12-02T03:40:46.Z"), "2026-12-02T03:40:46.000000000Z");
+}
+
+TEST(AgentProtocolTest, NormalizedTimestampRejectsJunk) {
+  const std::vector<std::string> junks = {"",
+                                          "now",
+                                          "2026-12-02T03:40:46",
+                                          "2026-12-02 03:40:46.1Z",
+                                          "2026-12-02T03:40:46.1234567890Z",
+                                          "2026-12-02T03:40:46,123Z",
+                                          "2026-12-02T03:40:4x.123Z",
+                                          "2026-12-02T03:40:46.12a4Z",
+                                          "2026-12-02T03:40:46+01:00",
+                                          "x026-12-02T03:40:46.1Z",
+                                          "2026-12-02T03:40:46.1z"};
+  for (const std::string& junk : junks) EXPECT_EQ(NormalizedTimestamp(junk), "") << junk;
+}
+
+TEST(AgentProtocolTest, PaddedTimestampsOrderAsTheirTimes) {
+  // In time order; as the engine writes them (trailing zeros trimmed) they do not sort so:
+  // ".9Z" sorts after ".89Z" and ".1Z" after "Z".
+  const std::vector<std::string> in_order = {
+      "2026-12-02T03:40:46Z",    "2026-12-02T03:40:46.000000001Z", "2026-12-02T03:40:46.1Z",
+      "2026-12-02T03:40:46.12Z", "2026-12-02T03:40:46.8981Z",      "2026-12-02T03:40:46.89832Z",
+      "2026-12-02T03:40:46.9Z",  "2026-12-02T03:40:47Z",           "2026-12-02T03:40:47.05Z"};
+  std::vector<std::string> raw = in_order;
+  std::sort(raw.begin(), raw.end());
+  EXPECT_NE(raw, in_order);  // what padding is for
+  for (size_t i = 0; i + 1 < in_order.size(); ++i) {
+    const std::string a = NormalizedTimestamp(in_order[i]),
+                      b = NormalizedTimestamp(in_order[i + 1]);
+    ASSERT_FALSE(a.empty()) << in_order[i];
+    EXPECT_LT(a, b) << in_order[i] << " vs " << in_order[i + 1];
+  }
+}
+
+}  // namespace
+}  // namespace berth

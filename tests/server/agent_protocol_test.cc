@@ -1,0 +1,851 @@
+// The control plane through the agent protocol: the tests play the node agents, calling
+// RegisterAgent, Assignments and Report directly (no HTTP, no containers) on a fake clock.
+#include "protocol/agent_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/cluster_file.h"
+#include "server/control_plane.h"
+#include "server_test_util.h"
+#include "store/log_store.h"
+
+namespace berth {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One node of 4 GPUs over two sockets, the GPUs interleaved: 0 and 2 on socket 0 (CPUs 0-3),
+// 1 and 3 on socket 1 (CPUs 4-7).
+Cluster TwoSockets() {
+  return ParseClusterYaml(
+      "name: t\n"
+      "gpuModels: [{name: A100, memoryMiB: 81920}]\n"
+      "nodeShapes:\n"
+      "  s:\n"
+      "    gpuModel: A100\n"
+      "    sockets:\n"
+      "      - {cpus: \"0-3\", memoryMiB: 65536, switches: [{gpus: [0, 2]}]}\n"
+      "      - {cpus: \"4-7\", memoryMiB: 65536, switches: [{gpus: [1, 3]}]}\n"
+      "nodes: [{name: n0, shape: s}]\n",
+      "t.yaml");
+}
+
+class ControlPlaneAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "berth_agents_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // A server over the state directory (a restart when one was open). Liveness off unless asked.
+  void Open(Cluster cluster, double unhealthy_after_s = 1e9, double lost_after_s = 2e9) {
+    plane_.reset();
+    store_.reset();
+    logs_.reset();
+    store_ = std::make_unique<StateStore>(dir_);
+    logs_ = std::make_unique<LogStore>(dir_ + "/logs");
+    ControlPlaneConfig config;
+    config.cluster = std::move(cluster);
+    ASSERT_TRUE(BuiltinPolicy("berth", &config.policy));
+    config.unhealthy_after_s = unhealthy_after_s;
+    config.lost_after_s = lost_after_s;
+    config.logs = logs_.get();
+    plane_ =
+        std::make_unique<ControlPlane>(std::move(config), store_.get(), [this] { return now_; });
+  }
+
+  static std::vector<std::string> Uuids(const std::string& node, int gpus) {
+    std::vector<std::string> out;
+    for (int g = 0; g < gpus; ++g) out.push_back("GPU-" + node + "-" + std::to_string(g));
+    return out;
+  }
+  uint64_t Register(const std::string& node, int gpus = 8) {
+    NodeRegistration r;
+    r.gpu_uuids = Uuids(node, gpus);
+    r.agent_version = "test";
+    return plane_->RegisterAgent(node, r);
+  }
+  // The node's assignments now (a `since` no version has).
+  AssignmentSet Set(const std::string& node) const { return plane_->Assignments(node, 1, 0); }
+
+  static ContainerReport Container(const Assignment& a, const std::string& state,
+                                   int exit_code = 0) {
+    ContainerReport c;
+    c.job = a.job;
+    c.replica = a.replica;
+    c.placement = a.placement;
+    c.state = state;
+    c.exit_code = exit_code;
+    c.container_id = "c" + std::to_string(a.job) + "-" + std::to_string(a.replica);
+    if (state == "failed") c.error = "image not found";
+    return c;
+  }
+  // A report of every assignment the node has now in `state`, having acted on them.
+  void ReportAll(const std::string& node, const std::string& state) {
+    const AssignmentSet set = Set(node);
+    AgentReport r;
+    r.applied_version = set.version;
+    for (const Assignment& a : set.assignments) r.containers.push_back(Container(a, state));
+    plane_->Report(node, r);
+  }
+  // A report of no containers at all, having acted on `applied`.
+  void ReportNone(const std::string& node, uint64_t applied) {
+    AgentReport r;
+    r.applied_version = applied;
+    plane_->Report(node, r);
+  }
+
+  // The assignments of `job` on `node`.
+  std::vector<Assignment> Of(const std::string& node, int64_t job) const {
+    std::vector<Assignment> out;
+    for (const Assignment& a : Set(node).assignments)
+      if (a.job == job) out.push_back(a);
+    return out;
+  }
+  std::string State(int64_t job) const { return plane_->Get(job).state; }
+  std::vector<std::string> States(int64_t job) const {
+    std::vector<std::string> out;
+    for (const StoredEvent& e : plane_->Events(job).events) out.push_back(e.state);
+    return out;
+  }
+  // The node of the job's placement ("" when none).
+  std::string NodeOf(int64_t job) const {
+    for (const std::string node : {"dgx-0", "dgx-1"})
+      if (!Of(node, job).empty()) return node;
+    return "";
+  }
+  template <typename Call>
+  static int Status(Call call, std::string* message) {
+    try {
+      call();
+    } catch (const ApiError& e) {
+      *message = e.what();
+      return e.status;
+    }
+    return 200;
+  }
+
+  std::string dir_;
+  double now_ = 1000;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<LogStore> logs_;
+  std::unique_ptr<ControlPlane> plane_;
+};
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// --- Registration ------------------------------------------------------------------------------
+
+TEST_F(ControlPlaneAgentTest, RegistrationChecksTheNodeAndItsGpus) {
+  Open(Dgx(2));
+  std::string message;
+  EXPECT_EQ(Status([&] { Register("nope"); }, &message), 404);
+  EXPECT_TRUE(Has(message, "no node nope")) << message;
+  EXPECT_EQ(Status([&] { Register("dgx-0", 4); }, &message), 409);
+  EXPECT_TRUE(Has(message, "has 4 GPUs and the cluster file declares 8")) << message;
+  EXPECT_FALSE(plane_->Agents()[0].registered);
+
+  // A report before registering is refused: the agent should register.
+  EXPECT_EQ(Status([&] { ReportNone("dgx-0", 0); }, &message), 409);
+  EXPECT_TRUE(Has(message, "register")) << message;
+  EXPECT_EQ(Status([&] { ReportNone("nope", 0); }, &message), 404);
+  EXPECT_EQ(plane_->Agents()[0].heartbeat_age_s, -1);
+
+  const uint64_t version = Register("dgx-0");
+  EXPECT_GT(version, 0u);
+  EXPECT_EQ(Set("dgx-0").version, version);
+  const std::vector<ControlPlane::AgentStatus> agents = plane_->Agents();
+  EXPECT_TRUE(agents[0].registered);
+  EXPECT_FALSE(agents[1].registered);
+  EXPECT_FALSE(agents[0].unhealthy);
+  EXPECT_EQ(agents[0].heartbeat_age_s, 0);
+  EXPECT_EQ(Status([&] { ReportNone("dgx-0", version); }, &message), 200) << message;
+  // Registering again is fine, and keeps the version.
+  EXPECT_EQ(Register("dgx-0"), version);
+}
+
+// --- Assignments -------------------------------------------------------------------------------
+
+TEST_F(ControlPlaneAgentTest, AnAssignmentCarriesTheSpecTheGpusAndTheirSockets) {
+  Open(TwoSockets());
+  const uint64_t v0 = Register("n0", 4);
+  // A job over GPUs of both sockets is pinned to both.
+  const int64_t wide = plane_->Submit(R"({"gpus": 4, "image": "x"})");
+  EXPECT_TRUE(Set("n0").assignments.empty());  // not placed before a cycle
+  plane_->Cycle();
+  ASSERT_EQ(State(wide), "scheduled");
+  const AssignmentSet first = Set("n0");
+  EXPECT_GT(first.version, v0);
+  ASSERT_EQ(first.assignments.size(), 1u);
+  const Assignment& w = first.assignments[0];
+  EXPECT_EQ(w.job, wide);
+  EXPECT_EQ(w.replica, 0);
+  EXPECT_EQ(w.gpus, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(w.gpu_uuids, Uuids("n0", 4));
+  EXPECT_EQ(w.cpuset_cpus, "0,1,2,3,4,5,6,7");
+  EXPECT_EQ(w.cpuset_mems, "0,1");
+  EXPECT_FALSE(w.placement.empty());
+  plane_->Stop(wide);
+
+  const int64_t id = plane_->Submit(
+      R"({"name": "train", "gpus": 1, "replicas": 2, "image": "trainer:1",
+          "command": ["python", "train.py"], "env": {"EPOCHS": "3"}, "gracePeriodSeconds": 7})");
+  now_ += 1;
+  plane_->Cycle();
+  ASSERT_EQ(State(id), "scheduled");
+  const AssignmentSet set = Set("n0");
+  EXPECT_GT(set.version, first.version);
+  ASSERT_EQ(set.assignments.size(), 2u);
+  std::set<int> replicas, gpus;
+  for (const Assignment& a : set.assignments) {
+    replicas.insert(a.replica);
+    EXPECT_EQ(a.job, id);
+    EXPECT_EQ(a.name, "train");
+    EXPECT_EQ(a.image, "trainer:1");
+    EXPECT_EQ(a.command, (std::vector<std::string>{"python", "train.py"}));
+    EXPECT_EQ(a.env, std::vector<std::string>{"EPOCHS=3"});
+    EXPECT_EQ(a.grace_s, 7);
+    EXPECT_FALSE(a.placement.empty());
+    EXPECT_EQ(a.placement, set.assignments[0].placement);  // one token per placement
+    EXPECT_NE(a.placement, w.placement);
+    ASSERT_EQ(a.gpus.size(), 1u);
+    gpus.insert(a.gpus[0]);
+    // The UUIDs are the registration's, by index.
+    ASSERT_EQ(a.gpu_uuids.size(), 1u);
+    EXPECT_EQ(a.gpu_uuids[0], "GPU-n0-" + std::to_string(a.gpus[0]));
+    // Pinned to the socket of its GPU: even GPUs on socket 0, odd ones on socket 1.
+    const bool second = a.gpus[0] % 2 == 1;
+    EXPECT_EQ(a.cpuset_cpus, second ? "4,5,6,7" : "0,1,2,3") << a.gpus[0];
+    EXPECT_EQ(a.cpuset_mems, second ? "1" : "0") << a.gpus[0];
+    EXPECT_EQ(a.log_since, "");
+  }
+  EXPECT_EQ(replicas, (std::set<int>{0, 1}));
+  EXPECT_EQ(gpus.size(), 2u);  // two different GPUs
+}
+
+TEST_F(ControlPlaneAgentTest, VersionsGrowOnlyWithTheNodesOwnSet) {
+  Open(Dgx(2));
+  const uint64_t v0 = Register("dgx-0");
+  const uint64_t w0 = Register("dgx-1");
+  const int64_t a = plane_->Submit(R"({"gpus": 8})");
+  plane_->Cycle();
+  const std::string node = NodeOf(a);
+  ASSERT_FALSE(node.empty());
+  const std::string other = node == "dgx-0" ? "dgx-1" : "dgx-0";
+  const uint64_t placed = Set(node).version;
+  EXPECT_GT(placed, node == "dgx-0" ? v0 : w0);
+  EXPECT_EQ(Set(other).version, node == "dgx-0" ? w0 : v0);  // not its change
+  plane_->Cycle();                                           // nothing changes: nor do versions
+  EXPECT_EQ(Set(node).version, placed);
+  // Running changes the job, not the set.
+  ReportAll(node, "running");
+  ASSERT_EQ(State(a), "running");
+  EXPECT_EQ(Set(node).version, placed);
+  plane_->Stop(a);  // off the node: the set changes again
+  const AssignmentSet after = Set(node);
+  EXPECT_GT(after.version, placed);
+  EXPECT_TRUE(after.assignments.empty());
+}
+
+TEST_F(ControlPlaneAgentTest, AWatchWaitsForAChangeOrItsWait) {
+  Open(Dgx(1));
+  const uint64_t v = Register("dgx-0");
+  // The same version: back after the wait, with it.
+  auto started = Clock::now();
+  AssignmentSet set = plane_->Assignments("dgx-0", v, 0.2);
+  auto waited = Clock::now() - started;
+  EXPECT_EQ(set.version, v);
+  EXPECT_TRUE(set.assignments.empty());
+  EXPECT_GE(waited, std::chrono::milliseconds(150));
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  // Another version: at once.
+  started = Clock::now();
+  set = plane_->Assignments("dgx-0", v - 1, 30);
+  EXPECT_LT(Clock::now() - started, std::chrono::seconds(5));
+  EXPECT_EQ(set.version, v);
+  std::string message;
+  EXPECT_EQ(Status([&] { plane_->Assignments("nope", 0, 0); }, &message), 404);
+
+  // A waiting watch wakes when a job is placed on its node.
+  std::future<AssignmentSet> watch =
+      std::async(std::launch::async, [&] { return plane_->Assignments("dgx-0", v, 60); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  started = Clock::now();
+  const int64_t id = plane_->Submit(R"({"gpus": 2})");
+  plane_->Cycle();
+  ASSERT_EQ(watch.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_LT(Clock::now() - started, std::chrono::seconds(20));
+  set = watch.get();
+  EXPECT_GT(set.version, v);
+  ASSERT_EQ(set.assignments.size(), 1u);
+  EXPECT_EQ(set.assignments[0].job, id);
+}
+
+// --- Reports -----------------------------------------------------------------------------------
+
+TEST_F(ControlPlaneAgentTest, ReportsMoveAJobThroughStartingAndRunningToSuccess) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t id = plane_->Submit(R"({"gpus": 2, "replicas": 2})");
+  plane_->Cycle();
+  ASSERT_EQ(State(id), "scheduled");
+  const AssignmentSet set = Set("dgx-0");
+  ASSERT_EQ(set.assignments.size(), 2u);
+  const Assignment& r0 = set.assignments[0].replica == 0 ? set.assignments[0] : set.assignments[1];
+  const Assignment& r1 = set.assignments[0].replica == 0 ? set.assignments[1] : set.assignments[0];
+  const auto report = [&](const ContainerReport& a, const ContainerReport& b) {
+    AgentReport r;
+    r.applied_version = set.version;
+    r.containers = {a, b};
+    plane_->Report("dgx-0", r);
+  };
+  report(Container(r0, "starting"), Container(r1, "starting"));
+  EXPECT_EQ(State(id), "starting");
+  report(Container(r0, "running"), Container(r1, "starting"));
+  EXPECT_EQ(State(id), "running");
+  report(Container(r0, "exited", 0), Container(r1, "running"));  // one done, one going
+  EXPECT_EQ(State(id), "running");
+  EXPECT_EQ(plane_->Nodes()[0].free_gpus, 4);
+  report(Container(r0, "exited", 0), Container(r1, "exited", 0));
+  const StoredJob done = plane_->Get(id);
+  EXPECT_EQ(done.state, "succeeded");
+  EXPECT_EQ(done.exit_code, 0);
+  EXPECT_TRUE(done.placements.empty());
+  EXPECT_EQ(States(id),
+            (std::vector<std::string>{"pending", "scheduled", "starting", "running", "succeeded"}));
+  EXPECT_EQ(plane_->Nodes()[0].free_gpus, 8);  // its GPUs are free again
+  EXPECT_TRUE(Set("dgx-0").assignments.empty());
+  // Reports of its containers after the end change nothing.
+  report(Container(r0, "exited", 0), Container(r1, "exited", 0));
+  EXPECT_EQ(State(id), "succeeded");
+  EXPECT_EQ(States(id).size(), 5u);
+}
+
+TEST_F(ControlPlaneAgentTest, ANonZeroExitFailsTheJobWithItsCode) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t id = plane_->Submit(R"({"gpus": 8})");
+  plane_->Cycle();
+  const AssignmentSet set = Set("dgx-0");
+  ASSERT_EQ(set.assignments.size(), 1u);
+  ReportAll("dgx-0", "running");
+  EXPECT_EQ(State(id), "running");
+  AgentReport r;
+  r.applied_version = set.version;
+  r.containers = {Container(set.assignments[0], "exited", 3)};
+  plane_->Report("dgx-0", r);
+  const StoredJob job = plane_->Get(id);
+  EXPECT_EQ(job.state, "failed");
+  EXPECT_EQ(job.exit_code, 3);
+  EXPECT_TRUE(Has(job.reason, "exited with code 3")) << job.reason;
+  EXPECT_EQ(plane_->Nodes()[0].free_gpus, 8);
+  // Its GPUs go to the next job.
+  const int64_t next = plane_->Submit(R"({"gpus": 8})");
+  plane_->Cycle();
+  EXPECT_EQ(State(next), "scheduled");
+}
+
+TEST_F(ControlPlaneAgentTest, AFailedStartIsRetriedWithANewPlacementAndFailsTheThirdTime) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t id = plane_->Submit(R"({"gpus": 1, "image": "nope:latest"})");
+  std::set<std::string> tokens;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    now_ += 400;  // past any back-off
+    plane_->Cycle();
+    ASSERT_EQ(State(id), "scheduled") << "attempt " << attempt;
+    const std::vector<Assignment> mine = Of("dgx-0", id);
+    ASSERT_EQ(mine.size(), 1u);
+    EXPECT_TRUE(tokens.insert(mine[0].placement).second)
+        << "placement " << mine[0].placement << " used again";
+    ReportAll("dgx-0", "failed");
+    if (attempt < 3) {
+      const StoredJob job = plane_->Get(id);
+      EXPECT_EQ(job.state, "pending") << "attempt " << attempt;
+      EXPECT_TRUE(Has(job.reason, "could not be started on dgx-0: image not found")) << job.reason;
+      EXPECT_TRUE(Of("dgx-0", id).empty());
+      EXPECT_EQ(plane_->Nodes()[0].free_gpus, 8);
+    }
+  }
+  const StoredJob job = plane_->Get(id);
+  EXPECT_EQ(job.state, "failed");
+  EXPECT_TRUE(Has(job.reason, "could not be started 3 times")) << job.reason;
+  EXPECT_EQ(plane_->Nodes()[0].free_gpus, 8);
+  now_ += 400;
+  plane_->Cycle();
+  EXPECT_EQ(State(id), "failed");  // not placed again
+  EXPECT_TRUE(Set("dgx-0").assignments.empty());
+}
+
+TEST_F(ControlPlaneAgentTest, AStartThatWorksResetsTheFailureCount) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t id = plane_->Submit(R"({"gpus": 1})");
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    now_ += 400;
+    plane_->Cycle();
+    ASSERT_EQ(State(id), "scheduled");
+    ReportAll("dgx-0", "failed");
+    ASSERT_EQ(State(id), "pending");
+  }
+  now_ += 400;
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  ASSERT_EQ(State(id), "running");
+  // Its container is lost; the next start's failure is its first again.
+  ReportNone("dgx-0", Set("dgx-0").version);
+  ASSERT_EQ(State(id), "pending");
+  now_ += 400;
+  plane_->Cycle();
+  ASSERT_EQ(State(id), "scheduled");
+  ReportAll("dgx-0", "failed");
+  EXPECT_EQ(State(id), "pending");
+}
+
+TEST_F(ControlPlaneAgentTest, AContainerMissingFromAnActedOnVersionIsLost) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t id = plane_->Submit(R"({"gpus": 4})");
+  plane_->Cycle();
+  const uint64_t version = Set("dgx-0").version;
+  const std::string token = Of("dgx-0", id).at(0).placement;
+  // The agent has not yet acted on the version that handed it out: not lost.
+  ReportNone("dgx-0", version - 1);
+  EXPECT_EQ(State(id), "scheduled");
+  ReportNone("dgx-0", 0);
+  EXPECT_EQ(State(id), "scheduled");
+  ReportAll("dgx-0", "running");
+  ASSERT_EQ(State(id), "running");
+  // A container of an earlier placement of the job, or of another job, is not it.
+  AgentReport r;
+  r.applied_version = version;
+  ContainerReport stale;
+  stale.job = id;
+  stale.placement = "p-earlier";
+  stale.state = "running";
+  ContainerReport stranger = stale;
+  stranger.job = id + 100;
+  stranger.placement = token;
+  r.containers = {stale, stranger};
+  plane_->Report("dgx-0", r);
+  const std::vector<std::string> states = States(id);
+  ASSERT_GE(states.size(), 2u);
+  EXPECT_EQ(states[states.size() - 2], "lost");
+  EXPECT_EQ(states.back(), "pending");
+  EXPECT_TRUE(Has(plane_->Events(id).events[states.size() - 2].reason, "is gone"));
+  EXPECT_EQ(plane_->Nodes()[0].free_gpus, 8);
+  EXPECT_TRUE(Of("dgx-0", id).empty());
+  // It is placed again, after its back-off, under a new token.
+  now_ += 400;
+  plane_->Cycle();
+  ASSERT_EQ(State(id), "scheduled");
+  EXPECT_NE(Of("dgx-0", id).at(0).placement, token);
+}
+
+// --- Preemption with an agent ------------------------------------------------------------------
+
+TEST_F(ControlPlaneAgentTest, APreemptedJobKeepsItsGpusUntilItsAgentStopsIt) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t victim = plane_->Submit(R"({"gpus": 8, "priority": 1, "gracePeriodSeconds": 30})");
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  ASSERT_EQ(State(victim), "running");
+  const Assignment old = Of("dgx-0", victim).at(0);
+
+  const int64_t preemptor = plane_->Submit(R"({"gpus": 8, "priority": 1000})");
+  for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
+    now_ += 1;
+    plane_->Cycle();
+  }
+  ASSERT_EQ(State(victim), "preempted");
+  // Its agent is told to stop it: it is off the node's set, at a new version.
+  const AssignmentSet stop = Set("dgx-0");
+  EXPECT_TRUE(stop.assignments.empty());
+  // Still running there: it keeps its GPUs, and the preemptor waits.
+  AgentReport running;
+  running.applied_version = stop.version;
+  running.containers = {Container(old, "running")};
+  for (int i = 0; i < 5; ++i) {
+    now_ += 1;
+    plane_->Report("dgx-0", running);
+    plane_->Cycle();
+    EXPECT_EQ(State(victim), "preempted");
+    EXPECT_EQ(State(preemptor), "pending");
+    EXPECT_EQ(plane_->Nodes()[0].free_gpus, 0);
+    EXPECT_EQ(plane_->Nodes()[0].gpu_map, "########");
+  }
+  // A report from before the stop lists nothing: the agent has not acted on it yet.
+  ReportNone("dgx-0", stop.version - 1);
+  EXPECT_EQ(State(victim), "preempted");
+  EXPECT_EQ(State(preemptor), "pending");
+  // Stopped (exited counts as stopped): the victim waits again and the preemptor is placed.
+  AgentReport stopped;
+  stopped.applied_version = stop.version;
+  stopped.containers = {Container(old, "exited", 137)};
+  plane_->Report("dgx-0", stopped);
+  EXPECT_EQ(State(victim), "pending");
+  EXPECT_EQ(State(preemptor), "scheduled");
+  EXPECT_EQ(plane_->Get(victim).exit_code, 0);  // a stop is not a failure
+  const std::vector<Assignment> placed = Of("dgx-0", preemptor);
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].gpus, old.gpus);
+  EXPECT_TRUE(Of("dgx-0", victim).empty());
+  // No loop: the preemptor runs, the victim waits, however many cycles pass.
+  for (int i = 0; i < 30; ++i) {
+    now_ += 5;
+    ReportAll("dgx-0", "running");
+    plane_->Cycle();
+    ASSERT_EQ(State(preemptor), "running") << "cycle " << i;
+    ASSERT_EQ(State(victim), "pending") << "cycle " << i;
+  }
+  int preempted = 0;
+  for (const std::string& s : States(victim)) preempted += s == "preempted";
+  EXPECT_EQ(preempted, 1);
+  EXPECT_EQ(States(preemptor), (std::vector<std::string>{"pending", "scheduled", "running"}));
+  // When the preemptor ends, the victim runs again.
+  AgentReport done;
+  done.applied_version = Set("dgx-0").version;
+  done.containers = {Container(placed[0], "exited", 0)};
+  plane_->Report("dgx-0", done);
+  ASSERT_EQ(State(preemptor), "succeeded");
+  now_ += 5;
+  plane_->Cycle();
+  EXPECT_EQ(State(victim), "scheduled");
+  EXPECT_NE(Of("dgx-0", victim).at(0).placement, old.placement);
+}
+
+TEST_F(ControlPlaneAgentTest, WithoutAnAgentAPreemptedJobStopsAtOnce) {
+  Open(Dgx(1));  // no agent on dgx-0: nothing runs there
+  const int64_t victim = plane_->Submit(R"({"gpus": 8, "priority": 1})");
+  plane_->Cycle();
+  const int64_t preemptor = plane_->Submit(R"({"gpus": 8, "priority": 1000})");
+  for (int i = 0; i < 3 && State(preemptor) != "scheduled"; ++i) {
+    now_ += 1;
+    plane_->Cycle();
+  }
+  EXPECT_EQ(State(preemptor), "scheduled");
+  EXPECT_EQ(State(victim), "pending");
+  const std::vector<std::string> states = States(victim);
+  EXPECT_EQ(states, (std::vector<std::string>{"pending", "scheduled", "preempted", "pending"}));
+}
+
+// A job over a node with an agent and one without: nothing runs it on the second, so the
+// agent's stop is all it waits for.
+TEST_F(ControlPlaneAgentTest, APreemptedJobOverANodeWithoutAnAgentStopsWhenItsAgentSaysSo) {
+  Open(Dgx(2));
+  Register("dgx-0");  // dgx-1 has none
+  const int64_t victim = plane_->Submit(R"({"gpus": 8, "replicas": 2, "priority": 1})");
+  plane_->Cycle();
+  ASSERT_EQ(Of("dgx-0", victim).size(), 1u);
+  ReportAll("dgx-0", "running");
+  const int64_t preemptor = plane_->Submit(R"({"gpus": 8, "replicas": 2, "priority": 1000})");
+  for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
+    now_ += 1;
+    plane_->Cycle();
+  }
+  ASSERT_EQ(State(victim), "preempted");
+  ReportNone("dgx-0", Set("dgx-0").version);
+  now_ += 1;
+  plane_->Cycle();
+  EXPECT_EQ(State(victim), "pending");
+  EXPECT_EQ(State(preemptor), "scheduled");
+}
+
+// --- Liveness ----------------------------------------------------------------------------------
+
+TEST_F(ControlPlaneAgentTest, ASilentAgentsNodeIsCordonedThenLostAndItsJobsMove) {
+  Open(Dgx(2), 15, 120);
+  Register("dgx-0");
+  Register("dgx-1");
+  const int64_t a = plane_->Submit(R"({"gpus": 4})");
+  plane_->Cycle();
+  const std::string silent = NodeOf(a);
+  ASSERT_FALSE(silent.empty());
+  const int x = silent == "dgx-0" ? 0 : 1, y = 1 - x;
+  const std::string alive = plane_->cluster().nodes[y].name;
+  const int64_t filler = plane_->Submit(R"({"gpus": 8})");  // the other node is full
+  plane_->Cycle();
+  ASSERT_EQ(NodeOf(filler), alive);
+  ReportAll(silent, "running");
+  ReportAll(alive, "running");
+  ASSERT_EQ(State(a), "running");
+  const std::string token = Of(silent, a).at(0).placement;
+
+  // Healthy for a while.
+  now_ += 10;
+  ReportAll(alive, "running");
+  plane_->Cycle();
+  EXPECT_FALSE(plane_->Agents()[x].unhealthy);
+  EXPECT_FALSE(plane_->Nodes()[x].cordoned);
+  EXPECT_DOUBLE_EQ(plane_->Agents()[x].heartbeat_age_s, 10);
+
+  // Past unhealthy_after_s: cordoned, its job kept, and no new job goes there.
+  now_ += 6;
+  ReportAll(alive, "running");
+  plane_->Cycle();
+  EXPECT_TRUE(plane_->Agents()[x].unhealthy);
+  EXPECT_FALSE(plane_->Agents()[x].lost);
+  EXPECT_FALSE(plane_->Agents()[y].unhealthy);
+  EXPECT_TRUE(plane_->Nodes()[x].cordoned);
+  EXPECT_FALSE(plane_->Nodes()[y].cordoned);
+  EXPECT_EQ(State(a), "running");
+  const int64_t b = plane_->Submit(R"({"gpus": 1})");  // fits only on the cordoned node
+  for (int i = 0; i < 3; ++i) {
+    now_ += 1;
+    ReportAll(alive, "running");
+    plane_->Cycle();
+    EXPECT_EQ(State(b), "pending");
+  }
+  plane_->Stop(filler);  // room on the other node
+  now_ += 1;
+  ReportAll(alive, "running");
+  plane_->Cycle();
+  EXPECT_EQ(NodeOf(b), alive);
+  EXPECT_EQ(State(a), "running");
+
+  // Past lost_after_s: its job is lost, pending, then placed on the other node.
+  while (now_ < 1000 + 121) {
+    now_ += 10;
+    ReportAll(alive, "running");
+    plane_->Cycle();
+  }
+  EXPECT_TRUE(plane_->Agents()[x].lost);
+  EXPECT_NE(State(a), "running");
+  std::vector<std::string> states = States(a);
+  ASSERT_GE(states.size(), 2u);
+  bool lost_then_pending = false;
+  for (size_t i = 0; i + 1 < states.size(); ++i)
+    lost_then_pending |= states[i] == "lost" && states[i + 1] == "pending";
+  EXPECT_TRUE(lost_then_pending);
+  EXPECT_TRUE(Of(silent, a).empty());
+  for (int i = 0; i < 40 && State(a) != "scheduled"; ++i) {
+    now_ += 10;
+    ReportAll(alive, "running");
+    plane_->Cycle();
+  }
+  EXPECT_EQ(State(a), "scheduled");
+  EXPECT_EQ(NodeOf(a), alive);
+  EXPECT_NE(Of(alive, a).at(0).placement, token);
+
+  // The agent comes back: the node takes jobs again. Its old container is no job's.
+  AgentReport back;
+  back.applied_version = Set(silent).version;
+  ContainerReport old;
+  old.job = a;
+  old.placement = token;
+  old.state = "running";
+  back.containers = {old};
+  plane_->Report(silent, back);
+  EXPECT_FALSE(plane_->Agents()[x].unhealthy);
+  EXPECT_FALSE(plane_->Agents()[x].lost);
+  EXPECT_FALSE(plane_->Nodes()[x].cordoned);
+  EXPECT_EQ(State(a), "scheduled");
+  const int64_t c = plane_->Submit(R"({"gpus": 8})");
+  ReportAll(alive, "running");
+  plane_->Cycle();
+  EXPECT_EQ(NodeOf(c), silent);
+}
+
+TEST_F(ControlPlaneAgentTest, RegisteringAgainBringsAnUnhealthyNodeBack) {
+  Open(Dgx(1), 15, 120);
+  Register("dgx-0");
+  now_ += 20;
+  plane_->Cycle();
+  ASSERT_TRUE(plane_->Agents()[0].unhealthy);
+  ASSERT_TRUE(plane_->Nodes()[0].cordoned);
+  Register("dgx-0");
+  EXPECT_FALSE(plane_->Agents()[0].unhealthy);
+  EXPECT_FALSE(plane_->Nodes()[0].cordoned);
+  const int64_t id = plane_->Submit(R"({"gpus": 1})");
+  plane_->Cycle();
+  EXPECT_EQ(State(id), "scheduled");
+}
+
+TEST_F(ControlPlaneAgentTest, AnOperatorsCordonIsNotLiftedByTheAgentComingBack) {
+  Open(Dgx(2), 15, 120);
+  Register("dgx-0");
+  Register("dgx-1");
+  // Cordoned by the operator, then silent.
+  plane_->NodeAction("dgx-0", "cordon");
+  now_ += 20;
+  plane_->Cycle();
+  ASSERT_TRUE(plane_->Agents()[0].unhealthy);
+  ReportNone("dgx-0", Set("dgx-0").version);
+  EXPECT_FALSE(plane_->Agents()[0].unhealthy);
+  EXPECT_TRUE(plane_->Nodes()[0].cordoned);
+  // Silent, then cordoned by the operator while it is unhealthy.
+  now_ += 20;
+  plane_->Cycle();
+  ASSERT_TRUE(plane_->Agents()[1].unhealthy);
+  ASSERT_TRUE(plane_->Nodes()[1].cordoned);
+  plane_->NodeAction("dgx-1", "cordon");
+  ReportNone("dgx-1", Set("dgx-1").version);
+  EXPECT_FALSE(plane_->Agents()[1].unhealthy);
+  EXPECT_TRUE(plane_->Nodes()[1].cordoned);
+  // Both cordons are the operator's, and survive a restart.
+  Open(Dgx(2), 15, 120);
+  EXPECT_TRUE(plane_->Nodes()[0].cordoned);
+  EXPECT_TRUE(plane_->Nodes()[1].cordoned);
+}
+
+TEST_F(ControlPlaneAgentTest, TheUnhealthyCordonIsNotKeptAcrossARestart) {
+  Open(Dgx(1), 15, 120);
+  Register("dgx-0");
+  now_ += 20;
+  plane_->Cycle();
+  ASSERT_TRUE(plane_->Nodes()[0].cordoned);
+  Open(Dgx(1), 15, 120);
+  EXPECT_FALSE(plane_->Nodes()[0].cordoned);
+}
+
+// --- Restart -----------------------------------------------------------------------------------
+
+TEST_F(ControlPlaneAgentTest, ARestartAdoptsRunningJobsWithTheirPlacements) {
+  Open(Dgx(2));
+  Register("dgx-0");
+  Register("dgx-1");
+  const int64_t a = plane_->Submit(R"({"gpus": 8})");
+  const int64_t b = plane_->Submit(R"({"gpus": 8})");
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  ReportAll("dgx-1", "running");
+  ASSERT_EQ(State(a), "running");
+  ASSERT_EQ(State(b), "running");
+  std::map<std::string, AssignmentSet> before;
+  for (const std::string node : {"dgx-0", "dgx-1"}) before[node] = Set(node);
+
+  now_ += 30;
+  Open(Dgx(2));  // the first is closed
+  EXPECT_EQ(State(a), "running");
+  EXPECT_EQ(State(b), "running");
+  for (const std::string node : {"dgx-0", "dgx-1"}) {
+    std::string message;
+    // The agent must register with the new server before it reports.
+    EXPECT_EQ(Status([&] { ReportNone(node, before[node].version); }, &message), 409) << node;
+    Register(node);
+    // Its watch with the old version returns at once, above it, with the same placements.
+    const auto started = Clock::now();
+    const AssignmentSet after = plane_->Assignments(node, before[node].version, 30);
+    EXPECT_LT(Clock::now() - started, std::chrono::seconds(5));
+    EXPECT_GT(after.version, before[node].version) << node;
+    ASSERT_EQ(after.assignments.size(), before[node].assignments.size()) << node;
+    for (size_t i = 0; i < after.assignments.size(); ++i) {
+      EXPECT_EQ(after.assignments[i].job, before[node].assignments[i].job);
+      EXPECT_EQ(after.assignments[i].placement, before[node].assignments[i].placement);
+      EXPECT_EQ(after.assignments[i].gpus, before[node].assignments[i].gpus);
+    }
+    // A report of the old version without the containers (the agent restarted too, before
+    // it saw the new set) loses nothing.
+    ReportNone(node, before[node].version);
+  }
+  EXPECT_EQ(State(a), "running");
+  EXPECT_EQ(State(b), "running");
+  ReportAll("dgx-0", "running");
+  ReportAll("dgx-1", "running");
+  EXPECT_EQ(State(a), "running");
+  EXPECT_EQ(States(a), (std::vector<std::string>{"pending", "scheduled", "running"}));
+  // And the reports go on moving them.
+  const Assignment x = Of(NodeOf(a), a).at(0);
+  AgentReport r;
+  r.applied_version = Set(NodeOf(a)).version;
+  r.containers = {Container(x, "exited", 0)};
+  plane_->Report(NodeOf(a), r);
+  EXPECT_EQ(State(a), "succeeded");
+}
+
+TEST_F(ControlPlaneAgentTest, ARestartWhileAJobStopsQueuesIt) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t victim = plane_->Submit(R"({"gpus": 8, "priority": 1})");
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  const int64_t preemptor = plane_->Submit(R"({"gpus": 8, "priority": 1000})");
+  for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
+    now_ += 1;
+    plane_->Cycle();
+  }
+  ASSERT_EQ(State(victim), "preempted");
+  now_ += 1;
+  Open(Dgx(1));
+  EXPECT_EQ(State(victim), "pending");
+  Register("dgx-0");
+  now_ += 1;
+  plane_->Cycle();
+  EXPECT_EQ(State(preemptor), "scheduled");
+  EXPECT_EQ(Of("dgx-0", preemptor).size(), 1u);
+  EXPECT_TRUE(Of("dgx-0", victim).empty());
+}
+
+// --- Logs --------------------------------------------------------------------------------------
+
+TEST_F(ControlPlaneAgentTest, LogsOfTheJobsPlacementAreKept) {
+  Open(Dgx(2));
+  Register("dgx-0");
+  Register("dgx-1");
+  const int64_t id = plane_->Submit(R"({"gpus": 8})");
+  plane_->Cycle();
+  const std::string node = NodeOf(id);
+  ASSERT_FALSE(node.empty());
+  const std::string other = node == "dgx-0" ? "dgx-1" : "dgx-0";
+  const Assignment a = Of(node, id).at(0);
+  const auto chunk = [&](const std::string& placement, const std::string& until,
+                         const std::string& text) {
+    AgentReport r;
+    r.applied_version = Set(node).version;
+    r.containers = {Container(a, "running")};
+    r.logs = {{id, a.replica, placement, until, text}};
+    return r;
+  };
+  plane_->Report(node, chunk(a.placement, "2026-12-02T03:40:46.1Z", "one\n"));
+  plane_->Report(node, chunk(a.placement, "2026-12-02T03:40:46.1Z", "one\n"));  // resent
+  plane_->Report(node, chunk("p-other", "2026-12-02T03:40:47Z", "wrong placement\n"));
+  AgentReport elsewhere = chunk(a.placement, "2026-12-02T03:40:48Z", "wrong node\n");
+  elsewhere.containers.clear();
+  plane_->Report(other, elsewhere);
+  plane_->Report(node, chunk(a.placement, "2026-12-02T03:40:46.25Z", "two\n"));
+  ASSERT_EQ(State(id), "running");
+  int64_t next = -1;
+  EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next), "one\ntwo\n");
+  EXPECT_EQ(next, 8);
+  EXPECT_EQ(plane_->Logs(id, 4, 1 << 20, 0, &next), "two\n");
+  // The assignment tells the agent where the server's copy ends (normalized).
+  EXPECT_EQ(Of(node, id).at(0).log_since, "2026-12-02T03:40:46.250000000Z");
+  // Nothing new: back after the wait, empty.
+  const auto started = Clock::now();
+  EXPECT_EQ(plane_->Logs(id, 8, 100, 0.2, &next), "");
+  EXPECT_EQ(next, 8);
+  EXPECT_GE(Clock::now() - started, std::chrono::milliseconds(150));
+  std::string message;
+  EXPECT_EQ(Status([&] { plane_->Logs(999, 0, 10, 0, &next); }, &message), 404);
+
+  // The last lines come with the end, and are kept before it is seen.
+  AgentReport end = chunk(a.placement, "2026-12-02T03:40:49Z", "bye\n");
+  end.containers = {Container(a, "exited", 0)};
+  plane_->Report(node, end);
+  EXPECT_EQ(State(id), "succeeded");
+  EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next), "one\ntwo\nbye\n");
+  // After the job ended (no placement), nothing more is taken.
+  plane_->Report(node, chunk(a.placement, "2026-12-02T03:40:50Z", "late\n"));
+  EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next), "one\ntwo\nbye\n");
+  // Removing the job removes its log.
+  plane_->Remove(id);
+  EXPECT_EQ(logs_->Read(id, 0, 100, &next), "");
+  EXPECT_EQ(logs_->Cursor(id, a.replica, a.placement), "");
+}
+
+}  // namespace
+}  // namespace berth

@@ -1,0 +1,154 @@
+#include "store/log_store.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+namespace berth {
+namespace {
+
+constexpr const char* kT1 = "2026-12-02T03:40:46.100000000Z";
+constexpr const char* kT2 = "2026-12-02T03:40:46.200000000Z";
+constexpr const char* kT3 = "2026-12-02T03:40:47.000000000Z";
+
+class LogStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "berth_logs_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    logs_ = std::make_unique<LogStore>(dir_);
+  }
+
+  // The whole log of `job`.
+  std::string All(int64_t job) const {
+    int64_t next = 0;
+    return logs_->Read(job, 0, LogStore::kMaxJobLogBytes + 4096, &next);
+  }
+
+  std::string dir_;
+  std::unique_ptr<LogStore> logs_;
+};
+
+TEST_F(LogStoreTest, ChunksAppendInOrderAndReadPagesByOffset) {
+  EXPECT_TRUE(std::filesystem::is_directory(dir_));
+  EXPECT_EQ(All(1), "");  // nothing yet
+  EXPECT_EQ(logs_->Cursor(1, 0, "p1"), "");
+  logs_->Append(1, 0, "p1", kT1, "a1\n");
+  logs_->Append(1, 1, "p1", kT1, "b1\n");  // another replica, same time: its own cursor
+  logs_->Append(1, 0, "p1", kT2, "a2\n");
+  logs_->Append(2, 0, "p9", kT1, "other job\n");
+  EXPECT_EQ(All(1), "a1\nb1\na2\n");
+  EXPECT_EQ(All(2), "other job\n");
+  EXPECT_EQ(logs_->Cursor(1, 0, "p1"), kT2);
+  EXPECT_EQ(logs_->Cursor(1, 1, "p1"), kT1);
+  EXPECT_EQ(logs_->Cursor(1, 0, "p2"), "");
+
+  int64_t next = -1;
+  EXPECT_EQ(logs_->Read(1, 0, 4, &next), "a1\nb");
+  EXPECT_EQ(next, 4);
+  EXPECT_EQ(logs_->Read(1, next, 100, &next), "1\na2\n");
+  EXPECT_EQ(next, 9);
+  EXPECT_EQ(logs_->Read(1, next, 100, &next), "");  // at the end: the offset stays
+  EXPECT_EQ(next, 9);
+  EXPECT_EQ(logs_->Read(77, 5, 100, &next), "");  // no such log
+  EXPECT_EQ(next, 5);
+}
+
+TEST_F(LogStoreTest, ResendsAndBadChunksAreDropped) {
+  logs_->Append(1, 0, "p1", kT2, "two\n");
+  logs_->Append(1, 0, "p1", kT2, "two\n");    // the same chunk again
+  logs_->Append(1, 0, "p1", kT1, "older\n");  // before the cursor
+  logs_->Append(1, 0, "p1", "", "no time\n");
+  logs_->Append(1, 0, "", kT3, "no placement\n");
+  logs_->Append(1, 0, "p 1", kT3, "a space would break the cursor file\n");
+  logs_->Append(1, 0, "p\n1", kT3, "so would a newline\n");
+  EXPECT_EQ(All(1), "two\n");
+  EXPECT_EQ(logs_->Cursor(1, 0, "p1"), kT2);
+  // A new placement of the same job starts its own cursor.
+  logs_->Append(1, 0, "p2", kT1, "placed again\n");
+  EXPECT_EQ(All(1), "two\nplaced again\n");
+}
+
+TEST_F(LogStoreTest, CursorsSurviveANewStoreOverTheDirectory) {
+  logs_->Append(5, 0, "p1", kT1, "one\n");
+  logs_->Append(5, 2, "p1", kT2, "two\n");
+  logs_ = std::make_unique<LogStore>(dir_);  // a restart
+  EXPECT_EQ(logs_->Cursor(5, 0, "p1"), kT1);
+  EXPECT_EQ(logs_->Cursor(5, 2, "p1"), kT2);
+  logs_->Append(5, 2, "p1", kT2, "two\n");  // an agent resends what it sent before
+  logs_->Append(5, 0, "p1", kT1, "one\n");
+  EXPECT_EQ(All(5), "one\ntwo\n");
+  // A first append after the restart (no Cursor call) also sees the stored cursors.
+  logs_ = std::make_unique<LogStore>(dir_);
+  logs_->Append(5, 0, "p1", kT1, "one\n");
+  logs_->Append(5, 0, "p1", kT3, "three\n");
+  EXPECT_EQ(All(5), "one\ntwo\nthree\n");
+  EXPECT_EQ(logs_->Cursor(5, 2, "p1"), kT2);  // the other replica's cursor kept in the file
+  logs_ = std::make_unique<LogStore>(dir_);
+  EXPECT_EQ(logs_->Cursor(5, 0, "p1"), kT3);
+  EXPECT_EQ(logs_->Cursor(5, 2, "p1"), kT2);
+}
+
+TEST_F(LogStoreTest, RemoveDeletesTheLogAndItsCursors) {
+  logs_->Append(3, 0, "p1", kT2, "gone\n");
+  logs_->Append(4, 0, "p1", kT2, "kept\n");
+  logs_->Remove(3);
+  EXPECT_EQ(All(3), "");
+  EXPECT_EQ(logs_->Cursor(3, 0, "p1"), "");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/3.log"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/3.cursor"));
+  EXPECT_EQ(All(4), "kept\n");
+  EXPECT_EQ(logs_->Cursor(4, 0, "p1"), kT2);
+  // Not back after a restart either, and a job id used again starts afresh.
+  logs_ = std::make_unique<LogStore>(dir_);
+  EXPECT_EQ(logs_->Cursor(3, 0, "p1"), "");
+  logs_->Append(3, 0, "p1", kT1, "new\n");
+  EXPECT_EQ(All(3), "new\n");
+}
+
+TEST_F(LogStoreTest, WaitPastReturnsWhenTheLogGrowsOrAfterTheWait) {
+  logs_->Append(1, 0, "p1", kT1, "12345");
+  auto started = std::chrono::steady_clock::now();
+  logs_->WaitPast(1, 2, 10);  // already longer: at once
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  started = std::chrono::steady_clock::now();
+  logs_->WaitPast(1, 5, 0.2);  // nothing new: after the wait
+  const auto waited = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(waited, std::chrono::milliseconds(150));
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  started = std::chrono::steady_clock::now();
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    logs_->Append(1, 0, "p1", kT2, "6");
+  });
+  logs_->WaitPast(1, 5, 30);  // woken by the append, long before the wait
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  writer.join();
+  EXPECT_EQ(All(1), "123456");
+}
+
+TEST_F(LogStoreTest, AJobsLogStopsGrowingAtItsBoundWithALastLineSayingSo) {
+  const int64_t kMax = LogStore::kMaxJobLogBytes;
+  logs_->Append(1, 0, "p1", "2026-01-01T00:00:01.000000000Z", std::string(kMax - 100, 'x'));
+  logs_->Append(1, 0, "p1", "2026-01-01T00:00:02.000000000Z", "fits\n");
+  logs_->Append(1, 0, "p1", "2026-01-01T00:00:03.000000000Z", std::string(200, 'y'));
+  logs_->Append(1, 0, "p1", "2026-01-01T00:00:04.000000000Z", "later\n");
+  logs_->Append(1, 0, "p1", "2026-01-01T00:00:05.000000000Z", std::string(300, 'z'));
+  const std::string all = All(1);
+  ASSERT_GT(all.size(), static_cast<size_t>(kMax - 100));
+  EXPECT_EQ(all.find_first_not_of('x'), static_cast<size_t>(kMax - 100));
+  // What fits of the chunk that reaches the bound is kept, then the last line; nothing after.
+  EXPECT_EQ(all.substr(kMax - 100), "fits\n" + std::string(95, 'y') +
+                                        "\n[berth: this job's log reached 64 MiB; later output "
+                                        "is not kept]\n");
+  // The cursor moved on all the same: what was dropped is not sent again.
+  EXPECT_EQ(logs_->Cursor(1, 0, "p1"), "2026-01-01T00:00:05.000000000Z");
+}
+
+}  // namespace
+}  // namespace berth
