@@ -838,9 +838,13 @@ TEST_F(ControlPlaneAgentTest, LogsOfTheJobsPlacementAreKept) {
   plane_->Report(node, end);
   EXPECT_EQ(State(id), "succeeded");
   EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next), "one\ntwo\nbye\n");
-  // After the job ended (no placement), nothing more is taken.
+  // After the job ended, its last placement's lines are still taken (a stopped container's
+  // last words come after the stop), and a resend of them is not.
   plane_->Report(node, chunk(a.placement, "2026-12-02T03:40:50Z", "late\n"));
-  EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next), "one\ntwo\nbye\n");
+  plane_->Report(node, chunk(a.placement, "2026-12-02T03:40:50Z", "late\n"));
+  EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next), "one\ntwo\nbye\nlate\n");
+  plane_->Report(node, chunk("another-placement", "2026-12-02T03:40:51Z", "stray\n"));
+  EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next), "one\ntwo\nbye\nlate\n");
   // Removing the job removes its log.
   plane_->Remove(id);
   EXPECT_EQ(logs_->Read(id, 0, 100, &next), "");
