@@ -84,21 +84,26 @@ class Agent {
     if (host_mems_.empty()) host_mems_ = {0};
   }
 
+  // Three threads: the watch of the assignments, the heartbeat (reports), and this one, which
+  // converges the containers. The heartbeat has its own thread so that a slow engine (a long
+  // pull, many starts) never silences the node and gets it declared lost.
   int Run() {
     if (!Register()) return stop_ ? 0 : 1;
     std::thread watch([this] { Watch(); });
+    std::thread heartbeat([this] { Heartbeat(); });
+    Backoff docker_backoff;
     while (!stop_) {
       try {
         Reconcile();
-        docker_backoff_.Reset();
+        docker_backoff.Reset();
       } catch (const DockerError& e) {
         Log(e.what());
-        Sleep(docker_backoff_.Next());
+        Sleep(docker_backoff.Next());
         continue;
       }
-      if (!SendReport()) Sleep(server_backoff_.Next());
-      // Until the heartbeat is due or the assignments change; `stop` is set by a signal
-      // handler, which cannot notify, so it is looked at every 0.2 s.
+      // Until the assignments change, or a heartbeat's time (stopped containers are removed
+      // once their last lines are sent); `stop` is set by a signal handler, which cannot
+      // notify, so it is looked at every 0.2 s.
       const auto due = Clock::now() + std::chrono::duration<double>(options_.heartbeat_s);
       std::unique_lock<std::mutex> lock(mu_);
       while (!stop_ && set_.version == acted_version_ && Clock::now() < due)
@@ -109,6 +114,7 @@ class Agent {
       if (watch_client_ != nullptr) watch_client_->stop();
     }
     watch.join();
+    heartbeat.join();
     // Stops under way use this agent: they end within their grace period.
     std::unique_lock<std::mutex> lock(mu_);
     changed_.wait(lock, [&] { return stopping_.empty(); });
@@ -160,8 +166,8 @@ class Agent {
           client->Post("/v1/agents/" + options_.node + "/register", body, "application/json");
       if (res && res->status == 200) {
         Log("registered with " + options_.server + " (" +
-            std::to_string(options_.gpu_uuids.size()) +
-            (options_.simulated ? " simulated" : "") + " GPUs)");
+            std::to_string(options_.gpu_uuids.size()) + (options_.simulated ? " simulated" : "") +
+            " GPUs)");
         return true;
       }
       if (res && res->status >= 400 && res->status < 500 && res->status != 408 &&
@@ -189,9 +195,9 @@ class Agent {
         std::lock_guard<std::mutex> lock(mu_);
         since = set_.version;
       }
-      const httplib::Result res =
-          client->Get("/v1/agents/" + options_.node + "/assignments?since=" +
-                      std::to_string(since) + "&wait=" + std::to_string(kAssignmentWaitS));
+      const httplib::Result res = client->Get("/v1/agents/" + options_.node +
+                                              "/assignments?since=" + std::to_string(since) +
+                                              "&wait=" + std::to_string(kAssignmentWaitS));
       AssignmentSet set;
       try {
         if (!res || res->status != 200) throw ProtocolError(ErrorOf(res));
@@ -208,6 +214,22 @@ class Agent {
     }
     std::lock_guard<std::mutex> lock(mu_);
     watch_client_ = nullptr;
+  }
+
+  void Heartbeat() {
+    DockerClient docker(options_.docker_socket);  // this thread's own
+    Backoff backoff;
+    while (!stop_) {
+      bool sent = false;
+      try {
+        sent = SendReport(docker);
+      } catch (const DockerError& e) {
+        // No report without the containers: an empty one would tell the server they are gone.
+        Log(std::string("cannot list the containers to report them: ") + e.what());
+      }
+      Sleep(sent ? options_.heartbeat_s : backoff.Next());
+      if (sent) backoff.Reset();
+    }
   }
 
   // Makes the node's containers what the newest assignments say.
@@ -229,33 +251,45 @@ class Agent {
     for (const Assignment& a : set.assignments) {
       const RunKey key{a.job, a.replica, a.placement};
       wanted.insert(key);
-      if (failed_.count(key)) continue;  // reported; the server re-places it
+      {
+        std::lock_guard<std::mutex> lock(books_mu_);
+        log_cursor_.try_emplace(key, a.log_since);
+        if (failed_.count(key)) continue;  // reported; the server re-places it
+      }
       const auto it = found.find(key);
       if (it == found.end())
         Start(a, key);
       else if (it->second.status == "created")
         docker_.Start(it->second.id);  // created before a restart, never started
-      if (log_cursor_.find(key) == log_cursor_.end()) log_cursor_[key] = a.log_since;
     }
     for (const auto& [key, c] : found) {
       if (wanted.count(key)) continue;
       if (c.running) {
         StopInBackground(c);
-      } else if (all_logs_sent_.count(key)) {  // removed once its last lines are sent
-        docker_.Remove(c.id, true);
-        all_logs_sent_.erase(key);
-        log_cursor_.erase(key);
+        continue;
       }
+      std::unique_lock<std::mutex> lock(books_mu_);
+      if (!all_logs_sent_.count(key)) continue;  // removed once its last lines are sent
+      lock.unlock();
+      docker_.Remove(c.id, true);
+      lock.lock();
+      all_logs_sent_.erase(key);
+      log_cursor_.erase(key);
     }
-    // What no longer runs needs no more bookkeeping.
-    std::erase_if(failed_, [&](const auto& f) { return !wanted.count(f.first); });
-    std::erase_if(phases_, [&](const auto& p) { return !wanted.count(p.first); });
+    {  // What no longer runs needs no more bookkeeping.
+      std::lock_guard<std::mutex> lock(books_mu_);
+      std::erase_if(failed_, [&](const auto& f) { return !wanted.count(f.first); });
+      std::erase_if(phases_, [&](const auto& p) { return !wanted.count(p.first); });
+      const auto gone = [&](const RunKey& key) { return !wanted.count(key) && !found.count(key); };
+      std::erase_if(log_cursor_, [&](const auto& l) { return gone(l.first); });
+      std::erase_if(all_logs_sent_, gone);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     acted_version_ = set.version;
   }
 
   void Start(const Assignment& a, const RunKey& key) {
-    std::map<std::string, double>& phases = phases_[key];
+    std::map<std::string, double> phases;
     std::string id;
     try {
       auto step = Clock::now();
@@ -279,12 +313,10 @@ class Agent {
       }
       spec.env.push_back("BERTH_JOB_ID=" + std::to_string(a.job));
       spec.env.push_back("BERTH_REPLICA=" + std::to_string(a.replica));
-      spec.labels = {{"berth.job", std::to_string(a.job)},
-                     {"berth.replica", std::to_string(a.replica)},
-                     {"berth.placement", a.placement},
-                     {"berth.node", options_.node},
-                     {"berth.grace", std::to_string(a.grace_s)},
-                     {"berth.name", a.name}};
+      spec.labels = {
+          {"berth.job", std::to_string(a.job)},       {"berth.replica", std::to_string(a.replica)},
+          {"berth.placement", a.placement},           {"berth.node", options_.node},
+          {"berth.grace", std::to_string(a.grace_s)}, {"berth.name", a.name}};
       for (const Mounted& m : a.mounts) spec.mounts.push_back({m.host, m.container, m.read_only});
       spec.shm_bytes = a.shm_bytes;
       spec.memory_bytes = a.memory_bytes;
@@ -296,9 +328,13 @@ class Agent {
       step = Clock::now();
       docker_.Start(id);
       phases["start"] = SecondsSince(step);
+      std::lock_guard<std::mutex> lock(books_mu_);
+      phases_[key] = phases;
     } catch (const DockerError& e) {
       if (e.status == 0) throw;  // the engine is gone: nothing is wrong with the job
+      std::unique_lock<std::mutex> lock(books_mu_);
       failed_[key] = e.what();
+      lock.unlock();
       if (!id.empty()) docker_.Remove(id, true);  // created, not started: nothing to keep
       Log("job " + std::to_string(a.job) + " could not be started: " + e.what());
     }
@@ -306,8 +342,7 @@ class Agent {
 
   // The part of an assigned CPU or NUMA node list this host has; "" (no pinning) for none. A
   // node declared with CPUs the host lacks (simulated GPUs, a wrong cluster file) is said once.
-  std::string OnHost(const std::string& assigned, const std::vector<int>& host,
-                     const char* what) {
+  std::string OnHost(const std::string& assigned, const std::vector<int>& host, const char* what) {
     if (assigned.empty() || host.empty()) return "";
     std::vector<int> wanted, have;
     try {
@@ -317,7 +352,7 @@ class Agent {
     }
     for (int id : wanted)
       if (std::binary_search(host.begin(), host.end(), id)) have.push_back(id);
-    if (have.size() != wanted.size() && warned_.insert(assigned).second)
+    if (have.size() != wanted.size() && pinning_warned_.insert(assigned).second)
       Log(std::string("the server assigns ") + what + " " + assigned + " and this host has " +
           FormatCpuList(host) + ": pinned to " + (have.empty() ? "none" : FormatCpuList(have)) +
           "; check the cluster file's sockets for this node");
@@ -384,9 +419,11 @@ class Agent {
     httplib::Client client(url.substr(0, slash));
     client.set_connection_timeout(2);
     client.set_read_timeout(5);
-    const httplib::Result res = client.Get(slash == std::string::npos ? "/metrics" : url.substr(slash));
+    const httplib::Result res =
+        client.Get(slash == std::string::npos ? "/metrics" : url.substr(slash));
     if (!res || res->status != 200) {
-      if (warned_.insert("dcgm").second) Log("the DCGM exporter at " + url + " does not answer (" + ErrorOf(res) + ")");
+      if (warned_.insert("dcgm").second)
+        Log("the DCGM exporter at " + url + " does not answer (" + ErrorOf(res) + ")");
       return out;
     }
     DcgmScrape scrape;
@@ -402,24 +439,33 @@ class Agent {
       const auto by_uuid = std::find(uuids.begin(), uuids.end(), m.uuid);
       const int gpu = by_uuid != uuids.end() ? static_cast<int>(by_uuid - uuids.begin()) : m.gpu;
       if (gpu < 0 || gpu >= static_cast<int>(uuids.size())) continue;
-      out.push_back({gpu, m.fb_used_mib, m.fb_free_mib, m.gpu_util_percent, m.sm_active,
-                     m.xid_errors});
+      out.push_back(
+          {gpu, m.fb_used_mib, m.fb_free_mib, m.gpu_util_percent, m.sm_active, m.xid_errors});
     }
     return out;
   }
 
   // The heartbeat: every container of ours with its state, and new log lines.
-  bool SendReport() {
+  bool SendReport(DockerClient& docker) {
     AgentReport report;
     std::map<RunKey, std::string> new_cursor;
     {
       std::lock_guard<std::mutex> lock(mu_);
       report.applied_version = acted_version_;
     }
+    // The books as they are now; what changes meanwhile goes with the next report.
+    std::map<RunKey, std::string> failed, cursors;
+    std::map<RunKey, std::map<std::string, double>> phases;
+    {
+      std::lock_guard<std::mutex> lock(books_mu_);
+      failed = failed_;
+      cursors = log_cursor_;
+      phases = phases_;
+    }
     size_t log_budget = kMaxReportLogBytes;
     std::set<RunKey> ended;  // stopped containers whose every line this report sends
     std::set<std::string> seen;
-    for (const ContainerInfo& listed : docker_.List("berth.node=" + options_.node)) {
+    for (const ContainerInfo& listed : docker.List("berth.node=" + options_.node)) {
       RunKey key;
       if (!KeyOf(listed, &key)) continue;
       seen.insert(listed.id);
@@ -428,14 +474,14 @@ class Agent {
       c.container_id = listed.id;
       c.state = listed.status == "created" ? "starting" : listed.running ? "running" : "exited";
       c.exit_code = std::clamp(listed.exit_code, 0, 255);
-      if (const auto p = phases_.find(key); p != phases_.end()) c.phases = p->second;
+      if (const auto p = phases.find(key); p != phases.end()) c.phases = p->second;
       if (listed.running) Contention(listed.id, &c);
       // A container of a run not assigned here (an adopted leftover) is read from its start;
       // the server drops what it already holds.
-      const std::string cursor = log_cursor_.try_emplace(key, "").first->second;
+      const std::string cursor = cursors.try_emplace(key, "").first->second;
       if (log_budget > 0) {
         const size_t budget = log_budget;
-        const std::vector<LogLine> lines = docker_.Logs(listed.id, cursor, budget);
+        const std::vector<LogLine> lines = docker.Logs(listed.id, cursor, budget);
         size_t bytes = 0;
         for (const LogLine& line : lines) bytes += line.text.size();
         // Under the budget, the lines are all there are.
@@ -452,7 +498,7 @@ class Agent {
     }
     report.gpus = ScrapeGpus();
     std::erase_if(samples_, [&](const auto& s) { return !seen.count(s.first); });
-    for (const auto& [key, error] : failed_) {
+    for (const auto& [key, error] : failed) {
       ContainerReport c;
       std::tie(c.job, c.replica, c.placement) = key;
       c.state = "failed";
@@ -470,7 +516,7 @@ class Agent {
       Log("reporting failed (" + ErrorOf(res) + "); retrying");
       return false;
     }
-    server_backoff_.Reset();
+    std::lock_guard<std::mutex> lock(books_mu_);
     for (const auto& [key, until] : new_cursor) log_cursor_[key] = until;
     all_logs_sent_.insert(ended.begin(), ended.end());
     return true;
@@ -478,24 +524,25 @@ class Agent {
 
   const AgentOptions& options_;
   const std::atomic<bool>& stop_;
-  DockerClient docker_;  // the main loop's; stops use their own
-  Backoff docker_backoff_, server_backoff_;
+  DockerClient docker_;  // the converging thread's; the heartbeat and stops use their own
   std::mutex mu_;
   std::condition_variable changed_;
-  AssignmentSet set_;            // under mu_
-  uint64_t acted_version_ = 0;   // under mu_
-  std::set<std::string> stopping_;  // container ids, under mu_
+  AssignmentSet set_;                        // under mu_
+  uint64_t acted_version_ = 0;               // under mu_
+  std::set<std::string> stopping_;           // container ids, under mu_
   httplib::Client* watch_client_ = nullptr;  // under mu_: stopped to end the watch at once
-  // The main loop's own.
+  // The books both the converging thread and the heartbeat keep, under books_mu_.
+  std::mutex books_mu_;
   std::map<RunKey, std::string> failed_;  // could not be started: why
   std::map<RunKey, std::map<std::string, double>> phases_;
   std::map<RunKey, std::string> log_cursor_;  // the last log line's timestamp sent
-  std::set<RunKey> all_logs_sent_;  // stopped, and the server has every line
-  std::vector<int> host_cpus_, host_mems_;      // online, ascending
+  std::set<RunKey> all_logs_sent_;            // stopped, and the server has every line
+  std::vector<int> host_cpus_, host_mems_;    // online, ascending
   NodeCapacity capacity_;  // what a container without a quota or limit is measured against
   // Each running container's last cgroup sample, and when it was taken.
   std::map<std::string, std::pair<Clock::time_point, CgroupSample>> samples_;
-  std::set<std::string> warned_;                // CPU lists already said not to be here
+  std::set<std::string> pinning_warned_;  // CPU lists already said not to be here
+  std::set<std::string> warned_;          // the heartbeat's problems already said
 };
 
 }  // namespace

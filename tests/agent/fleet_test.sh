@@ -6,8 +6,8 @@ source "$(dirname "$0")/../cli/lib.sh"
 source "$SRC/tests/docker/dockerd.sh"
 DK=$(mktemp -d /tmp/berth-fleet.XXXXXX)
 declare -A AGENT=()
-stop_agents() { for n in "${!AGENT[@]}"; do kill -9 "${AGENT[$n]}" 2>/dev/null || true; done; }
-trap '_dk ps -a > "$TMP/docker-ps" 2>&1; stop_agents; stop_server; stop_dockerd; cp -r "$TMP" /tmp/fleet-last 2>/dev/null; rm -rf "$TMP"' EXIT
+stop_agents() { for n in "${!AGENT[@]}"; do kill -9 "${AGENT[$n]}" 2>/dev/null; wait "${AGENT[$n]}" 2>/dev/null; done; true; }
+trap 'stop_agents; stop_server; stop_dockerd; rm -rf "$TMP"' EXIT
 start_dockerd "$DK"
 build_test_image berth-test:1
 FLEET=tests/agent/data/fleet.yaml
