@@ -28,8 +28,8 @@
 namespace berth {
 
 struct AgentOptions {
-  std::string server;  // http://HOST:PORT or https://...
-  std::string token;   // the agent's bearer token; "" for a server without tokens
+  std::string server;   // http://HOST:PORT or https://...
+  std::string token;    // the agent's bearer token; "" for a server without tokens
   std::string ca_cert;  // PEM file to trust for https; "": the system's
   std::string node;
   std::string docker_socket = "/var/run/docker.sock";

@@ -21,7 +21,8 @@ bool RunCommand(const std::string& command, std::string* out) {
   char buffer[4096];
   size_t n = 0;
   while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0)
-    if (out->size() < kMaxCommandOutput) out->append(buffer, std::min(n, kMaxCommandOutput - out->size()));
+    if (out->size() < kMaxCommandOutput)
+      out->append(buffer, std::min(n, kMaxCommandOutput - out->size()));
   return ::pclose(pipe) == 0;
 }
 
@@ -62,8 +63,7 @@ Cluster SimulatedCluster(const std::string& node_name, int gpus, const HostTopol
   }
   n.cpu_milli = static_cast<int64_t>(std::max<size_t>(1, host.cpus.size())) * 1000;
   for (int g = 0; g < gpus; ++g) {
-    if (g % 2 == 0)
-      n.switches.push_back({static_cast<int>(n.switches.size() % n.sockets.size())});
+    if (g % 2 == 0) n.switches.push_back({static_cast<int>(n.switches.size() % n.sockets.size())});
     Gpu gpu;
     gpu.model = "simulated";
     gpu.pcie_switch = static_cast<int>(n.switches.size()) - 1;

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -63,8 +63,9 @@ void AddAgentCommands(CLI::App& app) {
   agent->add_option("--node", a->node, "This node's name in the server's cluster")->required();
   agent->add_option("--token", a->token, "The agent's token (default: $BERTH_TOKEN)");
   agent->add_option("--cacert", a->ca_cert, "PEM CA to trust for https (default: $BERTH_CACERT)");
-  agent->add_option("--declare", a->declare,
-                    "Cluster file declaring this node's GPUs, simulated (hosts without GPUs)")
+  agent
+      ->add_option("--declare", a->declare,
+                   "Cluster file declaring this node's GPUs, simulated (hosts without GPUs)")
       ->check(NonEmptyPath());
   agent->add_option("--docker-socket", a->docker_socket, "The Docker engine's socket")
       ->capture_default_str();
@@ -140,8 +141,8 @@ void AddAgentCommands(CLI::App& app) {
     }
     const bool simulated = !found;
     const std::string socket = u->docker_socket;
-    options.companion = [node, uuids, simulated, gpus_are, socket](
-                            const std::string& url, const std::atomic<bool>& stop) {
+    options.companion = [node, uuids, simulated, gpus_are, socket](const std::string& url,
+                                                                   const std::atomic<bool>& stop) {
       std::cout << "berth up: node " << node << " with " << gpus_are << "\n"
                 << "berth up: API at " << url << "; next, in another terminal:\n"
                 << "  berth run --gpus 2 IMAGE CMD...   (an image docker has, e.g. busybox)\n"

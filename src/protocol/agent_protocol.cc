@@ -255,8 +255,7 @@ AgentReport ParseReport(const Json& j) {
         throw ProtocolError(c.Field("phases") + ": expected at most 8 named durations");
       for (const auto& [name, seconds] : phases->items()) {
         if (!seconds.is_number() || name.size() > 20)
-          throw ProtocolError(c.Field("phases") + "." + name.substr(0, 20) +
-                              ": expected seconds");
+          throw ProtocolError(c.Field("phases") + "." + name.substr(0, 20) + ": expected seconds");
         x.phases[name] = seconds.get<double>();
       }
     }

@@ -59,8 +59,8 @@ struct Assignment {
   std::vector<std::string> env;  // "KEY=VALUE"
   std::vector<Mounted> mounts;
   int64_t shm_bytes = 0, memory_bytes = 0, nano_cpus = 0;
-  std::vector<int> gpus;                // indices on the node
-  std::vector<std::string> gpu_uuids;   // the same GPUs by UUID (from registration)
+  std::vector<int> gpus;                 // indices on the node
+  std::vector<std::string> gpu_uuids;    // the same GPUs by UUID (from registration)
   std::string cpuset_cpus, cpuset_mems;  // the GPUs' NUMA-local CPUs and memory
   int grace_s = 30;
   std::string log_since;  // the last log timestamp the server holds of this replica

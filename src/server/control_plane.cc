@@ -121,8 +121,7 @@ void ControlPlane::Touch(Job& job) {
     stopping_.insert(id);
   else
     stopping_.erase(id);
-  const std::set<int> now_on =
-      Desired(job) ? NodesOf(job.stored.placements) : std::set<int>();
+  const std::set<int> now_on = Desired(job) ? NodesOf(job.stored.placements) : std::set<int>();
   std::string token;
   if (!job.stored.placements.empty()) {
     const nlohmann::json placements = nlohmann::json::parse(job.stored.placements, nullptr, false);
@@ -665,8 +664,8 @@ void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<Sto
     switch (d.kind) {
       case Decision::Kind::kStart:
         // The token names this placement's containers: microseconds are unique per job.
-        job.stored.placements = PlacementsJson(
-            *record, "p" + std::to_string(static_cast<int64_t>(now_() * 1e6)));
+        job.stored.placements =
+            PlacementsJson(*record, "p" + std::to_string(static_cast<int64_t>(now_() * 1e6)));
         Record(job, "scheduled", "placed on " + gpus, writes);
         break;
       case Decision::Kind::kGrow:
@@ -715,10 +714,8 @@ std::string ControlPlane::PlacementsJson(const JobRecord& record, const std::str
                         {"migStart", r.mig_start}});
     for (int g : r.gpus) ids.push_back(node.name + "/" + std::to_string(g));
   }
-  return nlohmann::json{{"borrowed", record.borrowed},
-                        {"gpuIds", ids},
-                        {"placement", token},
-                        {"replicas", replicas}}
+  return nlohmann::json{
+      {"borrowed", record.borrowed}, {"gpuIds", ids}, {"placement", token}, {"replicas", replicas}}
       .dump();
 }
 
@@ -753,9 +750,9 @@ std::optional<std::vector<ReplicaPlacement>> ControlPlane::ParsePlacements(
 
 namespace berth {
 const std::vector<std::string>& ControlPlane::JobStates() {
-  static const std::vector<std::string> states = {
-      "pending", "scheduled", "starting", "running", "preempted",
-      "lost",    "stopped",   "failed",   "succeeded"};
+  static const std::vector<std::string> states = {"pending", "scheduled", "starting",
+                                                  "running", "preempted", "lost",
+                                                  "stopped", "failed",    "succeeded"};
   return states;
 }
 
@@ -877,8 +874,8 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   agent.last_seen = now;
   if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
   writes.push_back(StoreWrite::Node(
-      {node, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us},
-      "agent-registered", now,
+      {node, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us}, "agent-registered",
+      now,
       std::string(again ? "its agent registered again" : "its agent registered") + " with " +
           std::to_string(declared) + (registration.simulated ? " simulated" : "") + " GPUs"));
   const uint64_t version = agent.version;
@@ -1019,8 +1016,7 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
   if (job.stored.state == "preempted") {
     if (!acted) return;
     for (int i : here)
-      if (const auto c = mine.find({job.stored.id, i}); c != mine.end() && Live(*c->second))
-        return;
+      if (const auto c = mine.find({job.stored.id, i}); c != mine.end() && Live(*c->second)) return;
     for (int i : here) job.replicas[i].state = "exited";
     // Stopped everywhere: every replica reported ended, or on a node that is lost or has no
     // agent (nothing runs it there).
@@ -1131,9 +1127,9 @@ void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
     const std::string& name = cluster_.nodes[n].name;
     const double silent = now - agent.last_seen;
     const auto mark = [&](const std::string& event, const std::string& reason) {
-      writes->push_back(StoreWrite::Node(
-          {name, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us}, event, now,
-          reason));
+      writes->push_back(
+          StoreWrite::Node({name, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us},
+                           event, now, reason));
     };
     if (silent < unhealthy_after_s_) {
       if (!agent.unhealthy && !agent.lost) continue;
@@ -1160,8 +1156,8 @@ void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
                        " s: its jobs are placed again elsewhere");
       const std::set<int64_t> placed = on_node_[n];
       for (int64_t id : placed)
-        Requeue(jobs_.at(id), "lost", "node " + name + " was lost (no report from its agent)",
-                now, writes);
+        Requeue(jobs_.at(id), "lost", "node " + name + " was lost (no report from its agent)", now,
+                writes);
       // Jobs stopping there count as stopped; an agent that comes back stops their containers.
       AgentReport none;
       none.applied_version = UINT64_MAX;

@@ -55,8 +55,8 @@
 #include "core/cluster.h"
 #include "core/policy.h"
 #include "core/scheduler.h"
-#include "server/access.h"
 #include "protocol/agent_protocol.h"
+#include "server/access.h"
 #include "server/metrics.h"
 #include "store/log_store.h"
 #include "store/state_store.h"
@@ -208,9 +208,9 @@ class ControlPlane {
     int engine_id = -1;  // while the engine knows it
     bool borrowed = false;
     // Agents (memory only; agents' reports fill it again after a restart).
-    std::string placement;                 // the placement's token, while placed
-    std::set<int> nodes;                   // nodes whose agents were last handed it
-    std::map<int, uint64_t> node_version;  // node -> its assignments' version at that change
+    std::string placement;                    // the placement's token, while placed
+    std::set<int> nodes;                      // nodes whose agents were last handed it
+    std::map<int, uint64_t> node_version;     // node -> its assignments' version at that change
     std::map<int, ContainerReport> replicas;  // replica -> its last report
     int start_failures = 0;                   // agents could not start it, in a row
     // Its latest placement, kept after it ends: the last lines of its stopping containers
@@ -326,9 +326,9 @@ class ControlPlane {
   // Agents, under mu_.
   const double unhealthy_after_s_, lost_after_s_;
   LogStore* logs_;
-  std::vector<AgentNode> agents_;             // by node
-  std::vector<std::set<int64_t>> on_node_;    // by node: the jobs its agent is handed
-  std::set<int64_t> stopping_;                // preempted, waiting for agents to stop them
+  std::vector<AgentNode> agents_;           // by node
+  std::vector<std::set<int64_t>> on_node_;  // by node: the jobs its agent is handed
+  std::set<int64_t> stopping_;              // preempted, waiting for agents to stop them
   mutable std::condition_variable assignments_changed_;
 };
 

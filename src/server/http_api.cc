@@ -119,8 +119,8 @@ JobFilter ListFilter(const httplib::Request& req) {
           std::string known;
           for (const std::string& s : ControlPlane::JobStates())
             known += (known.empty() ? "" : ", ") + s;
-          throw ApiError(400, "state: unknown state \"" + state.substr(0, 40) + "\"; known: " +
-                                  known + " (several: comma-separated)");
+          throw ApiError(400, "state: unknown state \"" + state.substr(0, 40) +
+                                  "\"; known: " + known + " (several: comma-separated)");
         }
         filter.states.insert(state);
         start = end + 1;
@@ -180,8 +180,7 @@ httplib::Server::Handler Route(ApiContext& api, Handle handle, bool for_agents =
   return [&api, handle, for_agents](const httplib::Request& req, httplib::Response& res) {
     Handling(api, req);
     Answer(res, [&] {
-      handle(req, res,
-             for_agents ? AgentCaller(api.access, req) : UserCaller(api.access, req));
+      handle(req, res, for_agents ? AgentCaller(api.access, req) : UserCaller(api.access, req));
     });
   };
 }
@@ -540,8 +539,8 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
           else if (key == "follow")
             follow = IntParam("follow", value, 0, 1) == 1;
           else
-            throw ApiError(400, "unknown parameter \"" + key.substr(0, 40) +
-                                    "\"; known: offset, follow");
+            throw ApiError(
+                400, "unknown parameter \"" + key.substr(0, 40) + "\"; known: offset, follow");
         }
         const int64_t id = VisibleJob(plane, caller, JobId(req)).id;
         if (follow) {
@@ -565,33 +564,33 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                     Reply(res, 200, {{"version", version}});
                   },
                   true));
-  server.Get(
-      R"(/v1/agents/([^/]+)/assignments)",
-      Route(
-          api,
-          [&](const httplib::Request& req, httplib::Response& res, const Caller&) {
-            uint64_t since = 0;
-            double wait = 0;
-            for (const auto& [key, value] : req.params) {
-              if (key == "since")
-                since = static_cast<uint64_t>(IntParam("since", value, 0, INT64_MAX));
-              else if (key == "wait")
-                wait = static_cast<double>(IntParam("wait", value, 0, kMaxAssignmentWaitS));
-              else
-                throw ApiError(400, "unknown parameter \"" + key.substr(0, 40) +
-                                        "\"; known: since, wait");
-            }
-            // One waiting watch a node (its agent's); more would hold workers the others need.
-            if (++api.assignment_watches > api.max_assignment_watches) wait = 0;
-            try {
-              Reply(res, 200, ToJson(plane.Assignments(req.matches[1], since, wait)));
-            } catch (...) {
-              --api.assignment_watches;
-              throw;
-            }
-            --api.assignment_watches;
-          },
-          true));
+  server.Get(R"(/v1/agents/([^/]+)/assignments)",
+             Route(
+                 api,
+                 [&](const httplib::Request& req, httplib::Response& res, const Caller&) {
+                   uint64_t since = 0;
+                   double wait = 0;
+                   for (const auto& [key, value] : req.params) {
+                     if (key == "since")
+                       since = static_cast<uint64_t>(IntParam("since", value, 0, INT64_MAX));
+                     else if (key == "wait")
+                       wait = static_cast<double>(IntParam("wait", value, 0, kMaxAssignmentWaitS));
+                     else
+                       throw ApiError(400, "unknown parameter \"" + key.substr(0, 40) +
+                                               "\"; known: since, wait");
+                   }
+                   // One waiting watch a node (its agent's); more would hold workers the others
+                   // need.
+                   if (++api.assignment_watches > api.max_assignment_watches) wait = 0;
+                   try {
+                     Reply(res, 200, ToJson(plane.Assignments(req.matches[1], since, wait)));
+                   } catch (...) {
+                     --api.assignment_watches;
+                     throw;
+                   }
+                   --api.assignment_watches;
+                 },
+                 true));
   server.Post(R"(/v1/agents/([^/]+)/report)",
               BodyRoute(
                   api,
@@ -816,11 +815,10 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
     if (c.cpu_percent >= 0) out.Set("berth_container_cpu_quota_percent", labels, c.cpu_percent);
     if (c.memory_percent >= 0)
       out.Set("berth_container_memory_limit_percent", labels, c.memory_percent);
-    for (const auto& [resource, grade] : {std::pair{"cpu", c.cpu_grade},
-                                          {"memory", c.memory_grade}, {"io", c.io_grade}}) {
+    for (const auto& [resource, grade] :
+         {std::pair{"cpu", c.cpu_grade}, {"memory", c.memory_grade}, {"io", c.io_grade}}) {
       const int level = grade == "low" ? 1 : grade == "medium" ? 2 : grade == "high" ? 3 : 0;
-      if (level > 0)
-        out.Set("berth_container_contention", {labels[0], labels[1], resource}, level);
+      if (level > 0) out.Set("berth_container_contention", {labels[0], labels[1], resource}, level);
     }
   }
   return out.Expose() + requests.Expose();

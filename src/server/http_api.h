@@ -31,8 +31,8 @@ struct ApiContext {
   RequestDeadline* deadline = nullptr;  // told when each request is handled and answered
   std::atomic<int> watches{0};          // event watches and log follows in progress
   std::atomic<int> assignment_watches{0};
-  int max_assignment_watches = 0;       // one a node; the server has a worker for each
-  MetricsRegistry requests;             // the API's request durations, for GET /metrics
+  int max_assignment_watches = 0;  // one a node; the server has a worker for each
+  MetricsRegistry requests;        // the API's request durations, for GET /metrics
 };
 
 // Every route of docs/api.md, GET /metrics (Prometheus' text format: the control plane's state

@@ -62,10 +62,9 @@ void LogStore::Append(int64_t job, int replica, const std::string& placement,
   }
   cursor = until;
   std::ostringstream cursors;
-  for (auto it = cursors_.lower_bound({job, 0, ""}); it != cursors_.end() && std::get<0>(it->first) == job;
-       ++it)
-    cursors << std::get<1>(it->first) << ' ' << std::get<2>(it->first) << ' ' << it->second
-            << '\n';
+  for (auto it = cursors_.lower_bound({job, 0, ""});
+       it != cursors_.end() && std::get<0>(it->first) == job; ++it)
+    cursors << std::get<1>(it->first) << ' ' << std::get<2>(it->first) << ' ' << it->second << '\n';
   const std::string tmp = CursorPath(job) + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);

@@ -6,7 +6,14 @@ source "$(dirname "$0")/../cli/lib.sh"
 source "$SRC/tests/docker/dockerd.sh"
 DK=$(mktemp -d /tmp/berth-fleet.XXXXXX)
 declare -A AGENT=()
-stop_agents() { for n in "${!AGENT[@]}"; do kill -9 "${AGENT[$n]}" 2>/dev/null; wait "${AGENT[$n]}" 2>/dev/null; done; true; }
+# (Under set -e, which the exit trap runs with too, every step must succeed.)
+stop_agents() {
+  local p
+  for p in "${AGENT[@]}"; do
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+}
 trap 'stop_agents; stop_server; stop_dockerd; rm -rf "$TMP"' EXIT
 start_dockerd "$DK"
 build_test_image berth-test:1

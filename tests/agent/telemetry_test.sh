@@ -5,7 +5,7 @@ source "$(dirname "$0")/../cli/lib.sh"
 source "$SRC/tests/docker/dockerd.sh"
 DK=$(mktemp -d /tmp/berth-tel.XXXXXX)
 AGENT= HTTPD=
-trap 'kill -9 $AGENT $HTTPD 2>/dev/null; wait $AGENT $HTTPD 2>/dev/null; stop_server; stop_dockerd; rm -rf "$TMP"' EXIT
+trap 'kill -9 $AGENT $HTTPD 2>/dev/null || true; wait $AGENT $HTTPD 2>/dev/null || true; stop_server; stop_dockerd; rm -rf "$TMP"' EXIT
 start_dockerd "$DK"
 build_test_image berth-test:1
 
