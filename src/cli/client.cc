@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -331,6 +332,34 @@ void PrintEvent(const Json& e, bool json) {
             << "  " << Text(e["reason"]) << std::endl;
 }
 
+// A streamed GET: each chunk of a 200 answer goes to `on_data`; a 4xx ends the process with the
+// server's message (exit 2). Returns what the connection gave (an error when it dropped) and
+// the status (0 when none came).
+std::pair<httplib::Result, int> StreamGet(httplib::Client& client, const std::string& path,
+                                          const std::function<void(const char*, size_t)>& on_data) {
+  int status = 0;
+  std::string refusal;
+  httplib::Result res = client.Get(
+      path, httplib::Headers(),
+      [&](const httplib::Response& r) {
+        status = r.status;
+        return true;
+      },
+      [&](const char* data, size_t size) {
+        if (status == 200)
+          on_data(data, size);
+        else
+          refusal.append(data, std::min(size, size_t{4096}));
+        return true;
+      });
+  if (status >= 400 && status < 500) {
+    const Json body = Json::parse(refusal, nullptr, false);
+    Exit(2, body.is_object() && body.contains("error") ? body["error"].get<std::string>()
+                                                       : "HTTP " + std::to_string(status));
+  }
+  return {std::move(res), status};
+}
+
 // The log from `since`; with -f, a watch that follows it, resumed from the last event seen
 // when the connection drops (the server restarted), with a growing, jittered pause between
 // tries so that many followers do not come back at once.
@@ -349,37 +378,22 @@ void Events(const EventsArgs& a) {
   for (;;) {
     const std::unique_ptr<httplib::Client> client = ConnectToServer(server);
     client->set_read_timeout(3 * kWatchHeartbeatS);  // the server writes at least this often
-    std::string partial, refusal;
-    int status = 0;
-    const httplib::Result res = client->Get(
-        "/v1/events?watch=1&since=" + std::to_string(last), httplib::Headers(),
-        [&](const httplib::Response& r) {
-          status = r.status;
-          return true;
-        },
-        [&](const char* data, size_t size) {
-          if (status != 200) {
-            refusal.append(data, std::min(size, size_t{4096}));
-            return true;
-          }
-          partial.append(data, size);
-          for (size_t end; (end = partial.find('\n')) != std::string::npos;) {
-            const std::string line = partial.substr(0, end);
-            partial.erase(0, end + 1);
-            if (line.empty()) continue;  // the server's heartbeat
-            const Json event = Json::parse(line, nullptr, false);
-            if (!event.is_object()) continue;
-            PrintEvent(event, json);
-            last = event["seq"].get<int64_t>();
-            pause_s = 0.1;
-          }
-          return true;
-        });
-    if (status >= 400 && status < 500) {
-      const Json body = Json::parse(refusal, nullptr, false);
-      Exit(2, body.is_object() && body.contains("error") ? body["error"].get<std::string>()
-                                                         : "HTTP " + std::to_string(status));
-    }
+    std::string partial;
+    const auto [res, status] =
+        StreamGet(*client, "/v1/events?watch=1&since=" + std::to_string(last),
+                  [&](const char* data, size_t size) {
+                    partial.append(data, size);
+                    for (size_t end; (end = partial.find('\n')) != std::string::npos;) {
+                      const std::string line = partial.substr(0, end);
+                      partial.erase(0, end + 1);
+                      if (line.empty()) continue;  // the server's heartbeat
+                      const Json event = Json::parse(line, nullptr, false);
+                      if (!event.is_object()) continue;
+                      PrintEvent(event, json);
+                      last = event["seq"].get<int64_t>();
+                      pause_s = 0.1;
+                    }
+                  });
     if (!res && status == 0 && pause_s >= 5)
       std::cerr << "berth: no server at " << server.text << " (" << httplib::to_string(res.error())
                 << "); trying again\n";
@@ -403,30 +417,14 @@ Json FollowLogs(const std::string& job) {
     // The server writes only when there is output: a long silence is a quiet job, or a server
     // gone without a word, and asking again from the same byte costs nothing.
     client->set_read_timeout(60);
-    int status = 0;
-    std::string refusal;
-    client->Get(
-        path + "/logs?follow=1&offset=" + std::to_string(offset), httplib::Headers(),
-        [&](const httplib::Response& r) {
-          status = r.status;
-          return true;
-        },
-        [&](const char* data, size_t size) {
-          if (status != 200) {
-            refusal.append(data, std::min(size, size_t{4096}));
-            return true;
-          }
-          std::cout.write(data, static_cast<std::streamsize>(size));
-          std::cout.flush();
-          offset += static_cast<int64_t>(size);
-          pause_s = 0.1;
-          return true;
-        });
-    if (status >= 400 && status < 500) {
-      const Json body = Json::parse(refusal, nullptr, false);
-      Exit(2, body.is_object() && body.contains("error") ? body["error"].get<std::string>()
-                                                         : "HTTP " + std::to_string(status));
-    }
+    const int status = StreamGet(*client, path + "/logs?follow=1&offset=" + std::to_string(offset),
+                                 [&](const char* data, size_t size) {
+                                   std::cout.write(data, static_cast<std::streamsize>(size));
+                                   std::cout.flush();
+                                   offset += static_cast<int64_t>(size);
+                                   pause_s = 0.1;
+                                 })
+                           .second;
     if (status == 200) {
       const Json state = CallServer("GET", path);
       // The stream ends once the job has; what came after the last chunk is read again.
