@@ -94,8 +94,12 @@ class Agent {
     Backoff docker_backoff;
     while (!stop_) {
       try {
-        Reconcile();
+        const bool done = Reconcile();
         docker_backoff.Reset();
+        if (!done) {  // waiting for an earlier run to stop: look again in a heartbeat
+          Sleep(options_.heartbeat_s);
+          continue;
+        }
       } catch (const DockerError& e) {
         Log(e.what());
         Sleep(docker_backoff.Next());
@@ -232,14 +236,15 @@ class Agent {
     }
   }
 
-  // Makes the node's containers what the newest assignments say.
-  void Reconcile() {
+  // Makes the node's containers what the newest assignments say. False when a replica must
+  // wait for an earlier run of its job to stop: the version is then not acted on yet.
+  bool Reconcile() {
     AssignmentSet set;
     {
       std::lock_guard<std::mutex> lock(mu_);
       // Before the first answer nothing is known to be unwanted: a restarted agent must not
       // stop the containers it is about to adopt.
-      if (set_.version == 0) return;
+      if (set_.version == 0) return true;
       set = set_;
     }
     std::map<RunKey, ContainerInfo> found;
@@ -248,6 +253,7 @@ class Agent {
       if (KeyOf(c, &key)) found[key] = std::move(c);
     }
     std::set<RunKey> wanted;
+    bool done = true;
     for (const Assignment& a : set.assignments) {
       const RunKey key{a.job, a.replica, a.placement};
       wanted.insert(key);
@@ -257,7 +263,16 @@ class Agent {
         if (failed_.count(key)) continue;  // reported; the server re-places it
       }
       const auto it = found.find(key);
-      if (it == found.end())
+      // An earlier run of the same job still stopping here (the node was lost and came back)
+      // holds the same GPUs: the new one starts once it has stopped, so the job never runs
+      // twice on this node.
+      const bool earlier_run = std::any_of(found.begin(), found.end(), [&](const auto& f) {
+        return std::get<0>(f.first) == a.job && std::get<2>(f.first) != a.placement &&
+               f.second.running;
+      });
+      if (it == found.end() && earlier_run)
+        done = false;
+      else if (it == found.end())
         Start(a, key);
       else if (it->second.status == "created")
         docker_.Start(it->second.id);  // created before a restart, never started
@@ -284,8 +299,10 @@ class Agent {
       std::erase_if(log_cursor_, [&](const auto& l) { return gone(l.first); });
       std::erase_if(all_logs_sent_, gone);
     }
+    if (!done) return false;
     std::lock_guard<std::mutex> lock(mu_);
     acted_version_ = set.version;
+    return true;
   }
 
   void Start(const Assignment& a, const RunKey& key) {
@@ -451,6 +468,9 @@ class Agent {
     std::map<RunKey, std::string> new_cursor;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      // Not before the first assignments: they carry where the server's copy of each log
+      // ends, and reading an adopted container from its start would store its lines twice.
+      if (set_.version == 0) return true;
       report.applied_version = acted_version_;
     }
     // The books as they are now; what changes meanwhile goes with the next report.
@@ -479,13 +499,17 @@ class Agent {
       // A container of a run not assigned here (an adopted leftover) is read from its start;
       // the server drops what it already holds.
       const std::string cursor = cursors.try_emplace(key, "").first->second;
+      bool drained = false;  // a read after its last line found nothing more
       if (log_budget > 0) {
-        const size_t budget = log_budget;
-        const std::vector<LogLine> lines = docker.Logs(listed.id, cursor, budget);
-        size_t bytes = 0;
-        for (const LogLine& line : lines) bytes += line.text.size();
-        // Under the budget, the lines are all there are.
-        if (!listed.running && listed.status != "created" && bytes < budget) ended.insert(key);
+        std::vector<LogLine> lines;
+        try {
+          lines = docker.Logs(listed.id, cursor, log_budget);
+        } catch (const DockerError& e) {
+          if (e.status == 0) throw;  // the engine is gone: no report
+          // Being removed, or gone since the listing: the others are still reported.
+        }
+        // (A read that filled the budget may have left lines behind.)
+        drained = lines.empty();
         if (!lines.empty()) {
           LogChunk chunk{c.job, c.replica, c.placement, lines.back().timestamp, ""};
           for (const LogLine& line : lines) chunk.text += line.text;
@@ -494,6 +518,11 @@ class Agent {
           report.logs.push_back(std::move(chunk));
         }
       }
+      // A stopped container has sent everything once drained; until then it is reported
+      // running: the server ends a job only once its whole output is in, so that `berth run`
+      // and `berth logs` after the end miss nothing.
+      if (c.state == "exited" && drained) ended.insert(key);
+      if (c.state == "exited" && !drained) c.state = "running";
       report.containers.push_back(std::move(c));
     }
     report.gpus = ScrapeGpus();

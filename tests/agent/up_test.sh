@@ -52,5 +52,12 @@ sleep 1
 [ "$(_dk ps -q --filter "label=berth.job=$long")" = "$container" ] || fail "job $long's container was replaced"
 [ "$("$BERTH" ps -a -q | wc -l)" -eq 2 ] || fail "two jobs expected after restart: $("$BERTH" ps -a)"
 "$BERTH" stop "$long" > /dev/null
-"$BERTH" logs "$long" | grep -qx begun || fail "the stopped job's logs: $("$BERTH" logs "$long")"
+[ "$("$BERTH" logs "$long" | grep -cx begun)" -eq 1 ] ||
+  fail "the line written before the restart should be kept once: $("$BERTH" logs "$long")"
+
+# Output past one report's 512 KiB, from a job that exits at once: every line arrives.
+out=$("$BERTH" run --gpus 1 berth-test:1 sh -c \
+  'i=0; while [ $i -lt 20000 ]; do echo "line $i ......................................................................"; i=$((i+1)); done; echo END')
+[ "$(wc -l <<<"$out")" -eq 20001 ] && [ "$(tail -1 <<<"$out")" = END ] ||
+  fail "a job's 1.6 MB of output should all arrive: $(wc -lc <<<"$out"), last: $(tail -1 <<<"$out")"
 echo "up: ok"
