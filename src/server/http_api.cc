@@ -770,10 +770,11 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
                    {"node"});
   for (const auto& [node, age] : m.heartbeat_ages)
     out.Set("berth_agent_heartbeat_age_seconds", {node}, age);
-  out.DeclareHistogram("berth_container_start_phase_seconds",
-                       "Time each phase of a container's start took on its node (pull, create, "
-                       "start, first-log), by phase.",
-                       {"phase"}, ControlPlane::StartPhaseBuckets());
+  out.DeclareHistogram(
+      "berth_container_start_phase_seconds",
+      "Time each phase of a container's start took on its node (pull when the image was "
+      "missing, create, start), by phase.",
+      {"phase"}, ControlPlane::StartPhaseBuckets());
   for (const auto& [phase, histogram] : m.start_phases)
     out.SetHistogram("berth_container_start_phase_seconds", {phase}, histogram);
 
