@@ -1,5 +1,5 @@
-// The docker-like verbs that talk to a berth server: run, ps, inspect, stop, rm, queues [apply],
-// policy apply, nodes, node, events.
+// The docker-like verbs that talk to a berth server: run, ps, inspect, stop, rm, queues [apply|show],
+// policy apply|show, nodes, node, events.
 // The server is $BERTH_ADDR (HOST:PORT, default 127.0.0.1:7480). A refusal by the server (4xx)
 // exits 2 with its message; no server, or a server error, exits 1.
 #include <httplib.h>
@@ -473,6 +473,19 @@ void AddApplyCommand(CLI::App& parent, const std::string& what, const std::strin
   });
 }
 
+// `berth policy show`, `berth queues show`: the file in force (GET /v1/policy, /v1/queues), as
+// `apply` takes it back, under a comment saying where it came from.
+void AddShowCommand(CLI::App& parent, const std::string& what) {
+  auto* show = parent.add_subcommand(
+      "show", "Print the " + what + " in force as a file that `" + what + " apply` takes");
+  show->callback([what] {
+    const Json answer = CallServer("GET", "/v1/" + what);
+    std::cout << "# The " << what << " in force on " << ServerAddressFromEnv().text << " ("
+              << Text(answer["from"]) << ").\n"
+              << Text(answer["yaml"]);
+  });
+}
+
 }  // namespace
 
 void AddClientCommands(CLI::App& app) {
@@ -583,8 +596,9 @@ void AddClientCommands(CLI::App& app) {
   auto* queues = app.add_subcommand("queues", "Queues: guarantee, fair share and usage");
   queues->require_subcommand(0, 1);
   AddApplyCommand(*queues, "queues", "Replace the queues with a VC file's (admins)");
+  AddShowCommand(*queues, "queues");
   queues->callback([queues] {
-    if (queues->got_subcommand("apply")) return;
+    if (queues->got_subcommand("apply") || queues->got_subcommand("show")) return;
     std::vector<std::vector<std::string>> rows = {
         {"QUEUE", "WEIGHT", "GUARANTEE", "FAIR SHARE", "USAGE", "BORROWED", "PENDING", "RUNNING"}};
     const Json answer = CallServer("GET", "/v1/queues");
@@ -598,6 +612,7 @@ void AddClientCommands(CLI::App& app) {
   auto* policy = app.add_subcommand("policy", "The server's scheduling policy");
   policy->require_subcommand(1);
   AddApplyCommand(*policy, "policy", "Replace the policy with a policy file's, jobs kept (admins)");
+  AddShowCommand(*policy, "policy");
 
   auto* nodes = app.add_subcommand("nodes", "Nodes, their free GPUs and their agents");
   auto nodes_format = std::make_shared<std::string>("table");

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/policy_argument.h"
 #include "config/config_error.h"
+#include "config/file_text.h"
 #include "config/mount_path.h"
 #include "config/tokens_file.h"
 #include "server/server.h"
@@ -33,7 +34,10 @@ int RunServerCommand(const ServerArgs& a) {
   options.state_dir = a.state.empty() ? DefaultStateDir() : a.state;
   options.config.cluster = LoadClusterArgument(a.cluster);
   options.config.policy = LoadPolicyArgument(a.policy);
+  Policy builtin;
+  if (!BuiltinPolicy(a.policy, &builtin)) options.config.policy_yaml = ReadFileText(a.policy);
   options.config.queues = LoadVcQueues(a.vcs);
+  if (!a.vcs.empty()) options.config.queues_yaml = ReadFileText(a.vcs);
   for (const std::string& prefix : a.allow_mounts) {
     std::string problem;
     const std::string normal = NormalMountPath(prefix, &problem);

@@ -66,15 +66,31 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
       on_node_(cluster_.nodes.size()) {
   const uint64_t first = FirstVersion();
   for (AgentNode& a : agents_) a.version = first;
-  Rules rules{std::move(config.queues), std::move(config.policy)};
+  Rules rules{std::move(config.queues), std::move(config.policy), {}};
+  RulesText& text = rules.text;
+  text.policy_from = config.policy_yaml.empty() ? "built in" : "the --policy file";
+  text.policy_yaml = config.policy_yaml.empty()
+                         ? "# The built-in policy \"" + rules.policy.name +
+                               "\": a file of just its base.\nname: " + rules.policy.name +
+                               "\nbase: " + rules.policy.name + "\n"
+                         : std::move(config.policy_yaml);
+  text.queues_from = config.queues_yaml.empty() ? "none given" : "the --vcs file";
+  text.queues_yaml = config.queues_yaml.empty()
+                         ? "# No queues file: only the queue \"default\" (no guarantee).\n"
+                           "virtualClusters: {}\n"
+                         : std::move(config.queues_yaml);
   std::string policy_from = " from the command line", queues_from = "queues from the command line";
   for (const StoredSetting& setting : store_->LoadSettings()) {
     try {
       if (setting.key == "policy") {
         rules.policy = ParsePolicyYaml(setting.value, "the state's policy");
+        text.policy_yaml = setting.value;
+        text.policy_from = "applied through the API";
         policy_from = " applied through the API (kept in the state; --policy not used)";
       } else if (setting.key == "queues") {
         rules.queues = VcQueues(ParseVcYaml(setting.value, "the state's queues"));
+        text.queues_yaml = setting.value;
+        text.queues_from = "applied through the API";
         queues_from = "queues applied through the API (kept in the state; --vcs not used)";
       }
     } catch (const ConfigError& e) {
@@ -392,8 +408,13 @@ std::string ControlPlane::ApplyPolicy(const std::string& yaml, const std::string
     throw ApiError(400, e.what());
   }
   const std::string label = "policy \"" + policy.name + "\"";
-  return Reload([&](Rules& rules) { rules.policy = std::move(policy); }, "policy", label,
-                {"policy", yaml}, by);
+  return Reload(
+      [&](Rules& rules) {
+        rules.policy = std::move(policy);
+        rules.text.policy_yaml = yaml;
+        rules.text.policy_from = "applied through the API";
+      },
+      "policy", label, {"policy", yaml}, by);
 }
 
 std::string ControlPlane::ApplyQueues(const std::string& yaml, const std::string& by) {
@@ -405,8 +426,20 @@ std::string ControlPlane::ApplyQueues(const std::string& yaml, const std::string
   }
   std::vector<std::string> names;
   for (const QueueSpec& q : WithDefaultQueue(queues)) names.push_back(q.name);
-  return Reload([&](Rules& rules) { rules.queues = std::move(queues); }, "queues",
-                "queues " + Listed(names), {"queues", yaml}, by);
+  return Reload(
+      [&](Rules& rules) {
+        rules.queues = std::move(queues);
+        rules.text.queues_yaml = yaml;
+        rules.text.queues_from = "applied through the API";
+      },
+      "queues", "queues " + Listed(names), {"queues", yaml}, by);
+}
+
+RulesText ControlPlane::InForce() const {
+  const std::shared_ptr<const Rules> rules = CurrentRules();
+  RulesText text = rules->text;
+  text.policy_name = rules->policy.name;
+  return text;
 }
 
 JobSpec ControlPlane::CheckedSpec(const std::string& body, const Caller& caller,

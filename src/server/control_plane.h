@@ -76,11 +76,22 @@ struct JobFilter {
   size_t limit = 1000;
 };
 
+// The policy and queues in force as text: each a file of its format (a built-in policy as a
+// file of just its base), and where it came from.
+struct RulesText {
+  std::string policy_name;  // set by InForce
+  std::string policy_yaml, policy_from;
+  std::string queues_yaml, queues_from;
+};
+
 struct ControlPlaneConfig {
   Cluster cluster;
   // The server's flags; a policy or queues applied through the API and kept in the state win.
   std::vector<QueueSpec> queues;  // a queue "default" is added when missing
   Policy policy;
+  // The text of the files they came from, which GET /v1/policy and /v1/queues give back: ""
+  // for a built-in policy, and for no --vcs.
+  std::string policy_yaml, queues_yaml;
   // Host directories a job's volumes may mount from (berth server --allow-mount), lexically
   // normal (config/mount_path.h); none: no volume is accepted.
   std::vector<std::string> allowed_mounts;
@@ -131,6 +142,9 @@ class ControlPlane {
   // kept as they are.
   std::string ApplyPolicy(const std::string& yaml, const std::string& by);
   std::string ApplyQueues(const std::string& yaml, const std::string& by);
+  // The policy and queues in force, as files that `berth policy apply` and `berth queues
+  // apply` take back unchanged.
+  RulesText InForce() const;
   struct NodeStatus {
     int free_gpus = 0;
     bool cordoned = false;
@@ -233,6 +247,7 @@ class ControlPlane {
   struct Rules {
     std::vector<QueueSpec> queues;
     Policy policy;
+    RulesText text;
   };
   // A fresh engine over `rules` holding `stored` (Recover, Reload).
   struct Loaded {

@@ -469,7 +469,19 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                                    {"pendingGpus", q.pending_gpus},
                                    {"running", q.running},
                                    {"pending", q.pending}});
-               Reply(res, 200, {{"queues", queues}});
+               const RulesText in_force = plane.InForce();
+               Reply(res, 200,
+                     {{"queues", queues},
+                      {"from", in_force.queues_from},
+                      {"yaml", in_force.queues_yaml}});
+             }));
+  server.Get("/v1/policy",
+             Route(api, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
+               const RulesText in_force = plane.InForce();
+               Reply(res, 200,
+                     {{"name", in_force.policy_name},
+                      {"from", in_force.policy_from},
+                      {"yaml", in_force.policy_yaml}});
              }));
   server.Get("/v1/nodes",
              Route(api, [&](const httplib::Request&, httplib::Response& res, const Caller&) {

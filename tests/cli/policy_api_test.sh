@@ -4,7 +4,8 @@
 # --server (GET /v1/cells). Only admins apply; a bad file names its line and changes nothing; a
 # policy or queues that would break a job is refused; what was applied takes effect at once
 # (a priority class only the new policy has becomes usable), keeps the placed job where it is,
-# shows in the event log, and outlives a restart whose flags say otherwise.
+# shows in the event log, and outlives a restart whose flags say otherwise. berth policy show
+# and queues show (GET /v1/policy, /v1/queues) print the files in force.
 source "$(dirname "$0")/lib.sh"
 
 alice=$("$BERTH" token new)
@@ -18,6 +19,13 @@ EOT
 start_server --tokens "$TMP/tokens.yaml"
 export BERTH_TOKEN=$root
 as_alice() { BERTH_TOKEN=$alice "$BERTH" "$@"; }
+
+# Before anything is applied: the built-in policy shows as a file of its base, which applies
+# back unchanged, and there are no queues.
+"$BERTH" policy show > "$TMP/shown.yaml"
+grep -qxF 'base: berth' "$TMP/shown.yaml" || fail "policy show: $(cat "$TMP/shown.yaml")"
+head -n 1 "$TMP/shown.yaml" | grep -qF "(built in)" || fail "policy show: $(cat "$TMP/shown.yaml")"
+"$BERTH" queues show | grep -qxF 'virtualClusters: {}' || fail "queues show: $("$BERTH" queues show)"
 
 cat > "$TMP/gold.yaml" <<'EOT'
 name: gold
@@ -97,4 +105,12 @@ grep -qF 'policy "gold" applied through the API (kept in the state; --policy not
 again=$(as_alice run -d -f "$TMP/gold-job.yaml")
 [ "$("$BERTH" inspect "$again" | jq -r .state)" != failed ] || fail "gold refused after a restart"
 "$BERTH" queues | grep -qE '^research ' || fail "queues after a restart: $("$BERTH" queues)"
+# What is in force shows as the files applied, and a user may read them.
+as_alice policy show > "$TMP/shown.yaml"
+head -n 1 "$TMP/shown.yaml" | grep -qF "(applied through the API)" ||
+  fail "policy show after a restart: $(cat "$TMP/shown.yaml")"
+diff <(tail -n +2 "$TMP/shown.yaml") "$TMP/gold.yaml" || fail "policy show is not the file applied"
+diff <("$BERTH" queues show | tail -n +2) "$TMP/research.yaml" || fail "queues show after a restart"
+"$BERTH" policy apply "$TMP/shown.yaml" | grep -qF 'policy "gold" applied by root' ||
+  fail "what policy show printed does not apply back"
 echo "1 passed, 0 failed"

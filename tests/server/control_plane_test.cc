@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "config/cluster_file.h"
+#include "config/policy_file.h"
+#include "config/vc_file.h"
 #include "server_test_util.h"
 
 namespace berth {
@@ -435,6 +437,35 @@ TEST_F(ControlPlaneTest, TheAppliedPolicyAndQueuesSurviveARestart) {
   for (const QueueStatus& q : plane_->Queues())
     queues.push_back(q.name + " " + std::to_string(q.guarantee_gpus));
   EXPECT_EQ(queues, (std::vector<std::string>{"research 8.000000", "default 0.000000"}));
+}
+
+TEST_F(ControlPlaneTest, TheRulesInForceAreFilesThatApplyTakesBack) {
+  RulesText text = plane_->InForce();
+  EXPECT_EQ(text.policy_name, "berth");
+  EXPECT_EQ(text.policy_from, "built in");
+  EXPECT_EQ(text.queues_from, "none given");
+  // The built-in policy reads back as itself, and the empty queues file as no queue.
+  Policy builtin, shown = ParsePolicyYaml(text.policy_yaml, "shown");
+  ASSERT_TRUE(BuiltinPolicy("berth", &builtin));
+  EXPECT_EQ(shown.name, "berth");
+  EXPECT_EQ(shown.candidates, builtin.candidates);
+  EXPECT_EQ(shown.scores.size(), builtin.scores.size());
+  EXPECT_TRUE(ParseVcYaml(text.queues_yaml, "shown").empty());
+  EXPECT_NE(plane_->ApplyPolicy(text.policy_yaml, "root").find("applied"), std::string::npos);
+  EXPECT_NE(plane_->ApplyQueues(text.queues_yaml, "root").find("applied"), std::string::npos);
+
+  const std::string queues = "virtualClusters:\n  research: {guarantees: {s/node: 1}}\n";
+  plane_->ApplyPolicy(kGoldPolicy, "root");
+  plane_->ApplyQueues(queues, "root");
+  for (int restart = 0; restart < 2; ++restart) {
+    text = plane_->InForce();
+    EXPECT_EQ(text.policy_name, "gold");
+    EXPECT_EQ(text.policy_yaml, kGoldPolicy);
+    EXPECT_EQ(text.policy_from, "applied through the API");
+    EXPECT_EQ(text.queues_yaml, queues);
+    EXPECT_EQ(text.queues_from, "applied through the API");
+    Open(2);
+  }
 }
 
 TEST_F(ControlPlaneTest, AQueueWithJobsCannotBeRemoved) {
