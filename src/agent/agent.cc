@@ -423,6 +423,14 @@ class Agent {
       c->io_grade = ContentionName(g.io);
     }
     samples_[id] = {now, sample};
+    try {
+      if (const std::optional<NetBytes> net = ReadContainerNetBytes(*cgroup, options_.proc_root)) {
+        c->net_rx_bytes = static_cast<double>(net->rx_bytes);
+        c->net_tx_bytes = static_cast<double>(net->tx_bytes);
+      }
+    } catch (const ConfigError& e) {
+      if (warned_.insert("net").second) Log(e.what());
+    }
   }
 
   // The node's GPUs as the DCGM exporter sees them; none without one, or when it does not

@@ -39,6 +39,7 @@ struct AgentOptions {
   // A DCGM exporter's metrics URL (http://HOST:PORT/metrics), scraped each heartbeat; "": none.
   std::string dcgm_url;
   std::string cgroup_root = "/sys/fs/cgroup";  // where the containers' cgroups are
+  std::string proc_root = "/proc";             // where their processes' network counters are
   // Where progress and problems are written (a line each); none: standard error.
   std::function<void(const std::string&)> log;
 };

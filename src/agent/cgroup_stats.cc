@@ -224,6 +224,24 @@ NetBytes ParseNetDev(std::string_view text, const std::string& source) {
   return bytes;
 }
 
+std::optional<NetBytes> ReadContainerNetBytes(const ContainerCgroup& cgroup,
+                                              const std::string& proc_root) {
+  const std::string procs = (cgroup.version == CgroupVersion::kV1
+                                 ? cgroup.root + "/memory/" + cgroup.path
+                                 : cgroup.path) +
+                            "/cgroup.procs";
+  const std::optional<std::string> pids = ReadSmallFile(procs);
+  if (!pids) return std::nullopt;
+  const std::string_view first_line = std::string_view(*pids).substr(0, pids->find('\n'));
+  const std::vector<std::string_view> words = Words(first_line);
+  if (words.empty()) return std::nullopt;
+  const int64_t pid = Number(words[0], At(procs, 1));
+  const std::string dev = proc_root + "/" + std::to_string(pid) + "/net/dev";
+  const std::optional<std::string> text = ReadSmallFile(dev);
+  if (!text) return std::nullopt;
+  return ParseNetDev(*text, dev);
+}
+
 const char* ContentionName(Contention grade) {
   switch (grade) {
     case Contention::kLow:

@@ -62,6 +62,12 @@ struct NetBytes {
 // The bytes received and sent by every interface but lo in /proc/PID/net/dev text.
 NetBytes ParseNetDev(std::string_view text, const std::string& source);
 
+// The container's network bytes: those of the namespace of the first process its cgroup lists
+// (cgroup.procs; v1: under the memory controller), from PROC_ROOT/PID/net/dev. nullopt when
+// the cgroup lists no process (the container has exited) or the process has just gone.
+std::optional<NetBytes> ReadContainerNetBytes(const ContainerCgroup& cgroup,
+                                              const std::string& proc_root = "/proc");
+
 enum class Contention { kUnknown, kLow, kMedium, kHigh };
 
 const char* ContentionName(Contention grade);  // "unknown", "low", "medium", "high"

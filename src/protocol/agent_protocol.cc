@@ -209,7 +209,9 @@ Json ToJson(const AgentReport& r) {
                           {"ioLatencyMs", c.io_latency_ms},
                           {"cpuGrade", c.cpu_grade},
                           {"memoryGrade", c.memory_grade},
-                          {"ioGrade", c.io_grade}});
+                          {"ioGrade", c.io_grade},
+                          {"netRxBytes", c.net_rx_bytes},
+                          {"netTxBytes", c.net_tx_bytes}});
   Json logs = Json::array();
   for (const LogChunk& l : r.logs)
     logs.push_back({{"job", l.job},
@@ -265,6 +267,8 @@ AgentReport ParseReport(const Json& j) {
     x.cpu_grade = c.Grade("cpuGrade");
     x.memory_grade = c.Grade("memoryGrade");
     x.io_grade = c.Grade("ioGrade");
+    x.net_rx_bytes = c.Measure("netRxBytes", 1e19);
+    x.net_tx_bytes = c.Measure("netTxBytes", 1e19);
     out.containers.push_back(std::move(x));
   });
   r.List("gpus", kMaxRegisteredGpus, [&](const Json& e, const std::string& path) {

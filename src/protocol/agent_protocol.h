@@ -88,6 +88,9 @@ struct ContainerReport {
   // IO service time; each graded "low", "medium" or "high".
   double cpu_percent = -1, memory_percent = -1, io_latency_ms = -1;
   std::string cpu_grade = "unknown", memory_grade = "unknown", io_grade = "unknown";
+  // Bytes received and sent since the container started, on its network namespace's
+  // interfaces but lo (-1: not measured).
+  double net_rx_bytes = -1, net_tx_bytes = -1;
 };
 
 // One GPU as a DCGM exporter saw it (-1: not reported).

@@ -432,7 +432,9 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                                        {"ioLatencyMs", c.io_latency_ms},
                                        {"cpu", c.cpu_grade},
                                        {"memory", c.memory_grade},
-                                       {"io", c.io_grade}}}});
+                                       {"io", c.io_grade}}},
+                                     {"network",
+                                      {{"rxBytes", c.net_rx_bytes}, {"txBytes", c.net_tx_bytes}}}});
                body["replicas"] = replicas;
                Reply(res, 200, body);
              }));
@@ -823,8 +825,20 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
                    "(CPU under 40/40-80/over 80% of quota; memory under 60/60-90/over 90% of "
                    "limit; IO latency under 5/5-50/over 50 ms).",
                    {"job", "replica", "resource"});
+  out.DeclareCounter("berth_container_network_receive_bytes_total",
+                     "Bytes a running replica received on its network namespace's interfaces "
+                     "but lo, as its agent last read them.",
+                     {"job", "replica"});
+  out.DeclareCounter("berth_container_network_transmit_bytes_total",
+                     "Bytes a running replica sent on its network namespace's interfaces but lo.",
+                     {"job", "replica"});
   for (const auto& [job, replica, c] : m.containers) {
     const std::vector<std::string> labels = {std::to_string(job), std::to_string(replica)};
+    // `out` is made anew each scrape: adding the agent's reading to 0 exposes it.
+    if (c.net_rx_bytes >= 0)
+      out.Add("berth_container_network_receive_bytes_total", labels, c.net_rx_bytes);
+    if (c.net_tx_bytes >= 0)
+      out.Add("berth_container_network_transmit_bytes_total", labels, c.net_tx_bytes);
     if (c.cpu_percent >= 0) out.Set("berth_container_cpu_quota_percent", labels, c.cpu_percent);
     if (c.memory_percent >= 0)
       out.Set("berth_container_memory_limit_percent", labels, c.memory_percent);

@@ -85,6 +85,27 @@ TEST(CgroupStatsTest, NetDevSumsAllButLoopback) {
                         "net/dev:1: ", {"\"x\""}));
 }
 
+TEST(CgroupStatsTest, ContainerNetBytesAreThoseOfItsFirstProcess) {
+  const std::string proc = AgentData("proc");
+  // v1: the memory controller lists the processes; 4242's namespace has eth0 and ib0.
+  const std::optional<NetBytes> v1 =
+      ReadContainerNetBytes(*FindContainerCgroup(kId, AgentData("cgroup-v1")), proc);
+  ASSERT_TRUE(v1);
+  EXPECT_EQ(v1->rx_bytes, 121122402 + 1000000000);
+  EXPECT_EQ(v1->tx_bytes, 611721 + 2000000000);
+  const std::optional<NetBytes> v2 =
+      ReadContainerNetBytes(*FindContainerCgroup(kId, AgentData("cgroup-v2")), proc);
+  ASSERT_TRUE(v2);
+  EXPECT_EQ(v2->rx_bytes, 7000);
+  EXPECT_EQ(v2->tx_bytes, 3000);
+  // An exited container's cgroup lists no process: nothing measured, no error.
+  EXPECT_FALSE(ReadContainerNetBytes(*FindContainerCgroup("0123456789ab", AgentData("cgroup-v2")),
+                                     proc));
+  // A process gone between the two reads: likewise.
+  EXPECT_FALSE(ReadContainerNetBytes(*FindContainerCgroup(kId, AgentData("cgroup-v1")),
+                                     AgentData("no-such-proc")));
+}
+
 TEST(CgroupStatsTest, GradesAtTheBoundaries) {
   EXPECT_EQ(GradeCpu(-1), Contention::kUnknown);
   EXPECT_EQ(GradeCpu(39.99), Contention::kLow);

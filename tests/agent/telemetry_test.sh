@@ -56,4 +56,10 @@ for _ in $(seq 300); do graded && break; sleep 0.1; done
 graded || fail "busy containers should be graded on CPU: $(metrics | grep '^berth_container')"
 "$BERTH" inspect 1 | jq -e '.replicas[0].contention.cpuPercent > 0 and .replicas[0].contention.cpu != "unknown"' > /dev/null ||
   fail "inspect should show the contention: $("$BERTH" inspect 1)"
+# Its network counters are read from its namespace (the test engine gives containers no
+# network but lo, which is not counted: 0, where -1 would mean not found).
+"$BERTH" inspect 1 | jq -e '.replicas[0].network.rxBytes == 0 and .replicas[0].network.txBytes == 0' > /dev/null ||
+  fail "inspect should show the network bytes: $("$BERTH" inspect 1)"
+metrics | grep -q '^berth_container_network_receive_bytes_total{job="1",replica="0"} 0$' ||
+  fail "network metrics: $(metrics | grep '^berth_container_network')"
 echo "telemetry: ok"
