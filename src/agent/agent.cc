@@ -162,6 +162,7 @@ class Agent {
     registration.gpu_uuids = options_.gpu_uuids;
     registration.simulated = options_.simulated;
     registration.agent_version = "berth";
+    registration.found = options_.found;
     const std::string body = ToJson(registration).dump();
     Backoff backoff;
     while (!stop_) {

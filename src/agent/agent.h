@@ -22,8 +22,11 @@
 
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/cluster.h"
 
 namespace berth {
 
@@ -35,6 +38,7 @@ struct AgentOptions {
   std::string docker_socket = "/var/run/docker.sock";
   std::vector<std::string> gpu_uuids;  // the node's GPUs in index order
   bool simulated = false;
+  std::optional<Node> found;  // the node as GPU discovery found it; none for declared GPUs
   double heartbeat_s = 1;
   // A DCGM exporter's metrics URL (http://HOST:PORT/metrics), scraped each heartbeat; "": none.
   std::string dcgm_url;

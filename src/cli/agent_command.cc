@@ -87,6 +87,7 @@ void AddAgentCommands(CLI::App& app) {
       for (const std::string& condition : found->conditions)
         std::cerr << "berth agent " << a->node << ": " << condition << "\n";
       options.gpu_uuids = found->gpu_uuids;
+      options.found = found->node;
     } else {
       options.gpu_uuids = DeclaredUuids(a->declare, a->node);
       options.simulated = true;

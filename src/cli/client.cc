@@ -631,6 +631,10 @@ void AddClientCommands(CLI::App& app) {
                       n["agent"].get<std::string>() +
                           (n["simulated"].get<bool>() ? " (simulated GPUs)" : "")});
     PrintTable(rows);
+    // Under the table: what would otherwise pin jobs away from their GPUs unnoticed.
+    for (const Json& n : answer["nodes"])
+      for (const Json& m : n.value("topologyMismatch", Json::array()))
+        std::cout << n["name"].get<std::string>() << ": topology differs: " << Text(m) << "\n";
   });
 
   auto* node = app.add_subcommand("node", "Cordon, uncordon or drain a node (admins)");

@@ -94,6 +94,11 @@ class Reader {
     });
     return out;
   }
+  // Calls each(object, its path) when the key is there.
+  template <typename Each>
+  void Object(const char* key, Each each) const {
+    if (const Json* v = Find(key)) each(*v, Field(key));
+  }
   std::string Field(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
 
  private:
@@ -122,8 +127,67 @@ std::string NormalizedTimestamp(const std::string& ts) {
 }
 
 Json ToJson(const NodeRegistration& r) {
-  return {{"gpuUuids", r.gpu_uuids}, {"simulated", r.simulated}, {"agentVersion", r.agent_version}};
+  Json j = {{"gpuUuids", r.gpu_uuids}, {"simulated", r.simulated}, {"agentVersion", r.agent_version}};
+  if (r.found) {
+    const Node& n = *r.found;
+    Json sockets = Json::array(), switches = Json::array(), gpus = Json::array();
+    for (const Socket& s : n.sockets) sockets.push_back({{"cpus", s.cpus}, {"memoryMiB", s.memory_mib}});
+    for (const PcieSwitch& s : n.switches) switches.push_back({{"socket", s.socket}});
+    for (const Gpu& g : n.gpus)
+      gpus.push_back({{"model", g.model},
+                      {"switch", g.pcie_switch},
+                      {"nvlinkDomain", g.nvlink_domain},
+                      {"mig", g.mig_enabled}});
+    j["found"] = {{"cpuMilli", n.cpu_milli},
+                  {"memoryMiB", n.memory_mib},
+                  {"sockets", sockets},
+                  {"switches", switches},
+                  {"gpus", gpus}};
+  }
+  return j;
 }
+
+namespace {
+
+// The found node of a registration; every index it holds points inside it.
+Node ParseFoundNode(const Json& j, const std::string& path) {
+  const Reader r(j, path);
+  Node n;
+  n.cpu_milli = r.Int("cpuMilli", 0, int64_t{1} << 40);
+  n.memory_mib = r.Int("memoryMiB", 0, int64_t{1} << 40);
+  r.List("sockets", kMaxRegisteredSockets, [&](const Json& e, const std::string& at) {
+    const Reader s(e, at);
+    Socket socket;
+    socket.memory_mib = s.Int("memoryMiB", 0, int64_t{1} << 40);
+    s.List("cpus", kMaxSocketCpus, [&](const Json& cpu, const std::string& cpu_at) {
+      if (!cpu.is_number_integer() || cpu.get<int64_t>() < 0 || cpu.get<int64_t>() >= 1 << 20)
+        throw ProtocolError(cpu_at + ": expected a CPU id from 0 to " + std::to_string(1 << 20));
+      socket.cpus.push_back(cpu.get<int>());
+    });
+    n.sockets.push_back(std::move(socket));
+  });
+  const int64_t sockets = static_cast<int64_t>(n.sockets.size());
+  r.List("switches", kMaxRegisteredGpus, [&](const Json& e, const std::string& at) {
+    const Reader s(e, at);
+    n.switches.push_back({static_cast<int>(s.Int("socket", 0, std::max<int64_t>(0, sockets - 1), true))});
+  });
+  if (sockets == 0 && !n.switches.empty())
+    throw ProtocolError(r.Field("switches") + ": switches without sockets");
+  const int64_t switches = static_cast<int64_t>(n.switches.size());
+  r.List("gpus", kMaxRegisteredGpus, [&](const Json& e, const std::string& at) {
+    const Reader g(e, at);
+    if (switches == 0) throw ProtocolError(at + ": a GPU without PCIe switches");
+    Gpu gpu;
+    gpu.model = g.Text("model", 128);
+    gpu.pcie_switch = static_cast<int>(g.Int("switch", 0, switches - 1, true));
+    gpu.nvlink_domain = static_cast<int>(g.Int("nvlinkDomain", -1, kMaxRegisteredGpus));
+    gpu.mig_enabled = g.Bool("mig");
+    n.gpus.push_back(std::move(gpu));
+  });
+  return n;
+}
+
+}  // namespace
 
 NodeRegistration ParseRegistration(const Json& j) {
   const Reader r(j);
@@ -131,6 +195,9 @@ NodeRegistration ParseRegistration(const Json& j) {
   out.gpu_uuids = r.Texts("gpuUuids", kMaxRegisteredGpus);
   out.simulated = r.Bool("simulated");
   out.agent_version = r.Text("agentVersion", 200);
+  r.Object("found", [&](const Json& e, const std::string& path) {
+    out.found = ParseFoundNode(e, path);
+  });
   return out;
 }
 

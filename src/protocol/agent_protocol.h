@@ -22,15 +22,20 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "core/cluster.h"
 
 namespace berth {
 
 constexpr size_t kMaxReportContainers = 1024;
 constexpr size_t kMaxReportLogBytes = 512 << 10;  // log text per report
 constexpr size_t kMaxRegisteredGpus = 64;
+constexpr size_t kMaxRegisteredSockets = 64;
+constexpr size_t kMaxSocketCpus = 4096;
 
 // A protocol message that does not parse: the field and what is wrong.
 struct ProtocolError : std::runtime_error {
@@ -41,6 +46,11 @@ struct NodeRegistration {
   std::vector<std::string> gpu_uuids;  // index order
   bool simulated = false;              // GPUs declared (--declare), not found on the host
   std::string agent_version;
+  // The node as the agent found it on the host (GPU discovery): its sockets (NUMA nodes) with
+  // their CPUs, PCIe switches, and GPUs with model, switch, NVLink domain and MIG mode. None
+  // for declared GPUs. The server compares it with the cluster file's node: where they differ,
+  // jobs would be pinned to CPUs away from their GPUs (the node's topology condition).
+  std::optional<Node> found;
 };
 
 struct Mounted {

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "agent/gpu_discovery.h"
 #include "config/berth_trace.h"
 #include "config/cells_report.h"
 #include "config/config_error.h"
@@ -849,6 +850,8 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
   for (size_t n = 0; n < agents_.size(); ++n) {
     if (!agents_[n].registered) continue;
     out.heartbeat_ages.emplace_back(cluster_.nodes[n].name, now - agents_[n].last_seen);
+    out.topology_mismatches.emplace_back(cluster_.nodes[n].name,
+                                         agents_[n].topology_mismatch.size());
     if (!agents_[n].gpus.empty())
       out.gpu_telemetry.emplace_back(cluster_.nodes[n].name, agents_[n].gpus);
   }
@@ -911,6 +914,21 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
       now,
       std::string(again ? "its agent registered again" : "its agent registered") + " with " +
           std::to_string(declared) + (registration.simulated ? " simulated" : "") + " GPUs"));
+  // The node as found against the node as declared: said once each time it changes.
+  std::vector<std::string> mismatch;
+  if (registration.found) mismatch = CompareNodes(*registration.found, cluster_.nodes[n]);
+  if (mismatch != agent.topology_mismatch) {
+    std::string reason;
+    for (const std::string& m : mismatch) reason += (reason.empty() ? "" : "; ") + m;
+    writes.push_back(StoreWrite::Node(
+        {node, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us},
+        mismatch.empty() ? "topology-matches" : "topology-mismatch", now,
+        mismatch.empty() ? "its agent found the topology the cluster file declares"
+                         : "its agent found another topology than the cluster file declares, so "
+                           "jobs may be pinned to CPUs away from their GPUs: " +
+                               reason + "; fix the node in the cluster file"));
+    agent.topology_mismatch = std::move(mismatch);
+  }
   const uint64_t version = agent.version;
   Commit({&engine_lock, &lock}, std::move(writes));
   return version;
@@ -1224,7 +1242,7 @@ std::vector<ControlPlane::AgentStatus> ControlPlane::Agents() const {
   std::vector<AgentStatus> out;
   for (const AgentNode& a : agents_)
     out.push_back({a.registered, a.registration.simulated, a.unhealthy, a.lost,
-                   a.registered ? now - a.last_seen : -1});
+                   a.registered ? now - a.last_seen : -1, a.topology_mismatch});
   return out;
 }
 

@@ -180,6 +180,7 @@ class ControlPlane {
   struct AgentStatus {
     bool registered = false, simulated = false, unhealthy = false, lost = false;
     double heartbeat_age_s = -1;  // -1: never heard from
+    std::vector<std::string> topology_mismatch;  // see AgentNode
   };
   std::vector<AgentStatus> Agents() const;  // by node
   // What the agents last reported of the job's replicas (their containers, exit codes and
@@ -204,6 +205,7 @@ class ControlPlane {
     std::map<std::string, uint64_t> decisions;  // applied, by DecisionKindName (every kind)
     uint64_t preemptions = 0;  // jobs sent back to pending by a preempt, evict or kill
     std::vector<std::pair<std::string, double>> heartbeat_ages;  // nodes with an agent
+    std::vector<std::pair<std::string, size_t>> topology_mismatches;  // ditto: how many
     // GPUs as their agents' DCGM exporters last saw them, by node name.
     std::vector<std::pair<std::string, std::vector<GpuReport>>> gpu_telemetry;
     // Running replicas' contention as their agents last measured it: (job, replica, report).
@@ -240,6 +242,9 @@ class ControlPlane {
     bool cordoned_by_us = false;  // the unhealthy cordon, which a report lifts
     uint64_t version = 0;         // of its assignments
     std::vector<GpuReport> gpus;  // the last report's DCGM view
+    // Where the node its agent found differs from the cluster file's (CompareNodes): jobs
+    // would be pinned to CPUs away from their GPUs, or cells would not match the hardware.
+    std::vector<std::string> topology_mismatch;
   };
 
   // What a reload replaces. Submissions check a spec against a snapshot, and a reload swaps

@@ -502,6 +502,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                                                               : "ready"},
                                   {"simulated", agent.simulated},
                                   {"heartbeatAgeSeconds", agent.heartbeat_age_s},
+                                  {"topologyMismatch", agent.topology_mismatch},
                                   {"gpus", node.gpus.size()},
                                   {"freeGpus", status[n].free_gpus},
                                   {"cordoned", status[n].cordoned},
@@ -784,6 +785,13 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
                    {"node"});
   for (const auto& [node, age] : m.heartbeat_ages)
     out.Set("berth_agent_heartbeat_age_seconds", {node}, age);
+  out.DeclareGauge("berth_node_topology_mismatches",
+                   "Differences between the node its agent found (sockets and their CPUs, the "
+                   "GPUs' sockets, PCIe switches, NVLink domains, models, MIG mode) and the "
+                   "cluster file's node; 0 when they agree or the agent declares its GPUs.",
+                   {"node"});
+  for (const auto& [node, count] : m.topology_mismatches)
+    out.Set("berth_node_topology_mismatches", {node}, static_cast<double>(count));
   out.DeclareHistogram(
       "berth_container_start_phase_seconds",
       "Time each phase of a container's start took on its node (pull when the image was "

@@ -92,6 +92,30 @@ TEST(AgentProtocolTest, RegistrationRoundTrips) {
   EXPECT_EQ(back.gpu_uuids, r.gpu_uuids);
   EXPECT_TRUE(back.simulated);
   EXPECT_EQ(back.agent_version, "berth 1.2.3");
+  EXPECT_FALSE(back.found);
+  // The node as found: sockets with their CPUs, switches, GPUs.
+  Node found;
+  found.cpu_milli = 8000;
+  found.memory_mib = 1024;
+  found.sockets = {{{0, 1, 2, 3}, 512}, {{4, 5, 6, 7}, 512}};
+  found.switches = {{0}, {1}};
+  found.gpus = {{"A100-SXM4-80GB", 0, 0, false, {}}, {"A100-SXM4-80GB", 1, -1, true, {}}};
+  r.found = found;
+  const NodeRegistration with = ParseRegistration(Wire(ToJson(r)));
+  ASSERT_TRUE(with.found);
+  EXPECT_EQ(with.found->cpu_milli, 8000);
+  EXPECT_EQ(with.found->memory_mib, 1024);
+  ASSERT_EQ(with.found->sockets.size(), 2u);
+  EXPECT_EQ(with.found->sockets[1].cpus, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(with.found->sockets[1].memory_mib, 512);
+  ASSERT_EQ(with.found->switches.size(), 2u);
+  EXPECT_EQ(with.found->switches[1].socket, 1);
+  ASSERT_EQ(with.found->gpus.size(), 2u);
+  EXPECT_EQ(with.found->gpus[1].model, "A100-SXM4-80GB");
+  EXPECT_EQ(with.found->gpus[1].pcie_switch, 1);
+  EXPECT_EQ(with.found->gpus[0].nvlink_domain, 0);
+  EXPECT_EQ(with.found->gpus[1].nvlink_domain, -1);
+  EXPECT_TRUE(with.found->gpus[1].mig_enabled);
   // Missing fields take their defaults.
   const NodeRegistration empty = ParseRegistration(Json::object());
   EXPECT_TRUE(empty.gpu_uuids.empty());
@@ -176,6 +200,31 @@ TEST(AgentProtocolTest, RegistrationRefusesWrongTypesAndTooManyGpus) {
   EXPECT_TRUE(Has(e, "gpuUuids: more than " + std::to_string(kMaxRegisteredGpus))) << e;
   many["gpuUuids"] = std::vector<std::string>(kMaxRegisteredGpus, "GPU");
   EXPECT_EQ(ParseRegistration(many).gpu_uuids.size(), kMaxRegisteredGpus);
+}
+
+TEST(AgentProtocolTest, AFoundNodesIndicesStayInsideIt) {
+  const Json one_socket = {{"cpus", {0, 1}}, {"memoryMiB", 1}};
+  const auto error = [](const Json& found) {
+    return ErrorOf([&] { ParseRegistration({{"found", found}}); });
+  };
+  std::string e = error({{"sockets", {one_socket}}, {"switches", {{{"socket", 1}}}}});
+  EXPECT_TRUE(Has(e, "found.switches[0].socket: expected an integer from 0 to 0")) << e;
+  e = error({{"switches", {{{"socket", 0}}}}});
+  EXPECT_TRUE(Has(e, "found.switches: switches without sockets")) << e;
+  e = error({{"sockets", {one_socket}},
+             {"switches", {{{"socket", 0}}}},
+             {"gpus", {{{"model", "A100"}, {"switch", 1}}}}});
+  EXPECT_TRUE(Has(e, "found.gpus[0].switch: expected an integer from 0 to 0")) << e;
+  e = error({{"gpus", {{{"model", "A100"}, {"switch", 0}}}}});
+  EXPECT_TRUE(Has(e, "found.gpus[0]: a GPU without PCIe switches")) << e;
+  e = error({{"sockets", {{{"cpus", {-1}}}}}});
+  EXPECT_TRUE(Has(e, "found.sockets[0].cpus[0]: expected a CPU id")) << e;
+  e = error({{"sockets", Json::array({one_socket, "x"})}});
+  EXPECT_TRUE(Has(e, "found.sockets[1]: expected an object")) << e;
+  e = error({{"sockets", std::vector<Json>(kMaxRegisteredSockets + 1, one_socket)}});
+  EXPECT_TRUE(Has(e, "found.sockets: more than")) << e;
+  e = error("a node");
+  EXPECT_TRUE(Has(e, "found: expected an object")) << e;
 }
 
 TEST(AgentProtocolTest, AssignmentsRefuseMistakesNamingThePath) {

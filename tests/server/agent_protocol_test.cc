@@ -177,6 +177,52 @@ TEST_F(ControlPlaneAgentTest, RegistrationChecksTheNodeAndItsGpus) {
   EXPECT_EQ(Register("dgx-0"), version);
 }
 
+TEST_F(ControlPlaneAgentTest, ANodeFoundOtherThanDeclaredIsACondition) {
+  Open(TwoSockets());
+  const Node declared = plane_->cluster().nodes[0];
+  const auto topology_events = [&] {
+    std::vector<std::string> out;
+    for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0).events)
+      if (e.state.rfind("topology-", 0) == 0) out.push_back(e.state + ": " + e.reason);
+    return out;
+  };
+  NodeRegistration r;
+  r.gpu_uuids = Uuids("n0", 4);
+  // Declared GPUs (no found node): nothing to compare.
+  plane_->RegisterAgent("n0", r);
+  EXPECT_TRUE(plane_->Agents()[0].topology_mismatch.empty());
+  EXPECT_TRUE(topology_events().empty());
+
+  // The host has GPU 1 on socket 0 (the file says socket 1): jobs on it would be pinned to
+  // CPUs 4-7, the other socket's.
+  Node found = declared;
+  found.gpus[1].pcie_switch = found.gpus[0].pcie_switch;
+  r.found = found;
+  plane_->RegisterAgent("n0", r);
+  const std::vector<std::string> mismatch = plane_->Agents()[0].topology_mismatch;
+  ASSERT_FALSE(mismatch.empty());
+  EXPECT_TRUE(Has(mismatch[0], "GPU 1 is on socket 0, the cluster file declares socket 1"))
+      << mismatch[0];
+  std::vector<std::string> events = topology_events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(Has(events[0], "topology-mismatch: its agent found another topology")) << events[0];
+  EXPECT_TRUE(Has(events[0], "GPU 1 is on socket 0")) << events[0];
+  ControlPlane::MetricsSnapshot m = plane_->Metrics();
+  ASSERT_EQ(m.topology_mismatches.size(), 1u);
+  EXPECT_EQ(m.topology_mismatches[0].second, mismatch.size());
+
+  // Registering again as it was says nothing new; the host fixed says so once.
+  plane_->RegisterAgent("n0", r);
+  EXPECT_EQ(topology_events().size(), 1u);
+  r.found = declared;
+  plane_->RegisterAgent("n0", r);
+  EXPECT_TRUE(plane_->Agents()[0].topology_mismatch.empty());
+  events = topology_events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_TRUE(Has(events[1], "topology-matches")) << events[1];
+  EXPECT_EQ(plane_->Metrics().topology_mismatches[0].second, 0u);
+}
+
 // --- Assignments -------------------------------------------------------------------------------
 
 TEST_F(ControlPlaneAgentTest, AnAssignmentCarriesTheSpecTheGpusAndTheirSockets) {
