@@ -2,8 +2,10 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -127,6 +129,7 @@ class Agent {
 
  private:
   void Log(const std::string& line) {
+    std::lock_guard<std::mutex> lock(log_mu_);  // lines from several threads stay whole
     if (options_.log)
       options_.log(line);
     else
@@ -254,6 +257,7 @@ class Agent {
       if (KeyOf(c, &key)) found[key] = std::move(c);
     }
     std::set<RunKey> wanted;
+    std::vector<std::pair<const Assignment*, RunKey>> to_start;
     bool done = true;
     for (const Assignment& a : set.assignments) {
       const RunKey key{a.job, a.replica, a.placement};
@@ -274,10 +278,11 @@ class Agent {
       if (it == found.end() && earlier_run)
         done = false;
       else if (it == found.end())
-        Start(a, key);
+        to_start.emplace_back(&a, key);
       else if (it->second.status == "created")
         docker_.Start(it->second.id);  // created before a restart, never started
     }
+    StartAll(to_start);
     for (const auto& [key, c] : found) {
       if (wanted.count(key)) continue;
       if (c.running) {
@@ -306,14 +311,39 @@ class Agent {
     return true;
   }
 
-  void Start(const Assignment& a, const RunKey& key) {
+  // Starts the replicas, several at once (each start waits mostly on the engine, which works
+  // on them in parallel: a burst of jobs on one node starts several times faster). Rethrows
+  // the first DockerError of an engine gone, once every start has ended.
+  void StartAll(const std::vector<std::pair<const Assignment*, RunKey>>& to_start) {
+    constexpr size_t kParallelStarts = 4;
+    if (to_start.size() == 1) return Start(docker_, *to_start[0].first, to_start[0].second);
+    std::atomic<size_t> next{0};
+    std::mutex error_mu;
+    std::exception_ptr error;
+    std::vector<std::thread> workers;
+    for (size_t w = 0; w < std::min(kParallelStarts, to_start.size()); ++w)
+      workers.emplace_back([&] {
+        try {
+          DockerClient docker(options_.docker_socket);  // one client a thread
+          for (size_t i = next++; i < to_start.size(); i = next++)
+            Start(docker, *to_start[i].first, to_start[i].second);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mu);
+          if (!error) error = std::current_exception();
+        }
+      });
+    for (std::thread& t : workers) t.join();
+    if (error) std::rethrow_exception(error);
+  }
+
+  void Start(DockerClient& docker, const Assignment& a, const RunKey& key) {
     std::map<std::string, double> phases;
     std::string id;
     try {
       auto step = Clock::now();
-      if (!docker_.HasImage(a.image)) {
+      if (!docker.HasImage(a.image)) {
         Log("pulling " + a.image + " for job " + std::to_string(a.job));
-        docker_.Pull(a.image, [&](const std::string& line) { Log(a.image + ": " + line); });
+        docker.Pull(a.image, [&](const std::string& line) { Log(a.image + ": " + line); });
         phases["pull"] = SecondsSince(step);
         step = Clock::now();
       }
@@ -341,10 +371,10 @@ class Agent {
       spec.nano_cpus = a.nano_cpus;
       spec.cpuset_cpus = OnHost(a.cpuset_cpus, host_cpus_, "CPUs");
       spec.cpuset_mems = OnHost(a.cpuset_mems, host_mems_, "NUMA nodes");
-      id = docker_.Create(spec);
+      id = docker.Create(spec);
       phases["create"] = SecondsSince(step);
       step = Clock::now();
-      docker_.Start(id);
+      docker.Start(id);
       phases["start"] = SecondsSince(step);
       std::lock_guard<std::mutex> lock(books_mu_);
       phases_[key] = phases;
@@ -353,7 +383,7 @@ class Agent {
       std::unique_lock<std::mutex> lock(books_mu_);
       failed_[key] = e.what();
       lock.unlock();
-      if (!id.empty()) docker_.Remove(id, true);  // created, not started: nothing to keep
+      if (!id.empty()) docker.Remove(id, true);  // created, not started: nothing to keep
       Log("job " + std::to_string(a.job) + " could not be started: " + e.what());
     }
   }
@@ -370,7 +400,10 @@ class Agent {
     }
     for (int id : wanted)
       if (std::binary_search(host.begin(), host.end(), id)) have.push_back(id);
-    if (have.size() != wanted.size() && pinning_warned_.insert(assigned).second)
+    std::unique_lock<std::mutex> lock(log_mu_);
+    const bool first = have.size() != wanted.size() && pinning_warned_.insert(assigned).second;
+    lock.unlock();
+    if (first)
       Log(std::string("the server assigns ") + what + " " + assigned + " and this host has " +
           FormatCpuList(host) + ": pinned to " + (have.empty() ? "none" : FormatCpuList(have)) +
           "; check the cluster file's sockets for this node");
@@ -507,25 +540,36 @@ class Agent {
       if (listed.running) Contention(listed.id, &c);
       // A container of a run not assigned here (an adopted leftover) is read from its start;
       // the server drops what it already holds.
-      const std::string cursor = cursors.try_emplace(key, "").first->second;
+      std::string cursor = cursors.try_emplace(key, "").first->second;
       bool drained = false;  // a read after its last line found nothing more
-      if (log_budget > 0) {
+      LogChunk chunk{c.job, c.replica, c.placement, "", ""};
+      // A running container is read once a report. A stopped one is read again until a read
+      // finds nothing more (a read that filled the budget may have left lines behind), so
+      // that its job can end with this report rather than the next.
+      // Only with room for any line the engine writes (it splits lines at 16 KiB): a read
+      // with less would cut the next line short, and the rest of it would be lost.
+      constexpr size_t kMinLogRead = 64 << 10;
+      while (log_budget >= kMinLogRead) {
         std::vector<LogLine> lines;
         try {
           lines = docker.Logs(listed.id, cursor, log_budget);
         } catch (const DockerError& e) {
           if (e.status == 0) throw;  // the engine is gone: no report
           // Being removed, or gone since the listing: the others are still reported.
+          break;
         }
-        // (A read that filled the budget may have left lines behind.)
         drained = lines.empty();
-        if (!lines.empty()) {
-          LogChunk chunk{c.job, c.replica, c.placement, lines.back().timestamp, ""};
-          for (const LogLine& line : lines) chunk.text += line.text;
-          log_budget -= std::min(log_budget, chunk.text.size());
-          new_cursor[key] = lines.back().timestamp;
-          report.logs.push_back(std::move(chunk));
+        if (drained) break;
+        for (const LogLine& line : lines) {
+          chunk.text += line.text;
+          log_budget -= std::min(log_budget, line.text.size());
         }
+        cursor = chunk.until = lines.back().timestamp;
+        if (listed.running) break;
+      }
+      if (!chunk.text.empty()) {
+        new_cursor[key] = chunk.until;
+        report.logs.push_back(std::move(chunk));
       }
       // A stopped container has sent everything once drained; until then it is reported
       // running: the server ends a job only once its whole output is in, so that `berth run`
@@ -579,7 +623,8 @@ class Agent {
   NodeCapacity capacity_;  // what a container without a quota or limit is measured against
   // Each running container's last cgroup sample, and when it was taken.
   std::map<std::string, std::pair<Clock::time_point, CgroupSample>> samples_;
-  std::set<std::string> pinning_warned_;  // CPU lists already said not to be here
+  std::mutex log_mu_;
+  std::set<std::string> pinning_warned_;  // CPU lists already said not to be here, under log_mu_
   std::set<std::string> warned_;          // the heartbeat's problems already said
 };
 

@@ -60,6 +60,10 @@ graded || fail "busy containers should be graded on CPU: $(metrics | grep '^bert
 # network but lo, which is not counted: 0, where -1 would mean not found).
 "$BERTH" inspect 1 | jq -e '.replicas[0].network.rxBytes == 0 and .replicas[0].network.txBytes == 0' > /dev/null ||
   fail "inspect should show the network bytes: $("$BERTH" inspect 1)"
-metrics | grep -q '^berth_container_network_receive_bytes_total{job="1",replica="0"} 0$' ||
-  fail "network metrics: $(metrics | grep '^berth_container_network')"
+counted() {  # (grep -q on a pipe would end curl early: a failure under pipefail)
+  local m; m=$(metrics) || return 1
+  grep -q '^berth_container_network_receive_bytes_total{job="1",replica="0"} 0$' <<<"$m"
+}
+for _ in $(seq 50); do counted && break; sleep 0.1; done
+counted || fail "network metrics: $(metrics | grep '^berth_container_network')"
 echo "telemetry: ok"

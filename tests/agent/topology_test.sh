@@ -36,6 +36,7 @@ for _ in $(seq 100); do [ "$(mismatch)" -gt 0 ] && break; sleep 0.1; done
   fail "berth nodes: $("$BERTH" nodes)"
 "$BERTH" events | grep -qE 'n0 +topology-mismatch +its agent found another topology than the cluster file declares' ||
   fail "events: $("$BERTH" events)"
-curl -s "http://$BERTH_ADDR/metrics" | grep -qE "^berth_node_topology_mismatches\{node=\"n0\"\} $(mismatch)\$" ||
-  fail "metric: $(curl -s "http://$BERTH_ADDR/metrics" | grep topology)"
+metrics=$(curl -sf "http://$BERTH_ADDR/metrics")
+grep -qE "^berth_node_topology_mismatches\{node=\"n0\"\} $(mismatch)\$" <<<"$metrics" ||
+  fail "metric: $(grep topology <<<"$metrics")"
 echo "topology: ok"
