@@ -293,7 +293,10 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
   }
   for (Job& job : waiting) {
     std::string why;
-    job.engine_id = out.engine->Submit(job.spec, now, &why);
+    // Queued as of its submission, so that it keeps its age (aging, order among equals) across
+    // restarts and reloads.
+    const double submitted = job.stored.submitted > 0 ? std::min(job.stored.submitted, now) : now;
+    job.engine_id = out.engine->Submit(job.spec, submitted, &why);
     if (job.engine_id < 0) {
       ++out.failed;
       Record(job, "failed", when + " the engine refuses it: " + why, &out.writes);

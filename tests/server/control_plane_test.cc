@@ -96,6 +96,23 @@ TEST_F(ControlPlaneTest, ASubmittedJobIsPlacedAndKeptAcrossARestart) {
   EXPECT_EQ(events[1].state, "scheduled");
 }
 
+TEST_F(ControlPlaneTest, PendingJobsKeepTheirAgeAcrossARestart) {
+  Open(1);
+  const int64_t busy = plane_->Submit(R"({"gpus": 8, "priority": 1000})");
+  plane_->Cycle();
+  ASSERT_EQ(plane_->Get(busy).state, "scheduled");
+  const int64_t old = plane_->Submit(R"({"gpus": 8, "priority": 0})");
+  now_ += 10 * 3600;  // ten hours of aging: 100 points, the cap
+  const int64_t young = plane_->Submit(R"({"gpus": 8, "priority": 50})");
+  plane_->Cycle();
+  Open(1);  // a restart
+  plane_->Stop(busy);
+  plane_->Cycle();
+  // Aged, the old job outranks the young one's 50 points; with its age reset it would not.
+  EXPECT_EQ(plane_->Get(old).state, "scheduled");
+  EXPECT_EQ(plane_->Get(young).state, "pending");
+}
+
 TEST_F(ControlPlaneTest, AJobWhoseNodeIsGoneAfterARestartIsLostAndQueuedAgain) {
   const int64_t a = plane_->Submit(R"({"gpus": 8})");
   const int64_t b = plane_->Submit(R"({"gpus": 8})");
