@@ -20,6 +20,18 @@ limits=(-rss_limit_mb=2048 -timeout=30 -dict=fuzz/berth.dict)
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DBERTH_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j "$(nproc)"
 
+# The inputs of the targets that read a tree (InputTree in fuzz/fuzz_input.h): "== PATH" lines,
+# each followed by its file. entry PATH FILE: one file; tree PREFIX DIR: every file under DIR.
+entry() {
+  printf '== %s\n' "$1"
+  cat "$2"
+  [ -z "$(tail -c 1 "$2")" ] || echo
+}
+tree() {
+  local f
+  find "$2" -type f | sort | while read -r f; do entry "${1:+$1/}${f#"$2"/}" "$f"; done
+}
+
 # seeds TARGET DIR: fills DIR with valid inputs of the target's format. Traces are cut to their
 # first rows: the fuzzer mutates small inputs much faster, and the rows are all alike.
 seeds() {
@@ -38,8 +50,33 @@ seeds() {
         [ "$f" = data/tiresias/60_job.csv ] || cp "$f" "$dir"
       done ;;
     tiresias_jobs) cp data/tiresias/60_job.csv "$dir" ;;
-    # Inputs that exist only here: job specs of every field, a tokens file of each kind.
-    job_spec | tokens_file) cp fuzz/seeds/"$1"/* "$dir" ;;
+    # Inputs that exist only here: job specs of every field, a tokens file of each kind, one
+    # message of each kind the agent protocol has.
+    job_spec | tokens_file | agent_protocol) cp fuzz/seeds/"$1"/* "$dir" ;;
+    dcgm_metrics) cp tests/data/agent/dcgm/metrics.txt "$dir" ;;
+    cgroup_stats)
+      tree "" tests/data/agent/cgroup-v1 > "$dir/v1"
+      { tree "" tests/data/agent/cgroup-v2; entry net/dev tests/data/agent/net-dev.txt; } > "$dir/v2" ;;
+    # Each host's nvidia-smi outputs (a PCIe host's matrix where it has none), with a /sys tree
+    # of two sockets (70 files) for two of them and of one NUMA node for the others.
+    gpu_discovery)
+      local host sys
+      for host in tests/data/agent/*/; do
+        host=${host%/}
+        [ -f "$host/query.csv" ] || continue
+        { entry query "$host/query.csv"
+          entry list "$( [ -f "$host/list.txt" ] && echo "$host/list.txt" || echo /dev/null)"
+          case $host in
+            */dgx-a100-mig) entry topo tests/data/agent/dgx-a100/topo.txt ;;
+            *) entry topo "$( [ -f "$host/topo.txt" ] && echo "$host/topo.txt" ||
+                 echo tests/data/agent/pcie-l40s/topo.txt)" ;;
+          esac
+          case $host in
+            */dgx-a100 | */pcie-l40s) sys=tests/data/agent/sys-2socket ;;
+            *) sys=tests/data/agent/sys-flat ;;
+          esac
+          tree sys "$sys"; } > "$dir/$(basename "$host")"
+      done ;;
     *) echo "fuzz: no seeds for target $1" >&2; return 1 ;;
   esac
 }
