@@ -159,7 +159,7 @@ void RunSimPacking(const PackingArgs& a) {
   const std::vector<TracePod> pods =
       LoadOpenbPodList(a.pods, a.skip_malformed ? &skipped : nullptr);
   if (skipped) std::cerr << "skipped " << skipped << " malformed rows of " << a.pods << "\n";
-  if (pods.empty()) throw ConfigError(a.pods + ": no pods");
+  if (pods.empty()) throw ConfigError(a.pods + ":1: no rows after the header");
   const std::vector<uint64_t> seeds = ParseSeeds(a.seeds);
   if (!(a.tune >= 0.01 && a.tune <= 3))
     throw ConfigError("--tune: expected a factor from 0.01 to 3, got " + NumberText(a.tune));
@@ -168,8 +168,9 @@ void RunSimPacking(const PackingArgs& a) {
   double gpu_milli = 0;
   for (const TracePod& p : pods) gpu_milli += static_cast<double>(p.gpus) * p.gpu_milli;
   if (gpu_milli == 0)
-    throw ConfigError(a.pods +
-                      ": column 'num_gpu': no pod asks for GPUs; packing measures GPU allocation");
+    throw ConfigError(a.pods + ":" + std::to_string(pods.front().line) +
+                      ": column 'num_gpu': no pod asks for GPUs, this first one nor any after it; "
+                      "packing measures GPU allocation");
   // A trace no pod of which any node can hold would print a table of zeros.
   std::string why_not;
   const bool any_fits = std::any_of(pods.begin(), pods.end(), [&](const TracePod& p) {
@@ -330,14 +331,22 @@ void CheckJobsCanFit(const ReplayArgs& a, const Cluster& cluster,
                      const std::vector<ReplayJob>& jobs) {
   size_t never = 0;
   std::string first;
+  const ReplayJob* first_job = nullptr;
   for (const ReplayJob& j : jobs)
-    if (std::string why = WhyJobNeverFits(cluster, j.spec); !why.empty() && never++ == 0)
+    if (std::string why = WhyJobNeverFits(cluster, j.spec); !why.empty() && never++ == 0) {
       first = j.spec.name + ": " + why;
+      first_job = &j;
+    }
   if (never == 0) return;
   const std::string trace = a.trace.empty() ? "the " + a.format + " trace" : a.trace;
   const std::string on = a.cluster.empty() ? "the default cluster" : a.cluster;
+  // The refusal names the first job's line: where the operator starts looking.
+  std::string where = trace;
+  if (first_job->line > 0)
+    where += ":" + std::to_string(first_job->line) +
+             (first_job->column > 0 ? ":" + std::to_string(first_job->column) : "");
   if (never == jobs.size())
-    throw ConfigError(trace + ": none of its " + std::to_string(jobs.size()) +
+    throw ConfigError(where + ": none of its " + std::to_string(jobs.size()) +
                       " jobs can ever fit on " + on + "; the first, " + first +
                       ". Give a cluster whose nodes can hold the jobs (--cluster) or change the "
                       "trace");
@@ -388,12 +397,12 @@ void RunSimReplay(const ReplayArgs& a) {
       if (a.trace.empty()) throw ConfigError("--trace: required with --format " + a.format);
       const std::vector<TracePod> pods =
           a.format == "openb" ? LoadOpenbPodList(a.trace, skip) : LoadTiresiasJobs(a.trace, skip);
-      if (pods.empty()) throw ConfigError(a.trace + ": no rows after the header");
+      if (pods.empty()) throw ConfigError(a.trace + ":1: no rows after the header");
       jobs = ReplayJobsFromTrace(cluster, pods, queues);
       if (jobs.empty())
-        throw ConfigError(a.trace +
-                          ": no pod has both a submit time and a duration (or start "
-                          "and end times); a replay needs them");
+        throw ConfigError(a.trace + ":" + std::to_string(pods.front().line) +
+                          ": no pod has both a submit time and a duration (or start and end "
+                          "times), this first one nor any after it; a replay needs them");
       if (jobs.size() < pods.size())
         std::cerr << "berth: " << pods.size() - jobs.size() << " of " << pods.size() << " pods of "
                   << a.trace << " have no submit time or no duration and are not replayed\n";
@@ -544,7 +553,8 @@ void AddSimCommand(CLI::App& app) {
       ->check(DecimalNumber());
   replay->add_option("--seed", r->seed, "Synthetic: seed, 0 to 2^64-1")->check(SeedText());
   CLI::Option* checkpoint =
-      replay->add_option("--checkpoint", r->checkpoint_s, "Checkpoint interval (s) of preempted jobs")
+      replay
+          ->add_option("--checkpoint", r->checkpoint_s, "Checkpoint interval (s) of preempted jobs")
           ->check(DecimalNumber());
   replay->add_flag("--sjf", r->sjf, "Order by known duration (shortest first) instead of arrival");
   replay->add_option("--json", r->json, "Write results as JSON")->check(NonEmptyPath());

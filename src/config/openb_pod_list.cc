@@ -45,6 +45,7 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
     try {
       csv.ExpectFields(csv.header().size());
       TracePod pod;
+      pod.line = csv.line();
       pod.name = csv.Name(0);
       if (const auto [first, fresh] = lines.emplace(pod.name, csv.line()); !fresh)
         throw ConfigError(csv.where() + "column 'name': pod " + Quoted(pod.name) +

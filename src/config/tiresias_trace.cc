@@ -62,6 +62,7 @@ std::vector<TracePod> LoadTiresiasJobs(const std::string& path, int* skipped) {
       throw ConfigError(csv.where() + limits::OverLimit(&limits::Limits::jobs, "jobs"));
     try {
       TracePod job;
+      job.line = csv.line();
       job.name = "job-" + csv.Name(0);
       if (const auto [first, fresh] = lines.emplace(job.name, csv.line()); !fresh)
         throw ConfigError(csv.where() + "column 'job_id': job " + Quoted(csv.field(0)) +
