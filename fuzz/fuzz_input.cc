@@ -46,6 +46,12 @@ std::string InputFile(const uint8_t* data, size_t size) {
 std::string InputTree(const uint8_t* data, size_t size) {
   namespace fs = std::filesystem;
   static const std::string root = "/dev/shm/berth-fuzz-tree-" + std::to_string(getpid());
+  // Gone when the fuzzer exits (a crash leaves it, with the input that made it).
+  static const bool removed_at_exit = std::atexit([] {
+                                        std::error_code ec;
+                                        fs::remove_all(root, ec);
+                                      }) == 0;
+  (void)removed_at_exit;
   fs::remove_all(root);
   fs::create_directories(root);
   const std::string_view text(reinterpret_cast<const char*>(data), size);

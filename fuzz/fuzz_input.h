@@ -43,7 +43,7 @@ std::string InputFile(const uint8_t* data, size_t size);
 // cgroupfs trees. The input is a list of files, each a line "== PATH" (relative, of letters,
 // digits and . _ , - /, no "..") followed by its contents up to the next such line; text before
 // the first one, and files with other paths, are ignored. The tree is rebuilt on every call
-// (under /dev/shm: no disk).
+// (under /dev/shm: no disk) and removed at exit.
 std::string InputTree(const uint8_t* data, size_t size);
 
 }  // namespace berth
