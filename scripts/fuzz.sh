@@ -3,8 +3,9 @@
 # runs them: first every regression input kept in tests/data/fuzz/TARGET/, then fresh fuzzing
 # from seeds taken from examples/ and data/ and from those regression inputs (read-only).
 #
-#   scripts/fuzz.sh                    every target for 20 s, one per core (scripts/test.sh)
+#   scripts/fuzz.sh                    every target for 15 s, one per core (scripts/test.sh)
 #   scripts/fuzz.sh TARGET [SECONDS]   one target (cluster_file, openb_pod_list, ...) for longer
+#   scripts/fuzz.sh T1,T2 SECONDS      those targets, one per core
 #   scripts/fuzz.sh all SECONDS        every target for SECONDS each
 #
 # A crash, a sanitizer report, an input slower than 10 s or one that takes more than 2 GiB stops
@@ -14,11 +15,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which=${1:-all}
-seconds=${2:-20}
+# 15 s each keeps the test run's fuzzing stage near where it was with fewer targets.
+seconds=${2:-15}
 limits=(-rss_limit_mb=2048 -timeout=30 -dict=fuzz/berth.dict)
 
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DBERTH_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j "$(nproc)"
+
+# The inputs of the targets that read a tree (InputTree in fuzz/fuzz_input.h): "== PATH" lines,
+# each followed by its file. entry PATH FILE: one file; tree PREFIX DIR: every file under DIR.
+entry() {
+  printf '== %s\n' "$1"
+  cat "$2"
+  [ -z "$(tail -c 1 "$2")" ] || echo
+}
+tree() {
+  local f
+  find "$2" -type f | sort | while read -r f; do entry "${1:+$1/}${f#"$2"/}" "$f"; done
+}
 
 # seeds TARGET DIR: fills DIR with valid inputs of the target's format. Traces are cut to their
 # first rows: the fuzzer mutates small inputs much faster, and the rows are all alike.
@@ -38,8 +52,33 @@ seeds() {
         [ "$f" = data/tiresias/60_job.csv ] || cp "$f" "$dir"
       done ;;
     tiresias_jobs) cp data/tiresias/60_job.csv "$dir" ;;
-    # Inputs that exist only here: job specs of every field, a tokens file of each kind.
-    job_spec | tokens_file) cp fuzz/seeds/"$1"/* "$dir" ;;
+    # Inputs that exist only here: job specs of every field, a tokens file of each kind, one
+    # message of each kind the agent protocol has.
+    job_spec | tokens_file | agent_protocol) cp fuzz/seeds/"$1"/* "$dir" ;;
+    dcgm_metrics) cp tests/data/agent/dcgm/metrics.txt "$dir" ;;
+    cgroup_stats)
+      tree "" tests/data/agent/cgroup-v1 > "$dir/v1"
+      { tree "" tests/data/agent/cgroup-v2; entry net/dev tests/data/agent/net-dev.txt; } > "$dir/v2" ;;
+    # Each host's nvidia-smi outputs (a PCIe host's matrix where it has none), with a /sys tree
+    # of two sockets (70 files) for two of them and of one NUMA node for the others.
+    gpu_discovery)
+      local host sys
+      for host in tests/data/agent/*/; do
+        host=${host%/}
+        [ -f "$host/query.csv" ] || continue
+        { entry query "$host/query.csv"
+          entry list "$( [ -f "$host/list.txt" ] && echo "$host/list.txt" || echo /dev/null)"
+          case $host in
+            */dgx-a100-mig) entry topo tests/data/agent/dgx-a100/topo.txt ;;
+            *) entry topo "$( [ -f "$host/topo.txt" ] && echo "$host/topo.txt" ||
+                 echo tests/data/agent/pcie-l40s/topo.txt)" ;;
+          esac
+          case $host in
+            */dgx-a100 | */pcie-l40s) sys=tests/data/agent/sys-2socket ;;
+            *) sys=tests/data/agent/sys-flat ;;
+          esac
+          tree sys "$sys"; } > "$dir/$(basename "$host")"
+      done ;;
     *) echo "fuzz: no seeds for target $1" >&2; return 1 ;;
   esac
 }
@@ -71,17 +110,20 @@ run() {
 }
 
 if [ "$which" = all ]; then
-  # One target per core at a time: each fuzzer is single-threaded.
-  failed=0 running=0
-  for source in fuzz/*_fuzz.cc; do
-    if [ "$running" -ge "$(nproc)" ]; then
-      wait -n || failed=1
-      running=$((running - 1))
-    fi
-    run "$(basename "$source" _fuzz.cc)" &
-    running=$((running + 1))
-  done
-  for _ in $(seq "$running"); do wait -n || failed=1; done
-  exit "$failed"
+  targets=()
+  for source in fuzz/*_fuzz.cc; do targets+=("$(basename "$source" _fuzz.cc)"); done
+else
+  IFS=, read -ra targets <<<"$which"
 fi
-run "$which"
+# One target per core at a time: each fuzzer is single-threaded.
+failed=0 running=0
+for target in "${targets[@]}"; do
+  if [ "$running" -ge "$(nproc)" ]; then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  run "$target" &
+  running=$((running + 1))
+done
+for _ in $(seq "$running"); do wait -n || failed=1; done
+exit "$failed"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, builds and runs every test: the normal build, then the unit tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, then every fuzz target: its regression inputs,
-# and 20 s of fresh fuzzing (scripts/fuzz.sh; run it longer by hand).
+# and 15 s of fresh fuzzing (scripts/fuzz.sh; run it longer by hand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh

@@ -448,13 +448,7 @@ class Agent {
     const auto before = samples_.find(id);
     if (before != samples_.end()) {
       const double wall = std::chrono::duration<double>(now - before->second.first).count();
-      const ContentionGrades g = GradeContention(before->second.second, sample, wall, capacity_);
-      c->cpu_percent = g.cpu_percent;
-      c->memory_percent = g.memory_percent;
-      c->io_latency_ms = g.io_latency_ms;
-      c->cpu_grade = ContentionName(g.cpu);
-      c->memory_grade = ContentionName(g.memory);
-      c->io_grade = ContentionName(g.io);
+      SetContention(GradeContention(before->second.second, sample, wall, capacity_), c);
     }
     samples_[id] = {now, sample};
     try {
@@ -498,8 +492,7 @@ class Agent {
       const auto by_uuid = std::find(uuids.begin(), uuids.end(), m.uuid);
       const int gpu = by_uuid != uuids.end() ? static_cast<int>(by_uuid - uuids.begin()) : m.gpu;
       if (gpu < 0 || gpu >= static_cast<int>(uuids.size())) continue;
-      out.push_back(
-          {gpu, m.fb_used_mib, m.fb_free_mib, m.gpu_util_percent, m.sm_active, m.xid_errors});
+      out.push_back(ToGpuReport(gpu, m));
     }
     return out;
   }

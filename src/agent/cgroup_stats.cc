@@ -1,5 +1,6 @@
 #include "agent/cgroup_stats.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <vector>
@@ -283,6 +284,15 @@ ContentionGrades GradeContention(const CgroupSample& before, const CgroupSample&
   g.memory = GradeMemory(g.memory_percent);
   g.io = GradeIoLatency(g.io_latency_ms);
   return g;
+}
+
+void SetContention(const ContentionGrades& g, ContainerReport* c) {
+  c->cpu_percent = std::min(g.cpu_percent, kMaxReportPercent);
+  c->memory_percent = std::min(g.memory_percent, kMaxReportPercent);
+  c->io_latency_ms = std::min(g.io_latency_ms, kMaxReportIoLatencyMs);
+  c->cpu_grade = ContentionName(g.cpu);
+  c->memory_grade = ContentionName(g.memory);
+  c->io_grade = ContentionName(g.io);
 }
 
 }  // namespace berth

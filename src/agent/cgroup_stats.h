@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/agent_protocol.h"
+
 namespace berth {
 
 enum class CgroupVersion { kV1, kV2 };
@@ -103,5 +105,10 @@ struct ContentionGrades {
 // container can take from its neighbours.
 ContentionGrades GradeContention(const CgroupSample& before, const CgroupSample& after,
                                  double wall_seconds, const NodeCapacity& node);
+
+// Puts the grades in a container's report, each measure capped at the most a report carries
+// (kMaxReportPercent, kMaxReportIoLatencyMs): past it the grade says enough, and the server
+// refuses a report that carries more (a counter that leapt, two samples a moment apart).
+void SetContention(const ContentionGrades& grades, ContainerReport* report);
 
 }  // namespace berth

@@ -196,4 +196,16 @@ GpuTelemetry ToTelemetry(const DcgmGpuMetrics& metrics) {
   return t;
 }
 
+GpuReport ToGpuReport(int gpu, const DcgmGpuMetrics& m) {
+  const auto within = [](double value, double max) {
+    return value >= 0 && value <= max ? value : -1;
+  };
+  return {gpu,
+          within(m.fb_used_mib, kMaxReportMiB),
+          within(m.fb_free_mib, kMaxReportMiB),
+          within(m.gpu_util_percent, 100),
+          within(m.sm_active, 1),
+          within(m.xid_errors, kMaxReportXid)};
+}
+
 }  // namespace berth

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/telemetry.h"
+#include "protocol/agent_protocol.h"
 
 namespace berth {
 
@@ -62,5 +63,10 @@ DcgmScrape ParseDcgmMetrics(std::string_view text, const std::string& source);
 
 // The engine's view of one record (core/telemetry.h).
 GpuTelemetry ToTelemetry(const DcgmGpuMetrics& metrics);
+
+// The record as the agent's report carries it, for the node's GPU `gpu`. A value outside what
+// the field can be (negative, a utilization past 100%, an SM activity past 1, past the report's
+// bounds) is a misreading and stays unknown (-1): the server refuses a report that carries one.
+GpuReport ToGpuReport(int gpu, const DcgmGpuMetrics& metrics);
 
 }  // namespace berth

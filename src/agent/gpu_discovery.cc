@@ -76,14 +76,18 @@ Link ParseLink(std::string_view cell, const std::string& where) {
                     "; expected X, NV#, PIX, PXB, PHB, NODE or SYS");
 }
 
-// `text` without terminal escape sequences (ESC '[' ... final letter).
+// `text` without terminal escape sequences (ESC '[' ... final letter). One never spans lines: an
+// unfinished one ends at the line's end, which is kept so that errors name the right line.
 std::string WithoutEscapes(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
       i += 2;
-      while (i < text.size() && !std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+      while (i < text.size() && text[i] != '\n' &&
+             !std::isalpha(static_cast<unsigned char>(text[i])))
+        ++i;
+      if (i < text.size() && text[i] == '\n') out += '\n';
       continue;
     }
     out += text[i];
@@ -286,7 +290,8 @@ GpuTopology ParseTopology(std::string_view raw, const std::string& source) {
   size_t n = 0;
   while (n < lines.size() && Trim(lines[n]).empty()) ++n;
   if (n == lines.size())
-    throw ConfigError(source + ": empty; run `" + std::string(kTopologyCommand) + "`");
+    throw ConfigError(At(source, 1) + "empty; run `" + std::string(kTopologyCommand) + "`");
+  const size_t header = n;
   GpuTopology topo;
   // The header: "", GPU0..GPUn, NIC names, then the affinity columns' names.
   enum class Extra { kCpuAffinity, kNumaAffinity, kGpuNumaId };
@@ -380,7 +385,7 @@ GpuTopology ParseTopology(std::string_view raw, const std::string& source) {
     ++rows;
   }
   if (rows != gpus)
-    throw ConfigError(source + ": GPU" + std::to_string(rows) +
+    throw ConfigError(At(source, header + 1) + "GPU" + std::to_string(rows) +
                       " has a column but no row; give the whole output of `" + kTopologyCommand +
                       "`");
   return topo;

@@ -46,6 +46,11 @@ CLI::Validator UpToLimit(int64_t min, int64_t limits::Limits::*bound);
 CLI::Validator IntegerIn(int64_t min, int64_t max);
 // A file path: "" would otherwise read as "not given" and silently pick the default.
 CLI::Validator NonEmptyPath();
+// A decimal number ("0.5", "1e3"), nothing else: CLI11's own conversion takes "0x10".
+CLI::Validator DecimalNumber();
+// `value` in the fewest digits that read back as it ("3.0000001", not "3" or "3.000000"), for
+// messages that quote a number given on the command line.
+std::string NumberText(double value);
 
 // The cluster named on the command line: a cluster file (YAML), an openb node list (.csv), or
 // the embedded default (examples/multi-rack.yaml) when `path` is empty. Throws ConfigError.

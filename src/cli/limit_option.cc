@@ -51,6 +51,23 @@ CLI::Validator IntegerIn(int64_t min, int64_t max) {
                         "INT");
 }
 
+CLI::Validator DecimalNumber() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (!text.empty() && ec == std::errc() && end == text.data() + text.size()) return "";
+        return "Value " + text + " is not a decimal number (like 0.5 or 1e3)";
+      },
+      "FLOAT");
+}
+
+std::string NumberText(double value) {
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, ec == std::errc() ? end : text);
+}
+
 CLI::Validator NonEmptyPath() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
   berth::AddClientCommands(app);
   berth::AddTopCommand(app);
   berth::AddAgentCommands(app);
+  // CLI11's refusals read like berth's others ("berth: ..."), for scripts that look for it.
+  app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
+    return "berth: " + CLI::FailureMessage::simple(failed, e);
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -159,20 +159,18 @@ void RunSimPacking(const PackingArgs& a) {
   const std::vector<TracePod> pods =
       LoadOpenbPodList(a.pods, a.skip_malformed ? &skipped : nullptr);
   if (skipped) std::cerr << "skipped " << skipped << " malformed rows of " << a.pods << "\n";
-  if (pods.empty()) throw ConfigError(a.pods + ": no pods");
+  if (pods.empty()) throw ConfigError(a.pods + ":1: no rows after the header");
   const std::vector<uint64_t> seeds = ParseSeeds(a.seeds);
-  if (!(a.tune >= 0.01 && a.tune <= 3)) {
-    std::ostringstream given;
-    given << a.tune;
-    throw ConfigError("--tune: expected a factor from 0.01 to 3, got " + given.str());
-  }
+  if (!(a.tune >= 0.01 && a.tune <= 3))
+    throw ConfigError("--tune: expected a factor from 0.01 to 3, got " + NumberText(a.tune));
   // The trace is inflated with copies of its pods until it asks for `tune` times the GPUs:
   // bounded only when some pod asks for GPUs, and as long as the mean pod is small.
   double gpu_milli = 0;
   for (const TracePod& p : pods) gpu_milli += static_cast<double>(p.gpus) * p.gpu_milli;
   if (gpu_milli == 0)
-    throw ConfigError(a.pods +
-                      ": column 'num_gpu': no pod asks for GPUs; packing measures GPU allocation");
+    throw ConfigError(a.pods + ":" + std::to_string(pods.front().line) +
+                      ": column 'num_gpu': no pod asks for GPUs, this first one nor any after it; "
+                      "packing measures GPU allocation");
   // A trace no pod of which any node can hold would print a table of zeros.
   std::string why_not;
   const bool any_fits = std::any_of(pods.begin(), pods.end(), [&](const TracePod& p) {
@@ -186,7 +184,7 @@ void RunSimPacking(const PackingArgs& a) {
     throw ConfigError(a.pods + ": no pod fits any node of " + a.nodes + "; the first, " + why_not);
   const double inflated = a.tune * 1000.0 * cluster.gpu_count() / (gpu_milli / pods.size());
   if (inflated > static_cast<double>(limits::Get().packing_pods))
-    throw ConfigError("--tune: the trace inflated to " + std::to_string(a.tune) +
+    throw ConfigError("--tune: the trace inflated to " + NumberText(a.tune) +
                       " times the cluster would be about " +
                       std::to_string(std::llround(inflated)) + " pods, " +
                       limits::OverLimit(&limits::Limits::packing_pods, "pods") +
@@ -274,6 +272,7 @@ struct ReplayArgs {
   double load = 0.9;
   uint64_t seed = 1;
   double checkpoint_s = 1800;
+  bool checkpoint_given = false;  // else the default, lowered to a lower seconds bound
   bool sjf = false, skip_malformed = false;
 };
 
@@ -332,14 +331,22 @@ void CheckJobsCanFit(const ReplayArgs& a, const Cluster& cluster,
                      const std::vector<ReplayJob>& jobs) {
   size_t never = 0;
   std::string first;
+  const ReplayJob* first_job = nullptr;
   for (const ReplayJob& j : jobs)
-    if (std::string why = WhyJobNeverFits(cluster, j.spec); !why.empty() && never++ == 0)
+    if (std::string why = WhyJobNeverFits(cluster, j.spec); !why.empty() && never++ == 0) {
       first = j.spec.name + ": " + why;
+      first_job = &j;
+    }
   if (never == 0) return;
   const std::string trace = a.trace.empty() ? "the " + a.format + " trace" : a.trace;
   const std::string on = a.cluster.empty() ? "the default cluster" : a.cluster;
+  // The refusal names the first job's line: where the operator starts looking.
+  std::string where = trace;
+  if (first_job->line > 0)
+    where += ":" + std::to_string(first_job->line) +
+             (first_job->column > 0 ? ":" + std::to_string(first_job->column) : "");
   if (never == jobs.size())
-    throw ConfigError(trace + ": none of its " + std::to_string(jobs.size()) +
+    throw ConfigError(where + ": none of its " + std::to_string(jobs.size()) +
                       " jobs can ever fit on " + on + "; the first, " + first +
                       ". Give a cluster whose nodes can hold the jobs (--cluster) or change the "
                       "trace");
@@ -353,11 +360,13 @@ void RunSimReplay(const ReplayArgs& a) {
   if (!(a.load >= kMinLoad && a.load <= kMaxLoad))
     throw ConfigError(
         "--load: expected a number from 0.01 to 10 (mean GPU demand over capacity), got " +
-        std::to_string(a.load));
-  if (!(a.checkpoint_s > 0 && a.checkpoint_s <= limits::Seconds()))
+        NumberText(a.load));
+  // `--limit seconds=1` alone blamed a --checkpoint never given: only a given one is refused.
+  const double checkpoint_s =
+      a.checkpoint_given ? a.checkpoint_s : std::min(a.checkpoint_s, limits::Seconds());
+  if (!(checkpoint_s > 0 && checkpoint_s <= limits::Seconds()))
     throw ConfigError("--checkpoint: expected seconds above 0 and at most " +
-                      std::to_string(limits::Get().seconds) + ", got " +
-                      std::to_string(a.checkpoint_s));
+                      std::to_string(limits::Get().seconds) + ", got " + NumberText(checkpoint_s));
   const std::vector<Policy> policies = LoadPolicyList(a.policies);
   const Cluster cluster = LoadClusterArgument(a.cluster);
   std::vector<QueueSpec> queues = LoadVcQueues(a.vcs);
@@ -388,12 +397,12 @@ void RunSimReplay(const ReplayArgs& a) {
       if (a.trace.empty()) throw ConfigError("--trace: required with --format " + a.format);
       const std::vector<TracePod> pods =
           a.format == "openb" ? LoadOpenbPodList(a.trace, skip) : LoadTiresiasJobs(a.trace, skip);
-      if (pods.empty()) throw ConfigError(a.trace + ": no rows after the header");
+      if (pods.empty()) throw ConfigError(a.trace + ":1: no rows after the header");
       jobs = ReplayJobsFromTrace(cluster, pods, queues);
       if (jobs.empty())
-        throw ConfigError(a.trace +
-                          ": no pod has both a submit time and a duration (or start "
-                          "and end times); a replay needs them");
+        throw ConfigError(a.trace + ":" + std::to_string(pods.front().line) +
+                          ": no pod has both a submit time and a duration (or start and end "
+                          "times), this first one nor any after it; a replay needs them");
       if (jobs.size() < pods.size())
         std::cerr << "berth: " << pods.size() - jobs.size() << " of " << pods.size() << " pods of "
                   << a.trace << " have no submit time or no duration and are not replayed\n";
@@ -406,7 +415,7 @@ void RunSimReplay(const ReplayArgs& a) {
   CheckJobsCanFit(a, cluster, jobs);
   ReplayOptions options;
   options.shortest_first = a.sjf;
-  options.checkpoint_interval_s = a.checkpoint_s;
+  options.checkpoint_interval_s = checkpoint_s;
   const auto json_out = OpenOutput("--json", a.json);
   const auto report_out = OpenOutput("--report", a.report);
   std::vector<ReplayResult> results;
@@ -516,7 +525,8 @@ void AddSimCommand(CLI::App& app) {
                       "Policies, comma-separated: random, dotprod, gpu-clustering, gpu-packing, "
                       "bestfit, fgd, berth, or a policy file");
   packing->add_option("--seeds", a->seeds, "Seeds, e.g. 42-51 (the paper's) or 1,2,3");
-  packing->add_option("--tune", a->tune, "Inflate the workload to this factor of capacity");
+  packing->add_option("--tune", a->tune, "Inflate the workload to this factor of capacity")
+      ->check(DecimalNumber());
   packing->add_option("--candidates", a->candidates, "Nodes scored per pod (0: all, the protocol)")
       ->check(UpToLimit(0, &limits::Limits::nodes));
   packing->add_option("--json", a->json, "Write results as JSON")->check(NonEmptyPath());
@@ -539,15 +549,22 @@ void AddSimCommand(CLI::App& app) {
   replay->add_option("--policy", r->policies, "Policies, comma-separated");
   replay->add_option("--jobs", r->jobs, "Synthetic: number of jobs, up to the jobs bound (--limit)")
       ->check(UpToLimit(1, &limits::Limits::jobs));
-  replay->add_option("--load", r->load, "Synthetic: mean GPU demand / capacity");
+  replay->add_option("--load", r->load, "Synthetic: mean GPU demand / capacity")
+      ->check(DecimalNumber());
   replay->add_option("--seed", r->seed, "Synthetic: seed, 0 to 2^64-1")->check(SeedText());
-  replay->add_option("--checkpoint", r->checkpoint_s, "Checkpoint interval (s) of preempted jobs");
+  CLI::Option* checkpoint =
+      replay
+          ->add_option("--checkpoint", r->checkpoint_s, "Checkpoint interval (s) of preempted jobs")
+          ->check(DecimalNumber());
   replay->add_flag("--sjf", r->sjf, "Order by known duration (shortest first) instead of arrival");
   replay->add_option("--json", r->json, "Write results as JSON")->check(NonEmptyPath());
   replay->add_option("--report", r->report, "Write an HTML report with charts")
       ->check(NonEmptyPath());
   replay->add_flag("--skip-malformed", r->skip_malformed, "Skip malformed trace rows, counted");
-  replay->callback([r] { RunSimReplay(*r); });
+  replay->callback([r, checkpoint] {
+    r->checkpoint_given = checkpoint->count() > 0;
+    RunSimReplay(*r);
+  });
 }
 
 }  // namespace berth

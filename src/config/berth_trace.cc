@@ -263,6 +263,10 @@ class TraceParser {
     CheckJobFields(j, path, GroupFields(fields));
     auto field = [&](const char* key) { return FieldPath(path, key); };
     ReplayJob job;
+    if (const YAML::Mark mark = j.Mark(); !mark.is_null()) {
+      job.line = mark.line + 1;
+      job.column = mark.column + 1;
+    }
     JobSpec& s = job.spec;
     // A submission may leave the name to the server.
     if (!submission_ || j["name"]) s.name = Text(r_.Required(j, path, "name"), field("name"));

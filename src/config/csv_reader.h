@@ -41,11 +41,11 @@ class CsvReader {
   std::string where() const;
   // Throws unless the row has exactly `count` fields.
   void ExpectFields(size_t count) const;
-
- private:
+  // Throws "PATH:LINE: column 'NAME': expected EXPECTED, got 'FIELD'HINT".
   [[noreturn]] void Fail(size_t column, const std::string& expected,
                          const std::string& hint = "") const;
 
+ private:
   std::string path_;
   std::string text_;
   std::vector<std::string> header_;

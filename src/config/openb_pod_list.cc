@@ -1,6 +1,8 @@
 #include "config/openb_pod_list.h"
 
 #include <map>
+#include <span>
+#include <string_view>
 #include <utility>
 
 #include "config/config_error.h"
@@ -11,6 +13,23 @@ namespace berth {
 namespace {
 
 constexpr size_t kMostModels = 64;  // models one pod may name in gpu_spec (berth traces' bound)
+
+// The values openb's columns take (empty: not recorded): Koordinator's and Kubernetes' QoS
+// classes, and Kubernetes' pod phases.
+constexpr std::string_view kQosClasses[] = {"",       "LSE",        "LSR",       "LS",        "BE",
+                                            "SYSTEM", "Guaranteed", "Burstable", "BestEffort"};
+constexpr std::string_view kPodPhases[] = {"",          "Pending", "Running",
+                                           "Succeeded", "Failed",  "Unknown"};
+
+// Throws unless `column` holds one of `values`.
+void CheckOneOf(const CsvReader& csv, size_t column, std::span<const std::string_view> values) {
+  for (std::string_view v : values)
+    if (csv.field(column) == v) return;
+  std::string list;
+  for (std::string_view v : values)
+    if (!v.empty()) list += (list.empty() ? "" : ", ") + std::string(v);
+  csv.Fail(column, "one of " + list + " or nothing");
+}
 
 }  // namespace
 
@@ -26,6 +45,7 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
     try {
       csv.ExpectFields(csv.header().size());
       TracePod pod;
+      pod.line = csv.line();
       pod.name = csv.Name(0);
       if (const auto [first, fresh] = lines.emplace(pod.name, csv.line()); !fresh)
         throw ConfigError(csv.where() + "column 'name': pod " + Quoted(pod.name) +
@@ -59,6 +79,8 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
           spec.remove_prefix(bar + 1);
         }
         pod.qos = csv.Name(6, false);  // replayed as the pod's user
+        CheckOneOf(csv, 6, kQosClasses);
+        CheckOneOf(csv, 7, kPodPhases);
         // An empty time is unknown (-1); a given one is a time from the trace start.
         const auto time = [&](size_t column) {
           return csv.field(column).empty() ? -1 : csv.Number(column, 0, limits::Seconds());
@@ -72,6 +94,19 @@ std::vector<TracePod> LoadOpenbPodList(const std::string& path, int* skipped) {
                               std::string(csv.field(9)) + ") before its " + csv.header()[column] +
                               " (" + std::string(csv.field(column)) +
                               "); times are seconds from the trace start");
+        if (pod.start_time >= 0 && pod.submit_time >= 0 && pod.start_time < pod.submit_time)
+          throw ConfigError(csv.where() + "column 'scheduled_time': the pod is scheduled (" +
+                            std::string(csv.field(10)) + ") before it is created (" +
+                            std::string(csv.field(8)) +
+                            "); times are seconds from the trace start");
+        // Scheduled and deleted at once: a run of no time, which the replay cannot tell from a
+        // time left unfilled.
+        if (pod.start_time >= 0 && pod.end_time == pod.start_time)
+          throw ConfigError(csv.where() +
+                            "column 'deletion_time': the pod ends when it is "
+                            "scheduled (" +
+                            std::string(csv.field(10)) +
+                            "), a run of 0 s; leave scheduled_time empty for a pod that never ran");
       }
       pods.push_back(std::move(pod));
     } catch (const ConfigError&) {

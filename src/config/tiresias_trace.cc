@@ -62,6 +62,7 @@ std::vector<TracePod> LoadTiresiasJobs(const std::string& path, int* skipped) {
       throw ConfigError(csv.where() + limits::OverLimit(&limits::Limits::jobs, "jobs"));
     try {
       TracePod job;
+      job.line = csv.line();
       job.name = "job-" + csv.Name(0);
       if (const auto [first, fresh] = lines.emplace(job.name, csv.line()); !fresh)
         throw ConfigError(csv.where() + "column 'job_id': job " + Quoted(csv.field(0)) +
@@ -75,6 +76,9 @@ std::vector<TracePod> LoadTiresiasJobs(const std::string& path, int* skipped) {
         csv.Number(6, 0, limits::Seconds());  // interval, likewise
       job.workload = csv.Name(4, false);
       job.duration = csv.Number(5, 0, limits::Seconds());
+      // A job of no time has nothing to replay; a 0 is a field left unfilled.
+      if (job.duration == 0)
+        csv.Fail(5, "seconds above 0", "; the job runs for this long on its GPUs");
       jobs.push_back(std::move(job));
     } catch (const ConfigError&) {
       if (!skipped) throw;

@@ -78,9 +78,10 @@ class DocumentStart : public YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark& at, YAML::anchor_t) override { Count(at); }
   void OnAlias(const YAML::Mark& at, YAML::anchor_t) override { Count(at); }
-  void OnScalar(const YAML::Mark& at, const std::string&, YAML::anchor_t,
+  void OnScalar(const YAML::Mark& at, const std::string& tag, YAML::anchor_t,
                 const std::string&) override {
     Count(at);
+    CheckTag(at, tag);
     // yaml-cpp ends a quoted scalar that is never closed at the end of the file, taking every
     // line after it into the value; the error would surface later as something else.
     if (at.pos >= 0 && static_cast<size_t>(at.pos) < text_.size() && !QuoteCloses(at.pos))
@@ -88,14 +89,16 @@ class DocumentStart : public YAML::EventHandler {
             std::string("the quoted value that starts here has no closing ") + text_[at.pos] +
                 "; close it");
   }
-  void OnSequenceStart(const YAML::Mark& at, const std::string&, YAML::anchor_t,
+  void OnSequenceStart(const YAML::Mark& at, const std::string& tag, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {
     Count(at);
+    CheckTag(at, tag);
   }
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark& at, const std::string&, YAML::anchor_t,
+  void OnMapStart(const YAML::Mark& at, const std::string& tag, YAML::anchor_t,
                   YAML::EmitterStyle::value) override {
     Count(at);
+    CheckTag(at, tag);
   }
   void OnMapEnd() override {}
 
@@ -104,6 +107,15 @@ class DocumentStart : public YAML::EventHandler {
     if (++nodes_ > limits::Get().yaml_nodes)
       Throw(source_, at, "",
             "the document has " + limits::OverLimit(&limits::Limits::yaml_nodes, "YAML nodes"));
+  }
+  // yaml-cpp keeps a tag but reads the value as if it had none ("!!null 8" is 8), so a tag
+  // would silently mean nothing. "?" and "!" are its marks for an untagged plain and quoted value.
+  void CheckTag(const YAML::Mark& at, const std::string& tag) const {
+    if (!tag.empty() && tag != "?" && tag != "!")
+      Throw(source_, at, "",
+            "a YAML tag (" + Quoted(tag) +
+                "); berth reads no tags, remove it (quote the value "
+                "to make it a string)");
   }
   // Whether the quote at `pos` (if one is there) is closed before the end of the text.
   bool QuoteCloses(size_t pos) const {
@@ -147,6 +159,10 @@ YAML::Node YamlReader::Parse(const std::string& file_text) const {
   CheckText(file_text, source_);
   // Without the byte order mark, positions in the text are the positions yaml-cpp reports.
   const std::string text(WithoutBom(file_text));
+  // yaml-cpp would take a second one as part of the first key, or of the text after it.
+  if (WithoutBom(text).size() != text.size())
+    Throw(source_, YAML::Mark(), "",
+          "a second byte order mark (bytes EF BB BF); save the file with one at most");
   YAML::Node root;
   try {
     std::istringstream in(text);

@@ -190,6 +190,17 @@ void BuddyAllocator::PlanLeaves(int cell, int count, std::vector<int>* plan) con
   }
   const auto& children = tree_->cells()[cell].children;
   const int pool = pool_[cell];
+  // Children of one GPU each (a PCIe switch's): the best fit below takes the first free ones in
+  // order, one scan of every child per GPU taken. Taken in one scan instead: on a switch of 128
+  // GPUs those scans were most of the time a gang's placement took.
+  if (tree_->type_of(children.front()).leaf_count == 1) {
+    for (size_t i = 0; i < children.size() && count > 0; ++i)
+      if (!taken_[children[i]] && pool_[children[i]] == pool && free_[children[i]] > 0) {
+        plan->push_back(children[i]);
+        --count;
+      }
+    return;
+  }
   // Inside an entirely free cell the children's counts are full, so they read the same.
   std::vector<int> left;
   for (int child : children)

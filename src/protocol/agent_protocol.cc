@@ -323,14 +323,17 @@ AgentReport ParseReport(const Json& j) {
       if (!phases->is_object() || phases->size() > 8)
         throw ProtocolError(c.Field("phases") + ": expected at most 8 named durations");
       for (const auto& [name, seconds] : phases->items()) {
-        if (!seconds.is_number() || name.size() > 20)
-          throw ProtocolError(c.Field("phases") + "." + name.substr(0, 20) + ": expected seconds");
+        // Not cut to fit: a cut could split a character, and the refusal goes back as JSON.
+        if (name.size() > 20)
+          throw ProtocolError(c.Field("phases") + ": a phase name longer than 20 bytes");
+        if (!seconds.is_number())
+          throw ProtocolError(c.Field("phases") + "." + name + ": expected seconds");
         x.phases[name] = seconds.get<double>();
       }
     }
-    x.cpu_percent = c.Measure("cpuPercent", 1e6);
-    x.memory_percent = c.Measure("memoryPercent", 1e6);
-    x.io_latency_ms = c.Measure("ioLatencyMs", 1e9);
+    x.cpu_percent = c.Measure("cpuPercent", kMaxReportPercent);
+    x.memory_percent = c.Measure("memoryPercent", kMaxReportPercent);
+    x.io_latency_ms = c.Measure("ioLatencyMs", kMaxReportIoLatencyMs);
     x.cpu_grade = c.Grade("cpuGrade");
     x.memory_grade = c.Grade("memoryGrade");
     x.io_grade = c.Grade("ioGrade");
@@ -342,11 +345,11 @@ AgentReport ParseReport(const Json& j) {
     const Reader g(e, path);
     GpuReport x;
     x.gpu = static_cast<int>(g.Int("gpu", 0, kMaxRegisteredGpus - 1, true));
-    x.fb_used_mib = g.Measure("fbUsedMiB", 1e9);
-    x.fb_free_mib = g.Measure("fbFreeMiB", 1e9);
+    x.fb_used_mib = g.Measure("fbUsedMiB", kMaxReportMiB);
+    x.fb_free_mib = g.Measure("fbFreeMiB", kMaxReportMiB);
     x.util_percent = g.Measure("utilPercent", 100);
     x.sm_active = g.Measure("smActive", 1);
-    x.xid = g.Measure("xid", 1e9);
+    x.xid = g.Measure("xid", kMaxReportXid);
     out.gpus.push_back(x);
   });
   size_t log_bytes = 0;

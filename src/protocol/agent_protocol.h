@@ -36,6 +36,12 @@ constexpr size_t kMaxReportLogBytes = 512 << 10;  // log text per report
 constexpr size_t kMaxRegisteredGpus = 64;
 constexpr size_t kMaxRegisteredSockets = 64;
 constexpr size_t kMaxSocketCpus = 4096;
+// The largest measures a report may carry (ParseReport refuses the whole report past them, so
+// the agent keeps its values within).
+constexpr double kMaxReportMiB = 1e9;          // a GPU's memory used or free
+constexpr double kMaxReportXid = 1e9;          // an XID error code
+constexpr double kMaxReportPercent = 1e6;      // a container's CPU or memory use
+constexpr double kMaxReportIoLatencyMs = 1e9;  // a container's mean IO service time
 
 // A protocol message that does not parse: the field and what is wrong.
 struct ProtocolError : std::runtime_error {

@@ -66,6 +66,7 @@ std::vector<ReplayJob> ReplayJobsFromTrace(const Cluster& cluster,
     job.submit = p.submit_time;
     job.duration = duration;
     job.comm = CommIntensity(p.workload);
+    job.line = p.line;
     jobs.push_back(std::move(job));
   }
   return jobs;

@@ -31,6 +31,9 @@ struct ReplayJob {
   double submit = 0;    // seconds from the trace start
   double duration = 0;  // run time at full size on the tightest placement
   double comm = 0.5;    // communication intensity 0..1 (how much crossing nodes hurts)
+  // Where its trace file lists it, for messages about the whole trace: a CSV row's line
+  // (column 0), a YAML entry's line and column; 0 for a job of no file (synthetic).
+  int line = 0, column = 0;
 };
 
 // A change a trace makes during the replay: node health, or a job withdrawn.

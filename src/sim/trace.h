@@ -23,6 +23,7 @@ struct TracePod {
   double start_time = -1;
   double end_time = -1;
   double duration = -1;  // run time on ideal placement, when the trace gives it
+  int line = 0;          // of its row in the trace file, for messages about the whole trace
 };
 
 // What one pod asks the allocator for: its GPUs (whole, or a share of one), models, CPU, memory.

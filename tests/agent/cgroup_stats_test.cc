@@ -166,6 +166,35 @@ TEST(CgroupStatsTest, GradesTwoSamples) {
   EXPECT_EQ(g.io, Contention::kUnknown);
 }
 
+// Two samples a moment apart (or a counter that leapt) grade high, and the report carries them
+// capped: the server refused the whole report for a percentage past its bound (found by
+// fuzz/cgroup_stats_fuzz.cc).
+TEST(CgroupStatsTest, ReportCarriesCappedMeasures) {
+  CgroupSample before, after;
+  before.cpu_usage_usec = 0;
+  after.cpu_usage_usec = int64_t{1} << 50;
+  after.memory_bytes = int64_t{1} << 60;
+  after.memory_limit_bytes = 1;
+  before.io_ops = 0;
+  after.io_ops = 1;
+  before.io_service_time_ns = 0;
+  after.io_service_time_ns = int64_t{1} << 62;
+  const ContentionGrades g = GradeContention(before, after, 0.001, {.cpus = 1, .memory_bytes = 1});
+  EXPECT_EQ(g.cpu, Contention::kHigh);
+  EXPECT_GT(g.cpu_percent, kMaxReportPercent);
+  AgentReport report;
+  ContainerReport& c = report.containers.emplace_back();
+  c.job = 1;
+  c.state = "running";
+  SetContention(g, &c);
+  EXPECT_EQ(c.cpu_percent, kMaxReportPercent);
+  EXPECT_EQ(c.memory_percent, kMaxReportPercent);
+  EXPECT_EQ(c.io_latency_ms, kMaxReportIoLatencyMs);
+  EXPECT_EQ(c.cpu_grade, "high");
+  EXPECT_EQ(c.io_grade, "high");
+  EXPECT_NO_THROW(ParseReport(ToJson(report)));
+}
+
 TEST(CgroupStatsTest, BadFilesNameTheirLine) {
   const std::string dir = ::testing::TempDir() + "/berth-cgroup-bad";
   std::filesystem::create_directories(dir + "/docker/abc");

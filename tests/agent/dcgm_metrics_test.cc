@@ -64,6 +64,25 @@ TEST(DcgmMetricsTest, EscapesTimestampsAndOddValues) {
   EXPECT_EQ(s.skipped_samples, 2u);  // go_goroutines, and the sample without a gpu label
 }
 
+// Values past what a GPU can show are kept as read, but the agent reports them unknown: the
+// server refuses a whole report that carries one (found by fuzz/dcgm_metrics_fuzz.cc).
+TEST(DcgmMetricsTest, ReportsOnlyValuesInTheirRange) {
+  const DcgmScrape s =
+      ParseDcgmMetrics(Capture("../fuzz/dcgm_metrics/values-past-their-range.txt"), "metrics");
+  ASSERT_EQ(s.gpus.size(), 1u);
+  EXPECT_EQ(s.gpus[0].gpu_util_percent, 250);
+  AgentReport report;
+  report.gpus.push_back(ToGpuReport(2, s.gpus[0]));
+  const GpuReport& g = report.gpus[0];
+  EXPECT_EQ(g.gpu, 2);
+  EXPECT_EQ(g.util_percent, -1);
+  EXPECT_EQ(g.fb_used_mib, -1);
+  EXPECT_EQ(g.fb_free_mib, -1);
+  EXPECT_EQ(g.sm_active, -1);
+  EXPECT_EQ(g.xid, 79);
+  EXPECT_NO_THROW(ParseReport(ToJson(report)));
+}
+
 TEST(DcgmMetricsTest, GarbageNamesTheLine) {
   const auto fails = [](const std::string& line, const std::string& part) {
     return ThrowsConfigError([&] { ParseDcgmMetrics("# HELP x y\n" + line + "\n", "m"); },

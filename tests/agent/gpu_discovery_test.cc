@@ -194,8 +194,9 @@ TEST(TopologyTest, GarbageNamesTheLine) {
   EXPECT_TRUE(ThrowsConfigError(
       [] { ParseTopology("\tGPU0\tGPU1\nGPU0\t X \tNVX\nGPU1\tPHB\t X \n", "topo"); },
       "topo:2: column 3: ", {"unknown link \"NVX\""}));
-  EXPECT_TRUE(ThrowsConfigError([] { ParseTopology("\tGPU0\tGPU1\nGPU0\t X \tPHB\n", "topo"); },
-                                "topo: ", {"GPU1 has a column but no row"}));
+  // Whole-matrix mistakes name the header's line (issue 10: every refusal names a line).
+  EXPECT_TRUE(ThrowsConfigError([] { ParseTopology("\n\tGPU0\tGPU1\nGPU0\t X \tPHB\n", "topo"); },
+                                "topo:2: ", {"GPU1 has a column but no row"}));
   EXPECT_TRUE(ThrowsConfigError([] { ParseTopology("\tGPU0\tGPU1\nGPU0\tPHB\t X \n", "topo"); },
                                 "topo:2: ", {"expected X on the diagonal"}));
   EXPECT_TRUE(
@@ -203,7 +204,11 @@ TEST(TopologyTest, GarbageNamesTheLine) {
                         "topo:2: CPU Affinity: cpulist", {"\"x\""}));
   EXPECT_TRUE(
       ThrowsConfigError([] { ParseTopology("GPU0 GPU1\n", "topo"); }, "topo:1: ", {"header row"}));
-  EXPECT_TRUE(ThrowsConfigError([] { ParseTopology("\n\n", "topo"); }, "topo: ", {"empty"}));
+  EXPECT_TRUE(ThrowsConfigError([] { ParseTopology("\n\n", "topo"); }, "topo:1: ", {"empty"}));
+  // An escape sequence never finished swallowed the lines after it, shifting every line number.
+  EXPECT_TRUE(
+      ThrowsConfigError([] { ParseTopology("\tGPU0\x1b[4\nGPU0\t X \nGPU1\t X \n", "topo"); },
+                        "topo:3: ", {"row \"GPU1\" has no column"}));
 }
 
 TEST(BuildNodeTest, DgxA100) {

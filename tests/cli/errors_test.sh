@@ -96,7 +96,7 @@ printf 'sn,cpu_milli,memory_mib,gpu,model\nn1,32000,65536,0,\n' > "$TMP/cpu-only
 expect_error "cpu-only.csv:2: column 'gpu': no node has GPUs" "$BERTH" sim packing --nodes "$TMP/cpu-only.csv" \
   --pods "$TMP/p.csv"
 printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,1024,0,0\n' > "$TMP/cpu-pods.csv"
-expect_error "cpu-pods.csv: column 'num_gpu': no pod asks for GPUs" timeout 20 "$BERTH" sim packing \
+expect_error "cpu-pods.csv:2: column 'num_gpu': no pod asks for GPUs" timeout 20 "$BERTH" sim packing \
   --nodes "$TMP/n.csv" --pods "$TMP/cpu-pods.csv"
 printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np\xff,1000,1024,1,1000\n' > "$TMP/utf8.csv"
 expect_error "utf8.csv:2:2: invalid UTF-8 (byte 0xFF)" "$BERTH" sim packing --nodes "$TMP/n.csv" \
@@ -117,7 +117,7 @@ for t in nan inf 1e999 -1; do
 done
 printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\np,1,1,1,1000,,LS,Running,5,,\n' \
   > "$TMP/untimed.csv"
-expect_error "untimed.csv: no pod has both a submit time and a duration" \
+expect_error "untimed.csv:2: no pod has both a submit time and a duration" \
   replay --format openb --trace "$TMP/untimed.csv"
 
 # Files: a device or a directory is not read whole; an empty or BOM-led CSV is told apart.

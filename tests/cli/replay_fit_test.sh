@@ -27,7 +27,7 @@ jobs:
   - {name: too-big, queue: team, submit: 0, duration: 100, gpus: 16}
   - {name: too-big-2, queue: team, submit: 5, duration: 100, gpus: 9}
 YAML
-expect_exit2 "$TMP/none.yaml: none of its 2 jobs can ever fit on $C; the first, too-big: " \
+expect_exit2 "$TMP/none.yaml:4:5: none of its 2 jobs can ever fit on $C; the first, too-big: " \
   sim replay --cluster "$C" --format berth --trace "$TMP/none.yaml"
 expect_exit2 "Give a cluster whose nodes can hold the jobs (--cluster) or change the trace" \
   sim replay --cluster "$C" --format berth --trace "$TMP/none.yaml"
@@ -35,7 +35,7 @@ expect_exit2 "Give a cluster whose nodes can hold the jobs (--cluster) or change
 # An openb pod asking for more CPU than any node of the default cluster has.
 printf '%s\n' "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time" \
   "p0,999000000,1000,1,1000,,LS,Running,0,100,0" > "$TMP/pods.csv"
-expect_exit2 "$TMP/pods.csv: none of its 1 jobs can ever fit on the default cluster" \
+expect_exit2 "$TMP/pods.csv:2: none of its 1 jobs can ever fit on the default cluster" \
   sim replay --format openb --trace "$TMP/pods.csv"
 
 # Synthetic jobs on explicit cells without a SKU: nodes without CPU or memory hold no job.

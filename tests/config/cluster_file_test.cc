@@ -500,6 +500,16 @@ TEST(ClusterFileTest, TextIsOneUtf8Document) {
       "nodeShapes: {s: {gpuModel: T4, sockets: [{switches: [1]}]}}\r\n"
       "nodes: [{name: n0, shape: s}]\r\n";
   EXPECT_EQ(ParseClusterYaml(crlf, "ok.yaml").nodes.at(0).name, "n0");
+  // A second byte order mark read as an unclosed quote further down (or as part of a key).
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("\xef\xbb\xbf" + crlf, "bad.yaml"); },
+                                "bad.yaml:1:1: ", {"a second byte order mark"}));
+  // yaml-cpp reads a tagged value as if it had no tag ("!!null 8" was 8): refused, not ignored.
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: !!null t\n", "bad.yaml"); },
+                                "bad.yaml:1:7: ", {"a YAML tag", "remove it"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("x: 1\nracks: !custom [a]\n", "bad.yaml"); },
+                                "bad.yaml:2:8: ", {"a YAML tag (\"!custom\")"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { ParseClusterYaml("name: t\nnodes: !!map {}\n", "bad.yaml"); },
+                                "bad.yaml:2:8: ", {"a YAML tag"}));
   // Old Mac line ends and NUL bytes read as one line and as a "hex number": say what they are.
   EXPECT_TRUE(
       ThrowsConfigError([&] { ParseClusterYaml("name: t\rgpuModels: []\r", "bad.yaml"); },

@@ -177,6 +177,42 @@ TEST(TraceCsvTest, APodEndsAfterItStartsAndNamesFewModels) {
   int skipped = 0;
   EXPECT_TRUE(LoadOpenbPodList(early, &skipped).empty());
   EXPECT_EQ(skipped, 1);
+  // Scheduled before it was created, or deleted the moment it was scheduled: replayed as a
+  // job that waited a negative time, or ran none.
+  const std::string backwards =
+      WriteTempFile("back.csv", kPodHeader + "p,1000,1024,1,1000,,LS,Running,50,100,10\n");
+  EXPECT_TRUE(ThrowsConfigError(
+      [&] { LoadOpenbPodList(backwards); },
+      backwards + ":2: ", {"column 'scheduled_time'", "scheduled (10) before it is created (50)"}));
+  const std::string instant =
+      WriteTempFile("instant.csv", kPodHeader + "p,1000,1024,1,1000,,LS,Running,50,60,60\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(instant); },
+                                instant + ":2: ", {"column 'deletion_time'", "a run of 0 s"}));
+  // A pod created and deleted at once that never ran is a pod the trace lists as pending.
+  const std::string pending =
+      WriteTempFile("pending.csv", kPodHeader + "p,1000,1024,1,1000,,BE,Pending,50,50,\n");
+  EXPECT_EQ(LoadOpenbPodList(pending).size(), 1u);
+}
+
+TEST(TraceCsvTest, QosAndPhaseAreTheTracesOwn) {
+  // Any text was taken (and replayed as the pod's user).
+  const std::string qos =
+      WriteTempFile("qos.csv", kPodHeader + "p,1000,1024,1,1000,,XX,Running,0,100,0\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(qos); }, qos + ":2: ",
+                                {"column 'qos'", "one of LSE, LSR, LS, BE", "got 'XX'"}));
+  const std::string phase =
+      WriteTempFile("phase.csv", kPodHeader + "p,1000,1024,1,1000,,LS,Bogus,0,100,0\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadOpenbPodList(phase); }, phase + ":2: ",
+                                {"column 'pod_phase'", "Pending, Running, Succeeded"}));
+  const std::string unrecorded =
+      WriteTempFile("blank.csv", kPodHeader + "p,1000,1024,1,1000,,,,0,100,0\n");
+  EXPECT_EQ(LoadOpenbPodList(unrecorded).at(0).qos, "");
+}
+
+TEST(TraceCsvTest, TiresiasJobRunsSomeTime) {
+  const std::string jobs = WriteTempFile("jobs.csv", kJobHeader + "0,1,0,606,vgg19,0,30\n");
+  EXPECT_TRUE(ThrowsConfigError([&] { LoadTiresiasJobs(jobs); }, jobs + ":2: ",
+                                {"column 'duration'", "seconds above 0", "got '0'"}));
 }
 
 }  // namespace

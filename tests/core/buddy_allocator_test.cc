@@ -380,6 +380,30 @@ TEST(BuddyAllocatorFindWithinTest, PacksAndSkipsRefusedNodes) {
             tree.node_cell(0));
 }
 
+// A switch of 128 GPUs is planned in one pass over its GPUs (it was one pass per GPU taken: most
+// of a gang's placement time on such nodes); the GPUs are the same: the first free ones in order.
+TEST(BuddyAllocatorWideSwitchTest, TakesTheFirstFreeGpusOfAWideSwitch) {
+  const Cluster cluster = ParseClusterYaml(
+      "name: wide\ngpuModels: [{name: H100, memoryMiB: 81920}]\n"
+      "nodeShapes: {fat: {gpuModel: H100, sockets: [{cpus: \"0-7\", memoryMiB: 65536, "
+      "switches: [128]}]}}\nnodes: [{name: n, shape: fat}]\n",
+      "wide.yaml");
+  CellTree tree;
+  ASSERT_EQ(CellTree::Build(cluster, &tree), "");
+  BuddyAllocator b(&tree, 1);
+  for (int g : {0, 2, 3, 5}) b.TakeCell(tree.gpu_cell(0, g));
+  const int sw = tree.cells()[tree.gpu_cell(0, 0)].parent;
+  std::vector<int> plan;
+  b.PlanLeaves(sw, 4, &plan);
+  std::vector<int> expected;
+  for (int g : {1, 4, 6, 7}) expected.push_back(tree.gpu_cell(0, g));
+  EXPECT_EQ(plan, expected);
+  std::vector<int> taken;
+  b.TakeLeaves(sw, 124, &taken);
+  EXPECT_EQ(taken.size(), 124u);
+  EXPECT_EQ(b.free_leaves(sw), 0);
+}
+
 TEST(BuddyAllocatorMultiRackTest, PoolsOnABiggerTree) {
   const Cluster cluster =
       LoadClusterFile(std::string(BERTH_SOURCE_DIR) + "/examples/multi-rack.yaml");

@@ -299,6 +299,11 @@ TEST(AgentProtocolTest, ReportsRefuseMistakesNamingThePath) {
   EXPECT_TRUE(Has(e, "containers[0].phases: expected at most 8 named durations")) << e;
   e = with([](Json& j) { j["containers"][0]["phases"]["pull"] = "slow"; });
   EXPECT_TRUE(Has(e, "containers[0].phases.pull: expected seconds")) << e;
+  // A long name was cut at byte 20, through the middle of its "é": the refusal, sent back as
+  // JSON, was not UTF-8 (found by fuzz/agent_protocol_fuzz.cc).
+  e = with([](Json& j) { j["containers"][0]["phases"]["aaaaaaaaaaaaaaaaaaa\xc3\xa9"] = 1; });
+  EXPECT_TRUE(Has(e, "containers[0].phases: a phase name longer than 20 bytes")) << e;
+  EXPECT_NO_THROW((void)Json(e).dump()) << e;
   e = with([](Json& j) {
     for (int i = 0; i < 9; ++i) j["containers"][0]["phases"]["p" + std::to_string(i)] = 1;
   });
