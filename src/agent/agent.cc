@@ -93,6 +93,7 @@ class Agent {
     if (!Register()) return stop_ ? 0 : 1;
     std::thread watch([this] { Watch(); });
     std::thread heartbeat([this] { Heartbeat(); });
+    std::thread exits([this] { WatchExits(); });
     Backoff docker_backoff;
     while (!stop_) {
       try {
@@ -121,6 +122,7 @@ class Agent {
     }
     watch.join();
     heartbeat.join();
+    exits.join();
     // Stops under way use this agent: they end within their grace period.
     std::unique_lock<std::mutex> lock(mu_);
     changed_.wait(lock, [&] { return stopping_.empty(); });
@@ -235,8 +237,36 @@ class Agent {
         // No report without the containers: an empty one would tell the server they are gone.
         Log(std::string("cannot list the containers to report them: ") + e.what());
       }
-      Sleep(sent ? options_.heartbeat_s : backoff.Next());
-      if (sent) backoff.Reset();
+      if (!sent) {
+        Sleep(backoff.Next());
+        continue;
+      }
+      backoff.Reset();
+      // Until the next heartbeat, or sooner when a container exits: its job ends, and its
+      // GPUs go to the next job, without waiting for the heartbeat.
+      const auto due = Clock::now() + std::chrono::duration<double>(options_.heartbeat_s);
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!stop_ && !exited_ && Clock::now() < due)
+        changed_.wait_for(lock, std::chrono::milliseconds(200));
+      exited_ = false;
+    }
+  }
+
+  // Wakes the heartbeat when one of the node's containers exits (the engine's events).
+  void WatchExits() {
+    DockerClient docker(options_.docker_socket);  // this thread's own
+    Backoff backoff;
+    while (!stop_) {
+      try {
+        if (docker.WaitForExit("berth.node=" + options_.node, 1)) {
+          std::lock_guard<std::mutex> lock(mu_);
+          exited_ = true;
+          changed_.notify_all();
+        }
+        backoff.Reset();
+      } catch (const DockerError&) {
+        Sleep(backoff.Next());  // the engine is away: the heartbeat says so
+      }
     }
   }
 
@@ -604,6 +634,7 @@ class Agent {
   std::condition_variable changed_;
   AssignmentSet set_;                        // under mu_
   uint64_t acted_version_ = 0;               // under mu_
+  bool exited_ = false;                      // under mu_: a container exited since the report
   std::set<std::string> stopping_;           // container ids, under mu_
   httplib::Client* watch_client_ = nullptr;  // under mu_: stopped to end the watch at once
   // The books both the converging thread and the heartbeat keep, under books_mu_.

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -429,6 +430,24 @@ std::vector<LogLine> DockerClient::Logs(const std::string& id, const std::string
   Call("GET", Path("/containers/" + Escape(id) + "/logs" + query), "", kCallTimeoutS,
        [&](const char* data, size_t size) { return reader.Add(data, size); });
   return reader.Finish();
+}
+
+bool DockerClient::WaitForExit(const std::string& label, int seconds) {
+  seconds = std::clamp(seconds, 1, 60);
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const json filters = {{"type", {"container"}}, {"event", {"die"}}, {"label", {label}}};
+  // With `until` ahead, the engine streams each event as it happens and ends the answer then.
+  bool died = false;
+  Call("GET",
+       Path("/events?since=" + std::to_string(now) + "&until=" + std::to_string(now + seconds) +
+            "&filters=" + Escape(filters.dump())),
+       "", seconds + kCallTimeoutS, [&](const char*, size_t size) {
+         died = size > 0;
+         return !died;  // one is enough
+       });
+  return died;
 }
 
 bool DockerClient::HasImage(const std::string& image) {

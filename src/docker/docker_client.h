@@ -122,6 +122,11 @@ class DockerClient {
   // std::invalid_argument when `since` is not an RFC 3339 timestamp.
   std::vector<LogLine> Logs(const std::string& id, const std::string& since, size_t max_bytes);
 
+  // Waits up to `seconds` (1 to 60) for a container carrying `label` ("key=value") to exit,
+  // through the engine's event stream: true as soon as one does (or did within the current
+  // second), false when none did.
+  bool WaitForExit(const std::string& label, int seconds);
+
   bool HasImage(const std::string& image);
   ImageInfo InspectImage(const std::string& image);  // DockerError 404 when absent
   std::vector<ImageInfo> Images();                   // every image with its layers

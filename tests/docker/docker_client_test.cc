@@ -279,6 +279,24 @@ TEST_F(EngineTest, ListsByLabel) {
   docker_->Remove(c, true);
 }
 
+TEST_F(EngineTest, WaitsForAContainerToExit) {
+  // Nothing of this label runs: the wait ends empty-handed after its second or two.
+  EXPECT_FALSE(docker_->WaitForExit(label_, 1));
+  // One exits after half a second: the wait ends then, not at its 10 s.
+  Run(Spec("sleep 0.5"));
+  const auto start = steady_clock::now();
+  EXPECT_TRUE(docker_->WaitForExit(label_, 10));
+  EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(8));
+  // Another label's exit does not count.
+  ContainerSpec other = Spec("true");
+  other.labels.begin()->second += "-other";
+  const std::string c = docker_->Create(other);
+  docker_->Start(c);
+  WaitExited(c);
+  EXPECT_FALSE(docker_->WaitForExit(label_ + "-nothing", 1));
+  docker_->Remove(c, true);
+}
+
 TEST_F(EngineTest, StopsWithinTheGrace) {
   // sleep as PID 1 has no handler for SIGTERM: killed when the grace is over.
   std::string stubborn = Run(Spec("exec sleep 1000"));
