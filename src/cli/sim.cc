@@ -249,6 +249,15 @@ void RunSimPacking(const PackingArgs& a) {
     std::cout << std::setw(10) << r.mean.frag_amount[points] << std::setw(11)
               << std::setprecision(1) << r.unallocated_gpus_at_end << "\n";
   }
+  // Which pods a policy gives up on: where one policy beats another.
+  std::cout << "GPUs asked by the pods turned away, by kind (mean over seeds):\n"
+            << std::left << std::setw(16) << "policy" << std::right << std::setw(11) << "multi-GPU"
+            << std::setw(11) << "one GPU" << std::setw(11) << "GPU share\n";
+  for (const PackingResult& r : results) {
+    std::cout << std::left << std::setw(16) << r.policy << std::right << std::setprecision(1);
+    for (double d : r.mean.dropped_gpus) std::cout << std::setw(11) << d;
+    std::cout << "\n";
+  }
 
   // The best packing of the same arrivals, at 100% arrived and at the end.
   nlohmann::json reference;
@@ -332,7 +341,11 @@ void RunSimPacking(const PackingArgs& a) {
           {"seeds", r.seeds.size()},
           {"alloc_ratio", alloc},
           {"frag_amount", frag},
-          {"unallocated_gpus_" + std::to_string(points), r.unallocated_gpus_at_end}};
+          {"unallocated_gpus_" + std::to_string(points), r.unallocated_gpus_at_end},
+          {"dropped_gpus",
+           {{"multi_gpu", r.mean.dropped_gpus[0]},
+            {"one_gpu", r.mean.dropped_gpus[1]},
+            {"gpu_share", r.mean.dropped_gpus[2]}}}};
     }
     WriteOutput(*json_out, "--json", a.json, JsonText(j) + "\n");
   }

@@ -111,7 +111,11 @@ PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>&
     const TracePod& pod = *order[i];
     ++curve.pods;
     arrived += RequestedMilli(pod);
-    if (placer.Place(pod)) ++curve.placed;
+    if (placer.Place(pod)) {
+      ++curve.placed;
+    } else if (const GpuAsk ask = GpuAskOf(pod); ask != GpuAsk::kNone) {
+      curve.dropped_gpus[static_cast<int>(ask) - 1] += RequestedMilli(pod) / 1000.0;
+    }
     // Point x is sampled right after the pod that brings the arrived workload to x%.
     while (next_point <= points && 100.0 * arrived >= next_point * static_cast<double>(capacity)) {
       curve.alloc_ratio[next_point] = 100.0 * placer.allocated_milli() / capacity;
@@ -172,6 +176,8 @@ PackingResult RunPacking(const Cluster& cluster, const std::vector<TracePod>& po
       result.mean.alloc_ratio[x] += c.alloc_ratio[x] / result.seeds.size();
       result.mean.frag_amount[x] += c.frag_amount[x] / result.seeds.size();
     }
+    for (size_t k = 0; k < c.dropped_gpus.size(); ++k)
+      result.mean.dropped_gpus[k] += c.dropped_gpus[k] / result.seeds.size();
     result.mean.pods += c.pods;
     result.mean.placed += c.placed;
   }

@@ -8,6 +8,7 @@
 // percent): the GPU allocation ratio and FGD's fragmentation amount, both in %.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,6 +29,8 @@ struct PackingCurve {
   std::vector<double> alloc_ratio;  // index: arrived %, 0..round(100 x tune)
   std::vector<double> frag_amount;
   int pods = 0, placed = 0;
+  // GPUs asked by the pods turned away up to the last point: multi-GPU, one whole GPU, a share.
+  std::array<double, 3> dropped_gpus{};
 };
 
 struct PackingResult {

@@ -25,6 +25,10 @@ struct TracePod {
   double duration = -1;  // run time on ideal placement, when the trace gives it
 };
 
+// What a pod asks of GPUs: none (CPU only), several whole GPUs, one whole GPU, or a share of one.
+enum class GpuAsk { kNone, kMulti, kWhole, kShare };
+GpuAsk GpuAskOf(const TracePod& pod);
+
 // What one pod asks the allocator for: its GPUs (whole, or a share of one), models, CPU, memory.
 Demand TraceDemand(const TracePod& pod);
 

@@ -33,9 +33,9 @@ const FamilyInfo& Info(VariantFamily f) {
 
 constexpr int kDraws = 3;
 
-bool IsGpuPod(const TracePod& p) { return p.gpus > 0 && p.gpu_milli > 0; }
-bool IsSharedGpu(const TracePod& p) { return p.gpus == 1 && p.gpu_milli > 0 && p.gpu_milli < 1000; }
-bool IsMultiGpu(const TracePod& p) { return p.gpus > 1 && p.gpu_milli > 0; }
+bool IsGpuPod(const TracePod& p) { return GpuAskOf(p) != GpuAsk::kNone; }
+bool IsSharedGpu(const TracePod& p) { return GpuAskOf(p) == GpuAsk::kShare; }
+bool IsMultiGpu(const TracePod& p) { return GpuAskOf(p) == GpuAsk::kMulti; }
 int64_t GpuMilli(const TracePod& p) { return IsGpuPod(p) ? int64_t{p.gpus} * p.gpu_milli : 0; }
 
 // Whether an empty node of `model` could hold the pod: a constraint to a model it never fits
