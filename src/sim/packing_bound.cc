@@ -112,6 +112,10 @@ int64_t FluidUpperBoundMilli(const Cluster& cluster, const std::vector<const Tra
 
 OfflinePacking BestOfflinePacking(const Cluster& cluster, const std::vector<const TracePod*>& pods,
                                   const std::vector<TypicalPod>& typical) {
+  Policy bestfit, fgd;
+  BuiltinPolicy("bestfit", &bestfit);
+  BuiltinPolicy("fgd", &fgd);
+  bestfit.candidates = fgd.candidates = 0;
   // Largest first: GPU milli, then CPU, then name for a fixed order among equals.
   auto largest_first = [](std::vector<const TracePod*> v) {
     std::sort(v.begin(), v.end(), [](const TracePod* a, const TracePod* b) {
@@ -120,29 +124,37 @@ OfflinePacking BestOfflinePacking(const Cluster& cluster, const std::vector<cons
     });
     return v;
   };
-  const std::vector<const TracePod*> sorted = largest_first(pods);
+  // Where CPU runs out before the GPUs (many small shares), GPU milli per CPU milli decides.
+  auto densest_first = [](std::vector<const TracePod*> v) {
+    auto density = [](const TracePod* p) {
+      return static_cast<double>(RequestedMilli(*p)) /
+             static_cast<double>(std::max<int64_t>(1, p->cpu_milli));
+    };
+    std::stable_sort(v.begin(), v.end(),
+                     [&](const TracePod* a, const TracePod* b) { return density(a) > density(b); });
+    return v;
+  };
   OfflinePacking best;
-  auto consider = [&](const PackingPlacer& placer, const std::string& name) {
+  auto pack = [&](const Policy& policy, const std::vector<const TracePod*>& order,
+                  const std::string& name) {
+    PackingPlacer placer(&cluster, policy, &typical);
+    std::vector<const TracePod*> dropped;
+    for (const TracePod* p : order)
+      if (!placer.Place(*p)) dropped.push_back(p);
     if (best.heuristic.empty() || placer.allocated_milli() > best.allocated_milli)
       best = {placer.allocated_milli(), name};
+    return dropped;
   };
-  for (const char* name : {"bestfit", "fgd"}) {
-    Policy policy;
-    BuiltinPolicy(name, &policy);
-    policy.candidates = 0;
-    PackingPlacer placer(&cluster, policy, &typical);
-    for (const TracePod* p : sorted) placer.Place(*p);
-    consider(placer, std::string(name) + " largest first");
-    if (std::string(name) != "fgd") continue;
-    // Decreasing order packs the big pods well but can strand CPU where small pods would have
-    // fit; so also FGD in arrival order, then the pods it dropped, largest first.
-    PackingPlacer retry(&cluster, policy, &typical);
-    std::vector<const TracePod*> dropped;
-    for (const TracePod* p : pods)
-      if (!retry.Place(*p)) dropped.push_back(p);
-    for (const TracePod* p : largest_first(dropped)) retry.Place(*p);
-    consider(retry, "fgd, then its drops largest first");
-  }
+  const std::vector<const TracePod*> sorted = largest_first(pods);
+  pack(bestfit, sorted, "bestfit, largest first");
+  pack(fgd, sorted, "fgd, largest first");
+  pack(fgd, densest_first(pods), "fgd, most GPU per CPU first");
+  // Decreasing order packs the big pods well but can strand CPU where small pods would have
+  // fit; so also FGD in arrival order, then the pods it dropped, largest first.
+  const std::vector<const TracePod*> dropped = pack(fgd, pods, "fgd, arrival order");
+  std::vector<const TracePod*> retry = pods;
+  for (const TracePod* p : largest_first(dropped)) retry.push_back(p);
+  pack(fgd, retry, "fgd, then its drops largest first");
   return best;
 }
 

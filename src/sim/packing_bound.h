@@ -7,10 +7,11 @@
 //   most its GPU milli; the bound is the maximum flow. Any real packing is such a flow, so it is
 //   a true bound; it ignores how pods split GPUs and CPU inside a node, so it is loose.
 // - the offline best: the best of a few offline heuristics that see every arrived pod at once:
-//   largest first placed by best-fit, largest first by FGD, and FGD in arrival order followed
-//   by the pods it dropped, largest first. It is a packing that exists, so it is a lower bound
-//   on the best packing, not a bound on online policies: a reference for what full knowledge
-//   buys at least.
+//   largest first placed by best-fit, largest first by FGD, most GPU per CPU first by FGD, and
+//   FGD in arrival order followed by the pods it dropped, largest first (the plain arrival
+//   order is one of them, so it is never below fgd). It is a packing that exists, so it is a
+//   lower bound on the best packing, not a bound on online policies: a reference for what full
+//   knowledge buys at least.
 #pragma once
 
 #include <cstdint>
