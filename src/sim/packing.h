@@ -58,6 +58,8 @@ class PackingPlacer {
  public:
   PackingPlacer(const Cluster* cluster, const Policy& policy,
                 const std::vector<TypicalPod>* typical);
+  PackingPlacer(const PackingPlacer&) = delete;  // the context points into it
+  PackingPlacer& operator=(const PackingPlacer&) = delete;
   bool Place(const TracePod& pod);  // false: dropped
   int64_t allocated_milli() const { return allocated_; }
   double frag_milli() const { return frag_total_; }  // FGD's fragmentation, in GPU milli

@@ -176,7 +176,8 @@ std::vector<TracePod> MakeWorkloadVariant(const std::vector<TracePod>& base, con
     case VariantFamily::kCpuOnly: {
       // CPU-only pods join (copies) or leave (drawn at random) until their CPU milli is
       // `target` x the GPU pods'.
-      const auto pool = pool_of([](const TracePod& p) { return !IsGpuPod(p); });
+      // (Pods that ask no CPU would never reach the target.)
+      const auto pool = pool_of([](const TracePod& p) { return !IsGpuPod(p) && p.cpu_milli > 0; });
       double cpu_only = 0, gpu_pods = 0;
       for (const TracePod& p : pods) (IsGpuPod(p) ? gpu_pods : cpu_only) += p.cpu_milli;
       while (!pool.empty() && cpu_only < target * gpu_pods) {

@@ -101,6 +101,12 @@ TEST(WorkloadVariantsTest, EachFamilyReachesItsShareAndKeepsTheRest) {
   EXPECT_LT(MeasureWorkloadMix(light).cpu_only_cpu, 12);
 }
 
+TEST(WorkloadVariantsTest, AskingForCpuWithoutCpuPodsEnds) {
+  // Copies of a CPU-only pod that asks no CPU would never reach the share: none are made.
+  const std::vector<TracePod> base = {Pod("g", 1, 1000, 8000), Pod("c", 0, 0, 0)};
+  EXPECT_EQ(MakeWorkloadVariant(base, TwoModels(), Parse("cpuonly100-d1")).size(), 2u);
+}
+
 TEST(WorkloadVariantsTest, DrawsAreDeterministicAndDiffer) {
   const std::vector<TracePod> base = Base();
   const Cluster cluster = TwoModels();
