@@ -29,10 +29,12 @@
 #include "core/job.h"
 #include "sim/chart.h"
 #include "sim/packing.h"
+#include "sim/packing_bound.h"
 #include "sim/replay.h"
 #include "sim/report.h"
 #include "sim/synthetic_trace.h"
 #include "sim/trace.h"
+#include "sim/workload_variants.h"
 
 namespace berth {
 namespace {
@@ -141,25 +143,47 @@ struct PackingArgs {
   // The bundled openb trace; "" when it is found in none of DataDirs().
   std::string nodes = FindDataFile("openb/openb_node_list_gpu_node.csv");
   std::string pods = FindDataFile("openb/openb_pod_list_default.csv");
-  std::string policies = "fgd", seeds = "42-51", json, svg;
+  std::string policies = "fgd", seeds = "42-51", json, svg, variant;
   double tune = 1.3;
   int candidates = 0;
-  bool skip_malformed = false;
+  bool skip_malformed = false, bound = false;
 };
 
-void RunSimPacking(const PackingArgs& a) {
-  if (a.nodes.empty() || a.pods.empty()) {
+void RequireTrace(const std::string& nodes, const std::string& pods) {
+  if (nodes.empty() || pods.empty()) {
     std::string dirs;
     for (const std::string& d : DataDirs()) dirs += (dirs.empty() ? "" : ", ") + d;
     throw ConfigError("the bundled openb trace (openb/) is in none of " + dirs +
                       "; give --nodes and --pods");
   }
+}
+
+std::string MixText(const WorkloadMix& m) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << m.pods << " pods asking " << m.gpus
+    << " GPUs; of the GPU milli " << m.multi_gpu << "% multi-GPU, " << m.gpu_share
+    << "% shared-GPU; " << m.gpu_spec << "% of GPU pods model-bound; CPU-only pods' CPU "
+    << m.cpu_only_cpu << "% of GPU pods'";
+  return o.str();
+}
+
+void RunSimPacking(const PackingArgs& a) {
+  RequireTrace(a.nodes, a.pods);
   const Cluster cluster = LoadOpenbNodeList(a.nodes);  // refuses a cluster without GPUs
   int skipped = 0;
-  const std::vector<TracePod> pods =
-      LoadOpenbPodList(a.pods, a.skip_malformed ? &skipped : nullptr);
+  std::vector<TracePod> pods = LoadOpenbPodList(a.pods, a.skip_malformed ? &skipped : nullptr);
   if (skipped) std::cerr << "skipped " << skipped << " malformed rows of " << a.pods << "\n";
   if (pods.empty()) throw ConfigError(a.pods + ":1: no rows after the header");
+  std::string trace = BaseName(a.pods);
+  if (!a.variant.empty()) {
+    WorkloadVariant v;
+    std::string error;
+    if (!ParseWorkloadVariant(a.variant, &v, &error)) throw ConfigError("--variant: " + error);
+    pods = MakeWorkloadVariant(pods, cluster, v);
+    trace += "+" + v.Name();
+    std::cout << "variant " << v.Name() << " (" << (v.held_out() ? "held out" : "tuning")
+              << "): " << MixText(MeasureWorkloadMix(pods)) << "\n";
+  }
   const std::vector<uint64_t> seeds = ParseSeeds(a.seeds);
   if (!(a.tune >= 0.01 && a.tune <= 3))
     throw ConfigError("--tune: expected a factor from 0.01 to 3, got " + NumberText(a.tune));
@@ -207,9 +231,9 @@ void RunSimPacking(const PackingArgs& a) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const int points = static_cast<int>(results[0].mean.alloc_ratio.size()) - 1;
-  std::cout << "trace " << BaseName(a.pods) << ": " << pods.size() << " pods on "
-            << cluster.gpu_count() << " GPUs, " << seeds.size() << " seed(s), " << std::fixed
-            << std::setprecision(1) << seconds << " s\n";
+  std::cout << "trace " << trace << ": " << pods.size() << " pods on " << cluster.gpu_count()
+            << " GPUs, " << seeds.size() << " seed(s), " << std::fixed << std::setprecision(1)
+            << seconds << " s\n";
   std::cout << "GPU allocation ratio (%) by arrived workload (%):\n";
   std::cout << std::left << std::setw(16) << "policy" << std::right;
   const std::vector<int> columns = {50, 80, 90, 100, 110, 120, 130};
@@ -223,10 +247,86 @@ void RunSimPacking(const PackingArgs& a) {
     std::cout << std::setw(10) << r.mean.frag_amount[points] << std::setw(11)
               << std::setprecision(1) << r.unallocated_gpus_at_end << "\n";
   }
+  // Which pods a policy gives up on: where one policy beats another.
+  std::cout << "GPUs asked by the pods turned away, by kind (mean over seeds):\n"
+            << std::left << std::setw(16) << "policy" << std::right << std::setw(11) << "multi-GPU"
+            << std::setw(11) << "one GPU" << std::setw(11) << "GPU share\n";
+  for (const PackingResult& r : results) {
+    std::cout << std::left << std::setw(16) << r.policy << std::right << std::setprecision(1);
+    for (double d : r.mean.dropped_gpus) std::cout << std::setw(11) << d;
+    std::cout << "\n";
+  }
+
+  // The best packing of the same arrivals, at 100% arrived and at the end.
+  nlohmann::json reference;
+  if (a.bound) {
+    std::vector<int> at;
+    for (int x : {100, points})
+      if (x <= points && (at.empty() || at.back() != x)) at.push_back(x);
+    const PackingReference ref = RunPackingReference(cluster, pods, seeds, a.tune, at);
+    const PackingResult* fgd = nullptr;
+    for (const PackingResult& r : results)
+      if (r.policy == "fgd") fgd = &r;
+    std::cout << "\nthe best packing of the same arrivals, GPU allocation (%) by arrived workload "
+                 "(%):\n"
+              << std::left << std::setw(16) << "" << std::right;
+    for (int x : at) std::cout << std::setw(8) << x;
+    std::cout << "\n";
+    auto row = [&](const std::string& name, const std::vector<double>& v, const std::string& note) {
+      std::cout << std::left << std::setw(16) << name << std::right << std::setprecision(2);
+      for (double d : v) std::cout << std::setw(8) << d;
+      std::cout << "  " << note << "\n";
+    };
+    for (const PackingResult& r : results) {
+      std::vector<double> v;
+      for (int x : at) v.push_back(r.mean.alloc_ratio[x]);
+      row(r.policy, v, "");
+    }
+    row("offline best", ref.offline_best,
+        "a packing with full knowledge (" + ref.offline_heuristic.back() +
+            "): the best is at least this");
+    row("upper bound", ref.upper_bound, "fluid over node shapes: no policy allocates more");
+    nlohmann::json upper, offline, heuristic, closed;
+    for (size_t i = 0; i < at.size(); ++i) {
+      upper[std::to_string(at[i])] = ref.upper_bound[i];
+      offline[std::to_string(at[i])] = ref.offline_best[i];
+      heuristic[std::to_string(at[i])] = ref.offline_heuristic[i];
+    }
+    if (fgd) {
+      // (policy - fgd) / (reference - fgd): "-" where the reference is less than 0.1 point above
+      // fgd, where the share would only magnify noise.
+      std::cout << "share of fgd's gap closed (%), to the offline best | to the upper bound:\n";
+      for (const PackingResult& r : results) {
+        if (&r == fgd) continue;
+        std::cout << std::left << std::setw(16) << r.policy << std::right << std::setprecision(1);
+        for (const auto* refs : {&ref.offline_best, &ref.upper_bound}) {
+          const char* key = refs == &ref.offline_best ? "offline_best" : "upper_bound";
+          for (size_t i = 0; i < at.size(); ++i) {
+            const double base = fgd->mean.alloc_ratio[at[i]];
+            const double gap = (*refs)[i] - base;
+            nlohmann::json& cell = closed[r.policy][key][std::to_string(at[i])];
+            if (gap >= 0.1) {
+              cell = 100 * (r.mean.alloc_ratio[at[i]] - base) / gap;
+              std::cout << std::setw(8) << cell.get<double>();
+            } else {
+              std::cout << std::setw(8) << "-";
+            }
+          }
+          if (refs == &ref.offline_best) std::cout << "  |";
+        }
+        std::cout << "\n";
+      }
+    }
+    reference = {{"upper_bound", upper},
+                 {"offline_best", offline},
+                 {"offline_heuristic", heuristic},
+                 {"gap_closed_vs_fgd", closed}};
+  }
 
   if (!a.json.empty()) {
     nlohmann::json j;
-    j["trace"] = BaseName(a.pods);
+    j["trace"] = trace;
+    if (!reference.is_null()) j["reference"] = reference;
     j["gpus"] = cluster.gpu_count();
     j["seeds"] = seeds;
     j["tune"] = a.tune;
@@ -240,7 +340,11 @@ void RunSimPacking(const PackingArgs& a) {
           {"seeds", r.seeds.size()},
           {"alloc_ratio", alloc},
           {"frag_amount", frag},
-          {"unallocated_gpus_" + std::to_string(points), r.unallocated_gpus_at_end}};
+          {"unallocated_gpus_" + std::to_string(points), r.unallocated_gpus_at_end},
+          {"dropped_gpus",
+           {{"multi_gpu", r.mean.dropped_gpus[0]},
+            {"one_gpu", r.mean.dropped_gpus[1]},
+            {"gpu_share", r.mean.dropped_gpus[2]}}}};
     }
     WriteOutput(*json_out, "--json", a.json, JsonText(j) + "\n");
   }
@@ -252,13 +356,33 @@ void RunSimPacking(const PackingArgs& a) {
       series.push_back(std::move(s));
     }
     ChartOptions o;
-    o.title = "GPU allocation ratio on " + BaseName(a.pods);
+    o.title = "GPU allocation ratio on " + trace;
     o.x_label = "arrived workload (% of GPU capacity)";
     o.y_label = "GPUs allocated (%)";
     o.y_min = 0;
     o.y_max = 100;
-    WriteOutput(*svg_out, "--svg", a.svg, LineChartSvg(series, o));
+    // Where the policies differ: the top of the curves.
+    ChartOptions zoom = o;
+    zoom.title += ", zoomed on 85-100% allocated";
+    zoom.y_min = 85;
+    WriteOutput(*svg_out, "--svg", a.svg, LineChartPanelsSvg(series, {o, zoom}));
   }
+}
+
+struct VariantsArgs {
+  std::string nodes = FindDataFile("openb/openb_node_list_gpu_node.csv");
+  std::string pods = FindDataFile("openb/openb_pod_list_default.csv");
+};
+
+void RunSimVariants(const VariantsArgs& a) {
+  RequireTrace(a.nodes, a.pods);
+  const Cluster cluster = LoadOpenbNodeList(a.nodes);
+  const std::vector<TracePod> pods = LoadOpenbPodList(a.pods, nullptr);
+  std::cout << "base: " << BaseName(a.pods) << ", " << MixText(MeasureWorkloadMix(pods)) << "\n";
+  for (const WorkloadVariant& v : StandardVariants())
+    std::cout << std::left << std::setw(16) << v.Name() << std::setw(10)
+              << (v.held_out() ? "held out" : "tuning") << " "
+              << MixText(MeasureWorkloadMix(MakeWorkloadVariant(pods, cluster, v))) << "\n";
 }
 
 // --load above this asks for ten times the cluster: a queue that never drains.
@@ -533,7 +657,24 @@ void AddSimCommand(CLI::App& app) {
   packing->add_option("--svg", a->svg, "Write the allocation-ratio curves as SVG")
       ->check(NonEmptyPath());
   packing->add_flag("--skip-malformed", a->skip_malformed, "Skip malformed trace rows, counted");
+  packing->add_option("--variant", a->variant,
+                      "Run a variant of the pod list instead, e.g. multigpu30-d2 "
+                      "(`berth sim variants` lists them)");
+  packing->add_flag("--bound", a->bound,
+                    "Also the best packing of the same arrivals: an offline packing and an "
+                    "upper bound, and the share of fgd's gap each policy closes");
   packing->callback([a] { RunSimPacking(*a); });
+
+  auto* variants = sim->add_subcommand(
+      "variants", "The held-out workload variants of an openb pod list, and their mix");
+  auto v = std::make_shared<VariantsArgs>();
+  variants->add_option("--nodes", v->nodes, "openb node list (CSV)")
+      ->capture_default_str()
+      ->check(NonEmptyPath());
+  variants->add_option("--pods", v->pods, "openb pod list (CSV) they derive from")
+      ->capture_default_str()
+      ->check(NonEmptyPath());
+  variants->callback([v] { RunSimVariants(*v); });
 
   auto* replay = sim->add_subcommand("replay", "Time-based replay: arrivals, queueing, JCT");
   auto r = std::make_shared<ReplayArgs>();

@@ -25,9 +25,8 @@ std::string Label(double v) {
   return buf;
 }
 
-}  // namespace
-
-std::string LineChartSvg(const std::vector<ChartSeries>& series, const ChartOptions& o) {
+// One chart's elements, its top edge at `y_offset`.
+std::string Panel(const std::vector<ChartSeries>& series, const ChartOptions& o, int y_offset) {
   double x0 = 0, x1 = 1, y0 = o.y_min, y1 = o.y_max;
   bool first = true;
   for (const ChartSeries& s : series)
@@ -45,10 +44,7 @@ std::string LineChartSvg(const std::vector<ChartSeries>& series, const ChartOpti
   const double left = 64, right = o.width - 170, top = 36, bottom = o.height - 48;
   auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * (right - left); };
   auto py = [&](double y) { return bottom - (y - y0) / (y1 - y0) * (bottom - top); };
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(o.width) +
-                    "\" height=\"" + std::to_string(o.height) +
-                    "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  std::string svg = "<g transform=\"translate(0," + std::to_string(y_offset) + ")\">\n";
   svg += "<text x=\"" + Num(o.width / 2.0) +
          "\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">" + EscapeMarkup(o.title) +
          "</text>\n";
@@ -67,17 +63,46 @@ std::string LineChartSvg(const std::vector<ChartSeries>& series, const ChartOpti
          "\" text-anchor=\"middle\">" + EscapeMarkup(o.x_label) + "</text>\n";
   svg += "<text transform=\"translate(16," + Num((top + bottom) / 2) +
          ") rotate(-90)\" text-anchor=\"middle\">" + EscapeMarkup(o.y_label) + "</text>\n";
+  // Curves are clipped to the plot: a zoomed panel cuts them at its edges.
+  const std::string clip = "plot-" + std::to_string(y_offset);
+  svg += "<clipPath id=\"" + clip + "\"><rect x=\"" + Num(left) + "\" y=\"" + Num(top) +
+         "\" width=\"" + Num(right - left) + "\" height=\"" + Num(bottom - top) +
+         "\"/></clipPath>\n";
   for (size_t i = 0; i < series.size(); ++i) {
     const char* color = kColors[i % (sizeof kColors / sizeof kColors[0])];
     std::string path;
     for (const auto& [x, y] : series[i].points)
-      path += (path.empty() ? "M" : " L") + Num(px(x)) + "," + Num(py(std::clamp(y, y0, y1)));
-    svg += "<path d=\"" + path + "\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\"/>\n";
+      path += (path.empty() ? "M" : " L") + Num(px(x)) + "," + Num(py(y));
+    svg += "<path d=\"" + path + "\" fill=\"none\" stroke=\"" + color +
+           "\" stroke-width=\"2\" clip-path=\"url(#" + clip + ")\"/>\n";
     const double ly = top + 8 + 18.0 * i;
     svg += "<line x1=\"" + Num(right + 14) + "\" x2=\"" + Num(right + 34) + "\" y1=\"" + Num(ly) +
            "\" y2=\"" + Num(ly) + "\" stroke=\"" + color + "\" stroke-width=\"3\"/>\n";
     svg += "<text x=\"" + Num(right + 40) + "\" y=\"" + Num(ly + 4) + "\">" +
            EscapeMarkup(series[i].name) + "</text>\n";
+  }
+  svg += "</g>\n";
+  return svg;
+}
+
+}  // namespace
+
+std::string LineChartSvg(const std::vector<ChartSeries>& series, const ChartOptions& options) {
+  return LineChartPanelsSvg(series, {options});
+}
+
+std::string LineChartPanelsSvg(const std::vector<ChartSeries>& series,
+                               const std::vector<ChartOptions>& panels) {
+  int width = 0, height = 0;
+  for (const ChartOptions& o : panels) width = std::max(width, o.width), height += o.height;
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) +
+                    "\" height=\"" + std::to_string(height) +
+                    "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  int top = 0;
+  for (const ChartOptions& o : panels) {
+    svg += Panel(series, o, top);
+    top += o.height;
   }
   svg += "</svg>\n";
   return svg;

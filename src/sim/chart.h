@@ -22,4 +22,9 @@ struct ChartOptions {
 
 std::string LineChartSvg(const std::vector<ChartSeries>& series, const ChartOptions& options);
 
+// The same series in several panels stacked top to bottom (e.g. a zoom on a range of y), each
+// with its own options, in one SVG.
+std::string LineChartPanelsSvg(const std::vector<ChartSeries>& series,
+                               const std::vector<ChartOptions>& panels);
+
 }  // namespace berth

@@ -25,15 +25,14 @@ int64_t RequestedMilli(const TracePod& p) { return static_cast<int64_t>(p.gpus) 
 
 }  // namespace
 
-PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>& pods,
-                            const Policy& policy, uint64_t seed, double tune,
-                            const std::vector<TypicalPod>& typical,
-                            const std::function<void(double)>& progress) {
+PackingArrivals MakePackingArrivals(const Cluster& cluster, const std::vector<TracePod>& pods,
+                                    uint64_t seed, double tune) {
   // Order: by name, then shuffled with the seed; then random clones up to the target.
-  std::vector<const TracePod*> order;
+  PackingArrivals a;
+  std::vector<const TracePod*>& order = a.order;
   for (const TracePod& p : pods) order.push_back(&p);
   std::sort(order.begin(), order.end(),
-            [](const TracePod* a, const TracePod* b) { return a->name < b->name; });
+            [](const TracePod* x, const TracePod* y) { return x->name < y->name; });
   std::mt19937_64 rng(seed);
   std::shuffle(order.begin(), order.end(), rng);
   const int64_t capacity = static_cast<int64_t>(cluster.gpu_count()) * 1000;
@@ -53,61 +52,80 @@ PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>&
   // and kube-scheduler then takes the smallest name among the best. So each seed sees the
   // nodes in a random order of its own, not the node list's, where nodes of one GPU model
   // stand together (first-fit in list order fills one model's nodes first).
-  Cluster shuffled = cluster;
-  std::shuffle(shuffled.nodes.begin(), shuffled.nodes.end(), rng);
+  a.cluster = cluster;
+  std::shuffle(a.cluster.nodes.begin(), a.cluster.nodes.end(), rng);
+  return a;
+}
 
+PackingPlacer::PackingPlacer(const Cluster* cluster, const Policy& policy,
+                             const std::vector<TypicalPod>* typical)
+    : policy_(policy), alloc_(cluster, {}), frag_(cluster, *typical), node_frag_(&frag_, alloc_) {
+  std::vector<std::string> errors;
+  pipeline_ = PlacementPipeline::Make(policy_, &errors);
+  // The context below changes only in the demand, and node_frag only where a pod lands.
+  pipeline_->KeepVerdictsAcrossDecisions();
+  frag_total_ = node_frag_.total();
+  ctx_.alloc = &alloc_;
+  ctx_.job = &job_;
+  ctx_.group = &group_;
+  ctx_.typical_pods = typical;
+  ctx_.fragmentation = &node_frag_;
+}
+
+bool PackingPlacer::Place(const TracePod& pod) {
+  group_.demand = TraceDemand(pod);
+  pipeline_->SetContext(ctx_);
+  AllocationRequest req;
+  req.demand = group_.demand;
+  const auto id = alloc_.Allocate(req, nullptr, pipeline_.get(), policy_.candidates);
+  if (!id) return false;
+  allocated_ += RequestedMilli(pod);
+  // Fragmentation per node, recomputed only for the node a pod lands on; fgd scores from it.
+  const int node = alloc_.Find(*id)->replicas[0].node;
+  frag_total_ -= node_frag_.node(node);
+  node_frag_.Refresh(alloc_, node);
+  frag_total_ += node_frag_.node(node);
+  return true;
+}
+
+PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>& pods,
+                            const Policy& policy, uint64_t seed, double tune,
+                            const std::vector<TypicalPod>& typical,
+                            const std::function<void(double)>& progress) {
+  const PackingArrivals arrivals = MakePackingArrivals(cluster, pods, seed, tune);
+  const std::vector<const TracePod*>& order = arrivals.order;
   Policy seeded = policy;
   seeded.seed = seed;
-  std::vector<std::string> errors;
-  auto pipeline = PlacementPipeline::Make(seeded, &errors);
-  // The context below changes only in the demand, and node_frag only where a pod lands.
-  pipeline->KeepVerdictsAcrossDecisions();
-  Allocator alloc(&shuffled, {});
-  const FragmentationModel frag(&shuffled, typical);
+  PackingPlacer placer(&arrivals.cluster, seeded, &typical);
 
+  const int64_t capacity = static_cast<int64_t>(cluster.gpu_count()) * 1000;
   const int points = static_cast<int>(std::lround(tune * 100));
   PackingCurve curve;
   curve.alloc_ratio.assign(points + 1, -1);
   curve.frag_amount.assign(points + 1, -1);
-  curve.pods = static_cast<int>(order.size());
-  int64_t arrived = 0, allocated = 0;
+  const double initial_frag = placer.frag_milli();
+  int64_t arrived = 0;
   int next_point = 1;
-  // Fragmentation per node, recomputed only for the node a pod lands on; fgd scores from it.
-  FragmentationTracker node_frag(&frag, alloc);
-  double frag_total = node_frag.total();
-  const double initial_frag = frag_total;
-  JobSpec job;
-  TaskGroup group;
-  PlacementContext ctx;
-  ctx.alloc = &alloc;
-  ctx.job = &job;
-  ctx.group = &group;
-  ctx.typical_pods = &typical;
-  ctx.fragmentation = &node_frag;
-  for (size_t i = 0; i < order.size(); ++i) {
+  // A trace that alone asks for more than the tune (a heavy variant) stops at the last point.
+  for (size_t i = 0; i < order.size() && next_point <= points; ++i) {
     const TracePod& pod = *order[i];
-    group.demand = TraceDemand(pod);
-    pipeline->SetContext(ctx);
-    AllocationRequest req;
-    req.demand = group.demand;
+    ++curve.pods;
     arrived += RequestedMilli(pod);
-    if (const auto id = alloc.Allocate(req, nullptr, pipeline.get(), seeded.candidates)) {
-      allocated += RequestedMilli(pod);
+    if (placer.Place(pod)) {
       ++curve.placed;
-      const int node = alloc.Find(*id)->replicas[0].node;
-      frag_total -= node_frag.node(node);
-      node_frag.Refresh(alloc, node);
-      frag_total += node_frag.node(node);
+    } else if (const GpuAsk ask = GpuAskOf(pod); ask != GpuAsk::kNone) {
+      curve.dropped_gpus[static_cast<int>(ask) - 1] += RequestedMilli(pod) / 1000.0;
     }
     // Point x is sampled right after the pod that brings the arrived workload to x%.
     while (next_point <= points && 100.0 * arrived >= next_point * static_cast<double>(capacity)) {
-      curve.alloc_ratio[next_point] = 100.0 * allocated / capacity;
-      curve.frag_amount[next_point] = 100.0 * frag_total / capacity;
+      curve.alloc_ratio[next_point] = 100.0 * placer.allocated_milli() / capacity;
+      curve.frag_amount[next_point] = 100.0 * placer.frag_milli() / capacity;
       ++next_point;
     }
     if (progress && (i % 512 == 0 || i + 1 == order.size()))
       progress(static_cast<double>(i + 1) / order.size());
   }
+  if (progress) progress(1);
   // Point 0 is the empty cluster; points the inflation stopped short of take the last value.
   curve.alloc_ratio[0] = 0;
   curve.frag_amount[0] = 100.0 * initial_frag / capacity;
@@ -119,35 +137,37 @@ PackingCurve RunPackingSeed(const Cluster& cluster, const std::vector<TracePod>&
   return curve;
 }
 
+void RunInParallel(size_t n, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < n; i = next++) fn(i);
+  };
+  const size_t workers =
+      std::max<size_t>(1, std::min<size_t>(n, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(worker);
+  worker();
+  for (std::thread& t : threads) t.join();
+}
+
 PackingResult RunPacking(const Cluster& cluster, const std::vector<TracePod>& pods,
                          const Policy& policy, const std::vector<uint64_t>& seeds, double tune,
                          const std::function<void(double)>& progress) {
   PackingResult result;
   result.policy = policy.name;
   const std::vector<TypicalPod> typical = WorkloadTypicalPods(pods);
-  // Seeds are independent runs on their own allocators: one worker per core.
   result.seeds.resize(seeds.size());
   std::vector<double> done(seeds.size(), 0);
   std::mutex mu;
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t s = next++; s < seeds.size(); s = next++) {
-      result.seeds[s] =
-          RunPackingSeed(cluster, pods, policy, seeds[s], tune, typical, [&](double f) {
-            std::lock_guard<std::mutex> lock(mu);
-            done[s] = f;
-            double total = 0;
-            for (double d : done) total += d;
-            if (progress) progress(total / seeds.size());
-          });
-    }
-  };
-  const size_t workers =
-      std::max<size_t>(1, std::min<size_t>(seeds.size(), std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (size_t w = 1; w < workers; ++w) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
+  RunInParallel(seeds.size(), [&](size_t s) {
+    result.seeds[s] = RunPackingSeed(cluster, pods, policy, seeds[s], tune, typical, [&](double f) {
+      std::lock_guard<std::mutex> lock(mu);
+      done[s] = f;
+      double total = 0;
+      for (double d : done) total += d;
+      if (progress) progress(total / seeds.size());
+    });
+  });
   const size_t points = result.seeds.empty() ? 0 : result.seeds[0].alloc_ratio.size();
   result.mean.alloc_ratio.assign(points, 0);
   result.mean.frag_amount.assign(points, 0);
@@ -156,6 +176,8 @@ PackingResult RunPacking(const Cluster& cluster, const std::vector<TracePod>& po
       result.mean.alloc_ratio[x] += c.alloc_ratio[x] / result.seeds.size();
       result.mean.frag_amount[x] += c.frag_amount[x] / result.seeds.size();
     }
+    for (size_t k = 0; k < c.dropped_gpus.size(); ++k)
+      result.mean.dropped_gpus[k] += c.dropped_gpus[k] / result.seeds.size();
     result.mean.pods += c.pods;
     result.mean.placed += c.placed;
   }

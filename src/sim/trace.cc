@@ -4,6 +4,12 @@
 
 namespace berth {
 
+GpuAsk GpuAskOf(const TracePod& pod) {
+  if (pod.gpus <= 0 || pod.gpu_milli <= 0) return GpuAsk::kNone;
+  if (pod.gpus > 1) return GpuAsk::kMulti;
+  return pod.gpu_milli < 1000 ? GpuAsk::kShare : GpuAsk::kWhole;
+}
+
 Demand TraceDemand(const TracePod& pod) {
   Demand d;
   SetGpuDemand(pod.gpus, pod.gpu_milli, &d);

@@ -26,6 +26,10 @@ struct TracePod {
   int line = 0;          // of its row in the trace file, for messages about the whole trace
 };
 
+// What a pod asks of GPUs: none (CPU only), several whole GPUs, one whole GPU, or a share of one.
+enum class GpuAsk { kNone, kMulti, kWhole, kShare };
+GpuAsk GpuAskOf(const TracePod& pod);
+
 // What one pod asks the allocator for: its GPUs (whole, or a share of one), models, CPU, memory.
 Demand TraceDemand(const TracePod& pod);
 

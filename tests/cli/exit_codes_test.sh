@@ -11,6 +11,7 @@ expect_exit2 "--jobs: Value abc is not an integer" sim replay --jobs abc
 expect_exit2 "--cluster: an empty path" sim replay --jobs 5 --cluster ""
 expect_exit2 "--vcs: an empty path" cells --vcs ""
 expect_exit2 "--pods: an empty path" sim packing --pods ""
+expect_exit2 "--variant: \"multigpu30\": no draw" sim packing --variant multigpu30
 expect_exit2 "--jobs" sim replay --jobs
 expect_exit2 "--load: Value x is not a decimal number" sim replay --load x
 expect_exit2 "--nope" sim replay --nope

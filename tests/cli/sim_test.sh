@@ -31,6 +31,21 @@ cp data/openb/openb_pod_list_default.csv "$TMP/alone/bin/data/openb/"
 grep -q "on 1 GPUs" "$TMP/beside.txt" ||
   fail "the data/ beside the binary was not read first: $(cat "$TMP/beside.txt")"
 
+# A held-out variant of the default trace, with the best packing of the same arrivals beside it
+# and the chart's zoomed panel.
+"$BERTH" sim packing --variant gpuspec20-d2 --policy fgd,bestfit --seeds 42 --tune 0.5 --bound \
+  --json "$TMP/v.json" --svg "$TMP/v.svg" > "$TMP/v.txt"
+grep -q "variant gpuspec20-d2 (held out): 8152 pods" "$TMP/v.txt" || fail "variant line: $(cat "$TMP/v.txt")"
+[ "$(json_get "$TMP/v.json" '.trace')" = "openb_pod_list_default+gpuspec20-d2" ] || fail "variant trace name"
+[ "$(json_get "$TMP/v.json" '.reference.upper_bound["50"] >= .reference.offline_best["50"] and
+  .reference.offline_best["50"] >= .policies.bestfit.alloc_ratio["50"] - 1')" = true ] ||
+  fail "bound >= offline best, near the policies: $(jq -c .reference "$TMP/v.json")"
+[ "$(json_get "$TMP/v.json" '.reference.gap_closed_vs_fgd.bestfit | has("upper_bound")')" = true ] ||
+  fail "gap closed vs fgd"
+[ "$(grep -c '<g transform' "$TMP/v.svg")" = 2 ] || fail "two chart panels"
+grep -q "zoomed on 85-100% allocated" "$TMP/v.svg" || fail "zoomed panel title"
+[ "$("$BERTH" sim variants | grep -c ' held out ')" = 28 ] || fail "28 held-out variants listed"
+
 # Tiresias smoke test: with known durations, shortest-job-first beats FIFO on mean JCT.
 printf 'num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,2,4,64,256\n' > "$TMP/small.csv"
 "$BERTH" sim replay --cluster "$TMP/small.csv" --trace "data/tiresias/60_job.csv" \
