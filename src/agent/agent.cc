@@ -369,6 +369,20 @@ class Agent {
   void Start(DockerClient& docker, const Assignment& a, const RunKey& key) {
     std::map<std::string, double> phases;
     std::string id;
+    {
+      std::lock_guard<std::mutex> lock(books_mu_);
+      starting_.insert(key);
+    }
+    // However the start ends, its phases (or its failure) are in the books before a report may
+    // say the container exited.
+    struct Started {
+      Agent* agent;
+      const RunKey& key;
+      ~Started() {
+        std::lock_guard<std::mutex> lock(agent->books_mu_);
+        agent->starting_.erase(key);
+      }
+    } started{this, key};
     try {
       auto step = Clock::now();
       if (!docker.HasImage(a.image)) {
@@ -541,11 +555,13 @@ class Agent {
     // The books as they are now; what changes meanwhile goes with the next report.
     std::map<RunKey, std::string> failed, cursors;
     std::map<RunKey, std::map<std::string, double>> phases;
+    std::set<RunKey> starting;
     {
       std::lock_guard<std::mutex> lock(books_mu_);
       failed = failed_;
       cursors = log_cursor_;
       phases = phases_;
+      starting = starting_;
     }
     size_t log_budget = kMaxReportLogBytes;
     std::set<RunKey> ended;  // stopped containers whose every line this report sends
@@ -557,7 +573,9 @@ class Agent {
       ContainerReport c;
       std::tie(c.job, c.replica, c.placement) = key;
       c.container_id = listed.id;
-      c.state = listed.status == "created" ? "starting" : listed.running ? "running" : "exited";
+      c.state = listed.status == "created" || starting.count(key) ? "starting"
+                : listed.running                                  ? "running"
+                                                                  : "exited";
       c.exit_code = std::clamp(listed.exit_code, 0, 255);
       if (const auto p = phases.find(key); p != phases.end()) c.phases = p->second;
       if (listed.running) Contention(listed.id, &c);
@@ -566,29 +584,28 @@ class Agent {
       std::string cursor = cursors.try_emplace(key, "").first->second;
       bool drained = false;  // a read after its last line found nothing more
       LogChunk chunk{c.job, c.replica, c.placement, "", ""};
-      // A running container is read once a report. A stopped one is read again until a read
-      // finds nothing more (a read that filled the budget may have left lines behind), so
-      // that its job can end with this report rather than the next.
-      // Only with room for any line the engine writes (it splits lines at 16 KiB): a read
-      // with less would cut the next line short, and the rest of it would be lost.
-      constexpr size_t kMinLogRead = 64 << 10;
-      while (log_budget >= kMinLogRead) {
+      // A running container is read once a report. A stopped one is read until a read
+      // reaches the end of its log, so that its job can end with this report rather than the
+      // next. Only a read with the whole budget may cut a line (one longer than the budget):
+      // with less, a long line waits whole for the next report.
+      while (log_budget > 0) {
         std::vector<LogLine> lines;
+        bool more = false;
         try {
-          lines = docker.Logs(listed.id, cursor, log_budget);
+          lines = docker.Logs(listed.id, cursor, log_budget, &more,
+                              log_budget == kMaxReportLogBytes);
         } catch (const DockerError& e) {
           if (e.status == 0) throw;  // the engine is gone: no report
           // Being removed, or gone since the listing: the others are still reported.
           break;
         }
-        drained = lines.empty();
-        if (drained) break;
         for (const LogLine& line : lines) {
           chunk.text += line.text;
           log_budget -= std::min(log_budget, line.text.size());
         }
-        cursor = chunk.until = lines.back().timestamp;
-        if (listed.running) break;
+        if (!lines.empty()) cursor = chunk.until = lines.back().timestamp;
+        drained = !more;
+        if (drained || lines.empty() || listed.running) break;
       }
       if (!chunk.text.empty()) {
         new_cursor[key] = chunk.until;
@@ -641,6 +658,7 @@ class Agent {
   std::mutex books_mu_;
   std::map<RunKey, std::string> failed_;  // could not be started: why
   std::map<RunKey, std::map<std::string, double>> phases_;
+  std::set<RunKey> starting_;  // being started: reported starting until its phases are in
   std::map<RunKey, std::string> log_cursor_;  // the last log line's timestamp sent
   std::set<RunKey> all_logs_sent_;            // stopped, and the server has every line
   std::vector<int> host_cpus_, host_mems_;    // online, ascending

@@ -473,16 +473,17 @@ void AddApplyCommand(CLI::App& parent, const std::string& what, const std::strin
   });
 }
 
-// `berth policy show`, `berth queues show`: the file in force (GET /v1/policy, /v1/queues), as
-// `apply` takes it back, under a comment saying where it came from.
+// `berth policy show`, `berth queues show`: the file in force (GET /v1/policy, /v1/queues),
+// byte for byte, as `apply` takes it back; where it came from goes to standard error, so that
+// show and apply round trips leave the file as it is.
 void AddShowCommand(CLI::App& parent, const std::string& what) {
   auto* show = parent.add_subcommand(
       "show", "Print the " + what + " in force as a file that `" + what + " apply` takes");
   show->callback([what] {
     const Json answer = CallServer("GET", "/v1/" + what);
-    std::cout << "# The " << what << " in force on " << ServerAddressFromEnv().text << " ("
-              << Text(answer["from"]) << ").\n"
-              << Text(answer["yaml"]);
+    std::cerr << "berth: the " << what << " in force on " << ServerAddressFromEnv().text << " ("
+              << Text(answer["from"]) << ")\n";
+    std::cout << Text(answer["yaml"]);
   });
 }
 

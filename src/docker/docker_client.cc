@@ -190,9 +190,16 @@ class LogReader {
     return !full_;
   }
 
-  // The end of the stream ends a last line without a newline.
-  std::vector<LogLine> Finish() {
+  // The end of the stream ends a last line without a newline. A read stopped by max_bytes
+  // gives back the lines of its last timestamp (see DockerClient::Logs).
+  std::vector<LogLine> Finish(bool cut, bool* more) {
     EndLine(false) && EndLine(true);
+    if (more != nullptr) *more = full_;
+    if (!full_ || lines_.empty()) return std::move(lines_);
+    const std::string last = lines_.back().timestamp;
+    size_t keep = lines_.size();
+    while (keep > 0 && lines_[keep - 1].timestamp == last) --keep;
+    if (keep > 0 || !cut) lines_.resize(keep);
     return std::move(lines_);
   }
 
@@ -414,7 +421,7 @@ void DockerClient::UpdateCpuset(const std::string& id, const std::string& cpus,
 }
 
 std::vector<LogLine> DockerClient::Logs(const std::string& id, const std::string& since,
-                                        size_t max_bytes) {
+                                        size_t max_bytes, bool* more, bool cut) {
   bool raw = Inspect(id).tty;
   LogReader reader(raw, since, max_bytes);
   std::string query = "?stdout=1&stderr=1&timestamps=1";
@@ -429,7 +436,7 @@ std::vector<LogLine> DockerClient::Logs(const std::string& id, const std::string
   }
   Call("GET", Path("/containers/" + Escape(id) + "/logs" + query), "", kCallTimeoutS,
        [&](const char* data, size_t size) { return reader.Add(data, size); });
-  return reader.Finish();
+  return reader.Finish(cut, more);
 }
 
 bool DockerClient::WaitForExit(const std::string& label, int seconds) {

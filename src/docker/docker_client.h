@@ -119,8 +119,13 @@ class DockerClient {
   // container), at most `max_bytes` of whole lines, oldest first. A last line the container
   // wrote without a newline is a line too. A single line longer than max_bytes comes back cut
   // to max_bytes, so that a caller that passes the last timestamp back always gets further.
+  // A read that stops at max_bytes ends before the last timestamp it reached, as the engine
+  // gives every 16 KiB piece of a longer line one timestamp and a next read from it would miss
+  // the rest; when that would leave nothing, the pieces come back cut to max_bytes if `cut`,
+  // else nothing does. `*more` (when given) says whether the read stopped before the end.
   // std::invalid_argument when `since` is not an RFC 3339 timestamp.
-  std::vector<LogLine> Logs(const std::string& id, const std::string& since, size_t max_bytes);
+  std::vector<LogLine> Logs(const std::string& id, const std::string& since, size_t max_bytes,
+                            bool* more = nullptr, bool cut = true);
 
   // Waits up to `seconds` (1 to 60) for a container carrying `label` ("key=value") to exit,
   // through the engine's event stream: true as soon as one does (or did within the current

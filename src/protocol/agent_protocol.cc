@@ -1,5 +1,6 @@
 #include "protocol/agent_protocol.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace berth {
@@ -168,17 +169,19 @@ Node ParseFoundNode(const Json& j, const std::string& path) {
   });
   const int64_t sockets = static_cast<int64_t>(n.sockets.size());
   r.List("switches", kMaxRegisteredGpus, [&](const Json& e, const std::string& at) {
+    if (sockets == 0) throw ProtocolError(r.Field("switches") + ": switches without sockets");
     const Reader s(e, at);
-    n.switches.push_back({static_cast<int>(s.Int("socket", 0, std::max<int64_t>(0, sockets - 1), true))});
+    n.switches.push_back({static_cast<int>(s.Int("socket", 0, sockets - 1, true))});
   });
-  if (sockets == 0 && !n.switches.empty())
-    throw ProtocolError(r.Field("switches") + ": switches without sockets");
   const int64_t switches = static_cast<int64_t>(n.switches.size());
   r.List("gpus", kMaxRegisteredGpus, [&](const Json& e, const std::string& at) {
     const Reader g(e, at);
     if (switches == 0) throw ProtocolError(at + ": a GPU without PCIe switches");
     Gpu gpu;
     gpu.model = g.Text("model", 128);
+    // Printed by berth nodes and in events: no control or non-ASCII bytes to fake lines.
+    if (std::any_of(gpu.model.begin(), gpu.model.end(), [](char c) { return c < 0x20 || c > 0x7e; }))
+      throw ProtocolError(g.Field("model") + ": expected printable ASCII, as nvidia-smi names models");
     gpu.pcie_switch = static_cast<int>(g.Int("switch", 0, switches - 1, true));
     gpu.nvlink_domain = static_cast<int>(g.Int("nvlinkDomain", -1, kMaxRegisteredGpus));
     gpu.mig_enabled = g.Bool("mig");

@@ -917,8 +917,9 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
       now,
       std::string(again ? "its agent registered again" : "its agent registered") + " with " +
           std::to_string(declared) + (registration.simulated ? " simulated" : "") + " GPUs"));
-  // The node as found against the node as declared: said once each time it changes.
-  std::vector<std::string> mismatch;
+  // The node as found against the node as declared: said once each time it changes. An agent
+  // that sends none (declared GPUs) leaves the condition as it was: nothing was compared.
+  std::vector<std::string> mismatch = agent.topology_mismatch;
   if (registration.found) mismatch = CompareNodes(*registration.found, cluster_.nodes[n]);
   if (mismatch != agent.topology_mismatch) {
     std::string reason;
@@ -1098,8 +1099,9 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
       continue;
     }
     ContainerReport& last = job.replicas[i];
-    if (c->second->state == "running" && last.state != "running" &&
-        last.state != "exited")  // first seen running: its start's phases
+    // The run's start phases, the first time a report carries them (a quick job may be seen
+    // first exited).
+    if (!c->second->phases.empty() && (last.phases.empty() || last.placement != c->second->placement))
       for (const auto& [phase, seconds] : c->second->phases) {
         auto h = start_phases_.try_emplace(phase, StartPhaseBuckets()).first;
         h->second.Observe(seconds);

@@ -60,4 +60,13 @@ out=$("$BERTH" run --gpus 1 berth-test:1 sh -c \
   'i=0; while [ $i -lt 20000 ]; do echo "line $i ......................................................................"; i=$((i+1)); done; echo END')
 [ "$(wc -l <<<"$out")" -eq 20001 ] && [ "$(tail -1 <<<"$out")" = END ] ||
   fail "a job's 1.6 MB of output should all arrive: $(wc -lc <<<"$out"), last: $(tail -1 <<<"$out")"
+# Lines longer than the engine's 16 KiB pieces while another job fills most of each report:
+# each arrives whole (a read cut short inside one lost the rest of it).
+"$BERTH" run -d --gpus 1 berth-test:1 sh -c \
+  'sleep 1; awk "BEGIN{for(i=1;i<=40000;i++) printf \"D %d %040d\n\", i, 0}"' > /dev/null
+lengths=$("$BERTH" run --gpus 1 berth-test:1 sh -c \
+  'sleep 1; awk "BEGIN{for(k=1;k<=10;k++){ s=\"\"; for(i=0;i<1000;i++) s=s sprintf(\"%099d \", k); print \"B\" k \" \" s }}"' |
+  awk '{print length($0)}' | tr '\n' ' ')
+[ "$lengths" = "100003 100003 100003 100003 100003 100003 100003 100003 100003 100004 " ] ||
+  fail "ten lines of 100 KB should arrive whole, got lengths: $lengths"
 echo "up: ok"

@@ -233,10 +233,28 @@ TEST_F(EngineTest, LogsAfterATimestampAndWithinABound) {
   EXPECT_EQ(Texts(docker_->Logs(id, offset, 1 << 20)), later);
   EXPECT_THROW(docker_->Logs(id, "yesterday", 1 << 20), std::invalid_argument);
 
-  // Whole lines up to max_bytes; a line longer than all of it is cut.
-  EXPECT_EQ(Texts(docker_->Logs(id, "", 14)), (std::vector<std::string>{"line1\n", "line2\n"}));
+  // Whole lines up to max_bytes, and whole timestamps: a read stopped by its bound ends
+  // before the timestamp it stopped in, so reading on from its last line's misses none.
+  bool more = false;
+  const std::vector<LogLine> part = docker_->Logs(id, "", 14, &more);
+  EXPECT_TRUE(more);
+  ASSERT_LT(part.size(), all.size());
+  size_t bytes = 0;
+  for (size_t i = 0; i < part.size(); ++i) {
+    EXPECT_EQ(part[i].text, all[i].text);
+    bytes += part[i].text.size();
+  }
+  EXPECT_LE(bytes, 14u);
+  if (!part.empty()) {
+    EXPECT_NE(part.back().timestamp, all[part.size()].timestamp);
+  }
+  docker_->Logs(id, "", 1 << 20, &more);
+  EXPECT_FALSE(more);
+  // A line longer than all of the bound is cut, or with cut false not given at all.
   EXPECT_EQ(Texts(docker_->Logs(id, "", 6)), std::vector<std::string>{"line1\n"});
   EXPECT_EQ(Texts(docker_->Logs(id, "", 3)), std::vector<std::string>{"lin"});
+  EXPECT_TRUE(docker_->Logs(id, "", 3, &more, false).empty());
+  EXPECT_TRUE(more);
 }
 
 TEST_F(EngineTest, LogsOfATtyContainerAreOneStream) {

@@ -209,8 +209,12 @@ TEST(AgentProtocolTest, AFoundNodesIndicesStayInsideIt) {
   };
   std::string e = error({{"sockets", {one_socket}}, {"switches", {{{"socket", 1}}}}});
   EXPECT_TRUE(Has(e, "found.switches[0].socket: expected an integer from 0 to 0")) << e;
-  e = error({{"switches", {{{"socket", 0}}}}});
+  e = error({{"switches", {{{"socket", 4}}}}});
   EXPECT_TRUE(Has(e, "found.switches: switches without sockets")) << e;
+  e = error({{"sockets", {one_socket}},
+             {"switches", {{{"socket", 0}}}},
+             {"gpus", {{{"model", "A100\n\u202e"}, {"switch", 0}}}}});
+  EXPECT_TRUE(Has(e, "found.gpus[0].model: expected printable ASCII")) << e;
   e = error({{"sockets", {one_socket}},
              {"switches", {{{"socket", 0}}}},
              {"gpus", {{{"model", "A100"}, {"switch", 1}}}}});

@@ -211,8 +211,13 @@ TEST_F(ControlPlaneAgentTest, ANodeFoundOtherThanDeclaredIsACondition) {
   ASSERT_EQ(m.topology_mismatches.size(), 1u);
   EXPECT_EQ(m.topology_mismatches[0].second, mismatch.size());
 
-  // Registering again as it was says nothing new; the host fixed says so once.
+  // Registering again as it was says nothing new, nor does one without a found node (nothing
+  // compared: the condition stays); the host fixed says so once.
   plane_->RegisterAgent("n0", r);
+  NodeRegistration declared_gpus;
+  declared_gpus.gpu_uuids = r.gpu_uuids;
+  plane_->RegisterAgent("n0", declared_gpus);
+  EXPECT_EQ(plane_->Agents()[0].topology_mismatch, mismatch);
   EXPECT_EQ(topology_events().size(), 1u);
   r.found = declared;
   plane_->RegisterAgent("n0", r);
