@@ -592,8 +592,8 @@ class Agent {
         std::vector<LogLine> lines;
         bool more = false;
         try {
-          lines = docker.Logs(listed.id, cursor, log_budget, &more,
-                              log_budget == kMaxReportLogBytes);
+          lines =
+              docker.Logs(listed.id, cursor, log_budget, &more, log_budget == kMaxReportLogBytes);
         } catch (const DockerError& e) {
           if (e.status == 0) throw;  // the engine is gone: no report
           // Being removed, or gone since the listing: the others are still reported.

@@ -227,10 +227,10 @@ NetBytes ParseNetDev(std::string_view text, const std::string& source) {
 
 std::optional<NetBytes> ReadContainerNetBytes(const ContainerCgroup& cgroup,
                                               const std::string& proc_root) {
-  const std::string procs = (cgroup.version == CgroupVersion::kV1
-                                 ? cgroup.root + "/memory/" + cgroup.path
-                                 : cgroup.path) +
-                            "/cgroup.procs";
+  const std::string procs =
+      (cgroup.version == CgroupVersion::kV1 ? cgroup.root + "/memory/" + cgroup.path
+                                            : cgroup.path) +
+      "/cgroup.procs";
   const std::optional<std::string> pids = ReadSmallFile(procs);
   if (!pids) return std::nullopt;
   const std::string_view first_line = std::string_view(*pids).substr(0, pids->find('\n'));

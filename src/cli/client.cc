@@ -1,7 +1,7 @@
-// The docker-like verbs that talk to a berth server: run, ps, inspect, stop, rm, queues [apply|show],
-// policy apply|show, nodes, node, events.
-// The server is $BERTH_ADDR (HOST:PORT, default 127.0.0.1:7480). A refusal by the server (4xx)
-// exits 2 with its message; no server, or a server error, exits 1.
+// The docker-like verbs that talk to a berth server: run, ps, inspect, stop, rm, queues
+// [apply|show], policy apply|show, nodes, node, events. The server is $BERTH_ADDR (HOST:PORT,
+// default 127.0.0.1:7480). A refusal by the server (4xx) exits 2 with its message; no server, or a
+// server error, exits 1.
 #include <httplib.h>
 
 #include <algorithm>

@@ -128,11 +128,13 @@ std::string NormalizedTimestamp(const std::string& ts) {
 }
 
 Json ToJson(const NodeRegistration& r) {
-  Json j = {{"gpuUuids", r.gpu_uuids}, {"simulated", r.simulated}, {"agentVersion", r.agent_version}};
+  Json j = {
+      {"gpuUuids", r.gpu_uuids}, {"simulated", r.simulated}, {"agentVersion", r.agent_version}};
   if (r.found) {
     const Node& n = *r.found;
     Json sockets = Json::array(), switches = Json::array(), gpus = Json::array();
-    for (const Socket& s : n.sockets) sockets.push_back({{"cpus", s.cpus}, {"memoryMiB", s.memory_mib}});
+    for (const Socket& s : n.sockets)
+      sockets.push_back({{"cpus", s.cpus}, {"memoryMiB", s.memory_mib}});
     for (const PcieSwitch& s : n.switches) switches.push_back({{"socket", s.socket}});
     for (const Gpu& g : n.gpus)
       gpus.push_back({{"model", g.model},
@@ -180,8 +182,10 @@ Node ParseFoundNode(const Json& j, const std::string& path) {
     Gpu gpu;
     gpu.model = g.Text("model", 128);
     // Printed by berth nodes and in events: no control or non-ASCII bytes to fake lines.
-    if (std::any_of(gpu.model.begin(), gpu.model.end(), [](char c) { return c < 0x20 || c > 0x7e; }))
-      throw ProtocolError(g.Field("model") + ": expected printable ASCII, as nvidia-smi names models");
+    if (std::any_of(gpu.model.begin(), gpu.model.end(),
+                    [](char c) { return c < 0x20 || c > 0x7e; }))
+      throw ProtocolError(g.Field("model") +
+                          ": expected printable ASCII, as nvidia-smi names models");
     gpu.pcie_switch = static_cast<int>(g.Int("switch", 0, switches - 1, true));
     gpu.nvlink_domain = static_cast<int>(g.Int("nvlinkDomain", -1, kMaxRegisteredGpus));
     gpu.mig_enabled = g.Bool("mig");
@@ -198,9 +202,8 @@ NodeRegistration ParseRegistration(const Json& j) {
   out.gpu_uuids = r.Texts("gpuUuids", kMaxRegisteredGpus);
   out.simulated = r.Bool("simulated");
   out.agent_version = r.Text("agentVersion", 200);
-  r.Object("found", [&](const Json& e, const std::string& path) {
-    out.found = ParseFoundNode(e, path);
-  });
+  r.Object("found",
+           [&](const Json& e, const std::string& path) { out.found = ParseFoundNode(e, path); });
   return out;
 }
 

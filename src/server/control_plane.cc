@@ -1101,7 +1101,8 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
     ContainerReport& last = job.replicas[i];
     // The run's start phases, the first time a report carries them (a quick job may be seen
     // first exited).
-    if (!c->second->phases.empty() && (last.phases.empty() || last.placement != c->second->placement))
+    if (!c->second->phases.empty() &&
+        (last.phases.empty() || last.placement != c->second->placement))
       for (const auto& [phase, seconds] : c->second->phases) {
         auto h = start_phases_.try_emplace(phase, StartPhaseBuckets()).first;
         h->second.Observe(seconds);

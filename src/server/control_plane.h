@@ -179,7 +179,7 @@ class ControlPlane {
   std::string Logs(int64_t id, int64_t offset, size_t max, double wait_s, int64_t* next) const;
   struct AgentStatus {
     bool registered = false, simulated = false, unhealthy = false, lost = false;
-    double heartbeat_age_s = -1;  // -1: never heard from
+    double heartbeat_age_s = -1;                 // -1: never heard from
     std::vector<std::string> topology_mismatch;  // see AgentNode
   };
   std::vector<AgentStatus> Agents() const;  // by node
@@ -204,7 +204,7 @@ class ControlPlane {
     Histogram cycle_seconds;                    // the engine's Schedule call, per cycle
     std::map<std::string, uint64_t> decisions;  // applied, by DecisionKindName (every kind)
     uint64_t preemptions = 0;  // jobs sent back to pending by a preempt, evict or kill
-    std::vector<std::pair<std::string, double>> heartbeat_ages;  // nodes with an agent
+    std::vector<std::pair<std::string, double>> heartbeat_ages;       // nodes with an agent
     std::vector<std::pair<std::string, size_t>> topology_mismatches;  // ditto: how many
     // GPUs as their agents' DCGM exporters last saw them, by node name.
     std::vector<std::pair<std::string, std::vector<GpuReport>>> gpu_telemetry;

@@ -420,21 +420,21 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                // Its containers as the agents last reported them: cold starts by phase.
                Json replicas = Json::array();
                for (const auto& [replica, c] : plane.Replicas(job.id))
-                 replicas.push_back({{"replica", replica},
-                                     {"state", c.state},
-                                     {"exitCode", c.exit_code},
-                                     {"containerId", c.container_id},
-                                     {"error", c.error},
-                                     {"startSeconds", c.phases},
-                                     {"contention",
-                                      {{"cpuPercent", c.cpu_percent},
-                                       {"memoryPercent", c.memory_percent},
-                                       {"ioLatencyMs", c.io_latency_ms},
-                                       {"cpu", c.cpu_grade},
-                                       {"memory", c.memory_grade},
-                                       {"io", c.io_grade}}},
-                                     {"network",
-                                      {{"rxBytes", c.net_rx_bytes}, {"txBytes", c.net_tx_bytes}}}});
+                 replicas.push_back(
+                     {{"replica", replica},
+                      {"state", c.state},
+                      {"exitCode", c.exit_code},
+                      {"containerId", c.container_id},
+                      {"error", c.error},
+                      {"startSeconds", c.phases},
+                      {"contention",
+                       {{"cpuPercent", c.cpu_percent},
+                        {"memoryPercent", c.memory_percent},
+                        {"ioLatencyMs", c.io_latency_ms},
+                        {"cpu", c.cpu_grade},
+                        {"memory", c.memory_grade},
+                        {"io", c.io_grade}}},
+                      {"network", {{"rxBytes", c.net_rx_bytes}, {"txBytes", c.net_tx_bytes}}}});
                body["replicas"] = replicas;
                Reply(res, 200, body);
              }));
@@ -458,25 +458,23 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
             plane.Events(VisibleJob(plane, caller, JobId(req)).id, query.since, query.limit);
         Reply(res, 200, PageJson(page));
       }));
-  server.Get("/v1/queues",
-             Route(api, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
-               Json queues = Json::array();
-               for (const QueueStatus& q : plane.Queues())
-                 queues.push_back({{"name", q.name},
-                                   {"weight", q.weight},
-                                   {"guaranteeGpus", q.guarantee_gpus},
-                                   {"fairShareGpus", q.fair_share_gpus},
-                                   {"usageGpus", q.usage_gpus},
-                                   {"borrowedGpus", q.borrowed_gpus},
-                                   {"pendingGpus", q.pending_gpus},
-                                   {"running", q.running},
-                                   {"pending", q.pending}});
-               const RulesText in_force = plane.InForce();
-               Reply(res, 200,
-                     {{"queues", queues},
-                      {"from", in_force.queues_from},
-                      {"yaml", in_force.queues_yaml}});
-             }));
+  server.Get(
+      "/v1/queues", Route(api, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
+        Json queues = Json::array();
+        for (const QueueStatus& q : plane.Queues())
+          queues.push_back({{"name", q.name},
+                            {"weight", q.weight},
+                            {"guaranteeGpus", q.guarantee_gpus},
+                            {"fairShareGpus", q.fair_share_gpus},
+                            {"usageGpus", q.usage_gpus},
+                            {"borrowedGpus", q.borrowed_gpus},
+                            {"pendingGpus", q.pending_gpus},
+                            {"running", q.running},
+                            {"pending", q.pending}});
+        const RulesText in_force = plane.InForce();
+        Reply(res, 200,
+              {{"queues", queues}, {"from", in_force.queues_from}, {"yaml", in_force.queues_yaml}});
+      }));
   server.Get("/v1/policy",
              Route(api, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
                const RulesText in_force = plane.InForce();

@@ -99,8 +99,8 @@ TEST(CgroupStatsTest, ContainerNetBytesAreThoseOfItsFirstProcess) {
   EXPECT_EQ(v2->rx_bytes, 7000);
   EXPECT_EQ(v2->tx_bytes, 3000);
   // An exited container's cgroup lists no process: nothing measured, no error.
-  EXPECT_FALSE(ReadContainerNetBytes(*FindContainerCgroup("0123456789ab", AgentData("cgroup-v2")),
-                                     proc));
+  EXPECT_FALSE(
+      ReadContainerNetBytes(*FindContainerCgroup("0123456789ab", AgentData("cgroup-v2")), proc));
   // A process gone between the two reads: likewise.
   EXPECT_FALSE(ReadContainerNetBytes(*FindContainerCgroup(kId, AgentData("cgroup-v1")),
                                      AgentData("no-such-proc")));
