@@ -4,8 +4,6 @@
 // ProtocolError naming the field, in valid UTF-8 (the server sends it back inside JSON); a
 // message taken must survive the trip back to JSON and be read the same. Seeds:
 // fuzz/seeds/agent_protocol/.
-#include <cstdio>
-#include <cstdlib>
 
 #include "fuzz_input.h"
 #include "protocol/agent_protocol.h"
@@ -13,11 +11,6 @@
 namespace {
 
 using Json = nlohmann::json;
-
-[[noreturn]] void Finding(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "berth fuzz: %s: %s\n", what, detail.c_str());
-  std::abort();
-}
 
 // Reads `body` as `parse` does, then writes it back and reads that again.
 template <typename Parse>
@@ -30,26 +23,27 @@ void RoundTrip(const Json& body, Parse parse) {
     try {
       (void)Json(message).dump();  // throws on invalid UTF-8, as the server's reply would
     } catch (const Json::exception&) {
-      Finding("a refusal that is not valid UTF-8", message);
+      berth::Finding(std::string("a refusal that is not valid UTF-8: ") + message);
     }
     // "FIELD: what" (FIELD a path such as containers[3].state), or the body's own kind.
     const size_t colon = message.find(": ");
     if (message != "expected an object" &&
         (colon == std::string::npos || colon == 0 || message.find_first_of(" \"", 0) < colon))
-      Finding("a refusal that names no field", message);
+      berth::Finding(std::string("a refusal that names no field: ") + message);
     return;
   }
   std::string text;
   try {
     text = written.dump();
   } catch (const Json::exception& e) {
-    Finding("a message taken that cannot be written back", e.what());
+    berth::Finding(std::string("a message taken that cannot be written back: ") + e.what());
   }
   try {
     if (berth::ToJson(parse(Json::parse(text))) != written)
-      Finding("a message read back differently", text);
+      berth::Finding(std::string("a message read back differently: ") + text);
   } catch (const std::exception& e) {
-    Finding("a message written back is refused", std::string(e.what()) + ": " + text);
+    berth::Finding(std::string("a message written back is refused: ") + std::string(e.what()) +
+                   ": " + text);
   }
 }
 

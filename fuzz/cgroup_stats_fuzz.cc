@@ -3,11 +3,7 @@
 // container 3f4e8b2a...3e2f, and "net/dev". A refusal names its file; a sample taken must grade
 // into values the server takes in a report (from a first sample of zeros a second earlier, on
 // a node of one CPU and 1 GiB). Seeds: tests/data/agent/cgroup-v1, cgroup-v2 and net-dev.txt.
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "agent/cgroup_stats.h"
 #include "fuzz_input.h"
@@ -17,20 +13,13 @@ namespace {
 
 constexpr char kId[] = "3f4e8b2a9c1d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f";
 
-[[noreturn]] void Finding(const std::string& what) {
-  std::fprintf(stderr, "berth fuzz: %s\n", what.c_str());
-  std::abort();
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string root = berth::InputTree(data, size);
   if (std::filesystem::exists(root + "/net/dev")) {
-    std::ifstream in(root + "/net/dev", std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    berth::LoadOrRefuse("net/dev", [&] { berth::ParseNetDev(text.str(), "net/dev"); });
+    const std::string text = berth::FileContents(root + "/net/dev");
+    berth::LoadOrRefuse("net/dev", [&] { berth::ParseNetDev(text, "net/dev"); });
   }
   const std::optional<berth::ContainerCgroup> cgroup = berth::FindContainerCgroup(kId, root);
   if (!cgroup) return 0;
@@ -41,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string message = e.what();
     if (message.compare(0, root.size() + 1, root + "/") != 0 ||
         message.find(": ") == std::string::npos)
-      Finding("a refusal that names no file of the cgroup: " + message);
+      berth::Finding("a refusal that names no file of the cgroup: " + message);
     return 0;
   }
   berth::CgroupSample before;
@@ -54,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     berth::ParseReport(berth::ToJson(report));
   } catch (const berth::ProtocolError& e) {
-    Finding(std::string("the server refuses the grades of a sample taken: ") + e.what());
+    berth::Finding(std::string("the server refuses the grades of a sample taken: ") + e.what());
   }
   return 0;
 }

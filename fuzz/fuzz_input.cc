@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string_view>
 
 namespace berth {
@@ -81,6 +82,18 @@ std::string InputTree(const uint8_t* data, size_t size) {
     at = next;
   }
   return root;
+}
+
+std::string FileContents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void Finding(const std::string& what) {
+  std::fprintf(stderr, "berth fuzz: %s\n", what.c_str());
+  std::abort();
 }
 
 }  // namespace berth

@@ -46,4 +46,11 @@ std::string InputFile(const uint8_t* data, size_t size);
 // (under /dev/shm: no disk) and removed at exit.
 std::string InputTree(const uint8_t* data, size_t size);
 
+// The contents of the file at `path` ("" when it cannot be read), e.g. one of an InputTree.
+std::string FileContents(const std::string& path);
+
+// A finding that is no crash (a broken promise of the code under test): prints `what` and
+// aborts, which libFuzzer reports with the input.
+[[noreturn]] void Finding(const std::string& what);
+
 }  // namespace berth

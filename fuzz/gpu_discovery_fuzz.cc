@@ -4,31 +4,11 @@
 // Each is read on its own; when all are taken, the Node built from them must be a valid
 // cluster (BuildNode promises it) that CompareNodes finds equal to itself. Seeds: the hosts of
 // tests/data/agent/.
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "agent/gpu_discovery.h"
 #include "agent/host_topology.h"
 #include "fuzz_input.h"
-
-namespace {
-
-std::string Contents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-[[noreturn]] void Finding(const std::string& what) {
-  std::fprintf(stderr, "berth fuzz: %s\n", what.c_str());
-  std::abort();
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string root = berth::InputTree(data, size);
@@ -37,13 +17,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::optional<berth::GpuTopology> topology;
   std::optional<berth::HostTopology> host;
   berth::LoadOrRefuse("nvidia-smi --query-gpu", [&] {
-    query = berth::ParseGpuQuery(Contents(root + "/query"), "nvidia-smi --query-gpu");
+    query = berth::ParseGpuQuery(berth::FileContents(root + "/query"), "nvidia-smi --query-gpu");
   });
   berth::LoadOrRefuse("nvidia-smi -L", [&] {
-    list = berth::ParseGpuList(Contents(root + "/list"), "nvidia-smi -L");
+    list = berth::ParseGpuList(berth::FileContents(root + "/list"), "nvidia-smi -L");
   });
   berth::LoadOrRefuse("nvidia-smi topo -m", [&] {
-    topology = berth::ParseTopology(Contents(root + "/topo"), "nvidia-smi topo -m");
+    topology = berth::ParseTopology(berth::FileContents(root + "/topo"), "nvidia-smi topo -m");
   });
   // sysfs files hold one value each: a refusal names the file, no line.
   try {
@@ -52,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string message = e.what();
     if (message.compare(0, root.size() + 5, root + "/sys/") != 0 ||
         message.find(": ") == std::string::npos)
-      Finding("a refusal that names no file of the /sys tree: " + message);
+      berth::Finding("a refusal that names no file of the /sys tree: " + message);
   }
   if (!query || query->gpus.empty() || !list || !topology || !host) return 0;
   const berth::DiscoveredNode found = berth::BuildNode("host", *query, *topology, *host, &*list);
@@ -61,9 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cluster.models = found.models;
   cluster.nodes.push_back(found.node);
   if (const std::string why = berth::ValidateCluster(cluster); !why.empty())
-    Finding("BuildNode made an invalid node: " + why);
+    berth::Finding("BuildNode made an invalid node: " + why);
   if (const std::vector<std::string> differences = berth::CompareNodes(found.node, found.node);
       !differences.empty())
-    Finding("a node differs from itself: " + differences.front());
+    berth::Finding("a node differs from itself: " + differences.front());
   return 0;
 }
