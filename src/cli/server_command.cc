@@ -9,8 +9,10 @@
 #include "cli/policy_argument.h"
 #include "config/config_error.h"
 #include "config/file_text.h"
+#include "config/kubeconfig.h"
 #include "config/mount_path.h"
 #include "config/tokens_file.h"
+#include "k8s/extender_server.h"
 #include "server/server.h"
 
 namespace berth {
@@ -26,9 +28,36 @@ struct ServerArgs {
   double request_timeout_s = 30;
   double unhealthy_after_s = 15, lost_after_s = 120;
   std::vector<std::string> allow_mounts;
+  bool k8s = false;
+  std::string kubeconfig;
 };
 
+// --k8s: kube-scheduler's extender on a Kubernetes fleet; the API server holds the state, so
+// --state and the agent-side flags do not apply. --cluster, when given, declares topology the
+// nodes' labels do not carry.
+int RunExtenderCommand(const ServerArgs& a) {
+  K8sServerOptions options;
+  options.listen = a.listen == "127.0.0.1:7480" ? "127.0.0.1:8888" : a.listen;
+  options.kube = a.kubeconfig.empty() ? InClusterKubeConfig() : LoadKubeConfig(a.kubeconfig);
+  options.extender.policy = LoadPolicyArgument(a.policy);
+  options.extender.queues = LoadVcQueues(a.vcs);
+  Cluster declared;
+  if (!a.cluster.empty()) {
+    declared = LoadClusterArgument(a.cluster);
+    options.extender.declared = &declared;
+  }
+  options.tls_cert = a.tls_cert;
+  options.tls_key = a.tls_key;
+  try {
+    return RunK8sExtender(std::move(options));
+  } catch (const ApiError& e) {
+    throw ConfigError(e.what());
+  }
+}
+
 int RunServerCommand(const ServerArgs& a) {
+  if (a.k8s) return RunExtenderCommand(a);
+  if (!a.kubeconfig.empty()) throw ConfigError("--kubeconfig: only with --k8s");
   ServerOptions options;
   options.listen = a.listen;
   options.state_dir = a.state.empty() ? DefaultStateDir() : a.state;
@@ -113,6 +142,12 @@ void AddServerCommand(CLI::App& app) {
                   "elsewhere")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
+  cmd->add_flag("--k8s", a->k8s,
+                "Serve kube-scheduler's extender (/k8s/filter, prioritize, preempt, bind) for a "
+                "Kubernetes fleet instead of berth's own API (docs/kubernetes.md)");
+  cmd->add_option("--kubeconfig", a->kubeconfig,
+                  "With --k8s: the API server's kubeconfig (default: in-cluster service account)")
+      ->check(NonEmptyPath());
   cmd->callback([a] {
     const int code = RunServerCommand(*a);
     if (code != 0) std::exit(code);

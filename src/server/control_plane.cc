@@ -12,6 +12,7 @@
 #include "config/cells_report.h"
 #include "config/config_error.h"
 #include "config/mount_path.h"
+#include "config/placement_json.h"
 #include "config/policy_file.h"
 #include "config/vc_file.h"
 #include "core/fragmentation.h"
@@ -742,14 +743,8 @@ std::string ControlPlane::PlacementsJson(const JobRecord& record, const std::str
   nlohmann::json replicas = nlohmann::json::array();
   nlohmann::json ids = nlohmann::json::array();
   for (const ReplicaPlacement& r : record.placements) {
-    const Node& node = cluster_.nodes[r.node];
-    replicas.push_back({{"node", node.name},
-                        {"gpus", r.gpus},
-                        {"gpuMilli", r.gpu_milli},
-                        {"gpuMemoryMiB", r.gpu_memory_mib},
-                        {"migProfile", r.mig_profile},
-                        {"migStart", r.mig_start}});
-    for (int g : r.gpus) ids.push_back(node.name + "/" + std::to_string(g));
+    replicas.push_back(ReplicaPlacementJson(cluster_, r));
+    for (int g : r.gpus) ids.push_back(cluster_.nodes[r.node].name + "/" + std::to_string(g));
   }
   return nlohmann::json{
       {"borrowed", record.borrowed}, {"gpuIds", ids}, {"placement", token}, {"replicas", replicas}}
@@ -761,25 +756,9 @@ std::optional<std::vector<ReplicaPlacement>> ControlPlane::ParsePlacements(
   const nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
   if (!json.is_object() || !json.contains("replicas") || !json["replicas"].is_array())
     return std::nullopt;
-  std::vector<ReplicaPlacement> out;
-  try {
-    for (const nlohmann::json& r : json["replicas"]) {
-      ReplicaPlacement p;
-      p.node = NodeIndex(r.at("node").get<std::string>());
-      if (p.node < 0) return std::nullopt;
-      const Node& node = cluster_.nodes[p.node];
-      p.gpus = r.at("gpus").get<std::vector<int>>();
-      for (int g : p.gpus)
-        if (g < 0 || g >= static_cast<int>(node.gpus.size())) return std::nullopt;
-      p.gpu_milli = r.at("gpuMilli").get<int>();
-      p.gpu_memory_mib = r.at("gpuMemoryMiB").get<int64_t>();
-      p.mig_profile = r.at("migProfile").get<int>();
-      p.mig_start = r.at("migStart").get<int>();
-      out.push_back(std::move(p));
-    }
-  } catch (const nlohmann::json::exception&) {
-    return std::nullopt;
-  }
+  std::vector<ReplicaPlacement> out(json["replicas"].size());
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!ReadReplicaPlacement(cluster_, json["replicas"][i], &out[i])) return std::nullopt;
   return out;
 }
 

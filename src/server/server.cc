@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "server/http_api.h"
+#include "server/listen.h"
 #include "store/log_store.h"
 
 namespace berth {
@@ -25,44 +26,16 @@ double WallClock() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-bool Loopback(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]";
-}
-
-// "HOST:PORT" into its parts; ApiError 400-like refusals become exit 2 in the CLI.
-void SplitListen(const std::string& listen, std::string* host, int* port) {
-  const size_t colon = listen.rfind(':');
-  const std::string port_text = colon == std::string::npos ? "" : listen.substr(colon + 1);
-  char* end = nullptr;
-  const long value = std::strtol(port_text.c_str(), &end, 10);
-  if (colon == std::string::npos || port_text.empty() || *end != '\0' || value < 0 || value > 65535)
-    throw ApiError(400, "--listen: expected HOST:PORT (port 0 to 65535), got \"" + listen + "\"");
-  *host = listen.substr(0, colon);
-  *port = static_cast<int>(value);
-  if (*host == "[::1]") *host = "::1";
-}
-
-// The server for `options`: plain HTTP, or HTTPS with the certificate and key. Anything but
-// loopback is served only with both tokens and TLS, so that neither the jobs nor the tokens
-// cross a network in the clear, and nobody unnamed reaches the API.
+// Anything but loopback is served only with both tokens and TLS, so that neither the jobs nor
+// the tokens cross a network in the clear, and nobody unnamed reaches the API.
 std::unique_ptr<httplib::Server> MakeServer(const ServerOptions& options, const std::string& host) {
   const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
-  if (tls && (options.tls_cert.empty() || options.tls_key.empty()))
-    throw ApiError(400, "--tls-cert and --tls-key: give both, the certificate and its key");
   if (!Loopback(host) && (options.tokens.empty() || !tls))
     throw ApiError(400, "--listen: " + host +
                             " is not loopback, and the server would be open to the network: "
                             "give --tokens FILE and --tls-cert/--tls-key too, or listen on "
                             "127.0.0.1");
-  if (!tls) return std::make_unique<httplib::Server>();
-  auto server =
-      std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
-  if (!server->is_valid())
-    throw ApiError(400, "--tls-cert/--tls-key: cannot load " + options.tls_cert + " and " +
-                            options.tls_key +
-                            " as a PEM certificate and its private key; check the files "
-                            "and that the key matches the certificate");
-  return server;
+  return MakeHttpServer(options.tls_cert, options.tls_key);
 }
 
 }  // namespace
@@ -94,26 +67,13 @@ int RunServer(ServerOptions options) {
   ApiContext api(plane, access);
   api.max_assignment_watches = nodes;
   AddApiRoutes(server, api);
-  // The library listens with a backlog of 5: a burst of new clients would wait a second for a
-  // SYN retransmission, or fail. The socket is kept here to listen again with a real backlog.
-  int listen_socket = -1;
-  server.set_socket_options([&](int sock) {
-    const int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listen_socket = sock;
-  });
-  if (port == 0) {
-    port = server.bind_to_any_port(host);
-  } else if (!server.bind_to_port(host, port)) {
-    port = -1;
-  }
+  port = BindServer(server, host, port);
   if (port < 0) {
     std::cerr << "berth server: cannot listen on " << options.listen
               << ": the address is in use or not available; pick another with --listen\n";
     return 1;
   }
 
-  if (listen_socket >= 0) listen(listen_socket, SOMAXCONN);
   RequestDeadline deadline(port, options.request_timeout_s);
   api.deadline = &deadline;
   std::signal(SIGINT, OnSignal);

@@ -1,0 +1,113 @@
+#include "config/kubeconfig.h"
+
+#include <cstdlib>
+#include <string_view>
+
+#include "config/config_error.h"
+#include "config/file_text.h"
+#include "config/yaml_reader.h"
+
+namespace berth {
+namespace {
+
+std::string Base64Decode(std::string_view text) {
+  static const std::string kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int bits = 0, value = 0;
+  for (char c : text) {
+    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
+    const size_t index = kAlphabet.find(c);
+    if (index == std::string::npos) throw ConfigError("not base64");
+    value = (value << 6) | static_cast<int>(index);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((value >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+// The entry named `name` of a kubeconfig list (clusters, users, contexts): its inner map.
+YAML::Node Named(const YamlReader& reader, const YAML::Node& root, const char* list,
+                 const std::string& name) {
+  const YAML::Node entries = reader.Required(root, "", list);
+  reader.Sequence(entries, list);
+  const std::string inner = std::string(list).substr(0, std::string(list).size() - 1);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string path = IndexPath(list, i);
+    if (reader.Name(reader.Required(entries[i], path, "name"), FieldPath(path, "name")) == name)
+      return reader.Required(entries[i], path, inner.c_str());
+  }
+  reader.Fail(entries, list, "no entry named \"" + name + "\"; the current context names it");
+}
+
+std::string Optional(const YamlReader& reader, const YAML::Node& map, const std::string& path,
+                     const char* key) {
+  const YAML::Node value = map[key];
+  return value ? reader.String(value, FieldPath(path, key)) : "";
+}
+
+}  // namespace
+
+KubeConfig LoadKubeConfig(const std::string& path) {
+  const YamlReader reader(path);
+  const YAML::Node root = reader.Parse(ReadFileText(path));
+  const std::string current =
+      reader.Name(reader.Required(root, "", "current-context"), "current-context");
+  const YAML::Node context = Named(reader, root, "contexts", current);
+  const std::string cluster_name =
+      reader.Name(reader.Required(context, "context", "cluster"), "context.cluster");
+  const YAML::Node cluster = Named(reader, root, "clusters", cluster_name);
+  KubeConfig config;
+  config.server = reader.String(reader.Required(cluster, "cluster", "server"), "cluster.server");
+  if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0)
+    reader.Fail(cluster["server"], "cluster.server", "expected https://HOST:PORT");
+  config.ca_file = Optional(reader, cluster, "cluster", "certificate-authority");
+  if (const YAML::Node data = cluster["certificate-authority-data"]) {
+    try {
+      config.ca_pem = Base64Decode(reader.String(data, "cluster.certificate-authority-data"));
+    } catch (const ConfigError&) {
+      reader.Fail(data, "cluster.certificate-authority-data", "expected base64 PEM");
+    }
+  }
+  if (const YAML::Node skip = cluster["insecure-skip-tls-verify"])
+    config.insecure = reader.Bool(skip, "cluster.insecure-skip-tls-verify");
+  if (const YAML::Node user_name = context["user"]) {
+    const YAML::Node user = Named(reader, root, "users", reader.Name(user_name, "context.user"));
+    for (const char* plugin : {"exec", "auth-provider", "client-certificate-data"})
+      if (user[plugin])
+        reader.Fail(user[plugin], FieldPath("user", plugin),
+                    "not supported by berth; give the service account's token (user.token or "
+                    "user.tokenFile) or client-certificate and client-key files");
+    config.token = Optional(reader, user, "user", "token");
+    if (const std::string file = Optional(reader, user, "user", "tokenFile"); !file.empty())
+      config.token = ReadFileText(file);
+    while (!config.token.empty() && (config.token.back() == '\n' || config.token.back() == '\r'))
+      config.token.pop_back();
+    config.cert_file = Optional(reader, user, "user", "client-certificate");
+    config.key_file = Optional(reader, user, "user", "client-key");
+  }
+  return config;
+}
+
+KubeConfig InClusterKubeConfig(const std::string& root) {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  if (host == nullptr || port == nullptr || *host == '\0')
+    throw ConfigError(
+        "--kubeconfig: not given, and not inside a pod ($KUBERNETES_SERVICE_HOST is unset); give "
+        "--kubeconfig FILE");
+  const std::string dir = root + "/var/run/secrets/kubernetes.io/serviceaccount";
+  KubeConfig config;
+  const std::string h(host);
+  config.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
+  config.token = ReadFileText(dir + "/token");
+  while (!config.token.empty() && (config.token.back() == '\n' || config.token.back() == '\r'))
+    config.token.pop_back();
+  config.ca_file = dir + "/ca.crt";
+  return config;
+}
+
+}  // namespace berth

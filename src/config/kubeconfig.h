@@ -1,0 +1,25 @@
+// Where the Kubernetes API server is and how to be let in: a kubeconfig file's current context
+// (its cluster's server and CA, its user's token or client certificate), or the in-cluster
+// service account. Only what berth uses is read; exec and auth-provider plugins are refused
+// with the fix (a service-account token).
+#pragma once
+
+#include <string>
+
+namespace berth {
+
+struct KubeConfig {
+  std::string server;  // https://HOST:PORT (or http:// for a local stand-in)
+  std::string token;
+  std::string ca_file, ca_pem;      // the server's CA: a file, or PEM text from *-data
+  std::string cert_file, key_file;  // a client certificate
+  bool insecure = false;            // insecure-skip-tls-verify
+};
+
+// Throws ConfigError naming the file, line and field.
+KubeConfig LoadKubeConfig(const std::string& path);
+// $KUBERNETES_SERVICE_HOST/_PORT and /var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt}
+// (under `root`, for tests); throws ConfigError when not inside a pod.
+KubeConfig InClusterKubeConfig(const std::string& root = "");
+
+}  // namespace berth

@@ -1,0 +1,632 @@
+#include "k8s/extender.h"
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+#include "config/placement_json.h"
+
+namespace berth {
+namespace {
+
+using nlohmann::json;
+
+// kube-scheduler sends the Go field names (no json tags) and decodes case-insensitively, so a
+// member is looked up ignoring case.
+const json* Arg(const json& args, const std::string& key) {
+  if (!args.is_object()) return nullptr;
+  for (auto it = args.begin(); it != args.end(); ++it) {
+    const std::string& name = it.key();
+    if (name.size() == key.size() &&
+        std::equal(name.begin(), name.end(), key.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) ==
+                 std::tolower(static_cast<unsigned char>(b));
+        }))
+      return it->is_null() ? nullptr : &*it;
+  }
+  return nullptr;
+}
+
+std::string ArgText(const json& args, const std::string& key) {
+  const json* value = Arg(args, key);
+  return value != nullptr && value->is_string() &&
+                 value->get_ref<const std::string&>().size() <= 253
+             ? value->get<std::string>()
+             : "";
+}
+
+// The nodes of a request: NodeNames (nodeCacheCapable) or the names of Nodes.items. `objects`
+// gets the node objects in Nodes mode.
+bool RequestNodes(const json& args, std::vector<std::string>* names,
+                  std::vector<const json*>* objects, std::string* why) {
+  if (const json* list = Arg(args, "NodeNames"); list != nullptr) {
+    if (!list->is_array() || list->size() > static_cast<size_t>(kMaxK8sNodes)) {
+      *why = "ExtenderArgs.NodeNames: expected a list of at most " + std::to_string(kMaxK8sNodes) +
+             " node names";
+      return false;
+    }
+    for (const json& name : *list) {
+      if (!name.is_string()) {
+        *why = "ExtenderArgs.NodeNames: expected strings";
+        return false;
+      }
+      names->push_back(name.get<std::string>());
+    }
+    return true;
+  }
+  const json* nodes = Arg(args, "Nodes");
+  if (nodes == nullptr) return true;  // no nodes: nothing passes
+  const json* items = nodes->is_object() ? Arg(*nodes, "items") : nullptr;
+  if (items == nullptr) return true;
+  if (!items->is_array() || items->size() > static_cast<size_t>(kMaxK8sNodes)) {
+    *why = "ExtenderArgs.Nodes.items: expected a list of at most " + std::to_string(kMaxK8sNodes) +
+           " nodes";
+    return false;
+  }
+  for (const json& node : *items) {
+    const json* meta = node.is_object() ? Arg(node, "metadata") : nullptr;
+    const std::string name = meta == nullptr ? "" : ArgText(*meta, "name");
+    if (name.empty()) {
+      *why = "ExtenderArgs.Nodes.items[].metadata.name: expected every node's name";
+      return false;
+    }
+    names->push_back(name);
+    objects->push_back(&node);
+  }
+  return true;
+}
+
+json EmptyFilterResult() {
+  return {{"Nodes", nullptr},
+          {"NodeNames", nullptr},
+          {"FailedNodes", json::object()},
+          {"FailedAndUnresolvableNodes", json::object()},
+          {"Error", ""}};
+}
+
+// The result passing `pass` (names in the request) and failing the rest with `why`.
+json FilterResult(const json& args, const std::vector<std::string>& names,
+                  const std::vector<const json*>& objects, const std::set<std::string>& pass,
+                  const std::string& why, bool unresolvable) {
+  json result = EmptyFilterResult();
+  json passed_names = json::array();
+  json passed_nodes = json::array();
+  json& failed = result[unresolvable ? "FailedAndUnresolvableNodes" : "FailedNodes"];
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (pass.count(names[i])) {
+      passed_names.push_back(names[i]);
+      if (i < objects.size()) passed_nodes.push_back(*objects[i]);
+    } else {
+      failed[names[i]] = why;
+    }
+  }
+  // Answer in the request's form: NodeNames to a nodeCacheCapable scheduler, Nodes otherwise.
+  if (Arg(args, "NodeNames") != nullptr || objects.empty()) {
+    result["NodeNames"] = passed_names;
+  } else {
+    result["Nodes"] = {{"apiVersion", "v1"}, {"kind", "NodeList"}, {"items", passed_nodes}};
+  }
+  return result;
+}
+
+std::string Signature(const json& node) {
+  json shape = json::object();
+  if (const json* meta = Arg(node, "metadata"); meta != nullptr) {
+    if (const json* labels = Arg(*meta, "labels")) shape["labels"] = *labels;
+  }
+  if (const json* status = Arg(node, "status"); status != nullptr) {
+    if (const json* allocatable = Arg(*status, "allocatable")) shape["allocatable"] = *allocatable;
+  }
+  return shape.dump();
+}
+
+}  // namespace
+
+Extender::Extender(ExtenderOptions options, KubeActions* actions)
+    : options_(std::move(options)), actions_(actions) {
+  const bool has_default = std::any_of(options_.queues.begin(), options_.queues.end(),
+                                       [](const QueueSpec& q) { return q.name == "default"; });
+  if (!has_default) options_.queues.push_back({"default", 1, -1, {}});
+}
+
+Extender::~Extender() = default;
+
+void Extender::Run(Actions& actions) {
+  for (auto& action : actions) action();
+  actions.clear();
+}
+
+void Extender::SetNodes(const std::vector<json>& objects) {
+  Actions actions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<std::string, K8sNode> nodes;
+    std::map<std::string, std::string> signatures;
+    std::vector<GpuModel> models = models_;
+    counts_.unreadable_nodes = 0;
+    for (const json& object : objects) {
+      if (nodes.size() >= static_cast<size_t>(kMaxK8sNodes)) break;
+      K8sNode node;
+      std::string why;
+      if (!ReadK8sNode(object, options_.declared, &models, &node, &why)) {
+        ++counts_.unreadable_nodes;
+        continue;
+      }
+      signatures[node.node.name] = Signature(object);
+      nodes[node.node.name] = std::move(node);
+    }
+    const bool reshaped = signatures != node_signatures_ || engine_ == nullptr;
+    if (reshaped) {
+      auto cluster = std::make_unique<Cluster>();
+      std::string why = BuildK8sCluster(nodes, models, cluster.get());
+      if (why.empty() && engine_ == nullptr) {
+        auto engine = std::make_unique<Scheduler>(cluster.get(), options_.queues, options_.policy);
+        why = engine->error();
+        if (why.empty()) engine_ = std::move(engine);
+      } else if (why.empty()) {
+        why = engine_->SetCluster(cluster.get(), Now());
+      }
+      counts_.cluster_error = why;
+      if (!why.empty()) return;  // keep the nodes berth has
+      previous_cluster_ = std::move(cluster_);
+      cluster_ = std::move(cluster);
+      models_ = std::move(models);
+      node_signatures_ = std::move(signatures);
+    }
+    // Cordons and readiness follow without a rebuild; a node that is not ready takes no new
+    // pods, and its pods are left to Kubernetes' own eviction.
+    for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
+      const auto it = nodes.find(cluster_->nodes[n].name);
+      if (it == nodes.end()) continue;
+      const bool closed = it->second.unschedulable || !it->second.ready;
+      const auto old = nodes_.find(it->first);
+      const bool was_closed =
+          old != nodes_.end() && (old->second.unschedulable || !old->second.ready);
+      if (closed != was_closed || (reshaped && closed))
+        Apply(engine_->SetNodeCordoned(static_cast<int>(n), closed, Now()), &actions);
+    }
+    nodes_ = std::move(nodes);
+  }
+  Run(actions);
+}
+
+void Extender::PodGroupChanged(const json& group) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const json* meta = Arg(group, "metadata");
+  const json* spec = Arg(group, "spec");
+  if (meta == nullptr || spec == nullptr) return;
+  const json* min_member = Arg(*spec, "minMember");
+  if (min_member == nullptr || !min_member->is_number_integer()) return;
+  std::string ns = ArgText(*meta, "namespace");
+  if (ns.empty()) ns = "default";
+  const int64_t size = min_member->get<int64_t>();
+  if (size < 1 || size > kMaxGangSize) return;
+  const std::string key = ns + "/" + ArgText(*meta, "name");
+  group_sizes_[key] = static_cast<int>(size);
+  if (const auto it = gangs_.find(key); it != gangs_.end() && it->second.size == 0)
+    it->second.size = static_cast<int>(size);
+}
+
+void Extender::PodChanged(const json& object) {
+  Pod pod;
+  std::string why;
+  if (!ReadPod(object, &pod, &why)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counts_.unreadable_pods;
+    return;
+  }
+  Actions actions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SeePod(pod, &actions);
+  }
+  Run(actions);
+}
+
+void Extender::PodDeleted(const json& object) {
+  Pod pod;
+  std::string why;
+  if (!ReadPod(object, &pod, &why)) return;
+  Actions actions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ForgetPod(pod.uid, &actions);
+  }
+  Run(actions);
+}
+
+void Extender::SeePod(const Pod& pod, Actions* actions) {
+  if (!pod.wants_gpus) return;
+  const bool ended = pod.phase == "Succeeded" || pod.phase == "Failed";
+  auto it = pods_.find(pod.uid);
+  if (it == pods_.end()) {
+    if (ended) return;
+    it = pods_.emplace(pod.uid, PodEntry{}).first;
+    it->second.pod = pod;
+    if (!pod.gang.empty()) {
+      Gang& gang = gangs_[pod.gang];
+      gang.members.push_back(pod.uid);
+      if (pod.gang_size > 0) gang.size = pod.gang_size;
+      if (gang.size == 0)
+        if (const auto size = group_sizes_.find(pod.gang); size != group_sizes_.end())
+          gang.size = size->second;
+    }
+  } else {
+    const int job = it->second.job, replica = it->second.replica;
+    const bool bind_sent = it->second.bind_sent;
+    it->second.pod = pod;
+    it->second.job = job;
+    it->second.replica = replica;
+    it->second.bind_sent = bind_sent || !pod.node.empty();
+  }
+  if (ended) ForgetPod(pod.uid, actions);
+}
+
+void Extender::ForgetPod(const std::string& uid, Actions* actions) {
+  const auto it = pods_.find(uid);
+  if (it == pods_.end() || it->second.gone) return;
+  PodEntry& entry = it->second;
+  entry.gone = true;
+  const std::string gang = entry.pod.gang;
+  const int job = entry.job;
+  if (job < 0) {
+    if (!gang.empty()) {
+      auto& members = gangs_[gang].members;
+      members.erase(std::remove(members.begin(), members.end(), uid), members.end());
+      if (members.empty()) gangs_.erase(gang);
+    }
+    pods_.erase(it);
+    return;
+  }
+  const JobRecord* record = engine_ == nullptr ? nullptr : engine_->job(job);
+  const std::vector<std::string>& members = job_pods_[job];
+  const bool all_gone = std::all_of(members.begin(), members.end(), [&](const std::string& m) {
+    const auto p = pods_.find(m);
+    return p == pods_.end() || p->second.gone;
+  });
+  // A gang not started yet cannot start without this member: it is taken apart, and forms
+  // again when the member is replaced.
+  if (all_gone || (record != nullptr && record->state == JobState::kPending)) JobGone(job, actions);
+}
+
+void Extender::JobGone(int job, Actions* actions) {
+  const JobRecord* record = engine_->job(job);
+  if (record != nullptr && record->state != JobState::kDone) {
+    if (record->state == JobState::kStopping) Apply(engine_->Stopped(job, Now()), actions);
+    engine_->Finish(job, Now(), JobEnd::kCancelled);
+  }
+  std::string gang;
+  for (const std::string& uid : job_pods_[job]) {
+    const auto p = pods_.find(uid);
+    if (p == pods_.end()) continue;
+    gang = p->second.pod.gang;
+    if (p->second.gone) {
+      pods_.erase(p);
+    } else {
+      p->second.job = -1;  // waits for its gang to form again
+      p->second.replica = -1;
+    }
+  }
+  job_pods_.erase(job);
+  if (!gang.empty()) {
+    Gang& g = gangs_[gang];
+    g.job = -1;
+    g.members.erase(std::remove_if(g.members.begin(), g.members.end(),
+                                   [&](const std::string& m) { return pods_.count(m) == 0; }),
+                    g.members.end());
+    if (g.members.empty()) gangs_.erase(gang);
+  }
+  // What it freed may start others (a waiting preemptor starts in Stopped).
+  Apply(engine_->Schedule(Now()), actions);
+}
+
+void Extender::SubmitIfReady(PodEntry& entry) {
+  std::vector<std::string> members = {entry.pod.uid};
+  JobSpec spec = entry.pod.spec;
+  if (!entry.pod.gang.empty()) {
+    Gang& gang = gangs_[entry.pod.gang];
+    if (gang.size == 0 || static_cast<int>(gang.members.size()) < gang.size) return;
+    members.assign(gang.members.begin(), gang.members.begin() + gang.size);
+    if (std::find(members.begin(), members.end(), entry.pod.uid) == members.end()) return;
+    spec = pods_.at(members.front()).pod.spec;
+    spec.name = entry.pod.gang;
+    spec.groups[0].name = entry.pod.gang.substr(entry.pod.gang.find('/') + 1);
+    spec.groups[0].replicas = gang.size;
+  }
+  std::string why;
+  const int job = engine_->Submit(spec, Now(), &why);
+  if (job < 0) {
+    entry.refused = why;
+    return;
+  }
+  engine_->SetExternalId(job, entry.pod.gang.empty() ? entry.pod.uid : entry.pod.gang);
+  for (size_t r = 0; r < members.size(); ++r) {
+    PodEntry& member = pods_.at(members[r]);
+    member.job = job;
+    member.replica = static_cast<int>(r);
+  }
+  job_pods_[job] = members;
+  if (!entry.pod.gang.empty()) gangs_[entry.pod.gang].job = job;
+}
+
+void Extender::Apply(const std::vector<Decision>& decisions, Actions* actions) {
+  for (const Decision& d : decisions) {
+    if (d.kind != Decision::Kind::kPreempt && d.kind != Decision::Kind::kEvict &&
+        d.kind != Decision::Kind::kKill && d.kind != Decision::Kind::kShrink)
+      continue;
+    // The engine's stop decisions are carried out by deleting the pods; the watch's DELETED
+    // events then tell the engine they stopped.
+    const auto members = job_pods_.find(d.job);
+    if (members == job_pods_.end()) continue;
+    for (const std::string& uid : members->second) {
+      const auto p = pods_.find(uid);
+      if (p == pods_.end() || p->second.gone) continue;
+      const std::string ns = p->second.pod.ns, name = p->second.pod.name;
+      const double grace = d.kind == Decision::Kind::kPreempt ? d.grace_period_s
+                           : d.kind == Decision::Kind::kKill  ? 0
+                                                              : p->second.pod.spec.grace_period_s;
+      KubeActions* kube = actions_;
+      actions->push_back([kube, ns, name, grace] { kube->DeletePod(ns, name, grace); });
+    }
+  }
+}
+
+const ReplicaPlacement* Extender::PlacedAt(const PodEntry& entry) const {
+  if (engine_ == nullptr || entry.job < 0) return nullptr;
+  const JobRecord* record = engine_->job(entry.job);
+  if (record == nullptr || record->state != JobState::kRunning || entry.replica < 0 ||
+      entry.replica >= static_cast<int>(record->placements.size()))
+    return nullptr;
+  return &record->placements[entry.replica];
+}
+
+std::vector<std::string> Extender::GpuIdsOf(const ReplicaPlacement& placement) const {
+  const std::string& name = cluster_->nodes[placement.node].name;
+  const auto node = nodes_.find(name);
+  std::vector<std::string> ids;
+  for (int g : placement.gpus) {
+    const bool named = node != nodes_.end() && g < static_cast<int>(node->second.gpu_uuids.size());
+    ids.push_back(named ? node->second.gpu_uuids[g] : std::to_string(g));
+  }
+  return ids;
+}
+
+json Extender::Filter(const json& args) {
+  Actions actions;
+  json result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    result = FilterLocked(args, &actions);
+  }
+  Run(actions);
+  return result;
+}
+
+json Extender::FilterLocked(const json& args, Actions* actions) {
+  std::vector<std::string> names;
+  std::vector<const json*> objects;
+  std::string why;
+  json error = EmptyFilterResult();
+  if (!args.is_object()) {
+    error["Error"] = "ExtenderArgs: expected a JSON object with Pod and NodeNames or Nodes";
+    return error;
+  }
+  if (!RequestNodes(args, &names, &objects, &why)) {
+    error["Error"] = why;
+    return error;
+  }
+  const json* pod_json = Arg(args, "Pod");
+  Pod pod;
+  if (pod_json == nullptr) {
+    error["Error"] = "ExtenderArgs.Pod: missing; kube-scheduler sends the pod being scheduled";
+    return error;
+  }
+  if (!ReadPod(*pod_json, &pod, &why)) {
+    error["Error"] = why;
+    return error;
+  }
+  const std::set<std::string> all(names.begin(), names.end());
+  if (!pod.wants_gpus) return FilterResult(args, names, objects, all, "", false);
+  if (engine_ == nullptr)
+    return FilterResult(
+        args, names, objects, {},
+        "berth has no nodes yet (" +
+            (counts_.cluster_error.empty() ? "none listed" : counts_.cluster_error) + ")",
+        false);
+  SeePod(pod, actions);
+  const auto it = pods_.find(pod.uid);
+  if (it == pods_.end()) return FilterResult(args, names, objects, {}, "the pod has ended", true);
+  PodEntry& entry = it->second;
+  if (entry.job < 0) SubmitIfReady(entry);
+  if (entry.job < 0) {
+    if (!entry.refused.empty())
+      return FilterResult(args, names, objects, {}, "berth refuses the pod: " + entry.refused,
+                          true);
+    const Gang& gang = gangs_[pod.gang];
+    const std::string size = gang.size > 0 ? std::to_string(gang.size) : "? (PodGroup not seen)";
+    return FilterResult(args, names, objects, {},
+                        "waiting for gang " + pod.gang + ": " +
+                            std::to_string(gang.members.size()) + " of " + size + " members",
+                        false);
+  }
+  const JobRecord* record = engine_->job(entry.job);
+  if (record != nullptr && record->state == JobState::kPending)
+    Apply(engine_->Schedule(Now()), actions);
+  record = engine_->job(entry.job);
+  if (const ReplicaPlacement* placed = PlacedAt(entry)) {
+    const std::string& node = cluster_->nodes[placed->node].name;
+    if (all.count(node))
+      return FilterResult(args, names, objects, {node}, "berth placed the pod on " + node, false);
+    return FilterResult(args, names, objects, {},
+                        "berth placed the pod on " + node + ", which this request does not offer",
+                        false);
+  }
+  if (record == nullptr) return FilterResult(args, names, objects, {}, "the pod's job ended", true);
+  if (!record->never_fits.empty())
+    return FilterResult(args, names, objects, {}, record->never_fits, true);
+  return FilterResult(args, names, objects, {}, record->reason.empty() ? "pending" : record->reason,
+                      false);
+}
+
+json Extender::Prioritize(const json& args) {
+  std::vector<std::string> names;
+  std::vector<const json*> objects;
+  std::string why;
+  if (!args.is_object() || !RequestNodes(args, &names, &objects, &why))
+    throw std::invalid_argument(why.empty() ? "ExtenderArgs: expected a JSON object" : why);
+  const json* pod_json = Arg(args, "Pod");
+  const json* meta = pod_json == nullptr ? nullptr : Arg(*pod_json, "metadata");
+  const std::string uid = meta == nullptr ? "" : ArgText(*meta, "uid");
+  if (uid.empty()) throw std::invalid_argument("ExtenderArgs.Pod.metadata.uid: missing");
+  std::string chosen;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (const auto it = pods_.find(uid); it != pods_.end())
+      if (const ReplicaPlacement* placed = PlacedAt(it->second))
+        chosen = cluster_->nodes[placed->node].name;
+  }
+  json list = json::array();
+  for (const std::string& name : names)
+    list.push_back({{"Host", name}, {"Score", name == chosen ? 10 : 0}});
+  return list;
+}
+
+json Extender::Preempt(const json& args) {
+  if (!args.is_object()) throw std::invalid_argument("ExtenderPreemptionArgs: expected an object");
+  const json* pod_json = Arg(args, "Pod");
+  const json* meta = pod_json == nullptr ? nullptr : Arg(*pod_json, "metadata");
+  const std::string uid = meta == nullptr ? "" : ArgText(*meta, "uid");
+  if (uid.empty()) throw std::invalid_argument("ExtenderPreemptionArgs.Pod.metadata.uid: missing");
+  json victims = json::object();
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = pods_.find(uid);
+  const JobRecord* record = it == pods_.end() || it->second.job < 0 || engine_ == nullptr
+                                ? nullptr
+                                : engine_->job(it->second.job);
+  if (record != nullptr && record->preempting) {
+    for (int victim : record->waiting_for) {
+      const auto members = job_pods_.find(victim);
+      if (members == job_pods_.end()) continue;
+      for (const std::string& member : members->second) {
+        const auto p = pods_.find(member);
+        if (p == pods_.end() || p->second.gone || p->second.pod.node.empty()) continue;
+        json& node = victims[p->second.pod.node];
+        if (node.is_null()) node = {{"Pods", json::array()}, {"NumPDBViolations", 0}};
+        node["Pods"].push_back({{"UID", member}});
+      }
+    }
+  }
+  return {{"NodeNameToMetaVictims", victims}};
+}
+
+json Extender::Bind(const json& args) {
+  const std::string ns = ArgText(args, "PodNamespace"), name = ArgText(args, "PodName"),
+                    uid = ArgText(args, "PodUID"), node = ArgText(args, "Node");
+  if (name.empty() || node.empty())
+    return {{"Error", "ExtenderBindingArgs: PodName and Node are required"}};
+  std::map<std::string, std::string> annotations;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = pods_.find(uid);
+    if (it != pods_.end()) {
+      const ReplicaPlacement* placed = PlacedAt(it->second);
+      if (placed == nullptr)
+        return {{"Error", "berth has not placed pod " + ns + "/" + name + " (filter it first)"}};
+      const std::string& chosen = cluster_->nodes[placed->node].name;
+      if (chosen != node)
+        return {
+            {"Error", "berth placed pod " + ns + "/" + name + " on " + chosen + ", not " + node}};
+      std::string ids;
+      for (const std::string& id : GpuIdsOf(*placed)) ids += (ids.empty() ? "" : ",") + id;
+      annotations[kGpuIdsAnnotation] = ids;
+      annotations[kPlacementAnnotation] = ReplicaPlacementJson(*cluster_, *placed).dump();
+      annotations[kBorrowedAnnotation] = engine_->job(it->second.job)->borrowed ? "true" : "false";
+    }
+    // A pod berth does not know asks for no GPUs: it is bound where kube-scheduler chose.
+  }
+  const std::string failed = actions_->Bind(ns.empty() ? "default" : ns, name, node, annotations);
+  if (!failed.empty()) return {{"Error", failed}};
+  std::lock_guard<std::mutex> lock(mu_);
+  if (const auto it = pods_.find(uid); it != pods_.end()) it->second.bind_sent = true;
+  return {{"Error", ""}};
+}
+
+void Extender::Resync() {
+  Actions actions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (engine_ == nullptr) return;
+    // Bound pods berth placed, by gang (a pod alone is its own group), guaranteed work first:
+    // the allocator binds guarantee cells as it adopts.
+    std::map<std::string, std::vector<std::string>> groups;
+    for (const auto& [uid, entry] : pods_)
+      if (entry.job < 0 && !entry.pod.node.empty() && !entry.gone)
+        groups[entry.pod.gang.empty() ? uid : entry.pod.gang].push_back(uid);
+    const double now = Now();
+    for (const bool borrowed : {false, true}) {
+      for (const auto& [key, members] : groups) {
+        const Pod& first = pods_.at(members.front()).pod;
+        if (first.borrowed != borrowed) continue;
+        std::vector<ReplicaPlacement> placements(members.size());
+        bool readable = true;
+        for (size_t r = 0; r < members.size() && readable; ++r)
+          readable = ReadReplicaPlacement(
+              *cluster_, json::parse(pods_.at(members[r]).pod.placement, nullptr, false),
+              &placements[r]);
+        // Bound by someone else, or onto a node berth no longer has: not berth's to hold.
+        if (!readable) continue;
+        JobSpec spec = first.spec;
+        if (!first.gang.empty()) {
+          spec.name = first.gang;
+          spec.groups[0].replicas = static_cast<int>(members.size());
+        }
+        std::string why;
+        const double since = first.created > 0 ? std::min(first.created, now) : now;
+        const int job = engine_->Adopt(spec, placements, borrowed, since, since, &why);
+        if (job < 0) continue;
+        engine_->SetExternalId(job, key);
+        for (size_t r = 0; r < members.size(); ++r) {
+          pods_.at(members[r]).job = job;
+          pods_.at(members[r]).replica = static_cast<int>(r);
+          pods_.at(members[r]).bind_sent = true;
+        }
+        job_pods_[job] = members;
+        if (!first.gang.empty()) gangs_[first.gang].job = job;
+      }
+    }
+    Apply(engine_->Schedule(now), &actions);
+  }
+  Run(actions);
+}
+
+Extender::Status Extender::status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Status status = counts_;
+  status.nodes = cluster_ == nullptr ? 0 : static_cast<int>(cluster_->nodes.size());
+  status.gpus = cluster_ == nullptr ? 0 : cluster_->gpu_count();
+  for (const auto& [uid, entry] : pods_) {
+    if (entry.gone) continue;
+    ++status.pods;
+    if (PlacedAt(entry) != nullptr) ++status.placed;
+    if (entry.bind_sent) ++status.bound;
+    if (PlacedAt(entry) == nullptr) ++status.pending;
+  }
+  return status;
+}
+
+std::pair<std::string, std::vector<std::string>> Extender::PlacementOf(
+    const std::string& uid) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = pods_.find(uid);
+  if (it == pods_.end()) return {};
+  const ReplicaPlacement* placed = PlacedAt(it->second);
+  if (placed == nullptr) return {};
+  return {cluster_->nodes[placed->node].name, GpuIdsOf(*placed)};
+}
+
+std::string Extender::CheckConsistency() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return engine_ == nullptr ? "" : engine_->CheckConsistency();
+}
+
+}  // namespace berth

@@ -1,0 +1,154 @@
+#include "k8s/extender_server.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <stdexcept>
+#include <thread>
+
+#include "k8s/informer.h"
+#include "k8s/kube_client.h"
+#include "server/listen.h"
+
+namespace berth {
+namespace {
+
+using nlohmann::json;
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+
+double WallClock() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+void AddExtenderRoutes(httplib::Server& server, Extender& extender, MetricsRegistry& metrics,
+                       const std::atomic<bool>& ready) {
+  metrics.DeclareHistogram("berth_k8s_extender_request_duration_seconds",
+                           "Time to answer kube-scheduler's extender calls, by verb.", {"verb"},
+                           ExponentialBuckets(0.0001, 2, 16));
+  metrics.DeclareCounter("berth_k8s_extender_errors_total",
+                         "Extender calls answered with an error, by verb.", {"verb"});
+  metrics.DeclareGauge("berth_k8s_nodes", "Nodes berth places pods on.", {});
+  metrics.DeclareGauge("berth_k8s_gpus", "GPUs on those nodes.", {});
+  metrics.DeclareGauge("berth_k8s_pods", "GPU pods berth knows, by state (placed, pending).",
+                       {"state"});
+  for (const char* verb : {"filter", "prioritize", "preempt", "bind"}) {
+    const std::string name = verb;
+    server.Post("/k8s/" + name, [&extender, &metrics, name](const httplib::Request& req,
+                                                            httplib::Response& res) {
+      const auto start = std::chrono::steady_clock::now();
+      const json args = json::parse(req.body, nullptr, false);
+      json answer;
+      int status = 200;
+      if (args.is_discarded()) {
+        answer = {{"Error",
+                   "the request body is not JSON; kube-scheduler sends the extender "
+                   "args as JSON"}};
+        status = name == "filter" || name == "bind" ? 200 : 400;
+      } else {
+        try {
+          if (name == "filter") answer = extender.Filter(args);
+          if (name == "prioritize") answer = extender.Prioritize(args);
+          if (name == "preempt") answer = extender.Preempt(args);
+          if (name == "bind") answer = extender.Bind(args);
+        } catch (const std::exception& e) {
+          answer = {{"Error", e.what()}};
+          status = 400;
+        }
+      }
+      if (status != 200 || (answer.is_object() && !answer.value("Error", "").empty()))
+        metrics.Add("berth_k8s_extender_errors_total", {name});
+      res.status = status;
+      // Replace: names from pods may hold bytes that are not UTF-8.
+      res.set_content(answer.dump(-1, ' ', false, json::error_handler_t::replace),
+                      "application/json");
+      metrics.Observe(
+          "berth_k8s_extender_request_duration_seconds", {name},
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    });
+  }
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  server.Get("/readyz", [&ready](const httplib::Request&, httplib::Response& res) {
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? "ready\n" : "listing nodes and pods\n", "text/plain");
+  });
+  server.Get("/metrics", [&extender, &metrics](const httplib::Request&, httplib::Response& res) {
+    const Extender::Status status = extender.status();
+    metrics.Set("berth_k8s_nodes", {}, status.nodes);
+    metrics.Set("berth_k8s_gpus", {}, status.gpus);
+    metrics.Set("berth_k8s_pods", {"placed"}, status.placed);
+    metrics.Set("berth_k8s_pods", {"pending"}, status.pending);
+    res.set_content(metrics.Expose(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+}
+
+int RunK8sExtender(K8sServerOptions options) {
+  std::string host;
+  int port = 0;
+  SplitListen(options.listen, &host, &port);
+  // kube-scheduler cannot send a token to an extender: off loopback, only TLS protects it.
+  if (!Loopback(host) && options.tls_cert.empty())
+    std::cerr << "berth server: warning: serving the extender on " << host
+              << " without TLS; restrict who reaches it (a NetworkPolicy) or give --tls-cert\n";
+  const std::unique_ptr<httplib::Server> served = MakeHttpServer(options.tls_cert, options.tls_key);
+  httplib::Server& server = *served;
+  KubeClient client(options.kube);
+  options.extender.clock = WallClock;
+  Extender extender(std::move(options.extender), &client);
+  MetricsRegistry metrics;
+  std::atomic<bool> ready{false};
+  server.set_payload_max_length(kMaxExtenderRequestBytes);
+  server.set_tcp_nodelay(true);  // else delayed ACKs add 40 ms to every answer
+  server.new_task_queue = [] { return new httplib::ThreadPool(16); };
+  AddExtenderRoutes(server, extender, metrics, ready);
+  port = BindServer(server, host, port);
+  if (port < 0) {
+    std::cerr << "berth server: cannot listen on " << options.listen
+              << ": the address is in use or not available; pick another with --listen\n";
+    return 1;
+  }
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  Informers informers(&client, &extender);
+  std::thread sync([&] {
+    // Until the API server answers, filters answer "no nodes yet" and /readyz says why.
+    double backoff = 1;
+    while (!g_stop) {
+      const std::string why = informers.Sync();
+      if (why.empty()) break;
+      std::cerr << "berth server: " << why << "; retrying in " << backoff << " s\n";
+      for (int i = 0; i < backoff * 20 && !g_stop; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      backoff = std::min(backoff * 2, 30.0);
+    }
+    if (g_stop) {
+      server.stop();
+      return;
+    }
+    informers.Start();
+    ready = true;
+    const Extender::Status status = extender.status();
+    std::cout << "berth server: synced with " << options.kube.server << ": " << status.nodes
+              << " nodes, " << status.gpus << " GPUs, " << status.pods << " GPU pods ("
+              << status.bound << " bound)" << std::endl;
+    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    server.stop();
+  });
+  std::cout << "berth server: Kubernetes extender listening on "
+            << (options.tls_cert.empty() ? "http" : "https") << "://" << host << ":" << port
+            << "/k8s (API server " << options.kube.server << ")" << std::endl;
+  server.listen_after_bind();
+  g_stop = true;
+  sync.join();
+  informers.Stop();
+  std::cout << "berth server: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace berth

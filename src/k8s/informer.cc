@@ -1,0 +1,135 @@
+#include "k8s/informer.h"
+
+#include <chrono>
+#include <random>
+#include <set>
+
+namespace berth {
+namespace {
+
+using nlohmann::json;
+
+std::string KeyOf(const json& object, bool by_uid) {
+  return object.value(by_uid ? "/metadata/uid"_json_pointer : "/metadata/name"_json_pointer,
+                      std::string());
+}
+
+}  // namespace
+
+Informers::~Informers() { Stop(); }
+
+std::string Informers::ListNodes() {
+  std::vector<json> items;
+  std::string version;
+  if (std::string why = client_->List(nodes_.path, &items, &version); !why.empty()) return why;
+  nodes_.objects.clear();
+  for (json& item : items) nodes_.objects[KeyOf(item, false)] = std::move(item);
+  nodes_.version = version;
+  PushNodes();
+  return "";
+}
+
+std::string Informers::ListGroups() {
+  std::vector<json> items;
+  std::string version;
+  if (std::string why = client_->List(groups_.path, &items, &version, true); !why.empty())
+    return why;
+  for (const json& item : items) extender_->PodGroupChanged(item);
+  groups_.version = version;
+  return "";
+}
+
+std::string Informers::ListPods() {
+  std::vector<json> items;
+  std::string version;
+  if (std::string why = client_->List(pods_.path, &items, &version); !why.empty()) return why;
+  std::map<std::string, json> listed;
+  for (json& item : items) listed[KeyOf(item, true)] = std::move(item);
+  // Pods deleted while no watch ran are only missing from the new list.
+  for (const auto& [uid, object] : pods_.objects)
+    if (listed.count(uid) == 0) extender_->PodDeleted(object);
+  for (const auto& [uid, object] : listed) extender_->PodChanged(object);
+  pods_.objects = std::move(listed);
+  pods_.version = version;
+  return "";
+}
+
+std::string Informers::Sync() {
+  for (auto list : {&Informers::ListNodes, &Informers::ListGroups, &Informers::ListPods})
+    if (std::string why = (this->*list)(); !why.empty()) return why;
+  extender_->Resync();
+  synced_ = true;
+  return "";
+}
+
+void Informers::PushNodes() {
+  std::vector<json> nodes;
+  nodes.reserve(nodes_.objects.size());
+  for (const auto& [name, object] : nodes_.objects) nodes.push_back(object);
+  extender_->SetNodes(nodes);
+}
+
+void Informers::OnPod(const std::string& type, const json& object) {
+  const std::string uid = KeyOf(object, true);
+  if (type == "DELETED") {
+    pods_.objects.erase(uid);
+    extender_->PodDeleted(object);
+  } else {
+    pods_.objects[uid] = object;
+    extender_->PodChanged(object);
+  }
+}
+
+void Informers::OnNode(const std::string& type, const json& object) {
+  const std::string name = KeyOf(object, false);
+  if (type == "DELETED") {
+    nodes_.objects.erase(name);
+  } else {
+    nodes_.objects[name] = object;
+  }
+  PushNodes();
+}
+
+void Informers::OnGroup(const std::string& type, const json& object) {
+  if (type != "DELETED") extender_->PodGroupChanged(object);
+}
+
+void Informers::Loop(Kind* kind, std::string (Informers::*relist)(),
+                     void (Informers::*on_event)(const std::string&, const json&)) {
+  std::mt19937 rng(std::random_device{}());
+  double backoff = 1;
+  while (!stop_) {
+    std::string why = client_->Watch(
+        kind->path, &kind->version, 60,
+        [&](const std::string& type, const json& object) { (this->*on_event)(type, object); },
+        stop_);
+    if (why == KubeClient::kExpired) {
+      ++relists_;
+      why = (this->*relist)();
+    }
+    if (why.empty()) {
+      backoff = 1;
+      continue;
+    }
+    // Back off with jitter: half to all of the current step.
+    const double wait = backoff * std::uniform_real_distribution<double>(0.5, 1.0)(rng);
+    backoff = std::min(backoff * 2, 30.0);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait);
+    while (!stop_ && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void Informers::Start() {
+  threads_.emplace_back([this] { Loop(&nodes_, &Informers::ListNodes, &Informers::OnNode); });
+  threads_.emplace_back([this] { Loop(&groups_, &Informers::ListGroups, &Informers::OnGroup); });
+  threads_.emplace_back([this] { Loop(&pods_, &Informers::ListPods, &Informers::OnPod); });
+}
+
+void Informers::Stop() {
+  stop_ = true;
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+}  // namespace berth
