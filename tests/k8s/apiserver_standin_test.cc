@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -460,6 +461,39 @@ TEST_F(ApiServerStandInTest, StaleUpdateConflicts) {
   }
   Call("PUT", "/api/v1/namespaces/a/pods/other", first.dump(), &status);
   EXPECT_EQ(status, 400) << "name in the body differs from the path's";
+}
+
+TEST_F(ApiServerStandInTest, ConcurrentWritersAndWatchesSeeEveryWriteInOrder) {
+  const uint64_t from = server_.resource_version();
+  std::vector<std::unique_ptr<WatchReader>> watches;
+  for (int i = 0; i < 3; ++i) {
+    watches.push_back(std::make_unique<WatchReader>(
+        url_, "/api/v1/pods?watch=1&resourceVersion=" + std::to_string(from)));
+  }
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([this, w] {
+      httplib::Client client(url_);
+      for (int i = 0; i < 25; ++i) {
+        const std::string name = "p" + std::to_string(w) + "-" + std::to_string(i);
+        const auto result =
+            client.Post("/api/v1/namespaces/a/pods", Pod("a", name).dump(), "application/json");
+        EXPECT_TRUE(result && result->status == 201) << name;
+      }
+    });
+  }
+  for (std::thread& writer : writers) writer.join();
+  for (const auto& watch : watches) {
+    const std::vector<json> events = watch->WaitFor(100);
+    ASSERT_EQ(events.size(), 100u);
+    uint64_t last = from;
+    for (const json& event : events) {
+      EXPECT_EQ(event["type"], "ADDED");
+      EXPECT_GT(Version(event["object"]), last);
+      last = Version(event["object"]);
+    }
+  }
+  EXPECT_EQ(server_.List("pods", "a").size(), 100u);
 }
 
 TEST(ApiServerStandInAuth, TokenRequired) {
