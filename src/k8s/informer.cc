@@ -10,8 +10,7 @@ namespace {
 using nlohmann::json;
 
 std::string KeyOf(const json& object, bool by_uid) {
-  return object.value(by_uid ? "/metadata/uid"_json_pointer : "/metadata/name"_json_pointer,
-                      std::string());
+  return MetadataText(object, by_uid ? "uid" : "name");
 }
 
 }  // namespace
@@ -23,7 +22,10 @@ std::string Informers::ListNodes() {
   std::string version;
   if (std::string why = client_->List(nodes_.path, &items, &version); !why.empty()) return why;
   nodes_.objects.clear();
-  for (json& item : items) nodes_.objects[KeyOf(item, false)] = std::move(item);
+  for (json& item : items) {
+    const std::string name = KeyOf(item, false);  // before the move: `=` reads its right first
+    nodes_.objects[name] = std::move(item);
+  }
   nodes_.version = version;
   PushNodes();
   return "";
@@ -44,7 +46,10 @@ std::string Informers::ListPods() {
   std::string version;
   if (std::string why = client_->List(pods_.path, &items, &version); !why.empty()) return why;
   std::map<std::string, json> listed;
-  for (json& item : items) listed[KeyOf(item, true)] = std::move(item);
+  for (json& item : items) {
+    const std::string uid = KeyOf(item, true);
+    listed[uid] = std::move(item);
+  }
   // Pods deleted while no watch ran are only missing from the new list.
   for (const auto& [uid, object] : pods_.objects)
     if (listed.count(uid) == 0) extender_->PodDeleted(object);
@@ -121,6 +126,7 @@ void Informers::Loop(Kind* kind, std::string (Informers::*relist)(),
 }
 
 void Informers::Start() {
+  stop_ = false;
   threads_.emplace_back([this] { Loop(&nodes_, &Informers::ListNodes, &Informers::OnNode); });
   threads_.emplace_back([this] { Loop(&groups_, &Informers::ListGroups, &Informers::OnGroup); });
   threads_.emplace_back([this] { Loop(&pods_, &Informers::ListPods, &Informers::OnPod); });

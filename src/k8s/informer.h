@@ -23,7 +23,7 @@ class Informers {
   ~Informers();
   // The first lists, then adoption of bound pods (Extender::Resync). "" or why a list failed.
   std::string Sync();
-  // Starts the watches (after Sync); they run until Stop.
+  // Starts the watches (after Sync), resuming from the versions last seen; they run until Stop.
   void Start();
   void Stop();
   bool synced() const { return synced_; }

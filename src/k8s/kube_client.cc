@@ -37,13 +37,28 @@ X509_STORE* StoreOf(const std::string& pem) {
   return store;
 }
 
+// object[key] when it is a string, else "".
+std::string Text(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  const auto value = object.find(key);
+  return value != object.end() && value->is_string() ? value->get<std::string>() : "";
+}
+
 }  // namespace
+
+std::string MetadataText(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  const auto value = meta->find(key);
+  return value != meta->end() && value->is_string() ? value->get<std::string>() : "";
+}
 
 std::string StatusMessage(int code, const std::string& body) {
   const json status = json::parse(body, nullptr, false);
   std::string text = "HTTP " + std::to_string(code);
-  if (status.is_object() && status.value("kind", "") == "Status")
-    return text + " " + status.value("reason", "") + ": " + status.value("message", "");
+  if (Text(status, "kind") == "Status")
+    return text + " " + Text(status, "reason") + ": " + Text(status, "message");
   return text + ": " + body.substr(0, 200);
 }
 
@@ -80,7 +95,7 @@ std::string KubeClient::List(const std::string& path, std::vector<json>* items,
   if (!list.is_object() || !list.contains("items") || !list["items"].is_array())
     return "GET " + path + ": the answer is not a list";
   for (json& item : list["items"]) items->push_back(std::move(item));
-  *resource_version = list.value("/metadata/resourceVersion"_json_pointer, std::string());
+  *resource_version = MetadataText(list, "resourceVersion");
   return "";
 }
 
@@ -93,7 +108,6 @@ std::string KubeClient::Watch(const std::string& path, std::string* resource_ver
       "watch=1&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(timeout_s) +
       "&resourceVersion=" + Escape(*resource_version);
   std::string buffer, problem;
-  bool expired = false;
   const auto res = client->Get(url, [&](const char* data, size_t length) {
     buffer.append(data, length);
     size_t newline;
@@ -101,15 +115,15 @@ std::string KubeClient::Watch(const std::string& path, std::string* resource_ver
       const json event = json::parse(buffer.substr(0, newline), nullptr, false);
       buffer.erase(0, newline + 1);
       if (!event.is_object() || !event.contains("object")) continue;
-      const std::string type = event.value("type", "");
+      const std::string type = Text(event, "type");
       const json& object = event["object"];
       if (type == "ERROR") {
-        expired = object.value("code", 0) == 410;
-        problem = expired ? kExpired : StatusMessage(object.value("code", 0), object.dump());
+        const json* code = object.is_object() && object.contains("code") ? &object["code"] : nullptr;
+        const int status = code != nullptr && code->is_number_integer() ? code->get<int>() : 0;
+        problem = status == 410 ? kExpired : StatusMessage(status, object.dump());
         return false;
       }
-      const std::string version =
-          object.value("/metadata/resourceVersion"_json_pointer, std::string());
+      const std::string version = MetadataText(object, "resourceVersion");
       if (!version.empty()) *resource_version = version;
       if (type != "BOOKMARK") on_event(type, object);
     }

@@ -50,6 +50,9 @@ class KubeClient : public KubeActions {
   KubeConfig config_;
 };
 
+// object.metadata[key] when it is a string, else "" (never throws on a hostile object).
+std::string MetadataText(const nlohmann::json& object, const char* key);
+
 // "Status 404 NotFound: pods \"x\" not found" from an API server's error body, or the body's
 // start when it is not a Status.
 std::string StatusMessage(int code, const std::string& body);
