@@ -1,4 +1,5 @@
 // `berth server`: parses its flags into ServerOptions and runs the control plane.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -30,14 +31,22 @@ struct ServerArgs {
   std::vector<std::string> allow_mounts;
   bool k8s = false;
   std::string kubeconfig;
+  std::vector<std::string> given;  // the flags given, to refuse those --k8s does not use
 };
 
 // --k8s: kube-scheduler's extender on a Kubernetes fleet; the API server holds the state, so
 // --state and the agent-side flags do not apply. --cluster, when given, declares topology the
 // nodes' labels do not carry.
 int RunExtenderCommand(const ServerArgs& a) {
+  for (const char* flag : {"--state", "--tokens", "--allow-mount", "--request-timeout",
+                           "--node-unhealthy-after", "--node-lost-after"})
+    if (std::find(a.given.begin(), a.given.end(), flag) != a.given.end())
+      throw ConfigError(std::string(flag) +
+                        ": not used with --k8s (the API server holds the state and names the "
+                        "callers); leave it out");
   K8sServerOptions options;
-  options.listen = a.listen == "127.0.0.1:7480" ? "127.0.0.1:8888" : a.listen;
+  const bool listen_given = std::find(a.given.begin(), a.given.end(), "--listen") != a.given.end();
+  options.listen = listen_given ? a.listen : "127.0.0.1:8888";
   options.kube = a.kubeconfig.empty() ? InClusterKubeConfig() : LoadKubeConfig(a.kubeconfig);
   options.extender.policy = LoadPolicyArgument(a.policy);
   options.extender.queues = LoadVcQueues(a.vcs);
@@ -110,7 +119,8 @@ void AddServerCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("server", "Run the control plane: the REST API and the engine");
   auto a = std::make_shared<ServerArgs>();
   cmd->add_option("--listen", a->listen,
-                  "HOST:PORT to serve on (port 0: any free; not loopback: needs tokens and TLS)")
+                  "HOST:PORT to serve on (port 0: any free; not loopback: needs tokens and TLS; "
+                  "with --k8s the default is 127.0.0.1:8888)")
       ->capture_default_str();
   cmd->add_option("--state", a->state, "State directory (default ~/.local/share/berth)")
       ->check(NonEmptyPath());
@@ -148,7 +158,9 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--kubeconfig", a->kubeconfig,
                   "With --k8s: the API server's kubeconfig (default: in-cluster service account)")
       ->check(NonEmptyPath());
-  cmd->callback([a] {
+  cmd->callback([a, cmd] {
+    for (const CLI::Option* option : cmd->get_options())
+      if (option->count() > 0) a->given.push_back(option->get_name());
     const int code = RunServerCommand(*a);
     if (code != 0) std::exit(code);
   });

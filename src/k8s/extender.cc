@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iostream>
 #include <stdexcept>
 
 #include "config/placement_json.h"
@@ -156,6 +157,7 @@ void Extender::SetNodes(const std::vector<json>& objects) {
       nodes[node.node.name] = std::move(node);
     }
     const bool reshaped = signatures != node_signatures_ || engine_ == nullptr;
+    bool rebuilt = false;
     if (reshaped) {
       auto cluster = std::make_unique<Cluster>();
       std::string why = BuildK8sCluster(nodes, models, cluster.get());
@@ -167,14 +169,17 @@ void Extender::SetNodes(const std::vector<json>& objects) {
         why = engine_->SetCluster(cluster.get(), Now());
       }
       counts_.cluster_error = why;
-      if (!why.empty()) return;  // keep the nodes berth has
-      previous_cluster_ = std::move(cluster_);
-      cluster_ = std::move(cluster);
-      models_ = std::move(models);
-      node_signatures_ = std::move(signatures);
+      if (why.empty()) {
+        previous_cluster_ = std::move(cluster_);
+        cluster_ = std::move(cluster);
+        models_ = std::move(models);
+        node_signatures_ = std::move(signatures);
+        rebuilt = true;
+      }
     }
-    // Cordons and readiness follow without a rebuild; a node that is not ready takes no new
-    // pods, and its pods are left to Kubernetes' own eviction.
+    if (cluster_ == nullptr) return;
+    // Cordons and readiness follow without a rebuild, and even when a new node list is refused;
+    // a node that is not ready takes no new pods, and its pods are left to Kubernetes' eviction.
     for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
       const auto it = nodes.find(cluster_->nodes[n].name);
       if (it == nodes.end()) continue;
@@ -182,10 +187,18 @@ void Extender::SetNodes(const std::vector<json>& objects) {
       const auto old = nodes_.find(it->first);
       const bool was_closed =
           old != nodes_.end() && (old->second.unschedulable || !old->second.ready);
-      if (closed != was_closed || (reshaped && closed))
+      if (closed != was_closed || (rebuilt && closed))
         Apply(engine_->SetNodeCordoned(static_cast<int>(n), closed, Now()), &actions);
     }
-    nodes_ = std::move(nodes);
+    if (!reshaped || rebuilt) {
+      nodes_ = std::move(nodes);
+    } else {
+      for (const auto& [name, node] : nodes)
+        if (const auto old = nodes_.find(name); old != nodes_.end()) {
+          old->second.unschedulable = node.unschedulable;
+          old->second.ready = node.ready;
+        }
+    }
   }
   Run(actions);
 }
@@ -329,6 +342,18 @@ void Extender::SubmitIfReady(PodEntry& entry) {
     members.assign(gang.members.begin(), gang.members.begin() + gang.size);
     if (std::find(members.begin(), members.end(), entry.pod.uid) == members.end()) return;
     spec = pods_.at(members.front()).pod.spec;
+    // One job holds the gang: its members must ask for the same, or none would be placed right.
+    for (const std::string& uid : members) {
+      const JobSpec& other = pods_.at(uid).pod.spec;
+      if (other.groups[0].demand == spec.groups[0].demand && other.queue == spec.queue &&
+          other.priority == spec.priority)
+        continue;
+      entry.refused = "gang " + entry.pod.gang + ": pod " + pods_.at(uid).pod.name +
+                      " asks for other resources, queue or priority than pod " +
+                      pods_.at(members.front()).pod.name +
+                      "; every member of a gang must ask for the same";
+      return;
+    }
     spec.name = entry.pod.gang;
     spec.groups[0].name = entry.pod.gang.substr(entry.pod.gang.find('/') + 1);
     spec.groups[0].replicas = gang.size;
@@ -366,7 +391,12 @@ void Extender::Apply(const std::vector<Decision>& decisions, Actions* actions) {
                            : d.kind == Decision::Kind::kKill  ? 0
                                                               : p->second.pod.spec.grace_period_s;
       KubeActions* kube = actions_;
-      actions->push_back([kube, ns, name, grace] { kube->DeletePod(ns, name, grace); });
+      // A deletion that fails is tried again when the victim's grace ends (kKill).
+      actions->push_back([kube, ns, name, grace] {
+        if (const std::string failed = kube->DeletePod(ns, name, grace); !failed.empty())
+          std::cerr << "berth server: cannot delete pod " << ns << "/" << name
+                    << " to preempt it: " << failed << "\n";
+      });
     }
   }
 }
@@ -433,9 +463,14 @@ json Extender::FilterLocked(const json& args, Actions* actions) {
         "berth has no nodes yet (" +
             (counts_.cluster_error.empty() ? "none listed" : counts_.cluster_error) + ")",
         false);
-  SeePod(pod, actions);
+  // Only pods the API server holds are placed: a request cannot make berth hold GPUs for a pod
+  // that does not exist, and berth's memory grows with the cluster's pods, not with requests.
   const auto it = pods_.find(pod.uid);
-  if (it == pods_.end()) return FilterResult(args, names, objects, {}, "the pod has ended", true);
+  if (it == pods_.end() || it->second.gone)
+    return FilterResult(args, names, objects, {},
+                        "berth's watch of the API server has not shown this pod (yet); "
+                        "kube-scheduler retries it",
+                        false);
   PodEntry& entry = it->second;
   if (entry.job < 0) SubmitIfReady(entry);
   if (entry.job < 0) {
@@ -443,6 +478,11 @@ json Extender::FilterLocked(const json& args, Actions* actions) {
       return FilterResult(args, names, objects, {}, "berth refuses the pod: " + entry.refused,
                           true);
     const Gang& gang = gangs_[pod.gang];
+    if (gang.size > 0 && static_cast<int>(gang.members.size()) > gang.size)
+      return FilterResult(args, names, objects, {},
+                          "gang " + pod.gang + " has its " + std::to_string(gang.size) +
+                              " members already; this pod waits for one of them to leave",
+                          false);
     const std::string size = gang.size > 0 ? std::to_string(gang.size) : "? (PodGroup not seen)";
     return FilterResult(args, names, objects, {},
                         "waiting for gang " + pod.gang + ": " +
@@ -622,6 +662,11 @@ std::pair<std::string, std::vector<std::string>> Extender::PlacementOf(
   const ReplicaPlacement* placed = PlacedAt(it->second);
   if (placed == nullptr) return {};
   return {cluster_->nodes[placed->node].name, GpuIdsOf(*placed)};
+}
+
+void Extender::CountRelist() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counts_.relists;
 }
 
 std::string Extender::CheckConsistency() const {

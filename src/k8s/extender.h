@@ -82,9 +82,11 @@ class Extender {
   struct Status {
     int nodes = 0, gpus = 0, pods = 0, placed = 0, bound = 0, pending = 0;
     int unreadable_nodes = 0, unreadable_pods = 0;
+    uint64_t relists = 0;       // watches resumed too late (410 Gone) and listed again
     std::string cluster_error;  // why the last node list was not taken
   };
   Status status() const;
+  void CountRelist();
   // Where berth placed a pod: node and GPU ids; empty when it has not.
   std::pair<std::string, std::vector<std::string>> PlacementOf(const std::string& uid) const;
   std::string CheckConsistency() const;

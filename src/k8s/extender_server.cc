@@ -23,6 +23,27 @@ double WallClock() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// The extender's state now, as a registry made for one scrape (the request metrics follow it).
+std::string ExtenderStateExposition(const Extender::Status& status) {
+  MetricsRegistry out;
+  out.DeclareGauge("berth_k8s_nodes", "Nodes berth places pods on.");
+  out.Set("berth_k8s_nodes", {}, status.nodes);
+  out.DeclareGauge("berth_k8s_gpus", "GPUs on those nodes.");
+  out.Set("berth_k8s_gpus", {}, status.gpus);
+  out.DeclareGauge("berth_k8s_pods", "GPU pods berth knows, by state (placed, pending).",
+                   {"state"});
+  out.Set("berth_k8s_pods", {"placed"}, status.placed);
+  out.Set("berth_k8s_pods", {"pending"}, status.pending);
+  out.DeclareGauge("berth_k8s_unreadable_objects",
+                   "Nodes and pods in the API server that berth cannot read, by kind.", {"kind"});
+  out.Set("berth_k8s_unreadable_objects", {"node"}, status.unreadable_nodes);
+  out.Set("berth_k8s_unreadable_objects", {"pod"}, status.unreadable_pods);
+  out.DeclareCounter("berth_k8s_relists_total",
+                     "Watches resumed too late (410 Gone) that listed the objects again.");
+  out.Add("berth_k8s_relists_total", {}, static_cast<double>(status.relists));
+  return out.Expose();
+}
+
 }  // namespace
 
 void AddExtenderRoutes(httplib::Server& server, Extender& extender, MetricsRegistry& metrics,
@@ -32,10 +53,6 @@ void AddExtenderRoutes(httplib::Server& server, Extender& extender, MetricsRegis
                            ExponentialBuckets(0.0001, 2, 16));
   metrics.DeclareCounter("berth_k8s_extender_errors_total",
                          "Extender calls answered with an error, by verb.", {"verb"});
-  metrics.DeclareGauge("berth_k8s_nodes", "Nodes berth places pods on.", {});
-  metrics.DeclareGauge("berth_k8s_gpus", "GPUs on those nodes.", {});
-  metrics.DeclareGauge("berth_k8s_pods", "GPU pods berth knows, by state (placed, pending).",
-                       {"state"});
   for (const char* verb : {"filter", "prioritize", "preempt", "bind"}) {
     const std::string name = verb;
     server.Post("/k8s/" + name, [&extender, &metrics, name](const httplib::Request& req,
@@ -79,12 +96,8 @@ void AddExtenderRoutes(httplib::Server& server, Extender& extender, MetricsRegis
     res.set_content(ready ? "ready\n" : "listing nodes and pods\n", "text/plain");
   });
   server.Get("/metrics", [&extender, &metrics](const httplib::Request&, httplib::Response& res) {
-    const Extender::Status status = extender.status();
-    metrics.Set("berth_k8s_nodes", {}, status.nodes);
-    metrics.Set("berth_k8s_gpus", {}, status.gpus);
-    metrics.Set("berth_k8s_pods", {"placed"}, status.placed);
-    metrics.Set("berth_k8s_pods", {"pending"}, status.pending);
-    res.set_content(metrics.Expose(), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(ExtenderStateExposition(extender.status()) + metrics.Expose(),
+                    "text/plain; version=0.0.4; charset=utf-8");
   });
 }
 

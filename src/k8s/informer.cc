@@ -110,6 +110,7 @@ void Informers::Loop(Kind* kind, std::string (Informers::*relist)(),
         stop_);
     if (why == KubeClient::kExpired) {
       ++relists_;
+      extender_->CountRelist();
       why = (this->*relist)();
     }
     if (why.empty()) {

@@ -118,7 +118,8 @@ std::string KubeClient::Watch(const std::string& path, std::string* resource_ver
       const std::string type = Text(event, "type");
       const json& object = event["object"];
       if (type == "ERROR") {
-        const json* code = object.is_object() && object.contains("code") ? &object["code"] : nullptr;
+        const json* code =
+            object.is_object() && object.contains("code") ? &object["code"] : nullptr;
         const int status = code != nullptr && code->is_number_integer() ? code->get<int>() : 0;
         problem = status == 410 ? kExpired : StatusMessage(status, object.dump());
         return false;

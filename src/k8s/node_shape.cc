@@ -58,6 +58,23 @@ bool LabelInt(const std::map<std::string, std::string>& labels, const std::strin
   return true;
 }
 
+// The GPUs' UUIDs from berth.io/gpu-uuids, kept only when there is one non-empty UUID of at most
+// 128 bytes for each GPU: a partial list would name some GPUs by UUID and others by index.
+void NameGpus(const std::string& uuids, K8sNode* node) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (!uuids.empty() && start <= uuids.size() && names.size() <= node->node.gpus.size()) {
+    const size_t comma = std::min(uuids.find(',', start), uuids.size());
+    names.push_back(uuids.substr(start, comma - start));
+    start = comma + 1;
+  }
+  const bool whole = names.size() == node->node.gpus.size() &&
+                     std::none_of(names.begin(), names.end(), [](const std::string& name) {
+                       return name.empty() || name.size() > 128;
+                     });
+  if (whole) node->gpu_uuids = std::move(names);
+}
+
 }  // namespace
 
 bool ReadK8sNode(const json& object, const Cluster* declared, std::vector<GpuModel>* models,
@@ -86,16 +103,9 @@ bool ReadK8sNode(const json& object, const Cluster* declared, std::vector<GpuMod
   }
   if (!node.rack.empty()) node.labels["rack"] = node.rack;
 
-  if (const json* annotations = Member(*meta, "annotations"); annotations != nullptr) {
-    const std::string uuids = TextOf(Member(*annotations, "berth.io/gpu-uuids"));
-    size_t start = 0;
-    while (!uuids.empty() && start <= uuids.size() &&
-           out->gpu_uuids.size() <= static_cast<size_t>(kMaxGpusPerK8sNode)) {
-      const size_t comma = std::min(uuids.find(',', start), uuids.size());
-      out->gpu_uuids.push_back(uuids.substr(start, comma - start));
-      start = comma + 1;
-    }
-  }
+  std::string uuids;
+  if (const json* annotations = Member(*meta, "annotations"); annotations != nullptr)
+    uuids = TextOf(Member(*annotations, "berth.io/gpu-uuids"));
   if (const json* spec = Member(object, "spec"); spec != nullptr) {
     const json* cordon = Member(*spec, "unschedulable");
     out->unschedulable = cordon != nullptr && cordon->is_boolean() && cordon->get<bool>();
@@ -134,6 +144,7 @@ bool ReadK8sNode(const json& object, const Cluster* declared, std::vector<GpuMod
     node.switches = shape.switches;
     node.gpus = shape.gpus;
     node.shape = shape.shape;
+    NameGpus(uuids, out);
     for (const Gpu& gpu : node.gpus)
       if (const GpuModel* model = declared->FindModel(gpu.model);
           model != nullptr && std::none_of(models->begin(), models->end(),
@@ -165,19 +176,29 @@ bool ReadK8sNode(const json& object, const Cluster* declared, std::vector<GpuMod
   } else if (known->memory_mib == 0) {
     known->memory_mib = gpu_memory;
   }
+  // MIG as GPU feature discovery exposes it: "single" advertises each MIG device as one
+  // nvidia.com/gpu, which berth then places as a whole device; "mixed" advertises only the GPUs
+  // out of MIG mode as nvidia.com/gpu, and the rest (the label's count beyond them) are MIG
+  // GPUs that berth carves on demand.
   std::string strategy;
   if (const auto it = labels.find("nvidia.com/mig.strategy"); it != labels.end())
     strategy = it->second;
-  const bool mig =
-      (strategy == "single" || strategy == "mixed") && !BuiltinMigProfiles(product).empty();
+  int64_t whole = gpus;
+  if (strategy == "mixed" && !BuiltinMigProfiles(product).empty()) {
+    int64_t physical = 0;
+    if (!LabelInt(labels, "nvidia.com/gpu.count", kMaxGpusPerK8sNode, &physical, why))
+      return Fail(why, who + *why);
+    gpus = std::max(gpus, physical);
+  }
   const bool nvlink = product.find("SXM") != std::string::npos;
   for (int64_t g = 0; g < gpus; ++g) {
     Gpu gpu;
     gpu.model = product;
     gpu.nvlink_domain = nvlink ? 0 : -1;
-    gpu.mig_enabled = mig;
+    gpu.mig_enabled = g >= whole;
     node.gpus.push_back(gpu);
   }
+  NameGpus(uuids, out);
   return true;
 }
 

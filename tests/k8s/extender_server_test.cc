@@ -92,7 +92,12 @@ class ExtenderServerTest : public ::testing::Test {
   json Create(const json& pod) { return api.Create("pods", pod); }
   // kube-scheduler's cycle for one pod: filter, prioritize when several pass, bind.
   std::string ScheduleOnce(Berth& berth, const json& pod) {
-    const json filtered = berth.Call("filter", NodeNamesArgs(pod, names));
+    // kube-scheduler may ask before berth's watch shows the pod; it retries then.
+    json filtered;
+    WaitFor([&] {
+      filtered = berth.Call("filter", NodeNamesArgs(pod, names));
+      return filtered["FailedNodes"].dump().find("has not shown this pod") == std::string::npos;
+    });
     EXPECT_EQ(filtered["Error"], "") << filtered.dump();
     if (filtered["NodeNames"].empty()) return "";
     const std::string node = filtered["NodeNames"][0];
@@ -123,8 +128,10 @@ TEST_F(ExtenderServerTest, FilterBindAndTheBindingCarriesTheGpus) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), ','), 3) << ids;
   EXPECT_EQ(api.bindings(), 1);
   // Binding twice is the API server's 409, passed back in the Error field.
-  const json again = berth.Call("bind", {{"PodName", "train"}, {"PodNamespace", "ml"},
-                                         {"PodUID", pod["metadata"]["uid"]}, {"Node", node}});
+  const json again = berth.Call("bind", {{"PodName", "train"},
+                                         {"PodNamespace", "ml"},
+                                         {"PodUID", pod["metadata"]["uid"]},
+                                         {"Node", node}});
   EXPECT_NE(again["Error"].get<std::string>().find("409"), std::string::npos) << again.dump();
 }
 
@@ -143,14 +150,17 @@ TEST_F(ExtenderServerTest, MalformedPayloadsGetTheErrorFieldNeverABare500) {
     EXPECT_EQ(status, 400) << verb;
     EXPECT_NE(answer["Error"], "") << verb;
   }
-  const json filter = berth.Call("filter", {{"Pod", {{"metadata", {{"name", "x"}}}}}, {"NodeNames", names}});
+  const json filter =
+      berth.Call("filter", {{"Pod", {{"metadata", {{"name", "x"}}}}}, {"NodeNames", names}});
   EXPECT_NE(filter["Error"].get<std::string>().find("metadata.uid"), std::string::npos);
 }
 
 TEST_F(ExtenderServerTest, ReclaimDeletesTheVictimThroughTheApiAndTheWatchFreesItsGpus) {
   Berth berth(url, {{"a", 1, -1, {}}, {"b", 1, -1, {}}});
   for (int i = 0; i < 4; ++i)
-    ASSERT_FALSE(ScheduleOnce(berth, Create(GpuPod("a-" + std::to_string(i), 8, {{"berth.io/queue", "a"}}))).empty());
+    ASSERT_FALSE(
+        ScheduleOnce(berth, Create(GpuPod("a-" + std::to_string(i), 8, {{"berth.io/queue", "a"}})))
+            .empty());
   ASSERT_TRUE(WaitFor([&] { return berth.extender->status().bound == 4; }));
   const json reclaim = Create(GpuPod("b-0", 8, {{"berth.io/queue", "b"}}));
   std::string node;
@@ -175,7 +185,11 @@ TEST_F(ExtenderServerTest, PodGroupGangWaitsForMinMember) {
   for (json* pod : {&first, &second})
     (*pod)["metadata"]["labels"] = {{"scheduling.x-k8s.io/pod-group", "pg"}};
   first = Create(first);
-  const json waiting = berth.Call("filter", NodeNamesArgs(first, names));
+  json waiting;
+  ASSERT_TRUE(WaitFor([&] {
+    waiting = berth.Call("filter", NodeNamesArgs(first, names));
+    return waiting.dump().find("waiting for gang") != std::string::npos;
+  }));
   EXPECT_TRUE(waiting["NodeNames"].empty());
   EXPECT_NE(waiting["FailedNodes"]["gpu-0"].get<std::string>().find("waiting for gang ml/pg"),
             std::string::npos)
@@ -198,7 +212,8 @@ TEST_F(ExtenderServerTest, ARestartRelistsAndHoldsTheSameGpus) {
     }
   }  // as after kill -9: nothing is kept but what the API server holds
   Berth berth(url);
-  for (const auto& [uid, placement] : before) EXPECT_EQ(berth.extender->PlacementOf(uid), placement);
+  for (const auto& [uid, placement] : before)
+    EXPECT_EQ(berth.extender->PlacementOf(uid), placement);
   EXPECT_EQ(berth.extender->status().bound, 5);
   // 8-GPU pods fit exactly the nodes the adopted pods left whole.
   std::set<std::string> used;

@@ -34,6 +34,7 @@ class ExtenderTest : public ::testing::Test {
   }
   // Filters `pod` over every node; the node it passes, or "" with the failure reason.
   std::string FilterOne(const json& pod, std::string* why = nullptr) {
+    extender->PodChanged(pod);  // as berth's watch shows a new pod before kube-scheduler asks
     const json result = extender->Filter(NodeNamesArgs(pod, node_names));
     EXPECT_EQ(result["Error"], "") << result.dump();
     const json& passed = result["NodeNames"];
@@ -145,6 +146,7 @@ TEST(NodeShapeTest, LabelsGiveTheShapeAndACordonFollows) {
   object["spec"]["unschedulable"] = true;
   object["metadata"]["annotations"] = {{"berth.io/gpu-uuids", "GPU-a,GPU-b,GPU-c,GPU-d"}};
   object["metadata"]["labels"]["nvidia.com/mig.strategy"] = "mixed";
+  object["status"]["allocatable"]["nvidia.com/gpu"] = "1";  // mixed: 1 whole GPU, 3 in MIG mode
   ASSERT_TRUE(ReadK8sNode(object, nullptr, &models, &node, &why)) << why;
   EXPECT_EQ(node.node.gpus.size(), 4u);
   EXPECT_EQ(node.node.rack, "r1");
@@ -154,7 +156,12 @@ TEST(NodeShapeTest, LabelsGiveTheShapeAndACordonFollows) {
   ASSERT_EQ(models.size(), 1u);
   EXPECT_EQ(models[0].name, "H100-80GB-HBM3");
   EXPECT_EQ(models[0].memory_mib, 81920);
-  EXPECT_TRUE(node.node.gpus[0].mig_enabled);
+  EXPECT_FALSE(node.node.gpus[0].mig_enabled);
+  EXPECT_TRUE(node.node.gpus[3].mig_enabled);
+  // A UUID list that does not name every GPU is not used: ids by index instead.
+  object["metadata"]["annotations"]["berth.io/gpu-uuids"] = "GPU-a,GPU-b";
+  ASSERT_TRUE(ReadK8sNode(object, nullptr, &models, &node, &why)) << why;
+  EXPECT_TRUE(node.gpu_uuids.empty());
   object["status"]["allocatable"]["nvidia.com/gpu"] = "100000";
   EXPECT_FALSE(ReadK8sNode(object, nullptr, &models, &node, &why));
   EXPECT_NE(why.find("nvidia.com/gpu"), std::string::npos) << why;
@@ -202,6 +209,7 @@ TEST_F(ExtenderTest, NeverAnswersANodeOutsideTheRequest) {
 
 TEST_F(ExtenderTest, NodesModeAnswersNodeObjects) {
   json args = {{"Pod", GpuPod("p", 1)}, {"Nodes", {{"items", nodes}}}, {"NodeNames", nullptr}};
+  extender->PodChanged(args["Pod"]);
   const json result = extender->Filter(args);
   EXPECT_TRUE(result["NodeNames"].is_null());
   ASSERT_EQ(result["Nodes"]["items"].size(), 1u);
@@ -315,6 +323,7 @@ TEST_F(ExtenderTest, ARestartedExtenderAdoptsWhatItBound) {
   int placed = 0;
   for (int i = 0; i < 24; ++i) {
     const json pod = GpuPod("n-" + std::to_string(i), 1);
+    fresh.PodChanged(pod);
     const json result = fresh.Filter(NodeNamesArgs(pod, node_names));
     if (result["NodeNames"].empty()) continue;
     ++placed;
@@ -323,6 +332,27 @@ TEST_F(ExtenderTest, ARestartedExtenderAdoptsWhatItBound) {
         << "GPU handed out twice: " << placement.first << "/" << placement.second.at(0);
   }
   EXPECT_EQ(placed, 23);
+}
+
+TEST_F(ExtenderTest, APodOnlyInTheRequestIsNotPlaced) {
+  const json ghost = GpuPod("ghost", 8);
+  const json result = extender->Filter(NodeNamesArgs(ghost, node_names));
+  EXPECT_TRUE(result["NodeNames"].empty());
+  EXPECT_EQ(extender->status().pods, 0);
+  EXPECT_EQ(extender->PlacementOf(Uid(ghost)).first, "");
+}
+
+TEST_F(ExtenderTest, GangMembersThatAskForDifferentThingsAreRefused) {
+  const json a = GpuPod("m-0", 8, {{"berth.io/gang", "odd"}, {"berth.io/gang-size", "2"}});
+  const json b = GpuPod("m-1", 4, {{"berth.io/gang", "odd"}, {"berth.io/gang-size", "2"}});
+  FilterOne(a);
+  std::string why;
+  EXPECT_EQ(FilterOne(b, &why), "");
+  EXPECT_NE(why.find("every member of a gang must ask for the same"), std::string::npos) << why;
+  // A third member past the gang's size waits, and says why.
+  const json c = GpuPod("m-2", 8, {{"berth.io/gang", "odd"}, {"berth.io/gang-size", "2"}});
+  EXPECT_EQ(FilterOne(c, &why), "");
+  EXPECT_NE(why.find("has its 2 members already"), std::string::npos) << why;
 }
 
 TEST_F(ExtenderTest, HostileRequestsGetTheErrorField) {
@@ -349,6 +379,7 @@ TEST_F(ExtenderTest, HostileRequestsGetTheErrorField) {
   EXPECT_THROW(extender->Prioritize({{"Pod", 1}}), std::invalid_argument);
   EXPECT_THROW(extender->Preempt(json::array()), std::invalid_argument);
   // Keys in any case, as Go decodes them.
+  extender->PodChanged(GpuPod("q", 1));
   const json lower = extender->Filter({{"pod", GpuPod("q", 1)}, {"nodenames", node_names}});
   EXPECT_EQ(lower["NodeNames"].size(), 1u);
 }
