@@ -37,12 +37,6 @@ struct BenchApiArgs {
   bool json = false;
 };
 
-double Percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[std::min(values.size() - 1, static_cast<size_t>(p * values.size()))];
-}
-
 struct Load {
   double per_sec = 0, p50_ms = 0, p99_ms = 0;
   int done = 0, failed = 0;
@@ -177,6 +171,12 @@ void RunBenchApi(const BenchApiArgs& a) {
 }
 
 }  // namespace
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<size_t>(p * values.size()))];
+}
 
 void AddBenchApiCommand(CLI::App& bench) {
   auto* cmd = bench.add_subcommand(

@@ -24,6 +24,10 @@ void AddServerCommand(CLI::App& app);
 void AddTokenCommand(CLI::App& app);
 // `bench api`, under the `bench` subcommand.
 void AddBenchApiCommand(CLI::App& bench);
+// `berth bench k8s`: the extender's filter and prioritize at thousands of nodes (bench_k8s.cc).
+void AddBenchK8sCommand(CLI::App& bench);
+// The value below which a share p (0..1) of `values` lies.
+double Percentile(std::vector<double> values, double p);
 // run, ps, inspect, stop, rm, queues [apply], policy apply, nodes, node, events: the verbs that
 // talk to a server.
 void AddClientCommands(CLI::App& app);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   berth::AddCellsCommand(app);
   berth::AddBenchCommand(app);
   berth::AddBenchApiCommand(*app.get_subcommand("bench"));
+  berth::AddBenchK8sCommand(*app.get_subcommand("bench"));
   berth::AddSimCommand(app);
   berth::AddServerCommand(app);
   berth::AddTokenCommand(app);

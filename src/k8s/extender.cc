@@ -36,11 +36,13 @@ std::string ArgText(const json& args, const std::string& key) {
              : "";
 }
 
-// The nodes of a request: NodeNames (nodeCacheCapable) or the names of Nodes.items. `objects`
-// gets the node objects in Nodes mode.
-bool RequestNodes(const json& args, std::vector<std::string>* names,
-                  std::vector<const json*>* objects, std::string* why) {
+// The nodes of a request: NodeNames (nodeCacheCapable) or the names of Nodes.items, whose
+// objects are kept to be answered in kind.
+bool RequestNodes(const json& args, FilterRequest* request, std::string* why) {
+  std::vector<std::string>* names = &request->names;
+  std::vector<const json*>* objects = &request->objects;
   if (const json* list = Arg(args, "NodeNames"); list != nullptr) {
+    request->node_names = true;
     if (!list->is_array() || list->size() > static_cast<size_t>(kMaxK8sNodes)) {
       *why = "ExtenderArgs.NodeNames: expected a list of at most " + std::to_string(kMaxK8sNodes) +
              " node names";
@@ -77,37 +79,80 @@ bool RequestNodes(const json& args, std::vector<std::string>* names,
   return true;
 }
 
-json EmptyFilterResult() {
-  return {{"Nodes", nullptr},
-          {"NodeNames", nullptr},
-          {"FailedNodes", json::object()},
-          {"FailedAndUnresolvableNodes", json::object()},
-          {"Error", ""}};
-}
-
-// The result passing `pass` (names in the request) and failing the rest with `why`.
-json FilterResult(const json& args, const std::vector<std::string>& names,
-                  const std::vector<const json*>& objects, const std::set<std::string>& pass,
-                  const std::string& why, bool unresolvable) {
-  json result = EmptyFilterResult();
-  json passed_names = json::array();
-  json passed_nodes = json::array();
-  json& failed = result[unresolvable ? "FailedAndUnresolvableNodes" : "FailedNodes"];
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (pass.count(names[i])) {
-      passed_names.push_back(names[i]);
-      if (i < objects.size()) passed_nodes.push_back(*objects[i]);
+// `text` as a JSON string, appended. Request strings were valid UTF-8 when parsed; other bytes
+// pass through (the engine's reasons are ASCII).
+void AppendString(std::string* out, const std::string& text) {
+  out->push_back('"');
+  size_t plain = 0;  // the common case, a name without anything to escape, is appended whole
+  while (plain < text.size() && text[plain] != '"' && text[plain] != '\\' &&
+         static_cast<unsigned char>(text[plain]) >= 0x20)
+    ++plain;
+  out->append(text, 0, plain);
+  for (size_t i = plain; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+      *out += escaped;
     } else {
-      failed[names[i]] = why;
+      out->push_back(c);
     }
   }
+  out->push_back('"');
+}
+
+// ExtenderFilterResult for `answer`, written directly: with thousands of nodes a JSON object
+// per failed node would cost more than the decision.
+std::string WriteFilterResult(const FilterRequest& request, const FilterAnswer& answer) {
+  std::string out;
+  out.reserve(64 + request.names.size() * (24 + answer.reason.size()));
+  const auto passes = [&](size_t i) {
+    return answer.error.empty() &&
+           (answer.pass == FilterAnswer::Pass::kAll ||
+            (answer.pass == FilterAnswer::Pass::kOne && request.names[i] == answer.node));
+  };
   // Answer in the request's form: NodeNames to a nodeCacheCapable scheduler, Nodes otherwise.
-  if (Arg(args, "NodeNames") != nullptr || objects.empty()) {
-    result["NodeNames"] = passed_names;
-  } else {
-    result["Nodes"] = {{"apiVersion", "v1"}, {"kind", "NodeList"}, {"items", passed_nodes}};
+  const bool nodes_mode = !request.node_names && !request.objects.empty();
+  std::string passed = "[";
+  for (size_t i = 0; i < request.names.size(); ++i) {
+    if (!passes(i)) continue;
+    if (passed.size() > 1) passed.push_back(',');
+    if (nodes_mode) {
+      passed += request.objects[i]->dump(-1, ' ', false, json::error_handler_t::replace);
+    } else {
+      AppendString(&passed, request.names[i]);
+    }
   }
-  return result;
+  passed.push_back(']');
+  if (!answer.error.empty()) {
+    out = "{\"Nodes\":null,\"NodeNames\":null";
+  } else if (nodes_mode) {
+    out = "{\"Nodes\":{\"apiVersion\":\"v1\",\"kind\":\"NodeList\",\"items\":" + passed +
+          "},\"NodeNames\":null";
+  } else {
+    out = "{\"Nodes\":null,\"NodeNames\":" + passed;
+  }
+  for (const bool unresolvable : {false, true}) {
+    out += unresolvable ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{";
+    bool first = true;
+    if (answer.error.empty() && answer.unresolvable == unresolvable)
+      for (size_t i = 0; i < request.names.size(); ++i) {
+        if (passes(i)) continue;
+        if (!first) out.push_back(',');
+        first = false;
+        AppendString(&out, request.names[i]);
+        out.push_back(':');
+        AppendString(&out, answer.reason);
+      }
+    out.push_back('}');
+  }
+  out += ",\"Error\":";
+  AppendString(&out, answer.error);
+  out.push_back('}');
+  return out;
 }
 
 std::string Signature(const json& node) {
@@ -421,73 +466,59 @@ std::vector<std::string> Extender::GpuIdsOf(const ReplicaPlacement& placement) c
   return ids;
 }
 
-json Extender::Filter(const json& args) {
+std::string Extender::Filter(const json& args) {
+  FilterRequest request;
+  FilterAnswer answer;
+  Pod pod;
+  // The request is read before the lock: thousands of node names cost no one else's wait.
+  if (!args.is_object()) {
+    answer.error = "ExtenderArgs: expected a JSON object with Pod and NodeNames or Nodes";
+  } else if (const json* pod_json = Arg(args, "Pod"); pod_json == nullptr) {
+    answer.error = "ExtenderArgs.Pod: missing; kube-scheduler sends the pod being scheduled";
+  } else if (RequestNodes(args, &request, &answer.error) &&
+             ReadPod(*pod_json, &pod, &answer.error)) {
+    answer.error.clear();
+  }
   Actions actions;
-  json result;
-  {
+  if (answer.error.empty() && !pod.wants_gpus) {
+    answer.pass = FilterAnswer::Pass::kAll;  // not berth's to place
+  } else if (answer.error.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
-    result = FilterLocked(args, &actions);
+    answer = FilterLocked(pod, request, &actions);
   }
   Run(actions);
-  return result;
+  return WriteFilterResult(request, answer);
 }
 
-json Extender::FilterLocked(const json& args, Actions* actions) {
-  std::vector<std::string> names;
-  std::vector<const json*> objects;
-  std::string why;
-  json error = EmptyFilterResult();
-  if (!args.is_object()) {
-    error["Error"] = "ExtenderArgs: expected a JSON object with Pod and NodeNames or Nodes";
-    return error;
-  }
-  if (!RequestNodes(args, &names, &objects, &why)) {
-    error["Error"] = why;
-    return error;
-  }
-  const json* pod_json = Arg(args, "Pod");
-  Pod pod;
-  if (pod_json == nullptr) {
-    error["Error"] = "ExtenderArgs.Pod: missing; kube-scheduler sends the pod being scheduled";
-    return error;
-  }
-  if (!ReadPod(*pod_json, &pod, &why)) {
-    error["Error"] = why;
-    return error;
-  }
-  const std::set<std::string> all(names.begin(), names.end());
-  if (!pod.wants_gpus) return FilterResult(args, names, objects, all, "", false);
+FilterAnswer Extender::FilterLocked(const Pod& pod, const FilterRequest& request,
+                                    Actions* actions) {
+  const auto fail = [](std::string reason, bool unresolvable = false) {
+    FilterAnswer answer;
+    answer.reason = std::move(reason);
+    answer.unresolvable = unresolvable;
+    return answer;
+  };
   if (engine_ == nullptr)
-    return FilterResult(
-        args, names, objects, {},
-        "berth has no nodes yet (" +
-            (counts_.cluster_error.empty() ? "none listed" : counts_.cluster_error) + ")",
-        false);
+    return fail("berth has no nodes yet (" +
+                (counts_.cluster_error.empty() ? "none listed" : counts_.cluster_error) + ")");
   // Only pods the API server holds are placed: a request cannot make berth hold GPUs for a pod
   // that does not exist, and berth's memory grows with the cluster's pods, not with requests.
   const auto it = pods_.find(pod.uid);
   if (it == pods_.end() || it->second.gone)
-    return FilterResult(args, names, objects, {},
-                        "berth's watch of the API server has not shown this pod (yet); "
-                        "kube-scheduler retries it",
-                        false);
+    return fail(
+        "berth's watch of the API server has not shown this pod (yet); kube-scheduler retries "
+        "it");
   PodEntry& entry = it->second;
   if (entry.job < 0) SubmitIfReady(entry);
   if (entry.job < 0) {
-    if (!entry.refused.empty())
-      return FilterResult(args, names, objects, {}, "berth refuses the pod: " + entry.refused,
-                          true);
+    if (!entry.refused.empty()) return fail("berth refuses the pod: " + entry.refused, true);
     const Gang& gang = gangs_[pod.gang];
     if (gang.size > 0 && static_cast<int>(gang.members.size()) > gang.size)
-      return FilterResult(args, names, objects, {},
-                          "gang " + pod.gang + " has its " + std::to_string(gang.size) +
-                              " members already; this pod waits for one of them to leave",
-                          false);
+      return fail("gang " + pod.gang + " has its " + std::to_string(gang.size) +
+                  " members already; this pod waits for one of them to leave");
     const std::string size = gang.size > 0 ? std::to_string(gang.size) : "? (PodGroup not seen)";
-    return FilterResult(args, names, objects, {},
-                        "waiting for gang " + pod.gang + ": " +
-                            std::to_string(gang.members.size()) + " of " + size + " members",
-                        false);
+    return fail("waiting for gang " + pod.gang + ": " + std::to_string(gang.members.size()) +
+                " of " + size + " members");
   }
   const JobRecord* record = engine_->job(entry.job);
   if (record != nullptr && record->state == JobState::kPending)
@@ -495,24 +526,22 @@ json Extender::FilterLocked(const json& args, Actions* actions) {
   record = engine_->job(entry.job);
   if (const ReplicaPlacement* placed = PlacedAt(entry)) {
     const std::string& node = cluster_->nodes[placed->node].name;
-    if (all.count(node))
-      return FilterResult(args, names, objects, {node}, "berth placed the pod on " + node, false);
-    return FilterResult(args, names, objects, {},
-                        "berth placed the pod on " + node + ", which this request does not offer",
-                        false);
+    if (std::find(request.names.begin(), request.names.end(), node) == request.names.end())
+      return fail("berth placed the pod on " + node + ", which this request does not offer");
+    FilterAnswer answer = fail("berth placed the pod on " + node);
+    answer.pass = FilterAnswer::Pass::kOne;
+    answer.node = node;
+    return answer;
   }
-  if (record == nullptr) return FilterResult(args, names, objects, {}, "the pod's job ended", true);
-  if (!record->never_fits.empty())
-    return FilterResult(args, names, objects, {}, record->never_fits, true);
-  return FilterResult(args, names, objects, {}, record->reason.empty() ? "pending" : record->reason,
-                      false);
+  if (record == nullptr) return fail("the pod's job ended", true);
+  if (!record->never_fits.empty()) return fail(record->never_fits, true);
+  return fail(record->reason.empty() ? "pending" : record->reason);
 }
 
-json Extender::Prioritize(const json& args) {
-  std::vector<std::string> names;
-  std::vector<const json*> objects;
+std::string Extender::Prioritize(const json& args) {
+  FilterRequest request;
   std::string why;
-  if (!args.is_object() || !RequestNodes(args, &names, &objects, &why))
+  if (!args.is_object() || !RequestNodes(args, &request, &why))
     throw std::invalid_argument(why.empty() ? "ExtenderArgs: expected a JSON object" : why);
   const json* pod_json = Arg(args, "Pod");
   const json* meta = pod_json == nullptr ? nullptr : Arg(*pod_json, "metadata");
@@ -525,10 +554,17 @@ json Extender::Prioritize(const json& args) {
       if (const ReplicaPlacement* placed = PlacedAt(it->second))
         chosen = cluster_->nodes[placed->node].name;
   }
-  json list = json::array();
-  for (const std::string& name : names)
-    list.push_back({{"Host", name}, {"Score", name == chosen ? 10 : 0}});
-  return list;
+  // HostPriorityList, written directly (one object per node would cost more than the answer).
+  std::string out = "[";
+  out.reserve(32 * request.names.size());
+  for (const std::string& name : request.names) {
+    if (out.size() > 1) out.push_back(',');
+    out += "{\"Host\":";
+    AppendString(&out, name);
+    out += name == chosen ? ",\"Score\":10}" : ",\"Score\":0}";
+  }
+  out.push_back(']');
+  return out;
 }
 
 json Extender::Preempt(const json& args) {

@@ -50,6 +50,25 @@ class KubeActions {
                                 double grace_period_s) = 0;
 };
 
+// A filter or prioritize request's nodes: NodeNames (nodeCacheCapable), or the names of
+// Nodes.items with the objects, to answer in kind.
+struct FilterRequest {
+  std::vector<std::string> names;
+  std::vector<const nlohmann::json*> objects;  // Nodes mode; point into the request
+  bool node_names = false;                     // the request carried NodeNames
+};
+
+// A filter's decision before it is written out: which of the request's nodes pass (none, the
+// one berth chose, or all for a pod that is not berth's), and why the others fail.
+struct FilterAnswer {
+  enum class Pass { kNone, kOne, kAll };
+  Pass pass = Pass::kNone;
+  std::string node;           // kOne
+  std::string reason;         // for the nodes that fail
+  bool unresolvable = false;  // FailedAndUnresolvableNodes: preemption would not help
+  std::string error;          // the request is malformed
+};
+
 struct ExtenderOptions {
   Policy policy;
   std::vector<QueueSpec> queues;      // "default" is added when missing
@@ -72,9 +91,10 @@ class Extender {
   void Resync();
 
   // The verbs. Filter and Bind never throw; Prioritize and Preempt throw std::invalid_argument
-  // for a malformed request.
-  nlohmann::json Filter(const nlohmann::json& args);
-  nlohmann::json Prioritize(const nlohmann::json& args);
+  // for a malformed request. Filter and Prioritize answer JSON text: with thousands of nodes,
+  // writing it directly costs less than building a JSON value.
+  std::string Filter(const nlohmann::json& args);
+  std::string Prioritize(const nlohmann::json& args);
   nlohmann::json Preempt(const nlohmann::json& args);
   nlohmann::json Bind(const nlohmann::json& args);
 
@@ -114,7 +134,7 @@ class Extender {
   void Apply(const std::vector<Decision>& decisions, Actions* actions);
   void JobGone(int job, Actions* actions);  // a job's pods are all gone: the engine lets go
   void Run(Actions& actions);
-  nlohmann::json FilterLocked(const nlohmann::json& args, Actions* actions);
+  FilterAnswer FilterLocked(const Pod& pod, const FilterRequest& request, Actions* actions);
   const ReplicaPlacement* PlacedAt(const PodEntry& entry) const;
   std::vector<std::string> GpuIdsOf(const ReplicaPlacement& placement) const;
   double Now() const { return options_.clock(); }

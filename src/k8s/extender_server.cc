@@ -46,6 +46,15 @@ std::string ExtenderStateExposition(const Extender::Status& status) {
 
 }  // namespace
 
+void ConfigureExtenderServer(httplib::Server& server) {
+  server.set_payload_max_length(kMaxExtenderRequestBytes);
+  server.set_tcp_nodelay(true);
+  server.set_keep_alive_max_count(100000);
+  server.set_read_timeout(30);
+  server.set_write_timeout(30);
+  server.new_task_queue = [] { return new httplib::ThreadPool(16); };
+}
+
 void AddExtenderRoutes(httplib::Server& server, Extender& extender, MetricsRegistry& metrics,
                        const std::atomic<bool>& ready) {
   metrics.DeclareHistogram("berth_k8s_extender_request_duration_seconds",
@@ -58,8 +67,10 @@ void AddExtenderRoutes(httplib::Server& server, Extender& extender, MetricsRegis
     server.Post("/k8s/" + name, [&extender, &metrics, name](const httplib::Request& req,
                                                             httplib::Response& res) {
       const auto start = std::chrono::steady_clock::now();
-      const json args = json::parse(req.body, nullptr, false);
+      const json args =
+          json::parse(req.body.data(), req.body.data() + req.body.size(), nullptr, false);
       json answer;
+      std::string text;  // filter and prioritize answer text
       int status = 200;
       if (args.is_discarded()) {
         answer = {{"Error",
@@ -68,8 +79,8 @@ void AddExtenderRoutes(httplib::Server& server, Extender& extender, MetricsRegis
         status = name == "filter" || name == "bind" ? 200 : 400;
       } else {
         try {
-          if (name == "filter") answer = extender.Filter(args);
-          if (name == "prioritize") answer = extender.Prioritize(args);
+          if (name == "filter") text = extender.Filter(args);
+          if (name == "prioritize") text = extender.Prioritize(args);
           if (name == "preempt") answer = extender.Preempt(args);
           if (name == "bind") answer = extender.Bind(args);
         } catch (const std::exception& e) {
@@ -77,12 +88,17 @@ void AddExtenderRoutes(httplib::Server& server, Extender& extender, MetricsRegis
           status = 400;
         }
       }
-      if (status != 200 || (answer.is_object() && !answer.value("Error", "").empty()))
-        metrics.Add("berth_k8s_extender_errors_total", {name});
+      const std::string no_error = "\"Error\":\"\"}";
+      const bool failed =
+          status != 200 ||
+          (text.empty() ? answer.is_object() && answer.contains("Error") && answer["Error"] != ""
+                        : name == "filter" && !text.ends_with(no_error));
+      if (failed) metrics.Add("berth_k8s_extender_errors_total", {name});
       res.status = status;
       // Replace: names from pods may hold bytes that are not UTF-8.
-      res.set_content(answer.dump(-1, ' ', false, json::error_handler_t::replace),
-                      "application/json");
+      res.set_content(
+          text.empty() ? answer.dump(-1, ' ', false, json::error_handler_t::replace) : text,
+          "application/json");
       metrics.Observe(
           "berth_k8s_extender_request_duration_seconds", {name},
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -116,9 +132,7 @@ int RunK8sExtender(K8sServerOptions options) {
   Extender extender(std::move(options.extender), &client);
   MetricsRegistry metrics;
   std::atomic<bool> ready{false};
-  server.set_payload_max_length(kMaxExtenderRequestBytes);
-  server.set_tcp_nodelay(true);  // else delayed ACKs add 40 ms to every answer
-  server.new_task_queue = [] { return new httplib::ThreadPool(16); };
+  ConfigureExtenderServer(server);
   AddExtenderRoutes(server, extender, metrics, ready);
   port = BindServer(server, host, port);
   if (port < 0) {

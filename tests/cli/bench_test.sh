@@ -39,4 +39,9 @@ for queues in 1 2 10; do
     > "$TMP/mixed.json" || fail "bench schedule refused a mixed-shape cluster (--queues $queues)"
   [ "$(json_get "$TMP/mixed.json" '.placed > 0')" = true ] || fail "mixed shapes: nothing placed"
 done
+# bench k8s: the extender's verbs over HTTP and in process, every call answered.
+"$BERTH" bench k8s --nodes 40 --calls 20 --json > "$TMP/k8s.json" || fail "bench k8s failed"
+[ "$(json_get "$TMP/k8s.json" '.failed_calls')" = 0 ] || fail "bench k8s: failed calls: $(cat "$TMP/k8s.json")"
+[ "$(json_get "$TMP/k8s.json" '.http_filter.calls')" = 10 ] || fail "bench k8s: $(cat "$TMP/k8s.json")"
+[ "$(json_get "$TMP/k8s.json" '.pods_placed > 20')" = true ] || fail "bench k8s placed too few: $(cat "$TMP/k8s.json")"
 echo "1 passed, 0 failed"

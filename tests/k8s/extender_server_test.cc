@@ -49,6 +49,7 @@ struct Berth {
     options.clock = Wall;
     extender = std::make_unique<Extender>(std::move(options), &client);
     informers = std::make_unique<Informers>(&client, extender.get());
+    ConfigureExtenderServer(server);
     AddExtenderRoutes(server, *extender, metrics, ready);
     port = server.bind_to_any_port("127.0.0.1");
     serving = std::thread([this] { server.listen_after_bind(); });

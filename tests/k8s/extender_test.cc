@@ -35,7 +35,7 @@ class ExtenderTest : public ::testing::Test {
   // Filters `pod` over every node; the node it passes, or "" with the failure reason.
   std::string FilterOne(const json& pod, std::string* why = nullptr) {
     extender->PodChanged(pod);  // as berth's watch shows a new pod before kube-scheduler asks
-    const json result = extender->Filter(NodeNamesArgs(pod, node_names));
+    const json result = json::parse(extender->Filter(NodeNamesArgs(pod, node_names)));
     EXPECT_EQ(result["Error"], "") << result.dump();
     const json& passed = result["NodeNames"];
     EXPECT_LE(passed.size(), 1u);
@@ -172,7 +172,7 @@ TEST_F(ExtenderTest, FilterAnswersOneOfferedNodeAndBindWritesTheGpus) {
   const std::string node = FilterOne(pod);
   ASSERT_FALSE(node.empty());
   // Prioritize agrees, and only names the request's nodes.
-  const json scores = extender->Prioritize(NodeNamesArgs(pod, node_names));
+  const json scores = json::parse(extender->Prioritize(NodeNamesArgs(pod, node_names)));
   ASSERT_EQ(scores.size(), node_names.size());
   for (const json& score : scores) EXPECT_EQ(score["Score"], score["Host"] == node ? 10 : 0);
   // A bind to another node is refused; to berth's node it writes the GPUs.
@@ -202,7 +202,7 @@ TEST_F(ExtenderTest, NeverAnswersANodeOutsideTheRequest) {
   std::vector<std::string> others;
   for (const std::string& n : node_names)
     if (n != chosen) others.push_back(n);
-  const json result = extender->Filter(NodeNamesArgs(pod, others));
+  const json result = json::parse(extender->Filter(NodeNamesArgs(pod, others)));
   EXPECT_TRUE(result["NodeNames"].empty());
   EXPECT_EQ(result["FailedNodes"].size(), others.size());
 }
@@ -210,7 +210,7 @@ TEST_F(ExtenderTest, NeverAnswersANodeOutsideTheRequest) {
 TEST_F(ExtenderTest, NodesModeAnswersNodeObjects) {
   json args = {{"Pod", GpuPod("p", 1)}, {"Nodes", {{"items", nodes}}}, {"NodeNames", nullptr}};
   extender->PodChanged(args["Pod"]);
-  const json result = extender->Filter(args);
+  const json result = json::parse(extender->Filter(args));
   EXPECT_TRUE(result["NodeNames"].is_null());
   ASSERT_EQ(result["Nodes"]["items"].size(), 1u);
   EXPECT_EQ(result["Nodes"]["items"][0]["metadata"]["labels"]["nvidia.com/gpu.count"], "8");
@@ -324,7 +324,7 @@ TEST_F(ExtenderTest, ARestartedExtenderAdoptsWhatItBound) {
   for (int i = 0; i < 24; ++i) {
     const json pod = GpuPod("n-" + std::to_string(i), 1);
     fresh.PodChanged(pod);
-    const json result = fresh.Filter(NodeNamesArgs(pod, node_names));
+    const json result = json::parse(fresh.Filter(NodeNamesArgs(pod, node_names)));
     if (result["NodeNames"].empty()) continue;
     ++placed;
     const auto placement = fresh.PlacementOf(Uid(pod));
@@ -336,7 +336,7 @@ TEST_F(ExtenderTest, ARestartedExtenderAdoptsWhatItBound) {
 
 TEST_F(ExtenderTest, APodOnlyInTheRequestIsNotPlaced) {
   const json ghost = GpuPod("ghost", 8);
-  const json result = extender->Filter(NodeNamesArgs(ghost, node_names));
+  const json result = json::parse(extender->Filter(NodeNamesArgs(ghost, node_names)));
   EXPECT_TRUE(result["NodeNames"].empty());
   EXPECT_EQ(extender->status().pods, 0);
   EXPECT_EQ(extender->PlacementOf(Uid(ghost)).first, "");
@@ -356,16 +356,18 @@ TEST_F(ExtenderTest, GangMembersThatAskForDifferentThingsAreRefused) {
 }
 
 TEST_F(ExtenderTest, HostileRequestsGetTheErrorField) {
-  EXPECT_NE(extender->Filter(json::array())["Error"], "");
-  EXPECT_NE(extender->Filter({{"NodeNames", node_names}})["Error"], "");
-  EXPECT_NE(extender->Filter({{"Pod", "x"}, {"NodeNames", node_names}})["Error"], "");
-  EXPECT_NE(extender->Filter({{"Pod", GpuPod("p", 1)}, {"NodeNames", {1, 2}}})["Error"], "");
+  EXPECT_NE(json::parse(extender->Filter(json::array()))["Error"], "");
+  EXPECT_NE(json::parse(extender->Filter({{"NodeNames", node_names}}))["Error"], "");
+  EXPECT_NE(json::parse(extender->Filter({{"Pod", "x"}, {"NodeNames", node_names}}))["Error"], "");
+  EXPECT_NE(
+      json::parse(extender->Filter({{"Pod", GpuPod("p", 1)}, {"NodeNames", {1, 2}}}))["Error"], "");
   json huge = json::array();
   for (int i = 0; i <= kMaxK8sNodes; ++i) huge.push_back("n");
-  EXPECT_NE(extender->Filter({{"Pod", GpuPod("p", 1)}, {"NodeNames", huge}})["Error"], "");
+  EXPECT_NE(json::parse(extender->Filter({{"Pod", GpuPod("p", 1)}, {"NodeNames", huge}}))["Error"],
+            "");
   json bad = GpuPod("p", 1);
   bad["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1e30";
-  const std::string error = extender->Filter(NodeNamesArgs(bad, node_names))["Error"];
+  const std::string error = json::parse(extender->Filter(NodeNamesArgs(bad, node_names)))["Error"];
   EXPECT_NE(error.find("nvidia.com/gpu"), std::string::npos) << error;
   // A pod berth does not know asks for no GPUs: bound where kube-scheduler says, as it is.
   EXPECT_EQ(extender->Bind({{"PodName", "web"},
@@ -380,7 +382,8 @@ TEST_F(ExtenderTest, HostileRequestsGetTheErrorField) {
   EXPECT_THROW(extender->Preempt(json::array()), std::invalid_argument);
   // Keys in any case, as Go decodes them.
   extender->PodChanged(GpuPod("q", 1));
-  const json lower = extender->Filter({{"pod", GpuPod("q", 1)}, {"nodenames", node_names}});
+  const json lower =
+      json::parse(extender->Filter({{"pod", GpuPod("q", 1)}, {"nodenames", node_names}}));
   EXPECT_EQ(lower["NodeNames"].size(), 1u);
 }
 
