@@ -51,6 +51,12 @@ std::string Optional(const YamlReader& reader, const YAML::Node& map, const std:
 
 }  // namespace
 
+std::string ReadToken(const std::string& path) {
+  std::string token = ReadFileText(path);
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  return token;
+}
+
 KubeConfig LoadKubeConfig(const std::string& path) {
   const YamlReader reader(path);
   const YAML::Node root = reader.Parse(ReadFileText(path));
@@ -82,10 +88,8 @@ KubeConfig LoadKubeConfig(const std::string& path) {
                     "not supported by berth; give the service account's token (user.token or "
                     "user.tokenFile) or client-certificate and client-key files");
     config.token = Optional(reader, user, "user", "token");
-    if (const std::string file = Optional(reader, user, "user", "tokenFile"); !file.empty())
-      config.token = ReadFileText(file);
-    while (!config.token.empty() && (config.token.back() == '\n' || config.token.back() == '\r'))
-      config.token.pop_back();
+    config.token_file = Optional(reader, user, "user", "tokenFile");
+    if (!config.token_file.empty()) config.token = ReadToken(config.token_file);
     config.cert_file = Optional(reader, user, "user", "client-certificate");
     config.key_file = Optional(reader, user, "user", "client-key");
   }
@@ -103,9 +107,8 @@ KubeConfig InClusterKubeConfig(const std::string& root) {
   KubeConfig config;
   const std::string h(host);
   config.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
-  config.token = ReadFileText(dir + "/token");
-  while (!config.token.empty() && (config.token.back() == '\n' || config.token.back() == '\r'))
-    config.token.pop_back();
+  config.token_file = dir + "/token";
+  config.token = ReadToken(config.token_file);
   config.ca_file = dir + "/ca.crt";
   return config;
 }

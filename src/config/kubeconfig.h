@@ -11,11 +11,16 @@ namespace berth {
 struct KubeConfig {
   std::string server;  // https://HOST:PORT (or http:// for a local stand-in)
   std::string token;
+  // Set: the token is read from this file at every call, since a service account's token is
+  // rotated in place (bound tokens expire within hours).
+  std::string token_file;
   std::string ca_file, ca_pem;      // the server's CA: a file, or PEM text from *-data
   std::string cert_file, key_file;  // a client certificate
   bool insecure = false;            // insecure-skip-tls-verify
 };
 
+// A token file's text without its line end; throws ConfigError when it cannot be read.
+std::string ReadToken(const std::string& path);
 // Throws ConfigError naming the file, line and field.
 KubeConfig LoadKubeConfig(const std::string& path);
 // $KUBERNETES_SERVICE_HOST/_PORT and /var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt}

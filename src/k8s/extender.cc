@@ -155,6 +155,11 @@ std::string WriteFilterResult(const FilterRequest& request, const FilterAnswer& 
   return out;
 }
 
+std::string NodeName(const json& node) {
+  const json* meta = Arg(node, "metadata");
+  return meta == nullptr ? "" : ArgText(*meta, "name");
+}
+
 std::string Signature(const json& node) {
   json shape = json::object();
   if (const json* meta = Arg(node, "metadata"); meta != nullptr) {
@@ -189,63 +194,121 @@ void Extender::SetNodes(const std::vector<json>& objects) {
     std::map<std::string, K8sNode> nodes;
     std::map<std::string, std::string> signatures;
     std::vector<GpuModel> models = models_;
-    counts_.unreadable_nodes = 0;
+    unreadable_nodes_.clear();
     for (const json& object : objects) {
       if (nodes.size() >= static_cast<size_t>(kMaxK8sNodes)) break;
       K8sNode node;
       std::string why;
       if (!ReadK8sNode(object, options_.declared, &models, &node, &why)) {
-        ++counts_.unreadable_nodes;
+        unreadable_nodes_.insert(NodeName(object));
         continue;
       }
       signatures[node.node.name] = Signature(object);
       nodes[node.node.name] = std::move(node);
     }
-    const bool reshaped = signatures != node_signatures_ || engine_ == nullptr;
-    bool rebuilt = false;
-    if (reshaped) {
-      auto cluster = std::make_unique<Cluster>();
-      std::string why = BuildK8sCluster(nodes, models, cluster.get());
-      if (why.empty() && engine_ == nullptr) {
-        auto engine = std::make_unique<Scheduler>(cluster.get(), options_.queues, options_.policy);
-        why = engine->error();
-        if (why.empty()) engine_ = std::move(engine);
-      } else if (why.empty()) {
-        why = engine_->SetCluster(cluster.get(), Now());
-      }
-      counts_.cluster_error = why;
-      if (why.empty()) {
-        previous_cluster_ = std::move(cluster_);
-        cluster_ = std::move(cluster);
-        models_ = std::move(models);
-        node_signatures_ = std::move(signatures);
-        rebuilt = true;
-      }
+    InstallNodes(std::move(nodes), std::move(signatures), std::move(models), &actions);
+  }
+  Run(actions);
+}
+
+void Extender::NodeChanged(const json& object) {
+  Actions actions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<GpuModel> models = models_;
+    K8sNode node;
+    std::string why;
+    const std::string name = NodeName(object);
+    if (!ReadK8sNode(object, options_.declared, &models, &node, &why)) {
+      unreadable_nodes_.insert(name);
+      return;
     }
-    if (cluster_ == nullptr) return;
-    // Cordons and readiness follow without a rebuild, and even when a new node list is refused;
-    // a node that is not ready takes no new pods, and its pods are left to Kubernetes' eviction.
-    for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
-      const auto it = nodes.find(cluster_->nodes[n].name);
-      if (it == nodes.end()) continue;
-      const bool closed = it->second.unschedulable || !it->second.ready;
-      const auto old = nodes_.find(it->first);
-      const bool was_closed =
-          old != nodes_.end() && (old->second.unschedulable || !old->second.ready);
-      if (closed != was_closed || (rebuilt && closed))
-        Apply(engine_->SetNodeCordoned(static_cast<int>(n), closed, Now()), &actions);
-    }
-    if (!reshaped || rebuilt) {
-      nodes_ = std::move(nodes);
+    unreadable_nodes_.erase(name);
+    const std::string signature = Signature(object);
+    const auto known = node_signatures_.find(name);
+    const auto old = nodes_.find(name);
+    if (engine_ != nullptr && known != node_signatures_.end() && known->second == signature &&
+        old != nodes_.end()) {
+      // The usual event (status, conditions, a cordon): no rebuild, no other node read again.
+      const bool was_closed = old->second.unschedulable || !old->second.ready;
+      const bool closed = node.unschedulable || !node.ready;
+      old->second.unschedulable = node.unschedulable;
+      old->second.ready = node.ready;
+      old->second.gpu_uuids = node.gpu_uuids;
+      if (closed != was_closed)
+        Apply(engine_->SetNodeCordoned(cluster_->FindNode(name), closed, Now()), &actions);
     } else {
-      for (const auto& [name, node] : nodes)
-        if (const auto old = nodes_.find(name); old != nodes_.end()) {
-          old->second.unschedulable = node.unschedulable;
-          old->second.ready = node.ready;
-        }
+      std::map<std::string, K8sNode> nodes = nodes_;
+      std::map<std::string, std::string> signatures = node_signatures_;
+      nodes[name] = std::move(node);
+      signatures[name] = signature;
+      InstallNodes(std::move(nodes), std::move(signatures), std::move(models), &actions);
     }
   }
   Run(actions);
+}
+
+void Extender::NodeDeleted(const std::string& name) {
+  Actions actions;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    unreadable_nodes_.erase(name);
+    if (nodes_.count(name) == 0) return;
+    std::map<std::string, K8sNode> nodes = nodes_;
+    std::map<std::string, std::string> signatures = node_signatures_;
+    nodes.erase(name);
+    signatures.erase(name);
+    InstallNodes(std::move(nodes), std::move(signatures), models_, &actions);
+  }
+  Run(actions);
+}
+
+void Extender::InstallNodes(std::map<std::string, K8sNode> nodes,
+                            std::map<std::string, std::string> signatures,
+                            std::vector<GpuModel> models, Actions* actions) {
+  const bool reshaped = signatures != node_signatures_ || engine_ == nullptr;
+  bool rebuilt = false;
+  if (reshaped) {
+    auto cluster = std::make_unique<Cluster>();
+    std::string why = BuildK8sCluster(nodes, models, cluster.get());
+    if (why.empty() && engine_ == nullptr) {
+      auto engine = std::make_unique<Scheduler>(cluster.get(), options_.queues, options_.policy);
+      why = engine->error();
+      if (why.empty()) engine_ = std::move(engine);
+    } else if (why.empty()) {
+      why = engine_->SetCluster(cluster.get(), Now());
+    }
+    counts_.cluster_error = why;
+    if (why.empty()) {
+      previous_cluster_ = std::move(cluster_);
+      cluster_ = std::move(cluster);
+      models_ = std::move(models);
+      node_signatures_ = std::move(signatures);
+      rebuilt = true;
+    }
+  }
+  if (cluster_ == nullptr) return;
+  // Cordons and readiness follow without a rebuild, and even when a new node list is refused;
+  // a node that is not ready takes no new pods, and its pods are left to Kubernetes' eviction.
+  for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
+    const auto it = nodes.find(cluster_->nodes[n].name);
+    if (it == nodes.end()) continue;
+    const bool closed = it->second.unschedulable || !it->second.ready;
+    const auto old = nodes_.find(it->first);
+    const bool was_closed =
+        old != nodes_.end() && (old->second.unschedulable || !old->second.ready);
+    if (closed != was_closed || (rebuilt && closed))
+      Apply(engine_->SetNodeCordoned(static_cast<int>(n), closed, Now()), actions);
+  }
+  if (!reshaped || rebuilt) {
+    nodes_ = std::move(nodes);
+  } else {
+    for (const auto& [name, node] : nodes)
+      if (const auto old = nodes_.find(name); old != nodes_.end()) {
+        old->second.unschedulable = node.unschedulable;
+        old->second.ready = node.ready;
+      }
+  }
 }
 
 void Extender::PodGroupChanged(const json& group) {
@@ -526,8 +589,20 @@ FilterAnswer Extender::FilterLocked(const Pod& pod, const FilterRequest& request
   record = engine_->job(entry.job);
   if (const ReplicaPlacement* placed = PlacedAt(entry)) {
     const std::string& node = cluster_->nodes[placed->node].name;
-    if (std::find(request.names.begin(), request.names.end(), node) == request.names.end())
-      return fail("berth placed the pod on " + node + ", which this request does not offer");
+    if (std::find(request.names.begin(), request.names.end(), node) == request.names.end()) {
+      // kube-scheduler's own filters (taints, affinity, resources of pods berth does not place)
+      // refused berth's node. Unless part of the job is bound already, its GPUs go back and the
+      // job is placed again after a back-off, rather than held for a binding that cannot come.
+      const std::vector<std::string>& members = job_pods_[entry.job];
+      const bool any_bound = std::any_of(members.begin(), members.end(), [&](const auto& uid) {
+        const auto p = pods_.find(uid);
+        return p != pods_.end() && p->second.bind_sent;
+      });
+      const std::string why =
+          "berth placed the pod on " + node + ", which kube-scheduler's own filters did not offer";
+      if (any_bound || !PlaceAmong(entry.job, request.names, why)) return fail(why);
+      return FilterLocked(pod, request, actions);
+    }
     FilterAnswer answer = fail("berth placed the pod on " + node);
     answer.pass = FilterAnswer::Pass::kOne;
     answer.node = node;
@@ -536,6 +611,26 @@ FilterAnswer Extender::FilterLocked(const Pod& pod, const FilterRequest& request
   if (record == nullptr) return fail("the pod's job ended", true);
   if (!record->never_fits.empty()) return fail(record->never_fits, true);
   return fail(record->reason.empty() ? "pending" : record->reason);
+}
+
+bool Extender::PlaceAmong(int job, const std::vector<std::string>& names, const std::string& why) {
+  // Each candidate costs a trial placement: enough of the offered nodes to find room, not all
+  // of thousands.
+  constexpr size_t kMostTried = 100;
+  std::vector<int> offered;
+  for (const std::string& name : names) {
+    if (offered.size() == kMostTried) break;
+    if (const int n = cluster_->FindNode(name); n >= 0) offered.push_back(n);
+  }
+  engine_->StartFailed(job, Now(), why);
+  const JobRecord* record = engine_->job(job);
+  if (record == nullptr) return false;
+  const std::vector<NodeVerdict> verdicts = engine_->Evaluate(record->spec, offered);
+  const NodeVerdict* best = nullptr;
+  for (const NodeVerdict& v : verdicts)
+    if (v.feasible && (best == nullptr || v.score > best->score)) best = &v;
+  std::string refused;
+  return best != nullptr && engine_->StartAt(job, best->placements, Now(), &refused);
 }
 
 std::string Extender::Prioritize(const json& args) {
@@ -678,6 +773,7 @@ void Extender::Resync() {
 Extender::Status Extender::status() const {
   std::lock_guard<std::mutex> lock(mu_);
   Status status = counts_;
+  status.unreadable_nodes = static_cast<int>(unreadable_nodes_.size());
   status.nodes = cluster_ == nullptr ? 0 : static_cast<int>(cluster_->nodes.size());
   status.gpus = cluster_ == nullptr ? 0 : cluster_->gpu_count();
   for (const auto& [uid, entry] : pods_) {

@@ -81,9 +81,12 @@ class Extender {
   Extender(ExtenderOptions options, KubeActions* actions);
   ~Extender();
 
-  // The informers' feed. SetNodes takes the whole node list (after a list, or any node event);
-  // objects that cannot be read are skipped and counted in status().
+  // The informers' feed. SetNodes takes the whole node list (after a list), NodeChanged and
+  // NodeDeleted one watch event; a node whose shape (labels, allocatable) did not change costs
+  // no rebuild. Objects that cannot be read are skipped and counted in status().
   void SetNodes(const std::vector<nlohmann::json>& nodes);
+  void NodeChanged(const nlohmann::json& node);
+  void NodeDeleted(const std::string& name);
   void PodChanged(const nlohmann::json& pod);  // ADDED, MODIFIED, or a listed pod
   void PodDeleted(const nlohmann::json& pod);
   void PodGroupChanged(const nlohmann::json& group);  // scheduling.x-k8s.io PodGroup
@@ -127,7 +130,11 @@ class Extender {
   };
   using Actions = std::vector<std::function<void()>>;
 
-  void EnsureEngine();
+  // Replaces the nodes: rebuilds the engine's cluster when a shape changed (keeping the old one
+  // when the new one is invalid), then applies cordons and readiness.
+  void InstallNodes(std::map<std::string, K8sNode> nodes,
+                    std::map<std::string, std::string> signatures, std::vector<GpuModel> models,
+                    Actions* actions);
   void SeePod(const Pod& pod, Actions* actions);
   void ForgetPod(const std::string& uid, Actions* actions);
   void SubmitIfReady(PodEntry& entry);
@@ -135,6 +142,10 @@ class Extender {
   void JobGone(int job, Actions* actions);  // a job's pods are all gone: the engine lets go
   void Run(Actions& actions);
   FilterAnswer FilterLocked(const Pod& pod, const FilterRequest& request, Actions* actions);
+  // kube-scheduler did not offer the node berth chose for a job with nothing bound yet: its
+  // GPUs go back, and it starts on the best of the offered nodes that holds it whole, if any
+  // (else it waits, pending, for its back-off).
+  bool PlaceAmong(int job, const std::vector<std::string>& names, const std::string& why);
   const ReplicaPlacement* PlacedAt(const PodEntry& entry) const;
   std::vector<std::string> GpuIdsOf(const ReplicaPlacement& placement) const;
   double Now() const { return options_.clock(); }
@@ -145,6 +156,7 @@ class Extender {
   std::map<std::string, K8sNode> nodes_;
   std::map<std::string, std::string> node_signatures_;  // what shapes a node, to skip rebuilds
   std::vector<GpuModel> models_;
+  std::set<std::string> unreadable_nodes_;
   // The engine's cluster, and the one before it: SetCluster needs the old one alive until the
   // next call.
   std::unique_ptr<Cluster> cluster_, previous_cluster_;

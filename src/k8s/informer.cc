@@ -13,6 +13,15 @@ std::string KeyOf(const json& object, bool by_uid) {
   return MetadataText(object, by_uid ? "uid" : "name");
 }
 
+// What a pod missing from a relist needs to be handed over as deleted: its names, not its spec
+// (a cluster's pods are kept by UID, so their specs would cost memory for nothing).
+json Trimmed(const json& pod) {
+  return {{"metadata",
+           {{"uid", MetadataText(pod, "uid")},
+            {"name", MetadataText(pod, "name")},
+            {"namespace", MetadataText(pod, "namespace")}}}};
+}
+
 }  // namespace
 
 Informers::~Informers() { Stop(); }
@@ -21,13 +30,8 @@ std::string Informers::ListNodes() {
   std::vector<json> items;
   std::string version;
   if (std::string why = client_->List(nodes_.path, &items, &version); !why.empty()) return why;
-  nodes_.objects.clear();
-  for (json& item : items) {
-    const std::string name = KeyOf(item, false);  // before the move: `=` reads its right first
-    nodes_.objects[name] = std::move(item);
-  }
+  extender_->SetNodes(items);
   nodes_.version = version;
-  PushNodes();
   return "";
 }
 
@@ -48,12 +52,12 @@ std::string Informers::ListPods() {
   std::map<std::string, json> listed;
   for (json& item : items) {
     const std::string uid = KeyOf(item, true);
-    listed[uid] = std::move(item);
+    extender_->PodChanged(item);
+    listed[uid] = Trimmed(item);
   }
   // Pods deleted while no watch ran are only missing from the new list.
   for (const auto& [uid, object] : pods_.objects)
     if (listed.count(uid) == 0) extender_->PodDeleted(object);
-  for (const auto& [uid, object] : listed) extender_->PodChanged(object);
   pods_.objects = std::move(listed);
   pods_.version = version;
   return "";
@@ -67,32 +71,23 @@ std::string Informers::Sync() {
   return "";
 }
 
-void Informers::PushNodes() {
-  std::vector<json> nodes;
-  nodes.reserve(nodes_.objects.size());
-  for (const auto& [name, object] : nodes_.objects) nodes.push_back(object);
-  extender_->SetNodes(nodes);
-}
-
 void Informers::OnPod(const std::string& type, const json& object) {
   const std::string uid = KeyOf(object, true);
   if (type == "DELETED") {
     pods_.objects.erase(uid);
     extender_->PodDeleted(object);
   } else {
-    pods_.objects[uid] = object;
+    pods_.objects[uid] = Trimmed(object);
     extender_->PodChanged(object);
   }
 }
 
 void Informers::OnNode(const std::string& type, const json& object) {
-  const std::string name = KeyOf(object, false);
   if (type == "DELETED") {
-    nodes_.objects.erase(name);
+    extender_->NodeDeleted(KeyOf(object, false));
   } else {
-    nodes_.objects[name] = object;
+    extender_->NodeChanged(object);
   }
-  PushNodes();
 }
 
 void Informers::OnGroup(const std::string& type, const json& object) {

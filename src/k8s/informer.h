@@ -33,7 +33,7 @@ class Informers {
   struct Kind {
     std::string path;
     std::string version;
-    std::map<std::string, nlohmann::json> objects;  // by UID (pods) or name (nodes)
+    std::map<std::string, nlohmann::json> objects;  // pods: by UID, names only (for relists)
   };
   std::string ListPods();
   std::string ListNodes();
@@ -43,7 +43,6 @@ class Informers {
   void OnPod(const std::string& type, const nlohmann::json& object);
   void OnNode(const std::string& type, const nlohmann::json& object);
   void OnGroup(const std::string& type, const nlohmann::json& object);
-  void PushNodes();
 
   KubeClient* client_;
   Extender* extender_;

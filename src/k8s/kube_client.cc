@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "config/config_error.h"
+
 namespace berth {
 namespace {
 
@@ -74,7 +76,15 @@ std::unique_ptr<httplib::Client> KubeClient::Connect(int read_timeout_s) const {
   client->set_read_timeout(read_timeout_s);
   client->set_write_timeout(10);
   client->set_tcp_nodelay(true);
-  if (!config_.token.empty()) client->set_bearer_token_auth(config_.token);
+  std::string token = config_.token;
+  if (!config_.token_file.empty()) {
+    try {
+      token = ReadToken(config_.token_file);
+    } catch (const ConfigError&) {
+      // A file being replaced: the token read before still serves.
+    }
+  }
+  if (!token.empty()) client->set_bearer_token_auth(token);
   if (config_.server.rfind("https://", 0) == 0) {
     client->enable_server_certificate_verification(!config_.insecure);
     if (!config_.ca_pem.empty()) client->set_ca_cert_store(StoreOf(config_.ca_pem));

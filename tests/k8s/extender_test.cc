@@ -195,7 +195,7 @@ TEST_F(ExtenderTest, FilterAnswersOneOfferedNodeAndBindWritesTheGpus) {
   EXPECT_EQ(extender->status().bound, 1);
 }
 
-TEST_F(ExtenderTest, NeverAnswersANodeOutsideTheRequest) {
+TEST_F(ExtenderTest, ANodeKubeSchedulerRefusesIsReplacedByAnOfferedOne) {
   const json pod = GpuPod("p", 8);
   const std::string chosen = FilterOne(pod);
   ASSERT_FALSE(chosen.empty());
@@ -203,8 +203,20 @@ TEST_F(ExtenderTest, NeverAnswersANodeOutsideTheRequest) {
   for (const std::string& n : node_names)
     if (n != chosen) others.push_back(n);
   const json result = json::parse(extender->Filter(NodeNamesArgs(pod, others)));
-  EXPECT_TRUE(result["NodeNames"].empty());
-  EXPECT_EQ(result["FailedNodes"].size(), others.size());
+  // The GPUs berth held on the node kube-scheduler did not offer went back, and the pod was
+  // placed on one of the offered nodes instead: the answer names it.
+  ASSERT_EQ(result["NodeNames"].size(), 1u) << result.dump();
+  const std::string placed = result["NodeNames"][0];
+  EXPECT_NE(placed, chosen);
+  EXPECT_EQ(extender->PlacementOf(Uid(pod)).first, placed);
+  EXPECT_EQ(extender->CheckConsistency(), "");
+  // Offered nothing that holds it: it fails, and holds nothing.
+  for (int i = 0; i < 3; ++i) FilterOne(GpuPod("fill-" + std::to_string(i), 8));
+  const json full = GpuPod("q", 8);
+  extender->PodChanged(full);
+  const json none = json::parse(extender->Filter(NodeNamesArgs(full, {placed})));
+  EXPECT_TRUE(none["NodeNames"].empty());
+  EXPECT_EQ(extender->PlacementOf(Uid(full)).first, "");
 }
 
 TEST_F(ExtenderTest, NodesModeAnswersNodeObjects) {
