@@ -21,8 +21,7 @@
 //
 // Thread-safe: watches and writers may run at once; Stop() ends open watches at once.
 
-#ifndef BERTH_TESTS_K8S_APISERVER_STANDIN_H_
-#define BERTH_TESTS_K8S_APISERVER_STANDIN_H_
+#pragma once
 
 #include <chrono>
 #include <condition_variable>
@@ -169,5 +168,3 @@ class ApiServerStandIn {
 };
 
 }  // namespace berth::testing
-
-#endif  // BERTH_TESTS_K8S_APISERVER_STANDIN_H_
