@@ -16,12 +16,7 @@ start_up() {
   "$BERTH" up --listen "127.0.0.1:${1:-0}" --state "$TMP/up" --docker-socket "$DOCKER_SOCK" \
     >> "$TMP/up.log" 2>&1 &
   UP=$!
-  for _ in $(seq 100); do
-    grep -q 'registered' "$TMP/up.log" && break
-    kill -0 "$UP" 2>/dev/null || fail "berth up exited: $(cat "$TMP/up.log")"
-    sleep 0.1
-  done
-  grep -q 'registered' "$TMP/up.log" || fail "berth up's agent never registered: $(cat "$TMP/up.log")"
+  wait_line "$TMP/up.log" "$UP" 'registered'
   BERTH_ADDR=$(sed -n 's|.*listening on http://\([^ ]*\) .*|\1|p' "$TMP/up.log")
   export BERTH_ADDR
 }

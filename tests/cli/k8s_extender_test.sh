@@ -55,11 +55,7 @@ start_extender() {
   : > "$TMP/server.log"
   "$BERTH" server --k8s --kubeconfig "$TMP/kubeconfig" --listen 127.0.0.1:0 >> "$TMP/server.log" 2>&1 &
   SERVER=$!
-  for _ in $(seq 100); do
-    grep -q 'synced with' "$TMP/server.log" && break
-    kill -0 "$SERVER" 2>/dev/null || fail "berth server --k8s exited: $(cat "$TMP/server.log")"
-    sleep 0.1
-  done
+  wait_line "$TMP/server.log" "$SERVER" 'synced with'
   EXT=$(sed -n 's|.*listening on \(http://[^ ]*\)/k8s.*|\1|p' "$TMP/server.log")
   [ -n "$EXT" ] || fail "no listening line: $(cat "$TMP/server.log")"
   curl -sf "$EXT/readyz" > /dev/null || fail "not ready after its first sync"

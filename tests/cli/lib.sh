@@ -36,6 +36,17 @@ expect_exit2() {
 # json_get FILE EXPR: the jq expression's value on the JSON file, raw (jq is in install-deps).
 json_get() { jq -r "$2" "$1"; }
 
+# wait_line LOG PID PATTERN: until LOG holds a line matching PATTERN (30 s), failing with the log
+# when the process PID exits first.
+wait_line() {
+  for _ in $(seq 300); do
+    grep -q "$3" "$1" && return 0
+    kill -0 "$2" 2>/dev/null || fail "the process exited: $(cat "$1")"
+    sleep 0.1
+  done
+  fail "no '$3' in $1 after 30 s: $(cat "$1")"
+}
+
 # start_server [FLAGS...]: a berth server over $TMP/state with the dgx-4 cluster (or $CLUSTER) and FLAGS, on
 # a free loopback port unless FLAGS give --listen, logging to $TMP/server.log; sets SERVER (its
 # pid) and BERTH_ADDR (https://HOST:PORT when it serves TLS).
@@ -46,11 +57,7 @@ start_server() {
   "$BERTH" server "${listen[@]}" --state "$TMP/state" \
     --cluster "${CLUSTER:-examples/scenarios/clusters/dgx-4.yaml}" "$@" >> "$TMP/server.log" 2>&1 &
   SERVER=$!
-  for _ in $(seq 300); do
-    grep -q 'listening on' "$TMP/server.log" && break
-    kill -0 "$SERVER" 2>/dev/null || fail "the server exited: $(cat "$TMP/server.log")"
-    sleep 0.1
-  done
+  wait_line "$TMP/server.log" "$SERVER" 'listening on'
   BERTH_ADDR=$(sed -n 's|.*listening on \(https\{0,1\}://[^ ]*\) .*|\1|p' "$TMP/server.log")
   BERTH_ADDR=${BERTH_ADDR#http://}
   [ -n "$BERTH_ADDR" ] || fail "the server never said where it listens: $(cat "$TMP/server.log")"
