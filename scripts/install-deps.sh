@@ -10,10 +10,11 @@ set -euo pipefail
 # libcurl4-openssl-dev: the agent's Docker client speaks HTTP over the engine's unix socket with
 # it. docker.io and busybox-static: the Docker tests run a private dockerd and a busybox image
 # made without a registry (tests/docker/dockerd.sh).
+# protobuf-compiler(-grpc), libgrpc++-dev, libprotobuf-dev: berth device-plugin's gRPC to kubelet.
 pkgs=(cmake ninja-build g++ pkg-config jq libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev clang libfuzzer-14-dev libsqlite3-dev
       libcpp-httplib-dev libssl-dev openssl prometheus curl libcurl4-openssl-dev docker.io
-      busybox-static)
+      busybox-static protobuf-compiler protobuf-compiler-grpc libgrpc++-dev libprotobuf-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

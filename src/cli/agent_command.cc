@@ -1,10 +1,12 @@
-// `berth agent` (a node's agent, src/agent) and `berth up` (the server and a local agent in one
-// process: the embedded default for one machine).
+// `berth agent` (a node's agent, src/agent), `berth up` (the server and a local agent in one
+// process: the embedded default for one machine) and `berth device-plugin` (kubelet's device
+// plugin on a Kubernetes node, src/k8s/deviceplugin): the commands that run on a GPU node.
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
@@ -22,6 +24,9 @@
 #include "cli/policy_argument.h"
 #include "config/cluster_file.h"
 #include "config/config_error.h"
+#include "config/kubeconfig.h"
+#include "k8s/deviceplugin/device_plugin.h"
+#include "k8s/kube_client.h"
 #include "server/server.h"
 
 namespace berth {
@@ -38,6 +43,55 @@ std::vector<std::string> DeclaredUuids(const std::string& file, const std::strin
     throw ConfigError(file + ": declares no node \"" + node +
                       "\"; give --node a name the file declares");
   return SimulatedUuids(node, cluster.nodes[n].gpus.size());
+}
+
+// The UUIDs of this node's GPUs as they are now: nvidia-smi's, or those of the declare file.
+std::vector<std::string> CurrentUuids(const std::string& node, const std::string& declare) {
+  if (!declare.empty()) return DeclaredUuids(declare, node);
+  std::string why;
+  const std::optional<DiscoveredNode> found = DiscoverGpus(node, &why);
+  if (!found)
+    throw ConfigError("no GPUs found on this host (" + why +
+                      "); on a host without GPUs, declare simulated ones with --declare "
+                      "CLUSTER_FILE (a cluster file naming this node)");
+  return found->gpu_uuids;
+}
+
+struct DevicePluginArgs {
+  std::string node, kubeconfig, declare;
+  std::string plugin_dir = "/var/lib/kubelet/device-plugins";
+  std::string resource = "nvidia.com/gpu";
+};
+
+// Serves until SIGINT/SIGTERM. kubelet deletes the plugins' sockets when it restarts, and a
+// plugin comes back by serving and registering again; a first start that fails is an error.
+void RunDevicePlugin(const DevicePluginArgs& a) {
+  DevicePluginOptions options;
+  options.node = a.node;
+  options.plugin_dir = a.plugin_dir;
+  options.resource = a.resource;
+  options.gpu_uuids = CurrentUuids(a.node, a.declare);
+  options.list_gpus = [a] { return CurrentUuids(a.node, a.declare); };
+  KubeClient kube(a.kubeconfig.empty() ? InClusterKubeConfig() : LoadKubeConfig(a.kubeconfig));
+  std::signal(SIGINT, OnAgentSignal);
+  std::signal(SIGTERM, OnAgentSignal);
+  const std::string socket = a.plugin_dir + "/" + kDevicePluginSocket;
+  for (bool first = true; !g_agent_stop; first = false) {
+    DevicePlugin plugin(options, kube);
+    if (const std::string failed = plugin.Start(); !failed.empty()) {
+      if (first) throw ConfigError(failed);
+      std::cerr << "berth device-plugin " << a.node << ": " << failed << "; retrying in 5 s\n";
+      std::this_thread::sleep_for(std::chrono::seconds(5));
+      continue;
+    }
+    std::cerr << "berth device-plugin " << a.node << ": " << options.gpu_uuids.size() << " GPUs as "
+              << a.resource << ", serving on " << socket << std::endl;
+    while (!g_agent_stop && access(socket.c_str(), F_OK) == 0)
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (!g_agent_stop)
+      std::cerr << "berth device-plugin " << a.node << ": " << socket
+                << " is gone (kubelet restarted); registering again\n";
+  }
 }
 
 struct AgentArgs {
@@ -108,6 +162,26 @@ void AddAgentCommands(CLI::App& app) {
     const int code = RunAgent(options, g_agent_stop);
     if (code != 0) std::exit(code);
   });
+
+  auto* plugin = app.add_subcommand(
+      "device-plugin", "Run kubelet's device plugin on a Kubernetes node: pods get berth's GPUs");
+  auto d = std::make_shared<DevicePluginArgs>();
+  plugin->add_option("--node", d->node, "This Kubernetes node's name (e.g. from spec.nodeName)")
+      ->required();
+  plugin
+      ->add_option("--kubeconfig", d->kubeconfig,
+                   "The API server's kubeconfig (default: in-cluster service account)")
+      ->check(NonEmptyPath());
+  plugin->add_option("--plugin-dir", d->plugin_dir, "kubelet's device plugin directory")
+      ->check(NonEmptyPath())
+      ->capture_default_str();
+  plugin->add_option("--resource", d->resource, "The extended resource the GPUs are advertised as")
+      ->capture_default_str();
+  plugin
+      ->add_option("--declare", d->declare,
+                   "Cluster file declaring this node's GPUs, simulated (hosts without GPUs)")
+      ->check(NonEmptyPath());
+  plugin->callback([d] { RunDevicePlugin(*d); });
 
   auto* up = app.add_subcommand(
       "up", "Run berth on this machine: the server and this node's agent in one process");

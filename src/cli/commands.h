@@ -33,7 +33,8 @@ double Percentile(std::vector<double> values, double p);
 void AddClientCommands(CLI::App& app);
 // `top`: a live terminal view of the server's nodes and queues.
 void AddTopCommand(CLI::App& app);
-// `agent` (a node's agent) and `up` (the server and a local agent in one process).
+// `agent` (a node's agent), `up` (the server and a local agent in one process) and
+// `device-plugin` (kubelet's device plugin on a Kubernetes node).
 void AddAgentCommands(CLI::App& app);
 // The server's state directory when --state is not given: $XDG_DATA_HOME/berth, or
 // ~/.local/share/berth. Throws ConfigError without HOME.

@@ -185,4 +185,16 @@ std::string KubeClient::DeletePod(const std::string& ns, const std::string& name
   return "";
 }
 
+std::string KubeClient::PatchNodeAnnotations(
+    const std::string& node, const std::map<std::string, std::string>& annotations) {
+  const json patch = {{"metadata", {{"annotations", annotations}}}};
+  auto client = Connect(10);
+  const auto res =
+      client->Patch("/api/v1/nodes/" + Escape(node), patch.dump(), "application/merge-patch+json");
+  if (!res) return "patch node " + node + ": " + httplib::to_string(res.error());
+  if (res->status != 200)
+    return "patch node " + node + ": " + StatusMessage(res->status, res->body);
+  return "";
+}
+
 }  // namespace berth

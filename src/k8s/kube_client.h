@@ -44,6 +44,9 @@ class KubeClient : public KubeActions {
                    const std::map<std::string, std::string>& annotations) override;
   std::string DeletePod(const std::string& ns, const std::string& name,
                         double grace_period_s) override;
+  // Sets these annotations on the Node (a merge PATCH: the node's other annotations stay).
+  std::string PatchNodeAnnotations(const std::string& node,
+                                   const std::map<std::string, std::string>& annotations);
 
  private:
   std::unique_ptr<httplib::Client> Connect(int read_timeout_s) const;

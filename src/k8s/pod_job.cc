@@ -260,10 +260,13 @@ bool ReadPod(const json& object, Pod* pod, std::string* why) {
                            "(use a gang for more)");
     demand.mig_profile = name.substr(prefix.size());
   }
+  // A share may come with nvidia.com/gpu: 1, the device slot kubelet and berth's device plugin
+  // hand over (berth chooses which GPU); the share is of that one GPU.
+  if (share > 0 && gpus == 1) gpus = 0;
   if (int(gpus > 0) + int(share > 0) + int(!demand.mig_profile.empty()) > 1)
     return Fail(why,
                 "Pod: ask for one of nvidia.com/gpu, an nvidia.com/mig-* instance or the "
-                "berth.io/gpu-share annotation, not several");
+                "berth.io/gpu-share annotation (with at most nvidia.com/gpu: 1), not several");
   if (gpus > 1024) return Fail(why, "Pod: nvidia.com/gpu: at most 1024 GPUs in one pod");
   if (gpus > 0) SetGpuDemand(static_cast<int>(gpus), 1000, &demand);
   if (share > 0) SetGpuDemand(1, static_cast<int>(share), &demand);

@@ -121,7 +121,10 @@ TEST(PodJobTest, RefusalsNameTheField) {
   EXPECT_NE(why.find("berth.io/gpu-share"), std::string::npos) << why;
   EXPECT_FALSE(ReadPod(GpuPod("p", 1, {{"berth.io/gang", "g"}}), &read, &why));
   EXPECT_NE(why.find("berth.io/gang-size"), std::string::npos) << why;
-  EXPECT_FALSE(ReadPod(GpuPod("p", 1, {{"berth.io/gpu-share", "500"}}), &read, &why));
+  // A share with nvidia.com/gpu: 1 (the device slot) is a share; with 2 it is ambiguous.
+  ASSERT_TRUE(ReadPod(GpuPod("p", 1, {{"berth.io/gpu-share", "500"}}), &read, &why)) << why;
+  EXPECT_EQ(read.spec.groups[0].demand.gpu_milli, 500);
+  EXPECT_FALSE(ReadPod(GpuPod("p", 2, {{"berth.io/gpu-share", "500"}}), &read, &why));
   EXPECT_NE(why.find("not several"), std::string::npos) << why;
   pod = GpuPod("p", 1);
   pod["metadata"].erase("uid");

@@ -1,0 +1,449 @@
+#include "k8s/deviceplugin/device_plugin.h"
+
+#include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <exception>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "k8s/deviceplugin/api.grpc.pb.h"
+#include "k8s/kube_client.h"
+#include "k8s/node_shape.h"
+#include "k8s/pod_job.h"
+
+namespace berth {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kApiVersion = "v1beta1";
+constexpr size_t kMaxDeviceIdLength = 63;  // kubelet refuses longer Device.ID values
+
+std::string Join(const std::vector<std::string>& parts) {
+  std::string text;
+  for (const std::string& part : parts) text += (text.empty() ? "" : ",") + part;
+  return text;
+}
+
+bool Exists(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0;
+}
+
+// A whole number 0..n-1 written in decimal digits only, else -1.
+int IndexIn(const std::string& text, size_t n) {
+  if (text.empty() || text.size() > 4 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return -1;
+  const int index = std::stoi(text);
+  return index < static_cast<int>(n) ? index : -1;
+}
+
+// metadata.annotations[key] when it is a string, else "". Read directly rather than through
+// ReadPod: the plugin needs only what berth wrote at bind, whatever else the pod asks for.
+std::string Annotation(const json& pod, const char* key) {
+  const json* annotations = pod.is_object() && pod.contains("metadata") &&
+                                    pod["metadata"].is_object() &&
+                                    pod["metadata"].contains("annotations")
+                                ? &pod["metadata"]["annotations"]
+                                : nullptr;
+  if (annotations == nullptr || !annotations->is_object()) return "";
+  const auto value = annotations->find(key);
+  return value != annotations->end() && value->is_string() ? value->get<std::string>() : "";
+}
+
+std::string StatusPhase(const json& pod) {
+  if (!pod.is_object() || !pod.contains("status") || !pod["status"].is_object()) return "";
+  const auto phase = pod["status"].find("phase");
+  return phase != pod["status"].end() && phase->is_string() ? phase->get<std::string>() : "";
+}
+
+// A pod berth bound to this node that may still be waiting for its devices.
+struct PendingPod {
+  std::string uid, name;  // name as namespace/name, for log lines
+  double created = 0;
+  std::vector<int> gpus;  // berth's choice, as indexes into the node's GPUs
+  json placement;         // berth.io/placement; null when absent or unreadable
+};
+
+}  // namespace
+
+class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
+ public:
+  Service(const DevicePluginOptions& options, KubeClient& kube)
+      : options_(options), kube_(kube), healthy_(options.gpu_uuids.size(), true) {
+    for (size_t i = 0; i < options_.gpu_uuids.size(); ++i) index_of_[options_.gpu_uuids[i]] = i;
+  }
+
+  void SetHealth(const std::vector<bool>& healthy) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (healthy == healthy_) return;
+    healthy_ = healthy;
+    ++generation_;
+    changed_.notify_all();
+  }
+
+  void EndStreams() {
+    std::lock_guard<std::mutex> lock(mu_);
+    streams_ending_ = true;
+    changed_.notify_all();
+  }
+
+  grpc::Status GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
+                                      v1beta1::DevicePluginOptions* options) override {
+    options->set_pre_start_required(false);
+    options->set_get_preferred_allocation_available(true);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListAndWatch(grpc::ServerContext* context, const v1beta1::Empty*,
+                            grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    bool first = true;
+    uint64_t sent = 0;
+    while (!streams_ending_ && !context->IsCancelled()) {
+      if (first || sent != generation_) {
+        v1beta1::ListAndWatchResponse devices;
+        for (size_t i = 0; i < options_.gpu_uuids.size(); ++i) {
+          v1beta1::Device* device = devices.add_devices();
+          device->set_id(options_.gpu_uuids[i]);
+          device->set_health(healthy_[i] ? "Healthy" : "Unhealthy");
+        }
+        first = false;
+        sent = generation_;
+        lock.unlock();
+        const bool written = writer->Write(devices);
+        lock.lock();
+        if (!written) break;
+      }
+      // Woken by a health change or Stop(); the timeout notices a kubelet that went away.
+      changed_.wait_for(lock, std::chrono::seconds(1));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetPreferredAllocation(grpc::ServerContext*,
+                                      const v1beta1::PreferredAllocationRequest* request,
+                                      v1beta1::PreferredAllocationResponse* response) override {
+    if (request->container_requests_size() > kMaxContainers)
+      return Invalid("more than " + std::to_string(kMaxContainers) + " container requests");
+    std::lock_guard<std::mutex> lock(allocate_mu_);
+    std::vector<PendingPod> pods = PendingPods();
+    for (const auto& container : request->container_requests()) {
+      const int size = container.allocation_size();
+      if (size < 0 || size > container.available_deviceids_size())
+        return Invalid("allocation_size " + std::to_string(size) + " with " +
+                       std::to_string(container.available_deviceids_size()) + " devices available");
+      const std::set<std::string> available(container.available_deviceids().begin(),
+                                            container.available_deviceids().end());
+      std::vector<std::string> chosen;
+      for (auto pod = pods.begin(); pod != pods.end(); ++pod) {
+        if (pod->gpus.size() != static_cast<size_t>(size)) continue;
+        std::vector<std::string> uuids = UuidsOf(pod->gpus);
+        const bool offered = std::all_of(uuids.begin(), uuids.end(), [&](const std::string& id) {
+          return available.count(id) > 0;
+        });
+        const bool keeps_required =
+            std::all_of(container.must_include_deviceids().begin(),
+                        container.must_include_deviceids().end(), [&](const std::string& id) {
+                          return std::find(uuids.begin(), uuids.end(), id) != uuids.end();
+                        });
+        if (offered && keeps_required) {
+          chosen = std::move(uuids);
+          pods.erase(pod);  // a second container of the request is another pod's
+          break;
+        }
+      }
+      if (chosen.empty()) {
+        // No pod of berth's fits: what kubelet must include, then the first others available.
+        chosen.assign(container.must_include_deviceids().begin(),
+                      container.must_include_deviceids().end());
+        for (const std::string& id : container.available_deviceids())
+          if (chosen.size() < static_cast<size_t>(size) &&
+              std::find(chosen.begin(), chosen.end(), id) == chosen.end())
+            chosen.push_back(id);
+      }
+      auto* answer = response->add_container_responses();
+      for (const std::string& id : chosen) answer->add_deviceids(id);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* request,
+                        v1beta1::AllocateResponse* response) override {
+    if (request->container_requests_size() > kMaxContainers)
+      return Invalid("more than " + std::to_string(kMaxContainers) + " container requests");
+    std::vector<std::vector<int>> asked;
+    for (const auto& container : request->container_requests()) {
+      const size_t count = container.devices_ids_size();
+      if (count == 0 || count > options_.gpu_uuids.size())
+        return Invalid("a container asks for " + std::to_string(count) + " devices; node " +
+                       options_.node + " has " + std::to_string(options_.gpu_uuids.size()));
+      std::vector<int> gpus;
+      for (const std::string& id : container.devices_ids()) {
+        const auto known = index_of_.find(id);
+        if (known == index_of_.end())
+          return Invalid("unknown device \"" + id.substr(0, 80) + "\" (not a GPU of node " +
+                         options_.node + ")");
+        gpus.push_back(static_cast<int>(known->second));
+      }
+      asked.push_back(std::move(gpus));
+    }
+    // One Allocate at a time, so that two containers never take the same pod.
+    std::lock_guard<std::mutex> lock(allocate_mu_);
+    std::vector<PendingPod> pods = PendingPods();
+    for (std::vector<int>& gpus : asked) {
+      const auto pod = std::find_if(pods.begin(), pods.end(), [&](const PendingPod& pod) {
+        return pod.gpus.size() == gpus.size();
+      });
+      json placement;
+      if (pod == pods.end()) {
+        std::cerr << "berth device-plugin " << options_.node << ": no pod bound by berth waits for "
+                  << gpus.size() << " GPUs here; the container gets kubelet's choice "
+                  << Join(UuidsOf(gpus)) << "\n";
+      } else {
+        std::cerr << "berth device-plugin " << options_.node << ": pod " << pod->name
+                  << " gets berth's GPUs " << Join(UuidsOf(pod->gpus)) << " (kubelet offered "
+                  << Join(UuidsOf(gpus)) << ")\n";
+        served_.insert(pod->uid);
+        gpus = pod->gpus;
+        placement = pod->placement;
+        pods.erase(pod);
+      }
+      Answer(gpus, placement, response->add_container_responses());
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status PreStartContainer(grpc::ServerContext*, const v1beta1::PreStartContainerRequest*,
+                                 v1beta1::PreStartContainerResponse*) override {
+    return grpc::Status::OK;  // not required (GetDevicePluginOptions), so never called
+  }
+
+ private:
+  static grpc::Status Invalid(const std::string& why) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why);
+  }
+
+  std::vector<std::string> UuidsOf(const std::vector<int>& gpus) const {
+    std::vector<std::string> uuids;
+    for (int g : gpus) uuids.push_back(options_.gpu_uuids[g]);
+    return uuids;
+  }
+
+  // berth.io/gpu-ids as indexes into the node's GPUs: UUIDs, or indexes where berth bound the
+  // pod before this node published its UUIDs. False when it names a GPU this node lacks, or
+  // one twice.
+  bool ReadGpuIds(const std::string& text, std::vector<int>* gpus) const {
+    size_t start = 0;
+    while (start <= text.size() && gpus->size() < options_.gpu_uuids.size()) {
+      const size_t comma = std::min(text.find(',', start), text.size());
+      const std::string id = text.substr(start, comma - start);
+      const auto known = index_of_.find(id);
+      const int g = known != index_of_.end() ? static_cast<int>(known->second)
+                                             : IndexIn(id, options_.gpu_uuids.size());
+      if (g < 0 || std::find(gpus->begin(), gpus->end(), g) != gpus->end()) return false;
+      gpus->push_back(g);
+      start = comma + 1;
+    }
+    return start > text.size();
+  }
+
+  // The pods berth bound here that have not got their devices yet, oldest first. A pod still
+  // Pending is one whose containers kubelet has not started; served_ covers the moment between
+  // Allocate and the pod's phase changing. Call under allocate_mu_.
+  std::vector<PendingPod> PendingPods() {
+    std::vector<json> items;
+    std::string version;
+    const std::string failed =
+        kube_.List("/api/v1/pods?fieldSelector=spec.nodeName%3D" + options_.node, &items, &version);
+    if (!failed.empty()) {
+      std::cerr << "berth device-plugin " << options_.node << ": " << failed << "\n";
+      return {};
+    }
+    std::vector<PendingPod> pending;
+    std::set<std::string> listed;
+    for (const json& item : items) {
+      const std::string uid = MetadataText(item, "uid");
+      listed.insert(uid);
+      const std::string gpu_ids = Annotation(item, kGpuIdsAnnotation);
+      const std::string phase = StatusPhase(item);
+      double created = 0;
+      if (uid.empty() || gpu_ids.empty() || !MetadataText(item, "deletionTimestamp").empty() ||
+          served_.count(uid) > 0 || !(phase.empty() || phase == "Pending") ||
+          !ParseTimestamp(MetadataText(item, "creationTimestamp"), &created))
+        continue;
+      PendingPod entry{uid,
+                       MetadataText(item, "namespace") + "/" + MetadataText(item, "name"),
+                       created,
+                       {},
+                       nullptr};
+      if (!ReadGpuIds(gpu_ids, &entry.gpus)) {
+        std::cerr << "berth device-plugin " << options_.node << ": pod " << entry.name << ": "
+                  << kGpuIdsAnnotation << " \"" << gpu_ids.substr(0, 200)
+                  << "\" does not name distinct GPUs of this node; skipped\n";
+        continue;
+      }
+      entry.placement = json::parse(Annotation(item, kPlacementAnnotation), nullptr, false);
+      pending.push_back(std::move(entry));
+    }
+    // Forget pods that are gone, so that served_ stays as small as the node's pod list.
+    std::erase_if(served_, [&](const std::string& uid) { return listed.count(uid) == 0; });
+    std::stable_sort(pending.begin(), pending.end(), [](const PendingPod& a, const PendingPod& b) {
+      return a.created < b.created;
+    });
+    return pending;
+  }
+
+  // What the container gets for `gpus`; a share (gpuMilli below 1000) also gets its limits.
+  void Answer(const std::vector<int>& gpus, const json& placement,
+              v1beta1::ContainerAllocateResponse* answer) const {
+    (*answer->mutable_envs())["NVIDIA_VISIBLE_DEVICES"] = Join(UuidsOf(gpus));
+    if (placement.is_object()) {
+      const json milli = placement.value("gpuMilli", json());
+      if (milli.is_number_integer() && milli.get<int64_t>() > 0 && milli.get<int64_t>() < 1000)
+        (*answer->mutable_envs())["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
+            std::to_string(std::max<int64_t>(1, milli.get<int64_t>() / 10));
+      const json memory = placement.value("gpuMemoryMiB", json());
+      if (memory.is_number_integer() && memory.get<int64_t>() > 0)
+        (*answer->mutable_envs())["BERTH_GPU_MEMORY_LIMIT_MIB"] =
+            std::to_string(memory.get<int64_t>());
+    }
+    // /dev/nvidiaN by the GPU's index: nvidia-smi's index order, which is the minor number
+    // order on the usual single-driver host. The runtime adds them anyway where it honours
+    // NVIDIA_VISIBLE_DEVICES; listing them makes the cgroup allow exactly these.
+    for (int g : gpus) {
+      const std::string name = "nvidia" + std::to_string(g);
+      const std::string host = options_.dev_dir + "/" + name;
+      if (!Exists(host)) continue;
+      v1beta1::DeviceSpec* spec = answer->add_devices();
+      spec->set_container_path("/dev/" + name);
+      spec->set_host_path(host);
+      spec->set_permissions("rw");
+    }
+  }
+
+  const DevicePluginOptions& options_;
+  KubeClient& kube_;
+  std::map<std::string, size_t> index_of_;  // UUID -> index
+
+  std::mutex mu_;  // guards the health below
+  std::condition_variable changed_;
+  std::vector<bool> healthy_;
+  uint64_t generation_ = 0;
+  bool streams_ending_ = false;
+
+  std::mutex allocate_mu_;        // guards served_
+  std::set<std::string> served_;  // UIDs of pods Allocate already gave their GPUs
+};
+
+DevicePlugin::DevicePlugin(DevicePluginOptions options, KubeClient& kube)
+    : options_(std::move(options)), kube_(kube) {}
+
+DevicePlugin::~DevicePlugin() { Stop(); }
+
+std::vector<bool> DevicePlugin::CheckHealth() const {
+  std::vector<bool> healthy(options_.gpu_uuids.size(), true);
+  if (!options_.list_gpus) return healthy;
+  try {
+    const std::vector<std::string> present = options_.list_gpus();
+    for (size_t i = 0; i < healthy.size(); ++i)
+      healthy[i] =
+          std::find(present.begin(), present.end(), options_.gpu_uuids[i]) != present.end();
+  } catch (const std::exception& e) {
+    std::cerr << "berth device-plugin " << options_.node << ": listing GPUs failed (" << e.what()
+              << "); every GPU is Unhealthy until it works again\n";
+    healthy.assign(healthy.size(), false);
+  }
+  return healthy;
+}
+
+void DevicePlugin::WatchHealth() {
+  std::unique_lock<std::mutex> lock(stop_mu_);
+  while (!stop_cv_.wait_for(lock, std::chrono::duration<double>(options_.health_interval_s),
+                            [this] { return stopping_; })) {
+    lock.unlock();
+    service_->SetHealth(CheckHealth());
+    lock.lock();
+  }
+}
+
+std::string DevicePlugin::Start() {
+  const std::string& node = options_.node;
+  if (node.empty() || node.size() > 253 || !std::all_of(node.begin(), node.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
+      }))
+    return "node name \"" + node.substr(0, 80) + "\": expected a Kubernetes node name";
+  const auto& uuids = options_.gpu_uuids;
+  if (uuids.empty() || uuids.size() > static_cast<size_t>(kMaxGpusPerK8sNode))
+    return "node " + node + " has " + std::to_string(uuids.size()) + " GPUs; expected 1 to " +
+           std::to_string(kMaxGpusPerK8sNode);
+  for (size_t i = 0; i < uuids.size(); ++i) {
+    if (uuids[i].empty() || uuids[i].size() > kMaxDeviceIdLength ||
+        uuids[i].find(',') != std::string::npos ||
+        std::find(uuids.begin(), uuids.begin() + i, uuids[i]) != uuids.begin() + i)
+      return "GPU UUID \"" + uuids[i].substr(0, 80) + "\": expected distinct UUIDs of 1 to " +
+             std::to_string(kMaxDeviceIdLength) + " characters without commas";
+  }
+  const std::string socket = options_.plugin_dir + "/" + kDevicePluginSocket;
+  const std::string kubelet = options_.plugin_dir + "/" + kKubeletSocket;
+  if (kubelet.size() >= sizeof(sockaddr_un::sun_path))
+    return "--plugin-dir " + options_.plugin_dir + ": too long a path for a unix socket";
+
+  service_ = std::make_unique<Service>(options_, kube_);
+  service_->SetHealth(CheckHealth());
+  unlink(socket.c_str());  // a previous run's socket would make the bind fail
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix://" + socket, grpc::InsecureServerCredentials());
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_) return "cannot serve the device plugin API on " + socket;
+  health_thread_ = std::thread([this] { WatchHealth(); });
+
+  // Published before registering: once kubelet advertises the GPUs, berth binds pods here, and
+  // by then its gpu-ids should be UUIDs.
+  std::string failed = kube_.PatchNodeAnnotations(node, {{kGpuUuidsAnnotation, Join(uuids)}});
+  if (failed.empty()) {
+    auto kubelet_channel =
+        grpc::CreateChannel("unix://" + kubelet, grpc::InsecureChannelCredentials());
+    auto registration = v1beta1::Registration::NewStub(kubelet_channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1beta1::RegisterRequest request;
+    request.set_version(kApiVersion);
+    request.set_endpoint(kDevicePluginSocket);
+    request.set_resource_name(options_.resource);
+    request.mutable_options()->set_pre_start_required(false);
+    request.mutable_options()->set_get_preferred_allocation_available(true);
+    v1beta1::Empty empty;
+    const grpc::Status status = registration->Register(&context, request, &empty);
+    if (!status.ok())
+      failed = "registering with kubelet on " + kubelet + ": " + status.error_message();
+  }
+  if (!failed.empty()) Stop();
+  return failed;
+}
+
+void DevicePlugin::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stopping_ = true;
+    stop_cv_.notify_all();
+  }
+  if (health_thread_.joinable()) health_thread_.join();
+  if (service_) service_->EndStreams();
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    server_.reset();
+    unlink((options_.plugin_dir + "/" + kDevicePluginSocket).c_str());
+  }
+}
+
+}  // namespace berth
