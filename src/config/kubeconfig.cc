@@ -70,13 +70,36 @@ KubeConfig LoadKubeConfig(const std::string& path) {
   config.server = reader.String(reader.Required(cluster, "cluster", "server"), "cluster.server");
   if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0)
     reader.Fail(cluster["server"], "cluster.server", "expected https://HOST:PORT");
+  {
+    // A server berth could not even connect to is refused now, not retried forever.
+    const std::string rest = config.server.substr(config.server.find("://") + 3);
+    const std::string host_port = rest.substr(0, rest.find('/'));
+    const size_t colon = host_port.rfind(':');
+    const bool bracketed = !host_port.empty() && host_port[0] == '[';
+    const std::string port =
+        colon == std::string::npos || (bracketed && host_port.find(']') > colon)
+            ? ""
+            : host_port.substr(colon + 1);
+    const bool port_ok =
+        port.empty() ||
+        (port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos &&
+         std::stoi(port) <= 65535);
+    if (host_port.empty() || host_port[0] == ':' || !port_ok ||
+        (bracketed && host_port.find(']') == std::string::npos))
+      reader.Fail(cluster["server"], "cluster.server",
+                  "expected https://HOST[:PORT], got \"" + config.server + "\"");
+  }
   config.ca_file = Optional(reader, cluster, "cluster", "certificate-authority");
+  if (!config.ca_file.empty()) ReadFileText(config.ca_file);  // names the file it cannot read
   if (const YAML::Node data = cluster["certificate-authority-data"]) {
     try {
       config.ca_pem = Base64Decode(reader.String(data, "cluster.certificate-authority-data"));
     } catch (const ConfigError&) {
       reader.Fail(data, "cluster.certificate-authority-data", "expected base64 PEM");
     }
+    if (config.ca_pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+      reader.Fail(data, "cluster.certificate-authority-data",
+                  "expected a base64 PEM certificate (-----BEGIN CERTIFICATE-----)");
   }
   if (const YAML::Node skip = cluster["insecure-skip-tls-verify"])
     config.insecure = reader.Bool(skip, "cluster.insecure-skip-tls-verify");
@@ -92,6 +115,10 @@ KubeConfig LoadKubeConfig(const std::string& path) {
     if (!config.token_file.empty()) config.token = ReadToken(config.token_file);
     config.cert_file = Optional(reader, user, "user", "client-certificate");
     config.key_file = Optional(reader, user, "user", "client-key");
+    if (config.cert_file.empty() != config.key_file.empty())
+      reader.Fail(user, "user", "give client-certificate and client-key together");
+    for (const std::string& file : {config.cert_file, config.key_file})
+      if (!file.empty()) ReadFileText(file);
   }
   return config;
 }

@@ -302,6 +302,8 @@ void Extender::InstallNodes(std::map<std::string, K8sNode> nodes,
   }
   if (!reshaped || rebuilt) {
     nodes_ = std::move(nodes);
+    // Pods bound on a node berth could not read before are adopted now that it can.
+    if (rebuilt && synced_) AdoptBound(actions);
   } else {
     for (const auto& [name, node] : nodes)
       if (const auto old = nodes_.find(name); old != nodes_.end()) {
@@ -331,27 +333,33 @@ void Extender::PodGroupChanged(const json& group) {
 void Extender::PodChanged(const json& object) {
   Pod pod;
   std::string why;
-  if (!ReadPod(object, &pod, &why)) {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++counts_.unreadable_pods;
-    return;
-  }
+  const bool readable = ReadPod(object, &pod, &why);
   Actions actions;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const json* meta = Arg(object, "metadata");
+    const std::string uid = meta == nullptr ? "" : ArgText(*meta, "uid");
+    // A pod berth knows keeps its entry (and its GPUs) while one of its versions is unreadable.
+    if (!readable) {
+      if (!uid.empty() && unreadable_pods_.size() < static_cast<size_t>(kMaxK8sNodes))
+        unreadable_pods_.insert(uid);
+      return;
+    }
+    unreadable_pods_.erase(uid);
     SeePod(pod, &actions);
   }
   Run(actions);
 }
 
 void Extender::PodDeleted(const json& object) {
-  Pod pod;
-  std::string why;
-  if (!ReadPod(object, &pod, &why)) return;
+  // By UID alone: a deleted pod frees its GPUs whatever else its last version holds.
+  const json* meta = Arg(object, "metadata");
+  const std::string uid = meta == nullptr ? "" : ArgText(*meta, "uid");
   Actions actions;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ForgetPod(pod.uid, &actions);
+    unreadable_pods_.erase(uid);
+    ForgetPod(uid, &actions);
   }
   Run(actions);
 }
@@ -380,7 +388,11 @@ void Extender::SeePod(const Pod& pod, Actions* actions) {
     it->second.replica = replica;
     it->second.bind_sent = bind_sent || !pod.node.empty();
   }
-  if (ended) ForgetPod(pod.uid, actions);
+  if (ended) {
+    ForgetPod(pod.uid, actions);
+  } else if (synced_ && !pod.node.empty() && it->second.job < 0) {
+    AdoptBound(actions);  // bound while berth could not hold it (a node not readable then)
+  }
 }
 
 void Extender::ForgetPod(const std::string& uid, Actions* actions) {
@@ -431,7 +443,6 @@ void Extender::JobGone(int job, Actions* actions) {
   job_pods_.erase(job);
   if (!gang.empty()) {
     Gang& g = gangs_[gang];
-    g.job = -1;
     g.members.erase(std::remove_if(g.members.begin(), g.members.end(),
                                    [&](const std::string& m) { return pods_.count(m) == 0; }),
                     g.members.end());
@@ -445,9 +456,15 @@ void Extender::SubmitIfReady(PodEntry& entry) {
   std::vector<std::string> members = {entry.pod.uid};
   JobSpec spec = entry.pod.spec;
   if (!entry.pod.gang.empty()) {
-    Gang& gang = gangs_[entry.pod.gang];
-    if (gang.size == 0 || static_cast<int>(gang.members.size()) < gang.size) return;
-    members.assign(gang.members.begin(), gang.members.begin() + gang.size);
+    // The members not placed yet make up what the gang lacks (all of it, or what a restart or a
+    // replaced member left out), placed together as one job.
+    const Gang& gang = gangs_[entry.pod.gang];
+    const int need = gang.size - GangPlaced(gang);
+    std::vector<std::string> waiting;
+    for (const std::string& uid : gang.members)
+      if (const PodEntry& m = pods_.at(uid); !m.gone && m.job < 0) waiting.push_back(uid);
+    if (gang.size == 0 || need <= 0 || static_cast<int>(waiting.size()) < need) return;
+    members.assign(waiting.begin(), waiting.begin() + need);
     if (std::find(members.begin(), members.end(), entry.pod.uid) == members.end()) return;
     spec = pods_.at(members.front()).pod.spec;
     // One job holds the gang: its members must ask for the same, or none would be placed right.
@@ -464,7 +481,7 @@ void Extender::SubmitIfReady(PodEntry& entry) {
     }
     spec.name = entry.pod.gang;
     spec.groups[0].name = entry.pod.gang.substr(entry.pod.gang.find('/') + 1);
-    spec.groups[0].replicas = gang.size;
+    spec.groups[0].replicas = need;
   }
   std::string why;
   const int job = engine_->Submit(spec, Now(), &why);
@@ -479,7 +496,13 @@ void Extender::SubmitIfReady(PodEntry& entry) {
     member.replica = static_cast<int>(r);
   }
   job_pods_[job] = members;
-  if (!entry.pod.gang.empty()) gangs_[entry.pod.gang].job = job;
+}
+
+int Extender::GangPlaced(const Gang& gang) const {
+  int placed = 0;
+  for (const std::string& uid : gang.members)
+    if (const PodEntry& m = pods_.at(uid); !m.gone && m.job >= 0) ++placed;
+  return placed;
 }
 
 void Extender::Apply(const std::vector<Decision>& decisions, Actions* actions) {
@@ -576,7 +599,12 @@ FilterAnswer Extender::FilterLocked(const Pod& pod, const FilterRequest& request
   if (entry.job < 0) {
     if (!entry.refused.empty()) return fail("berth refuses the pod: " + entry.refused, true);
     const Gang& gang = gangs_[pod.gang];
-    if (gang.size > 0 && static_cast<int>(gang.members.size()) > gang.size)
+    int ahead = 0;  // members not placed yet that came before this pod
+    for (const std::string& uid : gang.members) {
+      if (uid == pod.uid) break;
+      if (const PodEntry& m = pods_.at(uid); !m.gone && m.job < 0) ++ahead;
+    }
+    if (gang.size > 0 && GangPlaced(gang) + ahead >= gang.size)
       return fail("gang " + pod.gang + " has its " + std::to_string(gang.size) +
                   " members already; this pod waits for one of them to leave");
     const std::string size = gang.size > 0 ? std::to_string(gang.size) : "? (PodGroup not seen)";
@@ -665,10 +693,30 @@ std::string Extender::Prioritize(const json& args) {
 json Extender::Preempt(const json& args) {
   if (!args.is_object()) throw std::invalid_argument("ExtenderPreemptionArgs: expected an object");
   const json* pod_json = Arg(args, "Pod");
-  const json* meta = pod_json == nullptr ? nullptr : Arg(*pod_json, "metadata");
-  const std::string uid = meta == nullptr ? "" : ArgText(*meta, "uid");
-  if (uid.empty()) throw std::invalid_argument("ExtenderPreemptionArgs.Pod.metadata.uid: missing");
+  Pod pod;
+  std::string why;
+  if (pod_json == nullptr || !ReadPod(*pod_json, &pod, &why))
+    throw std::invalid_argument(pod_json == nullptr ? "ExtenderPreemptionArgs.Pod: missing" : why);
+  const std::string uid = pod.uid;
   json victims = json::object();
+  // A pod that is not berth's to place keeps kube-scheduler's own choice of victims, as UIDs.
+  if (!pod.wants_gpus) {
+    if (const json* meta_victims = Arg(args, "NodeNameToMetaVictims");
+        meta_victims != nullptr && meta_victims->is_object())
+      return {{"NodeNameToMetaVictims", *meta_victims}};
+    if (const json* full = Arg(args, "NodeNameToVictims"); full != nullptr && full->is_object())
+      for (const auto& [node, list] : full->items()) {
+        json& out = victims[node];
+        out = {{"Pods", json::array()}, {"NumPDBViolations", 0}};
+        if (const json* pods = Arg(list, "Pods"); pods != nullptr && pods->is_array())
+          for (const json& victim : *pods)
+            if (const json* meta = Arg(victim, "metadata"); meta != nullptr)
+              out["Pods"].push_back({{"UID", ArgText(*meta, "uid")}});
+        if (const json* pdb = Arg(list, "NumPDBViolations"); pdb != nullptr && pdb->is_number())
+          out["NumPDBViolations"] = *pdb;
+      }
+    return {{"NodeNameToMetaVictims", victims}};
+  }
   std::lock_guard<std::mutex> lock(mu_);
   const auto it = pods_.find(uid);
   const JobRecord* record = it == pods_.end() || it->second.job < 0 || engine_ == nullptr
@@ -696,10 +744,21 @@ json Extender::Bind(const json& args) {
   if (name.empty() || node.empty())
     return {{"Error", "ExtenderBindingArgs: PodName and Node are required"}};
   std::map<std::string, std::string> annotations;
+  std::string known;  // the UID of the GPU pod berth binds
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const auto it = pods_.find(uid);
+    auto it = pods_.find(uid);
+    // The name decides which pod the API server binds: a GPU pod berth knows by that name is
+    // bound only as berth placed it, whatever UID the request gives.
+    if (it == pods_.end())
+      it = std::find_if(pods_.begin(), pods_.end(), [&](const auto& entry) {
+        return !entry.second.gone && entry.second.pod.name == name &&
+               entry.second.pod.ns == (ns.empty() ? "default" : ns);
+      });
+    if (it != pods_.end() && !uid.empty() && it->first != uid)
+      return {{"Error", "PodUID " + uid + " is not the UID of pod " + ns + "/" + name}};
     if (it != pods_.end()) {
+      known = it->first;
       const ReplicaPlacement* placed = PlacedAt(it->second);
       if (placed == nullptr)
         return {{"Error", "berth has not placed pod " + ns + "/" + name + " (filter it first)"}};
@@ -718,7 +777,7 @@ json Extender::Bind(const json& args) {
   const std::string failed = actions_->Bind(ns.empty() ? "default" : ns, name, node, annotations);
   if (!failed.empty()) return {{"Error", failed}};
   std::lock_guard<std::mutex> lock(mu_);
-  if (const auto it = pods_.find(uid); it != pods_.end()) it->second.bind_sent = true;
+  if (const auto it = pods_.find(known); it != pods_.end()) it->second.bind_sent = true;
   return {{"Error", ""}};
 }
 
@@ -726,53 +785,88 @@ void Extender::Resync() {
   Actions actions;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (engine_ == nullptr) return;
-    // Bound pods berth placed, by gang (a pod alone is its own group), guaranteed work first:
-    // the allocator binds guarantee cells as it adopts.
-    std::map<std::string, std::vector<std::string>> groups;
-    for (const auto& [uid, entry] : pods_)
-      if (entry.job < 0 && !entry.pod.node.empty() && !entry.gone)
-        groups[entry.pod.gang.empty() ? uid : entry.pod.gang].push_back(uid);
-    const double now = Now();
-    for (const bool borrowed : {false, true}) {
-      for (const auto& [key, members] : groups) {
-        const Pod& first = pods_.at(members.front()).pod;
-        if (first.borrowed != borrowed) continue;
-        std::vector<ReplicaPlacement> placements(members.size());
-        bool readable = true;
-        for (size_t r = 0; r < members.size() && readable; ++r)
-          readable = ReadReplicaPlacement(
-              *cluster_, json::parse(pods_.at(members[r]).pod.placement, nullptr, false),
-              &placements[r]);
-        // Bound by someone else, or onto a node berth no longer has: not berth's to hold.
-        if (!readable) continue;
-        JobSpec spec = first.spec;
-        if (!first.gang.empty()) {
-          spec.name = first.gang;
-          spec.groups[0].replicas = static_cast<int>(members.size());
-        }
-        std::string why;
-        const double since = first.created > 0 ? std::min(first.created, now) : now;
-        const int job = engine_->Adopt(spec, placements, borrowed, since, since, &why);
-        if (job < 0) continue;
-        engine_->SetExternalId(job, key);
-        for (size_t r = 0; r < members.size(); ++r) {
-          pods_.at(members[r]).job = job;
-          pods_.at(members[r]).replica = static_cast<int>(r);
-          pods_.at(members[r]).bind_sent = true;
-        }
-        job_pods_[job] = members;
-        if (!first.gang.empty()) gangs_[first.gang].job = job;
-      }
-    }
-    Apply(engine_->Schedule(now), &actions);
+    synced_ = true;
+    AdoptBound(&actions);
   }
   Run(actions);
+}
+
+void Extender::AdoptBound(Actions* actions) {
+  if (engine_ == nullptr) return;
+  // Bound pods berth placed, by gang (a pod alone is its own group), guaranteed work first:
+  // the allocator binds guarantee cells as it adopts. Pods bound by another scheduler follow.
+  std::map<std::string, std::vector<std::string>> groups;
+  std::vector<std::string> foreign;
+  for (const auto& [uid, entry] : pods_) {
+    if (entry.job >= 0 || entry.pod.node.empty() || entry.gone) continue;
+    if (entry.pod.placement.empty()) {
+      foreign.push_back(uid);
+    } else {
+      groups[entry.pod.gang.empty() ? uid : entry.pod.gang].push_back(uid);
+    }
+  }
+  const double now = Now();
+  const auto adopted = [&](int job, const std::vector<std::string>& members) {
+    for (size_t r = 0; r < members.size(); ++r) {
+      PodEntry& member = pods_.at(members[r]);
+      member.job = job;
+      member.replica = static_cast<int>(r);
+      member.bind_sent = true;
+    }
+    job_pods_[job] = members;
+  };
+  for (const bool borrowed : {false, true}) {
+    for (const auto& [key, members] : groups) {
+      const Pod& first = pods_.at(members.front()).pod;
+      if (first.borrowed != borrowed) continue;
+      std::vector<ReplicaPlacement> placements(members.size());
+      bool readable = true;
+      for (size_t r = 0; r < members.size() && readable; ++r)
+        readable = ReadReplicaPlacement(
+            *cluster_, json::parse(pods_.at(members[r]).pod.placement, nullptr, false),
+            &placements[r]);
+      // A node berth cannot read now: adopted once it can (SetNodes and later events retry).
+      if (!readable) continue;
+      JobSpec spec = first.spec;
+      if (!first.gang.empty()) {
+        spec.name = first.gang;
+        spec.groups[0].replicas = static_cast<int>(members.size());
+      }
+      std::string why;
+      const double since = first.created > 0 ? std::min(first.created, now) : now;
+      const int job = engine_->Adopt(spec, placements, borrowed, since, since, &why);
+      if (job < 0) continue;
+      engine_->SetExternalId(job, key);
+      adopted(job, members);
+    }
+  }
+  // A GPU pod another scheduler bound holds GPUs berth cannot name: it holds as many on its
+  // node as berth would give it, and berth never preempts it (berth does not own it).
+  for (const std::string& uid : foreign) {
+    const Pod& pod = pods_.at(uid).pod;
+    const int node = cluster_->FindNode(pod.node);
+    if (node < 0) continue;
+    JobSpec spec = pod.spec;
+    spec.preemptible = false;
+    std::string why;
+    const int job = engine_->Submit(spec, now, &why);
+    if (job < 0) continue;
+    const std::vector<NodeVerdict> verdicts = engine_->Evaluate(spec, {node});
+    if (verdicts.empty() || !verdicts[0].feasible ||
+        !engine_->StartAt(job, verdicts[0].placements, now, &why)) {
+      engine_->Finish(job, now, JobEnd::kCancelled);
+      continue;
+    }
+    engine_->SetExternalId(job, uid);
+    adopted(job, {uid});
+  }
+  Apply(engine_->Schedule(now), actions);
 }
 
 Extender::Status Extender::status() const {
   std::lock_guard<std::mutex> lock(mu_);
   Status status = counts_;
+  status.unreadable_pods = static_cast<int>(unreadable_pods_.size());
   status.unreadable_nodes = static_cast<int>(unreadable_nodes_.size());
   status.nodes = cluster_ == nullptr ? 0 : static_cast<int>(cluster_->nodes.size());
   status.gpus = cluster_ == nullptr ? 0 : cluster_->gpu_count();

@@ -125,8 +125,7 @@ class Extender {
   };
   struct Gang {
     int size = 0;                      // 0: not known yet (a PodGroup not seen)
-    std::vector<std::string> members;  // UIDs, in the order replicas are assigned
-    int job = -1;
+    std::vector<std::string> members;  // UIDs, in the order they came
   };
   using Actions = std::vector<std::function<void()>>;
 
@@ -138,6 +137,10 @@ class Extender {
   void SeePod(const Pod& pod, Actions* actions);
   void ForgetPod(const std::string& uid, Actions* actions);
   void SubmitIfReady(PodEntry& entry);
+  int GangPlaced(const Gang& gang) const;  // members held by a job (placed or bound)
+  // Adopts bound pods berth holds no job for: those it placed (berth.io/placement), where they
+  // are; those another scheduler bound, on GPUs of their node, never preempted.
+  void AdoptBound(Actions* actions);
   void Apply(const std::vector<Decision>& decisions, Actions* actions);
   void JobGone(int job, Actions* actions);  // a job's pods are all gone: the engine lets go
   void Run(Actions& actions);
@@ -157,6 +160,8 @@ class Extender {
   std::map<std::string, std::string> node_signatures_;  // what shapes a node, to skip rebuilds
   std::vector<GpuModel> models_;
   std::set<std::string> unreadable_nodes_;
+  std::set<std::string> unreadable_pods_;  // UIDs whose last version could not be read
+  bool synced_ = false;                    // Resync ran: bound pods are adopted as they come
   // The engine's cluster, and the one before it: SetCluster needs the old one alive until the
   // next call.
   std::unique_ptr<Cluster> cluster_, previous_cluster_;

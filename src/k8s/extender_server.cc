@@ -17,6 +17,22 @@ namespace {
 using nlohmann::json;
 
 std::atomic<bool> g_stop{false};
+
+// Deeper than any Kubernetes object. Reading and freeing JSON of any depth does not recurse, but
+// writing a value out does: a request nested deeper is refused before anything writes it.
+constexpr int kMaxRequestDepth = 100;
+
+bool DepthAtMost(const json& root, int limit) {
+  std::vector<std::pair<const json*, int>> stack = {{&root, 1}};
+  while (!stack.empty()) {
+    const auto [value, depth] = stack.back();
+    stack.pop_back();
+    if (depth > limit) return false;
+    if (value->is_structured())
+      for (const json& child : *value) stack.push_back({&child, depth + 1});
+  }
+  return true;
+}
 void OnSignal(int) { g_stop = true; }
 
 double WallClock() {
@@ -53,6 +69,15 @@ void ConfigureExtenderServer(httplib::Server& server) {
   server.set_read_timeout(30);
   server.set_write_timeout(30);
   server.new_task_queue = [] { return new httplib::ThreadPool(16); };
+  // Refusals of the library itself (a body past the bound: 413) say why, as JSON.
+  server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string why = res.status == 413 ? "the request body is too large: at most " +
+                                                    std::to_string(kMaxExtenderRequestBytes >> 20) +
+                                                    " MiB, sent as Content-Type: application/json"
+                                              : "HTTP " + std::to_string(res.status);
+    res.set_content(json{{"Error", why}}.dump(), "application/json");
+  });
 }
 
 void AddExtenderRoutes(httplib::Server& server, Extender& extender, MetricsRegistry& metrics,
@@ -72,10 +97,13 @@ void AddExtenderRoutes(httplib::Server& server, Extender& extender, MetricsRegis
       json answer;
       std::string text;  // filter and prioritize answer text
       int status = 200;
-      if (args.is_discarded()) {
-        answer = {{"Error",
-                   "the request body is not JSON; kube-scheduler sends the extender "
-                   "args as JSON"}};
+      if (args.is_discarded() || !DepthAtMost(args, kMaxRequestDepth)) {
+        answer = {{"Error", args.is_discarded()
+                                ? "the request body is not JSON; kube-scheduler sends the "
+                                  "extender args as JSON"
+                                : "the request nests deeper than " +
+                                      std::to_string(kMaxRequestDepth) +
+                                      " levels, which no Kubernetes object does"}};
         status = name == "filter" || name == "bind" ? 200 : 400;
       } else {
         try {

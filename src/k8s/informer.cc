@@ -1,6 +1,7 @@
 #include "k8s/informer.h"
 
 #include <chrono>
+#include <iostream>
 #include <random>
 #include <set>
 
@@ -98,20 +99,29 @@ void Informers::Loop(Kind* kind, std::string (Informers::*relist)(),
                      void (Informers::*on_event)(const std::string&, const json&)) {
   std::mt19937 rng(std::random_device{}());
   double backoff = 1;
+  bool list_first = false;
   while (!stop_) {
-    std::string why = client_->Watch(
-        kind->path, &kind->version, 60,
-        [&](const std::string& type, const json& object) { (this->*on_event)(type, object); },
-        stop_);
-    if (why == KubeClient::kExpired) {
+    std::string why;
+    if (list_first) {
       ++relists_;
       extender_->CountRelist();
       why = (this->*relist)();
+      list_first = !why.empty();
     }
-    if (why.empty()) {
+    if (why.empty())
+      why = client_->Watch(
+          kind->path, &kind->version, 60,
+          [&](const std::string& type, const json& object) { (this->*on_event)(type, object); },
+          stop_);
+    if (why.empty() || why == KubeClient::kExpired) {
+      list_first = why == KubeClient::kExpired;
       backoff = 1;
       continue;
     }
+    // A watch that failed (the API server restarted, the network) may have lost events, or the
+    // versions may have begun anew: list again before watching.
+    list_first = true;
+    std::cerr << "berth server: watching " << kind->path << ": " << why << "\n";
     // Back off with jitter: half to all of the current step.
     const double wait = backoff * std::uniform_real_distribution<double>(0.5, 1.0)(rng);
     backoff = std::min(backoff * 2, 30.0);

@@ -96,6 +96,15 @@ answer=$(curl -s -X POST "$EXT/k8s/filter" -d '{"Pod": [1,2' )
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$EXT/k8s/prioritize" -d '[]')
 [ "$code" = 400 ] || fail "garbage prioritize body answered $code"
 
+# A node object nested 100,000 deep (200 KB): refused, and the server lives on.
+deep=$(printf '[%.0s' $(seq 100000))$(printf ']%.0s' $(seq 100000))
+printf '{"Pod": %s, "Nodes": {"items": [{"metadata": {"name": "gpu-a"}, "x": %s}]}}' \
+  "$(pod shallow 0)" "$deep" > "$TMP/deep.json"
+answer=$(curl -s -X POST "$EXT/k8s/filter" -H 'Content-Type: application/json' \
+  --data-binary @"$TMP/deep.json")
+grep -q 'nests deeper' <<<"$answer" || fail "deep request: $answer"
+curl -sf "$EXT/healthz" > /dev/null || fail "the server died on a deep request"
+
 curl -sf "$EXT/metrics" > "$TMP/metrics.txt"
 promtool check metrics < "$TMP/metrics.txt" || fail "promtool refused the exposition"
 grep -q '^berth_k8s_pods{state="placed"} 1$' "$TMP/metrics.txt" || fail "placed pods: $(grep berth_k8s_pods "$TMP/metrics.txt")"

@@ -83,6 +83,7 @@ struct Berth {
 class ExtenderServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    api.set_bookmark_interval(std::chrono::milliseconds(100));  // watches end soon after Stop
     url = api.Start();
     for (int i = 0; i < 4; ++i) {
       names.push_back("gpu-" + std::to_string(i));
@@ -241,6 +242,21 @@ TEST_F(ExtenderServerTest, AWatchTooOldRelistsAndSeesWhatWasDeleted) {
   EXPECT_GE(berth.informers->relists(), 1u);
   // Its GPUs are free again: another 8-GPU pod fits where it was.
   EXPECT_FALSE(ScheduleOnce(berth, Create(GpuPod("next", 8))).empty());
+}
+
+TEST_F(ExtenderServerTest, AFreshApiServerIsListedAgainAfterTheWatchFails) {
+  auto berth = std::make_unique<Berth>(url);
+  ASSERT_FALSE(ScheduleOnce(*berth, Create(GpuPod("old", 8))).empty());
+  // The API server restarts empty on the same port: its versions begin anew, and the pod berth
+  // holds is not there. The failed watch lists again.
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  api.Stop();
+  testing::ApiServerStandIn fresh;
+  ASSERT_EQ(fresh.Start("", port), url);
+  for (const std::string& name : names) fresh.Create("nodes", GpuNode(name, 8));
+  ASSERT_TRUE(WaitFor([&] { return berth->extender->status().pods == 0; }));
+  EXPECT_GE(berth->extender->status().relists, 1u);
+  berth.reset();
 }
 
 }  // namespace

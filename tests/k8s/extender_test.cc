@@ -370,6 +370,105 @@ TEST_F(ExtenderTest, GangMembersThatAskForDifferentThingsAreRefused) {
   EXPECT_NE(why.find("has its 2 members already"), std::string::npos) << why;
 }
 
+// A fresh extender fed what the API server holds, as after kill -9.
+std::unique_ptr<Extender> Restarted(RecordingActions* actions, double* now) {
+  ExtenderOptions options;
+  BuiltinPolicy("berth", &options.policy);
+  options.clock = [now] { return *now; };
+  return std::make_unique<Extender>(std::move(options), actions);
+}
+
+TEST_F(ExtenderTest, ABoundPodOnANodeUnreadableAtRestartIsAdoptedOnceItIsRead) {
+  const json bound = Schedule(GpuPod("run", 8));
+  const std::string node = bound["spec"]["nodeName"];
+  RecordingActions fresh_actions;
+  auto fresh = Restarted(&fresh_actions, &now);
+  std::vector<json> broken = nodes;
+  for (json& n : broken)
+    if (n["metadata"]["name"] == node) n["status"]["allocatable"]["nvidia.com/gpu"] = "junk";
+  fresh->SetNodes(broken);
+  fresh->PodChanged(bound);
+  fresh->Resync();
+  EXPECT_EQ(fresh->status().unreadable_nodes, 1);
+  EXPECT_EQ(fresh->PlacementOf(Uid(bound)).first, "");
+  fresh->NodeChanged(GpuNode(node, 8));  // readable again
+  EXPECT_EQ(fresh->PlacementOf(Uid(bound)).first, node);
+  // The node is full: a second 8-GPU pod offered only that node is not placed there.
+  const json second = GpuPod("second", 8);
+  fresh->PodChanged(second);
+  const json result = json::parse(fresh->Filter(NodeNamesArgs(second, {node})));
+  EXPECT_TRUE(result["NodeNames"].empty()) << result.dump();
+  EXPECT_EQ(fresh->CheckConsistency(), "");
+}
+
+TEST_F(ExtenderTest, AGangHalfBoundAtRestartPlacesOnlyTheRest) {
+  const std::map<std::string, std::string> gang = {{"berth.io/gang", "g"},
+                                                   {"berth.io/gang-size", "2"}};
+  const json m1 = GpuPod("m1", 4, gang), m2 = GpuPod("m2", 4, gang);
+  FilterOne(m1);
+  FilterOne(m2);
+  const json bound = Schedule(m1);  // m2 is not bound when berth is killed
+  RecordingActions fresh_actions;
+  auto fresh = Restarted(&fresh_actions, &now);
+  fresh->SetNodes(nodes);
+  fresh->PodChanged(bound);
+  fresh->PodChanged(m2);
+  fresh->Resync();
+  const json placed = json::parse(fresh->Filter(NodeNamesArgs(m2, node_names)));
+  ASSERT_EQ(placed["NodeNames"].size(), 1u) << placed.dump();
+  // 8 of 32 GPUs held: three 8-GPU pods still fit, as in a gang placed once.
+  int fits = 0;
+  for (int i = 0; i < 4; ++i) {
+    const json big = GpuPod("big-" + std::to_string(i), 8);
+    fresh->PodChanged(big);
+    fits += !json::parse(fresh->Filter(NodeNamesArgs(big, node_names)))["NodeNames"].empty();
+  }
+  EXPECT_GE(fits, 2);
+  EXPECT_LE(fits, 3);
+  const auto status = fresh->status();
+  EXPECT_EQ(status.placed, 2 + fits);
+  EXPECT_EQ(fresh->CheckConsistency(), "");
+}
+
+TEST_F(ExtenderTest, ADeletedPodFreesItsGpusEvenWhenItsLastVersionIsUnreadable) {
+  json pod = Schedule(GpuPod("a1", 8));
+  pod["metadata"]["annotations"]["berth.io/priority"] = "oops";
+  extender->PodChanged(pod);
+  EXPECT_EQ(extender->status().unreadable_pods, 1);
+  EXPECT_FALSE(extender->PlacementOf(Uid(pod)).first.empty());  // still held while it runs
+  extender->PodDeleted(pod);
+  EXPECT_EQ(extender->status().unreadable_pods, 0);
+  EXPECT_EQ(extender->status().placed, 0);
+}
+
+TEST_F(ExtenderTest, GpuPodsBoundByAnotherSchedulerHoldTheirGpus) {
+  RecordingActions fresh_actions;
+  auto fresh = Restarted(&fresh_actions, &now);
+  fresh->SetNodes(nodes);
+  for (const std::string& node : node_names) {
+    json foreign = GpuPod("other-" + node, 8);
+    foreign["spec"]["nodeName"] = node;
+    foreign["status"]["phase"] = "Running";
+    fresh->PodChanged(foreign);
+  }
+  fresh->Resync();
+  const json mine = GpuPod("mine", 1);
+  fresh->PodChanged(mine);
+  const json result = json::parse(fresh->Filter(NodeNamesArgs(mine, node_names)));
+  EXPECT_TRUE(result["NodeNames"].empty()) << result.dump();
+  EXPECT_TRUE(fresh_actions.deleted.empty());  // never preempted: berth does not own them
+}
+
+TEST_F(ExtenderTest, BindChecksThePodByNameWhateverTheUidSays) {
+  const json pod = GpuPod("named", 8);
+  const std::string node = FilterOne(pod);
+  const std::string other = node == "gpu-0" ? "gpu-1" : "gpu-0";
+  const json answer = extender->Bind(
+      {{"PodName", "named"}, {"PodNamespace", "ml"}, {"PodUID", ""}, {"Node", other}});
+  EXPECT_NE(answer["Error"], "");
+  EXPECT_TRUE(actions.bindings.empty());
+}
+
 TEST_F(ExtenderTest, HostileRequestsGetTheErrorField) {
   EXPECT_NE(json::parse(extender->Filter(json::array()))["Error"], "");
   EXPECT_NE(json::parse(extender->Filter({{"NodeNames", node_names}}))["Error"], "");
