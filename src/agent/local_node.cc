@@ -16,7 +16,9 @@ constexpr size_t kMaxCommandOutput = 4 << 20;
 // What `command` prints on stdout (stderr dropped), at most kMaxCommandOutput bytes; false
 // when it cannot run or exits non-zero.
 bool RunCommand(const std::string& command, std::string* out) {
-  FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
+  // nvidia-smi hangs when a GPU falls off the bus: killed after 10 s (coreutils' timeout), so
+  // that discovery and the device plugin's health checks go on and report it.
+  FILE* pipe = ::popen(("timeout -k 2 10 " + command + " 2>/dev/null").c_str(), "r");
   if (pipe == nullptr) return false;
   char buffer[4096];
   size_t n = 0;

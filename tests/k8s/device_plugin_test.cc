@@ -188,16 +188,29 @@ TEST_F(DevicePluginTest, AllocateGivesThePodBerthsGpusNotKubeletsOnce) {
   EXPECT_EQ(VisibleDevices({"GPU-a0", "GPU-a1"}), "GPU-a0,GPU-a1");
 }
 
-TEST_F(DevicePluginTest, AllocateServesTheOldestWaitingPodOfTheSameSize) {
-  BindPod("z-older", 1, {{"berth.io/gpu-ids", "GPU-a3"}});
+TEST_F(DevicePluginTest, AllocateMatchesThePodByTheGpusKubeletOffered) {
+  BindPod("first", 1, {{"berth.io/gpu-ids", "GPU-a3"}});
   BindPod("running", 1, {{"berth.io/gpu-ids", "GPU-a0"}});
   api_.Patch("pods", "ml", "running", {{"status", {{"phase", "Running"}}}});  // already started
-  BindPod("pair", 2, {{"berth.io/gpu-ids", "GPU-a0,GPU-a1"}});
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // timestamps are in seconds
-  BindPod("a-newer", 1, {{"berth.io/gpu-ids", "1"}});            // indexes, from before the UUIDs
+  BindPod("second", 1, {{"berth.io/gpu-ids", "1"}});  // indexes, from before the UUIDs
+  // Two pods of one size wait (as after a plugin restart forgot which it served, or when two
+  // are bound at once): neither's GPUs offered, which is which cannot be told.
+  EXPECT_EQ(VisibleDevices({"GPU-a2"}), "GPU-a2");
+  // kubelet offers a pod's own GPUs (GetPreferredAllocation steers it): that pod gets them,
+  // whatever its age.
+  EXPECT_EQ(VisibleDevices({"GPU-a1"}), "GPU-a1");
+  // One pod of that size left: it is the one, though kubelet offered another GPU.
   EXPECT_EQ(VisibleDevices({"GPU-a2"}), "GPU-a3");
-  EXPECT_EQ(VisibleDevices({"GPU-a2"}), "GPU-a1");
   EXPECT_EQ(VisibleDevices({"GPU-a2"}), "GPU-a2");  // none left: kubelet's choice
+}
+
+TEST_F(DevicePluginTest, AllocateFailsWhenThePodsCannotBeListed) {
+  BindPod("train", 1, {{"berth.io/gpu-ids", "GPU-a3"}});
+  api_.Stop();
+  v1beta1::ContainerAllocateResponse answer;
+  const grpc::Status status = Allocate({"GPU-a0"}, &answer);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(status.error_message().find("cannot list"), std::string::npos);
 }
 
 // A share pod reaches Allocate only when it requests one device of the plugin's resource.

@@ -135,7 +135,8 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
     if (request->container_requests_size() > kMaxContainers)
       return Invalid("more than " + std::to_string(kMaxContainers) + " container requests");
     std::lock_guard<std::mutex> lock(allocate_mu_);
-    std::vector<PendingPod> pods = PendingPods();
+    std::string failed;
+    std::vector<PendingPod> pods = PendingPods(&failed);
     for (const auto& container : request->container_requests()) {
       const int size = container.allocation_size();
       if (size < 0 || size > container.available_deviceids_size())
@@ -198,16 +199,39 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
     }
     // One Allocate at a time, so that two containers never take the same pod.
     std::lock_guard<std::mutex> lock(allocate_mu_);
-    std::vector<PendingPod> pods = PendingPods();
+    std::string failed;
+    std::vector<PendingPod> pods = PendingPods(&failed);
+    // Without the pods, the container would get GPUs berth may have given another pod: kubelet
+    // is told to fail the admission, and the pod's controller tries again.
+    if (!failed.empty())
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          "cannot list this node's pods to find berth's GPUs: " + failed);
+    std::vector<bool> healthy;
+    {
+      std::lock_guard<std::mutex> health_lock(mu_);
+      healthy = healthy_;
+    }
     for (std::vector<int>& gpus : asked) {
-      const auto pod = std::find_if(pods.begin(), pods.end(), [&](const PendingPod& pod) {
-        return pod.gpus.size() == gpus.size();
+      // The pod whose GPUs kubelet offered (GetPreferredAllocation steers it there); else the
+      // only pending pod of that size, if its GPUs are healthy. Two of one size and neither
+      // offered: which is which cannot be told, and kubelet's choice stands.
+      auto pod = std::find_if(pods.begin(), pods.end(), [&](const PendingPod& pod) {
+        return std::set<int>(pod.gpus.begin(), pod.gpus.end()) ==
+               std::set<int>(gpus.begin(), gpus.end());
       });
+      if (pod == pods.end()) {
+        const auto same_size = [&](const PendingPod& p) { return p.gpus.size() == gpus.size(); };
+        const auto first = std::find_if(pods.begin(), pods.end(), same_size);
+        const bool only = first != pods.end() && std::count_if(pods.begin(), pods.end(), same_size) == 1;
+        const bool fit = only && std::all_of(first->gpus.begin(), first->gpus.end(),
+                                             [&](int g) { return healthy[g]; });
+        if (fit) pod = first;
+      }
       json placement;
       if (pod == pods.end()) {
-        std::cerr << "berth device-plugin " << options_.node << ": no pod bound by berth waits for "
-                  << gpus.size() << " GPUs here; the container gets kubelet's choice "
-                  << Join(UuidsOf(gpus)) << "\n";
+        std::cerr << "berth device-plugin " << options_.node
+                  << ": no pod bound by berth waits here for exactly " << Join(UuidsOf(gpus))
+                  << " or alone for " << gpus.size() << " GPUs; the container gets kubelet's choice\n";
       } else {
         std::cerr << "berth device-plugin " << options_.node << ": pod " << pod->name
                   << " gets berth's GPUs " << Join(UuidsOf(pod->gpus)) << " (kubelet offered "
@@ -259,13 +283,13 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
   // The pods berth bound here that have not got their devices yet, oldest first. A pod still
   // Pending is one whose containers kubelet has not started; served_ covers the moment between
   // Allocate and the pod's phase changing. Call under allocate_mu_.
-  std::vector<PendingPod> PendingPods() {
+  std::vector<PendingPod> PendingPods(std::string* failed) {
     std::vector<json> items;
     std::string version;
-    const std::string failed =
+    *failed =
         kube_.List("/api/v1/pods?fieldSelector=spec.nodeName%3D" + options_.node, &items, &version);
-    if (!failed.empty()) {
-      std::cerr << "berth device-plugin " << options_.node << ": " << failed << "\n";
+    if (!failed->empty()) {
+      std::cerr << "berth device-plugin " << options_.node << ": " << *failed << "\n";
       return {};
     }
     std::vector<PendingPod> pending;
