@@ -222,7 +222,8 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
       if (pod == pods.end()) {
         const auto same_size = [&](const PendingPod& p) { return p.gpus.size() == gpus.size(); };
         const auto first = std::find_if(pods.begin(), pods.end(), same_size);
-        const bool only = first != pods.end() && std::count_if(pods.begin(), pods.end(), same_size) == 1;
+        const bool only =
+            first != pods.end() && std::count_if(pods.begin(), pods.end(), same_size) == 1;
         const bool fit = only && std::all_of(first->gpus.begin(), first->gpus.end(),
                                              [&](int g) { return healthy[g]; });
         if (fit) pod = first;
@@ -231,7 +232,8 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
       if (pod == pods.end()) {
         std::cerr << "berth device-plugin " << options_.node
                   << ": no pod bound by berth waits here for exactly " << Join(UuidsOf(gpus))
-                  << " or alone for " << gpus.size() << " GPUs; the container gets kubelet's choice\n";
+                  << " or alone for " << gpus.size()
+                  << " GPUs; the container gets kubelet's choice\n";
       } else {
         std::cerr << "berth device-plugin " << options_.node << ": pod " << pod->name
                   << " gets berth's GPUs " << Join(UuidsOf(pod->gpus)) << " (kubelet offered "
