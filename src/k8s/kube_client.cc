@@ -39,28 +39,13 @@ X509_STORE* StoreOf(const std::string& pem) {
   return store;
 }
 
-// object[key] when it is a string, else "".
-std::string Text(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  const auto value = object.find(key);
-  return value != object.end() && value->is_string() ? value->get<std::string>() : "";
-}
-
 }  // namespace
-
-std::string MetadataText(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) return "";
-  const auto value = meta->find(key);
-  return value != meta->end() && value->is_string() ? value->get<std::string>() : "";
-}
 
 std::string StatusMessage(int code, const std::string& body) {
   const json status = json::parse(body, nullptr, false);
   std::string text = "HTTP " + std::to_string(code);
-  if (Text(status, "kind") == "Status")
-    return text + " " + Text(status, "reason") + ": " + Text(status, "message");
+  if (FieldText(status, "kind") == "Status")
+    return text + " " + FieldText(status, "reason") + ": " + FieldText(status, "message");
   return text + ": " + body.substr(0, 200);
 }
 
@@ -125,7 +110,7 @@ std::string KubeClient::Watch(const std::string& path, std::string* resource_ver
       const json event = json::parse(buffer.substr(0, newline), nullptr, false);
       buffer.erase(0, newline + 1);
       if (!event.is_object() || !event.contains("object")) continue;
-      const std::string type = Text(event, "type");
+      const std::string type = FieldText(event, "type");
       const json& object = event["object"];
       if (type == "ERROR") {
         const json* code =

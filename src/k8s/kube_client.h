@@ -13,6 +13,7 @@
 
 #include "config/kubeconfig.h"
 #include "k8s/extender.h"
+#include "k8s/json_fields.h"
 
 namespace httplib {
 class Client;
@@ -52,9 +53,6 @@ class KubeClient : public KubeActions {
   std::unique_ptr<httplib::Client> Connect(int read_timeout_s) const;
   KubeConfig config_;
 };
-
-// object.metadata[key] when it is a string, else "" (never throws on a hostile object).
-std::string MetadataText(const nlohmann::json& object, const char* key);
 
 // "Status 404 NotFound: pods \"x\" not found" from an API server's error body, or the body's
 // start when it is not a Status.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "k8s/json_fields.h"
 #include "k8s/pod_job.h"
 
 namespace berth {
@@ -14,16 +15,6 @@ constexpr size_t kMaxLabels = 256;
 constexpr size_t kMaxLabelText = 1024;
 constexpr int64_t kMaxNodeCpus = 4096;
 
-const json* Member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string TextOf(const json* value) {
-  return value != nullptr && value->is_string() ? value->get<std::string>() : "";
-}
-
 bool Fail(std::string* why, const std::string& text) {
   *why = text;
   return false;
@@ -32,12 +23,13 @@ bool Fail(std::string* why, const std::string& text) {
 // An allocatable quantity, or -1 when absent.
 bool Allocatable(const json& object, const char* name, bool mib, int64_t* value, std::string* why) {
   *value = -1;
-  const json* status = Member(object, "status");
-  const json* list = status == nullptr ? nullptr : Member(*status, "allocatable");
-  if (list == nullptr) list = status == nullptr ? nullptr : Member(*status, "capacity");
-  const json* entry = list == nullptr ? nullptr : Member(*list, name);
+  const json* status = Field(object, "status");
+  const json* list = status == nullptr ? nullptr : Field(*status, "allocatable");
+  if (list == nullptr) list = status == nullptr ? nullptr : Field(*status, "capacity");
+  const json* entry = list == nullptr ? nullptr : Field(*list, name);
   if (entry == nullptr) return true;
-  const std::string text = entry->is_number() ? entry->dump() : TextOf(entry);
+  const std::string text =
+      entry->is_number() ? entry->dump() : (entry->is_string() ? entry->get<std::string>() : "");
   const bool ok = mib ? ParseQuantityMib(text, value)
                       : ParseQuantity(text, std::string(name) == "cpu" ? 1000 : 1, value);
   if (!ok)
@@ -81,12 +73,12 @@ bool ReadK8sNode(const json& object, const Cluster* declared, std::vector<GpuMod
                  K8sNode* out, std::string* why) {
   *out = K8sNode{};
   Node& node = out->node;
-  const json* meta = Member(object, "metadata");
+  const json* meta = Field(object, "metadata");
   if (meta == nullptr) return Fail(why, "Node.metadata: missing");
-  node.name = TextOf(Member(*meta, "name"));
+  node.name = FieldText(*meta, "name");
   if (node.name.empty() || node.name.size() > 253)
     return Fail(why, "Node.metadata.name: expected the node's name");
-  if (const json* labels = Member(*meta, "labels"); labels != nullptr) {
+  if (const json* labels = Field(*meta, "labels"); labels != nullptr) {
     if (!labels->is_object() || labels->size() > kMaxLabels)
       return Fail(why, "Node.metadata.labels: expected a map of at most 256 labels");
     for (const auto& [key, value] : labels->items())
@@ -104,18 +96,18 @@ bool ReadK8sNode(const json& object, const Cluster* declared, std::vector<GpuMod
   if (!node.rack.empty()) node.labels["rack"] = node.rack;
 
   std::string uuids;
-  if (const json* annotations = Member(*meta, "annotations"); annotations != nullptr)
-    uuids = TextOf(Member(*annotations, "berth.io/gpu-uuids"));
-  if (const json* spec = Member(object, "spec"); spec != nullptr) {
-    const json* cordon = Member(*spec, "unschedulable");
+  if (const json* annotations = Field(*meta, "annotations"); annotations != nullptr)
+    uuids = FieldText(*annotations, "berth.io/gpu-uuids");
+  if (const json* spec = Field(object, "spec"); spec != nullptr) {
+    const json* cordon = Field(*spec, "unschedulable");
     out->unschedulable = cordon != nullptr && cordon->is_boolean() && cordon->get<bool>();
   }
-  if (const json* status = Member(object, "status"); status != nullptr) {
-    const json* conditions = Member(*status, "conditions");
+  if (const json* status = Field(object, "status"); status != nullptr) {
+    const json* conditions = Field(*status, "conditions");
     if (conditions != nullptr && conditions->is_array() && conditions->size() <= 64)
       for (const json& condition : *conditions)
-        if (TextOf(Member(condition, "type")) == "Ready")
-          out->ready = TextOf(Member(condition, "status")) == "True";
+        if (FieldText(condition, "type") == "Ready")
+          out->ready = FieldText(condition, "status") == "True";
   }
 
   int64_t cpu_milli = 0, memory_mib = 0, gpus = 0, gpu_memory = 0;

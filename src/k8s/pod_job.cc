@@ -9,6 +9,7 @@
 #include <map>
 
 #include "core/cell_tree.h"
+#include "k8s/json_fields.h"
 
 namespace berth {
 namespace {
@@ -19,16 +20,10 @@ constexpr size_t kMaxText = 253;  // a DNS subdomain: the longest name Kubernete
 constexpr size_t kMaxSelectorLabels = 64;
 constexpr double kMaxExact = 9007199254740992.0;  // 2^53
 
-const json* Member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
 // A string member, "" when absent; false when present and not a string or too long.
 bool Text(const json& object, const char* key, std::string* out) {
   out->clear();
-  const json* value = Member(object, key);
+  const json* value = Field(object, key);
   if (value == nullptr) return true;
   if (!value->is_string() || value->get_ref<const std::string&>().size() > kMaxText) return false;
   *out = value->get<std::string>();
@@ -55,12 +50,12 @@ bool QuantityText(const json& value, std::string* text) {
 
 bool AddResources(const json& container, const std::string& where, bool init,
                   std::map<std::string, double>* total, std::string* why) {
-  const json* resources = Member(container, "resources");
+  const json* resources = Field(container, "resources");
   if (resources == nullptr) return true;
   std::map<std::string, double> mine;
   // Requests say what scheduling needs; extended resources (GPUs) may be given as limits only.
   for (const char* list : {"limits", "requests"}) {
-    const json* entries = Member(*resources, list);
+    const json* entries = Field(*resources, list);
     if (entries == nullptr) continue;
     if (!entries->is_object() || entries->size() > 64)
       return Fail(why, where + ".resources." + list + ": expected a map of at most 64 resources");
@@ -84,7 +79,7 @@ bool AddResources(const json& container, const std::string& where, bool init,
 }
 
 bool ReadAnnotations(const json& meta, std::map<std::string, std::string>* out, std::string* why) {
-  const json* annotations = Member(meta, "annotations");
+  const json* annotations = Field(meta, "annotations");
   if (annotations == nullptr) return true;
   if (!annotations->is_object())
     return Fail(why, "metadata.annotations: expected a map of strings");
@@ -183,7 +178,7 @@ bool ParseTimestamp(const std::string& text, double* seconds) {
 bool ReadPod(const json& object, Pod* pod, std::string* why) {
   *pod = Pod{};
   if (!object.is_object()) return Fail(why, "Pod: expected a v1.Pod object");
-  const json* meta = Member(object, "metadata");
+  const json* meta = Field(object, "metadata");
   if (meta == nullptr || !meta->is_object()) return Fail(why, "Pod.metadata: missing");
   if (!Text(*meta, "uid", &pod->uid) || pod->uid.empty())
     return Fail(why, "Pod.metadata.uid: expected the pod's UID (a string)");
@@ -192,7 +187,7 @@ bool ReadPod(const json& object, Pod* pod, std::string* why) {
   if (!Text(*meta, "namespace", &pod->ns))
     return Fail(why, "Pod.metadata.namespace: expected a string");
   if (pod->ns.empty()) pod->ns = "default";
-  pod->terminating = Member(*meta, "deletionTimestamp") != nullptr;
+  pod->terminating = Field(*meta, "deletionTimestamp") != nullptr;
   std::string created;
   if (Text(*meta, "creationTimestamp", &created) && !created.empty())
     ParseTimestamp(created, &pod->created);
@@ -200,19 +195,19 @@ bool ReadPod(const json& object, Pod* pod, std::string* why) {
   std::map<std::string, std::string> annotations;
   if (!ReadAnnotations(*meta, &annotations, why)) return false;
   const json empty = json::object();
-  const json* spec = Member(object, "spec");
+  const json* spec = Field(object, "spec");
   if (spec == nullptr) spec = &empty;
   if (!spec->is_object()) return Fail(why, "Pod.spec: expected an object");
   if (!Text(*spec, "nodeName", &pod->node))
     return Fail(why, "Pod.spec.nodeName: expected a string");
-  if (const json* status = Member(object, "status"); status != nullptr)
+  if (const json* status = Field(object, "status"); status != nullptr)
     Text(*status, "phase", &pod->phase);
 
   // Containers' needs add up; init containers run one at a time before them, so the pod needs
   // the larger of the sum and its largest init container.
   std::map<std::string, double> need;
   for (const char* list : {"containers", "initContainers"}) {
-    const json* containers = Member(*spec, list);
+    const json* containers = Field(*spec, list);
     if (containers == nullptr) continue;
     if (!containers->is_array() || containers->size() > kMaxContainers)
       return Fail(why, std::string("Pod.spec.") + list + ": expected a list of at most " +
@@ -238,7 +233,7 @@ bool ReadPod(const json& object, Pod* pod, std::string* why) {
   if (!AnnotationInt(annotations, "berth.io/priority", -1000000000, 1000000000, &priority, why))
     return false;
   job.priority = static_cast<int>(priority);
-  if (const json* grace = Member(*spec, "terminationGracePeriodSeconds");
+  if (const json* grace = Field(*spec, "terminationGracePeriodSeconds");
       grace != nullptr && grace->is_number() && grace->get<double>() >= 0)
     job.grace_period_s = std::min(grace->get<double>(), 86400.0);
 
@@ -276,7 +271,7 @@ bool ReadPod(const json& object, Pod* pod, std::string* why) {
   if (!AnnotationLevel(annotations, "berth.io/affinity", &demand.affinity, why)) return false;
   if (!AnnotationLevel(annotations, "berth.io/gang-affinity", &job.gang_affinity, why))
     return false;
-  if (const json* selector = Member(*spec, "nodeSelector"); selector != nullptr) {
+  if (const json* selector = Field(*spec, "nodeSelector"); selector != nullptr) {
     if (!selector->is_object() || selector->size() > kMaxSelectorLabels)
       return Fail(why, "Pod.spec.nodeSelector: expected a map of at most 64 labels");
     for (const auto& [key, value] : selector->items())
@@ -294,7 +289,7 @@ bool ReadPod(const json& object, Pod* pod, std::string* why) {
       return false;
     pod->gang = pod->ns + "/" + it->second;
     pod->gang_size = static_cast<int>(size);
-  } else if (const json* labels = Member(*meta, "labels"); labels != nullptr) {
+  } else if (const json* labels = Field(*meta, "labels"); labels != nullptr) {
     std::string group_name;
     if (Text(*labels, kPodGroupLabel, &group_name) && !group_name.empty())
       pod->gang = pod->ns + "/" + group_name;

@@ -48,23 +48,6 @@ int IndexIn(const std::string& text, size_t n) {
 
 // metadata.annotations[key] when it is a string, else "". Read directly rather than through
 // ReadPod: the plugin needs only what berth wrote at bind, whatever else the pod asks for.
-std::string Annotation(const json& pod, const char* key) {
-  const json* annotations = pod.is_object() && pod.contains("metadata") &&
-                                    pod["metadata"].is_object() &&
-                                    pod["metadata"].contains("annotations")
-                                ? &pod["metadata"]["annotations"]
-                                : nullptr;
-  if (annotations == nullptr || !annotations->is_object()) return "";
-  const auto value = annotations->find(key);
-  return value != annotations->end() && value->is_string() ? value->get<std::string>() : "";
-}
-
-std::string StatusPhase(const json& pod) {
-  if (!pod.is_object() || !pod.contains("status") || !pod["status"].is_object()) return "";
-  const auto phase = pod["status"].find("phase");
-  return phase != pod["status"].end() && phase->is_string() ? phase->get<std::string>() : "";
-}
-
 // A pod berth bound to this node that may still be waiting for its devices.
 struct PendingPod {
   std::string uid, name;  // name as namespace/name, for log lines
@@ -299,8 +282,9 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
     for (const json& item : items) {
       const std::string uid = MetadataText(item, "uid");
       listed.insert(uid);
-      const std::string gpu_ids = Annotation(item, kGpuIdsAnnotation);
-      const std::string phase = StatusPhase(item);
+      const std::string gpu_ids = AnnotationText(item, kGpuIdsAnnotation);
+      const json* status = Field(item, "status");
+      const std::string phase = status == nullptr ? "" : FieldText(*status, "phase");
       double created = 0;
       if (uid.empty() || gpu_ids.empty() || !MetadataText(item, "deletionTimestamp").empty() ||
           served_.count(uid) > 0 || !(phase.empty() || phase == "Pending") ||
@@ -317,7 +301,7 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
                   << "\" does not name distinct GPUs of this node; skipped\n";
         continue;
       }
-      entry.placement = json::parse(Annotation(item, kPlacementAnnotation), nullptr, false);
+      entry.placement = json::parse(AnnotationText(item, kPlacementAnnotation), nullptr, false);
       pending.push_back(std::move(entry));
     }
     // Forget pods that are gone, so that served_ stays as small as the node's pod list.
