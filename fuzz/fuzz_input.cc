@@ -44,6 +44,25 @@ std::string InputFile(const uint8_t* data, size_t size) {
   return "/proc/self/fd/" + std::to_string(fd);
 }
 
+std::vector<std::pair<std::string, std::string>> InputSections(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  std::vector<std::pair<std::string, std::string>> sections;
+  // Each "== NAME" line starts a section; it runs to the start of the next such line.
+  size_t at = text.substr(0, 3) == "== " ? 0 : text.find("\n== ");
+  while (at != std::string_view::npos) {
+    if (text[at] == '\n') ++at;
+    const size_t eol = text.find('\n', at);
+    const std::string_view name =
+        text.substr(at + 3, eol == std::string_view::npos ? eol : eol - at - 3);
+    const size_t start = eol == std::string_view::npos ? text.size() : eol + 1;
+    const size_t next = text.find("\n== ", start - 1);
+    const size_t end = next == std::string_view::npos ? text.size() : next + 1;
+    sections.emplace_back(name, text.substr(start, end - start));
+    at = next;
+  }
+  return sections;
+}
+
 std::string InputTree(const uint8_t* data, size_t size) {
   namespace fs = std::filesystem;
   static const std::string root = "/dev/shm/berth-fuzz-tree-" + std::to_string(getpid());
@@ -55,31 +74,19 @@ std::string InputTree(const uint8_t* data, size_t size) {
   (void)removed_at_exit;
   fs::remove_all(root);
   fs::create_directories(root);
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const auto safe = [](std::string_view path) {
-    return !path.empty() && path.front() != '/' && path.find("..") == std::string_view::npos &&
+  const auto safe = [](const std::string& path) {
+    return !path.empty() && path.front() != '/' && path.find("..") == std::string::npos &&
            path.find_first_not_of(
                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-               "0123456789._,-/") == std::string_view::npos;
+               "0123456789._,-/") == std::string::npos;
   };
-  // Each "== PATH" line starts a file; the file runs to the start of the next such line.
-  size_t at = text.substr(0, 3) == "== " ? 0 : text.find("\n== ");
-  while (at != std::string_view::npos) {
-    if (text[at] == '\n') ++at;
-    const size_t eol = text.find('\n', at);
-    const std::string_view path =
-        text.substr(at + 3, eol == std::string_view::npos ? eol : eol - at - 3);
-    const size_t start = eol == std::string_view::npos ? text.size() : eol + 1;
-    const size_t next = text.find("\n== ", start - 1);
-    const size_t end = next == std::string_view::npos ? text.size() : next + 1;
-    if (safe(path)) {
-      const fs::path file = fs::path(root) / path;
-      std::error_code ec;
-      fs::create_directories(file.parent_path(), ec);
-      std::ofstream(file, std::ios::binary)
-          .write(text.data() + start, static_cast<std::streamsize>(end - start));
-    }
-    at = next;
+  for (const auto& [path, contents] : InputSections(data, size)) {
+    if (!safe(path)) continue;
+    const fs::path file = fs::path(root) / path;
+    std::error_code ec;
+    fs::create_directories(file.parent_path(), ec);
+    std::ofstream(file, std::ios::binary)
+        .write(contents.data(), static_cast<std::streamsize>(contents.size()));
   }
   return root;
 }

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "config/config_error.h"
 
@@ -39,11 +41,14 @@ inline std::string InputText(const uint8_t* data, size_t size) {
 // readers). One in-memory file (memfd), rewritten on every call: no disk, nothing left behind.
 std::string InputFile(const uint8_t* data, size_t size);
 
+// The input as named sections, in order: each a line "== NAME" followed by its contents up to the
+// next such line. Text before the first one is ignored.
+std::vector<std::pair<std::string, std::string>> InputSections(const uint8_t* data, size_t size);
+
 // The root of a directory tree that holds the input's files, for the readers of /sys and
-// cgroupfs trees. The input is a list of files, each a line "== PATH" (relative, of letters,
-// digits and . _ , - /, no "..") followed by its contents up to the next such line; text before
-// the first one, and files with other paths, are ignored. The tree is rebuilt on every call
-// (under /dev/shm: no disk) and removed at exit.
+// cgroupfs trees: each section (InputSections) is a file, named by a relative PATH of letters,
+// digits and . _ , - / (no ".."); sections with other names are ignored. The tree is rebuilt on
+// every call (under /dev/shm: no disk) and removed at exit.
 std::string InputTree(const uint8_t* data, size_t size);
 
 // The contents of the file at `path` ("" when it cannot be read), e.g. one of an InputTree.

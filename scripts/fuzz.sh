@@ -52,9 +52,11 @@ seeds() {
         [ "$f" = data/tiresias/60_job.csv ] || cp "$f" "$dir"
       done ;;
     tiresias_jobs) cp data/tiresias/60_job.csv "$dir" ;;
-    # Inputs that exist only here: job specs of every field, a tokens file of each kind, one
-    # message of each kind the agent protocol has.
-    job_spec | tokens_file | agent_protocol) cp fuzz/seeds/"$1"/* "$dir" ;;
+    # Inputs that exist only here: job specs of every field, a tokens file of each kind,
+    # one message of each kind the agent protocol has, kubeconfigs of each kind of user, and
+    # extender sessions (nodes, pods, then the verbs; fuzz/k8s_extender_fuzz.cc).
+    job_spec | tokens_file | agent_protocol | kubeconfig | k8s_extender)
+      cp fuzz/seeds/"$1"/* "$dir" ;;
     dcgm_metrics) cp tests/data/agent/dcgm/metrics.txt "$dir" ;;
     cgroup_stats)
       tree "" tests/data/agent/cgroup-v1 > "$dir/v1"

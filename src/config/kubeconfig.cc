@@ -29,6 +29,11 @@ std::string Base64Decode(std::string_view text) {
   return out;
 }
 
+std::string TrimLineEnd(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
 // The entry named `name` of a kubeconfig list (clusters, users, contexts): its inner map.
 YAML::Node Named(const YamlReader& reader, const YAML::Node& root, const char* list,
                  const std::string& name) {
@@ -38,7 +43,7 @@ YAML::Node Named(const YamlReader& reader, const YAML::Node& root, const char* l
   for (size_t i = 0; i < entries.size(); ++i) {
     const std::string path = IndexPath(list, i);
     if (reader.Name(reader.Required(entries[i], path, "name"), FieldPath(path, "name")) == name)
-      return reader.Required(entries[i], path, inner.c_str());
+      return reader.Map(reader.Required(entries[i], path, inner.c_str()), FieldPath(path, inner));
   }
   reader.Fail(entries, list, "no entry named \"" + name + "\"; the current context names it");
 }
@@ -49,13 +54,22 @@ std::string Optional(const YamlReader& reader, const YAML::Node& map, const std:
   return value ? reader.String(value, FieldPath(path, key)) : "";
 }
 
+// The text of the file that map[key] names ("" when the key is absent). A file that cannot be
+// read is refused at the field that names it.
+std::string ReferencedFile(const YamlReader& reader, const YAML::Node& map, const std::string& path,
+                           const char* key) {
+  const std::string file = Optional(reader, map, path, key);
+  if (file.empty()) return "";
+  try {
+    return ReadFileText(file);
+  } catch (const ConfigError& e) {
+    reader.Fail(map[key], FieldPath(path, key), e.what());
+  }
+}
+
 }  // namespace
 
-std::string ReadToken(const std::string& path) {
-  std::string token = ReadFileText(path);
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
-  return token;
-}
+std::string ReadToken(const std::string& path) { return TrimLineEnd(ReadFileText(path)); }
 
 KubeConfig LoadKubeConfig(const std::string& path) {
   const YamlReader reader(path);
@@ -90,7 +104,7 @@ KubeConfig LoadKubeConfig(const std::string& path) {
                   "expected https://HOST[:PORT], got \"" + config.server + "\"");
   }
   config.ca_file = Optional(reader, cluster, "cluster", "certificate-authority");
-  if (!config.ca_file.empty()) ReadFileText(config.ca_file);  // names the file it cannot read
+  ReferencedFile(reader, cluster, "cluster", "certificate-authority");
   if (const YAML::Node data = cluster["certificate-authority-data"]) {
     try {
       config.ca_pem = Base64Decode(reader.String(data, "cluster.certificate-authority-data"));
@@ -112,13 +126,14 @@ KubeConfig LoadKubeConfig(const std::string& path) {
                     "user.tokenFile) or client-certificate and client-key files");
     config.token = Optional(reader, user, "user", "token");
     config.token_file = Optional(reader, user, "user", "tokenFile");
-    if (!config.token_file.empty()) config.token = ReadToken(config.token_file);
+    if (!config.token_file.empty())
+      config.token = TrimLineEnd(ReferencedFile(reader, user, "user", "tokenFile"));
     config.cert_file = Optional(reader, user, "user", "client-certificate");
     config.key_file = Optional(reader, user, "user", "client-key");
     if (config.cert_file.empty() != config.key_file.empty())
       reader.Fail(user, "user", "give client-certificate and client-key together");
-    for (const std::string& file : {config.cert_file, config.key_file})
-      if (!file.empty()) ReadFileText(file);
+    ReferencedFile(reader, user, "user", "client-certificate");
+    ReferencedFile(reader, user, "user", "client-key");
   }
   return config;
 }

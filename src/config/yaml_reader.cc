@@ -236,9 +236,14 @@ const YAML::Node& YamlReader::Sequence(const YAML::Node& node, const std::string
   return node;
 }
 
+const YAML::Node& YamlReader::Map(const YAML::Node& node, const std::string& path) const {
+  if (!node.IsMap()) Fail(node, path, "expected a map, got " + Describe(node));
+  return node;
+}
+
 YAML::Node YamlReader::Required(const YAML::Node& map, const std::string& path,
                                 const char* key) const {
-  YAML::Node value = map[key];
+  YAML::Node value = Map(map, path)[key];
   if (!value) Fail(map, path, std::string("missing required field \"") + key + "\"");
   return value;
 }

@@ -53,9 +53,10 @@ class YamlReader {
   // fields, whose keys CheckFields compares with the format's own).
   std::vector<YamlEntry> Entries(const YAML::Node& node, const std::string& path,
                                  bool keys_are_names = true) const;
-  // `node` itself, after checking that it is a sequence.
+  // `node` itself, after checking that it is a sequence (a map).
   const YAML::Node& Sequence(const YAML::Node& node, const std::string& path) const;
-  // map[key]; a missing key is an error at the map's line.
+  const YAML::Node& Map(const YAML::Node& node, const std::string& path) const;
+  // map[key]; a missing key, or a `map` that is none, is an error at the map's line.
   YAML::Node Required(const YAML::Node& map, const std::string& path, const char* key) const;
 
   std::string String(const YAML::Node& node, const std::string& path) const;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "k8s/informer.h"
+#include "k8s/json_fields.h"
 #include "k8s/kube_client.h"
 #include "server/listen.h"
 
@@ -18,21 +19,6 @@ using nlohmann::json;
 
 std::atomic<bool> g_stop{false};
 
-// Deeper than any Kubernetes object. Reading and freeing JSON of any depth does not recurse, but
-// writing a value out does: a request nested deeper is refused before anything writes it.
-constexpr int kMaxRequestDepth = 100;
-
-bool DepthAtMost(const json& root, int limit) {
-  std::vector<std::pair<const json*, int>> stack = {{&root, 1}};
-  while (!stack.empty()) {
-    const auto [value, depth] = stack.back();
-    stack.pop_back();
-    if (depth > limit) return false;
-    if (value->is_structured())
-      for (const json& child : *value) stack.push_back({&child, depth + 1});
-  }
-  return true;
-}
 void OnSignal(int) { g_stop = true; }
 
 double WallClock() {
@@ -97,12 +83,12 @@ void AddExtenderRoutes(httplib::Server& server, Extender& extender, MetricsRegis
       json answer;
       std::string text;  // filter and prioritize answer text
       int status = 200;
-      if (args.is_discarded() || !DepthAtMost(args, kMaxRequestDepth)) {
+      if (args.is_discarded() || !JsonDepthAtMost(args, kMaxKubeObjectDepth)) {
         answer = {{"Error", args.is_discarded()
                                 ? "the request body is not JSON; kube-scheduler sends the "
                                   "extender args as JSON"
                                 : "the request nests deeper than " +
-                                      std::to_string(kMaxRequestDepth) +
+                                      std::to_string(kMaxKubeObjectDepth) +
                                       " levels, which no Kubernetes object does"}};
         status = name == "filter" || name == "bind" ? 200 : 400;
       } else {

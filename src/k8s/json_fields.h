@@ -15,4 +15,10 @@ std::string FieldText(const nlohmann::json& object, const char* key);
 std::string MetadataText(const nlohmann::json& object, const char* key);
 std::string AnnotationText(const nlohmann::json& object, const char* key);
 
+// Deeper than any Kubernetes object. Reading and freeing JSON of any depth does not recurse, but
+// writing a value out does: a request nested deeper is refused before anything writes it.
+constexpr int kMaxKubeObjectDepth = 100;
+// Whether `root` nests at most `limit` levels (a scalar is one); walks without recursing.
+bool JsonDepthAtMost(const nlohmann::json& root, int limit);
+
 }  // namespace berth
