@@ -17,6 +17,7 @@ check() {
       --trace "$file") ;;
     openb_pod_list) cmd=(sim replay --format openb --jobs 20 --trace "$file") ;;
     tiresias_jobs) cmd=(sim replay --format tiresias --jobs 20 --trace "$file") ;;
+    kubeconfig) cmd=(server --k8s --kubeconfig "$file" --listen 127.0.0.1:0) ;;
     *) fail "$file: no berth command for fuzz target $target" ;;
   esac
   out=$( (ulimit -v 6000000; timeout 20 "$BERTH" "${cmd[@]}") 2>&1) || rc=$?
@@ -39,7 +40,10 @@ for dir in tests/data/fuzz/*/; do
   [ -f "fuzz/${target}_fuzz.cc" ] || fail "$dir: no fuzz target fuzz/${target}_fuzz.cc"
   # What a node agent reads and sends (nvidia-smi, /sys, cgroupfs, DCGM, protocol messages) no
   # berth command reads from a file: scripts/fuzz.sh and the unit tests replay those inputs.
-  case $target in agent_protocol | cgroup_stats | dcgm_metrics | gpu_discovery) continue ;; esac
+  # Nor the extender's sessions (nodes, pods and verbs): only scripts/fuzz.sh replays those.
+  case $target in
+    agent_protocol | cgroup_stats | dcgm_metrics | gpu_discovery | k8s_extender) continue ;;
+  esac
   for file in "$dir"*; do
     [ -f "$file" ] && check "$target" "$file"
   done
