@@ -61,6 +61,8 @@ struct DevicePluginArgs {
   std::string node, kubeconfig, declare;
   std::string plugin_dir = "/var/lib/kubelet/device-plugins";
   std::string resource = "nvidia.com/gpu";
+  std::string share_resource = kGpuShareResource;
+  int share_seats = 16;
 };
 
 // Serves until SIGINT/SIGTERM. kubelet deletes the plugins' sockets when it restarts, and a
@@ -70,6 +72,8 @@ void RunDevicePlugin(const DevicePluginArgs& a) {
   options.node = a.node;
   options.plugin_dir = a.plugin_dir;
   options.resource = a.resource;
+  options.share_resource = a.share_resource;
+  options.share_seats = a.share_seats;
   options.gpu_uuids = CurrentUuids(a.node, a.declare);
   options.list_gpus = [a] { return CurrentUuids(a.node, a.declare); };
   KubeClient kube(a.kubeconfig.empty() ? InClusterKubeConfig() : LoadKubeConfig(a.kubeconfig));
@@ -85,7 +89,10 @@ void RunDevicePlugin(const DevicePluginArgs& a) {
       continue;
     }
     std::cerr << "berth device-plugin " << a.node << ": " << options.gpu_uuids.size() << " GPUs as "
-              << a.resource << ", serving on " << socket << std::endl;
+              << a.resource;
+    if (!a.share_resource.empty())
+      std::cerr << ", " << a.share_seats << " seats each as " << a.share_resource;
+    std::cerr << ", serving in " << a.plugin_dir << std::endl;
     while (!g_agent_stop && access(socket.c_str(), F_OK) == 0)
       std::this_thread::sleep_for(std::chrono::seconds(1));
     if (!g_agent_stop)
@@ -176,6 +183,16 @@ void AddAgentCommands(CLI::App& app) {
       ->check(NonEmptyPath())
       ->capture_default_str();
   plugin->add_option("--resource", d->resource, "The extended resource the GPUs are advertised as")
+      ->capture_default_str();
+  plugin
+      ->add_option("--share-resource", d->share_resource,
+                   "The extended resource of seats on shared GPUs, which GPU-share pods ask for "
+                   "(\"\": none)")
+      ->capture_default_str();
+  plugin
+      ->add_option("--share-seats", d->share_seats,
+                   "Share pods per GPU that kubelet admits; berth decides which fit")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   plugin
       ->add_option("--declare", d->declare,

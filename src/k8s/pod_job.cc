@@ -255,8 +255,17 @@ bool ReadPod(const json& object, Pod* pod, std::string* why) {
                            "(use a gang for more)");
     demand.mig_profile = name.substr(prefix.size());
   }
-  // A share may come with nvidia.com/gpu: 1, the device slot kubelet and berth's device plugin
-  // hand over (berth chooses which GPU); the share is of that one GPU.
+  // A share comes with a device for kubelet and berth's device plugin to hand over (berth
+  // chooses which GPU): one seat of the share resource, or nvidia.com/gpu: 1.
+  if (const auto it = need.find(kGpuShareResource); it != need.end() && it->second > 0) {
+    if (it->second != 1 || share == 0)
+      return Fail(why, std::string("Pod.spec.containers[].resources: ") + kGpuShareResource +
+                           ": ask for 1 (one seat on a shared GPU), with the annotation " +
+                           kGpuShareResource + " giving the thousandths of the GPU, 1 to 1000");
+    if (gpus > 0)
+      return Fail(why, std::string("Pod: ask for ") + kGpuShareResource +
+                           " or nvidia.com/gpu, not both");
+  }
   if (share > 0 && gpus == 1) gpus = 0;
   if (int(gpus > 0) + int(share > 0) + int(!demand.mig_profile.empty()) > 1)
     return Fail(why,

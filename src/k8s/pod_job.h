@@ -6,7 +6,9 @@
 // Annotations (docs/kubernetes.md):
 //   berth.io/queue          the queue (a VC); default "default"
 //   berth.io/priority       an integer priority; default 100, as berth's own job specs
-//   berth.io/gpu-share      thousandths of one GPU (1..1000), instead of nvidia.com/gpu
+//   berth.io/gpu-share      thousandths of one GPU (1..1000), instead of nvidia.com/gpu; with
+//                           the resource of that name (1 seat) or nvidia.com/gpu: 1, for a
+//                           device plugin to hand the pod its GPU
 //   berth.io/gpu-model      the GPU model the pod needs
 //   berth.io/affinity       loosest level one pod's GPUs may spread over: gpu|switch|socket|node
 //   berth.io/gang-affinity  loosest level a gang may spread over: node|rack|any
@@ -33,6 +35,9 @@ constexpr const char* kGpuIdsAnnotation = "berth.io/gpu-ids";
 constexpr const char* kBorrowedAnnotation = "berth.io/borrowed";
 constexpr const char* kPlacementAnnotation = "berth.io/placement";
 constexpr const char* kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
+// The extended resource berth's device plugin advertises for GPU shares: seats on shared GPUs. A
+// share pod asks for 1 beside its berth.io/gpu-share annotation (the thousandths it uses).
+constexpr const char* kGpuShareResource = "berth.io/gpu-share";
 
 struct Pod {
   std::string uid, name, ns;

@@ -68,6 +68,7 @@ class DevicePluginTest : public ::testing::Test {
     options.gpu_uuids = kUuids;
     options.dev_dir = dir_ + "/dev";
     options.health_interval_s = 0.05;
+    options.share_seats = 2;
     options.list_gpus = [this] {
       std::lock_guard<std::mutex> lock(present_mu_);
       return present_;
@@ -76,6 +77,8 @@ class DevicePluginTest : public ::testing::Test {
     ASSERT_EQ(plugin_->Start(), "");
     stub_ = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
         "unix://" + dir_ + "/" + kDevicePluginSocket, grpc::InsecureChannelCredentials()));
+    share_stub_ = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
+        "unix://" + dir_ + "/" + kSharePluginSocket, grpc::InsecureChannelCredentials()));
   }
 
   void TearDown() override {
@@ -92,15 +95,27 @@ class DevicePluginTest : public ::testing::Test {
     api_.Bind("ml", name, kNode, bound);
   }
 
-  // Allocate as kubelet sends it: one container asking for `ids`.
+  // A share pod berth bound here: one seat of berth.io/gpu-share, `milli` of GPU `gpu_id`.
+  void BindSharePod(const std::string& name, const std::string& gpu_id, int milli) {
+    json pod = GpuPod(name, 0, {{"berth.io/gpu-share", std::to_string(milli)}});
+    pod["spec"]["containers"][0]["resources"]["limits"]["berth.io/gpu-share"] = "1";
+    api_.Create("pods", pod);
+    api_.Bind("ml", name, kNode,
+              {{"berth.io/gpu-ids", gpu_id},
+               {"berth.io/placement", "{\"gpuMilli\":" + std::to_string(milli) + "}"}});
+  }
+
+  // Allocate as kubelet sends it: one container asking for `ids` (of the share resource's
+  // plugin with `share`).
   grpc::Status Allocate(const std::vector<std::string>& ids,
-                        v1beta1::ContainerAllocateResponse* answer) {
+                        v1beta1::ContainerAllocateResponse* answer, bool share = false) {
     v1beta1::AllocateRequest request;
     auto* container = request.add_container_requests();
     for (const std::string& id : ids) container->add_devices_ids(id);
     v1beta1::AllocateResponse response;
     grpc::ClientContext context;
-    const grpc::Status status = stub_->Allocate(&context, request, &response);
+    const grpc::Status status =
+        (share ? share_stub_ : stub_)->Allocate(&context, request, &response);
     if (status.ok() && response.container_responses_size() == 1)
       *answer = response.container_responses(0);
     return status;
@@ -112,9 +127,9 @@ class DevicePluginTest : public ::testing::Test {
     return env != answer.envs().end() ? env->second : "<unset>";
   }
 
-  std::string VisibleDevices(const std::vector<std::string>& ids) {
+  std::string VisibleDevices(const std::vector<std::string>& ids, bool share = false) {
     v1beta1::ContainerAllocateResponse answer;
-    const grpc::Status status = Allocate(ids, &answer);
+    const grpc::Status status = Allocate(ids, &answer, share);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return Env(answer, "NVIDIA_VISIBLE_DEVICES");
   }
@@ -127,19 +142,21 @@ class DevicePluginTest : public ::testing::Test {
   std::mutex present_mu_;
   std::vector<std::string> present_ = kUuids;
   std::unique_ptr<DevicePlugin> plugin_;
-  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
+  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_, share_stub_;
 };
 
 TEST_F(DevicePluginTest, RegistersWithKubeletAndPublishesTheUuids) {
   {
     std::lock_guard<std::mutex> lock(kubelet_.mu);
-    ASSERT_EQ(kubelet_.requests.size(), 1u);
+    ASSERT_EQ(kubelet_.requests.size(), 2u);
     const v1beta1::RegisterRequest& request = kubelet_.requests[0];
     EXPECT_EQ(request.version(), "v1beta1");
     EXPECT_EQ(request.endpoint(), "berth.sock");
     EXPECT_EQ(request.resource_name(), "nvidia.com/gpu");
     EXPECT_FALSE(request.options().pre_start_required());
     EXPECT_TRUE(request.options().get_preferred_allocation_available());
+    EXPECT_EQ(kubelet_.requests[1].endpoint(), "berth-share.sock");
+    EXPECT_EQ(kubelet_.requests[1].resource_name(), "berth.io/gpu-share");
   }
   const json node = api_.Get("nodes", "", kNode).value();
   EXPECT_EQ(node["metadata"]["annotations"]["berth.io/gpu-uuids"], "GPU-a0,GPU-a1,GPU-a2,GPU-a3");
@@ -227,6 +244,62 @@ TEST_F(DevicePluginTest, ASharePodGetsItsLimits) {
   EXPECT_EQ(Env(answer, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
 }
 
+TEST_F(DevicePluginTest, SharesAreSeatsOnEachGpuThatFollowItsHealth) {
+  grpc::ClientContext context;
+  auto stream = share_stub_->ListAndWatch(&context, v1beta1::Empty());
+  v1beta1::ListAndWatchResponse list;
+  ASSERT_TRUE(stream->Read(&list));
+  ASSERT_EQ(list.devices_size(), 8);  // 4 GPUs x 2 seats
+  EXPECT_EQ(list.devices(0).id(), "GPU-a0::0");
+  EXPECT_EQ(list.devices(3).id(), "GPU-a1::1");
+  {
+    std::lock_guard<std::mutex> lock(present_mu_);
+    present_ = {"GPU-a0", "GPU-a2", "GPU-a3"};
+  }
+  ASSERT_TRUE(stream->Read(&list));
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(list.devices(i).health(), i / 2 == 1 ? "Unhealthy" : "Healthy") << i;
+  context.TryCancel();
+}
+
+// Two share pods on one GPU take two seats, whichever seats kubelet picked; each gets its own
+// limits. Whole-GPU pods and share pods never take each other's Allocate.
+TEST_F(DevicePluginTest, ASharePodGetsBerthsGpuForAnySeat) {
+  BindSharePod("share-a", "GPU-a2", 250);
+  BindSharePod("share-b", "GPU-a2", 500);
+  BindPod("whole", 1, {{"berth.io/gpu-ids", "GPU-a3"}});
+  v1beta1::ContainerAllocateResponse answer;
+  ASSERT_TRUE(Allocate({"GPU-a2::1"}, &answer, true).ok());  // a seat on berth's GPU: exact
+  EXPECT_EQ(Env(answer, "NVIDIA_VISIBLE_DEVICES"), "GPU-a2");
+  EXPECT_EQ(Env(answer, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
+  ASSERT_TRUE(Allocate({"GPU-a0::0"}, &answer, true).ok());  // the only share pod left
+  EXPECT_EQ(Env(answer, "NVIDIA_VISIBLE_DEVICES"), "GPU-a2");
+  EXPECT_EQ(Env(answer, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "50");
+  // No share pod waits: kubelet's seat stands; the whole-GPU pod is not taken for it.
+  EXPECT_EQ(VisibleDevices({"GPU-a1::0"}, true), "GPU-a1");
+  EXPECT_EQ(VisibleDevices({"GPU-a0"}), "GPU-a3");  // the whole pod, by the whole-GPU plugin
+
+  v1beta1::ContainerAllocateResponse refused;
+  EXPECT_EQ(Allocate({"GPU-a0"}, &refused, true).error_code(),  // a GPU, not a seat
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Allocate({"GPU-a0::2"}, &refused, true).error_code(),  // past the seats
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(DevicePluginTest, PreferredSeatIsOnBerthsGpu) {
+  BindSharePod("share", "GPU-a3", 100);
+  v1beta1::PreferredAllocationRequest request;
+  auto* container = request.add_container_requests();
+  for (const char* id : {"GPU-a0::0", "GPU-a1::0", "GPU-a3::0", "GPU-a3::1"})
+    container->add_available_deviceids(id);
+  container->set_allocation_size(1);
+  v1beta1::PreferredAllocationResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(share_stub_->GetPreferredAllocation(&context, request, &response).ok());
+  ASSERT_EQ(response.container_responses(0).deviceids_size(), 1);
+  EXPECT_EQ(response.container_responses(0).deviceids(0), "GPU-a3::0");
+}
+
 TEST_F(DevicePluginTest, WithoutABerthPodKubeletsIdsAreUsed) {
   EXPECT_EQ(VisibleDevices({"GPU-a0", "GPU-a3"}), "GPU-a0,GPU-a3");
 }
@@ -290,6 +363,19 @@ TEST_F(DevicePluginTest, PreferredAllocationIsBerthsWhenKubeletHasThem) {
   };
   EXPECT_EQ(preferred(kUuids), "GPU-a3 GPU-a1 ");
   EXPECT_EQ(preferred({"GPU-a0", "GPU-a1", "GPU-a2"}), "GPU-a0 GPU-a1 ");  // GPU-a3 is taken
+
+  // kubelet's must-include devices come first and the answer stays at the size asked, even
+  // when kubelet names more than that.
+  v1beta1::PreferredAllocationRequest request;
+  auto* container = request.add_container_requests();
+  for (const std::string& id : kUuids) container->add_available_deviceids(id);
+  for (const char* id : {"GPU-a2", "GPU-a0", "GPU-a1"}) container->add_must_include_deviceids(id);
+  container->set_allocation_size(2);
+  v1beta1::PreferredAllocationResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->GetPreferredAllocation(&context, request, &response).ok());
+  ASSERT_EQ(response.container_responses(0).deviceids_size(), 2);
+  EXPECT_EQ(response.container_responses(0).deviceids(0), "GPU-a2");
 }
 
 TEST(DevicePluginStart, FailsWithTheReasonWhenKubeletIsNotThere) {
@@ -310,6 +396,16 @@ TEST(DevicePluginStart, FailsWithTheReasonWhenKubeletIsNotThere) {
 
   options.gpu_uuids = {"GPU-a0", "GPU-a0"};
   EXPECT_NE(DevicePlugin(options, kube).Start().find("distinct"), std::string::npos);
+  options.gpu_uuids = {"GPU-a0"};
+  options.share_seats = 0;
+  EXPECT_NE(DevicePlugin(options, kube).Start().find("--share-seats"), std::string::npos);
+  options.share_seats = 4;
+  options.share_resource = "nvidia.com/gpu";
+  EXPECT_NE(DevicePlugin(options, kube).Start().find("--share-resource"), std::string::npos);
+  options.share_resource = kGpuShareResource;
+  options.gpu_uuids = {"GPU-" + std::string(58, 'f')};  // 62: no room for a seat's "::N"
+  EXPECT_NE(DevicePlugin(options, kube).Start().find("distinct UUIDs of 1 to 59"),
+            std::string::npos);
   options.gpu_uuids = {"GPU-a0"};
   options.node = "bad/name";
   EXPECT_NE(DevicePlugin(options, kube).Start().find("node name"), std::string::npos);

@@ -110,6 +110,29 @@ TEST(PodJobTest, SharesMigAndPodGroups) {
   EXPECT_FALSE(read.wants_gpus);
 }
 
+// A share pod asks berth's device plugin for one seat (berth.io/gpu-share: 1) beside the
+// annotation that says how much of the GPU it uses.
+TEST(PodJobTest, ASharePodAsksForOneSeat) {
+  const auto share_pod = [](const std::string& seats, const std::string& milli, int gpus = 0) {
+    json pod = GpuPod("s", gpus, milli.empty() ? std::map<std::string, std::string>{}
+                                               : std::map<std::string, std::string>{
+                                                     {"berth.io/gpu-share", milli}});
+    pod["spec"]["containers"][0]["resources"]["limits"]["berth.io/gpu-share"] = seats;
+    return pod;
+  };
+  Pod read;
+  std::string why;
+  ASSERT_TRUE(ReadPod(share_pod("1", "300"), &read, &why)) << why;
+  EXPECT_TRUE(read.wants_gpus);
+  EXPECT_EQ(read.spec.groups[0].demand.gpu_milli, 300);
+  EXPECT_FALSE(ReadPod(share_pod("1", ""), &read, &why));  // how much of the GPU?
+  EXPECT_NE(why.find("annotation berth.io/gpu-share"), std::string::npos) << why;
+  EXPECT_FALSE(ReadPod(share_pod("2", "300"), &read, &why));
+  EXPECT_NE(why.find("ask for 1"), std::string::npos) << why;
+  EXPECT_FALSE(ReadPod(share_pod("1", "300", 1), &read, &why));
+  EXPECT_NE(why.find("not both"), std::string::npos) << why;
+}
+
 TEST(PodJobTest, RefusalsNameTheField) {
   Pod read;
   std::string why;

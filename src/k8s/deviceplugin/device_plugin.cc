@@ -25,6 +25,7 @@ using nlohmann::json;
 
 constexpr const char* kApiVersion = "v1beta1";
 constexpr size_t kMaxDeviceIdLength = 63;  // kubelet refuses longer Device.ID values
+constexpr int kMaxShareSeats = 1000;       // a share is at least a thousandth of a GPU
 
 std::string Join(const std::vector<std::string>& parts) {
   std::string text;
@@ -46,8 +47,29 @@ int IndexIn(const std::string& text, size_t n) {
   return index < static_cast<int>(n) ? index : -1;
 }
 
-// metadata.annotations[key] when it is a string, else "". Read directly rather than through
-// ReadPod: the plugin needs only what berth wrote at bind, whatever else the pod asks for.
+// What one registration with kubelet advertises: the node's GPUs whole (seats 0, device ID =
+// UUID), or `seats` devices per GPU (ID = UUID::N) for the pods that ask for a seat.
+struct Offer {
+  std::string resource, socket;
+  int seats = 0;
+};
+
+// Whether any of the pod's containers requests or limits `resource`. Read directly rather than
+// through ReadPod: the plugin needs only what berth wrote at bind, whatever else the pod asks.
+bool AsksFor(const json& pod, const std::string& resource) {
+  const json* spec = Field(pod, "spec");
+  const json* containers = spec == nullptr ? nullptr : Field(*spec, "containers");
+  if (containers == nullptr || !containers->is_array()) return false;
+  for (const json& container : *containers) {
+    const json* resources = Field(container, "resources");
+    for (const char* list : {"limits", "requests"})
+      if (const json* entries = resources == nullptr ? nullptr : Field(*resources, list);
+          entries != nullptr && Field(*entries, resource.c_str()) != nullptr)
+        return true;
+  }
+  return false;
+}
+
 // A pod berth bound to this node that may still be waiting for its devices.
 struct PendingPod {
   std::string uid, name;  // name as namespace/name, for log lines
@@ -60,10 +82,18 @@ struct PendingPod {
 
 class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
  public:
-  Service(const DevicePluginOptions& options, KubeClient& kube)
-      : options_(options), kube_(kube), healthy_(options.gpu_uuids.size(), true) {
-    for (size_t i = 0; i < options_.gpu_uuids.size(); ++i) index_of_[options_.gpu_uuids[i]] = i;
+  Service(const DevicePluginOptions& options, KubeClient& kube, Offer offer)
+      : options_(options), kube_(kube), offer_(std::move(offer)),
+        healthy_(options.gpu_uuids.size(), true) {
+    for (size_t g = 0; g < options_.gpu_uuids.size(); ++g) {
+      if (offer_.seats == 0) devices_.emplace_back(options_.gpu_uuids[g], g);
+      for (int seat = 0; seat < offer_.seats; ++seat)
+        devices_.emplace_back(options_.gpu_uuids[g] + "::" + std::to_string(seat), g);
+    }
+    for (const auto& [id, g] : devices_) gpu_of_[id] = g;
   }
+
+  const Offer& offer() const { return offer_; }
 
   void SetHealth(const std::vector<bool>& healthy) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -94,10 +124,10 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
     while (!streams_ending_ && !context->IsCancelled()) {
       if (first || sent != generation_) {
         v1beta1::ListAndWatchResponse devices;
-        for (size_t i = 0; i < options_.gpu_uuids.size(); ++i) {
+        for (const auto& [id, g] : devices_) {
           v1beta1::Device* device = devices.add_devices();
-          device->set_id(options_.gpu_uuids[i]);
-          device->set_health(healthy_[i] ? "Healthy" : "Unhealthy");
+          device->set_id(id);
+          device->set_health(healthy_[g] ? "Healthy" : "Unhealthy");
         }
         first = false;
         sent = generation_;
@@ -125,34 +155,41 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
       if (size < 0 || size > container.available_deviceids_size())
         return Invalid("allocation_size " + std::to_string(size) + " with " +
                        std::to_string(container.available_deviceids_size()) + " devices available");
-      const std::set<std::string> available(container.available_deviceids().begin(),
-                                            container.available_deviceids().end());
+      const auto& must = container.must_include_deviceids();
+      const auto& available = container.available_deviceids();
       std::vector<std::string> chosen;
-      for (auto pod = pods.begin(); pod != pods.end(); ++pod) {
+      for (auto pod = pods.begin(); pod != pods.end() && chosen.empty(); ++pod) {
         if (pod->gpus.size() != static_cast<size_t>(size)) continue;
-        std::vector<std::string> uuids = UuidsOf(pod->gpus);
-        const bool offered = std::all_of(uuids.begin(), uuids.end(), [&](const std::string& id) {
-          return available.count(id) > 0;
+        // A device on each of the pod's GPUs: one kubelet must include first, else any offered.
+        std::vector<std::string> ids;
+        for (int g : pod->gpus)
+          for (const auto* from : {&must, &available}) {
+            const auto on_g = std::find_if(from->begin(), from->end(), [&](const std::string& id) {
+              const auto known = gpu_of_.find(id);
+              return known != gpu_of_.end() && known->second == static_cast<size_t>(g) &&
+                     std::find(ids.begin(), ids.end(), id) == ids.end();
+            });
+            if (on_g == from->end()) continue;
+            ids.push_back(*on_g);
+            break;
+          }
+        const bool keeps_required = std::all_of(must.begin(), must.end(), [&](const std::string& id) {
+          return std::find(ids.begin(), ids.end(), id) != ids.end();
         });
-        const bool keeps_required =
-            std::all_of(container.must_include_deviceids().begin(),
-                        container.must_include_deviceids().end(), [&](const std::string& id) {
-                          return std::find(uuids.begin(), uuids.end(), id) != uuids.end();
-                        });
-        if (offered && keeps_required) {
-          chosen = std::move(uuids);
+        if (ids.size() == pod->gpus.size() && keeps_required) {
+          chosen = std::move(ids);
           pods.erase(pod);  // a second container of the request is another pod's
           break;
         }
       }
       if (chosen.empty()) {
-        // No pod of berth's fits: what kubelet must include, then the first others available.
-        chosen.assign(container.must_include_deviceids().begin(),
-                      container.must_include_deviceids().end());
-        for (const std::string& id : container.available_deviceids())
-          if (chosen.size() < static_cast<size_t>(size) &&
-              std::find(chosen.begin(), chosen.end(), id) == chosen.end())
-            chosen.push_back(id);
+        // No pod of berth's fits: what kubelet must include, then the first others available,
+        // `size` in all.
+        for (const auto* from : {&must, &available})
+          for (const std::string& id : *from)
+            if (chosen.size() < static_cast<size_t>(size) &&
+                std::find(chosen.begin(), chosen.end(), id) == chosen.end())
+              chosen.push_back(id);
       }
       auto* answer = response->add_container_responses();
       for (const std::string& id : chosen) answer->add_deviceids(id);
@@ -164,19 +201,22 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
                         v1beta1::AllocateResponse* response) override {
     if (request->container_requests_size() > kMaxContainers)
       return Invalid("more than " + std::to_string(kMaxContainers) + " container requests");
+    // The GPUs of each container's devices (a GPU once, however many of its seats).
     std::vector<std::vector<int>> asked;
     for (const auto& container : request->container_requests()) {
       const size_t count = container.devices_ids_size();
-      if (count == 0 || count > options_.gpu_uuids.size())
+      if (count == 0 || count > devices_.size())
         return Invalid("a container asks for " + std::to_string(count) + " devices; node " +
-                       options_.node + " has " + std::to_string(options_.gpu_uuids.size()));
+                       options_.node + " has " + std::to_string(devices_.size()) + " of " +
+                       offer_.resource);
       std::vector<int> gpus;
       for (const std::string& id : container.devices_ids()) {
-        const auto known = index_of_.find(id);
-        if (known == index_of_.end())
-          return Invalid("unknown device \"" + id.substr(0, 80) + "\" (not a GPU of node " +
-                         options_.node + ")");
-        gpus.push_back(static_cast<int>(known->second));
+        const auto known = gpu_of_.find(id);
+        if (known == gpu_of_.end())
+          return Invalid("unknown device \"" + id.substr(0, 80) + "\" (not a " +
+                         offer_.resource + " device of node " + options_.node + ")");
+        const int g = static_cast<int>(known->second);
+        if (std::find(gpus.begin(), gpus.end(), g) == gpus.end()) gpus.push_back(g);
       }
       asked.push_back(std::move(gpus));
     }
@@ -255,9 +295,10 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
     while (start <= text.size() && gpus->size() < options_.gpu_uuids.size()) {
       const size_t comma = std::min(text.find(',', start), text.size());
       const std::string id = text.substr(start, comma - start);
-      const auto known = index_of_.find(id);
-      const int g = known != index_of_.end() ? static_cast<int>(known->second)
-                                             : IndexIn(id, options_.gpu_uuids.size());
+      const auto known = std::find(options_.gpu_uuids.begin(), options_.gpu_uuids.end(), id);
+      const int g = known != options_.gpu_uuids.end()
+                        ? static_cast<int>(known - options_.gpu_uuids.begin())
+                        : IndexIn(id, options_.gpu_uuids.size());
       if (g < 0 || std::find(gpus->begin(), gpus->end(), g) != gpus->end()) return false;
       gpus->push_back(g);
       start = comma + 1;
@@ -265,7 +306,8 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
     return start > text.size();
   }
 
-  // The pods berth bound here that have not got their devices yet, oldest first. A pod still
+  // The pods berth bound here that have not got their devices yet, oldest first: those that ask
+  // for this offer's resource when it is seats, the others when it is whole GPUs. A pod still
   // Pending is one whose containers kubelet has not started; served_ covers the moment between
   // Allocate and the pod's phase changing. Call under allocate_mu_.
   std::vector<PendingPod> PendingPods(std::string* failed) {
@@ -288,7 +330,8 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
       double created = 0;
       if (uid.empty() || gpu_ids.empty() || !MetadataText(item, "deletionTimestamp").empty() ||
           served_.count(uid) > 0 || !(phase.empty() || phase == "Pending") ||
-          !ParseTimestamp(MetadataText(item, "creationTimestamp"), &created))
+          !ParseTimestamp(MetadataText(item, "creationTimestamp"), &created) ||
+          (offer_.seats > 0) != AsksFor(item, options_.share_resource))
         continue;
       PendingPod entry{uid,
                        MetadataText(item, "namespace") + "/" + MetadataText(item, "name"),
@@ -342,7 +385,9 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
 
   const DevicePluginOptions& options_;
   KubeClient& kube_;
-  std::map<std::string, size_t> index_of_;  // UUID -> index
+  const Offer offer_;
+  std::vector<std::pair<std::string, size_t>> devices_;  // device ID, its GPU's index
+  std::map<std::string, size_t> gpu_of_;                 // device ID -> GPU index
 
   std::mutex mu_;  // guards the health below
   std::condition_variable changed_;
@@ -380,7 +425,8 @@ void DevicePlugin::WatchHealth() {
   while (!stop_cv_.wait_for(lock, std::chrono::duration<double>(options_.health_interval_s),
                             [this] { return stopping_; })) {
     lock.unlock();
-    service_->SetHealth(CheckHealth());
+    const std::vector<bool> healthy = CheckHealth();
+    for (const auto& service : services_) service->SetHealth(healthy);
     lock.lock();
   }
 }
@@ -395,47 +441,66 @@ std::string DevicePlugin::Start() {
   if (uuids.empty() || uuids.size() > static_cast<size_t>(kMaxGpusPerK8sNode))
     return "node " + node + " has " + std::to_string(uuids.size()) + " GPUs; expected 1 to " +
            std::to_string(kMaxGpusPerK8sNode);
+  std::vector<Offer> offers = {{options_.resource, kDevicePluginSocket, 0}};
+  if (!options_.share_resource.empty()) {
+    if (options_.share_seats < 1 || options_.share_seats > kMaxShareSeats)
+      return "--share-seats " + std::to_string(options_.share_seats) + ": expected 1 to " +
+             std::to_string(kMaxShareSeats) + " (or no share resource)";
+    if (options_.share_resource == options_.resource)
+      return "--share-resource " + options_.share_resource + ": the GPUs' own resource";
+    offers.push_back({options_.share_resource, kSharePluginSocket, options_.share_seats});
+  }
+  // Room for a seat's "::N" after the UUID.
+  const size_t max_uuid = kMaxDeviceIdLength - (offers.size() > 1 ? 4 : 0);
   for (size_t i = 0; i < uuids.size(); ++i) {
-    if (uuids[i].empty() || uuids[i].size() > kMaxDeviceIdLength ||
+    if (uuids[i].empty() || uuids[i].size() > max_uuid ||
         uuids[i].find(',') != std::string::npos ||
         std::find(uuids.begin(), uuids.begin() + i, uuids[i]) != uuids.begin() + i)
       return "GPU UUID \"" + uuids[i].substr(0, 80) + "\": expected distinct UUIDs of 1 to " +
-             std::to_string(kMaxDeviceIdLength) + " characters without commas";
+             std::to_string(max_uuid) + " characters without commas";
   }
-  const std::string socket = options_.plugin_dir + "/" + kDevicePluginSocket;
   const std::string kubelet = options_.plugin_dir + "/" + kKubeletSocket;
-  if (kubelet.size() >= sizeof(sockaddr_un::sun_path))
+  if ((options_.plugin_dir + "/" + kSharePluginSocket).size() >= sizeof(sockaddr_un::sun_path))
     return "--plugin-dir " + options_.plugin_dir + ": too long a path for a unix socket";
 
-  service_ = std::make_unique<Service>(options_, kube_);
-  service_->SetHealth(CheckHealth());
-  unlink(socket.c_str());  // a previous run's socket would make the bind fail
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix://" + socket, grpc::InsecureServerCredentials());
-  builder.RegisterService(service_.get());
-  server_ = builder.BuildAndStart();
-  if (!server_) return "cannot serve the device plugin API on " + socket;
+  const std::vector<bool> healthy = CheckHealth();
+  for (const Offer& offer : offers) {
+    const std::string socket = options_.plugin_dir + "/" + offer.socket;
+    services_.push_back(std::make_unique<Service>(options_, kube_, offer));
+    services_.back()->SetHealth(healthy);
+    unlink(socket.c_str());  // a previous run's socket would make the bind fail
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("unix://" + socket, grpc::InsecureServerCredentials());
+    builder.RegisterService(services_.back().get());
+    servers_.push_back(builder.BuildAndStart());
+    if (!servers_.back()) {
+      servers_.pop_back();
+      Stop();
+      return "cannot serve the device plugin API on " + socket;
+    }
+    sockets_.push_back(socket);
+  }
   health_thread_ = std::thread([this] { WatchHealth(); });
 
   // Published before registering: once kubelet advertises the GPUs, berth binds pods here, and
   // by then its gpu-ids should be UUIDs.
   std::string failed = kube_.PatchNodeAnnotations(node, {{kGpuUuidsAnnotation, Join(uuids)}});
-  if (failed.empty()) {
-    auto kubelet_channel =
-        grpc::CreateChannel("unix://" + kubelet, grpc::InsecureChannelCredentials());
-    auto registration = v1beta1::Registration::NewStub(kubelet_channel);
+  auto registration = v1beta1::Registration::NewStub(
+      grpc::CreateChannel("unix://" + kubelet, grpc::InsecureChannelCredentials()));
+  for (size_t i = 0; i < services_.size() && failed.empty(); ++i) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1beta1::RegisterRequest request;
     request.set_version(kApiVersion);
-    request.set_endpoint(kDevicePluginSocket);
-    request.set_resource_name(options_.resource);
+    request.set_endpoint(services_[i]->offer().socket);
+    request.set_resource_name(services_[i]->offer().resource);
     request.mutable_options()->set_pre_start_required(false);
     request.mutable_options()->set_get_preferred_allocation_available(true);
     v1beta1::Empty empty;
     const grpc::Status status = registration->Register(&context, request, &empty);
     if (!status.ok())
-      failed = "registering with kubelet on " + kubelet + ": " + status.error_message();
+      failed = "registering with kubelet on " + kubelet + " (" + request.resource_name() +
+               "): " + status.error_message();
   }
   if (!failed.empty()) Stop();
   return failed;
@@ -448,12 +513,13 @@ void DevicePlugin::Stop() {
     stop_cv_.notify_all();
   }
   if (health_thread_.joinable()) health_thread_.join();
-  if (service_) service_->EndStreams();
-  if (server_) {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    server_.reset();
-    unlink((options_.plugin_dir + "/" + kDevicePluginSocket).c_str());
-  }
+  for (const auto& service : services_) service->EndStreams();
+  for (const auto& server : servers_)
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  for (const std::string& socket : sockets_) unlink(socket.c_str());
+  servers_.clear();
+  sockets_.clear();
+  services_.clear();
 }
 
 }  // namespace berth

@@ -7,6 +7,11 @@
 //     <plugin_dir>/kubelet.sock.
 //   - ListAndWatch: one device per GPU, ID = its UUID; the list again whenever `list_gpus`
 //     (polled every health_interval) stops or starts naming a GPU (Unhealthy / Healthy).
+//   - GPU shares: a second registration (socket berth-share.sock) advertises `share_resource`
+//     (berth.io/gpu-share), `share_seats` devices per GPU with IDs UUID::N. A share pod asks for
+//     one seat, so kubelet and kube-scheduler count share pods per node against GPUs x seats,
+//     not against whole GPUs; which GPU the pod shares is berth's (berth.io/gpu-ids), whatever
+//     seat kubelet picks. Whole-GPU pods and share pods are matched only by their own service.
 //   - Allocate(N ids): kubelet's ids are only a count to berth. The pod berth bound to this node
 //     whose berth.io/gpu-ids names N GPUs and that has not been served yet (oldest first) gets
 //     NVIDIA_VISIBLE_DEVICES = berth's UUIDs, /dev/nvidiaINDEX device specs where those files
@@ -31,6 +36,8 @@
 #include <thread>
 #include <vector>
 
+#include "k8s/pod_job.h"
+
 namespace grpc {
 class Server;
 }
@@ -41,12 +48,15 @@ class KubeClient;
 
 constexpr const char* kGpuUuidsAnnotation = "berth.io/gpu-uuids";
 constexpr const char* kDevicePluginSocket = "berth.sock";
+constexpr const char* kSharePluginSocket = "berth-share.sock";
 constexpr const char* kKubeletSocket = "kubelet.sock";
 
 struct DevicePluginOptions {
   std::string node;
   std::string plugin_dir = "/var/lib/kubelet/device-plugins";
   std::string resource = "nvidia.com/gpu";
+  std::string share_resource = kGpuShareResource;  // "": no share devices
+  int share_seats = 16;  // share pods per GPU that kubelet admits (berth decides the fit)
   std::vector<std::string> gpu_uuids;  // index order, as berth numbers the node's GPUs
   // The UUIDs of the GPUs that are usable now; a GPU of gpu_uuids missing here is Unhealthy.
   // Throwing marks every GPU Unhealthy (nvidia-smi failing says nothing good of them).
@@ -73,8 +83,10 @@ class DevicePlugin {
 
   DevicePluginOptions options_;
   KubeClient& kube_;
-  std::unique_ptr<Service> service_;
-  std::unique_ptr<grpc::Server> server_;
+  // One per registration: whole GPUs, then (when shares are on) seats on shared GPUs.
+  std::vector<std::unique_ptr<Service>> services_;
+  std::vector<std::unique_ptr<grpc::Server>> servers_;
+  std::vector<std::string> sockets_;
   std::thread health_thread_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
