@@ -24,6 +24,7 @@ struct BenchK8sArgs {
   int nodes = 5000;
   int calls = 1000;
   double fill = 0.5;
+  int pending = 0;
   bool node_objects = false;
   bool json = false;
 };
@@ -111,6 +112,13 @@ void RunBenchK8s(const BenchK8sArgs& a) {
     if (filtered["NodeNames"].empty()) break;
     held += gpus;
   }
+  // A backlog: 8-GPU pods past what is left, each filtered once as kube-scheduler first tries
+  // it; those that find no room wait in berth's queue while the timed pods are filtered.
+  for (int i = 0; i < a.pending; ++i) {
+    const json pod = Pod(next++, 8);
+    extender.PodChanged(pod);
+    extender.Filter({{"Pod", pod}, {"NodeNames", names}});
+  }
 
   MetricsRegistry metrics;
   std::atomic<bool> ready{true};
@@ -163,6 +171,7 @@ void RunBenchK8s(const BenchK8sArgs& a) {
                        {"request", a.node_objects ? "Nodes" : "NodeNames"},
                        {"request_bytes", args(Pod(0, 1)).dump().size()},
                        {"gpus_held_before", held},
+                       {"pods_pending", status.pending},
                        {"pods_placed", status.placed},
                        {"failed_calls", failed},
                        {"http_filter", http_filter.Summary()},
@@ -174,7 +183,8 @@ void RunBenchK8s(const BenchK8sArgs& a) {
     return;
   }
   std::cout << "extender with " << a.nodes << " nodes (" << status.gpus << " GPUs, " << held
-            << " held before), " << report["request"].get<std::string>() << " requests of "
+            << " held before, " << status.pending << " pods pending), "
+            << report["request"].get<std::string>() << " requests of "
             << report["request_bytes"].get<size_t>() / 1024 << " KiB, " << failed
             << " failed calls\n"
             << "verb                    p50 ms    p99 ms    max ms\n"
@@ -202,6 +212,11 @@ void AddBenchK8sCommand(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--fill", a->fill, "Share of the GPUs held before timing, 0 to 0.9")
       ->check(CLI::Range(0.0, 0.9))
+      ->capture_default_str();
+  cmd->add_option("--pending", a->pending,
+                  "8-GPU pods added after the fill, 0 to 100000: those past the room left wait "
+                  "while the timed pods are filtered")
+      ->check(IntegerIn(0, 100000))
       ->capture_default_str();
   cmd->add_flag("--node-objects", a->node_objects,
                 "Send full Node objects (nodeCacheCapable: false) instead of NodeNames");

@@ -129,7 +129,7 @@ std::set<int> ControlPlane::NodesOf(const std::string& placements) const {
   if (!json.is_object()) return nodes;
   for (const nlohmann::json& r : json.value("replicas", nlohmann::json::array()))
     if (r.is_object() && r.contains("node") && r["node"].is_string())
-      if (const int n = NodeIndex(r["node"].get<std::string>()); n >= 0) nodes.insert(n);
+      if (const int n = cluster_.FindNode(r["node"].get<std::string>()); n >= 0) nodes.insert(n);
   return nodes;
 }
 
@@ -313,7 +313,7 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
 void ControlPlane::Recover() {
   std::vector<int> cordoned;
   for (const StoredNode& marked : store_->LoadNodes()) {
-    const int n = NodeIndex(marked.name);
+    const int n = cluster_.FindNode(marked.name);
     // A node gone from the cluster file: nothing to do.
     if (n >= 0 && marked.cordoned) cordoned.push_back(n);
   }
@@ -597,20 +597,13 @@ EventPage ControlPlane::EventsAfter(int64_t seq, size_t limit, const Caller& cal
   return store_->EventsAfter(seq, limit, caller.admin ? "" : caller.user, wait_s);
 }
 
-int ControlPlane::NodeIndex(const std::string& name) const {
-  const auto& nodes = cluster_.nodes;
-  const auto node =
-      std::find_if(nodes.begin(), nodes.end(), [&](const Node& n) { return n.name == name; });
-  return node == nodes.end() ? -1 : static_cast<int>(node - nodes.begin());
-}
-
 void ControlPlane::NodeAction(const std::string& name, const std::string& action) {
   if (action != "cordon" && action != "uncordon" && action != "drain")
     throw ApiError(400, "unknown node action \"" + action.substr(0, 40) +
                             "\"; known: cordon, uncordon, drain");
   RefuseIfBroken();
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
-  const int n = NodeIndex(name);
+  const int n = cluster_.FindNode(name);
   if (n < 0) throw ApiError(404, "no node " + name.substr(0, 80));
   const double now = now_();
   const bool cordon = action != "uncordon";
@@ -871,7 +864,7 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   RefuseIfBroken();
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::unique_lock<std::mutex> lock(mu_);
-  const int n = NodeIndex(node);
+  const int n = cluster_.FindNode(node);
   if (n < 0)
     throw ApiError(404, "no node " + node.substr(0, 80) +
                             " in the server's cluster; add it to the cluster file, or start the "
@@ -920,7 +913,7 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
 AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
                                         double wait_s) const {
   std::unique_lock<std::mutex> lock(mu_);
-  const int n = NodeIndex(node);
+  const int n = cluster_.FindNode(node);
   if (n < 0) throw ApiError(404, "no node " + node.substr(0, 80));
   assignments_changed_.wait_for(lock, std::chrono::duration<double>(wait_s),
                                 [&] { return agents_[n].version != since || broken_; });
@@ -977,7 +970,7 @@ void ControlPlane::AssignmentsOf(const Job& job, int node, std::vector<Assignmen
 
 void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   RefuseIfBroken();
-  const int n = NodeIndex(node);
+  const int n = cluster_.FindNode(node);
   if (n < 0) throw ApiError(404, "no node " + node.substr(0, 80));
   if (logs_ != nullptr) {
     std::vector<const LogChunk*> chunks;

@@ -313,7 +313,6 @@ class ControlPlane {
   // neither.
   std::string WhyUnrunnable(const Rules& rules, const JobSpec& spec) const;
   void RefuseIfBroken() const;
-  int NodeIndex(const std::string& name) const;  // -1 when the cluster has no such node
   // (node, GPU) of every placed job's GPUs, shares too (engine_mu_ held).
   std::set<std::pair<int, int>> HeldGpus() const;
   // Hands the jobs submitted since the last cycle to the engine (engine_mu_ and mu_ held).
