@@ -79,7 +79,6 @@ void RunDevicePlugin(const DevicePluginArgs& a) {
   KubeClient kube(a.kubeconfig.empty() ? InClusterKubeConfig() : LoadKubeConfig(a.kubeconfig));
   std::signal(SIGINT, OnAgentSignal);
   std::signal(SIGTERM, OnAgentSignal);
-  const std::string socket = a.plugin_dir + "/" + kDevicePluginSocket;
   for (bool first = true; !g_agent_stop; first = false) {
     DevicePlugin plugin(options, kube);
     if (const std::string failed = plugin.Start(); !failed.empty()) {
@@ -93,10 +92,10 @@ void RunDevicePlugin(const DevicePluginArgs& a) {
     if (!a.share_resource.empty())
       std::cerr << ", " << a.share_seats << " seats each as " << a.share_resource;
     std::cerr << ", serving in " << a.plugin_dir << std::endl;
-    while (!g_agent_stop && access(socket.c_str(), F_OK) == 0)
+    while (!g_agent_stop && plugin.Serving())
       std::this_thread::sleep_for(std::chrono::seconds(1));
     if (!g_agent_stop)
-      std::cerr << "berth device-plugin " << a.node << ": " << socket
+      std::cerr << "berth device-plugin " << a.node << ": a socket in " << a.plugin_dir
                 << " is gone (kubelet restarted); registering again\n";
   }
 }

@@ -1,5 +1,6 @@
 #include "config/kubeconfig.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -54,25 +55,47 @@ std::string Optional(const YamlReader& reader, const YAML::Node& map, const std:
   return value ? reader.String(value, FieldPath(path, key)) : "";
 }
 
-// The text of the file that map[key] names ("" when the key is absent). A file that cannot be
-// read is refused at the field that names it.
-std::string ReferencedFile(const YamlReader& reader, const YAML::Node& map, const std::string& path,
-                           const char* key) {
-  const std::string file = Optional(reader, map, path, key);
-  if (file.empty()) return "";
-  try {
-    return ReadFileText(file);
-  } catch (const ConfigError& e) {
-    reader.Fail(map[key], FieldPath(path, key), e.what());
+// The files a kubeconfig names, read as LoadKubeConfig's caller says.
+struct NamedFiles {
+  const YamlReader& reader;
+  std::string dir;  // the kubeconfig's directory, for relative paths
+  const std::function<std::string(const std::string&)>& read_file;
+
+  // The path map[key] names ("" when the key is absent), from the kubeconfig's directory.
+  std::string Path(const YAML::Node& map, const std::string& path, const char* key) const {
+    const std::string file = Optional(reader, map, path, key);
+    return file.empty() || file[0] == '/' ? file : dir + file;
   }
+  // The file's text; one that cannot be read is refused at the field that names it.
+  std::string Text(const YAML::Node& map, const std::string& path, const char* key) const {
+    const std::string file = Path(map, path, key);
+    if (file.empty()) return "";
+    try {
+      return read_file(file);
+    } catch (const ConfigError& e) {
+      reader.Fail(map[key], FieldPath(path, key), e.what());
+    }
+  }
+};
+
+// A bearer token goes into an HTTP header: no control characters, which could end it early.
+void CheckToken(const YamlReader& reader, const YAML::Node& at, const std::string& path,
+                const std::string& token) {
+  if (std::any_of(token.begin(), token.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    reader.Fail(at, path, "the token holds a control character; expected the token alone");
 }
 
 }  // namespace
 
 std::string ReadToken(const std::string& path) { return TrimLineEnd(ReadFileText(path)); }
 
-KubeConfig LoadKubeConfig(const std::string& path) {
+KubeConfig LoadKubeConfig(const std::string& path,
+                          const std::function<std::string(const std::string&)>& read_file) {
   const YamlReader reader(path);
+  const size_t slash = path.rfind('/');
+  const NamedFiles files{reader, slash == std::string::npos ? "" : path.substr(0, slash + 1),
+                         read_file};
   const YAML::Node root = reader.Parse(ReadFileText(path));
   const std::string current =
       reader.Name(reader.Required(root, "", "current-context"), "current-context");
@@ -103,8 +126,8 @@ KubeConfig LoadKubeConfig(const std::string& path) {
       reader.Fail(cluster["server"], "cluster.server",
                   "expected https://HOST[:PORT], got \"" + config.server + "\"");
   }
-  config.ca_file = Optional(reader, cluster, "cluster", "certificate-authority");
-  ReferencedFile(reader, cluster, "cluster", "certificate-authority");
+  config.ca_file = files.Path(cluster, "cluster", "certificate-authority");
+  files.Text(cluster, "cluster", "certificate-authority");
   if (const YAML::Node data = cluster["certificate-authority-data"]) {
     try {
       config.ca_pem = Base64Decode(reader.String(data, "cluster.certificate-authority-data"));
@@ -125,15 +148,18 @@ KubeConfig LoadKubeConfig(const std::string& path) {
                     "not supported by berth; give the service account's token (user.token or "
                     "user.tokenFile) or client-certificate and client-key files");
     config.token = Optional(reader, user, "user", "token");
-    config.token_file = Optional(reader, user, "user", "tokenFile");
-    if (!config.token_file.empty())
-      config.token = TrimLineEnd(ReferencedFile(reader, user, "user", "tokenFile"));
-    config.cert_file = Optional(reader, user, "user", "client-certificate");
-    config.key_file = Optional(reader, user, "user", "client-key");
+    CheckToken(reader, user["token"], "user.token", config.token);
+    config.token_file = files.Path(user, "user", "tokenFile");
+    if (!config.token_file.empty()) {
+      config.token = TrimLineEnd(files.Text(user, "user", "tokenFile"));
+      CheckToken(reader, user["tokenFile"], "user.tokenFile", config.token);
+    }
+    config.cert_file = files.Path(user, "user", "client-certificate");
+    config.key_file = files.Path(user, "user", "client-key");
     if (config.cert_file.empty() != config.key_file.empty())
       reader.Fail(user, "user", "give client-certificate and client-key together");
-    ReferencedFile(reader, user, "user", "client-certificate");
-    ReferencedFile(reader, user, "user", "client-key");
+    files.Text(user, "user", "client-certificate");
+    files.Text(user, "user", "client-key");
   }
   return config;
 }

@@ -4,7 +4,10 @@
 // with the fix (a service-account token).
 #pragma once
 
+#include <functional>
 #include <string>
+
+#include "config/file_text.h"
 
 namespace berth {
 
@@ -21,8 +24,12 @@ struct KubeConfig {
 
 // A token file's text without its line end; throws ConfigError when it cannot be read.
 std::string ReadToken(const std::string& path);
-// Throws ConfigError naming the file, line and field.
-KubeConfig LoadKubeConfig(const std::string& path);
+// Throws ConfigError naming the file, line and field. The files it names (CA, token, client
+// certificate and key) are read with `read_file` to check them, relative paths from the
+// kubeconfig's own directory, as kubectl does; the fuzz target passes a reader that opens none.
+KubeConfig LoadKubeConfig(
+    const std::string& path,
+    const std::function<std::string(const std::string&)>& read_file = ReadFileText);
 // $KUBERNETES_SERVICE_HOST/_PORT and /var/run/secrets/kubernetes.io/serviceaccount/{token,ca.crt}
 // (under `root`, for tests); throws ConfigError when not inside a pod.
 KubeConfig InClusterKubeConfig(const std::string& root = "");

@@ -67,6 +67,14 @@ TEST_F(KubeConfigTest, ReadsTheCurrentContextsServerCaAndToken) {
       "    token: xyz\n"));
   EXPECT_EQ(inline_config.ca_pem, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
   EXPECT_EQ(inline_config.token, "xyz");
+
+  // Relative paths are from the kubeconfig's directory, as kubectl reads them.
+  const KubeConfig relative =
+      LoadKubeConfig(Config("    server: https://h\n    certificate-authority: ca.crt\n",
+                            "    tokenFile: token\n"));
+  EXPECT_EQ(relative.ca_file, ca);
+  EXPECT_EQ(relative.token_file, token);
+  EXPECT_EQ(relative.token, "abc.def");
 }
 
 TEST_F(KubeConfigTest, MistakesAreNamedAtTheirField) {
@@ -90,6 +98,12 @@ TEST_F(KubeConfigTest, MistakesAreNamedAtTheirField) {
                     "    token: x\n", {":9:", "cluster.certificate-authority", "none"}));
   EXPECT_TRUE(fails("    server: https://h\n", "    tokenFile: " + (dir_ / "gone").string() + "\n",
                     {"user.tokenFile", "gone"}));
+  // A token goes into an HTTP header: a line end or other control character inside is refused.
+  EXPECT_TRUE(fails("    server: https://h\n", "    token: \"ab\\ncd\"\n",
+                    {"user.token", "control character"}));
+  Write("two-lines", "ab\ncd\n");
+  EXPECT_TRUE(fails("    server: https://h\n", "    tokenFile: two-lines\n",
+                    {"user.tokenFile", "control character"}));
   // Entries that are not maps, and a document that is not one.
   EXPECT_TRUE(fails("    5\n", "    token: x\n", {"clusters[0].cluster", "expected a map"}));
   EXPECT_TRUE(fails("    server: https://h\n", "    just-a-string\n",

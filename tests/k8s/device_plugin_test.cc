@@ -95,10 +95,14 @@ class DevicePluginTest : public ::testing::Test {
     api_.Bind("ml", name, kNode, bound);
   }
 
-  // A share pod berth bound here: one seat of berth.io/gpu-share, `milli` of GPU `gpu_id`.
-  void BindSharePod(const std::string& name, const std::string& gpu_id, int milli) {
-    json pod = GpuPod(name, 0, {{"berth.io/gpu-share", std::to_string(milli)}});
-    pod["spec"]["containers"][0]["resources"]["limits"]["berth.io/gpu-share"] = "1";
+  // A share pod berth bound here: one seat of berth.io/gpu-share (asked by its container, or
+  // by `pod` as given), `milli` of GPU `gpu_id`.
+  void BindSharePod(const std::string& name, const std::string& gpu_id, int milli,
+                    json pod = nullptr) {
+    if (pod.is_null()) {
+      pod = GpuPod(name, 0, {{"berth.io/gpu-share", std::to_string(milli)}});
+      pod["spec"]["containers"][0]["resources"]["limits"]["berth.io/gpu-share"] = "1";
+    }
     api_.Create("pods", pod);
     api_.Bind("ml", name, kNode,
               {{"berth.io/gpu-ids", gpu_id},
@@ -201,8 +205,11 @@ TEST_F(DevicePluginTest, AllocateGivesThePodBerthsGpusNotKubeletsOnce) {
   EXPECT_EQ(answer.devices(0).container_path(), "/dev/nvidia2");
   EXPECT_EQ(answer.devices(0).host_path(), dir_ + "/dev/nvidia2");
   EXPECT_EQ(answer.annotations_size(), 0);
-  // The pod is served: a second container of the same size is not given its GPUs again.
-  EXPECT_EQ(VisibleDevices({"GPU-a0", "GPU-a1"}), "GPU-a0,GPU-a1");
+  // The pod is served: another pod's container of the same size is not given its GPUs again,
+  // even when kubelet offers exactly those (it believes them free).
+  EXPECT_EQ(VisibleDevices({"GPU-a2", "GPU-a3"}), "GPU-a2,GPU-a3");
+  // The same devices again are another container of the served pod: the same answer.
+  EXPECT_EQ(VisibleDevices({"GPU-a1", "GPU-a0"}), "GPU-a2,GPU-a3");
 }
 
 TEST_F(DevicePluginTest, AllocateMatchesThePodByTheGpusKubeletOffered) {
@@ -218,7 +225,9 @@ TEST_F(DevicePluginTest, AllocateMatchesThePodByTheGpusKubeletOffered) {
   EXPECT_EQ(VisibleDevices({"GPU-a1"}), "GPU-a1");
   // One pod of that size left: it is the one, though kubelet offered another GPU.
   EXPECT_EQ(VisibleDevices({"GPU-a2"}), "GPU-a3");
-  EXPECT_EQ(VisibleDevices({"GPU-a2"}), "GPU-a2");  // none left: kubelet's choice
+  // None left: kubelet's choice. (kubelet never offers a device a pod still holds, so the
+  // same devices again are another container of a pod already served: see below.)
+  EXPECT_EQ(VisibleDevices({"GPU-a0"}), "GPU-a0");
 }
 
 TEST_F(DevicePluginTest, AllocateFailsWhenThePodsCannotBeListed) {
@@ -284,6 +293,67 @@ TEST_F(DevicePluginTest, ASharePodGetsBerthsGpuForAnySeat) {
             grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(Allocate({"GPU-a0::2"}, &refused, true).error_code(),  // past the seats
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// kubelet allocates for each container; a main container reuses its init container's seat and
+// must get the same pod's answer, not the next share pod's.
+TEST_F(DevicePluginTest, InitAndMainContainersOfOnePodGetTheSameAnswer) {
+  json pod = GpuPod("with-init", 0, {{"berth.io/gpu-share", "250"}});
+  pod["spec"]["containers"][0]["resources"]["limits"]["berth.io/gpu-share"] = "1";
+  pod["spec"]["initContainers"] = {
+      {{"name", "init"}, {"resources", {{"limits", {{"berth.io/gpu-share", "1"}}}}}}};
+  BindSharePod("with-init", "GPU-a2", 250, pod);
+  BindSharePod("other", "GPU-a1", 500);
+  v1beta1::ContainerAllocateResponse init, main, other;
+  ASSERT_TRUE(Allocate({"GPU-a2::0"}, &init, true).ok());
+  ASSERT_TRUE(Allocate({"GPU-a2::0"}, &main, true).ok());
+  ASSERT_TRUE(Allocate({"GPU-a2::1"}, &other, true).ok());
+  EXPECT_EQ(Env(init, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
+  EXPECT_EQ(Env(main, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
+  EXPECT_EQ(Env(other, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "50");
+}
+
+// Each registration matches only the pods that ask for its resource: a seat asked by an init
+// container alone is a share; a share by annotation alone asks for no device and is nobody's.
+TEST_F(DevicePluginTest, EachResourceMatchesOnlyThePodsThatAskForIt) {
+  json pod = GpuPod("init-seat", 0, {{"berth.io/gpu-share", "300"}});
+  pod["spec"]["initContainers"] = {
+      {{"name", "init"}, {"resources", {{"limits", {{"berth.io/gpu-share", "1"}}}}}}};
+  BindSharePod("init-seat", "GPU-a1", 300, pod);
+  BindSharePod("no-device", "GPU-a0", 300, GpuPod("no-device", 0, {{"berth.io/gpu-share", "300"}}));
+  BindPod("whole", 1, {{"berth.io/gpu-ids", "GPU-a3"}});
+  v1beta1::ContainerAllocateResponse answer;
+  ASSERT_TRUE(Allocate({"GPU-a0::0"}, &answer, true).ok());
+  EXPECT_EQ(Env(answer, "NVIDIA_VISIBLE_DEVICES"), "GPU-a1");
+  EXPECT_EQ(Env(answer, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "30");
+  ASSERT_TRUE(Allocate({"GPU-a0"}, &answer).ok());  // the only whole-GPU pod
+  EXPECT_EQ(Env(answer, "NVIDIA_VISIBLE_DEVICES"), "GPU-a3");
+  EXPECT_EQ(Env(answer, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "<unset>");
+}
+
+// A restarted plugin has forgotten whom it served, but kubelet reports an admitted pod's
+// containers (waiting while the image is pulled): that pod is not matched again.
+TEST_F(DevicePluginTest, APodKubeletAdmittedIsNotMatchedAgainAfterARestart) {
+  BindSharePod("pulling", "GPU-a2", 250);
+  v1beta1::ContainerAllocateResponse answer;
+  ASSERT_TRUE(Allocate({"GPU-a2::0"}, &answer, true).ok());
+  api_.Patch("pods", "ml", "pulling",
+             {{"status",
+               {{"phase", "Pending"},
+                {"containerStatuses",
+                 {{{"name", "main"}, {"state", {{"waiting", {{"reason", "ContainerCreating"}}}}}}}}}}});
+  plugin_->Stop();
+  DevicePluginOptions options;
+  options.node = kNode;
+  options.plugin_dir = dir_;
+  options.gpu_uuids = kUuids;
+  options.share_seats = 2;
+  plugin_ = std::make_unique<DevicePlugin>(options, *kube_);
+  ASSERT_EQ(plugin_->Start(), "");
+  BindSharePod("next", "GPU-a1", 500);
+  ASSERT_TRUE(Allocate({"GPU-a2::1"}, &answer, true).ok());
+  EXPECT_EQ(Env(answer, "NVIDIA_VISIBLE_DEVICES"), "GPU-a1");
+  EXPECT_EQ(Env(answer, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "50");
 }
 
 TEST_F(DevicePluginTest, PreferredSeatIsOnBerthsGpu) {
@@ -404,8 +474,16 @@ TEST(DevicePluginStart, FailsWithTheReasonWhenKubeletIsNotThere) {
   EXPECT_NE(DevicePlugin(options, kube).Start().find("--share-resource"), std::string::npos);
   options.share_resource = kGpuShareResource;
   options.gpu_uuids = {"GPU-" + std::string(58, 'f')};  // 62: no room for a seat's "::N"
-  EXPECT_NE(DevicePlugin(options, kube).Start().find("distinct UUIDs of 1 to 59"),
+  EXPECT_NE(DevicePlugin(options, kube).Start().find("distinct UUIDs of 1 to 60"),
             std::string::npos);
+  options.share_seats = 1000;  // "::999"
+  options.gpu_uuids = {"GPU-" + std::string(55, 'f')};
+  EXPECT_NE(DevicePlugin(options, kube).Start().find("distinct UUIDs of 1 to 58"),
+            std::string::npos);
+  options.gpu_uuids.clear();
+  for (int g = 0; g < 17; ++g) options.gpu_uuids.push_back("GPU-" + std::to_string(g));
+  EXPECT_NE(DevicePlugin(options, kube).Start().find("at most 16384 seats"), std::string::npos);
+  options.share_seats = 4;
   options.gpu_uuids = {"GPU-a0"};
   options.node = "bad/name";
   EXPECT_NE(DevicePlugin(options, kube).Start().find("node name"), std::string::npos);

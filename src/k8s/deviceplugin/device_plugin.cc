@@ -26,6 +26,7 @@ using nlohmann::json;
 constexpr const char* kApiVersion = "v1beta1";
 constexpr size_t kMaxDeviceIdLength = 63;  // kubelet refuses longer Device.ID values
 constexpr int kMaxShareSeats = 1000;       // a share is at least a thousandth of a GPU
+constexpr size_t kMaxShareDevices = 16384;  // about 1.3 MB of device list at 63-byte IDs
 
 std::string Join(const std::vector<std::string>& parts) {
   std::string text;
@@ -54,19 +55,33 @@ struct Offer {
   int seats = 0;
 };
 
-// Whether any of the pod's containers requests or limits `resource`. Read directly rather than
-// through ReadPod: the plugin needs only what berth wrote at bind, whatever else the pod asks.
+// Whether any of the pod's containers (init containers too) requests or limits `resource`.
+// Read directly rather than through ReadPod: the plugin needs only what berth wrote at bind and
+// which resource reaches it, whatever else the pod asks.
 bool AsksFor(const json& pod, const std::string& resource) {
   const json* spec = Field(pod, "spec");
-  const json* containers = spec == nullptr ? nullptr : Field(*spec, "containers");
-  if (containers == nullptr || !containers->is_array()) return false;
-  for (const json& container : *containers) {
-    const json* resources = Field(container, "resources");
-    for (const char* list : {"limits", "requests"})
-      if (const json* entries = resources == nullptr ? nullptr : Field(*resources, list);
-          entries != nullptr && Field(*entries, resource.c_str()) != nullptr)
-        return true;
+  for (const char* kind : {"containers", "initContainers"}) {
+    const json* containers = spec == nullptr ? nullptr : Field(*spec, kind);
+    if (containers == nullptr || !containers->is_array()) continue;
+    for (const json& container : *containers) {
+      const json* resources = Field(container, "resources");
+      for (const char* list : {"limits", "requests"})
+        if (const json* entries = resources == nullptr ? nullptr : Field(*resources, list);
+            entries != nullptr && Field(*entries, resource.c_str()) != nullptr)
+          return true;
+    }
   }
+  return false;
+}
+
+// Whether kubelet has admitted the pod (and so allocated its devices): it reports container
+// statuses from then on, while images are pulled, before the phase leaves Pending.
+bool Admitted(const json& pod) {
+  const json* status = Field(pod, "status");
+  for (const char* list : {"containerStatuses", "initContainerStatuses"})
+    if (const json* statuses = status == nullptr ? nullptr : Field(*status, list);
+        statuses != nullptr && statuses->is_array() && !statuses->empty())
+      return true;
   return false;
 }
 
@@ -76,6 +91,8 @@ struct PendingPod {
   double created = 0;
   std::vector<int> gpus;  // berth's choice, as indexes into the node's GPUs
   json placement;         // berth.io/placement; null when absent or unreadable
+  // The devices kubelet named when Allocate served the pod (sorted); empty: not served yet.
+  std::vector<std::string> served;
 };
 
 }  // namespace
@@ -159,7 +176,7 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
       const auto& available = container.available_deviceids();
       std::vector<std::string> chosen;
       for (auto pod = pods.begin(); pod != pods.end() && chosen.empty(); ++pod) {
-        if (pod->gpus.size() != static_cast<size_t>(size)) continue;
+        if (!pod->served.empty() || pod->gpus.size() != static_cast<size_t>(size)) continue;
         // A device on each of the pod's GPUs: one kubelet must include first, else any offered.
         std::vector<std::string> ids;
         for (int g : pod->gpus)
@@ -201,9 +218,13 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
                         v1beta1::AllocateResponse* response) override {
     if (request->container_requests_size() > kMaxContainers)
       return Invalid("more than " + std::to_string(kMaxContainers) + " container requests");
-    // The GPUs of each container's devices (a GPU once, however many of its seats).
+    // The GPUs of each container's devices (a GPU once, however many of its seats), and the
+    // devices themselves, sorted.
     std::vector<std::vector<int>> asked;
+    std::vector<std::vector<std::string>> asked_ids;
     for (const auto& container : request->container_requests()) {
+      asked_ids.emplace_back(container.devices_ids().begin(), container.devices_ids().end());
+      std::sort(asked_ids.back().begin(), asked_ids.back().end());
       const size_t count = container.devices_ids_size();
       if (count == 0 || count > devices_.size())
         return Invalid("a container asks for " + std::to_string(count) + " devices; node " +
@@ -234,16 +255,24 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
       std::lock_guard<std::mutex> health_lock(mu_);
       healthy = healthy_;
     }
-    for (std::vector<int>& gpus : asked) {
-      // The pod whose GPUs kubelet offered (GetPreferredAllocation steers it there); else the
-      // only pending pod of that size, if its GPUs are healthy. Two of one size and neither
-      // offered: which is which cannot be told, and kubelet's choice stands.
-      auto pod = std::find_if(pods.begin(), pods.end(), [&](const PendingPod& pod) {
-        return std::set<int>(pod.gpus.begin(), pod.gpus.end()) ==
-               std::set<int>(gpus.begin(), gpus.end());
-      });
+    for (size_t c = 0; c < asked.size(); ++c) {
+      std::vector<int>& gpus = asked[c];
+      // The pod served these very devices before: another container of it (kubelet hands a
+      // pod's init container's devices on to its containers), which gets the same answer.
+      auto pod = std::find_if(pods.begin(), pods.end(),
+                              [&](const PendingPod& p) { return p.served == asked_ids[c]; });
+      // Else the unserved pod whose GPUs kubelet offered (GetPreferredAllocation steers it
+      // there); else the only unserved pod of that size, if its GPUs are healthy. Two of one
+      // size and neither offered: which is which cannot be told, and kubelet's choice stands.
+      if (pod == pods.end())
+        pod = std::find_if(pods.begin(), pods.end(), [&](const PendingPod& p) {
+          return p.served.empty() && std::set<int>(p.gpus.begin(), p.gpus.end()) ==
+                                         std::set<int>(gpus.begin(), gpus.end());
+        });
       if (pod == pods.end()) {
-        const auto same_size = [&](const PendingPod& p) { return p.gpus.size() == gpus.size(); };
+        const auto same_size = [&](const PendingPod& p) {
+          return p.served.empty() && p.gpus.size() == gpus.size();
+        };
         const auto first = std::find_if(pods.begin(), pods.end(), same_size);
         const bool only =
             first != pods.end() && std::count_if(pods.begin(), pods.end(), same_size) == 1;
@@ -261,10 +290,9 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
         std::cerr << "berth device-plugin " << options_.node << ": pod " << pod->name
                   << " gets berth's GPUs " << Join(UuidsOf(pod->gpus)) << " (kubelet offered "
                   << Join(UuidsOf(gpus)) << ")\n";
-        served_.insert(pod->uid);
+        served_[pod->uid] = pod->served = asked_ids[c];
         gpus = pod->gpus;
         placement = pod->placement;
-        pods.erase(pod);
       }
       Answer(gpus, placement, response->add_container_responses());
     }
@@ -306,10 +334,10 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
     return start > text.size();
   }
 
-  // The pods berth bound here that have not got their devices yet, oldest first: those that ask
-  // for this offer's resource when it is seats, the others when it is whole GPUs. A pod still
-  // Pending is one whose containers kubelet has not started; served_ covers the moment between
-  // Allocate and the pod's phase changing. Call under allocate_mu_.
+  // The pods berth bound here that ask for this offer's resource and that kubelet has not
+  // admitted yet, oldest first: those Allocate served carry the devices it was asked for
+  // (served_ covers the moment between Allocate and kubelet reporting the pod's containers).
+  // Call under allocate_mu_.
   std::vector<PendingPod> PendingPods(std::string* failed) {
     std::vector<json> items;
     std::string version;
@@ -329,15 +357,17 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
       const std::string phase = status == nullptr ? "" : FieldText(*status, "phase");
       double created = 0;
       if (uid.empty() || gpu_ids.empty() || !MetadataText(item, "deletionTimestamp").empty() ||
-          served_.count(uid) > 0 || !(phase.empty() || phase == "Pending") ||
+          !(phase.empty() || phase == "Pending") || Admitted(item) ||
           !ParseTimestamp(MetadataText(item, "creationTimestamp"), &created) ||
-          (offer_.seats > 0) != AsksFor(item, options_.share_resource))
+          !AsksFor(item, offer_.resource))
         continue;
+      const auto served = served_.find(uid);
       PendingPod entry{uid,
                        MetadataText(item, "namespace") + "/" + MetadataText(item, "name"),
                        created,
                        {},
-                       nullptr};
+                       nullptr,
+                       served == served_.end() ? std::vector<std::string>{} : served->second};
       if (!ReadGpuIds(gpu_ids, &entry.gpus)) {
         std::cerr << "berth device-plugin " << options_.node << ": pod " << entry.name << ": "
                   << kGpuIdsAnnotation << " \"" << gpu_ids.substr(0, 200)
@@ -348,7 +378,7 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
       pending.push_back(std::move(entry));
     }
     // Forget pods that are gone, so that served_ stays as small as the node's pod list.
-    std::erase_if(served_, [&](const std::string& uid) { return listed.count(uid) == 0; });
+    std::erase_if(served_, [&](const auto& entry) { return listed.count(entry.first) == 0; });
     std::stable_sort(pending.begin(), pending.end(), [](const PendingPod& a, const PendingPod& b) {
       return a.created < b.created;
     });
@@ -395,8 +425,9 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
   uint64_t generation_ = 0;
   bool streams_ending_ = false;
 
-  std::mutex allocate_mu_;        // guards served_
-  std::set<std::string> served_;  // UIDs of pods Allocate already gave their GPUs
+  std::mutex allocate_mu_;  // guards served_
+  // Pods Allocate already gave their GPUs: UID -> the devices kubelet named (sorted).
+  std::map<std::string, std::vector<std::string>> served_;
 };
 
 DevicePlugin::DevicePlugin(DevicePluginOptions options, KubeClient& kube)
@@ -451,7 +482,14 @@ std::string DevicePlugin::Start() {
     offers.push_back({options_.share_resource, kSharePluginSocket, options_.share_seats});
   }
   // Room for a seat's "::N" after the UUID.
-  const size_t max_uuid = kMaxDeviceIdLength - (offers.size() > 1 ? 4 : 0);
+  const size_t max_uuid =
+      kMaxDeviceIdLength -
+      (offers.size() > 1 ? 2 + std::to_string(options_.share_seats - 1).size() : 0);
+  // kubelet reads the device list as one gRPC message (4 MiB at most by default).
+  if (offers.size() > 1 && uuids.size() * options_.share_seats > kMaxShareDevices)
+    return "--share-seats " + std::to_string(options_.share_seats) + " on " +
+           std::to_string(uuids.size()) + " GPUs: at most " + std::to_string(kMaxShareDevices) +
+           " seats on the node, so that kubelet can read their list";
   for (size_t i = 0; i < uuids.size(); ++i) {
     if (uuids[i].empty() || uuids[i].size() > max_uuid ||
         uuids[i].find(',') != std::string::npos ||
@@ -504,6 +542,10 @@ std::string DevicePlugin::Start() {
   }
   if (!failed.empty()) Stop();
   return failed;
+}
+
+bool DevicePlugin::Serving() const {
+  return !sockets_.empty() && std::all_of(sockets_.begin(), sockets_.end(), Exists);
 }
 
 void DevicePlugin::Stop() {

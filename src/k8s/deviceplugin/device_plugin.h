@@ -75,6 +75,9 @@ class DevicePlugin {
   // Serves, annotates the Node and registers; "" or why not (nothing is left serving then).
   std::string Start();
   void Stop();  // ends ListAndWatch streams and the server; safe to call twice
+  // Whether every socket it serves on is still there: kubelet deletes them when it restarts,
+  // and the plugin must then serve and register again.
+  bool Serving() const;
 
  private:
   class Service;
