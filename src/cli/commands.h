@@ -26,6 +26,8 @@ void AddTokenCommand(CLI::App& app);
 void AddBenchApiCommand(CLI::App& bench);
 // `berth bench k8s`: the extender's filter and prioritize at thousands of nodes (bench_k8s.cc).
 void AddBenchK8sCommand(CLI::App& bench);
+// `berth bench run`: containers through berth against the Docker engine alone (bench_run.cc).
+void AddBenchRunCommand(CLI::App& bench);
 // The value below which a share p (0..1) of `values` lies.
 double Percentile(std::vector<double> values, double p);
 // run, ps, inspect, stop, rm, queues [apply], policy apply, nodes, node, events: the verbs that

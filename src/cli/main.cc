@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   berth::AddBenchCommand(app);
   berth::AddBenchApiCommand(*app.get_subcommand("bench"));
   berth::AddBenchK8sCommand(*app.get_subcommand("bench"));
+  berth::AddBenchRunCommand(*app.get_subcommand("bench"));
   berth::AddSimCommand(app);
   berth::AddServerCommand(app);
   berth::AddTokenCommand(app);

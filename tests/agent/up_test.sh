@@ -64,4 +64,14 @@ lengths=$("$BERTH" run --gpus 1 berth-test:1 sh -c \
   awk '{print length($0)}' | tr '\n' ' ')
 [ "$lengths" = "100003 100003 100003 100003 100003 100003 100003 100003 100003 100004 " ] ||
   fail "ten lines of 100 KB should arrive whole, got lengths: $lengths"
+
+# berth bench run: containers through berth against the engine alone, on this engine.
+bench=$("$BERTH" bench run --image berth-test:1 --docker-socket "$DOCKER_SOCK" --repeat 1 --jobs 4 \
+  --json) || fail "bench run failed: $bench"
+jq -e '.submit_to_running.berth_s > 0 and .submit_to_running.docker_s > 0 and
+       .exit_to_done.berth_s >= 0 and .exit_to_done.berth_s < 30 and .exit_to_done.docker_s >= 0 and
+       .batch.berth_s > 0 and .batch.docker_s > 0 and .batch_jobs == 4 and .batch_parallel >= 1' \
+  <<<"$bench" > /dev/null || fail "bench run's figures are not plausible: $bench"
+expect_error "--image nope:1: not on the Docker engine" "$BERTH" bench run --image nope:1 \
+  --docker-socket "$DOCKER_SOCK"
 echo "up: ok"
