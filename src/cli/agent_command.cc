@@ -92,8 +92,7 @@ void RunDevicePlugin(const DevicePluginArgs& a) {
     if (!a.share_resource.empty())
       std::cerr << ", " << a.share_seats << " seats each as " << a.share_resource;
     std::cerr << ", serving in " << a.plugin_dir << std::endl;
-    while (!g_agent_stop && plugin.Serving())
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+    while (!g_agent_stop && plugin.Serving()) std::this_thread::sleep_for(std::chrono::seconds(1));
     if (!g_agent_stop)
       std::cerr << "berth device-plugin " << a.node << ": a socket in " << a.plugin_dir
                 << " is gone (kubelet restarted); registering again\n";

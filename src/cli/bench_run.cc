@@ -41,8 +41,7 @@ struct BenchRunArgs {
 };
 
 double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // The engine's RFC 3339 time with nanoseconds ("2026-12-02T13:40:01.123456789Z") as Unix
@@ -52,8 +51,8 @@ double EngineTime(const std::string& text) {
   const size_t dot = text.find('.');
   if (text.size() < 20 || !ParseTimestamp(text.substr(0, 19) + "Z", &seconds))
     throw ConfigError("the Docker engine gave no container time (\"" + text + "\")");
-  if (dot == 19) seconds += std::strtod(("0" + text.substr(dot, text.size() - dot - 1)).c_str(),
-                                        nullptr);
+  if (dot == 19)
+    seconds += std::strtod(("0" + text.substr(dot, text.size() - dot - 1)).c_str(), nullptr);
   return seconds;
 }
 
@@ -88,21 +87,25 @@ Trial BerthTrial(const BenchRunArgs& a, DockerClient& docker) {
   const int64_t id =
       CallServer("POST", "/v1/jobs", JobSpecText(a, {"sleep", "1"}))["id"].get<int64_t>();
   std::string container;
-  WaitFor([&] {
-    const auto found = JobContainers(docker, id);
-    if (!found.empty()) container = found[0].id;
-    return !container.empty();
-  }, 60, "job " + std::to_string(id) + " got no container in 60 s");
+  WaitFor(
+      [&] {
+        const auto found = JobContainers(docker, id);
+        if (!found.empty()) container = found[0].id;
+        return !container.empty();
+      },
+      60, "job " + std::to_string(id) + " got no container in 60 s");
   ContainerInfo info;
-  WaitFor([&] {
-    try {
-      info = docker.Inspect(container);
-    } catch (const DockerError& e) {
-      throw ConfigError("bench run: job " + std::to_string(id) +
-                        "'s container went before its exit was seen: " + e.what());
-    }
-    return !info.running && !info.finished_at.empty() && info.finished_at[0] != '0';
-  }, 60, "job " + std::to_string(id) + "'s container did not exit");
+  WaitFor(
+      [&] {
+        try {
+          info = docker.Inspect(container);
+        } catch (const DockerError& e) {
+          throw ConfigError("bench run: job " + std::to_string(id) +
+                            "'s container went before its exit was seen: " + e.what());
+        }
+        return !info.running && !info.finished_at.empty() && info.finished_at[0] != '0';
+      },
+      60, "job " + std::to_string(id) + "'s container did not exit");
   const std::string path = "/v1/jobs/" + std::to_string(id);
   WaitFor([&] { return CallServer("GET", path).value("state", "") == "succeeded"; }, 60,
           "job " + std::to_string(id) + " did not succeed: " + CallServer("GET", path).dump());
@@ -171,16 +174,18 @@ double BerthBatch(const BenchRunArgs& a) {
     last = CallServer("POST", "/v1/jobs", JobSpecText(a, {"true"}))["id"].get<int64_t>();
     if (i == 0) first = last;
   }
-  WaitFor([&] {
-    int done = 0;
-    for (json after = first - 1; !after.is_null();) {
-      const json page = CallServer("GET", "/v1/jobs?limit=10000&after=" + after.dump());
-      for (const json& j : page["jobs"])
-        if (j.value("id", int64_t{0}) <= last && j.value("state", "") == "succeeded") ++done;
-      after = page["next"];
-    }
-    return done == a.jobs;
-  }, 600, "the batch's jobs did not all succeed in 600 s");
+  WaitFor(
+      [&] {
+        int done = 0;
+        for (json after = first - 1; !after.is_null();) {
+          const json page = CallServer("GET", "/v1/jobs?limit=10000&after=" + after.dump());
+          for (const json& j : page["jobs"])
+            if (j.value("id", int64_t{0}) <= last && j.value("state", "") == "succeeded") ++done;
+          after = page["next"];
+        }
+        return done == a.jobs;
+      },
+      600, "the batch's jobs did not all succeed in 600 s");
   return WallNow() - t0;
 }
 
@@ -197,8 +202,7 @@ void RunBenchRun(const BenchRunArgs& a) {
                       "; build it (scripts/busybox-image.sh) or name one it has");
   int free_gpus = 0;
   const json nodes = CallServer("GET", "/v1/nodes");
-  for (const json& node : nodes["nodes"])
-    free_gpus += node.value("freeGpus", 0);
+  for (const json& node : nodes["nodes"]) free_gpus += node.value("freeGpus", 0);
   const int parallel = std::max(1, free_gpus / a.gpus);
   const auto progress = [&](const std::string& what) {
     if (!a.json) std::cerr << "bench run: " << what << std::endl;
@@ -207,8 +211,8 @@ void RunBenchRun(const BenchRunArgs& a) {
   for (int r = 0; r < a.repeat; ++r) {
     progress("trial " + std::to_string(r + 1) + " of " + std::to_string(a.repeat));
     const Trial b = BerthTrial(a, docker);
-    const Trial d = DockerTrial(a, docker, "trial-" + std::to_string(getpid()) + "-" +
-                                               std::to_string(r));
+    const Trial d =
+        DockerTrial(a, docker, "trial-" + std::to_string(getpid()) + "-" + std::to_string(r));
     berth_run.push_back(b.to_running);
     berth_exit.push_back(b.exit_to_done);
     docker_run.push_back(d.to_running);
@@ -222,15 +226,14 @@ void RunBenchRun(const BenchRunArgs& a) {
   const auto row = [](double berth, double engine) {
     return json{{"berth_s", berth}, {"docker_s", engine}, {"ratio", berth / engine}};
   };
-  const json report = {
-      {"image", a.image},
-      {"gpus_per_job", a.gpus},
-      {"repeat", a.repeat},
-      {"submit_to_running", row(Median(berth_run), Median(docker_run))},
-      {"exit_to_done", row(Median(berth_exit), Median(docker_exit))},
-      {"batch", row(berth_batch, docker_batch)},
-      {"batch_jobs", a.jobs},
-      {"batch_parallel", parallel}};
+  const json report = {{"image", a.image},
+                       {"gpus_per_job", a.gpus},
+                       {"repeat", a.repeat},
+                       {"submit_to_running", row(Median(berth_run), Median(docker_run))},
+                       {"exit_to_done", row(Median(berth_exit), Median(docker_exit))},
+                       {"batch", row(berth_batch, docker_batch)},
+                       {"batch_jobs", a.jobs},
+                       {"batch_parallel", parallel}};
   if (a.json) {
     std::cout << JsonText(report) << "\n";
     return;
@@ -246,8 +249,9 @@ void RunBenchRun(const BenchRunArgs& a) {
   };
   print("submit to running", report["submit_to_running"]);
   print("exit to done", report["exit_to_done"]);
-  print((std::to_string(a.jobs) + " short jobs, " + std::to_string(parallel) + " at a time").c_str(),
-        report["batch"]);
+  print(
+      (std::to_string(a.jobs) + " short jobs, " + std::to_string(parallel) + " at a time").c_str(),
+      report["batch"]);
 }
 
 }  // namespace

@@ -263,8 +263,8 @@ bool ReadPod(const json& object, Pod* pod, std::string* why) {
                            ": ask for 1 (one seat on a shared GPU), with the annotation " +
                            kGpuShareResource + " giving the thousandths of the GPU, 1 to 1000");
     if (gpus > 0)
-      return Fail(why, std::string("Pod: ask for ") + kGpuShareResource +
-                           " or nvidia.com/gpu, not both");
+      return Fail(
+          why, std::string("Pod: ask for ") + kGpuShareResource + " or nvidia.com/gpu, not both");
   }
   if (share > 0 && gpus == 1) gpus = 0;
   if (int(gpus > 0) + int(share > 0) + int(!demand.mig_profile.empty()) > 1)

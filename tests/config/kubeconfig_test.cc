@@ -15,9 +15,8 @@ class KubeConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("berth_kubeconfig_" + std::string(::testing::UnitTest::GetInstance()
-                                                  ->current_test_info()
-                                                  ->name()));
+           ("berth_kubeconfig_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -50,9 +49,9 @@ class KubeConfigTest : public ::testing::Test {
 TEST_F(KubeConfigTest, ReadsTheCurrentContextsServerCaAndToken) {
   const std::string ca = Write("ca.crt", "-----BEGIN CERTIFICATE-----\nMIIB\n");
   const std::string token = Write("token", "abc.def\n");
-  const KubeConfig config = LoadKubeConfig(Config(
-      "    server: https://10.0.0.1:6443\n    certificate-authority: " + ca + "\n",
-      "    tokenFile: " + token + "\n"));
+  const KubeConfig config = LoadKubeConfig(
+      Config("    server: https://10.0.0.1:6443\n    certificate-authority: " + ca + "\n",
+             "    tokenFile: " + token + "\n"));
   EXPECT_EQ(config.server, "https://10.0.0.1:6443");
   EXPECT_EQ(config.ca_file, ca);
   EXPECT_EQ(config.token, "abc.def");  // without its line end
@@ -60,18 +59,17 @@ TEST_F(KubeConfigTest, ReadsTheCurrentContextsServerCaAndToken) {
   EXPECT_FALSE(config.insecure);
 
   // CA data inline (base64 PEM), a token inline, an IPv6 server.
-  const KubeConfig inline_config = LoadKubeConfig(Config(
-      "    server: \"https://[fd00::1]:443\"\n"
-      "    certificate-authority-data: "
-      "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=\n",
-      "    token: xyz\n"));
+  const KubeConfig inline_config = LoadKubeConfig(
+      Config("    server: \"https://[fd00::1]:443\"\n"
+             "    certificate-authority-data: "
+             "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=\n",
+             "    token: xyz\n"));
   EXPECT_EQ(inline_config.ca_pem, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
   EXPECT_EQ(inline_config.token, "xyz");
 
   // Relative paths are from the kubeconfig's directory, as kubectl reads them.
-  const KubeConfig relative =
-      LoadKubeConfig(Config("    server: https://h\n    certificate-authority: ca.crt\n",
-                            "    tokenFile: token\n"));
+  const KubeConfig relative = LoadKubeConfig(Config(
+      "    server: https://h\n    certificate-authority: ca.crt\n", "    tokenFile: token\n"));
   EXPECT_EQ(relative.ca_file, ca);
   EXPECT_EQ(relative.token_file, token);
   EXPECT_EQ(relative.token, "abc.def");
@@ -93,9 +91,9 @@ TEST_F(KubeConfigTest, MistakesAreNamedAtTheirField) {
   EXPECT_TRUE(fails("    server: https://h\n", "    client-certificate: /x\n",
                     {"client-certificate and client-key together"}));
   // A file the kubeconfig names but that cannot be read is blamed on the field that names it.
-  EXPECT_TRUE(fails("    server: https://h\n    certificate-authority: " + (dir_ / "none").string() +
-                        "\n",
-                    "    token: x\n", {":9:", "cluster.certificate-authority", "none"}));
+  EXPECT_TRUE(
+      fails("    server: https://h\n    certificate-authority: " + (dir_ / "none").string() + "\n",
+            "    token: x\n", {":9:", "cluster.certificate-authority", "none"}));
   EXPECT_TRUE(fails("    server: https://h\n", "    tokenFile: " + (dir_ / "gone").string() + "\n",
                     {"user.tokenFile", "gone"}));
   // A token goes into an HTTP header: a line end or other control character inside is refused.
@@ -106,11 +104,11 @@ TEST_F(KubeConfigTest, MistakesAreNamedAtTheirField) {
                     {"user.tokenFile", "control character"}));
   // Entries that are not maps, and a document that is not one.
   EXPECT_TRUE(fails("    5\n", "    token: x\n", {"clusters[0].cluster", "expected a map"}));
-  EXPECT_TRUE(fails("    server: https://h\n", "    just-a-string\n",
-                    {"users[0].user", "expected a map"}));
+  EXPECT_TRUE(
+      fails("    server: https://h\n", "    just-a-string\n", {"users[0].user", "expected a map"}));
   const std::string scalar = Write("scalar.yaml", "current-context\n");
-  EXPECT_TRUE(ThrowsConfigError([&] { LoadKubeConfig(scalar); }, scalar + ":1:",
-                                {"expected a map"}));
+  EXPECT_TRUE(
+      ThrowsConfigError([&] { LoadKubeConfig(scalar); }, scalar + ":1:", {"expected a map"}));
   const std::string no_context = Write("nocontext.yaml", "current-context: x\ncontexts: []\n");
   EXPECT_TRUE(ThrowsConfigError([&] { LoadKubeConfig(no_context); }, no_context + ":",
                                 {"contexts", "no entry named \"x\""}));
@@ -127,8 +125,8 @@ TEST_F(KubeConfigTest, InClusterReadsTheServiceAccount) {
   EXPECT_EQ(config.token, "sa-token");
   EXPECT_EQ(config.ca_file, secrets + "/ca.crt");
   unsetenv("KUBERNETES_SERVICE_HOST");
-  EXPECT_TRUE(ThrowsConfigError([&] { InClusterKubeConfig(dir_.string()); }, "--kubeconfig:",
-                                {"not inside a pod"}));
+  EXPECT_TRUE(ThrowsConfigError([&] { InClusterKubeConfig(dir_.string()); },
+                                "--kubeconfig:", {"not inside a pod"}));
 }
 
 }  // namespace

@@ -337,11 +337,12 @@ TEST_F(DevicePluginTest, APodKubeletAdmittedIsNotMatchedAgainAfterARestart) {
   BindSharePod("pulling", "GPU-a2", 250);
   v1beta1::ContainerAllocateResponse answer;
   ASSERT_TRUE(Allocate({"GPU-a2::0"}, &answer, true).ok());
-  api_.Patch("pods", "ml", "pulling",
-             {{"status",
-               {{"phase", "Pending"},
-                {"containerStatuses",
-                 {{{"name", "main"}, {"state", {{"waiting", {{"reason", "ContainerCreating"}}}}}}}}}}});
+  api_.Patch(
+      "pods", "ml", "pulling",
+      {{"status",
+        {{"phase", "Pending"},
+         {"containerStatuses",
+          {{{"name", "main"}, {"state", {{"waiting", {{"reason", "ContainerCreating"}}}}}}}}}}});
   plugin_->Stop();
   DevicePluginOptions options;
   options.node = kNode;

@@ -114,9 +114,10 @@ TEST(PodJobTest, SharesMigAndPodGroups) {
 // annotation that says how much of the GPU it uses.
 TEST(PodJobTest, ASharePodAsksForOneSeat) {
   const auto share_pod = [](const std::string& seats, const std::string& milli, int gpus = 0) {
-    json pod = GpuPod("s", gpus, milli.empty() ? std::map<std::string, std::string>{}
-                                               : std::map<std::string, std::string>{
-                                                     {"berth.io/gpu-share", milli}});
+    json pod =
+        GpuPod("s", gpus,
+               milli.empty() ? std::map<std::string, std::string>{}
+                             : std::map<std::string, std::string>{{"berth.io/gpu-share", milli}});
     pod["spec"]["containers"][0]["resources"]["limits"]["berth.io/gpu-share"] = seats;
     return pod;
   };

@@ -24,8 +24,8 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kApiVersion = "v1beta1";
-constexpr size_t kMaxDeviceIdLength = 63;  // kubelet refuses longer Device.ID values
-constexpr int kMaxShareSeats = 1000;       // a share is at least a thousandth of a GPU
+constexpr size_t kMaxDeviceIdLength = 63;   // kubelet refuses longer Device.ID values
+constexpr int kMaxShareSeats = 1000;        // a share is at least a thousandth of a GPU
 constexpr size_t kMaxShareDevices = 16384;  // about 1.3 MB of device list at 63-byte IDs
 
 std::string Join(const std::vector<std::string>& parts) {
@@ -100,7 +100,9 @@ struct PendingPod {
 class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
  public:
   Service(const DevicePluginOptions& options, KubeClient& kube, Offer offer)
-      : options_(options), kube_(kube), offer_(std::move(offer)),
+      : options_(options),
+        kube_(kube),
+        offer_(std::move(offer)),
         healthy_(options.gpu_uuids.size(), true) {
     for (size_t g = 0; g < options_.gpu_uuids.size(); ++g) {
       if (offer_.seats == 0) devices_.emplace_back(options_.gpu_uuids[g], g);
@@ -190,9 +192,10 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
             ids.push_back(*on_g);
             break;
           }
-        const bool keeps_required = std::all_of(must.begin(), must.end(), [&](const std::string& id) {
-          return std::find(ids.begin(), ids.end(), id) != ids.end();
-        });
+        const bool keeps_required =
+            std::all_of(must.begin(), must.end(), [&](const std::string& id) {
+              return std::find(ids.begin(), ids.end(), id) != ids.end();
+            });
         if (ids.size() == pod->gpus.size() && keeps_required) {
           chosen = std::move(ids);
           pods.erase(pod);  // a second container of the request is another pod's
@@ -234,8 +237,8 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
       for (const std::string& id : container.devices_ids()) {
         const auto known = gpu_of_.find(id);
         if (known == gpu_of_.end())
-          return Invalid("unknown device \"" + id.substr(0, 80) + "\" (not a " +
-                         offer_.resource + " device of node " + options_.node + ")");
+          return Invalid("unknown device \"" + id.substr(0, 80) + "\" (not a " + offer_.resource +
+                         " device of node " + options_.node + ")");
         const int g = static_cast<int>(known->second);
         if (std::find(gpus.begin(), gpus.end(), g) == gpus.end()) gpus.push_back(g);
       }
@@ -362,12 +365,10 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
           !AsksFor(item, offer_.resource))
         continue;
       const auto served = served_.find(uid);
-      PendingPod entry{uid,
-                       MetadataText(item, "namespace") + "/" + MetadataText(item, "name"),
-                       created,
-                       {},
-                       nullptr,
-                       served == served_.end() ? std::vector<std::string>{} : served->second};
+      PendingPod entry{
+          uid,     MetadataText(item, "namespace") + "/" + MetadataText(item, "name"),
+          created, {},
+          nullptr, served == served_.end() ? std::vector<std::string>{} : served->second};
       if (!ReadGpuIds(gpu_ids, &entry.gpus)) {
         std::cerr << "berth device-plugin " << options_.node << ": pod " << entry.name << ": "
                   << kGpuIdsAnnotation << " \"" << gpu_ids.substr(0, 200)
@@ -491,8 +492,7 @@ std::string DevicePlugin::Start() {
            std::to_string(uuids.size()) + " GPUs: at most " + std::to_string(kMaxShareDevices) +
            " seats on the node, so that kubelet can read their list";
   for (size_t i = 0; i < uuids.size(); ++i) {
-    if (uuids[i].empty() || uuids[i].size() > max_uuid ||
-        uuids[i].find(',') != std::string::npos ||
+    if (uuids[i].empty() || uuids[i].size() > max_uuid || uuids[i].find(',') != std::string::npos ||
         std::find(uuids.begin(), uuids.begin() + i, uuids[i]) != uuids.begin() + i)
       return "GPU UUID \"" + uuids[i].substr(0, 80) + "\": expected distinct UUIDs of 1 to " +
              std::to_string(max_uuid) + " characters without commas";
