@@ -131,6 +131,26 @@ class DevicePluginTest : public ::testing::Test {
     return env != answer.envs().end() ? env->second : "<unset>";
   }
 
+  // GetPreferredAllocation as kubelet asks it for one container: `size` of `available`,
+  // `must` among them; the ids answered, each followed by a space.
+  std::string Preferred(const std::vector<std::string>& available, int size,
+                        const std::vector<std::string>& must = {}, bool share = false) {
+    v1beta1::PreferredAllocationRequest request;
+    auto* container = request.add_container_requests();
+    for (const std::string& id : available) container->add_available_deviceids(id);
+    for (const std::string& id : must) container->add_must_include_deviceids(id);
+    container->set_allocation_size(size);
+    v1beta1::PreferredAllocationResponse response;
+    grpc::ClientContext context;
+    const grpc::Status status =
+        (share ? share_stub_ : stub_)->GetPreferredAllocation(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    std::string ids;
+    if (response.container_responses_size() == 1)
+      for (const std::string& id : response.container_responses(0).deviceids()) ids += id + " ";
+    return ids;
+  }
+
   std::string VisibleDevices(const std::vector<std::string>& ids, bool share = false) {
     v1beta1::ContainerAllocateResponse answer;
     const grpc::Status status = Allocate(ids, &answer, share);
@@ -359,16 +379,8 @@ TEST_F(DevicePluginTest, APodKubeletAdmittedIsNotMatchedAgainAfterARestart) {
 
 TEST_F(DevicePluginTest, PreferredSeatIsOnBerthsGpu) {
   BindSharePod("share", "GPU-a3", 100);
-  v1beta1::PreferredAllocationRequest request;
-  auto* container = request.add_container_requests();
-  for (const char* id : {"GPU-a0::0", "GPU-a1::0", "GPU-a3::0", "GPU-a3::1"})
-    container->add_available_deviceids(id);
-  container->set_allocation_size(1);
-  v1beta1::PreferredAllocationResponse response;
-  grpc::ClientContext context;
-  ASSERT_TRUE(share_stub_->GetPreferredAllocation(&context, request, &response).ok());
-  ASSERT_EQ(response.container_responses(0).deviceids_size(), 1);
-  EXPECT_EQ(response.container_responses(0).deviceids(0), "GPU-a3::0");
+  EXPECT_EQ(Preferred({"GPU-a0::0", "GPU-a1::0", "GPU-a3::0", "GPU-a3::1"}, 1, {}, true),
+            "GPU-a3::0 ");
 }
 
 TEST_F(DevicePluginTest, WithoutABerthPodKubeletsIdsAreUsed) {
@@ -420,33 +432,12 @@ TEST_F(DevicePluginTest, BadRequestsAreRefusedWithTheReason) {
 
 TEST_F(DevicePluginTest, PreferredAllocationIsBerthsWhenKubeletHasThem) {
   BindPod("train", 2, {{"berth.io/gpu-ids", "GPU-a3,GPU-a1"}});
-  auto preferred = [&](const std::vector<std::string>& available) {
-    v1beta1::PreferredAllocationRequest request;
-    auto* container = request.add_container_requests();
-    for (const std::string& id : available) container->add_available_deviceids(id);
-    container->set_allocation_size(2);
-    v1beta1::PreferredAllocationResponse response;
-    grpc::ClientContext context;
-    EXPECT_TRUE(stub_->GetPreferredAllocation(&context, request, &response).ok());
-    std::string ids;
-    for (const std::string& id : response.container_responses(0).deviceids()) ids += id + " ";
-    return ids;
-  };
-  EXPECT_EQ(preferred(kUuids), "GPU-a3 GPU-a1 ");
-  EXPECT_EQ(preferred({"GPU-a0", "GPU-a1", "GPU-a2"}), "GPU-a0 GPU-a1 ");  // GPU-a3 is taken
+  EXPECT_EQ(Preferred(kUuids, 2), "GPU-a3 GPU-a1 ");
+  EXPECT_EQ(Preferred({"GPU-a0", "GPU-a1", "GPU-a2"}, 2), "GPU-a0 GPU-a1 ");  // GPU-a3 is taken
 
   // kubelet's must-include devices come first and the answer stays at the size asked, even
   // when kubelet names more than that.
-  v1beta1::PreferredAllocationRequest request;
-  auto* container = request.add_container_requests();
-  for (const std::string& id : kUuids) container->add_available_deviceids(id);
-  for (const char* id : {"GPU-a2", "GPU-a0", "GPU-a1"}) container->add_must_include_deviceids(id);
-  container->set_allocation_size(2);
-  v1beta1::PreferredAllocationResponse response;
-  grpc::ClientContext context;
-  ASSERT_TRUE(stub_->GetPreferredAllocation(&context, request, &response).ok());
-  ASSERT_EQ(response.container_responses(0).deviceids_size(), 2);
-  EXPECT_EQ(response.container_responses(0).deviceids(0), "GPU-a2");
+  EXPECT_EQ(Preferred(kUuids, 2, {"GPU-a2", "GPU-a0", "GPU-a1"}), "GPU-a2 GPU-a0 ");
 }
 
 TEST(DevicePluginStart, FailsWithTheReasonWhenKubeletIsNotThere) {
