@@ -9,7 +9,7 @@
 // The container times come from the engine (State.StartedAt, FinishedAt) and the job's from the
 // server's event log, so the bench must run on the host of the agent that runs the jobs (`berth
 // up`): one clock for both.
-#include <unistd.h>
+#include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +18,8 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -58,23 +60,59 @@ double EngineTime(const std::string& text) {
 
 void Sleep(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
 
-// Polls `ready` every 5 ms for up to `timeout_s`; throws `what` when it never holds.
-template <class Ready>
-void WaitFor(Ready ready, double timeout_s, const std::string& what) {
+// Polls `ready` every `every_s` for up to `timeout_s`; then throws with what `why` says.
+template <class Ready, class Why>
+void WaitFor(Ready ready, double every_s, double timeout_s, Why why) {
   const double deadline = WallNow() + timeout_s;
   while (!ready()) {
-    if (WallNow() > deadline) throw ConfigError("bench run: " + what);
-    Sleep(0.005);
+    if (WallNow() > deadline) throw ConfigError("bench run: " + why());
+    Sleep(every_s);
   }
+}
+
+// Whether the container has exited (the engine's own wait, polled: a short one exits before an
+// event subscription could start).
+bool Exited(DockerClient& docker, const std::string& id, ContainerInfo* info = nullptr) {
+  const ContainerInfo found = docker.Inspect(id);
+  if (info != nullptr) *info = found;
+  return !found.running && !found.finished_at.empty() && found.finished_at[0] != '0';
 }
 
 std::string JobSpecText(const BenchRunArgs& a, const std::vector<std::string>& command) {
   return json{{"gpus", a.gpus}, {"image", a.image}, {"command", command}}.dump();
 }
 
-// The job's container, once the agent has created it; empty until then.
-std::vector<ContainerInfo> JobContainers(DockerClient& docker, int64_t job) {
-  return docker.List("berth.job=" + std::to_string(job));
+// The bench's jobs on the server: stopped unless they end on their own, so that a failed or
+// interrupted bench leaves nothing queued. Answers are not checked (an ended job refuses).
+class BenchJobs {
+ public:
+  int64_t Submit(const std::string& spec) {
+    const int64_t id = CallServer("POST", "/v1/jobs", spec)["id"].get<int64_t>();
+    ids_.insert(id);
+    return id;
+  }
+  const std::set<int64_t>& ids() const { return ids_; }
+  void Ended(int64_t id) { ids_.erase(id); }
+  ~BenchJobs() {
+    if (ids_.empty()) return;
+    const std::unique_ptr<httplib::Client> client = ConnectToServer(ServerAddressFromEnv());
+    for (int64_t id : ids_) client->Post("/v1/jobs/" + std::to_string(id) + "/stop");
+  }
+
+ private:
+  std::set<int64_t> ids_;
+};
+
+std::string StateOf(int64_t id) {
+  return CallServer("GET", "/v1/jobs/" + std::to_string(id)).value("state", "");
+}
+
+// Throws when the job ended otherwise than succeeded; true once it has succeeded.
+bool Succeeded(int64_t id, const std::string& state) {
+  if (state == "failed" || state == "stopped")
+    throw ConfigError("bench run: job " + std::to_string(id) + " " + state + ": " +
+                      CallServer("GET", "/v1/jobs/" + std::to_string(id)).dump());
+  return state == "succeeded";
 }
 
 struct Trial {
@@ -83,115 +121,131 @@ struct Trial {
 
 // One job through berth: submitted, its container seen running and exited, the job succeeded.
 Trial BerthTrial(const BenchRunArgs& a, DockerClient& docker) {
+  BenchJobs jobs;
   const double t0 = WallNow();
-  const int64_t id =
-      CallServer("POST", "/v1/jobs", JobSpecText(a, {"sleep", "1"}))["id"].get<int64_t>();
+  const int64_t id = jobs.Submit(JobSpecText(a, {"sleep", "1"}));
+  const std::string job = "job " + std::to_string(id);
   std::string container;
   WaitFor(
       [&] {
-        const auto found = JobContainers(docker, id);
+        const auto found = docker.List("berth.job=" + std::to_string(id));
         if (!found.empty()) container = found[0].id;
         return !container.empty();
       },
-      60, "job " + std::to_string(id) + " got no container in 60 s");
+      0.02, 60,
+      [&] { return job + " got no container in 60 s (" + StateOf(id) + "; free GPUs?)"; });
   ContainerInfo info;
   WaitFor(
       [&] {
         try {
-          info = docker.Inspect(container);
+          return Exited(docker, container, &info);
         } catch (const DockerError& e) {
-          throw ConfigError("bench run: job " + std::to_string(id) +
+          throw ConfigError("bench run: " + job +
                             "'s container went before its exit was seen: " + e.what());
         }
-        return !info.running && !info.finished_at.empty() && info.finished_at[0] != '0';
       },
-      60, "job " + std::to_string(id) + "'s container did not exit");
-  const std::string path = "/v1/jobs/" + std::to_string(id);
-  WaitFor([&] { return CallServer("GET", path).value("state", "") == "succeeded"; }, 60,
-          "job " + std::to_string(id) + " did not succeed: " + CallServer("GET", path).dump());
+      0.02, 60, [&] { return job + "'s container did not exit in 60 s"; });
+  WaitFor([&] { return Succeeded(id, StateOf(id)); }, 0.02, 60,
+          [&] { return job + " did not succeed in 60 s: " + StateOf(id); });
+  jobs.Ended(id);
   double succeeded = 0;
-  const json events = CallServer("GET", path + "/events");
+  const json events = CallServer("GET", "/v1/jobs/" + std::to_string(id) + "/events");
   for (const json& e : events["events"])
     if (e.value("state", "") == "succeeded") succeeded = e.value("at", 0.0);
   return {EngineTime(info.started_at) - t0, succeeded - EngineTime(info.finished_at)};
 }
 
-// The same container by the engine alone: `docker run -d`, then `docker run`'s wait.
-Trial DockerTrial(const BenchRunArgs& a, DockerClient& docker, const std::string& label) {
+// The same container by the engine alone: `docker run -d`, then `docker run` noticing the exit.
+Trial DockerTrial(const BenchRunArgs& a, DockerClient& docker) {
   ContainerSpec spec;
   spec.image = a.image;
   spec.command = {"sleep", "1"};
-  spec.labels = {{"berth.bench", label}};
   const double t0 = WallNow();
   const std::string id = docker.Create(spec);
-  docker.Start(id);
-  const double started = EngineTime(docker.Inspect(id).started_at);
-  if (!docker.WaitForExit("berth.bench=" + label, 60))
-    throw ConfigError("bench run: the engine's container did not exit in 60 s");
-  const double noticed = WallNow();
-  const double finished = EngineTime(docker.Inspect(id).finished_at);
-  docker.Remove(id, true);
-  return {started - t0, noticed - finished};
+  try {
+    docker.Start(id);
+    const double started = EngineTime(docker.Inspect(id).started_at);
+    ContainerInfo info;
+    WaitFor([&] { return Exited(docker, id, &info); }, 0.005, 60,
+            [] { return std::string("the engine's container did not exit in 60 s"); });
+    const double noticed = WallNow();
+    docker.Remove(id, true);
+    return {started - t0, noticed - EngineTime(info.finished_at)};
+  } catch (...) {
+    docker.Remove(id, true);
+    throw;
+  }
 }
 
-// `jobs` containers that exit at once, `parallel` at a time, by the engine alone.
+// `jobs` containers that exit at once, `parallel` at a time, by the engine alone: create,
+// start, wait, remove, as `docker run --rm` does.
 double DockerBatch(const BenchRunArgs& a, int parallel) {
   std::atomic<int> next{0};
-  std::atomic<bool> failed{false};
+  std::mutex failed_mu;
+  std::string failed;
   const double t0 = WallNow();
   std::vector<std::thread> workers;
   for (int w = 0; w < parallel; ++w)
-    workers.emplace_back([&, w] {
+    workers.emplace_back([&] {
       DockerClient own(a.docker_socket);  // one connection per worker, as docker CLIs have
-      try {
-        for (int i = next++; i < a.jobs; i = next++) {
+      for (int i = next++; i < a.jobs; i = next++) {
+        std::string id;
+        try {
           ContainerSpec spec;
           spec.image = a.image;
           spec.command = {"true"};
-          const std::string label = "batch-" + std::to_string(getpid()) + "-" + std::to_string(i);
-          spec.labels = {{"berth.bench", label}};
-          const std::string id = own.Create(spec);
+          id = own.Create(spec);
           own.Start(id);
-          if (own.Inspect(id).running && !own.WaitForExit("berth.bench=" + label, 60))
-            throw ConfigError("container " + id + " did not exit in 60 s");
+          WaitFor([&] { return Exited(own, id); }, 0.005, 60,
+                  [] { return std::string("a container did not exit in 60 s"); });
           own.Remove(id, true);
+        } catch (const std::exception& e) {
+          if (!id.empty()) own.Remove(id, true);
+          std::lock_guard<std::mutex> lock(failed_mu);
+          failed = e.what();
+          next = a.jobs;  // the others stop too
         }
-      } catch (const std::exception& e) {
-        std::cerr << "bench run: docker worker " << w << ": " << e.what() << "\n";
-        failed = true;
       }
     });
   for (std::thread& w : workers) w.join();
-  if (failed) throw ConfigError("bench run: the engine failed to run the batch");
+  if (!failed.empty()) throw ConfigError("bench run: the engine alone failed: " + failed);
   return WallNow() - t0;
 }
 
-// `jobs` jobs that exit at once through berth: submitted together, done when all succeeded.
-double BerthBatch(const BenchRunArgs& a) {
+// `jobs` jobs that exit at once through berth: submitted together, done when all of them (and
+// no one else's) have succeeded.
+double BerthBatch(const BenchRunArgs& a, int parallel) {
+  BenchJobs jobs;
   const double t0 = WallNow();
-  int64_t first = 0, last = 0;
-  for (int i = 0; i < a.jobs; ++i) {
-    last = CallServer("POST", "/v1/jobs", JobSpecText(a, {"true"}))["id"].get<int64_t>();
-    if (i == 0) first = last;
-  }
+  for (int i = 0; i < a.jobs; ++i) jobs.Submit(JobSpecText(a, {"true"}));
+  const int64_t first = *jobs.ids().begin();
+  // Generous: berth should take about what the engine does, a second or two a job and slot.
+  const double limit = 120 + 10.0 * a.jobs / parallel;
   WaitFor(
       [&] {
-        int done = 0;
-        for (json after = first - 1; !after.is_null();) {
+        for (json after = first - 1; !after.is_null() && !jobs.ids().empty();) {
           const json page = CallServer("GET", "/v1/jobs?limit=10000&after=" + after.dump());
-          for (const json& j : page["jobs"])
-            if (j.value("id", int64_t{0}) <= last && j.value("state", "") == "succeeded") ++done;
+          for (const json& j : page["jobs"]) {
+            const int64_t id = j.value("id", int64_t{0});
+            if (jobs.ids().count(id) && Succeeded(id, j.value("state", ""))) jobs.Ended(id);
+          }
           after = page["next"];
         }
-        return done == a.jobs;
+        return jobs.ids().empty();
       },
-      600, "the batch's jobs did not all succeed in 600 s");
+      0.02, limit,
+      [&] {
+        return std::to_string(jobs.ids().size()) + " of the batch's jobs did not succeed in " +
+               std::to_string(static_cast<int>(limit)) + " s";
+      });
   return WallNow() - t0;
 }
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
+  if (v.empty()) return 0;
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 void RunBenchRun(const BenchRunArgs& a) {
@@ -211,8 +265,7 @@ void RunBenchRun(const BenchRunArgs& a) {
   for (int r = 0; r < a.repeat; ++r) {
     progress("trial " + std::to_string(r + 1) + " of " + std::to_string(a.repeat));
     const Trial b = BerthTrial(a, docker);
-    const Trial d =
-        DockerTrial(a, docker, "trial-" + std::to_string(getpid()) + "-" + std::to_string(r));
+    const Trial d = DockerTrial(a, docker);
     berth_run.push_back(b.to_running);
     berth_exit.push_back(b.exit_to_done);
     docker_run.push_back(d.to_running);
@@ -220,7 +273,7 @@ void RunBenchRun(const BenchRunArgs& a) {
   }
   progress(std::to_string(a.jobs) + " short jobs through berth, " + std::to_string(parallel) +
            " at a time");
-  const double berth_batch = BerthBatch(a);
+  const double berth_batch = BerthBatch(a, parallel);
   progress("the same through the engine alone");
   const double docker_batch = DockerBatch(a, parallel);
   const auto row = [](double berth, double engine) {
@@ -268,8 +321,8 @@ void AddBenchRunCommand(CLI::App& bench) {
   cmd->add_option("--repeat", a->repeat, "Single-job trials, 1 to 100")
       ->check(IntegerIn(1, 100))
       ->capture_default_str();
-  cmd->add_option("--jobs", a->jobs, "Short jobs in the batch, 1 to 10000")
-      ->check(IntegerIn(1, 10000))
+  cmd->add_option("--jobs", a->jobs, "Short jobs in the batch, 1 to 1000")
+      ->check(IntegerIn(1, 1000))
       ->capture_default_str();
   cmd->add_option("--docker-socket", a->docker_socket, "The engine berth's agent uses")
       ->check(NonEmptyPath())

@@ -79,16 +79,24 @@ struct NamedFiles {
 };
 
 // A bearer token goes into an HTTP header: no control characters, which could end it early.
+bool HasControlCharacter(const std::string& token) {
+  return std::any_of(token.begin(), token.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
 void CheckToken(const YamlReader& reader, const YAML::Node& at, const std::string& path,
                 const std::string& token) {
-  if (std::any_of(token.begin(), token.end(),
-                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+  if (HasControlCharacter(token))
     reader.Fail(at, path, "the token holds a control character; expected the token alone");
 }
 
 }  // namespace
 
-std::string ReadToken(const std::string& path) { return TrimLineEnd(ReadFileText(path)); }
+std::string ReadToken(const std::string& path) {
+  std::string token = TrimLineEnd(ReadFileText(path));
+  if (HasControlCharacter(token))
+    throw ConfigError(path + ": the token holds a control character; expected the token alone");
+  return token;
+}
 
 KubeConfig LoadKubeConfig(const std::string& path,
                           const std::function<std::string(const std::string&)>& read_file) {

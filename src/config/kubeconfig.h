@@ -22,7 +22,8 @@ struct KubeConfig {
   bool insecure = false;            // insecure-skip-tls-verify
 };
 
-// A token file's text without its line end; throws ConfigError when it cannot be read.
+// A token file's text without its line end; throws ConfigError when it cannot be read or holds
+// a control character (it goes into an HTTP header).
 std::string ReadToken(const std::string& path);
 // Throws ConfigError naming the file, line and field. The files it names (CA, token, client
 // certificate and key) are read with `read_file` to check them, relative paths from the
