@@ -26,6 +26,7 @@
 #include "config/config_error.h"
 #include "config/kubeconfig.h"
 #include "k8s/deviceplugin/device_plugin.h"
+#include "k8s/gpu_ids_signature.h"
 #include "k8s/kube_client.h"
 #include "server/server.h"
 
@@ -63,6 +64,7 @@ struct DevicePluginArgs {
   std::string resource = "nvidia.com/gpu";
   std::string share_resource = kGpuShareResource;
   int share_seats = 16;
+  std::string signing_key_file;
 };
 
 // Serves until SIGINT/SIGTERM. kubelet deletes the plugins' sockets when it restarts, and a
@@ -74,6 +76,7 @@ void RunDevicePlugin(const DevicePluginArgs& a) {
   options.resource = a.resource;
   options.share_resource = a.share_resource;
   options.share_seats = a.share_seats;
+  if (!a.signing_key_file.empty()) options.signing_key = ReadSigningKey(a.signing_key_file);
   options.gpu_uuids = CurrentUuids(a.node, a.declare);
   options.list_gpus = [a] { return CurrentUuids(a.node, a.declare); };
   KubeClient kube(a.kubeconfig.empty() ? InClusterKubeConfig() : LoadKubeConfig(a.kubeconfig));
@@ -192,6 +195,11 @@ void AddAgentCommands(CLI::App& app) {
                    "Share pods per GPU that kubelet admits; berth decides which fit")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  plugin
+      ->add_option("--signing-key-file", d->signing_key_file,
+                   "The key `berth server --k8s --signing-key-file` signs with: only pods whose "
+                   "berth.io/gpu-ids it signed get berth's GPUs")
+      ->check(NonEmptyPath());
   plugin
       ->add_option("--declare", d->declare,
                    "Cluster file declaring this node's GPUs, simulated (hosts without GPUs)")

@@ -14,6 +14,7 @@
 #include "config/mount_path.h"
 #include "config/tokens_file.h"
 #include "k8s/extender_server.h"
+#include "k8s/gpu_ids_signature.h"
 #include "server/server.h"
 
 namespace berth {
@@ -30,7 +31,7 @@ struct ServerArgs {
   double unhealthy_after_s = 15, lost_after_s = 120;
   std::vector<std::string> allow_mounts;
   bool k8s = false;
-  std::string kubeconfig;
+  std::string kubeconfig, signing_key_file;
   std::vector<std::string> given;  // the flags given, to refuse those --k8s does not use
 };
 
@@ -50,6 +51,8 @@ int RunExtenderCommand(const ServerArgs& a) {
   options.kube = a.kubeconfig.empty() ? InClusterKubeConfig() : LoadKubeConfig(a.kubeconfig);
   options.extender.policy = LoadPolicyArgument(a.policy);
   options.extender.queues = LoadVcQueues(a.vcs);
+  if (!a.signing_key_file.empty())
+    options.extender.signing_key = ReadSigningKey(a.signing_key_file);
   Cluster declared;
   if (!a.cluster.empty()) {
     declared = LoadClusterArgument(a.cluster);
@@ -67,6 +70,7 @@ int RunExtenderCommand(const ServerArgs& a) {
 int RunServerCommand(const ServerArgs& a) {
   if (a.k8s) return RunExtenderCommand(a);
   if (!a.kubeconfig.empty()) throw ConfigError("--kubeconfig: only with --k8s");
+  if (!a.signing_key_file.empty()) throw ConfigError("--signing-key-file: only with --k8s");
   ServerOptions options;
   options.listen = a.listen;
   options.state_dir = a.state.empty() ? DefaultStateDir() : a.state;
@@ -157,6 +161,10 @@ void AddServerCommand(CLI::App& app) {
                 "Kubernetes fleet instead of berth's own API (docs/kubernetes.md)");
   cmd->add_option("--kubeconfig", a->kubeconfig,
                   "With --k8s: the API server's kubeconfig (default: in-cluster service account)")
+      ->check(NonEmptyPath());
+  cmd->add_option("--signing-key-file", a->signing_key_file,
+                  "With --k8s: a key (a Secret's file) to sign berth.io/gpu-ids with, which "
+                  "berth's device plugins check")
       ->check(NonEmptyPath());
   cmd->callback([a, cmd] {
     for (const CLI::Option* option : cmd->get_options())

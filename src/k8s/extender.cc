@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "config/placement_json.h"
+#include "k8s/gpu_ids_signature.h"
 
 namespace berth {
 namespace {
@@ -769,6 +770,9 @@ json Extender::Bind(const json& args) {
       std::string ids;
       for (const std::string& id : GpuIdsOf(*placed)) ids += (ids.empty() ? "" : ",") + id;
       annotations[kGpuIdsAnnotation] = ids;
+      if (!options_.signing_key.empty())
+        annotations[kGpuIdsSignatureAnnotation] =
+            SignGpuIds(options_.signing_key, it->first, node, ids);
       annotations[kPlacementAnnotation] = ReplicaPlacementJson(*cluster_, *placed).dump();
       annotations[kBorrowedAnnotation] = engine_->job(it->second.job)->borrowed ? "true" : "false";
     }

@@ -74,6 +74,8 @@ struct ExtenderOptions {
   std::vector<QueueSpec> queues;      // "default" is added when missing
   const Cluster* declared = nullptr;  // topology for nodes of the same name; may be null
   std::function<double()> clock;
+  // Signs the berth.io/gpu-ids written at bind (gpu_ids_signature.h); "": unsigned.
+  std::string signing_key;
 };
 
 class Extender {

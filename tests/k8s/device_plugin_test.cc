@@ -15,6 +15,7 @@
 
 #include "k8s/apiserver_standin.h"
 #include "k8s/deviceplugin/api.grpc.pb.h"
+#include "k8s/gpu_ids_signature.h"
 #include "k8s/k8s_test_util.h"
 #include "k8s/kube_client.h"
 
@@ -375,6 +376,32 @@ TEST_F(DevicePluginTest, APodKubeletAdmittedIsNotMatchedAgainAfterARestart) {
   ASSERT_TRUE(Allocate({"GPU-a2::1"}, &answer, true).ok());
   EXPECT_EQ(Env(answer, "NVIDIA_VISIBLE_DEVICES"), "GPU-a1");
   EXPECT_EQ(Env(answer, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "50");
+}
+
+// With a signing key, berth's GPUs go only to pods whose gpu-ids the extender signed: a pod
+// that wrote the annotation (and spec.nodeName) itself gets kubelet's choice.
+TEST_F(DevicePluginTest, WithAKeyOnlySignedGpuIdsAreHonoured) {
+  const std::string key = "a-key-of-enough-bytes";
+  plugin_->Stop();
+  DevicePluginOptions options;
+  options.node = kNode;
+  options.plugin_dir = dir_;
+  options.gpu_uuids = kUuids;
+  options.signing_key = key;
+  plugin_ = std::make_unique<DevicePlugin>(options, *kube_);
+  ASSERT_EQ(plugin_->Start(), "");
+  BindPod("forged", 1, {{"berth.io/gpu-ids", "GPU-a3"}});
+  EXPECT_EQ(VisibleDevices({"GPU-a0"}), "GPU-a0");
+  BindPod("wrong-node", 1,
+          {{"berth.io/gpu-ids", "GPU-a2"},
+           {"berth.io/gpu-ids-signature", SignGpuIds(key, "any-uid", "other", "GPU-a2")}});
+  EXPECT_EQ(VisibleDevices({"GPU-a1"}), "GPU-a1");
+  // Signed as the extender signs at bind: the UID the API server gave the pod.
+  const std::string uid = api_.Create("pods", GpuPod("signed", 1))["metadata"]["uid"];
+  api_.Bind("ml", "signed", kNode,
+            {{"berth.io/gpu-ids", "GPU-a2"},
+             {"berth.io/gpu-ids-signature", SignGpuIds(key, uid, kNode, "GPU-a2")}});
+  EXPECT_EQ(VisibleDevices({"GPU-a1"}), "GPU-a2");
 }
 
 TEST_F(DevicePluginTest, PreferredSeatIsOnBerthsGpu) {

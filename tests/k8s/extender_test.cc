@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "k8s/gpu_ids_signature.h"
 #include "k8s_test_util.h"
 
 namespace berth {
@@ -16,10 +17,11 @@ using namespace k8s_test;
 
 class ExtenderTest : public ::testing::Test {
  protected:
-  void MakeExtender(std::vector<QueueSpec> queues = {}) {
+  void MakeExtender(std::vector<QueueSpec> queues = {}, std::string signing_key = "") {
     ExtenderOptions options;
     BuiltinPolicy("berth", &options.policy);
     options.queues = std::move(queues);
+    options.signing_key = std::move(signing_key);
     options.clock = [this] { return now; };
     extender = std::make_unique<Extender>(std::move(options), &actions);
   }
@@ -220,6 +222,22 @@ TEST_F(ExtenderTest, FilterAnswersOneOfferedNodeAndBindWritesTheGpus) {
   EXPECT_NE(binding.annotations.at("berth.io/placement").find("\"node\":\"" + node + "\""),
             std::string::npos);
   EXPECT_EQ(extender->status().bound, 1);
+}
+
+// With a signing key, the binding carries a signature of the pod's UID, node and GPU ids that
+// berth's device plugins check; without one, none.
+TEST_F(ExtenderTest, BindSignsTheGpuIdsWithTheKey) {
+  Schedule(GpuPod("unsigned", 1));
+  EXPECT_EQ(actions.bindings.back().annotations.count("berth.io/gpu-ids-signature"), 0u);
+  const std::string key = "a-key-of-enough-bytes";
+  MakeExtender({}, key);
+  extender->SetNodes(nodes);
+  extender->Resync();
+  const json pod = GpuPod("signed", 2);
+  Schedule(pod);
+  const auto& binding = actions.bindings.back();
+  EXPECT_TRUE(GpuIdsSigned(key, Uid(pod), binding.node, binding.annotations.at("berth.io/gpu-ids"),
+                           binding.annotations.at("berth.io/gpu-ids-signature")));
 }
 
 TEST_F(ExtenderTest, ANodeKubeSchedulerRefusesIsReplacedByAnOfferedOne) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "k8s/deviceplugin/api.grpc.pb.h"
+#include "k8s/gpu_ids_signature.h"
 #include "k8s/kube_client.h"
 #include "k8s/node_shape.h"
 #include "k8s/pod_job.h"
@@ -364,6 +365,15 @@ class DevicePlugin::Service final : public v1beta1::DevicePlugin::Service {
           !ParseTimestamp(MetadataText(item, "creationTimestamp"), &created) ||
           !AsksFor(item, offer_.resource))
         continue;
+      if (!options_.signing_key.empty() &&
+          !GpuIdsSigned(options_.signing_key, uid, options_.node, gpu_ids,
+                        AnnotationText(item, kGpuIdsSignatureAnnotation))) {
+        std::cerr << "berth device-plugin " << options_.node << ": pod "
+                  << MetadataText(item, "namespace") << "/" << MetadataText(item, "name") << ": "
+                  << kGpuIdsAnnotation
+                  << " is not signed by berth's extender; it gets kubelet's choice\n";
+        continue;
+      }
       const auto served = served_.find(uid);
       PendingPod entry{
           uid,     MetadataText(item, "namespace") + "/" + MetadataText(item, "name"),

@@ -57,6 +57,9 @@ struct DevicePluginOptions {
   std::string resource = "nvidia.com/gpu";
   std::string share_resource = kGpuShareResource;  // "": no share devices
   int share_seats = 16;  // share pods per GPU that kubelet admits (berth decides the fit)
+  // Set: only pods whose berth.io/gpu-ids the extender signed with this key get berth's GPUs
+  // (gpu_ids_signature.h); others get kubelet's choice.
+  std::string signing_key;
   std::vector<std::string> gpu_uuids;  // index order, as berth numbers the node's GPUs
   // The UUIDs of the GPUs that are usable now; a GPU of gpu_uuids missing here is Unhealthy.
   // Throwing marks every GPU Unhealthy (nvidia-smi failing says nothing good of them).
