@@ -10,8 +10,11 @@
 namespace berth {
 
 std::string ReadSigningKey(const std::string& path) {
+  // Without the spaces and line ends around it, as `kubectl create secret` may leave them.
   std::string key = ReadFileText(path);
-  while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
+  const size_t begin = key.find_first_not_of(" \t\r\n");
+  key = begin == std::string::npos ? ""
+                                   : key.substr(begin, key.find_last_not_of(" \t\r\n") + 1 - begin);
   if (key.size() < kMinSigningKeyBytes)
     throw ConfigError(path + ": the signing key has " + std::to_string(key.size()) +
                       " bytes; expected at least " + std::to_string(kMinSigningKeyBytes) +

@@ -30,8 +30,10 @@ TEST(GpuIdsSignatureTest, OnlyWhatWasSignedChecksOut) {
 TEST(GpuIdsSignatureTest, AKeyFileIsReadWithoutItsLineEndAndMustBeLongEnough) {
   const std::string dir = ::testing::TempDir() + "berth_signing_key";
   std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/key") << kKey << "\n";
+  std::ofstream(dir + "/key") << " " << kKey << "\r\n";
   EXPECT_EQ(ReadSigningKey(dir + "/key"), kKey);
+  std::ofstream(dir + "/blank") << std::string(20, ' ') << "\n";
+  EXPECT_THROW(ReadSigningKey(dir + "/blank"), ConfigError);
   std::ofstream(dir + "/short") << "short\n";
   try {
     ReadSigningKey(dir + "/short");
