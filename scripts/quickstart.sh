@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)"
+cmake --build build -j "$(nproc)" --target berth  # the tests build in scripts/test.sh
 # The FGD paper's packing protocol, three policies side by side on one seed, with the
 # allocation curves drawn to build/packing.svg.
 ./build/berth sim packing --policy bestfit,fgd,berth --seeds 42 --svg build/packing.svg
