@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <exception>
 #include <iostream>
 #include <map>
@@ -30,6 +31,8 @@ using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
 
 constexpr int kAssignmentWaitS = 25;  // under the server's kMaxAssignmentWaitS
+// Starts at once: each waits mostly on the engine, which works on them in parallel.
+constexpr int kParallelStarts = 4;
 
 // A replica run: (job, replica, placement), as the server names it and the labels carry it.
 using RunKey = std::tuple<int64_t, int, std::string>;
@@ -86,14 +89,19 @@ class Agent {
     if (host_mems_.empty()) host_mems_ = {0};
   }
 
-  // Three threads: the watch of the assignments, the heartbeat (reports), and this one, which
-  // converges the containers. The heartbeat has its own thread so that a slow engine (a long
-  // pull, many starts) never silences the node and gets it declared lost.
+  // The watch of the assignments, the heartbeat (reports), the start workers, and this
+  // thread, which converges the containers. The heartbeat has its own thread so that a slow
+  // engine (a long pull, many starts) never silences the node and gets it declared lost. Starts
+  // run on their own workers so that a pass never waits on them: a replica assigned while
+  // others are starting starts at once, not after them (a burst of short jobs keeps every GPU
+  // busy).
   int Run() {
     if (!Register()) return stop_ ? 0 : 1;
     std::thread watch([this] { Watch(); });
     std::thread heartbeat([this] { Heartbeat(); });
     std::thread exits([this] { WatchExits(); });
+    std::vector<std::thread> starters;
+    for (int w = 0; w < kParallelStarts; ++w) starters.emplace_back([this] { StartWorker(); });
     Backoff docker_backoff;
     while (!stop_) {
       try {
@@ -108,13 +116,14 @@ class Agent {
         Sleep(docker_backoff.Next());
         continue;
       }
-      // Until the assignments change, or a heartbeat's time (stopped containers are removed
-      // once their last lines are sent); `stop` is set by a signal handler, which cannot
-      // notify, so it is looked at every 0.2 s.
+      // Until the assignments change, a start ends, or a heartbeat's time (stopped containers
+      // are removed once their last lines are sent); `stop` is set by a signal handler, which
+      // cannot notify, so it is looked at every 0.2 s.
       const auto due = Clock::now() + std::chrono::duration<double>(options_.heartbeat_s);
       std::unique_lock<std::mutex> lock(mu_);
-      while (!stop_ && set_.version == acted_version_ && Clock::now() < due)
+      while (!stop_ && set_.version == reconciled_version_ && !start_ended_ && Clock::now() < due)
         changed_.wait_for(lock, std::chrono::milliseconds(200));
+      start_ended_ = false;
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -123,6 +132,7 @@ class Agent {
     watch.join();
     heartbeat.join();
     exits.join();
+    for (std::thread& t : starters) t.join();
     // Stops under way use this agent: they end within their grace period.
     std::unique_lock<std::mutex> lock(mu_);
     changed_.wait(lock, [&] { return stopping_.empty(); });
@@ -256,9 +266,10 @@ class Agent {
   void WatchExits() {
     DockerClient docker(options_.docker_socket);  // this thread's own
     Backoff backoff;
+    int64_t after_ns = 0;  // the last exit seen
     while (!stop_) {
       try {
-        if (docker.WaitForExit("berth.node=" + options_.node, 1)) {
+        if (docker.WaitForExit("berth.node=" + options_.node, 1, &after_ns)) {
           std::lock_guard<std::mutex> lock(mu_);
           exited_ = true;
           changed_.notify_all();
@@ -270,16 +281,20 @@ class Agent {
     }
   }
 
-  // Makes the node's containers what the newest assignments say. False when a replica must
-  // wait for an earlier run of its job to stop: the version is then not acted on yet.
+  // Makes the node's containers what the newest assignments say, handing the replicas to
+  // start to the start workers. False when a replica must wait for an earlier run of its job
+  // to stop: the version is then not acted on yet.
   bool Reconcile() {
     AssignmentSet set;
+    std::set<RunKey> in_flight;  // queued or being started, looked at before the listing: a
+                                 // start that ends after it is in the listing or in here
     {
       std::lock_guard<std::mutex> lock(mu_);
       // Before the first answer nothing is known to be unwanted: a restarted agent must not
       // stop the containers it is about to adopt.
       if (set_.version == 0) return true;
       set = set_;
+      for (const auto& [key, version] : in_flight_) in_flight.insert(key);
     }
     std::map<RunKey, ContainerInfo> found;
     for (ContainerInfo& c : docker_.List("berth.node=" + options_.node)) {
@@ -287,7 +302,7 @@ class Agent {
       if (KeyOf(c, &key)) found[key] = std::move(c);
     }
     std::set<RunKey> wanted;
-    std::vector<std::pair<const Assignment*, RunKey>> to_start;
+    std::vector<StartTask> to_start;
     bool done = true;
     for (const Assignment& a : set.assignments) {
       const RunKey key{a.job, a.replica, a.placement};
@@ -297,6 +312,7 @@ class Agent {
         log_cursor_.try_emplace(key, a.log_since);
         if (failed_.count(key)) continue;  // reported; the server re-places it
       }
+      if (in_flight.count(key)) continue;
       const auto it = found.find(key);
       // An earlier run of the same job still stopping here (the node was lost and came back)
       // holds the same GPUs: the new one starts once it has stopped, so the job never runs
@@ -308,11 +324,20 @@ class Agent {
       if (it == found.end() && earlier_run)
         done = false;
       else if (it == found.end())
-        to_start.emplace_back(&a, key);
+        to_start.push_back({a, key});
       else if (it->second.status == "created")
         docker_.Start(it->second.id);  // created before a restart, never started
     }
-    StartAll(to_start);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (StartTask& task : to_start) {
+        // The replica may have been assigned at any version after the last one reconciled
+        // (the watch hands over only the newest).
+        in_flight_[task.key] = reconciled_version_;
+        start_queue_.push_back(std::move(task));
+      }
+      changed_.notify_all();
+    }
     for (const auto& [key, c] : found) {
       if (wanted.count(key)) continue;
       if (c.running) {
@@ -337,33 +362,47 @@ class Agent {
     }
     if (!done) return false;
     std::lock_guard<std::mutex> lock(mu_);
-    acted_version_ = set.version;
+    reconciled_version_ = set.version;
     return true;
   }
 
-  // Starts the replicas, several at once (each start waits mostly on the engine, which works
-  // on them in parallel: a burst of jobs on one node starts several times faster). Rethrows
-  // the first DockerError of an engine gone, once every start has ended.
-  void StartAll(const std::vector<std::pair<const Assignment*, RunKey>>& to_start) {
-    constexpr size_t kParallelStarts = 4;
-    if (to_start.size() == 1) return Start(docker_, *to_start[0].first, to_start[0].second);
-    std::atomic<size_t> next{0};
-    std::mutex error_mu;
-    std::exception_ptr error;
-    std::vector<std::thread> workers;
-    for (size_t w = 0; w < std::min(kParallelStarts, to_start.size()); ++w)
-      workers.emplace_back([&] {
-        try {
-          DockerClient docker(options_.docker_socket);  // one client a thread
-          for (size_t i = next++; i < to_start.size(); i = next++)
-            Start(docker, *to_start[i].first, to_start[i].second);
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(error_mu);
-          if (!error) error = std::current_exception();
-        }
-      });
-    for (std::thread& t : workers) t.join();
-    if (error) std::rethrow_exception(error);
+  // The version the heartbeat reports acted on: the last one reconciled, but none that may
+  // have assigned a replica still starting (the server would take it for lost).
+  uint64_t AppliedVersion() const {  // under mu_
+    uint64_t applied = reconciled_version_;
+    for (const auto& [key, before] : in_flight_) applied = std::min(applied, before);
+    return applied;
+  }
+
+  // Takes replicas off the start queue, one at a time, until stop. A start that finds the
+  // engine gone is dropped and the next pass tries it again, after a back-off.
+  void StartWorker() {
+    DockerClient docker(options_.docker_socket);  // one client a thread
+    Backoff engine_backoff;
+    while (true) {
+      StartTask task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        while (!stop_ && start_queue_.empty())
+          changed_.wait_for(lock, std::chrono::milliseconds(200));
+        if (stop_) return;
+        task = std::move(start_queue_.front());
+        start_queue_.pop_front();
+      }
+      bool engine_gone = false;
+      try {
+        Start(docker, task.assignment, task.key);
+        engine_backoff.Reset();
+      } catch (const DockerError& e) {
+        Log(e.what());
+        engine_gone = true;
+      }
+      if (engine_gone) Sleep(engine_backoff.Next());
+      std::lock_guard<std::mutex> lock(mu_);
+      in_flight_.erase(task.key);
+      start_ended_ = true;
+      changed_.notify_all();
+    }
   }
 
   void Start(DockerClient& docker, const Assignment& a, const RunKey& key) {
@@ -550,7 +589,7 @@ class Agent {
       // Not before the first assignments: they carry where the server's copy of each log
       // ends, and reading an adopted container from its start would store its lines twice.
       if (set_.version == 0) return true;
-      report.applied_version = acted_version_;
+      report.applied_version = AppliedVersion();
     }
     // The books as they are now; what changes meanwhile goes with the next report.
     std::map<RunKey, std::string> failed, cursors;
@@ -649,8 +688,17 @@ class Agent {
   DockerClient docker_;  // the converging thread's; the heartbeat and stops use their own
   std::mutex mu_;
   std::condition_variable changed_;
-  AssignmentSet set_;                        // under mu_
-  uint64_t acted_version_ = 0;               // under mu_
+  AssignmentSet set_;                // under mu_
+  uint64_t reconciled_version_ = 0;  // under mu_
+  // Replicas to start, and every replica queued or being started with the last version
+  // reconciled before it was assigned; under mu_.
+  struct StartTask {
+    Assignment assignment;
+    RunKey key;
+  };
+  std::deque<StartTask> start_queue_;
+  std::map<RunKey, uint64_t> in_flight_;
+  bool start_ended_ = false;                 // under mu_: a start ended since the last pass
   bool exited_ = false;                      // under mu_: a container exited since the report
   std::set<std::string> stopping_;           // container ids, under mu_
   httplib::Client* watch_client_ = nullptr;  // under mu_: stopped to end the watch at once

@@ -9,6 +9,9 @@
 //    with progress); a container the server no longer assigns is stopped with the job's grace
 //    period (SIGTERM, then SIGKILL) and removed once stopped. A replica's container that exited
 //    is kept (its exit code reported) until the server stops assigning it.
+//  - Up to 4 replicas start at once, on workers apart from the loop that converges the node, so
+//    that a replica assigned meanwhile starts at once. A report says an assignment version was
+//    acted on only once every replica it may have assigned has started (or failed to).
 //  - After a restart the agent adopts the containers it finds by their labels: nothing is
 //    started twice, and its log cursors come back from the server.
 //  - Lost connections are retried with jittered back-off (0.1 s doubling to 10 s), so that

@@ -386,14 +386,30 @@ std::vector<ContainerInfo> DockerClient::List(const std::string& label) {
   json filters = {{"label", {label}}};
   json list = Parse(Call("GET", Path("/containers/json?all=1&filters=" + Escape(filters.dump())),
                          "", kCallTimeoutS));
-  // The list's entries lack the exit code and cpuset: each is inspected.
   std::vector<ContainerInfo> out;
   for (const json& entry : list) {
-    try {
-      out.push_back(Inspect(String(entry, "Id")));
-    } catch (const DockerError& e) {
-      if (e.status != 404) throw;  // removed since it was listed
+    if (!entry.is_object()) continue;
+    ContainerInfo c;
+    c.id = String(entry, "Id");
+    c.status = String(entry, "State");
+    // The engine answers an inspection of a container only once its create or start has
+    // ended: one still being made (created) is taken from the listing, so that a listing never
+    // waits on a burst of starts. The others are inspected: a stopped one's exit code is only
+    // there, and the listing may still say running when the exit is already an event.
+    if (c.status != "created") {
+      try {
+        out.push_back(Inspect(c.id));
+      } catch (const DockerError& e) {
+        if (e.status != 404) throw;  // removed since it was listed
+      }
+      continue;
     }
+    const json names = entry.value("Names", json::array());
+    if (names.is_array() && !names.empty() && names[0].is_string()) c.name = names[0];
+    if (!c.name.empty() && c.name[0] == '/') c.name.erase(0, 1);
+    c.image = String(entry, "Image");
+    c.labels = Labels(entry.value("Labels", json()));
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -439,20 +455,35 @@ std::vector<LogLine> DockerClient::Logs(const std::string& id, const std::string
   return reader.Finish(cut, more);
 }
 
-bool DockerClient::WaitForExit(const std::string& label, int seconds) {
+bool DockerClient::WaitForExit(const std::string& label, int seconds, int64_t* after_ns) {
   seconds = std::clamp(seconds, 1, 60);
-  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  if (*after_ns <= 0) *after_ns = now_ns;
+  const auto decimal = [](int64_t ns) {  // the engine's seconds.nanoseconds
+    char text[32];
+    std::snprintf(text, sizeof text, "%lld.%09lld", static_cast<long long>(ns / 1000000000),
+                  static_cast<long long>(ns % 1000000000));
+    return std::string(text);
+  };
   const json filters = {{"type", {"container"}}, {"event", {"die"}}, {"label", {label}}};
   // With `until` ahead, the engine streams each event as it happens and ends the answer then.
+  // An event is a line of JSON; its timeNano moves the cursor past it.
   bool died = false;
+  std::string line;
   Call("GET",
-       Path("/events?since=" + std::to_string(now) + "&until=" + std::to_string(now + seconds) +
-            "&filters=" + Escape(filters.dump())),
-       "", seconds + kCallTimeoutS, [&](const char*, size_t size) {
-         died = size > 0;
-         return !died;  // one is enough
+       Path("/events?since=" + decimal(*after_ns + 1) + "&until=" +
+            decimal(now_ns + int64_t{seconds} * 1000000000) + "&filters=" + Escape(filters.dump())),
+       "", seconds + kCallTimeoutS, [&](const char* data, size_t size) {
+         line.append(data, size);
+         const size_t end = line.find('\n');
+         if (end == std::string::npos) return line.size() < (1 << 20);  // an event is small
+         const json event = json::parse(line.substr(0, end), nullptr, false);
+         const int64_t at = event.is_object() ? event.value("timeNano", int64_t{0}) : 0;
+         *after_ns = std::max(*after_ns, at);
+         died = true;
+         return false;  // one is enough
        });
   return died;
 }

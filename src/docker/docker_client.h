@@ -106,7 +106,9 @@ class DockerClient {
   std::string Create(const ContainerSpec& spec);  // the new container's id
   void Start(const std::string& id);              // already running: no error
   ContainerInfo Inspect(const std::string& id);   // DockerError 404 when gone
-  // Containers, stopped ones too, that carry the label ("key" or "key=value").
+  // Containers, stopped ones too, that carry the label ("key" or "key=value"). One still
+  // created (never started, or being started) has its id, name, image, labels and status only
+  // (inspect it for the rest); the others are inspected whole.
   std::vector<ContainerInfo> List(const std::string& label);
   // SIGTERM, then SIGKILL after `grace_s` seconds (the engine's own stop timeout). Already
   // stopped: no error.
@@ -127,10 +129,12 @@ class DockerClient {
   std::vector<LogLine> Logs(const std::string& id, const std::string& since, size_t max_bytes,
                             bool* more = nullptr, bool cut = true);
 
-  // Waits up to `seconds` (1 to 60) for a container carrying `label` ("key=value") to exit,
-  // through the engine's event stream: true as soon as one does (or did within the current
-  // second), false when none did.
-  bool WaitForExit(const std::string& label, int seconds);
+  // Waits up to `seconds` (1 to 60) for a container carrying `label` ("key=value") to exit
+  // after `*after_ns` (nanoseconds since the epoch; 0: from now), through the engine's event
+  // stream. True as soon as one does, with `*after_ns` moved to that exit, so that the next
+  // call waits for a later one (none is missed between calls, none counted twice); false when
+  // none did.
+  bool WaitForExit(const std::string& label, int seconds, int64_t* after_ns);
 
   bool HasImage(const std::string& image);
   ImageInfo InspectImage(const std::string& image);  // DockerError 404 when absent

@@ -283,14 +283,25 @@ TEST_F(EngineTest, CreatesWithADeviceRequest) {
 
 TEST_F(EngineTest, ListsByLabel) {
   std::string a = docker_->Create(Spec("true"));
-  std::string b = Run(Spec("true"));
+  std::string b = Run(Spec("exit 3"));
+  WaitExited(b);
+  std::string d = Run(Spec("exec sleep 1000"));
   ContainerSpec other = Spec("true");
   other.labels.begin()->second += "-other";
   std::string c = docker_->Create(other);
   std::vector<std::string> ids;
-  for (const ContainerInfo& info : docker_->List(label_)) ids.push_back(info.id);
+  for (const ContainerInfo& info : docker_->List(label_)) {
+    ids.push_back(info.id);
+    // Each as the engine has it, whether listed (created, running) or inspected (stopped).
+    EXPECT_EQ(info.image, image_);
+    EXPECT_EQ(info.labels, Spec("").labels);
+    EXPECT_FALSE(info.name.empty());
+    EXPECT_EQ(info.status, info.id == a ? "created" : info.id == b ? "exited" : "running");
+    EXPECT_EQ(info.running, info.id == d);
+    EXPECT_EQ(info.exit_code, info.id == b ? 3 : 0);
+  }
   std::sort(ids.begin(), ids.end());
-  std::vector<std::string> want = {a, b};
+  std::vector<std::string> want = {a, b, d};
   std::sort(want.begin(), want.end());
   EXPECT_EQ(ids, want);
   EXPECT_EQ(docker_->List(label_.substr(0, label_.find('='))).size() >= 3, true);
@@ -299,19 +310,29 @@ TEST_F(EngineTest, ListsByLabel) {
 
 TEST_F(EngineTest, WaitsForAContainerToExit) {
   // Nothing of this label runs: the wait ends empty-handed after its second or two.
-  EXPECT_FALSE(docker_->WaitForExit(label_, 1));
+  int64_t after = 0;
+  EXPECT_FALSE(docker_->WaitForExit(label_, 1, &after));
+  EXPECT_GT(after, 0);  // from the first call on
   // One exits after half a second: the wait ends then, not at its 10 s.
   Run(Spec("sleep 0.5"));
   const auto start = steady_clock::now();
-  EXPECT_TRUE(docker_->WaitForExit(label_, 10));
+  EXPECT_TRUE(docker_->WaitForExit(label_, 10, &after));
   EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(8));
+  // That exit counts once: the next wait (in the same second) sees nothing new. Counted again,
+  // an agent would spin on it for the rest of the second.
+  EXPECT_FALSE(docker_->WaitForExit(label_, 1, &after));
+  // One that exits between two waits is not missed.
+  const std::string quick = Run(Spec("true"));
+  WaitExited(quick);
+  EXPECT_TRUE(docker_->WaitForExit(label_, 5, &after));
   // Another label's exit does not count.
   ContainerSpec other = Spec("true");
   other.labels.begin()->second += "-other";
   const std::string c = docker_->Create(other);
   docker_->Start(c);
   WaitExited(c);
-  EXPECT_FALSE(docker_->WaitForExit(label_ + "-nothing", 1));
+  int64_t fresh = 0;
+  EXPECT_FALSE(docker_->WaitForExit(label_ + "-nothing", 1, &fresh));
   docker_->Remove(c, true);
 }
 
