@@ -580,6 +580,46 @@ class Agent {
     return out;
   }
 
+  // The node's images, for the server's image-locality score, when they differ from what the
+  // server was last sent (`*now` says what they are); none when they do not, or when the engine
+  // cannot list them (said once).
+  std::optional<std::vector<ReportedImage>> ChangedImages(DockerClient& docker, std::string* now) {
+    std::vector<ImageInfo> images;
+    try {
+      images = docker.Images(&image_layers_);
+    } catch (const DockerError& e) {
+      if (warned_.insert("images").second) Log(std::string("cannot list the images: ") + e.what());
+      return std::nullopt;
+    }
+    std::sort(images.begin(), images.end(),
+              [](const ImageInfo& a, const ImageInfo& b) { return a.id < b.id; });
+    now->clear();
+    for (const ImageInfo& image : images) {
+      *now += image.id;
+      for (const std::string& tag : image.tags) *now += " " + tag;
+      *now += "\n";
+    }
+    if (*now == images_sent_) return std::nullopt;
+    std::vector<ReportedImage> out;
+    for (const ImageInfo& image : images) {
+      if (out.size() == kMaxReportImages) {
+        if (warned_.insert("image count").second)
+          Log("more than " + std::to_string(kMaxReportImages) +
+              " images on this node: the server is told of the first ones only");
+        break;
+      }
+      ReportedImage reported;
+      for (const std::string& tag : image.tags)  // within what the protocol takes
+        if (tag.size() <= 1024 && reported.names.size() < kMaxImageNames)
+          reported.names.push_back(tag);
+      for (const ImageLayer& l : image.layers)
+        if (l.digest.size() <= 128 && reported.layers.size() < kMaxImageLayers)
+          reported.layers.push_back(l);
+      out.push_back(std::move(reported));
+    }
+    return out;
+  }
+
   // The heartbeat: every container of ours with its state, and new log lines.
   bool SendReport(DockerClient& docker) {
     AgentReport report;
@@ -658,6 +698,8 @@ class Agent {
       report.containers.push_back(std::move(c));
     }
     report.gpus = ScrapeGpus();
+    std::string images_now;
+    report.images = ChangedImages(docker, &images_now);
     std::erase_if(samples_, [&](const auto& s) { return !seen.count(s.first); });
     for (const auto& [key, error] : failed) {
       ContainerReport c;
@@ -671,12 +713,14 @@ class Agent {
                                              ToJson(report).dump(), "application/json");
     if (res && res->status == 409) {  // a restarted server: register again
       Log("the server does not know this agent (it restarted); registering again");
+      images_sent_.clear();  // the new server has none of them
       return Register();
     }
     if (!res || res->status != 200) {
       Log("reporting failed (" + ErrorOf(res) + "); retrying");
       return false;
     }
+    if (report.images) images_sent_ = images_now;
     std::lock_guard<std::mutex> lock(books_mu_);
     for (const auto& [key, until] : new_cursor) log_cursor_[key] = until;
     all_logs_sent_.insert(ended.begin(), ended.end());
@@ -716,6 +760,10 @@ class Agent {
   std::mutex log_mu_;
   std::set<std::string> pinning_warned_;  // CPU lists already said not to be here, under log_mu_
   std::set<std::string> warned_;          // the heartbeat's problems already said
+  // The heartbeat's: the images as the server was last sent them (ChangedImages), and each
+  // image's layers by id, so that only new images are inspected.
+  std::string images_sent_;
+  std::map<std::string, std::vector<ImageLayer>> image_layers_;
 };
 
 }  // namespace

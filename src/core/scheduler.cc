@@ -279,15 +279,16 @@ std::string Scheduler::SetCluster(const Cluster* cluster, double now) {
     const int n = node_map[old];
     if (n < 0) continue;
     by_priority[n] = std::move(gpus_by_priority_[old]);
-    if (old < telemetry_.gpus.size()) {
-      telemetry.gpus.resize(cluster->nodes.size());
-      telemetry.gpus[n] = std::move(telemetry_.gpus[old]);
-    }
-    if (old < telemetry_.node_images.size()) {
-      telemetry.node_images.resize(cluster->nodes.size());
-      telemetry.node_images[n] = std::move(telemetry_.node_images[old]);
-    }
+    const auto carry = [&](auto& from, auto& to) {
+      if (old >= from.size()) return;
+      to.resize(cluster->nodes.size());
+      to[n] = std::move(from[old]);
+    };
+    carry(telemetry_.gpus, telemetry.gpus);
+    carry(telemetry_.node_images, telemetry.node_images);
+    carry(telemetry_.node_layers, telemetry.node_layers);
   }
+  telemetry.image_layers = std::move(telemetry_.image_layers);
   gpus_by_priority_ = std::move(by_priority);
   telemetry_ = std::move(telemetry);
   Install(rebuilt, node_map);

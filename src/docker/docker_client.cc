@@ -523,16 +523,33 @@ ImageInfo DockerClient::InspectImage(const std::string& image) {
   return info;
 }
 
-std::vector<ImageInfo> DockerClient::Images() {
+std::vector<ImageInfo> DockerClient::Images(
+    std::map<std::string, std::vector<ImageLayer>>* layers_by_id) {
   json list = Parse(Call("GET", Path("/images/json"), "", kCallTimeoutS));
   std::vector<ImageInfo> out;
+  std::map<std::string, std::vector<ImageLayer>> listed;
   for (const json& entry : list) {
-    try {
-      out.push_back(InspectImage(String(entry, "Id")));
-    } catch (const DockerError& e) {
-      if (e.status != 404) throw;  // removed since it was listed
+    if (!entry.is_object()) continue;
+    ImageInfo info;
+    info.id = String(entry, "Id");
+    const auto known = layers_by_id ? layers_by_id->find(info.id) : listed.end();
+    if (layers_by_id && known != layers_by_id->end()) {
+      for (const json& tag : entry.value("RepoTags", json::array()))
+        if (tag.is_string() && tag != "<none>:<none>") info.tags.push_back(tag);
+      info.bytes = entry.value("Size", int64_t{0});
+      info.layers = known->second;
+    } else {
+      try {
+        info = InspectImage(info.id);
+      } catch (const DockerError& e) {
+        if (e.status != 404) throw;  // removed since it was listed
+        continue;
+      }
     }
+    listed[info.id] = info.layers;
+    out.push_back(std::move(info));
   }
+  if (layers_by_id) *layers_by_id = std::move(listed);
   return out;
 }
 

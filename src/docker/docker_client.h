@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "core/telemetry.h"
+
 namespace berth {
 
 struct DockerError : std::runtime_error {
@@ -70,19 +72,14 @@ struct LogLine {
   std::string text;       // the line without its timestamp, newline kept when it had one
 };
 
-struct ImageLayer {
-  std::string digest;  // RootFS.Layers entry (sha256:...)
-  // The layer's size from the image's history: the history's entries with a size, oldest
-  // first, are the layers in order. When their count differs from the layers' (a layer whose
-  // diff is empty has size 0 too), entries are matched one to one if the counts of entries and
-  // layers agree, and otherwise no layer gets a size (0): a wrong size is worse than none.
-  int64_t bytes = 0;
-};
-
 struct ImageInfo {
   std::string id;
   std::vector<std::string> tags;  // RepoTags
   int64_t bytes = 0;
+  // RootFS.Layers, sized from the image's history: the history's entries with a size, oldest
+  // first, are the layers in order. When their count differs from the layers' (a layer whose
+  // diff is empty has size 0 too), entries are matched one to one if the counts of entries and
+  // layers agree, and otherwise no layer gets a size (0): a wrong size is worse than none.
   std::vector<ImageLayer> layers;
 };
 
@@ -138,7 +135,11 @@ class DockerClient {
 
   bool HasImage(const std::string& image);
   ImageInfo InspectImage(const std::string& image);  // DockerError 404 when absent
-  std::vector<ImageInfo> Images();                   // every image with its layers
+  // Every image with its layers. An image's id is the digest of its content, so its layers
+  // never change: `layers_by_id` (when given) keeps them from call to call, and only images
+  // not in it are inspected (it ends holding the images listed now).
+  std::vector<ImageInfo> Images(
+      std::map<std::string, std::vector<ImageLayer>>* layers_by_id = nullptr);
   // Pulls `image` ("name[:tag]", ":latest" when no tag), calling `progress` with each status
   // line the engine streams ("<layer id>: Downloading [==>  ] 12.3MB/40.1MB"...); progress
   // runs inside libcurl's callback and must not throw. Throws DockerError when the pull fails:

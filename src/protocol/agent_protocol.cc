@@ -300,10 +300,21 @@ Json ToJson(const AgentReport& r) {
                     {"utilPercent", g.util_percent},
                     {"smActive", g.sm_active},
                     {"xid", g.xid}});
-  return {{"appliedVersion", r.applied_version},
-          {"containers", containers},
-          {"logs", logs},
-          {"gpus", gpus}};
+  Json out = {{"appliedVersion", r.applied_version},
+              {"containers", containers},
+              {"logs", logs},
+              {"gpus", gpus}};
+  if (r.images) {
+    Json images = Json::array();
+    for (const ReportedImage& image : *r.images) {
+      Json layers = Json::array();
+      for (const ImageLayer& l : image.layers)
+        layers.push_back({{"digest", l.digest}, {"bytes", l.bytes}});
+      images.push_back({{"names", image.names}, {"layers", layers}});
+    }
+    out["images"] = images;
+  }
+  return out;
 }
 
 AgentReport ParseReport(const Json& j) {
@@ -358,6 +369,23 @@ AgentReport ParseReport(const Json& j) {
     x.xid = g.Measure("xid", kMaxReportXid);
     out.gpus.push_back(x);
   });
+  if (j.contains("images") && !j["images"].is_null()) {
+    out.images.emplace();
+    r.List("images", kMaxReportImages, [&](const Json& e, const std::string& path) {
+      const Reader i(e, path);
+      ReportedImage x;
+      i.List("names", kMaxImageNames, [&](const Json& name, const std::string& at) {
+        if (!name.is_string() || name.get_ref<const std::string&>().size() > 1024)
+          throw ProtocolError(at + ": expected an image name of at most 1024 bytes");
+        x.names.push_back(name.get<std::string>());
+      });
+      i.List("layers", kMaxImageLayers, [&](const Json& layer, const std::string& at) {
+        const Reader l(layer, at);
+        x.layers.push_back({l.Text("digest", 128), l.Int("bytes", 0, INT64_MAX)});
+      });
+      out.images->push_back(std::move(x));
+    });
+  }
   size_t log_bytes = 0;
   r.List("logs", kMaxReportContainers, [&](const Json& e, const std::string& path) {
     const Reader l(e, path);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/telemetry.h"
 
 namespace berth {
 
@@ -36,6 +37,9 @@ constexpr size_t kMaxReportLogBytes = 512 << 10;  // log text per report
 constexpr size_t kMaxRegisteredGpus = 64;
 constexpr size_t kMaxRegisteredSockets = 64;
 constexpr size_t kMaxSocketCpus = 4096;
+constexpr size_t kMaxReportImages = 1024;  // a node's images
+constexpr size_t kMaxImageNames = 64;      // tags of one image
+constexpr size_t kMaxImageLayers = 256;    // the engine's own limit is 127
 // The largest measures a report may carry (ParseReport refuses the whole report past them, so
 // the agent keeps its values within).
 constexpr double kMaxReportMiB = 1e9;          // a GPU's memory used or free
@@ -116,6 +120,12 @@ struct GpuReport {
   double xid = -1;  // the last XID error, 0 for none
 };
 
+// One of the node's images: its names (tags; none for an untagged one) and layers.
+struct ReportedImage {
+  std::vector<std::string> names;
+  std::vector<ImageLayer> layers;
+};
+
 struct LogChunk {
   int64_t job = 0;
   int replica = 0;
@@ -129,6 +139,9 @@ struct AgentReport {
   std::vector<ContainerReport> containers;
   std::vector<LogChunk> logs;
   std::vector<GpuReport> gpus;  // empty without a DCGM exporter
+  // Every image on the node; none when they are as last reported to this server (an agent sends
+  // them when they change, and again after registering).
+  std::optional<std::vector<ReportedImage>> images;
 };
 
 // An RFC 3339 UTC timestamp with its fraction padded to nine digits

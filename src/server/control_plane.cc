@@ -387,6 +387,7 @@ std::string ControlPlane::Reload(const std::function<void(Rules&)>& change, cons
                              std::to_string(queued) + " pending jobs queued again";
   rules_ = std::make_shared<const Rules>(std::move(rules));
   engine_ = std::move(loaded.engine);
+  engine_->SetTelemetry(ObservedTelemetry());
   for (auto& [id, job] : loaded.jobs) {  // what agents reported stays known
     const Job& old = jobs_.at(id);
     job.nodes = old.nodes;
@@ -997,18 +998,10 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   std::vector<StoreWrite> writes;
   agent.last_seen = now;
   if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
-  if (!report.gpus.empty()) {
-    // What the GPUs really do, for the engine's telemetry plugins (gpu-memory-threshold,
-    // load): each node's latest report.
-    agent.gpus = report.gpus;
-    Telemetry telemetry;
-    for (size_t i = 0; i < agents_.size(); ++i) {
-      telemetry.gpus.emplace_back(cluster_.nodes[i].gpus.size());
-      for (const GpuReport& g : agents_[i].gpus)
-        if (g.gpu < static_cast<int>(telemetry.gpus[i].size()))
-          telemetry.gpus[i][g.gpu] = {g.fb_used_mib, g.util_percent};
-    }
-    engine_->SetTelemetry(telemetry);
+  if (!report.gpus.empty() || report.images) {
+    if (!report.gpus.empty()) agent.gpus = report.gpus;
+    if (report.images) agent.images = *report.images;
+    engine_->SetTelemetry(ObservedTelemetry());
   }
   std::map<std::pair<int64_t, int>, const ContainerReport*> mine;
   for (const ContainerReport& c : report.containers) {
@@ -1023,6 +1016,26 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
     if (job != jobs_.end()) ReportOn(job->second, n, report, mine, now, &writes);
   }
   Commit({&engine_lock, &lock}, std::move(writes));
+}
+
+Telemetry ControlPlane::ObservedTelemetry() const {
+  Telemetry telemetry;
+  for (size_t i = 0; i < agents_.size(); ++i) {
+    telemetry.gpus.emplace_back(cluster_.nodes[i].gpus.size());
+    for (const GpuReport& g : agents_[i].gpus)
+      if (g.gpu < static_cast<int>(telemetry.gpus[i].size()))
+        telemetry.gpus[i][g.gpu] = {g.fb_used_mib, g.util_percent};
+    telemetry.node_images.emplace_back();
+    telemetry.node_layers.emplace_back();
+    for (const ReportedImage& image : agents_[i].images) {
+      for (const std::string& name : image.names) {
+        telemetry.node_images[i].push_back(name);
+        telemetry.image_layers.try_emplace(name, image.layers);
+      }
+      for (const ImageLayer& l : image.layers) telemetry.node_layers[i].insert(l.digest);
+    }
+  }
+  return telemetry;
 }
 
 void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
@@ -1218,9 +1231,16 @@ std::vector<ControlPlane::AgentStatus> ControlPlane::Agents() const {
   std::lock_guard<std::mutex> lock(mu_);
   const double now = now_();
   std::vector<AgentStatus> out;
-  for (const AgentNode& a : agents_)
+  for (const AgentNode& a : agents_) {
+    std::map<std::string, int64_t> layers;
+    for (const ReportedImage& image : a.images)
+      for (const ImageLayer& l : image.layers) layers[l.digest] = l.bytes;
+    int64_t bytes = 0;
+    for (const auto& [digest, size] : layers) bytes += size;
     out.push_back({a.registered, a.registration.simulated, a.unhealthy, a.lost,
-                   a.registered ? now - a.last_seen : -1, a.topology_mismatch});
+                   a.registered ? now - a.last_seen : -1, a.topology_mismatch,
+                   static_cast<int>(a.images.size()), bytes});
+  }
   return out;
 }
 

@@ -181,6 +181,8 @@ class ControlPlane {
     bool registered = false, simulated = false, unhealthy = false, lost = false;
     double heartbeat_age_s = -1;                 // -1: never heard from
     std::vector<std::string> topology_mismatch;  // see AgentNode
+    int images = 0;           // as last reported
+    int64_t image_bytes = 0;  // their layers', each layer once
   };
   std::vector<AgentStatus> Agents() const;  // by node
   // What the agents last reported of the job's replicas (their containers, exit codes and
@@ -239,9 +241,10 @@ class ControlPlane {
     NodeRegistration registration;
     double last_seen = 0;
     bool unhealthy = false, lost = false;
-    bool cordoned_by_us = false;  // the unhealthy cordon, which a report lifts
-    uint64_t version = 0;         // of its assignments
-    std::vector<GpuReport> gpus;  // the last report's DCGM view
+    bool cordoned_by_us = false;        // the unhealthy cordon, which a report lifts
+    uint64_t version = 0;               // of its assignments
+    std::vector<GpuReport> gpus;        // the last report's DCGM view
+    std::vector<ReportedImage> images;  // as last reported
     // Where the node its agent found differs from the cluster file's (CompareNodes): jobs
     // would be pinned to CPUs away from their GPUs, or cells would not match the hardware.
     std::vector<std::string> topology_mismatch;
@@ -292,6 +295,9 @@ class ControlPlane {
   // The job's replicas on `node` as assignments (mu_ held).
   void AssignmentsOf(const Job& job, int node, std::vector<Assignment>* out) const;
   // Applies a node's report to one job placed there, or stopping there (both locks held).
+  // What the agents last reported of the GPUs and images, for the engine's telemetry plugins
+  // (gpu-memory-threshold, load, image-locality). Under mu_.
+  Telemetry ObservedTelemetry() const;
   void ReportOn(Job& job, int node, const AgentReport& report,
                 const std::map<std::pair<int64_t, int>, const ContainerReport*>& mine, double now,
                 std::vector<StoreWrite>* writes);

@@ -501,6 +501,8 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                                   {"simulated", agent.simulated},
                                   {"heartbeatAgeSeconds", agent.heartbeat_age_s},
                                   {"topologyMismatch", agent.topology_mismatch},
+                                  {"images", agent.images},
+                                  {"imageBytes", agent.image_bytes},
                                   {"gpus", node.gpus.size()},
                                   {"freeGpus", status[n].free_gpus},
                                   {"cordoned", status[n].cordoned},

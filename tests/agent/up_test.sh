@@ -29,6 +29,13 @@ out=$("$BERTH" run --gpus 2 berth-test:1 sh -c 'echo "gpus $CUDA_VISIBLE_DEVICES
   fail "berth run failed: $out"
 grep -Eqx 'gpus GPU-sim-[^,]+-[0-9],GPU-sim-[^,]+-[0-9]' <<<"$out" || fail "two GPUs expected: $out"
 [ "$("$BERTH" logs 1)" = "$out" ] || fail "berth logs 1 differs from what berth run printed"
+# The agent reports the engine's images (with their layers) for the image-locality score.
+for _ in $(seq 50); do
+  [ "$("$BERTH" nodes --format json | jq '.nodes[0].images')" -ge 1 ] 2> /dev/null && break
+  sleep 0.1
+done
+"$BERTH" nodes --format json | jq -e '.nodes[0].images >= 1 and .nodes[0].imageBytes > 0' > /dev/null ||
+  fail "the node's images should be reported: $("$BERTH" nodes --format json)"
 "$BERTH" inspect 1 | jq -e '.replicas[0].startSeconds.create >= 0' > /dev/null ||
   fail "inspect should time the container's start: $("$BERTH" inspect 1)"
 expect_error "another berth server" "$BERTH" up --listen 127.0.0.1:0 --state "$TMP/up" \

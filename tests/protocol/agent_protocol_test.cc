@@ -181,6 +181,46 @@ TEST(AgentProtocolTest, ReportRoundTrips) {
   EXPECT_EQ(back.logs[0].placement, "p1");
   EXPECT_EQ(back.logs[0].until, "2026-12-02T03:40:46.8981Z");
   EXPECT_EQ(back.logs[0].text, "hello\nworld\n");
+  EXPECT_FALSE(back.images);  // none sent: as last reported
+}
+
+TEST(AgentProtocolTest, AReportsImagesRoundTripAndAreBounded) {
+  AgentReport r = SampleReport();
+  r.images = std::vector<ReportedImage>{
+      {{"train:v2", "train:latest"}, {{"sha256:base", 6'000'000'000}, {"sha256:code", 0}}},
+      {{}, {{"sha256:dangling", 7}}}};
+  const AgentReport back = ParseReport(Wire(ToJson(r)));
+  ASSERT_TRUE(back.images);
+  ASSERT_EQ(back.images->size(), 2u);
+  EXPECT_EQ((*back.images)[0].names, (std::vector<std::string>{"train:v2", "train:latest"}));
+  ASSERT_EQ((*back.images)[0].layers.size(), 2u);
+  EXPECT_EQ((*back.images)[0].layers[0].digest, "sha256:base");
+  EXPECT_EQ((*back.images)[0].layers[0].bytes, 6'000'000'000);
+  EXPECT_TRUE((*back.images)[1].names.empty());
+  r.images->clear();  // a node without images says so
+  EXPECT_TRUE(ParseReport(Wire(ToJson(r))).images->empty());
+  const auto refused = [&](const std::function<void(Json&)>& change) {
+    Json j = Wire(ToJson(r));
+    j["images"] = Json::array({{{"names", {"a:1"}}, {"layers", Json::array()}}});
+    change(j);
+    return ErrorOf([&] { ParseReport(j); });
+  };
+  std::string e = refused([](Json& j) { j["images"][0]["names"][0] = std::string(1025, 'n'); });
+  EXPECT_TRUE(Has(e, "images[0].names[0]: expected an image name of at most 1024 bytes")) << e;
+  e = refused([](Json& j) {
+    j["images"][0]["layers"] = Json::array({{{"digest", "d"}, {"bytes", -1}}});
+  });
+  EXPECT_TRUE(Has(e, "images[0].layers[0].bytes")) << e;
+  e = refused([](Json& j) {
+    j["images"][0]["layers"] = Json::array();
+    for (size_t i = 0; i <= kMaxImageLayers; ++i)
+      j["images"][0]["layers"].push_back({{"digest", "d"}});
+  });
+  EXPECT_TRUE(Has(e, "images[0].layers: more than 256 entries")) << e;
+  e = refused([](Json& j) {
+    for (size_t i = 0; i < kMaxReportImages; ++i) j["images"].push_back(j["images"][0]);
+  });
+  EXPECT_TRUE(Has(e, "images: more than 1024 entries")) << e;
 }
 
 // --- Refusals, each naming its field -----------------------------------------------------------

@@ -50,6 +50,7 @@ class ControlPlaneAgentTest : public ::testing::Test {
 
   // A server over the state directory (a restart when one was open). Liveness off unless asked.
   void Open(Cluster cluster, double unhealthy_after_s = 1e9, double lost_after_s = 2e9) {
+    cluster_nodes_ = static_cast<int>(cluster.nodes.size());
     plane_.reset();
     store_.reset();
     logs_.reset();
@@ -121,8 +122,8 @@ class ControlPlaneAgentTest : public ::testing::Test {
   }
   // The node of the job's placement ("" when none).
   std::string NodeOf(int64_t job) const {
-    for (const std::string node : {"dgx-0", "dgx-1"})
-      if (!Of(node, job).empty()) return node;
+    for (const std::string node : {"dgx-0", "dgx-1", "dgx-2"})
+      if (cluster_nodes_ > node.back() - '0' && !Of(node, job).empty()) return node;
     return "";
   }
   template <typename Call>
@@ -137,6 +138,7 @@ class ControlPlaneAgentTest : public ::testing::Test {
   }
 
   std::string dir_;
+  int cluster_nodes_ = 0;
   double now_ = 1000;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<LogStore> logs_;
@@ -229,6 +231,40 @@ TEST_F(ControlPlaneAgentTest, ANodeFoundOtherThanDeclaredIsACondition) {
 }
 
 // --- Assignments -------------------------------------------------------------------------------
+
+TEST_F(ControlPlaneAgentTest, ReportedImagesDrawAJobToTheNodeHoldingMostOfItsBytes) {
+  Open(Dgx(3));
+  for (const char* node : {"dgx-0", "dgx-1", "dgx-2"}) Register(node);
+  const int64_t filler = plane_->Submit(R"({"gpus": 8, "image": "train:v2"})");
+  plane_->Cycle();
+  ASSERT_EQ(NodeOf(filler), "dgx-0");  // ties go to the first node
+  const auto report_images = [&](const std::string& node, const std::string& name,
+                                 std::vector<ImageLayer> layers) {
+    AgentReport r;
+    r.applied_version = Set(node).version;
+    for (const Assignment& a : Set(node).assignments)
+      r.containers.push_back(Container(a, "running"));
+    r.images = std::vector<ReportedImage>{{{name}, std::move(layers)}};
+    plane_->Report(node, r);
+  };
+  // dgx-0 (full) has train:v2; dgx-2 has last week's build, which shares the base and the
+  // framework with it; dgx-1 has an unrelated image.
+  report_images("dgx-0", "train:v2",
+                {{"sha256:base", 6'000'000'000},
+                 {"sha256:torch", 3'000'000'000},
+                 {"sha256:code2", 1'000'000'000}});
+  report_images("dgx-1", "other:1", {{"sha256:other", 5'000'000'000}});
+  report_images("dgx-2", "train:v1",
+                {{"sha256:base", 6'000'000'000},
+                 {"sha256:torch", 3'000'000'000},
+                 {"sha256:code1", 1'000'000'000}});
+  // Reports without images leave them as they were, and a policy reload keeps them.
+  ReportAll("dgx-2", "running");
+  plane_->ApplyPolicy("name: berth\n", "test");
+  const int64_t job = plane_->Submit(R"({"gpus": 1, "image": "train:v2"})");
+  plane_->Cycle();
+  EXPECT_EQ(NodeOf(job), "dgx-2");  // 1 GB to pull there, 10 GB on dgx-1
+}
 
 TEST_F(ControlPlaneAgentTest, AnAssignmentCarriesTheSpecTheGpusAndTheirSockets) {
   Open(TwoSockets());
