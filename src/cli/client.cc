@@ -118,7 +118,7 @@ Json CallServer(const std::string& method, const std::string& path, const std::s
     Exit(1, "no server at " + addr + " (" + httplib::to_string(res.error()) +
                 "): start one with `berth server`, or set BERTH_ADDR");
   if (res->status == 204) return Json::object();
-  const Json json = Json::parse(res->body, nullptr, false);
+  Json json = Json::parse(res->body, nullptr, false);  // not const: returned without a copy
   if (res->status >= 200 && res->status < 300 && !json.is_discarded()) return json;
   std::string message =
       json.is_object() && json.contains("error") ? json["error"].get<std::string>() : res->body;
@@ -218,13 +218,15 @@ void PrintTable(const std::vector<std::vector<std::string>>& rows) {
       if (width.size() <= c) width.push_back(0);
       width[c] = std::max(width[c], row[c].size());
     }
+  std::string text;  // written at once: a table may have 100,000 rows
   for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c)
-      line +=
-          c + 1 == row.size() ? row[c] : row[c] + std::string(width[c] - row[c].size() + 2, ' ');
-    std::cout << line << "\n";
+    for (size_t c = 0; c < row.size(); ++c) {
+      text += row[c];
+      if (c + 1 < row.size()) text.append(width[c] - row[c].size() + 2, ' ');
+    }
+    text += '\n';
   }
+  std::cout << text;
 }
 
 std::string Text(const Json& value) {
@@ -280,8 +282,8 @@ void Ps(const PsArgs& a) {
     if (!a.queue.empty()) path += "&queue=" + httplib::detail::encode_query_param(a.queue);
     // Without -a, the server leaves the ended jobs out: a long history costs nothing here.
     if (!a.all) path += "&state=" + not_ended;
-    const Json page = CallServer("GET", path);
-    for (const Json& j : page["jobs"]) jobs.push_back(j);
+    Json page = CallServer("GET", path);
+    for (Json& j : page["jobs"]) jobs.push_back(std::move(j));
     after = page["next"];
   }
   if (a.format == "json") {
