@@ -325,23 +325,32 @@ class Agent {
         done = false;
       else if (it == found.end())
         to_start.push_back({a, key});
-      else if (it->second.status == "created")
-        docker_.Start(it->second.id);  // created before a restart, never started
+      else if (it->second.status == "created" && !StartCreated(it->second))
+        done = false;  // created again by the next pass: not acted on until it starts
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (StartTask& task : to_start) {
         // The replica may have been assigned at any version after the last one reconciled
-        // (the watch hands over only the newest).
-        in_flight_[task.key] = reconciled_version_;
+        // (the watch hands over only the newest), or, when an earlier start found the engine
+        // gone, after the one reconciled before that start.
+        const auto retry = retry_before_.find(task.key);
+        in_flight_[task.key] = retry != retry_before_.end() ? retry->second : reconciled_version_;
+        if (retry != retry_before_.end()) retry_before_.erase(retry);
         start_queue_.push_back(std::move(task));
       }
+      std::erase_if(retry_before_,
+                    [&](const auto& r) { return !wanted.count(r.first) || found.count(r.first); });
       changed_.notify_all();
     }
     for (const auto& [key, c] : found) {
       if (wanted.count(key)) continue;
       if (c.running) {
         StopInBackground(c);
+        continue;
+      }
+      if (c.status == "created") {  // never ran: nothing to stop or to send
+        if (!in_flight.count(key)) docker_.Remove(c.id, true);
         continue;
       }
       std::unique_lock<std::mutex> lock(books_mu_);
@@ -367,15 +376,34 @@ class Agent {
   }
 
   // The version the heartbeat reports acted on: the last one reconciled, but none that may
-  // have assigned a replica still starting (the server would take it for lost).
+  // have assigned a replica still starting, or to be started again (the server would take it
+  // for lost).
   uint64_t AppliedVersion() const {  // under mu_
     uint64_t applied = reconciled_version_;
     for (const auto& [key, before] : in_flight_) applied = std::min(applied, before);
+    for (const auto& [key, before] : retry_before_) applied = std::min(applied, before);
     return applied;
   }
 
-  // Takes replicas off the start queue, one at a time, until stop. A start that finds the
-  // engine gone is dropped and the next pass tries it again, after a back-off.
+  // Starts a container found created (before a restart of the agent or the engine, never
+  // started). One the engine cannot start (a task left by an engine killed mid-start) is
+  // removed, to be created again: false then. Throws DockerError when the engine is gone.
+  bool StartCreated(const ContainerInfo& c) {
+    try {
+      docker_.Start(c.id);
+      return true;
+    } catch (const DockerError& e) {
+      if (e.status == 0) throw;
+      Log("cannot start container " + c.id.substr(0, 12) + " (" + e.what() +
+          "); removing it to create it again");
+      docker_.Remove(c.id, true);
+      return false;
+    }
+  }
+
+  // Takes replicas off the start queue, one at a time, until stop. One no longer assigned
+  // (stopped while it waited) is dropped. A start that finds the engine gone is handed back to
+  // the next pass, after a back-off: the pass finds what the start made, if anything.
   void StartWorker() {
     DockerClient docker(options_.docker_socket);  // one client a thread
     Backoff engine_backoff;
@@ -388,6 +416,15 @@ class Agent {
         if (stop_) return;
         task = std::move(start_queue_.front());
         start_queue_.pop_front();
+        const auto& assigned = set_.assignments;
+        if (std::none_of(assigned.begin(), assigned.end(), [&](const Assignment& a) {
+              return RunKey{a.job, a.replica, a.placement} == task.key;
+            })) {
+          in_flight_.erase(task.key);
+          start_ended_ = true;
+          changed_.notify_all();
+          continue;
+        }
       }
       bool engine_gone = false;
       try {
@@ -399,6 +436,7 @@ class Agent {
       }
       if (engine_gone) Sleep(engine_backoff.Next());
       std::lock_guard<std::mutex> lock(mu_);
+      if (engine_gone) retry_before_[task.key] = in_flight_[task.key];
       in_flight_.erase(task.key);
       start_ended_ = true;
       changed_.notify_all();
@@ -742,6 +780,7 @@ class Agent {
   };
   std::deque<StartTask> start_queue_;
   std::map<RunKey, uint64_t> in_flight_;
+  std::map<RunKey, uint64_t> retry_before_;  // starts that found the engine gone, to redo
   bool start_ended_ = false;                 // under mu_: a start ended since the last pass
   bool exited_ = false;                      // under mu_: a container exited since the report
   std::set<std::string> stopping_;           // container ids, under mu_

@@ -10,8 +10,12 @@
 //    period (SIGTERM, then SIGKILL) and removed once stopped. A replica's container that exited
 //    is kept (its exit code reported) until the server stops assigning it.
 //  - Up to 4 replicas start at once, on workers apart from the loop that converges the node, so
-//    that a replica assigned meanwhile starts at once. A report says an assignment version was
-//    acted on only once every replica it may have assigned has started (or failed to).
+//    that a replica assigned meanwhile starts at once; one no longer assigned when its turn
+//    comes is not started. A report says an assignment version was acted on only once every
+//    replica it may have assigned has started (or failed to for a reason of its own): a start
+//    that found the engine gone is made again, and holds the version back until then.
+//  - A container left created (an agent or engine stopped mid-start) is started if still
+//    assigned, else removed; one the engine cannot start is removed and created again.
 //  - After a restart the agent adopts the containers it finds by their labels: nothing is
 //    started twice, and its log cursors come back from the server.
 //  - Lost connections are retried with jittered back-off (0.1 s doubling to 10 s), so that
