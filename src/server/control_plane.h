@@ -181,8 +181,8 @@ class ControlPlane {
     bool registered = false, simulated = false, unhealthy = false, lost = false;
     double heartbeat_age_s = -1;                 // -1: never heard from
     std::vector<std::string> topology_mismatch;  // see AgentNode
-    int images = 0;           // as last reported
-    int64_t image_bytes = 0;  // their layers', each layer once
+    int images = 0;                              // as last reported
+    int64_t image_bytes = 0;                     // their layers', each layer once
   };
   std::vector<AgentStatus> Agents() const;  // by node
   // What the agents last reported of the job's replicas (their containers, exit codes and
