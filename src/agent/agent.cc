@@ -639,20 +639,28 @@ class Agent {
     }
     if (*now == images_sent_) return std::nullopt;
     std::vector<ReportedImage> out;
+    size_t bytes = 0;  // of their JSON, about
     for (const ImageInfo& image : images) {
-      if (out.size() == kMaxReportImages) {
+      ReportedImage reported;
+      size_t size = 32;
+      for (const std::string& tag : image.tags)  // within what the protocol takes
+        if (tag.size() <= 1024 && reported.names.size() < kMaxImageNames) {
+          reported.names.push_back(tag);
+          size += tag.size() + 3;
+        }
+      for (const ImageLayer& l : image.layers)
+        if (l.digest.size() <= 128 && reported.layers.size() < kMaxImageLayers) {
+          reported.layers.push_back({l.digest, std::clamp<int64_t>(l.bytes, 0, kMaxLayerBytes)});
+          size += l.digest.size() + 40;
+        }
+      if (out.size() == kMaxReportImages || bytes + size > kMaxReportImageBytes) {
         if (warned_.insert("image count").second)
-          Log("more than " + std::to_string(kMaxReportImages) +
-              " images on this node: the server is told of the first ones only");
+          Log(std::to_string(images.size()) +
+              " images on this node: the server is told of the first " +
+              std::to_string(out.size()) + " only");
         break;
       }
-      ReportedImage reported;
-      for (const std::string& tag : image.tags)  // within what the protocol takes
-        if (tag.size() <= 1024 && reported.names.size() < kMaxImageNames)
-          reported.names.push_back(tag);
-      for (const ImageLayer& l : image.layers)
-        if (l.digest.size() <= 128 && reported.layers.size() < kMaxImageLayers)
-          reported.layers.push_back(l);
+      bytes += size;
       out.push_back(std::move(reported));
     }
     return out;
@@ -736,8 +744,12 @@ class Agent {
       report.containers.push_back(std::move(c));
     }
     report.gpus = ScrapeGpus();
+    // The images every 10 s (they change with pulls and builds only), and until sent once.
     std::string images_now;
-    report.images = ChangedImages(docker, &images_now);
+    if (images_sent_.empty() || Clock::now() - images_listed_ > std::chrono::seconds(10)) {
+      images_listed_ = Clock::now();
+      report.images = ChangedImages(docker, &images_now);
+    }
     std::erase_if(samples_, [&](const auto& s) { return !seen.count(s.first); });
     for (const auto& [key, error] : failed) {
       ContainerReport c;
@@ -802,6 +814,7 @@ class Agent {
   // The heartbeat's: the images as the server was last sent them (ChangedImages), and each
   // image's layers by id, so that only new images are inspected.
   std::string images_sent_;
+  Clock::time_point images_listed_;
   std::map<std::string, std::vector<ImageLayer>> image_layers_;
 };
 

@@ -258,8 +258,15 @@ class Scheduler {
   void SetExternalId(int job, const std::string& external_id);
   const JobRecord* FindExternal(const std::string& external_id) const;
 
-  void SetTelemetry(const Telemetry& telemetry) {
-    telemetry_ = telemetry;
+  void SetTelemetry(Telemetry telemetry) {
+    telemetry_ = std::move(telemetry);
+    ++version_;
+  }
+  // Changes the telemetry in place (one node's GPUs or images), without copying the rest: a
+  // cluster's layers by node are large, and GPUs are reported every second.
+  template <typename Change>
+  void UpdateTelemetry(Change change) {
+    change(telemetry_);
     ++version_;
   }
   void SetWorkloadModel(const std::vector<TypicalPod>& pods) { typical_pods_ = pods; }

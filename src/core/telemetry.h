@@ -25,7 +25,7 @@ struct Telemetry {
   std::vector<std::vector<GpuTelemetry>> gpus;        // [node][gpu]
   std::vector<std::vector<std::string>> node_images;  // images already on each node, by name
   // What a node already has of an image it lacks: the layers of every image some node holds
-  // (by name, "name:tag"), and each node's layers by digest. Images share layers (a base, a
+  // (by NormalizedImageName), and each node's layers by digest. Images share layers (a base, a
   // framework), so a node without an image may hold most of its bytes.
   std::map<std::string, std::vector<ImageLayer>> image_layers;
   std::vector<std::set<std::string>> node_layers;  // [node]

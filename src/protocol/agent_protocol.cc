@@ -381,7 +381,7 @@ AgentReport ParseReport(const Json& j) {
       });
       i.List("layers", kMaxImageLayers, [&](const Json& layer, const std::string& at) {
         const Reader l(layer, at);
-        x.layers.push_back({l.Text("digest", 128), l.Int("bytes", 0, INT64_MAX)});
+        x.layers.push_back({l.Text("digest", 128), l.Int("bytes", 0, kMaxLayerBytes)});
       });
       out.images->push_back(std::move(x));
     });

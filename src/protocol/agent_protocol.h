@@ -40,6 +40,10 @@ constexpr size_t kMaxSocketCpus = 4096;
 constexpr size_t kMaxReportImages = 1024;  // a node's images
 constexpr size_t kMaxImageNames = 64;      // tags of one image
 constexpr size_t kMaxImageLayers = 256;    // the engine's own limit is 127
+constexpr int64_t kMaxLayerBytes = int64_t{1} << 40;
+// What an agent lets a report's images take (their JSON), so that a node with many images still
+// reports within the server's request size with its logs: the rest are left out.
+constexpr size_t kMaxReportImageBytes = 256 << 10;
 // The largest measures a report may carry (ParseReport refuses the whole report past them, so
 // the agent keeps its values within).
 constexpr double kMaxReportMiB = 1e9;          // a GPU's memory used or free

@@ -16,6 +16,7 @@
 #include "config/policy_file.h"
 #include "config/vc_file.h"
 #include "core/fragmentation.h"
+#include "core/image_name.h"
 #include "core/job.h"
 
 namespace berth {
@@ -1000,8 +1001,19 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
   if (!report.gpus.empty() || report.images) {
     if (!report.gpus.empty()) agent.gpus = report.gpus;
-    if (report.images) agent.images = *report.images;
-    engine_->SetTelemetry(ObservedTelemetry());
+    if (report.images) {
+      agent.images = *report.images;
+      std::map<std::string, int64_t> layers;
+      for (const ReportedImage& image : agent.images)
+        for (const ImageLayer& l : image.layers) layers[l.digest] = l.bytes;
+      agent.image_bytes = 0;
+      for (const auto& [digest, bytes] : layers) agent.image_bytes += bytes;
+    }
+    // In place: GPUs come every heartbeat, and a copy of every node's layers would cost more.
+    engine_->UpdateTelemetry([&](Telemetry& t) {
+      ObserveNode(n, report.images.has_value(), &t);
+      if (report.images) t.image_layers = KnownImageLayers();
+    });
   }
   std::map<std::pair<int64_t, int>, const ContainerReport*> mine;
   for (const ContainerReport& c : report.containers) {
@@ -1020,22 +1032,37 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
 
 Telemetry ControlPlane::ObservedTelemetry() const {
   Telemetry telemetry;
-  for (size_t i = 0; i < agents_.size(); ++i) {
-    telemetry.gpus.emplace_back(cluster_.nodes[i].gpus.size());
-    for (const GpuReport& g : agents_[i].gpus)
-      if (g.gpu < static_cast<int>(telemetry.gpus[i].size()))
-        telemetry.gpus[i][g.gpu] = {g.fb_used_mib, g.util_percent};
-    telemetry.node_images.emplace_back();
-    telemetry.node_layers.emplace_back();
-    for (const ReportedImage& image : agents_[i].images) {
-      for (const std::string& name : image.names) {
-        telemetry.node_images[i].push_back(name);
-        telemetry.image_layers.try_emplace(name, image.layers);
-      }
-      for (const ImageLayer& l : image.layers) telemetry.node_layers[i].insert(l.digest);
-    }
-  }
+  for (size_t i = 0; i < agents_.size(); ++i) ObserveNode(static_cast<int>(i), true, &telemetry);
+  telemetry.image_layers = KnownImageLayers();
   return telemetry;
+}
+
+void ControlPlane::ObserveNode(int n, bool images, Telemetry* t) const {
+  const size_t nodes = agents_.size();
+  t->gpus.resize(nodes);
+  t->node_images.resize(nodes);
+  t->node_layers.resize(nodes);
+  std::vector<GpuTelemetry>& gpus = t->gpus[n];
+  gpus.assign(cluster_.nodes[n].gpus.size(), {});
+  for (const GpuReport& g : agents_[n].gpus)
+    if (g.gpu < static_cast<int>(gpus.size())) gpus[g.gpu] = {g.fb_used_mib, g.util_percent};
+  if (!images) return;
+  t->node_images[n].clear();
+  t->node_layers[n].clear();
+  for (const ReportedImage& image : agents_[n].images) {
+    for (const std::string& name : image.names)
+      t->node_images[n].push_back(NormalizedImageName(name));
+    for (const ImageLayer& l : image.layers) t->node_layers[n].insert(l.digest);
+  }
+}
+
+std::map<std::string, std::vector<ImageLayer>> ControlPlane::KnownImageLayers() const {
+  std::map<std::string, std::vector<ImageLayer>> known;
+  for (const AgentNode& agent : agents_)
+    for (const ReportedImage& image : agent.images)
+      for (const std::string& name : image.names)
+        known.try_emplace(NormalizedImageName(name), image.layers);
+  return known;
 }
 
 void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
@@ -1231,16 +1258,10 @@ std::vector<ControlPlane::AgentStatus> ControlPlane::Agents() const {
   std::lock_guard<std::mutex> lock(mu_);
   const double now = now_();
   std::vector<AgentStatus> out;
-  for (const AgentNode& a : agents_) {
-    std::map<std::string, int64_t> layers;
-    for (const ReportedImage& image : a.images)
-      for (const ImageLayer& l : image.layers) layers[l.digest] = l.bytes;
-    int64_t bytes = 0;
-    for (const auto& [digest, size] : layers) bytes += size;
+  for (const AgentNode& a : agents_)
     out.push_back({a.registered, a.registration.simulated, a.unhealthy, a.lost,
                    a.registered ? now - a.last_seen : -1, a.topology_mismatch,
-                   static_cast<int>(a.images.size()), bytes});
-  }
+                   static_cast<int>(a.images.size()), a.image_bytes});
   return out;
 }
 

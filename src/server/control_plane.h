@@ -245,6 +245,7 @@ class ControlPlane {
     uint64_t version = 0;               // of its assignments
     std::vector<GpuReport> gpus;        // the last report's DCGM view
     std::vector<ReportedImage> images;  // as last reported
+    int64_t image_bytes = 0;            // their layers', each layer once
     // Where the node its agent found differs from the cluster file's (CompareNodes): jobs
     // would be pinned to CPUs away from their GPUs, or cells would not match the hardware.
     std::vector<std::string> topology_mismatch;
@@ -298,6 +299,10 @@ class ControlPlane {
   // What the agents last reported of the GPUs and images, for the engine's telemetry plugins
   // (gpu-memory-threshold, load, image-locality). Under mu_.
   Telemetry ObservedTelemetry() const;
+  // Node n of `t` from its agent's last report: its GPUs, and its images when `images`.
+  void ObserveNode(int n, bool images, Telemetry* t) const;
+  // Every image some node holds, by normalized name, with its layers.
+  std::map<std::string, std::vector<ImageLayer>> KnownImageLayers() const;
   void ReportOn(Job& job, int node, const AgentReport& report,
                 const std::map<std::pair<int64_t, int>, const ContainerReport*>& mine, double now,
                 std::vector<StoreWrite>* writes);

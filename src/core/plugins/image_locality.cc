@@ -5,24 +5,17 @@
 // their base and framework layers: a node with last week's build of the image pulls only what
 // changed. kube-scheduler's ImageLocality counts whole images only, so such a node gets nothing
 // there. Layers of unknown size count one each when no layer of the image has a size. Names
-// compare after kube's normalisation (a name without a tag or digest gets ":latest"). No
+// compare normalized (NormalizedImageName: "busybox" is "docker.io/library/busybox:latest"). No
 // telemetry, an image no node holds, or a group without an image: 0 for every node (neutral).
 #include <algorithm>
 #include <memory>
 #include <string>
 
+#include "core/image_name.h"
 #include "core/plugins/factories.h"
 
 namespace berth {
 namespace {
-
-std::string Normalized(const std::string& image) {
-  const size_t colon = image.rfind(':');
-  const size_t slash = image.rfind('/');
-  const bool tagged = colon != std::string::npos && (slash == std::string::npos || colon > slash);
-  if (tagged || image.find('@') != std::string::npos) return image;
-  return image + ":latest";
-}
 
 class ImageLocalityScore : public ScorePlugin {
  public:
@@ -31,10 +24,10 @@ class ImageLocalityScore : public ScorePlugin {
     if (ctx.telemetry == nullptr || ctx.group->image.empty()) return 0;
     const auto& images = ctx.telemetry->node_images;
     if (c.node >= static_cast<int>(images.size())) return 0;
-    const std::string want = Normalized(ctx.group->image);
+    const std::string want = NormalizedImageName(ctx.group->image);
     const auto& have = images[c.node];
     if (std::any_of(have.begin(), have.end(),
-                    [&](const std::string& image) { return Normalized(image) == want; }))
+                    [&](const std::string& image) { return NormalizedImageName(image) == want; }))
       return 100;
     const auto layers = ctx.telemetry->image_layers.find(want);
     const auto& node_layers = ctx.telemetry->node_layers;

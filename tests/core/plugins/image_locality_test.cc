@@ -19,6 +19,9 @@ TEST(ImageLocalityPluginTest, ScoresNodesHoldingTheImage) {
   // An untagged name means ":latest", also behind a registry port.
   h.group().image = "busybox";
   EXPECT_EQ(s->Score(h.ctx(), Cand(0, {})), 100);
+  // Docker Hub's host and "library/" namespace name the same image.
+  h.group().image = "docker.io/library/busybox";
+  EXPECT_EQ(s->Score(h.ctx(), Cand(0, {})), 100);
   t.node_images[2] = {"registry:5000/train"};
   h.group().image = "registry:5000/train:latest";
   EXPECT_EQ(s->Score(h.ctx(), Cand(2, {})), 100);

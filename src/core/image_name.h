@@ -1,0 +1,15 @@
+// Container image names as one canonical string, so that the names users write in job specs and
+// the names an engine reports compare equal: "busybox", "busybox:latest",
+// "docker.io/library/busybox" and "index.docker.io/library/busybox:latest" are all
+// "busybox:latest". A name without a tag or digest gets ":latest" (a registry's port is not a
+// tag); Docker Hub's host and its "library/" namespace are dropped. A digest reference
+// ("name@sha256:...") keeps its digest.
+#pragma once
+
+#include <string>
+
+namespace berth {
+
+std::string NormalizedImageName(const std::string& image);
+
+}  // namespace berth
