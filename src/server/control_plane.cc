@@ -912,13 +912,20 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   return version;
 }
 
+void ControlPlane::StopWatches() {
+  std::lock_guard<std::mutex> lock(mu_);
+  watches_stopped_ = true;
+  assignments_changed_.notify_all();
+}
+
 AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
                                         double wait_s) const {
   std::unique_lock<std::mutex> lock(mu_);
   const int n = cluster_.FindNode(node);
   if (n < 0) throw ApiError(404, "no node " + node.substr(0, 80));
-  assignments_changed_.wait_for(lock, std::chrono::duration<double>(wait_s),
-                                [&] { return agents_[n].version != since || broken_; });
+  assignments_changed_.wait_for(lock, std::chrono::duration<double>(wait_s), [&] {
+    return agents_[n].version != since || broken_ || watches_stopped_;
+  });
   AssignmentSet set;
   set.version = agents_[n].version;
   for (int64_t id : on_node_[n]) AssignmentsOf(jobs_.at(id), n, &set.assignments);

@@ -169,8 +169,11 @@ class ControlPlane {
   // The agent protocol. ApiError 404 for a node the cluster does not have; 409 when the
   // agent's GPUs are not the cluster's (count), naming both.
   uint64_t RegisterAgent(const std::string& node, const NodeRegistration& registration);
-  // The node's assignments; waits up to `wait_s` while their version is still `since`.
+  // The node's assignments; waits up to `wait_s` while their version is still `since`, unless
+  // the watches were stopped.
   AssignmentSet Assignments(const std::string& node, uint64_t since, double wait_s) const;
+  // Ends the assignment watches now, and later ones answer at once: the server is stopping.
+  void StopWatches();
   // A heartbeat: the node's containers and new log lines. ApiError 409 when the agent has not
   // registered since the server started (it should register again).
   void Report(const std::string& node, const AgentReport& report);
@@ -348,6 +351,7 @@ class ControlPlane {
   int64_t next_id_ = 1;
   std::string recovery_summary_;
   std::atomic<bool> broken_{false};
+  bool watches_stopped_ = false;  // under mu_
   // Metrics, under engine_mu_.
   Histogram cycle_seconds_{CycleSecondsBuckets()};
   std::map<Decision::Kind, uint64_t> decisions_;

@@ -88,6 +88,7 @@ int RunServer(ServerOptions options) {
       }
       std::this_thread::sleep_for(interval);
     }
+    plane.StopWatches();  // else stopping waits out the agents' long polls
     server.stop();
   });
   const std::string url = std::string(options.tls_cert.empty() ? "http" : "https") + "://" +

@@ -85,4 +85,11 @@ lost=$("$BERTH" events --format json | jq -c 'select(.state == "lost")')
 [ -z "$lost" ] || fail "no job should be lost: $lost"
 expect_error "--image nope:1: not on the Docker engine" "$BERTH" bench run --image nope:1 \
   --docker-socket "$DOCKER_SOCK"
+# SIGTERM stops berth up without waiting out its agent's watch of the assignments (a 25 s long
+# poll; the server's idle keep-alive connections may still take their 5 s).
+began=$(date +%s)
+kill -TERM "$UP"
+wait "$UP" || fail "berth up should exit 0 on SIGTERM"
+UP=
+[ $(($(date +%s) - began)) -lt 20 ] || fail "berth up took $(($(date +%s) - began)) s to stop"
 echo "up: ok"
