@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -53,6 +54,28 @@ bool KeyOf(const ContainerInfo& c, RunKey* key) {
     return false;
   }
   return true;
+}
+
+// The container's name: one a replica's run, so that a create whose answer was lost and is
+// tried again meets the first container (409) rather than making a second. Characters the
+// engine refuses in names are written as _XX, so that distinct runs never share a name.
+std::string ContainerName(const std::string& node, const RunKey& key) {
+  std::string name;
+  const auto add = [&](const std::string& part) {
+    for (unsigned char ch : part) {
+      if (std::isalnum(ch) || ch == '.' || ch == '-') {
+        name += static_cast<char>(ch);
+      } else {
+        static const char kHex[] = "0123456789abcdef";
+        name += {'_', kHex[ch >> 4], kHex[ch & 15]};
+      }
+    }
+  };
+  name = "berth-";
+  add(node);
+  name += "-j" + std::to_string(std::get<0>(key)) + "-r" + std::to_string(std::get<1>(key)) + "-";
+  add(std::get<2>(key));
+  return name;
 }
 
 // Jittered exponential back-off: 0.1 s doubling to 10 s, each wait a random 50-100% of it.
@@ -327,7 +350,13 @@ class Agent {
         to_start.push_back({a, key});
       else if (it->second.status == "created" && !StartCreated(it->second))
         done = false;  // created again by the next pass: not acted on until it starts
+      else if (it->second.running)
+        Rebind(it->second, a);
     }
+    std::erase_if(rebind_refused_, [&](const auto& r) {
+      return std::none_of(found.begin(), found.end(),
+                          [&](const auto& f) { return f.second.id == r.first; });
+    });
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (StartTask& task : to_start) {
@@ -492,7 +521,20 @@ class Agent {
       spec.nano_cpus = a.nano_cpus;
       spec.cpuset_cpus = OnHost(a.cpuset_cpus, host_cpus_, "CPUs");
       spec.cpuset_mems = OnHost(a.cpuset_mems, host_mems_, "NUMA nodes");
-      id = docker.Create(spec);
+      spec.name = ContainerName(options_.node, key);
+      try {
+        id = docker.Create(spec);
+      } catch (const DockerError& e) {
+        if (e.status != 409) throw;
+        // An earlier create of this run made it (its answer was lost): that one is the run's.
+        const ContainerInfo made = docker.Inspect(spec.name);
+        RunKey made_key;
+        if (!KeyOf(made, &made_key) || made_key != key)
+          throw DockerError(409, "a container named " + spec.name +
+                                     " that berth did not make is in the way: remove it");
+        if (made.status != "created") return;  // started already: never run twice
+        id = made.id;
+      }
       phases["create"] = SecondsSince(step);
       step = Clock::now();
       docker.Start(id);
@@ -506,6 +548,39 @@ class Agent {
       lock.unlock();
       if (!id.empty()) docker.Remove(id, true);  // created, not started: nothing to keep
       Log("job " + std::to_string(a.job) + " could not be started: " + e.what());
+    }
+  }
+
+  // Makes a running container's CPU set the assignment's: the server may move a replica's
+  // CPUs, and a hand-made `docker update` is undone. A change the engine refuses is said once
+  // and not tried again for that container. Throws DockerError when the engine is gone.
+  void Rebind(const ContainerInfo& c, const Assignment& a) {
+    const std::string cpus = OnHost(a.cpuset_cpus, host_cpus_, "CPUs");
+    const std::string mems = OnHost(a.cpuset_mems, host_mems_, "NUMA nodes");
+    if (cpus.empty() || (SameList(cpus, c.cpuset_cpus) && SameList(mems, c.cpuset_mems))) return;
+    const std::string wanted = cpus + "/" + mems;
+    if (const auto r = rebind_refused_.find(c.id); r != rebind_refused_.end() && r->second == wanted)
+      return;
+    try {
+      docker_.UpdateCpuset(c.id, cpus, mems);
+      Log("container " + c.id.substr(0, 12) + " of job " + std::to_string(a.job) +
+          ": CPUs " + (c.cpuset_cpus.empty() ? "any" : c.cpuset_cpus) + " -> " + cpus +
+          ", NUMA nodes " + (c.cpuset_mems.empty() ? "any" : c.cpuset_mems) + " -> " + mems);
+    } catch (const DockerError& e) {
+      if (e.status == 0) throw;
+      rebind_refused_[c.id] = wanted;
+      Log("cannot move container " + c.id.substr(0, 12) + " to CPUs " + cpus + ": " + e.what());
+    }
+  }
+
+  // Whether a CPU or NUMA node list the agent wants is the one a container has, however
+  // written ("0-2" is "0,1,2"). Nothing wanted is always had: the engine keeps what it has.
+  static bool SameList(const std::string& wanted, const std::string& has) {
+    if (wanted.empty()) return true;
+    try {
+      return ParseCpuList(wanted, "wanted") == ParseCpuList(has, "the container's");
+    } catch (const ConfigError&) {
+      return false;
     }
   }
 
@@ -796,6 +871,8 @@ class Agent {
   bool start_ended_ = false;                 // under mu_: a start ended since the last pass
   bool exited_ = false;                      // under mu_: a container exited since the report
   std::set<std::string> stopping_;           // container ids, under mu_
+  std::map<std::string, std::string> rebind_refused_;  // container id: CPU set refused; the
+                                                       // converging thread's
   httplib::Client* watch_client_ = nullptr;  // under mu_: stopped to end the watch at once
   // The books both the converging thread and the heartbeat keep, under books_mu_.
   std::mutex books_mu_;

@@ -83,6 +83,18 @@ for n in n0 n1 n2; do
   [ "$(containers "berth.node=$n")" -eq 1 ] || fail "node $n should run one container: $(_dk ps -a)"
 done
 [ "$(_dk ps -q | wc -l)" -eq 3 ] || fail "three containers should run: $(_dk ps -a)"
+# Named after the run (a create tried again meets the first container, not a second one).
+c=$(container_of "${low[0]}")
+cnode=$(_dk inspect -f '{{index .Config.Labels "berth.node"}}' "$c")
+[[ "$(_dk inspect -f '{{.Name}}' "$c")" =~ ^/berth-$cnode-j${low[0]}-r0-p[0-9]+$ ]] ||
+  fail "job ${low[0]}'s container is named $(_dk inspect -f '{{.Name}}' "$c")"
+# A CPU set changed under the agent is put back to the assignment's (both sockets: CPUs 0 and 1).
+cpus_of() { _dk inspect -f '{{.HostConfig.CpusetCpus}}' "$c"; }
+[[ "$(cpus_of)" =~ ^(0-1|0,1)$ ]] || fail "a 4-GPU job should have both sockets' CPUs, has $(cpus_of)"
+_dk update --cpuset-cpus 1 "$c" > /dev/null
+back_to_both() { [[ "$(cpus_of)" =~ ^(0-1|0,1)$ ]]; }
+wait_for 5 "the agent rebinding job ${low[0]}'s container to CPUs 0-1" back_to_both
+grep -q "CPUs 1 -> 0-1" "$TMP/agent-$cnode.log" || fail "the agent did not say it rebound: $(cat "$TMP/agent-$cnode.log")"
 
 echo "fleet: part 3" >&2
 # 3. Preemption: a job of higher priority takes a node; its victim gets SIGTERM and stops within

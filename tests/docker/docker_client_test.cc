@@ -187,6 +187,24 @@ TEST_F(EngineTest, CreateNamesTheEnginesRefusal) {
   }
 }
 
+// The agent names each run's container so that a create tried again meets the first (409)
+// and can find it by name.
+TEST_F(EngineTest, ASecondCreateOfANameIsRefusedAndTheFirstFoundByIt) {
+  ContainerSpec spec = Spec("true");
+  spec.name = "berth-test-named-" + std::to_string(::getpid());
+  const std::string id = docker_->Create(spec);
+  try {
+    docker_->Create(spec);
+    FAIL() << "a second container with the same name";
+  } catch (const DockerError& e) {
+    EXPECT_EQ(e.status, 409) << e.what();
+  }
+  const ContainerInfo found = docker_->Inspect(spec.name);
+  EXPECT_EQ(found.id, id);
+  EXPECT_EQ(found.status, "created");
+  EXPECT_EQ(docker_->List(label_).size(), 1u);
+}
+
 TEST_F(EngineTest, PassesEnvAndMounts) {
   std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("berth-docker-test-" + std::to_string(getpid()));
