@@ -6,6 +6,7 @@
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <exception>
 #include <iostream>
@@ -123,6 +124,7 @@ class Agent {
     std::thread watch([this] { Watch(); });
     std::thread heartbeat([this] { Heartbeat(); });
     std::thread exits([this] { WatchExits(); });
+    std::thread prefetch([this] { Prefetch(); });
     std::vector<std::thread> starters;
     for (int w = 0; w < kParallelStarts; ++w) starters.emplace_back([this] { StartWorker(); });
     Backoff docker_backoff;
@@ -155,6 +157,7 @@ class Agent {
     watch.join();
     heartbeat.join();
     exits.join();
+    prefetch.join();
     for (std::thread& t : starters) t.join();
     // Stops under way use this agent: they end within their grace period.
     std::unique_lock<std::mutex> lock(mu_);
@@ -300,6 +303,48 @@ class Agent {
         backoff.Reset();
       } catch (const DockerError&) {
         Sleep(backoff.Next());  // the engine is away: the heartbeat says so
+      }
+    }
+  }
+
+  // Pulls the images the server asks to have ahead (AssignmentSet::prefetch: jobs waiting to
+  // land here), one at a time, with progress in the log, so that their pulls overlap their
+  // wait. A pull that failed is tried again after a minute, not on every change of the
+  // assignments.
+  void Prefetch() {
+    DockerClient docker(options_.docker_socket);  // this thread's own
+    std::map<std::string, Clock::time_point> failed;  // image: when its pull failed
+    uint64_t seen = 0;
+    while (!stop_) {
+      std::vector<std::string> images;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        const auto due = Clock::now() + std::chrono::seconds(10);
+        while (!stop_ && set_.version == seen && Clock::now() < due)
+          changed_.wait_for(lock, std::chrono::milliseconds(200));
+        seen = set_.version;
+        images = set_.prefetch;
+      }
+      std::erase_if(failed, [&](const auto& f) {
+        return Clock::now() - f.second > std::chrono::minutes(1) ||
+               std::find(images.begin(), images.end(), f.first) == images.end();
+      });
+      for (const std::string& image : images) {
+        if (stop_) break;
+        if (failed.count(image)) continue;
+        try {
+          if (docker.HasImage(image)) continue;
+          Log("prefetching " + image + " for a job waiting to run here");
+          const auto began = Clock::now();
+          docker.Pull(
+              image, [&](const std::string& line) { Log(image + ": " + line); }, &stop_);
+          char took[32];
+          std::snprintf(took, sizeof took, "%.1f", SecondsSince(began));
+          Log("prefetched " + image + " in " + took + " s");
+        } catch (const DockerError& e) {
+          failed[image] = Clock::now();
+          Log("cannot prefetch " + image + ": " + e.what());
+        }
       }
     }
   }
@@ -493,7 +538,8 @@ class Agent {
       auto step = Clock::now();
       if (!docker.HasImage(a.image)) {
         Log("pulling " + a.image + " for job " + std::to_string(a.job));
-        docker.Pull(a.image, [&](const std::string& line) { Log(a.image + ": " + line); });
+        docker.Pull(
+            a.image, [&](const std::string& line) { Log(a.image + ": " + line); }, &stop_);
         phases["pull"] = SecondsSince(step);
         step = Clock::now();
       }

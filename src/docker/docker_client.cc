@@ -554,7 +554,8 @@ std::vector<ImageInfo> DockerClient::Images(
 }
 
 void DockerClient::Pull(const std::string& image,
-                        const std::function<void(const std::string&)>& progress) {
+                        const std::function<void(const std::string&)>& progress,
+                        const std::atomic<bool>* cancel) {
   // "name:tag" splits at a colon after the last slash (a registry's port comes before it);
   // "name@sha256:..." is pulled by digest as it is.
   std::string name = image, tag;
@@ -589,6 +590,7 @@ void DockerClient::Pull(const std::string& image,
   Call(
       "POST", Path("/images/create" + query), "", kPullTimeoutS,
       [&](const char* data, size_t size) {
+        if (cancel != nullptr && *cancel) return false;
         for (size_t i = 0; i < size; ++i) {
           if (data[i] == '\n') {
             if (!take_line()) return false;
@@ -599,6 +601,7 @@ void DockerClient::Pull(const std::string& image,
         return true;
       },
       kPullStallS);
+  if (cancel != nullptr && *cancel) throw DockerError(0, "docker: pulling " + image + ": given up");
   if (!line.empty()) take_line();
   if (!failure.empty()) throw DockerError(500, "docker: pulling " + image + ": " + failure);
 }

@@ -14,6 +14,7 @@
 // - One DockerClient may be used from one thread at a time; make one per thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -144,8 +145,10 @@ class DockerClient {
   // line the engine streams ("<layer id>: Downloading [==>  ] 12.3MB/40.1MB"...); progress
   // runs inside libcurl's callback and must not throw. Throws DockerError when the pull fails:
   // the engine's refusal, or its error line (status 500 then, as the HTTP status was 200),
-  // e.g. no registry reachable.
-  void Pull(const std::string& image, const std::function<void(const std::string&)>& progress);
+  // e.g. no registry reachable. Once `cancel` (when given) is set, the pull is given up at its
+  // next status line: DockerError 0 then.
+  void Pull(const std::string& image, const std::function<void(const std::string&)>& progress,
+            const std::atomic<bool>* cancel = nullptr);
 
  private:
   // One request; `path` is absolute ("/version" or Path(...)). Returns the answer's body, or

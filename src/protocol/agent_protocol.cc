@@ -231,7 +231,7 @@ Json ToJson(const AssignmentSet& s) {
                     {"graceSeconds", a.grace_s},
                     {"logSince", a.log_since}});
   }
-  return {{"version", s.version}, {"assignments", list}};
+  return {{"version", s.version}, {"assignments", list}, {"prefetch", s.prefetch}};
 }
 
 AssignmentSet ParseAssignments(const Json& j) {
@@ -263,6 +263,7 @@ AssignmentSet ParseAssignments(const Json& j) {
     x.log_since = a.Text("logSince", 64);
     out.assignments.push_back(std::move(x));
   });
+  out.prefetch = r.Texts("prefetch", kMaxPrefetchImages);
   return out;
 }
 

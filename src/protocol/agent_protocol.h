@@ -39,6 +39,7 @@ constexpr size_t kMaxRegisteredSockets = 64;
 constexpr size_t kMaxSocketCpus = 4096;
 constexpr size_t kMaxReportImages = 1024;  // a node's images
 constexpr size_t kMaxImageNames = 64;      // tags of one image
+constexpr size_t kMaxPrefetchImages = 64;  // images a node is asked to pull ahead
 constexpr size_t kMaxImageLayers = 256;    // the engine's own limit is 127
 constexpr int64_t kMaxLayerBytes = int64_t{1} << 40;
 // What an agent lets a report's images take (their JSON), so that a node with many images still
@@ -93,6 +94,10 @@ struct Assignment {
 struct AssignmentSet {
   uint64_t version = 0;
   std::vector<Assignment> assignments;
+  // Images to pull ahead: those of jobs that will land on this node and wait to (their
+  // reservation, or a preemptor's plan while its victims stop), so that the pull overlaps the
+  // wait. At most kMaxPrefetchImages.
+  std::vector<std::string> prefetch;
 };
 
 struct ContainerReport {

@@ -680,9 +680,34 @@ void ControlPlane::Cycle() {
   const std::vector<Decision> decisions = engine_->Schedule(now);
   cycle_seconds_.Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  std::map<int, std::set<int>> reserved_nodes;  // engine job id: the nodes it will land on
+  for (const auto& [job, reservation] : engine_->reservations().all())
+    for (const auto& [node, gpu] : reservation.gpus) reserved_nodes[job].insert(node);
   std::unique_lock<std::mutex> lock(mu_);
   Apply(decisions, &writes);
+  AskPrefetch(reserved_nodes);
   Commit({&engine_lock, &lock}, std::move(writes));
+}
+
+void ControlPlane::AskPrefetch(const std::map<int, std::set<int>>& reserved_nodes) {
+  std::vector<std::vector<std::string>> wanted(agents_.size());
+  for (const auto& [engine_id, nodes] : reserved_nodes) {  // oldest job first
+    const auto id = by_engine_id_.find(engine_id);
+    if (id == by_engine_id_.end()) continue;
+    for (int n : nodes) {
+      std::vector<std::string>& images = wanted[n];
+      for (const TaskGroup& g : jobs_.at(id->second).spec.groups)
+        if (images.size() < kMaxPrefetchImages &&
+            std::find(images.begin(), images.end(), g.image) == images.end())
+          images.push_back(g.image);
+    }
+  }
+  for (size_t n = 0; n < agents_.size(); ++n) {
+    if (wanted[n] == agents_[n].prefetch) continue;
+    agents_[n].prefetch = std::move(wanted[n]);
+    ++agents_[n].version;
+    assignments_changed_.notify_all();
+  }
 }
 
 void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<StoreWrite>* writes) {
@@ -929,6 +954,7 @@ AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
   AssignmentSet set;
   set.version = agents_[n].version;
   for (int64_t id : on_node_[n]) AssignmentsOf(jobs_.at(id), n, &set.assignments);
+  set.prefetch = agents_[n].prefetch;
   return set;
 }
 

@@ -248,6 +248,7 @@ class ControlPlane {
     uint64_t version = 0;               // of its assignments
     std::vector<GpuReport> gpus;        // the last report's DCGM view
     std::vector<ReportedImage> images;  // as last reported
+    std::vector<std::string> prefetch;  // images to pull ahead (AssignmentSet::prefetch)
     int64_t image_bytes = 0;            // their layers', each layer once
     // Where the node its agent found differs from the cluster file's (CompareNodes): jobs
     // would be pinned to CPUs away from their GPUs, or cells would not match the hardware.
@@ -315,6 +316,10 @@ class ControlPlane {
   // Unhealthy and lost nodes (Cycle, both locks held).
   void CheckAgents(double now, std::vector<StoreWrite>* writes);
   void Apply(const std::vector<Decision>& decisions, std::vector<StoreWrite>* writes);
+  // Asks each node to pull ahead the images of the jobs that will land on it (`reserved_nodes`:
+  // engine job id to the nodes of its reservation or preemption plan), so that their pulls
+  // overlap their wait; a node's assignments change when its list does. Under both locks.
+  void AskPrefetch(const std::map<int, std::set<int>>& reserved_nodes);
   std::string PlacementsJson(const JobRecord& record, const std::string& token) const;
   // The stored placements on this cluster, or nullopt when a node or GPU is gone.
   std::optional<std::vector<ReplicaPlacement>> ParsePlacements(const std::string& json) const;

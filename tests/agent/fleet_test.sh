@@ -1,7 +1,8 @@
 # A fleet on one machine: a berth server and three node agents (n0, n1, n2, GPUs declared in
 # tests/agent/data/fleet.yaml) on one private Docker engine, each agent managing only its own
 # containers. Through berth: exit codes, logs, GPU ids and CPU sets; preemption within the
-# grace period; kill -9 of an agent and of the server; a lost node; dockerd stopped and started.
+# grace period; kill -9 of an agent and of the server; a lost node; dockerd stopped and started;
+# images pulled ahead for a job waiting to land.
 source "$(dirname "$0")/../cli/lib.sh"
 source "$SRC/tests/docker/dockerd.sh"
 DK=$(mktemp -d /tmp/berth-fleet.XXXXXX)
@@ -162,4 +163,24 @@ wait_for 30 "dockerd back" _dk version
 for n in n0 n1 n2; do kill -0 "${AGENT[$n]}" || fail "agent $n died with dockerd: $(cat "$TMP/agent-$n.log")"; done
 out=$("$BERTH" run --gpus 1 --priority 20 berth-test:1 echo back) || fail "a job after dockerd's restart: $out"
 [ "$out" = back ] || fail "after dockerd's restart berth run printed '$out'"
+
+echo "fleet: part 8" >&2
+# 8. A preemptor waits out its victim's grace period: the node it will land on, and only that
+#    one, pulls its image meanwhile (from a registry that is not there: tried, and failing).
+for j in $("$BERTH" ps -q); do "$BERTH" stop "$j" > /dev/null; done
+wait_for 15 "every container stopped" eval '[ -z "$(_dk ps -q)" ]'
+cat > "$TMP/stubborn.yaml" <<'YAML'
+gpus: 4
+gracePeriodSeconds: 8
+image: berth-test:1
+command: [sh, -c, 'trap "" TERM; echo started; while true; do sleep 0.2; done']
+YAML
+for _ in 1 2 3; do "$BERTH" run -d -f "$TMP/stubborn.yaml" > /dev/null; done
+wait_for 15 "three stubborn jobs running" eval '[ "$(_dk ps -q | wc -l)" -eq 3 ]'
+far=127.0.0.1:9/berth-absent:1
+pre=$("$BERTH" run -d --gpus 4 --priority 1000 "$far" true)  # above the default, 100
+prefetching() { [ "$(grep -l "prefetching $far" "$TMP"/agent-n*.log | wc -l)" -eq 1 ]; }
+wait_for 5 "the preemptor's node prefetching its image" prefetching
+state_is "$pre" pending || fail "the preemptor should wait for its victim: $("$BERTH" inspect "$pre")"
+wait_for 5 "the prefetch failing" grep -q "cannot prefetch $far" "$TMP"/agent-n*.log
 echo "fleet: ok"

@@ -53,6 +53,7 @@ AssignmentSet SampleSet() {
   Assignment b;
   b.job = 43;
   s.assignments.push_back(b);
+  s.prefetch = {"trainer:3", "registry.local:5000/eval@sha256:ab"};
   return s;
 }
 
@@ -154,10 +155,12 @@ TEST(AgentProtocolTest, AssignmentSetRoundTrips) {
   EXPECT_EQ(a.log_since, want.log_since);
   EXPECT_EQ(back.assignments[1].job, 43);
   EXPECT_TRUE(back.assignments[1].command.empty());
+  EXPECT_EQ(back.prefetch, (std::vector<std::string>{"trainer:3", "registry.local:5000/eval@sha256:ab"}));
   // An empty set is a set.
-  const AssignmentSet none = ParseAssignments(Wire(ToJson(AssignmentSet{7, {}})));
+  const AssignmentSet none = ParseAssignments(Wire(ToJson(AssignmentSet{7, {}, {}})));
   EXPECT_EQ(none.version, 7u);
   EXPECT_TRUE(none.assignments.empty());
+  EXPECT_TRUE(none.prefetch.empty());
 }
 
 TEST(AgentProtocolTest, ReportRoundTrips) {
@@ -296,6 +299,10 @@ TEST(AgentProtocolTest, AssignmentsRefuseMistakesNamingThePath) {
   EXPECT_TRUE(Has(e, "assignments[0].command: expected a list")) << e;
   e = with([](Json& j) { j["assignments"][0]["env"][1] = 7; });
   EXPECT_TRUE(Has(e, "assignments[0].env[1]: expected a string")) << e;
+  e = with([](Json& j) { j["prefetch"] = Json::array({"a", 3}); });
+  EXPECT_TRUE(Has(e, "prefetch[1]: expected a string")) << e;
+  e = with([](Json& j) { j["prefetch"] = std::vector<std::string>(kMaxPrefetchImages + 1, "a"); });
+  EXPECT_TRUE(Has(e, "prefetch: more than 64 entries")) << e;
   e = with([](Json& j) { j["assignments"][0]["gpus"][0] = -1; });
   EXPECT_TRUE(Has(e, "assignments[0].gpus[0]: expected an index")) << e;
   e = with([](Json& j) { j["assignments"][0]["mounts"][1]["readOnly"] = "no"; });

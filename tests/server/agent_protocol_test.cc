@@ -552,6 +552,7 @@ TEST_F(ControlPlaneAgentTest, APreemptedJobKeepsItsGpusUntilItsAgentStopsIt) {
   ReportAll("dgx-0", "running");
   ASSERT_EQ(State(victim), "running");
   const Assignment old = Of("dgx-0", victim).at(0);
+  const uint64_t before_stop = Set("dgx-0").version;
 
   const int64_t preemptor = plane_->Submit(R"({"gpus": 8, "priority": 1000})");
   for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
@@ -576,7 +577,7 @@ TEST_F(ControlPlaneAgentTest, APreemptedJobKeepsItsGpusUntilItsAgentStopsIt) {
     EXPECT_EQ(plane_->Nodes()[0].gpu_map, "########");
   }
   // A report from before the stop lists nothing: the agent has not acted on it yet.
-  ReportNone("dgx-0", stop.version - 1);
+  ReportNone("dgx-0", before_stop);
   EXPECT_EQ(State(victim), "preempted");
   EXPECT_EQ(State(preemptor), "pending");
   // Stopped (exited counts as stopped): the victim waits again and the preemptor is placed.
@@ -613,6 +614,44 @@ TEST_F(ControlPlaneAgentTest, APreemptedJobKeepsItsGpusUntilItsAgentStopsIt) {
   plane_->Cycle();
   EXPECT_EQ(State(victim), "scheduled");
   EXPECT_NE(Of("dgx-0", victim).at(0).placement, old.placement);
+}
+
+// While a preemptor waits for its victim to stop, the node it will land on (and only that one)
+// is asked to pull its image, so that the pull overlaps the victim's grace period.
+TEST_F(ControlPlaneAgentTest, ANodeAJobWaitsToLandOnPullsItsImageAhead) {
+  Open(Dgx(2));
+  Register("dgx-0");
+  Register("dgx-1");
+  for (int i = 0; i < 2; ++i)
+    plane_->Submit(R"({"gpus": 8, "priority": 1, "gracePeriodSeconds": 30, "image": "old:1"})");
+  plane_->Cycle();
+  for (const char* node : {"dgx-0", "dgx-1"}) ReportAll(node, "running");
+  EXPECT_TRUE(Set("dgx-0").prefetch.empty());
+  const int64_t preemptor = plane_->Submit(
+      R"({"priority": 1000, "groups": [{"name": "train", "gpus": 8, "image": "big:2"},
+                                       {"name": "eval", "cpuMilli": 1000, "image": "eval:3"}]})");
+  for (int i = 0; i < 3 && Set("dgx-0").prefetch.empty() && Set("dgx-1").prefetch.empty(); ++i) {
+    now_ += 1;
+    plane_->Cycle();
+  }
+  ASSERT_EQ(State(preemptor), "pending");
+  const std::string node = Set("dgx-0").prefetch.empty() ? "dgx-1" : "dgx-0";
+  const std::string other = node == "dgx-0" ? "dgx-1" : "dgx-0";
+  const AssignmentSet asked = Set(node);
+  EXPECT_EQ(asked.prefetch, (std::vector<std::string>{"big:2", "eval:3"}));
+  EXPECT_TRUE(Set(other).prefetch.empty());
+  // Asked once: further cycles leave the version alone.
+  now_ += 1;
+  plane_->Cycle();
+  EXPECT_EQ(Set(node).version, asked.version);
+  // Once the victim has stopped, the preemptor is placed and nothing is left to pull ahead.
+  AgentReport stopped;
+  stopped.applied_version = asked.version;
+  plane_->Report(node, stopped);
+  now_ += 1;
+  plane_->Cycle();
+  ASSERT_EQ(State(preemptor), "scheduled");
+  EXPECT_TRUE(Set(node).prefetch.empty());
 }
 
 TEST_F(ControlPlaneAgentTest, WithoutAnAgentAPreemptedJobStopsAtOnce) {
