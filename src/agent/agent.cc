@@ -312,7 +312,7 @@ class Agent {
   // wait. A pull that failed is tried again after a minute, not on every change of the
   // assignments.
   void Prefetch() {
-    DockerClient docker(options_.docker_socket);  // this thread's own
+    DockerClient docker(options_.docker_socket);      // this thread's own
     std::map<std::string, Clock::time_point> failed;  // image: when its pull failed
     uint64_t seen = 0;
     while (!stop_) {
@@ -605,13 +605,14 @@ class Agent {
     const std::string mems = OnHost(a.cpuset_mems, host_mems_, "NUMA nodes");
     if (cpus.empty() || (SameList(cpus, c.cpuset_cpus) && SameList(mems, c.cpuset_mems))) return;
     const std::string wanted = cpus + "/" + mems;
-    if (const auto r = rebind_refused_.find(c.id); r != rebind_refused_.end() && r->second == wanted)
+    if (const auto r = rebind_refused_.find(c.id);
+        r != rebind_refused_.end() && r->second == wanted)
       return;
     try {
       docker_.UpdateCpuset(c.id, cpus, mems);
-      Log("container " + c.id.substr(0, 12) + " of job " + std::to_string(a.job) +
-          ": CPUs " + (c.cpuset_cpus.empty() ? "any" : c.cpuset_cpus) + " -> " + cpus +
-          ", NUMA nodes " + (c.cpuset_mems.empty() ? "any" : c.cpuset_mems) + " -> " + mems);
+      Log("container " + c.id.substr(0, 12) + " of job " + std::to_string(a.job) + ": CPUs " +
+          (c.cpuset_cpus.empty() ? "any" : c.cpuset_cpus) + " -> " + cpus + ", NUMA nodes " +
+          (c.cpuset_mems.empty() ? "any" : c.cpuset_mems) + " -> " + mems);
     } catch (const DockerError& e) {
       if (e.status == 0) throw;
       rebind_refused_[c.id] = wanted;

@@ -155,7 +155,8 @@ TEST(AgentProtocolTest, AssignmentSetRoundTrips) {
   EXPECT_EQ(a.log_since, want.log_since);
   EXPECT_EQ(back.assignments[1].job, 43);
   EXPECT_TRUE(back.assignments[1].command.empty());
-  EXPECT_EQ(back.prefetch, (std::vector<std::string>{"trainer:3", "registry.local:5000/eval@sha256:ab"}));
+  EXPECT_EQ(back.prefetch,
+            (std::vector<std::string>{"trainer:3", "registry.local:5000/eval@sha256:ab"}));
   // An empty set is a set.
   const AssignmentSet none = ParseAssignments(Wire(ToJson(AssignmentSet{7, {}, {}})));
   EXPECT_EQ(none.version, 7u);
