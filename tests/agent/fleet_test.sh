@@ -169,14 +169,14 @@ echo "fleet: part 8" >&2
 #    one, pulls its image meanwhile (from a registry that is not there: tried, and failing).
 for j in $("$BERTH" ps -q); do "$BERTH" stop "$j" > /dev/null; done
 wait_for 15 "every container stopped" eval '[ -z "$(_dk ps -q)" ]'
-cat > "$TMP/stubborn.yaml" <<'YAML'
+cat > "$TMP/term-deaf.yaml" <<'YAML'
 gpus: 4
 gracePeriodSeconds: 8
 image: berth-test:1
 command: [sh, -c, 'trap "" TERM; echo started; while true; do sleep 0.2; done']
 YAML
-for _ in 1 2 3; do "$BERTH" run -d -f "$TMP/stubborn.yaml" > /dev/null; done
-wait_for 15 "three stubborn jobs running" eval '[ "$(_dk ps -q | wc -l)" -eq 3 ]'
+for _ in 1 2 3; do "$BERTH" run -d -f "$TMP/term-deaf.yaml" > /dev/null; done
+wait_for 15 "three jobs that ignore SIGTERM running" eval '[ "$(_dk ps -q | wc -l)" -eq 3 ]'
 far=127.0.0.1:9/berth-absent:1
 pre=$("$BERTH" run -d --gpus 4 --priority 1000 "$far" true)  # above the default, 100
 prefetching() { [ "$(grep -l "prefetching $far" "$TMP"/agent-n*.log | wc -l)" -eq 1 ]; }
