@@ -3,6 +3,7 @@
 // default 127.0.0.1:7480). A refusal by the server (4xx) exits 2 with its message; no server, or a
 // server error, exits 1.
 #include <httplib.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -28,6 +30,7 @@
 #include "config/policy_file.h"
 #include "config/vc_file.h"
 #include "server/http_api.h"
+#include "server/job_listing.h"
 
 namespace berth {
 namespace {
@@ -36,9 +39,12 @@ using Json = nlohmann::json;
 
 // Leaves the process with `code` after printing `message` (the server's refusals and failures
 // are not the operator's input files, but they end the command the same way).
+// Callable from any thread (ps fetches pages on a second one): std::exit would run the static
+// destructors under the other threads' feet.
 [[noreturn]] void Exit(int code, const std::string& message) {
-  std::cerr << "berth: " << message << "\n";
-  std::exit(code);
+  std::cout.flush();
+  std::cerr << "berth: " << message << std::endl;
+  std::_Exit(code);
 }
 
 }  // namespace
@@ -85,17 +91,22 @@ std::unique_ptr<httplib::Client> ConnectToServer(const ServerAddress& server) {
   return client;
 }
 
-Json CallServer(const std::string& method, const std::string& path, const std::string& body) {
+namespace {
+
+// CallServer's request, returning a 2xx answer as it came, sent with `headers`: for answers
+// that are not JSON.
+httplib::Response CallServerAnswer(const std::string& method, const std::string& path,
+                                   const std::string& body, const httplib::Headers& headers = {}) {
   const ServerAddress server = ServerAddressFromEnv();
   const std::string& addr = server.text;
   const std::unique_ptr<httplib::Client> client = ConnectToServer(server);
   constexpr int kAnswerTimeoutS = 60;
   client->set_read_timeout(kAnswerTimeoutS);
   const auto start = std::chrono::steady_clock::now();
-  httplib::Result res = method == "GET"    ? client->Get(path)
-                        : method == "POST" ? client->Post(path, body, "application/json")
-                        : method == "PUT"  ? client->Put(path, body, "application/yaml")
-                                           : client->Delete(path);
+  httplib::Result res = method == "GET"    ? client->Get(path, headers)
+                        : method == "POST" ? client->Post(path, headers, body, "application/json")
+                        : method == "PUT"  ? client->Put(path, headers, body, "application/yaml")
+                                           : client->Delete(path, headers);
   const bool timed_out =
       std::chrono::steady_clock::now() - start >= std::chrono::seconds(kAnswerTimeoutS - 1);
   if (!res && res.error() == httplib::Error::SSLServerVerification)
@@ -117,14 +128,26 @@ Json CallServer(const std::string& method, const std::string& path, const std::s
   if (!res)
     Exit(1, "no server at " + addr + " (" + httplib::to_string(res.error()) +
                 "): start one with `berth server`, or set BERTH_ADDR");
-  if (res->status == 204) return Json::object();
-  Json json = Json::parse(res->body, nullptr, false);  // not const: returned without a copy
-  if (res->status >= 200 && res->status < 300 && !json.is_discarded()) return json;
-  std::string message =
-      json.is_object() && json.contains("error") ? json["error"].get<std::string>() : res->body;
+  if (res->status >= 200 && res->status < 300) return std::move(*res);
+  const Json json = Json::parse(res->body, nullptr, false);
+  std::string message = json.is_object() && json.contains("error") && json["error"].is_string()
+                            ? json["error"].get<std::string>()
+                            : res->body;
   if (message.empty())
     message = "HTTP " + std::to_string(res->status) + " from " + addr + "; is it a berth server?";
   Exit(res->status >= 400 && res->status < 500 ? 2 : 1, message);
+}
+
+}  // namespace
+
+Json CallServer(const std::string& method, const std::string& path, const std::string& body) {
+  const std::string text = CallServerAnswer(method, path, body).body;
+  if (text.empty()) return Json::object();        // 204
+  Json json = Json::parse(text, nullptr, false);  // not const: returned without a copy
+  if (json.is_discarded())
+    Exit(1, "the server at " + ServerAddressFromEnv().text +
+                " answered with something other than JSON; is it a berth server?");
+  return json;
 }
 
 namespace {
@@ -210,24 +233,51 @@ std::string Age(double since) {
   return std::to_string(static_cast<int>(s / 86400)) + "d";
 }
 
-// Rows as docker prints them: each column as wide as its widest cell, two spaces apart.
-void PrintTable(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows)
-    for (size_t c = 0; c < row.size(); ++c) {
-      if (width.size() <= c) width.push_back(0);
-      width[c] = std::max(width[c], row[c].size());
+// Rows as docker prints them: each column as wide as its widest cell, two spaces apart. The
+// cells share one buffer: `berth ps` may show 100,000 rows, and a string per cell would cost
+// more than everything else it does.
+class TextTable {
+ public:
+  explicit TextTable(std::initializer_list<std::string_view> header) { Add(header); }
+
+  void Add(std::initializer_list<std::string_view> row) {
+    size_t column = 0;
+    for (const std::string_view cell : row) {
+      if (width_.size() <= column) width_.push_back(0);
+      width_[column] = std::max(width_[column], cell.size());
+      ++column;
+      cell_starts_.push_back(text_.size());
+      text_ += cell;
     }
-  std::string text;  // written at once: a table may have 100,000 rows
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) {
-      text += row[c];
-      if (c + 1 < row.size()) text.append(width[c] - row[c].size() + 2, ' ');
-    }
-    text += '\n';
+    row_ends_.push_back(cell_starts_.size());
   }
-  std::cout << text;
-}
+
+  void Print() const {
+    std::string out;  // written a megabyte at a time
+    size_t cell = 0;
+    for (const size_t row_end : row_ends_) {
+      for (size_t column = 0; cell < row_end; ++cell, ++column) {
+        const size_t start = cell_starts_[cell];
+        const size_t size =
+            (cell + 1 < cell_starts_.size() ? cell_starts_[cell + 1] : text_.size()) - start;
+        out.append(text_, start, size);
+        if (cell + 1 < row_end) out.append(width_[column] - size + 2, ' ');
+      }
+      out += '\n';
+      if (out.size() >= (1 << 20)) {
+        std::cout << out;
+        out.clear();
+      }
+    }
+    std::cout << out;
+  }
+
+ private:
+  std::string text_;                 // every cell, one after another
+  std::vector<size_t> cell_starts_;  // where each cell starts in text_
+  std::vector<size_t> row_ends_;     // each row's end in cell_starts_
+  std::vector<size_t> width_;        // by column
+};
 
 std::string Text(const Json& value) {
   if (value.is_string()) return value.get<std::string>();
@@ -242,7 +292,7 @@ std::string Text(const Json& value) {
 std::string OrDash(const std::string& text) { return text.empty() ? "-" : text; }
 
 // "node/0", "node/1", "node/2", "other/5" as "node/0-2,other/5": a table cell, not a list.
-std::string CompactGpus(const Json& ids) {
+std::string CompactGpus(const std::vector<std::string>& ids) {
   std::string out, node;
   int first = -1, last = -1;
   const auto flush = [&] {
@@ -250,8 +300,7 @@ std::string CompactGpus(const Json& ids) {
     out += (out.empty() ? "" : ",") + node + "/" + std::to_string(first) +
            (last > first ? "-" + std::to_string(last) : "");
   };
-  for (const Json& id : ids) {
-    const std::string text = id.get<std::string>();
+  for (const std::string& text : ids) {
     const size_t slash = text.rfind('/');
     const std::string this_node = text.substr(0, slash);
     const int gpu = std::atoi(text.c_str() + slash + 1);
@@ -272,38 +321,72 @@ struct PsArgs {
   std::string queue, format;
 };
 
+// A job of the tab-separated listing (server/job_listing.h) as its row in `berth ps`.
+void AddPsRow(const std::vector<std::string_view>& cells, TextTable* table) {
+  std::string reason = UnescapedCell(cells[kReason]);
+  if (reason.size() > 60) reason = reason.substr(0, 57) + "...";
+  table->Add({cells[kId], UnescapedCell(cells[kName]), UnescapedCell(cells[kQueue]),
+              OrDash(UnescapedCell(cells[kUser])), UnescapedCell(cells[kState]),
+              OrDash(CompactGpus(GpuIdsCell(cells[kGpus]))),
+              Age(std::strtod(std::string(cells[kSubmitted]).c_str(), nullptr)), reason});
+}
+
 void Ps(const PsArgs& a) {
   std::string not_ended;
   for (const std::string& state : ControlPlane::JobStates())
     if (!ControlPlane::Ended(state)) not_ended += (not_ended.empty() ? "" : ",") + state;
-  Json jobs = Json::array();
-  for (Json after = 0; !after.is_null();) {
+  const auto page_path = [&](const Json& after) {
     std::string path = "/v1/jobs?limit=10000&after=" + after.dump();
     if (!a.queue.empty()) path += "&queue=" + httplib::detail::encode_query_param(a.queue);
     // Without -a, the server leaves the ended jobs out: a long history costs nothing here.
     if (!a.all) path += "&state=" + not_ended;
-    Json page = CallServer("GET", path);
-    for (Json& j : page["jobs"]) jobs.push_back(std::move(j));
-    after = page["next"];
-  }
+    return path;
+  };
   if (a.format == "json") {
+    Json jobs = Json::array();
+    for (Json after = 0; !after.is_null();) {
+      Json page = CallServer("GET", page_path(after));
+      for (Json& j : page["jobs"]) jobs.push_back(std::move(j));
+      after = page["next"];
+    }
     std::cout << JsonText(jobs) << "\n";
     return;
   }
-  if (a.quiet) {
-    for (const Json& j : jobs) std::cout << j["id"] << "\n";
-    return;
+  // Megabyte buffers (a page, the table's cells) come and go: kept in the heap for reuse rather
+  // than mapped afresh each time, which costs a listing of 100,000 jobs about a seventh of its
+  // time in page faults.
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  // Each page is fetched while the one before it is read.
+  const auto fetch = [&](int64_t after) {
+    return std::async(std::launch::async, [&page_path, after] {
+      return CallServerAnswer("GET", page_path(after), "",
+                              {{"Accept", "text/tab-separated-values"}});
+    });
+  };
+  TextTable table({"ID", "NAME", "QUEUE", "USER", "STATE", "GPUS", "AGE", "REASON"});
+  std::string ids;
+  std::vector<std::string_view> cells;
+  for (std::future<httplib::Response> next = fetch(0); next.valid();) {
+    const httplib::Response page = next.get();
+    if (page.has_header("Berth-Next"))
+      next = fetch(std::strtoll(page.get_header_value("Berth-Next").c_str(), nullptr, 10));
+    const std::string_view body = page.body;
+    for (size_t start = body.find('\n') + 1; start < body.size();) {  // after the header
+      const size_t end = std::min(body.find('\n', start), body.size());
+      if (!SplitJobLine(body.substr(start, end - start), &cells))
+        Exit(1, "the server at " + ServerAddressFromEnv().text +
+                    " listed a job in a form this berth does not know; is it a berth server?");
+      start = end + 1;
+      if (a.quiet)
+        (ids += cells[kId]) += '\n';
+      else
+        AddPsRow(cells, &table);
+    }
   }
-  std::vector<std::vector<std::string>> rows = {
-      {"ID", "NAME", "QUEUE", "USER", "STATE", "GPUS", "AGE", "REASON"}};
-  for (const Json& j : jobs) {
-    const std::string gpus = CompactGpus(j["gpus"]);
-    std::string reason = j["reason"];
-    if (reason.size() > 60) reason = reason.substr(0, 57) + "...";
-    rows.push_back({j["id"].dump(), j["name"], j["queue"], OrDash(j["user"]), j["state"],
-                    OrDash(gpus), Age(j["submitted"]), reason});
-  }
-  PrintTable(rows);
+  if (a.quiet)
+    std::cout << ids;
+  else
+    table.Print();
 }
 
 struct EventsArgs {
@@ -602,14 +685,14 @@ void AddClientCommands(CLI::App& app) {
   AddShowCommand(*queues, "queues");
   queues->callback([queues] {
     if (queues->got_subcommand("apply") || queues->got_subcommand("show")) return;
-    std::vector<std::vector<std::string>> rows = {
-        {"QUEUE", "WEIGHT", "GUARANTEE", "FAIR SHARE", "USAGE", "BORROWED", "PENDING", "RUNNING"}};
+    TextTable table(
+        {"QUEUE", "WEIGHT", "GUARANTEE", "FAIR SHARE", "USAGE", "BORROWED", "PENDING", "RUNNING"});
     const Json answer = CallServer("GET", "/v1/queues");
     for (const Json& q : answer["queues"])
-      rows.push_back({q["name"], Text(q["weight"]), Text(q["guaranteeGpus"]),
-                      Text(q["fairShareGpus"]), Text(q["usageGpus"]), Text(q["borrowedGpus"]),
-                      q["pending"].dump(), q["running"].dump()});
-    PrintTable(rows);
+      table.Add({Text(q["name"]), Text(q["weight"]), Text(q["guaranteeGpus"]),
+                 Text(q["fairShareGpus"]), Text(q["usageGpus"]), Text(q["borrowedGpus"]),
+                 q["pending"].dump(), q["running"].dump()});
+    table.Print();
   });
 
   auto* policy = app.add_subcommand("policy", "The server's scheduling policy");
@@ -626,14 +709,13 @@ void AddClientCommands(CLI::App& app) {
       std::cout << JsonText(answer) << "\n";
       return;
     }
-    std::vector<std::vector<std::string>> rows = {
-        {"NODE", "RACK", "MODEL", "GPUS", "FREE", "STATUS", "AGENT"}};
+    TextTable table({"NODE", "RACK", "MODEL", "GPUS", "FREE", "STATUS", "AGENT"});
     for (const Json& n : answer["nodes"])
-      rows.push_back({n["name"], OrDash(n["rack"]), OrDash(n["model"]), n["gpus"].dump(),
-                      n["freeGpus"].dump(), n["cordoned"].get<bool>() ? "cordoned" : "ready",
-                      n["agent"].get<std::string>() +
-                          (n["simulated"].get<bool>() ? " (simulated GPUs)" : "")});
-    PrintTable(rows);
+      table.Add({Text(n["name"]), OrDash(n["rack"]), OrDash(n["model"]), n["gpus"].dump(),
+                 n["freeGpus"].dump(), n["cordoned"].get<bool>() ? "cordoned" : "ready",
+                 n["agent"].get<std::string>() +
+                     (n["simulated"].get<bool>() ? " (simulated GPUs)" : "")});
+    table.Print();
     // Under the table: what would otherwise pin jobs away from their GPUs unnoticed.
     for (const Json& n : answer["nodes"])
       for (const Json& m : n.value("topologyMismatch", Json::array()))

@@ -117,6 +117,17 @@ void ControlPlane::Record(Job& job, const std::string& state, const std::string&
   job.stored.updated = std::max(now_(), job.stored.updated);
   writes->push_back(StoreWrite::Put(job.stored));
   Touch(job);
+  // A job to place, or GPUs freed: the next cycle need not wait out its interval.
+  if (state == "pending" || Ended(state)) {
+    cycle_wanted_ = true;
+    cycle_wanted_cv_.notify_one();
+  }
+}
+
+void ControlPlane::WaitForWork(double max_wait_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cycle_wanted_cv_.wait_for(lock, std::chrono::duration<double>(max_wait_s),
+                            [this] { return cycle_wanted_ || watches_stopped_; });
 }
 
 bool ControlPlane::Desired(const Job& job) {
@@ -672,6 +683,7 @@ void ControlPlane::Cycle() {
   const double now = now_();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    cycle_wanted_ = false;
     SubmitIncoming(now, &writes);
     CheckAgents(now, &writes);
   }

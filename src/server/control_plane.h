@@ -158,6 +158,9 @@ class ControlPlane {
   void NodeAction(const std::string& node, const std::string& action);
   // One scheduling cycle; its decisions are applied and stored before it returns.
   void Cycle();
+  // Returns when a cycle has work that did not wait for it (a job became pending, a job ended
+  // and freed its GPUs), after `max_wait_s` at the latest, or once the watches are stopped.
+  void WaitForWork(double max_wait_s);
   // What Recover found, for the server's first log line.
   const std::string& recovery_summary() const { return recovery_summary_; }
   // A commit failed: memory may now hold what the database does not. Every later change is
@@ -369,6 +372,8 @@ class ControlPlane {
   std::vector<std::set<int64_t>> on_node_;  // by node: the jobs its agent is handed
   std::set<int64_t> stopping_;              // preempted, waiting for agents to stop them
   mutable std::condition_variable assignments_changed_;
+  bool cycle_wanted_ = false;  // under mu_
+  std::condition_variable cycle_wanted_cv_;
 };
 
 }  // namespace berth

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/job_listing.h"
+
 namespace berth {
 namespace {
 
@@ -23,6 +25,7 @@ using Json = nlohmann::json;
 // the bare type): brotli on a page of 10,000 jobs takes seconds of CPU, far more than sending
 // it, and any client could ask for it.
 constexpr const char* kJsonType = "application/json; charset=utf-8";
+constexpr const char* kTsvType = "text/tab-separated-values";
 
 void Reply(httplib::Response& res, int status, const Json& body) {
   res.status = status;
@@ -30,52 +33,10 @@ void Reply(httplib::Response& res, int status, const Json& body) {
   res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n", kJsonType);
 }
 
-// `text` as a JSON string literal, appended. Plain ASCII, the common case, is copied byte by
-// byte (a page lists 10,000 jobs, six strings each); anything else goes through the JSON
-// library, which also turns bytes that are not UTF-8 into U+FFFD.
-void AppendQuoted(const std::string& text, std::string* out) {
-  const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
-    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
-  });
-  if (!plain) {
-    *out += Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);
-    return;
-  }
-  *out += '"';
-  *out += text;
-  *out += '"';
-}
-
-// The job as JobJson renders it, written straight to text: a page of 10,000 jobs built as
-// JSON objects first costs more in allocation than everything else the listing does.
-void AppendJobText(const StoredJob& j, std::string* out) {
-  std::string gpus = "[]";
-  if (!j.placements.empty()) {
-    const Json placements = Json::parse(j.placements, nullptr, false);
-    if (placements.is_object()) gpus = placements.value("gpuIds", Json::array()).dump();
-  }
-  char numbers[96];
-  std::snprintf(numbers, sizeof numbers, "\"exitCode\":%d,\"submitted\":%.17g,\"updated\":%.17g",
-                j.exit_code, j.submitted, j.updated);
-  *out += "{\"id\":" + std::to_string(j.id) + ",\"name\":";
-  AppendQuoted(j.name, out);
-  *out += ",\"queue\":";
-  AppendQuoted(j.queue, out);
-  *out += ",\"user\":";
-  AppendQuoted(j.user, out);
-  *out += ",\"state\":";
-  AppendQuoted(j.state, out);
-  *out += ",\"reason\":";
-  AppendQuoted(j.reason, out);
-  *out += ",";
-  *out += numbers;
-  *out += ",\"gpus\":" + gpus + "}";
-}
-
 // The same job as a JSON value, for the answers that add to it.
 Json JobJson(const StoredJob& j) {
   std::string text;
-  AppendJobText(j, &text);
+  AppendJobJson(j, &text);
   return Json::parse(text);
 }
 
@@ -387,31 +348,37 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                                              const Caller& caller, const std::string& body) {
                 Reply(res, 201, JobJson(plane.Get(plane.Submit(body, caller))));
               }));
-  server.Get(
-      "/v1/jobs",
-      Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
-        JobFilter filter = ListFilter(req);
-        if (!caller.admin) {
-          if (!filter.user.empty() && filter.user != caller.user)
-            throw ApiError(
-                403, "user: " + caller.user + " may list only its own jobs; drop the parameter");
-          filter.user = caller.user;
-        }
-        std::string body = "{\"jobs\":[";
-        size_t listed = 0;
-        int64_t last = 0;
-        plane.List(filter, [&](const StoredJob& j) {
-          if (listed++ > 0) body += ",";
-          AppendJobText(j, &body);
-          last = j.id;
-        });
-        // A full page may have more after it: the client asks again from its last id.
-        body +=
-            "],\"next\":" + (listed == filter.limit ? std::to_string(last) : std::string("null")) +
-            "}\n";
-        res.status = 200;
-        res.set_content(body, kJsonType);
-      }));
+  server.Get("/v1/jobs", Route(api, [&](const httplib::Request& req, httplib::Response& res,
+                                        const Caller& caller) {
+               JobFilter filter = ListFilter(req);
+               if (!caller.admin) {
+                 if (!filter.user.empty() && filter.user != caller.user)
+                   throw ApiError(403, "user: " + caller.user +
+                                           " may list only its own jobs; drop the parameter");
+                 filter.user = caller.user;
+               }
+               const bool lines = req.get_header_value("Accept") == kTsvType;
+               std::string body = lines ? kJobListingHeader : "{\"jobs\":[";
+               size_t listed = 0;
+               int64_t last = 0;
+               plane.List(filter, [&](const StoredJob& j) {
+                 if (lines) {
+                   AppendJobLine(j, &body);
+                 } else {
+                   if (listed > 0) body += ",";
+                   AppendJobJson(j, &body);
+                 }
+                 ++listed;
+                 last = j.id;
+               });
+               // A full page may have more after it: the client asks again from its last id.
+               const std::string next = listed == filter.limit ? std::to_string(last) : "null";
+               if (lines && next != "null") res.set_header("Berth-Next", next);
+               if (!lines) body += "],\"next\":" + next + "}\n";
+               res.status = 200;
+               res.body = std::move(body);  // set_content would copy megabytes
+               res.set_header("Content-Type", lines ? kTsvType : kJsonType);
+             }));
   server.Get(R"(/v1/jobs/(\d+))", Route(api, [&](const httplib::Request& req,
                                                  httplib::Response& res, const Caller& caller) {
                const StoredJob job = VisibleJob(plane, caller, JobId(req));

@@ -79,14 +79,13 @@ int RunServer(ServerOptions options) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::thread cycles([&] {
-    const auto interval = std::chrono::duration<double>(options.cycle_interval_s);
     while (!g_stop && !plane.broken()) {
       try {
         plane.Cycle();
       } catch (const ApiError& e) {
         std::cerr << "berth server: " << e.what() << "\n";
       }
-      std::this_thread::sleep_for(interval);
+      plane.WaitForWork(options.cycle_interval_s);
     }
     plane.StopWatches();  // else stopping waits out the agents' long polls
     server.stop();

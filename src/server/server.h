@@ -1,6 +1,7 @@
 // `berth server`: the control plane as a long-running process. Opens the state, rebuilds the
-// engine from it, then serves the API (http_api.h) and runs a scheduling cycle every
-// cycle_interval_s until SIGINT or SIGTERM.
+// engine from it, then serves the API (http_api.h) and runs scheduling cycles until SIGINT or
+// SIGTERM: one as soon as there is new work (a job to place, GPUs freed), else every
+// cycle_interval_s (time-driven work: aging, back-off, agents' silence).
 //
 // Without tokens every caller is an admin, so the server then listens on loopback only; any
 // other address needs both tokens and TLS (access.h).
