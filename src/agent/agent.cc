@@ -756,7 +756,7 @@ class Agent {
     now->clear();
     for (const ImageInfo& image : images) {
       *now += image.id;
-      for (const std::string& tag : image.tags) *now += " " + tag;
+      for (const std::string& name : image.names) *now += " " + name;
       *now += "\n";
     }
     if (*now == images_sent_) return std::nullopt;
@@ -765,10 +765,10 @@ class Agent {
     for (const ImageInfo& image : images) {
       ReportedImage reported;
       size_t size = 32;
-      for (const std::string& tag : image.tags)  // within what the protocol takes
-        if (tag.size() <= 1024 && reported.names.size() < kMaxImageNames) {
-          reported.names.push_back(tag);
-          size += tag.size() + 3;
+      for (const std::string& name : image.names)  // within what the protocol takes
+        if (name.size() <= 1024 && reported.names.size() < kMaxImageNames) {
+          reported.names.push_back(name);
+          size += name.size() + 3;
         }
       for (const ImageLayer& l : image.layers)
         if (l.digest.size() <= 128 && reported.layers.size() < kMaxImageLayers) {

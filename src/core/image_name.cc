@@ -11,9 +11,16 @@ std::string NormalizedImageName(const std::string& image) {
       break;
     }
   if (name.rfind("library/", 0) == 0) name.erase(0, 8);
-  if (name.find('@') != std::string::npos) return name;
+  const size_t at = name.find('@');
+  const size_t slash = name.rfind('/', at);
+  if (at != std::string::npos) {
+    // The digest names the content; a tag beside it ("name:tag@sha256:...") says nothing more.
+    const size_t colon = name.rfind(':', at);
+    if (colon != std::string::npos && (slash == std::string::npos || colon > slash))
+      name.erase(colon, at - colon);
+    return name;
+  }
   const size_t colon = name.rfind(':');
-  const size_t slash = name.rfind('/');
   const bool tagged = colon != std::string::npos && (slash == std::string::npos || colon > slash);
   return tagged ? name : name + ":latest";
 }

@@ -3,7 +3,8 @@
 // "docker.io/library/busybox" and "index.docker.io/library/busybox:latest" are all
 // "busybox:latest". A name without a tag or digest gets ":latest" (a registry's port is not a
 // tag); Docker Hub's host and its "library/" namespace are dropped. A digest reference
-// ("name@sha256:...") keeps its digest.
+// ("name@sha256:...") keeps its digest and drops a tag written beside it ("name:tag@sha256:..."
+// is "name@sha256:..."), which is how an engine lists the digests it pulled (RepoDigests).
 #pragma once
 
 #include <string>

@@ -498,14 +498,31 @@ bool DockerClient::HasImage(const std::string& image) {
   }
 }
 
+namespace {
+
+// What an image can be asked for by: its tags, and the digests it was pulled by (RepoDigests,
+// "name@sha256:..."), without the engine's "<none>" placeholders.
+std::vector<std::string> ImageNames(const json& image) {
+  std::vector<std::string> names;
+  for (const char* field : {"RepoTags", "RepoDigests"}) {
+    const json list = image.value(field, json::array());
+    if (!list.is_array()) continue;
+    for (const json& name : list)
+      if (name.is_string() && name.get<std::string>().rfind("<none>", 0) != 0)
+        names.push_back(name);
+  }
+  return names;
+}
+
+}  // namespace
+
 ImageInfo DockerClient::InspectImage(const std::string& image) {
   json j = Parse(Call("GET", Path("/images/" + Escape(image) + "/json"), "", kCallTimeoutS));
   json history =
       Parse(Call("GET", Path("/images/" + Escape(image) + "/history"), "", kCallTimeoutS));
   ImageInfo info;
   info.id = String(j, "Id");
-  for (const json& tag : j.value("RepoTags", json::array()))
-    if (tag.is_string()) info.tags.push_back(tag);
+  info.names = ImageNames(j);
   info.bytes = j.value("Size", int64_t{0});
   if (j.contains("RootFS") && j["RootFS"].contains("Layers"))
     for (const json& digest : j["RootFS"]["Layers"]) info.layers.push_back({digest, 0});
@@ -534,8 +551,7 @@ std::vector<ImageInfo> DockerClient::Images(
     info.id = String(entry, "Id");
     const auto known = layers_by_id ? layers_by_id->find(info.id) : listed.end();
     if (layers_by_id && known != layers_by_id->end()) {
-      for (const json& tag : entry.value("RepoTags", json::array()))
-        if (tag.is_string() && tag != "<none>:<none>") info.tags.push_back(tag);
+      info.names = ImageNames(entry);
       info.bytes = entry.value("Size", int64_t{0});
       info.layers = known->second;
     } else {

@@ -75,7 +75,7 @@ struct LogLine {
 
 struct ImageInfo {
   std::string id;
-  std::vector<std::string> tags;  // RepoTags
+  std::vector<std::string> names;  // RepoTags, and RepoDigests ("name@sha256:...")
   int64_t bytes = 0;
   // RootFS.Layers, sized from the image's history: the history's entries with a size, oldest
   // first, are the layers in order. When their count differs from the layers' (a layer whose

@@ -400,7 +400,7 @@ TEST_F(EngineTest, UpdatesTheCpusetOfARunningContainer) {
 TEST_F(EngineTest, InspectsImages) {
   ImageInfo image = docker_->InspectImage(image_);
   EXPECT_EQ(image.id.rfind("sha256:", 0), 0u);
-  EXPECT_EQ(image.tags, std::vector<std::string>{image_});
+  EXPECT_EQ(image.names, std::vector<std::string>{image_});  // built here: no digest
   EXPECT_GT(image.bytes, 0);
   ASSERT_GE(image.layers.size(), 1u);
   int64_t sum = 0;

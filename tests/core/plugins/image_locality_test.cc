@@ -25,6 +25,16 @@ TEST(ImageLocalityPluginTest, ScoresNodesHoldingTheImage) {
   t.node_images[2] = {"registry:5000/train"};
   h.group().image = "registry:5000/train:latest";
   EXPECT_EQ(s->Score(h.ctx(), Cand(2, {})), 100);
+  // By digest: a node that pulled by it lists "name@digest" (RepoDigests); a tag written beside
+  // the digest changes nothing, another digest is another image.
+  t.node_images[1].push_back("nvcr.io/nvidia/pytorch@sha256:0a1b");
+  h.group().image = "nvcr.io/nvidia/pytorch:24.01-py3@sha256:0a1b";
+  EXPECT_EQ(s->Score(h.ctx(), Cand(1, {})), 100);
+  h.group().image = "nvcr.io/nvidia/pytorch@sha256:0a1c";
+  EXPECT_EQ(s->Score(h.ctx(), Cand(1, {})), 0);
+  t.node_images[2].push_back("docker.io/library/busybox@sha256:ffee");
+  h.group().image = "busybox:1.36@sha256:ffee";
+  EXPECT_EQ(s->Score(h.ctx(), Cand(2, {})), 100);
   h.group().image = "";
   EXPECT_EQ(s->Score(h.ctx(), Cand(0, {})), 0);
 }
