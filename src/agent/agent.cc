@@ -403,6 +403,13 @@ class Agent {
                           [&](const auto& f) { return f.second.id == r.first; });
     });
     {
+      std::lock_guard<std::mutex> lock(books_mu_);
+      std::erase_if(off_gpus_, [&](const auto& o) {
+        const auto f = found.find(o.first);
+        return f == found.end() || !f->second.running;
+      });
+    }
+    {
       std::lock_guard<std::mutex> lock(mu_);
       for (StartTask& task : to_start) {
         // The replica may have been assigned at any version after the last one reconciled
@@ -600,23 +607,42 @@ class Agent {
   // Makes a running container's CPU set the assignment's: the server may move a replica's
   // CPUs, and a hand-made `docker update` is undone. A change the engine refuses is said once
   // and not tried again for that container. Throws DockerError when the engine is gone.
+  // A container left off its GPUs' NUMA node (the engine refused the move) is reported so
+  // (ContainerReport::off_gpus), and becomes the node's condition on the server.
   void Rebind(const ContainerInfo& c, const Assignment& a) {
+    const RunKey key{a.job, a.replica, a.placement};
     const std::string cpus = OnHost(a.cpuset_cpus, host_cpus_, "CPUs");
     const std::string mems = OnHost(a.cpuset_mems, host_mems_, "NUMA nodes");
-    if (cpus.empty() || (SameList(cpus, c.cpuset_cpus) && SameList(mems, c.cpuset_mems))) return;
+    if (cpus.empty() || (SameList(cpus, c.cpuset_cpus) && SameList(mems, c.cpuset_mems))) {
+      std::lock_guard<std::mutex> lock(books_mu_);
+      off_gpus_.erase(key);
+      return;
+    }
     const std::string wanted = cpus + "/" + mems;
     if (const auto r = rebind_refused_.find(c.id);
         r != rebind_refused_.end() && r->second == wanted)
       return;
+    const std::string has = "CPUs " + (c.cpuset_cpus.empty() ? "any" : c.cpuset_cpus) +
+                            ", NUMA nodes " + (c.cpuset_mems.empty() ? "any" : c.cpuset_mems);
     try {
       docker_.UpdateCpuset(c.id, cpus, mems);
-      Log("container " + c.id.substr(0, 12) + " of job " + std::to_string(a.job) + ": CPUs " +
-          (c.cpuset_cpus.empty() ? "any" : c.cpuset_cpus) + " -> " + cpus + ", NUMA nodes " +
-          (c.cpuset_mems.empty() ? "any" : c.cpuset_mems) + " -> " + mems);
+      Log("container " + c.id.substr(0, 12) + " of job " + std::to_string(a.job) + ": " + has +
+          " -> CPUs " + cpus + ", NUMA nodes " + mems);
+      std::lock_guard<std::mutex> lock(books_mu_);
+      off_gpus_.erase(key);
     } catch (const DockerError& e) {
       if (e.status == 0) throw;
       rebind_refused_[c.id] = wanted;
       Log("cannot move container " + c.id.substr(0, 12) + " to CPUs " + cpus + ": " + e.what());
+      std::string why = "runs on " + has + " rather than its GPUs' (CPUs " + cpus +
+                        ", NUMA nodes " + mems + "): the engine refused the move: " + e.what();
+      if (why.size() > kMaxOffGpusText) {  // cut between characters
+        size_t cut = kMaxOffGpusText;
+        while (cut > 0 && (static_cast<unsigned char>(why[cut]) & 0xC0) == 0x80) --cut;
+        why.resize(cut);
+      }
+      std::lock_guard<std::mutex> lock(books_mu_);
+      off_gpus_[key] = std::move(why);
     }
   }
 
@@ -800,12 +826,13 @@ class Agent {
       report.applied_version = AppliedVersion();
     }
     // The books as they are now; what changes meanwhile goes with the next report.
-    std::map<RunKey, std::string> failed, cursors;
+    std::map<RunKey, std::string> failed, cursors, off_gpus;
     std::map<RunKey, std::map<std::string, double>> phases;
     std::set<RunKey> starting;
     {
       std::lock_guard<std::mutex> lock(books_mu_);
       failed = failed_;
+      off_gpus = off_gpus_;
       cursors = log_cursor_;
       phases = phases_;
       starting = starting_;
@@ -826,6 +853,8 @@ class Agent {
       c.exit_code = std::clamp(listed.exit_code, 0, 255);
       if (const auto p = phases.find(key); p != phases.end()) c.phases = p->second;
       if (listed.running) Contention(listed.id, &c);
+      if (const auto o = off_gpus.find(key); o != off_gpus.end() && listed.running)
+        c.off_gpus = o->second;
       // A container of a run not assigned here (an adopted leftover) is read from its start;
       // the server drops what it already holds.
       std::string cursor = cursors.try_emplace(key, "").first->second;
@@ -923,7 +952,8 @@ class Agent {
   httplib::Client* watch_client_ = nullptr;  // under mu_: stopped to end the watch at once
   // The books both the converging thread and the heartbeat keep, under books_mu_.
   std::mutex books_mu_;
-  std::map<RunKey, std::string> failed_;  // could not be started: why
+  std::map<RunKey, std::string> failed_;    // could not be started: why
+  std::map<RunKey, std::string> off_gpus_;  // running on CPUs away from its GPUs: how
   std::map<RunKey, std::map<std::string, double>> phases_;
   std::set<RunKey> starting_;  // being started: reported starting until its phases are in
   std::map<RunKey, std::string> log_cursor_;  // the last log line's timestamp sent

@@ -285,7 +285,8 @@ Json ToJson(const AgentReport& r) {
                           {"memoryGrade", c.memory_grade},
                           {"ioGrade", c.io_grade},
                           {"netRxBytes", c.net_rx_bytes},
-                          {"netTxBytes", c.net_tx_bytes}});
+                          {"netTxBytes", c.net_tx_bytes},
+                          {"offGpus", c.off_gpus}});
   Json logs = Json::array();
   for (const LogChunk& l : r.logs)
     logs.push_back({{"job", l.job},
@@ -357,6 +358,7 @@ AgentReport ParseReport(const Json& j) {
     x.io_grade = c.Grade("ioGrade");
     x.net_rx_bytes = c.Measure("netRxBytes", 1e19);
     x.net_tx_bytes = c.Measure("netTxBytes", 1e19);
+    x.off_gpus = c.Text("offGpus", kMaxOffGpusText);
     out.containers.push_back(std::move(x));
   });
   r.List("gpus", kMaxRegisteredGpus, [&](const Json& e, const std::string& path) {

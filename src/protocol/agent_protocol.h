@@ -42,6 +42,7 @@ constexpr size_t kMaxImageNames = 64;      // tags of one image
 constexpr size_t kMaxPrefetchImages = 64;  // images a node is asked to pull ahead
 constexpr size_t kMaxImageLayers = 256;    // the engine's own limit is 127
 constexpr int64_t kMaxLayerBytes = int64_t{1} << 40;
+constexpr size_t kMaxOffGpusText = 1024;  // ContainerReport::off_gpus
 // What an agent lets a report's images take (their JSON), so that a node with many images still
 // reports within the server's request size with its logs: the rest are left out.
 constexpr size_t kMaxReportImageBytes = 256 << 10;
@@ -120,6 +121,9 @@ struct ContainerReport {
   // Bytes received and sent since the container started, on its network namespace's
   // interfaces but lo (-1: not measured).
   double net_rx_bytes = -1, net_tx_bytes = -1;
+  // Set when the container runs on CPUs away from its GPUs' NUMA node (the engine refused to
+  // move it there): how, at most kMaxOffGpusText bytes. The node's condition on the server.
+  std::string off_gpus;
 };
 
 // One GPU as a DCGM exporter saw it (-1: not reported).

@@ -22,6 +22,8 @@
 namespace berth {
 namespace {
 
+constexpr size_t kMaxOffGpusListed = 64;  // a node's containers off their GPUs, kept to say
+
 // Placed and not stopping: what a restart adopts at its GPUs.
 bool Placed(const std::string& state) {
   return state == "scheduled" || state == "starting" || state == "running";
@@ -866,6 +868,7 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
     out.heartbeat_ages.emplace_back(cluster_.nodes[n].name, now - agents_[n].last_seen);
     out.topology_mismatches.emplace_back(cluster_.nodes[n].name,
                                          agents_[n].topology_mismatch.size());
+    out.off_gpus.emplace_back(cluster_.nodes[n].name, agents_[n].off_gpus.size());
     if (!agents_[n].gpus.empty())
       out.gpu_telemetry.emplace_back(cluster_.nodes[n].name, agents_[n].gpus);
   }
@@ -1061,10 +1064,25 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
     });
   }
   std::map<std::pair<int64_t, int>, const ContainerReport*> mine;
+  std::vector<std::string> off_gpus;  // the node's containers left away from their GPUs
   for (const ContainerReport& c : report.containers) {
     const auto job = jobs_.find(c.job);
     if (job != jobs_.end() && job->second.placement == c.placement && !c.placement.empty())
       mine[{c.job, c.replica}] = &c;
+    if (!c.off_gpus.empty() && off_gpus.size() < kMaxOffGpusListed)
+      off_gpus.push_back("job " + std::to_string(c.job) + " replica " + std::to_string(c.replica) +
+                         " " + c.off_gpus);
+  }
+  // Said once each time the list changes, as the topology condition is.
+  if (off_gpus != agent.off_gpus) {
+    std::string reason;
+    for (const std::string& o : off_gpus) reason += (reason.empty() ? "" : "; ") + o;
+    writes.push_back(StoreWrite::Node(
+        {node, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us},
+        off_gpus.empty() ? "affinity-matches" : "affinity-mismatch", now,
+        off_gpus.empty() ? "every container runs on the CPUs of its GPUs' NUMA node"
+                         : "containers run on CPUs away from their GPUs' NUMA node: " + reason));
+    agent.off_gpus = std::move(off_gpus);
   }
   std::set<int64_t> ids = on_node_[n];
   ids.insert(stopping_.begin(), stopping_.end());
@@ -1305,7 +1323,7 @@ std::vector<ControlPlane::AgentStatus> ControlPlane::Agents() const {
   std::vector<AgentStatus> out;
   for (const AgentNode& a : agents_)
     out.push_back({a.registered, a.registration.simulated, a.unhealthy, a.lost,
-                   a.registered ? now - a.last_seen : -1, a.topology_mismatch,
+                   a.registered ? now - a.last_seen : -1, a.topology_mismatch, a.off_gpus,
                    static_cast<int>(a.images.size()), a.image_bytes});
   return out;
 }

@@ -187,6 +187,7 @@ class ControlPlane {
     bool registered = false, simulated = false, unhealthy = false, lost = false;
     double heartbeat_age_s = -1;                 // -1: never heard from
     std::vector<std::string> topology_mismatch;  // see AgentNode
+    std::vector<std::string> off_gpus;           // ditto
     int images = 0;                              // as last reported
     int64_t image_bytes = 0;                     // their layers', each layer once
   };
@@ -214,6 +215,7 @@ class ControlPlane {
     uint64_t preemptions = 0;  // jobs sent back to pending by a preempt, evict or kill
     std::vector<std::pair<std::string, double>> heartbeat_ages;       // nodes with an agent
     std::vector<std::pair<std::string, size_t>> topology_mismatches;  // ditto: how many
+    std::vector<std::pair<std::string, size_t>> off_gpus;  // ditto: containers off their GPUs
     // GPUs as their agents' DCGM exporters last saw them, by node name.
     std::vector<std::pair<std::string, std::vector<GpuReport>>> gpu_telemetry;
     // Running replicas' contention as their agents last measured it: (job, replica, report).
@@ -256,6 +258,9 @@ class ControlPlane {
     // Where the node its agent found differs from the cluster file's (CompareNodes): jobs
     // would be pinned to CPUs away from their GPUs, or cells would not match the hardware.
     std::vector<std::string> topology_mismatch;
+    // Its containers that run on CPUs away from their GPUs' NUMA node (the agent could not move
+    // them back: ContainerReport::off_gpus), as of its last report: "job J replica R ...".
+    std::vector<std::string> off_gpus;
   };
 
   // What a reload replaces. Submissions check a spec against a snapshot, and a reload swaps

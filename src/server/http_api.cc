@@ -468,6 +468,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                                   {"simulated", agent.simulated},
                                   {"heartbeatAgeSeconds", agent.heartbeat_age_s},
                                   {"topologyMismatch", agent.topology_mismatch},
+                                  {"containersOffGpus", agent.off_gpus},
                                   {"images", agent.images},
                                   {"imageBytes", agent.image_bytes},
                                   {"gpus", node.gpus.size()},
@@ -759,6 +760,12 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
                    {"node"});
   for (const auto& [node, count] : m.topology_mismatches)
     out.Set("berth_node_topology_mismatches", {node}, static_cast<double>(count));
+  out.DeclareGauge("berth_node_containers_off_gpus",
+                   "Containers on the node that run on CPUs away from their GPUs' NUMA node "
+                   "(the engine refused to move them there), as its agent last reported.",
+                   {"node"});
+  for (const auto& [node, count] : m.off_gpus)
+    out.Set("berth_node_containers_off_gpus", {node}, static_cast<double>(count));
   out.DeclareHistogram(
       "berth_container_start_phase_seconds",
       "Time each phase of a container's start took on its node (pull when the image was "

@@ -67,6 +67,7 @@ AgentReport SampleReport() {
   c.state = "running";
   c.container_id = "abc123";
   c.phases = {{"pull", 1.5}, {"create", 0.25}, {"start", 0.125}};
+  c.off_gpus = "runs on CPUs 0-3 rather than its GPUs' (CPUs 4-7, NUMA nodes 1)";
   r.containers.push_back(c);
   ContainerReport d;
   d.job = 43;
@@ -176,6 +177,8 @@ TEST(AgentProtocolTest, ReportRoundTrips) {
   EXPECT_EQ(c.state, "running");
   EXPECT_EQ(c.container_id, "abc123");
   EXPECT_EQ(c.phases, r.containers[0].phases);
+  EXPECT_EQ(c.off_gpus, r.containers[0].off_gpus);
+  EXPECT_EQ(back.containers[1].off_gpus, "");
   EXPECT_EQ(back.containers[1].state, "exited");
   EXPECT_EQ(back.containers[1].exit_code, 3);
   EXPECT_EQ(back.containers[1].error, "boom");
@@ -347,6 +350,8 @@ TEST(AgentProtocolTest, ReportsRefuseMistakesNamingThePath) {
   EXPECT_TRUE(Has(e, "containers[1].exitCode: expected an integer from 0 to 255")) << e;
   e = with([](Json& j) { j["containers"][1]["error"] = std::string(4097, 'e'); });
   EXPECT_TRUE(Has(e, "containers[1].error: longer than 4096 bytes")) << e;
+  e = with([](Json& j) { j["containers"][0]["offGpus"] = std::string(kMaxOffGpusText + 1, 'x'); });
+  EXPECT_TRUE(Has(e, "containers[0].offGpus: longer than 1024 bytes")) << e;
   e = with([](Json& j) { j["containers"][0]["phases"] = Json::array(); });
   EXPECT_TRUE(Has(e, "containers[0].phases: expected at most 8 named durations")) << e;
   e = with([](Json& j) { j["containers"][0]["phases"]["pull"] = "slow"; });

@@ -230,6 +230,50 @@ TEST_F(ControlPlaneAgentTest, ANodeFoundOtherThanDeclaredIsACondition) {
   EXPECT_EQ(plane_->Metrics().topology_mismatches[0].second, 0u);
 }
 
+TEST_F(ControlPlaneAgentTest, AContainerOffItsGpusNumaNodeIsACondition) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t job = plane_->Submit(R"({"gpus": 2, "image": "train:v2"})");
+  plane_->Cycle();
+  const auto affinity_events = [&] {
+    std::vector<std::string> out;
+    for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0).events)
+      if (e.state.rfind("affinity-", 0) == 0) out.push_back(e.state + ": " + e.reason);
+    return out;
+  };
+  const AssignmentSet set = Set("dgx-0");
+  ASSERT_EQ(set.assignments.size(), 1u);
+  AgentReport r;
+  r.applied_version = set.version;
+  r.containers.push_back(Container(set.assignments[0], "running"));
+  plane_->Report("dgx-0", r);
+  EXPECT_TRUE(plane_->Agents()[0].off_gpus.empty());
+  EXPECT_TRUE(affinity_events().empty());  // nothing to say while all is well
+
+  r.containers[0].off_gpus = "runs on CPUs 0-3 rather than its GPUs' (CPUs 64-127)";
+  plane_->Report("dgx-0", r);
+  plane_->Report("dgx-0", r);  // said once, not every heartbeat
+  const std::vector<std::string> off = plane_->Agents()[0].off_gpus;
+  ASSERT_EQ(off.size(), 1u);
+  EXPECT_EQ(off[0], "job " + std::to_string(job) + " replica 0 " + r.containers[0].off_gpus);
+  std::vector<std::string> events = affinity_events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(Has(events[0], "affinity-mismatch: containers run on CPUs away from their GPUs"))
+      << events[0];
+  EXPECT_TRUE(Has(events[0], "rather than its GPUs' (CPUs 64-127)")) << events[0];
+  ASSERT_EQ(plane_->Metrics().off_gpus.size(), 1u);
+  EXPECT_EQ(plane_->Metrics().off_gpus[0].second, 1u);
+
+  // Moved back (or gone): the condition clears, once.
+  r.containers[0].off_gpus.clear();
+  plane_->Report("dgx-0", r);
+  EXPECT_TRUE(plane_->Agents()[0].off_gpus.empty());
+  events = affinity_events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_TRUE(Has(events[1], "affinity-matches")) << events[1];
+  EXPECT_EQ(plane_->Metrics().off_gpus[0].second, 0u);
+}
+
 // --- Assignments -------------------------------------------------------------------------------
 
 TEST_F(ControlPlaneAgentTest, ReportedImagesDrawAJobToTheNodeHoldingMostOfItsBytes) {
