@@ -43,6 +43,11 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The wall clock, which the engine's log timestamps read (this host's, as the engine's).
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 // The run a container of ours belongs to; false for one without berth's labels.
 bool KeyOf(const ContainerInfo& c, RunKey* key) {
   const auto job = c.labels.find("berth.job"), replica = c.labels.find("berth.replica"),
@@ -446,6 +451,7 @@ class Agent {
       std::lock_guard<std::mutex> lock(books_mu_);
       std::erase_if(failed_, [&](const auto& f) { return !wanted.count(f.first); });
       std::erase_if(phases_, [&](const auto& p) { return !wanted.count(p.first); });
+      std::erase_if(started_at_, [&](const auto& p) { return !wanted.count(p.first); });
       const auto gone = [&](const RunKey& key) { return !wanted.count(key) && !found.count(key); };
       std::erase_if(log_cursor_, [&](const auto& l) { return gone(l.first); });
       std::erase_if(all_logs_sent_, gone);
@@ -594,6 +600,7 @@ class Agent {
       phases["start"] = SecondsSince(step);
       std::lock_guard<std::mutex> lock(books_mu_);
       phases_[key] = phases;
+      started_at_[key] = WallSeconds();
     } catch (const DockerError& e) {
       if (e.status == 0) throw;  // the engine is gone: nothing is wrong with the job
       std::unique_lock<std::mutex> lock(books_mu_);
@@ -828,11 +835,13 @@ class Agent {
     // The books as they are now; what changes meanwhile goes with the next report.
     std::map<RunKey, std::string> failed, cursors, off_gpus;
     std::map<RunKey, std::map<std::string, double>> phases;
+    std::map<RunKey, double> started_at;
     std::set<RunKey> starting;
     {
       std::lock_guard<std::mutex> lock(books_mu_);
       failed = failed_;
       off_gpus = off_gpus_;
+      started_at = started_at_;
       cursors = log_cursor_;
       phases = phases_;
       starting = starting_;
@@ -874,6 +883,16 @@ class Agent {
           if (e.status == 0) throw;  // the engine is gone: no report
           // Being removed, or gone since the listing: the others are still reported.
           break;
+        }
+        // The last phase of a cold start: from the start to the first line the job printed.
+        const auto started = started_at.find(key);
+        if (!lines.empty() && started != started_at.end() && !c.phases.empty() &&
+            !c.phases.count("firstLog")) {
+          if (const double at = EngineSeconds(lines.front().timestamp); at > 0) {
+            c.phases["firstLog"] = std::max(0.0, at - started->second);
+            std::lock_guard<std::mutex> lock(books_mu_);
+            if (const auto p = phases_.find(key); p != phases_.end()) p->second = c.phases;
+          }
         }
         for (const LogLine& line : lines) {
           chunk.text += line.text;
@@ -955,7 +974,8 @@ class Agent {
   std::map<RunKey, std::string> failed_;    // could not be started: why
   std::map<RunKey, std::string> off_gpus_;  // running on CPUs away from its GPUs: how
   std::map<RunKey, std::map<std::string, double>> phases_;
-  std::set<RunKey> starting_;  // being started: reported starting until its phases are in
+  std::map<RunKey, double> started_at_;  // when its start returned, for its firstLog phase
+  std::set<RunKey> starting_;            // being started: reported starting until its phases are in
   std::map<RunKey, std::string> log_cursor_;  // the last log line's timestamp sent
   std::set<RunKey> all_logs_sent_;            // stopped, and the server has every line
   std::vector<int> host_cpus_, host_mems_;    // online, ascending

@@ -26,7 +26,6 @@
 #include "cli/commands.h"
 #include "config/config_error.h"
 #include "docker/docker_client.h"
-#include "k8s/pod_job.h"
 
 namespace berth {
 namespace {
@@ -46,15 +45,11 @@ double WallNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// The engine's RFC 3339 time with nanoseconds ("2026-12-02T13:40:01.123456789Z") as Unix
-// seconds; throws when it is unset or malformed.
+// The engine's time as Unix seconds; throws when it is unset or malformed.
 double EngineTime(const std::string& text) {
-  double seconds = 0;
-  const size_t dot = text.find('.');
-  if (text.size() < 20 || !ParseTimestamp(text.substr(0, 19) + "Z", &seconds))
+  const double seconds = EngineSeconds(text);
+  if (seconds <= 0)
     throw ConfigError("the Docker engine gave no container time (\"" + text + "\")");
-  if (dot == 19)
-    seconds += std::strtod(("0" + text.substr(dot, text.size() - dot - 1)).c_str(), nullptr);
   return seconds;
 }
 

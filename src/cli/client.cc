@@ -6,6 +6,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -122,12 +123,14 @@ httplib::Response CallServerAnswer(const std::string& method, const std::string&
     Exit(1, "the server at " + addr + " did not answer in " + std::to_string(kAnswerTimeoutS) +
                 " s; it may be overloaded");
   if (!res && res.error() == httplib::Error::Read)
-    Exit(1,
-         "the server at " + addr + " closed the connection without an answer" +
-             (server.tls ? std::string() : "; if it serves HTTPS, set BERTH_ADDR=https://" + addr));
+    Exit(1, "the server at " + addr + " closed the connection without an answer (it stopped, " +
+                "or it is not a berth server" +
+                (server.tls ? std::string()
+                            : ", or it serves HTTPS: then set BERTH_ADDR=https://" + addr) +
+                ")");
   if (!res)
     Exit(1, "no server at " + addr + " (" + httplib::to_string(res.error()) +
-                "): start one with `berth server`, or set BERTH_ADDR");
+                "): start one with `berth up` (or `berth server`), or set BERTH_ADDR");
   if (res->status >= 200 && res->status < 300) return std::move(*res);
   const Json json = Json::parse(res->body, nullptr, false);
   std::string message = json.is_object() && json.contains("error") && json["error"].is_string()
@@ -141,9 +144,9 @@ httplib::Response CallServerAnswer(const std::string& method, const std::string&
 }  // namespace
 
 Json CallServer(const std::string& method, const std::string& path, const std::string& body) {
-  const std::string text = CallServerAnswer(method, path, body).body;
-  if (text.empty()) return Json::object();        // 204
-  Json json = Json::parse(text, nullptr, false);  // not const: returned without a copy
+  const httplib::Response answer = CallServerAnswer(method, path, body);
+  if (answer.status == 204) return Json::object();
+  Json json = Json::parse(answer.body, nullptr, false);  // not const: returned without a copy
   if (json.is_discarded())
     Exit(1, "the server at " + ServerAddressFromEnv().text +
                 " answered with something other than JSON; is it a berth server?");
@@ -365,17 +368,31 @@ void Ps(const PsArgs& a) {
   };
   TextTable table({"ID", "NAME", "QUEUE", "USER", "STATE", "GPUS", "AGE", "REASON"});
   std::string ids;
+  const auto not_berth = [](const std::string& what) {
+    Exit(1,
+         "the server at " + ServerAddressFromEnv().text + " " + what + "; is it a berth server?");
+  };
   std::vector<std::string_view> cells;
-  for (std::future<httplib::Response> next = fetch(0); next.valid();) {
+  int64_t after = 0;
+  for (std::future<httplib::Response> next = fetch(after); next.valid();) {
     const httplib::Response page = next.get();
-    if (page.has_header("Berth-Next"))
-      next = fetch(std::strtoll(page.get_header_value("Berth-Next").c_str(), nullptr, 10));
+    if (page.has_header("Berth-Next")) {
+      // Pages move forward by id, or the listing would never end.
+      const std::string text = page.get_header_value("Berth-Next");
+      int64_t more = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), more);
+      if (ec != std::errc() || end != text.data() + text.size() || more <= after)
+        not_berth("sent a next page that does not come after the last (\"" + text.substr(0, 40) +
+                  "\")");
+      next = fetch(after = more);
+    }
     const std::string_view body = page.body;
+    if (body.substr(0, body.find('\n') + 1) != kJobListingHeader)
+      not_berth("listed jobs without berth's columns");
     for (size_t start = body.find('\n') + 1; start < body.size();) {  // after the header
       const size_t end = std::min(body.find('\n', start), body.size());
       if (!SplitJobLine(body.substr(start, end - start), &cells))
-        Exit(1, "the server at " + ServerAddressFromEnv().text +
-                    " listed a job in a form this berth does not know; is it a berth server?");
+        not_berth("listed a job in a form this berth does not know");
       start = end + 1;
       if (a.quiet)
         (ids += cells[kId]) += '\n';

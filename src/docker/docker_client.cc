@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -515,6 +516,24 @@ std::vector<std::string> ImageNames(const json& image) {
 }
 
 }  // namespace
+
+double EngineSeconds(const std::string& text) {
+  std::tm tm{};
+  int consumed = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
+      consumed != 19 || tm.tm_year < 1970)
+    return 0;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  double seconds = static_cast<double>(::timegm(&tm));
+  size_t end = 19;
+  if (text.size() > 20 && text[19] == '.') {
+    end = text.find_first_not_of("0123456789", 20);
+    seconds += std::strtod(("0" + text.substr(19, end - 19)).c_str(), nullptr);
+  }
+  return end < text.size() && text[end] == 'Z' && end + 1 == text.size() ? seconds : 0;
+}
 
 ImageInfo DockerClient::InspectImage(const std::string& image) {
   json j = Parse(Call("GET", Path("/images/" + Escape(image) + "/json"), "", kCallTimeoutS));

@@ -67,6 +67,10 @@ struct ContainerInfo {
   bool tty = false;                      // Config.Tty: its logs are one raw stream, not frames
 };
 
+// The engine's RFC 3339 UTC time ("2026-12-02T13:40:01.123456789Z", the fraction optional) as
+// seconds since the epoch; 0 when unset (the engine's "0001-01-01T00:00:00Z") or malformed.
+double EngineSeconds(const std::string& text);
+
 struct LogLine {
   bool stderr_stream = false;
   std::string timestamp;  // RFC 3339 with nanoseconds, as the engine stamps it

@@ -113,10 +113,16 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
 
 void ControlPlane::Record(Job& job, const std::string& state, const std::string& reason,
                           std::vector<StoreWrite>* writes) {
+  const double now = std::max(now_(), job.stored.updated);
+  // The first phase of a cold start: from becoming pending (the last change) to placed.
+  if (state == "scheduled" && job.stored.state == "pending") {
+    job.queued_s = now - job.stored.updated;
+    start_phases_.try_emplace("queued", StartPhaseBuckets()).first->second.Observe(job.queued_s);
+  }
   job.stored.state = state;
   job.stored.reason = reason;
   // Transitions are ordered by their sequence; the clock only labels them.
-  job.stored.updated = std::max(now_(), job.stored.updated);
+  job.stored.updated = now;
   writes->push_back(StoreWrite::Put(job.stored));
   Touch(job);
   // A job to place, or GPUs freed: the next cycle need not wait out its interval.
@@ -1174,14 +1180,13 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
       continue;
     }
     ContainerReport& last = job.replicas[i];
-    // The run's start phases, the first time a report carries them (a quick job may be seen
-    // first exited).
-    if (!c->second->phases.empty() &&
-        (last.phases.empty() || last.placement != c->second->placement))
-      for (const auto& [phase, seconds] : c->second->phases) {
-        auto h = start_phases_.try_emplace(phase, StartPhaseBuckets()).first;
-        h->second.Observe(seconds);
-      }
+    // The run's start phases, each the first time a report carries it (a quick job may be
+    // seen first exited; its first line comes after its start). Only the phases agents time:
+    // any other name would grow the metrics.
+    for (const auto& [phase, seconds] : c->second->phases)
+      if ((last.placement != c->second->placement || !last.phases.count(phase)) &&
+          (phase == "pull" || phase == "create" || phase == "start" || phase == "firstLog"))
+        start_phases_.try_emplace(phase, StartPhaseBuckets()).first->second.Observe(seconds);
     last = *c->second;
     if (last.state == "failed" && ++job.start_failures >= kMaxStartFailures) {
       engine_->Finish(job.engine_id, now, JobEnd::kFailed, 0);
@@ -1314,7 +1319,11 @@ std::string ControlPlane::Logs(int64_t id, int64_t offset, size_t max, double wa
 
 std::map<int, ContainerReport> ControlPlane::Replicas(int64_t id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return Find(id).replicas;
+  const Job& job = Find(id);
+  std::map<int, ContainerReport> replicas = job.replicas;
+  if (job.queued_s >= 0)
+    for (auto& [replica, report] : replicas) report.phases["queued"] = job.queued_s;
+  return replicas;
 }
 
 std::vector<ControlPlane::AgentStatus> ControlPlane::Agents() const {

@@ -193,7 +193,8 @@ class ControlPlane {
   };
   std::vector<AgentStatus> Agents() const;  // by node
   // What the agents last reported of the job's replicas (their containers, exit codes and
-  // start phases), by replica; empty when none reported since the server started.
+  // start phases), by replica; empty when none reported since the server started. Each
+  // replica's phases start with "queued", the server's own: from pending to placed.
   std::map<int, ContainerReport> Replicas(int64_t id) const;
 
   // What GET /metrics reports (docs/api.md, "Metrics"), as plain numbers; http_api.cc writes
@@ -239,6 +240,7 @@ class ControlPlane {
     std::map<int, uint64_t> node_version;     // node -> its assignments' version at that change
     std::map<int, ContainerReport> replicas;  // replica -> its last report
     int start_failures = 0;                   // agents could not start it, in a row
+    double queued_s = -1;  // its latest placement's wait, from pending to placed (-1: none)
     // Its latest placement, kept after it ends: the last lines of its stopping containers
     // still belong to it.
     std::string log_placement;

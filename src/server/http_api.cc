@@ -25,7 +25,8 @@ using Json = nlohmann::json;
 // the bare type): brotli on a page of 10,000 jobs takes seconds of CPU, far more than sending
 // it, and any client could ask for it.
 constexpr const char* kJsonType = "application/json; charset=utf-8";
-constexpr const char* kTsvType = "text/tab-separated-values";
+// With a charset too, so that cpp-httplib does not compress it (see kJsonType).
+constexpr const char* kTsvType = "text/tab-separated-values; charset=utf-8";
 
 void Reply(httplib::Response& res, int status, const Json& body) {
   res.status = status;
@@ -357,7 +358,10 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                                            " may list only its own jobs; drop the parameter");
                  filter.user = caller.user;
                }
-               const bool lines = req.get_header_value("Accept") == kTsvType;
+               std::string accept = req.get_header_value("Accept");
+               std::transform(accept.begin(), accept.end(), accept.begin(),
+                              [](unsigned char c) { return std::tolower(c); });
+               const bool lines = accept.find("text/tab-separated-values") != std::string::npos;
                std::string body = lines ? kJobListingHeader : "{\"jobs\":[";
                size_t listed = 0;
                int64_t last = 0;

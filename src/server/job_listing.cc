@@ -101,7 +101,14 @@ void AppendJobLine(const StoredJob& j, std::string* out) {
     if (!id.is_string()) continue;
     if (!first) *out += ',';
     first = false;
-    AppendCell(id.get<std::string>(), out);
+    // A comma inside an id (node names may hold one) is written \, so the list splits right.
+    const std::string text = id.get<std::string>();
+    for (size_t start = 0; start <= text.size();) {
+      const size_t comma = std::min(text.find(',', start), text.size());
+      AppendCell(text.substr(start, comma - start), out);
+      if (comma < text.size()) *out += "\\,";
+      start = comma + 1;
+    }
   }
   *out += '\n';
 }
@@ -132,11 +139,16 @@ std::string UnescapedCell(std::string_view cell) {
 
 std::vector<std::string> GpuIdsCell(std::string_view cell) {
   std::vector<std::string> ids;
-  for (size_t start = 0; start < cell.size();) {
-    const size_t comma = std::min(cell.find(',', start), cell.size());
-    ids.push_back(UnescapedCell(cell.substr(start, comma - start)));
-    start = comma + 1;
+  size_t start = 0;
+  for (size_t i = 0; i < cell.size(); ++i) {
+    if (cell[i] == '\\') {
+      ++i;  // an escaped byte, a comma included
+    } else if (cell[i] == ',') {
+      ids.push_back(UnescapedCell(cell.substr(start, i - start)));
+      start = i + 1;
+    }
   }
+  if (start < cell.size()) ids.push_back(UnescapedCell(cell.substr(start)));
   return ids;
 }
 

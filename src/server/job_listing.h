@@ -8,7 +8,8 @@
 // The tab-separated form: a first line naming the columns (kJobListingHeader), then a line per
 // job of kJobColumnCount cells separated by tabs. A cell's tab, newline, carriage return and
 // backslash are written \t, \n, \r and \\ (PostgreSQL's text format), so a job is always one
-// line. The gpus cell lists the job's GPU ids ("node/index") separated by commas.
+// line. The gpus cell lists the job's GPU ids ("node/index") separated by commas, a comma
+// within an id written \,.
 #pragma once
 
 #include <string>

@@ -36,7 +36,11 @@ for _ in $(seq 50); do
 done
 "$BERTH" nodes --format json | jq -e '.nodes[0].images >= 1 and .nodes[0].imageBytes > 0' > /dev/null ||
   fail "the node's images should be reported: $("$BERTH" nodes --format json)"
-"$BERTH" inspect 1 | jq -e '.replicas[0].startSeconds.create >= 0' > /dev/null ||
+# Its cold start, phase by phase: queued (pending to placed), create, start, and the first line
+# it printed (no pull: the image is here).
+"$BERTH" inspect 1 |
+  jq -e '.replicas[0].startSeconds | .queued >= 0 and .create >= 0 and .start >= 0 and
+         .firstLog >= 0 and .firstLog < 30 and (has("pull") | not)' > /dev/null ||
   fail "inspect should time the container's start: $("$BERTH" inspect 1)"
 expect_error "another berth server" "$BERTH" up --listen 127.0.0.1:0 --state "$TMP/up" \
   --docker-socket "$DOCKER_SOCK"

@@ -33,4 +33,18 @@ row=$("$BERTH" ps | grep -F "$name") || fail "ps lost the name: $("$BERTH" ps | 
 [[ "$row" == "$id "* ]] || fail "the row of job $id: $row"
 [ "$("$BERTH" ps --format json | jq -r --argjson id "$id" '.[] | select(.id == $id) | .name')" = "$name" ] ||
   fail "ps --format json: the name changed"
+
+# Something other than a berth server answering 200: ps says so (exit 1) rather than printing
+# an empty table.
+mkdir -p "$TMP/www/v1"
+printf 'hello garbage\n' > "$TMP/www/v1/jobs"
+port=$((20000 + RANDOM % 20000))
+busybox httpd -f -p "127.0.0.1:$port" -h "$TMP/www" &
+httpd=$!
+for _ in $(seq 50); do (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && break; sleep 0.1; done
+rc=0
+out=$(BERTH_ADDR=127.0.0.1:$port "$BERTH" ps 2>&1) || rc=$?
+kill "$httpd"
+[ "$rc" -eq 1 ] && grep -q "is it a berth server?" <<<"$out" ||
+  fail "ps against a web server that is not berth: exit $rc: $out"
 echo "ps: ok"

@@ -230,6 +230,34 @@ TEST_F(ControlPlaneAgentTest, ANodeFoundOtherThanDeclaredIsACondition) {
   EXPECT_EQ(plane_->Metrics().topology_mismatches[0].second, 0u);
 }
 
+TEST_F(ControlPlaneAgentTest, AStartIsTimedPhaseByPhaseEachPhaseCountedOnce) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t job = plane_->Submit(R"({"gpus": 2, "image": "train:v2"})");
+  now_ += 5;  // waits 5 s for its cycle
+  plane_->Cycle();
+  const AssignmentSet set = Set("dgx-0");
+  ASSERT_EQ(set.assignments.size(), 1u);
+  AgentReport r;
+  r.applied_version = set.version;
+  r.containers.push_back(Container(set.assignments[0], "running"));
+  r.containers[0].phases = {{"pull", 2}, {"create", 0.5}, {"start", 0.25}, {"made-up", 9}};
+  plane_->Report("dgx-0", r);
+  plane_->Report("dgx-0", r);                // the same phases again: not counted again
+  r.containers[0].phases["firstLog"] = 1.5;  // its first line, a report later
+  plane_->Report("dgx-0", r);
+  const std::map<std::string, double> phases = plane_->Replicas(job).at(0).phases;
+  EXPECT_EQ(phases.at("queued"), 5);
+  EXPECT_EQ(phases.at("pull"), 2);
+  EXPECT_EQ(phases.at("firstLog"), 1.5);
+  const auto histograms = plane_->Metrics().start_phases;
+  for (const char* phase : {"queued", "pull", "create", "start", "firstLog"}) {
+    ASSERT_TRUE(histograms.count(phase)) << phase;
+    EXPECT_EQ(histograms.at(phase).count(), 1u) << phase;
+  }
+  EXPECT_FALSE(histograms.count("made-up"));  // an agent's other names do not grow the metrics
+}
+
 TEST_F(ControlPlaneAgentTest, AContainerOffItsGpusNumaNodeIsACondition) {
   Open(Dgx(1));
   Register("dgx-0");

@@ -56,6 +56,16 @@ TEST(JobListing, TheHeaderNamesEveryColumnAndAJobWithoutGpusHasAnEmptyCell) {
   EXPECT_TRUE(GpuIdsCell(cells[kGpus]).empty());
 }
 
+TEST(JobListing, GpuIdsWithCommasAndEscapesSplitRight) {
+  StoredJob j = HostileJob();
+  j.placements = R"({"gpuIds": ["n,1/0", "n\\2/1", "plain/7"]})";
+  std::string text;
+  AppendJobLine(j, &text);
+  std::vector<std::string_view> cells;
+  ASSERT_TRUE(SplitJobLine(std::string_view(text).substr(0, text.size() - 1), &cells));
+  EXPECT_EQ(GpuIdsCell(cells[kGpus]), (std::vector<std::string>{"n,1/0", "n\\2/1", "plain/7"}));
+}
+
 TEST(JobListing, ALineWithAnotherCellCountIsRefused) {
   std::vector<std::string_view> cells;
   EXPECT_FALSE(SplitJobLine("1\tname", &cells));
