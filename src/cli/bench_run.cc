@@ -150,10 +150,16 @@ Trial BerthTrial(const BenchRunArgs& a, DockerClient& docker) {
   WaitFor([&] { return Succeeded(id, StateOf(id)); }, 0.02, 60,
           [&] { return job + " did not succeed in 60 s: " + StateOf(id); });
   jobs.Ended(id);
+  // The state is visible a moment before its event is committed: waited for.
   double succeeded = 0;
-  const json events = CallServer("GET", "/v1/jobs/" + std::to_string(id) + "/events");
-  for (const json& e : events["events"])
-    if (e.value("state", "") == "succeeded") succeeded = e.value("at", 0.0);
+  WaitFor(
+      [&] {
+        const json events = CallServer("GET", "/v1/jobs/" + std::to_string(id) + "/events");
+        for (const json& e : events["events"])
+          if (e.value("state", "") == "succeeded") succeeded = e.value("at", 0.0);
+        return succeeded > 0;
+      },
+      0.01, 10, [&] { return job + " succeeded without a succeeded event"; });
   return {started - t0, succeeded - static_cast<double>(exited_ns) / 1e9};
 }
 
