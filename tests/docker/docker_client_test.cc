@@ -64,6 +64,16 @@ TEST(CreateBodyTest, LeavesUnsetFieldsToTheEngine) {
   EXPECT_EQ(body, json::parse(R"({"Image": "img:1", "HostConfig": {}})"));
 }
 
+TEST(EngineSecondsTest, ReadsTheEnginesTimesAndNothingElse) {
+  EXPECT_DOUBLE_EQ(EngineSeconds("2026-12-02T13:40:01Z"), 1796218801);
+  EXPECT_DOUBLE_EQ(EngineSeconds("2026-12-02T13:40:01.250000000Z"), 1796218801.25);
+  EXPECT_DOUBLE_EQ(EngineSeconds("2026-12-02T13:40:01.5Z"), 1796218801.5);
+  EXPECT_EQ(EngineSeconds("0001-01-01T00:00:00Z"), 0);  // unset
+  for (const char* bad : {"", "2026-12-02", "2026-12-02T13:40:01", "2026-12-02T13:40:01.5",
+                          "2026-12-02T13:40:01+01:00", "2026-12-02T13:40:01.5Zjunk", "junk"})
+    EXPECT_EQ(EngineSeconds(bad), 0) << bad;
+}
+
 TEST(DockerClientTest, UnreachableEngineNamesTheSocket) {
   DockerClient docker("/nonexistent/docker.sock");
   try {
