@@ -55,7 +55,7 @@ BERTH_ADDR=https://127.0.0.1:${BERTH_ADDR##*:}
 expect_error "is not trusted: set BERTH_CACERT" "$BERTH" ps
 export BERTH_CACERT=$TMP/cert.pem
 BERTH_ADDR=${BERTH_ADDR#https://} expect_error \
-  "closed the connection without an answer; if it serves HTTPS, set BERTH_ADDR=https://" "$BERTH" ps
+  "closed the connection without an answer (it stopped, or it is not a berth server, or it serves HTTPS: then set BERTH_ADDR=https://" "$BERTH" ps
 expect_exit2 "this server needs a token: set BERTH_TOKEN" ps
 BERTH_TOKEN=berth_0000 expect_exit2 "the token is not in the server's tokens file" ps
 BERTH_TOKEN=$agent expect_exit2 "an agent token may call only the agent API" ps
