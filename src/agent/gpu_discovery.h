@@ -68,6 +68,9 @@ struct MigDevice {
   int device = 0;       // MIG device index on that GPU
   std::string profile;  // "3g.40gb"
   std::string uuid;     // "MIG-..."
+  // Its GPU instance's first memory slot (the placement berth's MIG slices name), as NVML
+  // says; -1 where it is not known (`nvidia-smi -L` does not say).
+  int start = -1;
 };
 
 struct GpuList {

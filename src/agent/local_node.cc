@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "agent/nvml.h"
 #include "config/config_error.h"
 
 namespace berth {
@@ -31,16 +32,23 @@ bool RunCommand(const std::string& command, std::string* out) {
 }  // namespace
 
 std::optional<DiscoveredNode> DiscoverGpus(const std::string& node_name, std::string* why) {
+  std::string nvml_why;
+  if (std::optional<DiscoveredNode> found =
+          DiscoverWithNvml(kNvmlLibrary, node_name, ReadHostTopology(), &nvml_why)) {
+    *why = std::string("found by NVML (") + kNvmlLibrary + ")";
+    return found;
+  }
   std::string query, topology, list;
   if (!RunCommand(kGpuQueryCommand, &query)) {
-    *why = "nvidia-smi is not there or failed";
+    *why = nvml_why + "; nvidia-smi is not there or failed";
     return std::nullopt;
   }
   const GpuQuery gpus = ParseGpuQuery(query, "nvidia-smi --query-gpu");
   if (gpus.gpus.empty()) {
-    *why = "nvidia-smi lists no GPU";
+    *why = nvml_why + "; nvidia-smi lists no GPU";
     return std::nullopt;
   }
+  *why = "found by nvidia-smi (" + nvml_why + ")";
   RunCommand(kTopologyCommand, &topology);
   const bool listed = RunCommand(kGpuListCommand, &list);
   const GpuList parsed_list = listed ? ParseGpuList(list, "nvidia-smi -L") : GpuList();

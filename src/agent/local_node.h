@@ -13,8 +13,10 @@
 
 namespace berth {
 
-// The host's GPUs and topology from nvidia-smi; nullopt when nvidia-smi is not there or finds
-// no GPU (`*why` says which). Throws ConfigError when its output does not parse.
+// The host's GPUs and topology from NVML (nvml.h) when libnvidia-ml.so.1 loads and finds GPUs,
+// else from nvidia-smi; `*why` says which source answered and why NVML did not. nullopt when
+// neither finds a GPU (`*why` says why). Throws ConfigError when nvidia-smi's output does not
+// parse.
 std::optional<DiscoveredNode> DiscoverGpus(const std::string& node_name, std::string* why);
 
 // A one-node cluster of this host with `gpus` simulated GPUs (model "simulated", 16 GiB): the

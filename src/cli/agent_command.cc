@@ -146,6 +146,7 @@ void AddAgentCommands(CLI::App& app) {
         throw ConfigError("no GPUs found on this host (" + why +
                           "); on a host without GPUs, declare simulated ones with --declare "
                           "CLUSTER_FILE (a cluster file naming this node)");
+      std::cerr << "berth agent " << a->node << ": GPUs " << why << "\n";
       for (const std::string& condition : found->conditions)
         std::cerr << "berth agent " << a->node << ": " << condition << "\n";
       options.gpu_uuids = found->gpu_uuids;
@@ -230,7 +231,8 @@ void AddAgentCommands(CLI::App& app) {
     if (found) {
       options.config.cluster = DiscoveredCluster(*found);
       uuids = found->gpu_uuids;
-      gpus_are = std::to_string(uuids.size()) + " GPUs (" + found->node.gpus[0].model + ")";
+      gpus_are =
+          std::to_string(uuids.size()) + " GPUs (" + found->node.gpus[0].model + "; " + why + ")";
       for (const std::string& condition : found->conditions) gpus_are += "; " + condition;
     } else {
       options.config.cluster = SimulatedCluster(node, u->gpus, ReadHostTopology());
