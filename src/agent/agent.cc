@@ -209,7 +209,9 @@ class Agent {
     registration.simulated = options_.simulated;
     registration.agent_version = "berth";
     registration.found = options_.found;
-    const std::string body = ToJson(registration).dump();
+    // Engine and driver texts may not be UTF-8: replaced, never an exception.
+    const std::string body =
+        ToJson(registration).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     Backoff backoff;
     while (!stop_) {
       const auto client = Connect(10);
@@ -929,8 +931,10 @@ class Agent {
       report.containers.push_back(std::move(c));
     }
     const auto client = Connect(30);
-    const httplib::Result res = client->Post("/v1/agents/" + options_.node + "/report",
-                                             ToJson(report).dump(), "application/json");
+    const httplib::Result res =
+        client->Post("/v1/agents/" + options_.node + "/report",
+                     ToJson(report).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                     "application/json");
     if (res && res->status == 409) {  // a restarted server: register again
       Log("the server does not know this agent (it restarted); registering again");
       images_sent_.clear();  // the new server has none of them

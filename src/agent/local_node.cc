@@ -3,8 +3,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 #include "agent/nvml.h"
 #include "config/config_error.h"
@@ -32,11 +38,49 @@ bool RunCommand(const std::string& command, std::string* out) {
 }  // namespace
 
 std::optional<DiscoveredNode> DiscoverGpus(const std::string& node_name, std::string* why) {
+  // NVML stalls when a GPU falls off the bus, as nvidia-smi does: given 10 s on a thread of its
+  // own, then left behind (stuck in the driver) for nvidia-smi, which runs under a timeout.
+  // After one stall it is not asked again (the device plugin's health checks call this often).
+  static std::atomic<bool> nvml_stalled{false};
+  struct Reading {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::optional<DiscoveredNode> found;
+    std::string why;
+  };
+  const auto reading = std::make_shared<Reading>();
+  if (nvml_stalled) {
+    reading->done = true;
+    reading->why = "NVML: stalled before (a GPU fallen off the bus?), not asked again";
+  } else {
+    std::thread([reading, node_name] {
+      std::string nvml_why;
+      std::optional<DiscoveredNode> found;
+      try {
+        found = DiscoverWithNvml(kNvmlLibrary, node_name, ReadHostTopology(), &nvml_why);
+      } catch (const std::exception& e) {
+        nvml_why = std::string("NVML: ") + e.what();
+      }
+      std::lock_guard<std::mutex> lock(reading->mu);
+      reading->found = std::move(found);
+      reading->why = std::move(nvml_why);
+      reading->done = true;
+      reading->done_cv.notify_all();
+    }).detach();
+  }
   std::string nvml_why;
-  if (std::optional<DiscoveredNode> found =
-          DiscoverWithNvml(kNvmlLibrary, node_name, ReadHostTopology(), &nvml_why)) {
-    *why = std::string("found by NVML (") + kNvmlLibrary + ")";
-    return found;
+  {
+    std::unique_lock<std::mutex> lock(reading->mu);
+    if (!reading->done_cv.wait_for(lock, std::chrono::seconds(10), [&] { return reading->done; })) {
+      nvml_stalled = true;
+      nvml_why = "NVML: no answer in 10 s (a GPU fallen off the bus?)";
+    } else if (reading->found) {
+      *why = std::string("found by NVML (") + kNvmlLibrary + ")";
+      return std::move(reading->found);
+    } else {
+      nvml_why = reading->why;
+    }
   }
   std::string query, topology, list;
   if (!RunCommand(kGpuQueryCommand, &query)) {

@@ -270,6 +270,8 @@ std::optional<NvmlReading> ReadNvml(const std::string& library, std::string* why
     if (device != nullptr && gpu.mig_current == MigMode::kEnabled && mig_api &&
         api.GetMaxMigDeviceCount(device, &max_mig) == NVML_SUCCESS) {
       int listed = 0;
+      // A GPU holds at most 7 MIG devices; a library saying more is not believed.
+      max_mig = std::min(max_mig, 7u);
       for (unsigned int m = 0; m < max_mig; ++m) {
         nvmlDevice_t mig = nullptr;
         if (api.GetMigDeviceHandleByIndex(device, m, &mig) != NVML_SUCCESS) continue;

@@ -1075,14 +1075,18 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
     const auto job = jobs_.find(c.job);
     if (job != jobs_.end() && job->second.placement == c.placement && !c.placement.empty())
       mine[{c.job, c.replica}] = &c;
-    if (!c.off_gpus.empty() && off_gpus.size() < kMaxOffGpusListed)
+    // Only runs placed here now: an agent names no other job's containers.
+    if (!c.off_gpus.empty() && off_gpus.size() < kMaxOffGpusListed && job != jobs_.end() &&
+        job->second.placement == c.placement && on_node_[n].count(c.job))
       off_gpus.push_back("job " + std::to_string(c.job) + " replica " + std::to_string(c.replica) +
                          " " + c.off_gpus);
   }
-  // Said once each time the list changes, as the topology condition is.
+  // Said once each time the list changes, as the topology condition is; the event names the
+  // first few (the node's list has them all).
   if (off_gpus != agent.off_gpus) {
     std::string reason;
-    for (const std::string& o : off_gpus) reason += (reason.empty() ? "" : "; ") + o;
+    for (const std::string& o : off_gpus)
+      if (reason.size() < 2048) reason += (reason.empty() ? "" : "; ") + o;
     writes.push_back(StoreWrite::Node(
         {node, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us},
         off_gpus.empty() ? "affinity-matches" : "affinity-mismatch", now,

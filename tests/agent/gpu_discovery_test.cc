@@ -9,17 +9,6 @@
 namespace berth {
 namespace {
 
-// The DGX A100's host: 2 sockets of 64 cores with SMT, 1 TiB each (NPS1).
-HostTopology DgxHost() {
-  HostTopology host;
-  const std::vector<int> s0 = ParseCpuList("0-63,128-191", "s0");
-  const std::vector<int> s1 = ParseCpuList("64-127,192-255", "s1");
-  host.cpus = ParseCpuList("0-255", "all");
-  host.packages = {{0, s0}, {1, s1}};
-  host.numa_nodes = {{0, s0, 1048576}, {1, s1, 1048576}};
-  return host;
-}
-
 HostTopology OneNumaHost(const std::string& cpus) {
   HostTopology host;
   host.cpus = ParseCpuList(cpus, "cpus");

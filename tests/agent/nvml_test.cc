@@ -14,16 +14,6 @@
 namespace berth {
 namespace {
 
-HostTopology DgxHost() {
-  HostTopology host;
-  const std::vector<int> s0 = ParseCpuList("0-63,128-191", "s0");
-  const std::vector<int> s1 = ParseCpuList("64-127,192-255", "s1");
-  host.cpus = ParseCpuList("0-255", "all");
-  host.packages = {{0, s0}, {1, s1}};
-  host.numa_nodes = {{0, s0, 1048576}, {1, s1, 1048576}};
-  return host;
-}
-
 DiscoveredNode FromNvidiaSmi() {
   const GpuQuery query = ParseGpuQuery(Capture("dgx-a100/query.csv"), "query.csv");
   const GpuTopology topo = ParseTopology(Capture("dgx-a100/topo.txt"), "topo.txt");
