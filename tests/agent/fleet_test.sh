@@ -156,9 +156,7 @@ echo "fleet: part 7" >&2
 # 7. dockerd stopped under running agents, then started again: the agents carry on.
 _kill_pidfile "$DOCKERD_DIR/dockerd.pid" dockerd
 sleep 1
-dockerd --data-root "$DOCKERD_DIR/data" --exec-root "$DOCKERD_DIR/exec" \
-  -H "unix://$DOCKERD_DIR/docker.sock" --pidfile "$DOCKERD_DIR/dockerd.pid" \
-  --bridge none --iptables=false --ip-masq=false >> "$DOCKERD_DIR/dockerd.log" 2>&1 &
+launch_dockerd
 wait_for 30 "dockerd back" _dk version
 for n in n0 n1 n2; do kill -0 "${AGENT[$n]}" || fail "agent $n died with dockerd: $(cat "$TMP/agent-$n.log")"; done
 out=$("$BERTH" run --gpus 1 --priority 20 berth-test:1 echo back) || fail "a job after dockerd's restart: $out"

@@ -8,8 +8,10 @@
 #
 # Each engine has its own data root, exec root (and with it its own containerd), pidfile and
 # socket, and no bridge network (--bridge none: no docker0 to share, no iptables rules), so
-# test scripts run in parallel (ctest -j) each start their own without interfering. Needs
-# root, dockerd (docker.io) and the docker CLI. Containers get no network.
+# test scripts run in parallel (ctest -j) each start their own without interfering. It runs in
+# a network namespace of its own: a dockerd with --bridge none deletes the interface docker0,
+# which would take the host's own engine's network away. Needs root, dockerd (docker.io), the
+# docker CLI and unshare (util-linux). Containers get no network.
 
 DOCKERD_DIR=""
 
@@ -41,15 +43,22 @@ _kill_dockerd() {
   _kill_pidfile "$DOCKERD_DIR/exec/containerd/containerd.pid" containerd
 }
 
+# Starts the engine of $DOCKERD_DIR in the background ($! is its pid), its log appended to
+# $DOCKERD_DIR/dockerd.log; start_dockerd waits for it, a test restarting it waits itself.
+launch_dockerd() {
+  unshare --net dockerd --data-root "$DOCKERD_DIR/data" --exec-root "$DOCKERD_DIR/exec" \
+    -H "unix://$DOCKERD_DIR/docker.sock" --pidfile "$DOCKERD_DIR/dockerd.pid" \
+    --bridge none --iptables=false --ip-masq=false >> "$DOCKERD_DIR/dockerd.log" 2>&1 &
+}
+
 start_dockerd() {
   DOCKERD_DIR=$(realpath -m "$1")
   mkdir -p "$DOCKERD_DIR"
   _kill_dockerd
   # The unix socket's path must fit in sun_path (108 bytes).
   [ ${#DOCKERD_DIR} -lt 90 ] || { echo "start_dockerd: $DOCKERD_DIR is too long" >&2; return 1; }
-  dockerd --data-root "$DOCKERD_DIR/data" --exec-root "$DOCKERD_DIR/exec" \
-    -H "unix://$DOCKERD_DIR/docker.sock" --pidfile "$DOCKERD_DIR/dockerd.pid" \
-    --bridge none --iptables=false --ip-masq=false > "$DOCKERD_DIR/dockerd.log" 2>&1 &
+  : > "$DOCKERD_DIR/dockerd.log"
+  launch_dockerd
   local pid=$!
   for _ in $(seq 300); do
     if _dk version > /dev/null 2>&1; then
