@@ -206,6 +206,7 @@ class Agent {
   bool Register() {
     NodeRegistration registration;
     registration.gpu_uuids = options_.gpu_uuids;
+    registration.migs = options_.migs;
     registration.simulated = options_.simulated;
     registration.agent_version = "berth";
     registration.found = options_.found;
@@ -532,6 +533,20 @@ class Agent {
     }
   }
 
+  // Why a MIG slice cannot start here ("" when it can): on real GPUs it needs the instance at
+  // its place, which the server names by UUID when the node registered one there; given the
+  // parent GPU instead, the container would see every instance of it.
+  std::string MigProblem(const Assignment& a) const {
+    if (a.mig_profile.empty() || options_.simulated) return "";
+    if (a.gpu_uuids.size() == 1 && a.gpu_uuids[0].rfind("MIG-", 0) == 0) return "";
+    const std::string gpu = a.gpus.empty() ? "?" : std::to_string(a.gpus[0]);
+    return "GPU " + gpu + " has no MIG instance " + a.mig_profile + " at memory slot " +
+           std::to_string(a.mig_start) +
+           ": make the GPU's instances as the cluster file lays them out (nvidia-smi mig -cgi), "
+           "or declare the layout they have (mig.layout in the cluster file; berth agent prints "
+           "it as it starts)";
+  }
+
   void Start(DockerClient& docker, const Assignment& a, const RunKey& key) {
     std::map<std::string, double> phases;
     std::string id;
@@ -549,6 +564,12 @@ class Agent {
         agent->starting_.erase(key);
       }
     } started{this, key};
+    if (const std::string why = MigProblem(a); !why.empty()) {
+      std::lock_guard<std::mutex> lock(books_mu_);
+      failed_[key] = why;
+      Log("job " + std::to_string(a.job) + " could not be started: " + why);
+      return;
+    }
     try {
       auto step = Clock::now();
       if (!docker.HasImage(a.image)) {

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "protocol/agent_protocol.h"
 
 namespace berth {
 
@@ -44,6 +45,7 @@ struct AgentOptions {
   std::string node;
   std::string docker_socket = "/var/run/docker.sock";
   std::vector<std::string> gpu_uuids;  // the node's GPUs in index order
+  std::vector<RegisteredMig> migs;     // their MIG instances, from discovery
   bool simulated = false;
   std::optional<Node> found;  // the node as GPU discovery found it; none for declared GPUs
   double heartbeat_s = 1;

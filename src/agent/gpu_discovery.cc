@@ -406,6 +406,63 @@ std::string ModelName(std::string_view name) {
   return out;
 }
 
+namespace {
+
+// A MIG-enabled GPU's slices can only run in the instances the host has: its layout becomes
+// theirs, each pinned at its start slot, so that every slice berth places names one instance.
+// Where the lister did not say the starts (`nvidia-smi -L`), berth lays the instances out
+// itself and pairs them, lowest start first, with the devices of the same profile in listed
+// order: instances of one profile are alike, so any one-to-one pairing isolates the slices, and
+// the same listing gives the same pairing after a restart.
+void PinMigInstances(DiscoveredNode* out) {
+  for (size_t g = 0; g < out->node.gpus.size(); ++g) {
+    Gpu& gpu = out->node.gpus[g];
+    if (!gpu.mig_enabled) continue;
+    const std::string name = "GPU " + std::to_string(out->host_index[g]);
+    const auto model = std::find_if(out->models.begin(), out->models.end(),
+                                    [&](const GpuModel& m) { return m.name == gpu.model; });
+    const std::vector<MigProfile>& profiles = model->mig_profiles;
+    std::vector<MigDevice*> devices;
+    for (MigDevice& d : out->mig_devices)
+      if (d.gpu == static_cast<int>(g)) devices.push_back(&d);
+    if (devices.empty()) {
+      out->conditions.push_back(name +
+                                ": MIG is enabled and it has no MIG instances; its slices cannot "
+                                "start until they are made (nvidia-smi mig -cgi PROFILES -C)");
+      continue;
+    }
+    const bool starts_known = std::all_of(devices.begin(), devices.end(),
+                                          [](const MigDevice* d) { return d->start >= 0; });
+    std::vector<std::string> layout;
+    for (const MigDevice* d : devices)
+      layout.push_back(d->profile + (starts_known ? "@" + std::to_string(d->start) : ""));
+    std::vector<MigInstance> placed;
+    if (const std::string err = PlaceMigLayout(profiles, layout, &placed); !err.empty()) {
+      std::string listed;
+      for (const std::string& item : layout) listed += (listed.empty() ? "" : ", ") + item;
+      out->conditions.push_back(name + ": its MIG instances (" + listed +
+                                ") are not a layout berth knows: " + err +
+                                "; its slices cannot start");
+      for (MigDevice* d : devices) d->start = -1;
+      continue;
+    }
+    if (!starts_known) {
+      std::map<int, std::vector<int>> starts;  // by profile, lowest first
+      for (const MigInstance& i : placed) starts[i.profile].push_back(i.start);
+      for (auto& [profile, list] : starts) std::sort(list.begin(), list.end());
+      std::map<int, size_t> used;
+      for (MigDevice* d : devices) {
+        const int p = FindMigProfile(profiles, d->profile);
+        d->start = starts[p][used[p]++];
+      }
+    }
+    for (const MigDevice* d : devices)
+      gpu.mig_layout.push_back(d->profile + "@" + std::to_string(d->start));
+  }
+}
+
+}  // namespace
+
 DiscoveredNode BuildNode(const std::string& host_name, const GpuQuery& query,
                          const GpuTopology& topology, const HostTopology& host,
                          const GpuList* list) {
@@ -525,6 +582,7 @@ DiscoveredNode BuildNode(const std::string& host_name, const GpuQuery& query,
       renumbered.gpu = static_cast<int>(at - out.host_index.begin());
       out.mig_devices.push_back(std::move(renumbered));
     }
+    PinMigInstances(&out);
   }
   return out;
 }

@@ -113,7 +113,9 @@ struct DiscoveredNode {
   std::vector<GpuModel> models;         // the node's GPU models, each once
   std::vector<int> host_index;          // [node GPU] its nvidia-smi index
   std::vector<std::string> gpu_uuids;   // [node GPU] its UUID, for Docker's DeviceIDs
-  std::vector<MigDevice> mig_devices;   // of the node's GPUs
+  // Of the node's GPUs, each with its start slot: the lister's, or where it did not say one,
+  // the one berth gave it (BuildNode); -1 for an instance berth cannot lay out.
+  std::vector<MigDevice> mig_devices;
   std::vector<std::string> conditions;  // the query's, and what could not be placed
 };
 
@@ -134,6 +136,8 @@ std::string ModelName(std::string_view nvidia_smi_name);
 // - models: ModelName of each name, memory from the CSV, the built-in MIG profiles where berth
 //   has them; mig_enabled from the current MIG mode (a MIG-enabled GPU of a model without a
 //   profile table is offered whole, with a condition);
+// - mig_layout of a MIG-enabled GPU: its instances in `list`, pinned at their starts (a GPU
+//   without instances, or whose instances berth cannot lay out, adds a condition);
 // - cpu_milli: 1000 per online CPU; memory_mib: the NUMA nodes' sum.
 // `list` may be null (no MIG device UUIDs then). The Node passes ValidateCluster in a
 // one-node cluster with `models`.

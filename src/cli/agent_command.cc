@@ -37,6 +37,14 @@ std::atomic<bool> g_agent_stop{false};
 void OnAgentSignal(int) { g_agent_stop = true; }
 
 // The node's GPUs declared in a cluster file (hosts without GPUs).
+// The MIG instances of discovered GPUs as the agent registers them: those berth laid out.
+std::vector<RegisteredMig> MigsOf(const DiscoveredNode& found) {
+  std::vector<RegisteredMig> out;
+  for (const MigDevice& d : found.mig_devices)
+    if (d.start >= 0) out.push_back({d.gpu, d.profile, d.start, d.uuid});
+  return out;
+}
+
 std::vector<std::string> DeclaredUuids(const std::string& file, const std::string& node) {
   const Cluster cluster = LoadClusterFile(file);
   const int n = cluster.FindNode(node);
@@ -149,7 +157,17 @@ void AddAgentCommands(CLI::App& app) {
       std::cerr << "berth agent " << a->node << ": GPUs " << why << "\n";
       for (const std::string& condition : found->conditions)
         std::cerr << "berth agent " << a->node << ": " << condition << "\n";
+      for (size_t g = 0; g < found->node.gpus.size(); ++g) {
+        std::string layout;
+        for (const std::string& item : found->node.gpus[g].mig_layout)
+          layout += (layout.empty() ? "" : ", ") + item;
+        if (!layout.empty())
+          std::cerr << "berth agent " << a->node << ": GPU " << found->host_index[g]
+                    << " has the MIG instances " << layout
+                    << " (in a cluster file: mig: {enabled: true, layout: [" << layout << "]})\n";
+      }
       options.gpu_uuids = found->gpu_uuids;
+      options.migs = MigsOf(*found);
       options.found = found->node;
     } else {
       options.gpu_uuids = DeclaredUuids(a->declare, a->node);
@@ -227,10 +245,12 @@ void AddAgentCommands(CLI::App& app) {
     std::string why;
     const std::optional<DiscoveredNode> found = DiscoverGpus(node, &why);
     std::vector<std::string> uuids;
+    std::vector<RegisteredMig> migs;
     std::string gpus_are;
     if (found) {
       options.config.cluster = DiscoveredCluster(*found);
       uuids = found->gpu_uuids;
+      migs = MigsOf(*found);
       gpus_are =
           std::to_string(uuids.size()) + " GPUs (" + found->node.gpus[0].model + "; " + why + ")";
       for (const std::string& condition : found->conditions) gpus_are += "; " + condition;
@@ -241,8 +261,8 @@ void AddAgentCommands(CLI::App& app) {
     }
     const bool simulated = !found;
     const std::string socket = u->docker_socket;
-    options.companion = [node, uuids, simulated, gpus_are, socket](const std::string& url,
-                                                                   const std::atomic<bool>& stop) {
+    options.companion = [node, uuids, migs, simulated, gpus_are, socket](
+                            const std::string& url, const std::atomic<bool>& stop) {
       std::cout << "berth up: node " << node << " with " << gpus_are << "\n"
                 << "berth up: API at " << url << "; next, in another terminal:\n"
                 << "  berth run --gpus 2 IMAGE CMD...   (an image docker has, e.g. busybox)\n"
@@ -252,6 +272,7 @@ void AddAgentCommands(CLI::App& app) {
       agent.node = node;
       agent.docker_socket = socket;
       agent.gpu_uuids = uuids;
+      agent.migs = migs;
       agent.simulated = simulated;
       RunAgent(agent, stop);
     };

@@ -130,6 +130,12 @@ std::string NormalizedTimestamp(const std::string& ts) {
 Json ToJson(const NodeRegistration& r) {
   Json j = {
       {"gpuUuids", r.gpu_uuids}, {"simulated", r.simulated}, {"agentVersion", r.agent_version}};
+  if (!r.migs.empty()) {
+    Json& migs = j["migs"] = Json::array();
+    for (const RegisteredMig& m : r.migs)
+      migs.push_back(
+          {{"gpu", m.gpu}, {"profile", m.profile}, {"start", m.start}, {"uuid", m.uuid}});
+  }
   if (r.found) {
     const Node& n = *r.found;
     Json sockets = Json::array(), switches = Json::array(), gpus = Json::array();
@@ -200,6 +206,17 @@ NodeRegistration ParseRegistration(const Json& j) {
   const Reader r(j);
   NodeRegistration out;
   out.gpu_uuids = r.Texts("gpuUuids", kMaxRegisteredGpus);
+  const int64_t gpus = static_cast<int64_t>(out.gpu_uuids.size());
+  r.List("migs", kMaxRegisteredGpus * kMigComputeSlices, [&](const Json& e, const std::string& at) {
+    const Reader m(e, at);
+    RegisteredMig mig;
+    if (gpus == 0) throw ProtocolError(at + ": a MIG instance without GPUs (gpuUuids)");
+    mig.gpu = static_cast<int>(m.Int("gpu", 0, gpus - 1, true));
+    mig.profile = m.Text("profile", 64);
+    mig.start = static_cast<int>(m.Int("start", 0, kMigMemorySlots - 1, true));
+    mig.uuid = m.Text("uuid", 128);
+    out.migs.push_back(std::move(mig));
+  });
   out.simulated = r.Bool("simulated");
   out.agent_version = r.Text("agentVersion", 200);
   r.Object("found",
@@ -226,6 +243,8 @@ Json ToJson(const AssignmentSet& s) {
                     {"nanoCpus", a.nano_cpus},
                     {"gpus", a.gpus},
                     {"gpuUuids", a.gpu_uuids},
+                    {"migProfile", a.mig_profile},
+                    {"migStart", a.mig_start},
                     {"cpusetCpus", a.cpuset_cpus},
                     {"cpusetMems", a.cpuset_mems},
                     {"graceSeconds", a.grace_s},
@@ -257,6 +276,8 @@ AssignmentSet ParseAssignments(const Json& j) {
     x.nano_cpus = a.Int("nanoCpus", 0, INT64_MAX);
     x.gpus = a.Ints("gpus");
     x.gpu_uuids = a.Texts("gpuUuids", kMaxRegisteredGpus);
+    x.mig_profile = a.Text("migProfile", 64);
+    x.mig_start = static_cast<int>(a.Int("migStart", -1, kMigMemorySlots - 1));
     x.cpuset_cpus = a.Text("cpusetCpus");
     x.cpuset_mems = a.Text("cpusetMems");
     x.grace_s = static_cast<int>(a.Int("graceSeconds", 0, 86400));

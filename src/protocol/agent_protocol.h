@@ -58,8 +58,18 @@ struct ProtocolError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// One MIG instance of a node's GPU: where a MIG slice berth places there (its profile and
+// start slot) runs, by the instance's UUID.
+struct RegisteredMig {
+  int gpu = 0;          // index on the node
+  std::string profile;  // "3g.40gb"
+  int start = 0;        // first memory slot
+  std::string uuid;     // "MIG-..."
+};
+
 struct NodeRegistration {
   std::vector<std::string> gpu_uuids;  // index order
+  std::vector<RegisteredMig> migs;     // at most kMaxRegisteredGpus x kMigComputeSlices
   bool simulated = false;              // GPUs declared (--declare), not found on the host
   std::string agent_version;
   // The node as the agent found it on the host (GPU discovery): its sockets (NUMA nodes) with
@@ -85,8 +95,12 @@ struct Assignment {
   std::vector<std::string> env;  // "KEY=VALUE"
   std::vector<Mounted> mounts;
   int64_t shm_bytes = 0, memory_bytes = 0, nano_cpus = 0;
-  std::vector<int> gpus;                 // indices on the node
-  std::vector<std::string> gpu_uuids;    // the same GPUs by UUID (from registration)
+  std::vector<int> gpus;  // indices on the node
+  // The same GPUs by UUID (from registration); for a MIG slice, its instance's (a MIG- UUID)
+  // where the node registered one at the slice's place, else the GPU's.
+  std::vector<std::string> gpu_uuids;
+  std::string mig_profile;  // set for a MIG slice of gpus[0]: its profile and start slot
+  int mig_start = -1;
   std::string cpuset_cpus, cpuset_mems;  // the GPUs' NUMA-local CPUs and memory
   int grace_s = 30;
   std::string log_since;  // the last log timestamp the server holds of this replica

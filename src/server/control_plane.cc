@@ -905,6 +905,40 @@ bool Live(const ContainerReport& c) { return c.state == "starting" || c.state ==
 // does not exist or a command that is not there will not start on a later try either.
 constexpr int kMaxStartFailures = 3;
 
+// A MIG slice runs in the instance at its place (profile and start slot): where the cluster
+// file lays out a GPU's instances otherwise than the node has them (`migs`, as its agent found
+// them), slices placed there cannot start. A sentence per such GPU; one whose MIG mode differs
+// is CompareNodes' to say.
+std::vector<std::string> MigMismatch(const Cluster& cluster, int n, const Node& found,
+                                     const std::vector<RegisteredMig>& migs) {
+  std::vector<std::string> out;
+  const Node& node = cluster.nodes[n];
+  for (size_t g = 0; g < node.gpus.size(); ++g) {
+    const Gpu& gpu = node.gpus[g];
+    if (!gpu.mig_enabled || g >= found.gpus.size() || !found.gpus[g].mig_enabled) continue;
+    const std::vector<MigProfile>& profiles = cluster.FindModel(gpu.model)->mig_profiles;
+    std::set<std::string> has, declared;
+    for (const RegisteredMig& m : migs)
+      if (m.gpu == static_cast<int>(g)) has.insert(m.profile + "@" + std::to_string(m.start));
+    std::vector<MigInstance> placed;
+    PlaceMigLayout(profiles, gpu.mig_layout, &placed);  // ValidateCluster placed it before
+    for (const MigInstance& i : placed)
+      declared.insert(profiles[i.profile].name + "@" + std::to_string(i.start));
+    if (declared == has) continue;
+    const auto listed = [](const std::set<std::string>& items) {
+      std::string text;
+      for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+      return items.empty() ? std::string("none") : "[" + text + "]";
+    };
+    out.push_back("GPU " + std::to_string(g) + " has the MIG instances " + listed(has) +
+                  (gpu.mig_layout.empty()
+                       ? ", the cluster file has berth make them as slices need them, which its "
+                         "agent does not do: declare the GPU's mig.layout"
+                       : ", the cluster file lays out " + listed(declared)));
+  }
+  return out;
+}
+
 }  // namespace
 
 uint64_t ControlPlane::RegisterAgent(const std::string& node,
@@ -940,7 +974,11 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   // The node as found against the node as declared: said once each time it changes. An agent
   // that sends none (declared GPUs) leaves the condition as it was: nothing was compared.
   std::vector<std::string> mismatch = agent.topology_mismatch;
-  if (registration.found) mismatch = CompareNodes(*registration.found, cluster_.nodes[n]);
+  if (registration.found) {
+    mismatch = CompareNodes(*registration.found, cluster_.nodes[n]);
+    for (std::string& m : MigMismatch(cluster_, n, *registration.found, registration.migs))
+      mismatch.push_back(std::move(m));
+  }
   if (mismatch != agent.topology_mismatch) {
     std::string reason;
     for (const std::string& m : mismatch) reason += (reason.empty() ? "" : "; ") + m;
@@ -949,7 +987,8 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
         mismatch.empty() ? "topology-matches" : "topology-mismatch", now,
         mismatch.empty() ? "its agent found the topology the cluster file declares"
                          : "its agent found another topology than the cluster file declares, so "
-                           "jobs may be pinned to CPUs away from their GPUs: " +
+                           "jobs may be pinned to CPUs away from their GPUs, or MIG slices fail "
+                           "to start: " +
                                reason + "; fix the node in the cluster file"));
     agent.topology_mismatch = std::move(mismatch);
   }
@@ -1007,6 +1046,14 @@ void ControlPlane::AssignmentsOf(const Job& job, int node, std::vector<Assignmen
     a.gpus = p.gpus;
     for (int gpu : p.gpus)
       a.gpu_uuids.push_back(gpu < static_cast<int>(uuids.size()) ? uuids[gpu] : "");
+    if (p.mig_profile >= 0 && !p.gpus.empty()) {
+      const GpuModel* model = cluster_.FindModel(host.gpus[p.gpus[0]].model);
+      a.mig_profile = model->mig_profiles[p.mig_profile].name;
+      a.mig_start = p.mig_start;
+      for (const RegisteredMig& m : agents_[node].registration.migs)
+        if (m.gpu == p.gpus[0] && m.profile == a.mig_profile && m.start == p.mig_start)
+          a.gpu_uuids = {m.uuid};
+    }
     // Pinned to the CPUs and memory of its GPUs' sockets (one NUMA node each); a replica
     // without GPUs may use every socket.
     std::set<int> sockets;

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "../config/config_test_util.h"
 #include "agent_test_util.h"
 #include "config/cluster_file.h"
@@ -270,6 +273,64 @@ TEST(BuildNodeTest, MigOnADgx) {
   ASSERT_EQ(d.mig_devices.size(), 5u);
   EXPECT_EQ(d.mig_devices[2].profile, "4g.40gb");
   EXPECT_EQ(FindMigProfile(d.models[0].mig_profiles, "1g.10gb"), 0);
+  // The GPUs' layouts are their instances, each pinned where berth laid it out (nvidia-smi -L
+  // gives no starts), and every instance has its start: a slice placed there names one.
+  EXPECT_EQ(d.node.gpus[0].mig_layout, (std::vector<std::string>{"3g.40gb@0", "3g.40gb@4"}));
+  EXPECT_EQ(d.node.gpus[1].mig_layout,
+            (std::vector<std::string>{"4g.40gb@0", "2g.20gb@4", "1g.10gb@6"}));
+  EXPECT_TRUE(d.node.gpus[2].mig_layout.empty());
+  for (const MigDevice& m : d.mig_devices) EXPECT_GE(m.start, 0) << m.uuid;
+  EXPECT_TRUE(d.conditions.empty());
+  ExpectValid(d);
+}
+
+TEST(BuildNodeTest, MigInstancesGivenInAnyOrderArePairedByProfile) {
+  const GpuQuery q = ParseGpuQuery(
+      "0, GPU-a, NVIDIA A100-SXM4-80GB, 81920, 00000000:01:00.0, Enabled, Enabled\n", "q");
+  const GpuTopology t = ParseTopology("\tGPU0\nGPU0\t X \n", "topo");
+  // Smallest first, as a listing may order them; starts unknown.
+  const GpuList list = ParseGpuList(
+      "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-a)\n"
+      "  MIG 1g.10gb Device 0: (UUID: MIG-small)\n"
+      "  MIG 3g.40gb Device 1: (UUID: MIG-big)\n"
+      "  MIG 2g.20gb Device 2: (UUID: MIG-mid)\n",
+      "l");
+  const DiscoveredNode d = BuildNode("h", q, t, OneNumaHost("0-7"), &list);
+  ASSERT_EQ(d.mig_devices.size(), 3u);
+  std::set<int> slots;
+  for (const MigDevice& m : d.mig_devices) {
+    const std::string pinned = m.profile + "@" + std::to_string(m.start);
+    const std::vector<std::string>& layout = d.node.gpus[0].mig_layout;
+    EXPECT_NE(std::find(layout.begin(), layout.end(), pinned), layout.end()) << pinned;
+    slots.insert(m.start);
+  }
+  EXPECT_EQ(slots.size(), 3u);
+  ExpectValid(d);
+}
+
+TEST(BuildNodeTest, MigInstancesBerthCannotUseAreConditions) {
+  const GpuQuery q = ParseGpuQuery(
+      "0, GPU-a, NVIDIA A100-SXM4-80GB, 81920, 00000000:01:00.0, Enabled, Enabled\n"
+      "1, GPU-b, NVIDIA A100-SXM4-80GB, 81920, 00000000:02:00.0, Enabled, Enabled\n",
+      "q");
+  const GpuTopology t = ParseTopology("\tGPU0\tGPU1\nGPU0\t X \tSYS\nGPU1\tSYS\t X \n", "topo");
+  // GPU 0: no instances made yet. GPU 1: a profile berth has no table entry for.
+  const GpuList list = ParseGpuList(
+      "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-a)\n"
+      "GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-b)\n"
+      "  MIG 5g.50gb Device 0: (UUID: MIG-odd)\n",
+      "l");
+  const DiscoveredNode d = BuildNode("h", q, t, OneNumaHost("0-7"), &list);
+  ASSERT_EQ(d.conditions.size(), 2u);
+  EXPECT_NE(d.conditions[0].find("GPU 0: MIG is enabled and it has no MIG instances"),
+            std::string::npos)
+      << d.conditions[0];
+  EXPECT_NE(d.conditions[1].find("GPU 1: its MIG instances (5g.50gb) are not a layout berth "
+                                 "knows: unknown MIG profile"),
+            std::string::npos)
+      << d.conditions[1];
+  EXPECT_EQ(d.mig_devices[0].start, -1);
+  EXPECT_TRUE(d.node.gpus[1].mig_layout.empty());
   ExpectValid(d);
 }
 

@@ -135,11 +135,15 @@ TEST(NvmlTest, MigInstancesAsNvidiaSmiListsThem) {
     EXPECT_EQ(nvml->mig_devices[m].uuid, smi.mig_devices[m].uuid) << m;
   }
   EXPECT_EQ(nvml->conditions, smi.conditions);
-  // NVML also gives each instance's placement, which nvidia-smi -L does not.
-  std::vector<int> starts;
+  // NVML also gives each instance's placement, which nvidia-smi -L does not: there berth lays
+  // the instances out itself, here as they are.
+  std::vector<int> starts, smi_starts;
   for (const MigDevice& d : nvml->mig_devices) starts.push_back(d.start);
+  for (const MigDevice& d : smi.mig_devices) smi_starts.push_back(d.start);
   EXPECT_EQ(starts, (std::vector<int>{0, 4, 0, 4, 6}));
-  for (const MigDevice& d : smi.mig_devices) EXPECT_EQ(d.start, -1);
+  EXPECT_EQ(smi_starts, starts);
+  EXPECT_EQ(nvml->node.gpus[1].mig_layout,
+            (std::vector<std::string>{"4g.40gb@0", "2g.20gb@4", "1g.10gb@6"}));
 }
 
 }  // namespace

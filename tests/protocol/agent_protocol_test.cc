@@ -52,6 +52,10 @@ AssignmentSet SampleSet() {
   s.assignments.push_back(a);
   Assignment b;
   b.job = 43;
+  b.gpus = {2};
+  b.gpu_uuids = {"MIG-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77"};
+  b.mig_profile = "3g.40gb";
+  b.mig_start = 4;
   s.assignments.push_back(b);
   s.prefetch = {"trainer:3", "registry.local:5000/eval@sha256:ab"};
   return s;
@@ -118,6 +122,15 @@ TEST(AgentProtocolTest, RegistrationRoundTrips) {
   EXPECT_EQ(with.found->gpus[0].nvlink_domain, 0);
   EXPECT_EQ(with.found->gpus[1].nvlink_domain, -1);
   EXPECT_TRUE(with.found->gpus[1].mig_enabled);
+  EXPECT_TRUE(with.migs.empty());
+  // MIG instances, by GPU, profile and start slot.
+  r.migs = {{1, "3g.40gb", 0, "MIG-a"}, {1, "1g.10gb", 6, "MIG-b"}};
+  const NodeRegistration migs = ParseRegistration(Wire(ToJson(r)));
+  ASSERT_EQ(migs.migs.size(), 2u);
+  EXPECT_EQ(migs.migs[1].gpu, 1);
+  EXPECT_EQ(migs.migs[1].profile, "1g.10gb");
+  EXPECT_EQ(migs.migs[1].start, 6);
+  EXPECT_EQ(migs.migs[1].uuid, "MIG-b");
   // Missing fields take their defaults.
   const NodeRegistration empty = ParseRegistration(Json::object());
   EXPECT_TRUE(empty.gpu_uuids.empty());
@@ -154,8 +167,13 @@ TEST(AgentProtocolTest, AssignmentSetRoundTrips) {
   EXPECT_EQ(a.cpuset_mems, want.cpuset_mems);
   EXPECT_EQ(a.grace_s, 45);
   EXPECT_EQ(a.log_since, want.log_since);
+  EXPECT_EQ(a.mig_profile, "");  // a whole GPU's
+  EXPECT_EQ(a.mig_start, -1);
   EXPECT_EQ(back.assignments[1].job, 43);
   EXPECT_TRUE(back.assignments[1].command.empty());
+  EXPECT_EQ(back.assignments[1].gpu_uuids, s.assignments[1].gpu_uuids);
+  EXPECT_EQ(back.assignments[1].mig_profile, "3g.40gb");
+  EXPECT_EQ(back.assignments[1].mig_start, 4);
   EXPECT_EQ(back.prefetch,
             (std::vector<std::string>{"trainer:3", "registry.local:5000/eval@sha256:ab"}));
   // An empty set is a set.
@@ -247,6 +265,24 @@ TEST(AgentProtocolTest, RegistrationRefusesWrongTypesAndTooManyGpus) {
   EXPECT_TRUE(Has(e, "gpuUuids: more than " + std::to_string(kMaxRegisteredGpus))) << e;
   many["gpuUuids"] = std::vector<std::string>(kMaxRegisteredGpus, "GPU");
   EXPECT_EQ(ParseRegistration(many).gpu_uuids.size(), kMaxRegisteredGpus);
+  // MIG instances: on a registered GPU, at a memory slot, at most 7 a GPU.
+  const Json mig = {{"gpu", 0}, {"profile", "1g.10gb"}, {"start", 0}, {"uuid", "MIG-x"}};
+  e = ErrorOf([&] { ParseRegistration({{"migs", {mig}}}); });
+  EXPECT_TRUE(Has(e, "migs[0]: a MIG instance without GPUs (gpuUuids)")) << e;
+  Json bad = mig;
+  bad["gpu"] = 1;
+  e = ErrorOf([&] { ParseRegistration({{"gpuUuids", {"GPU-0"}}, {"migs", {bad}}}); });
+  EXPECT_TRUE(Has(e, "migs[0].gpu: expected an integer from 0 to 0")) << e;
+  bad = mig;
+  bad["start"] = 8;
+  e = ErrorOf([&] { ParseRegistration({{"gpuUuids", {"GPU-0"}}, {"migs", {bad}}}); });
+  EXPECT_TRUE(Has(e, "migs[0].start: expected an integer from 0 to 7")) << e;
+  e = ErrorOf([&] {
+    ParseRegistration({{"gpuUuids", {"GPU-0"}}, {"migs", std::vector<Json>(7 * 64 + 1, mig)}});
+  });
+  EXPECT_TRUE(Has(e, "migs: more than 448")) << e;
+  e = ErrorOf([] { ParseAssignments({{"assignments", {{{"job", 1}, {"migStart", 9}}}}}); });
+  EXPECT_TRUE(Has(e, "assignments[0].migStart: expected an integer from -1 to 7")) << e;
 }
 
 TEST(AgentProtocolTest, AFoundNodesIndicesStayInsideIt) {

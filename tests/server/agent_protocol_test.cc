@@ -40,6 +40,23 @@ Cluster TwoSockets() {
       "t.yaml");
 }
 
+// One node of 2 H100s whose MIG instances are laid out as mig-parted would (node shape
+// "fixed"); `layout` is the cluster file's list.
+Cluster MigNode(const std::string& layout) {
+  return ParseClusterYaml(
+      "name: t\n"
+      "gpuModels: [{name: H100-80GB, memoryMiB: 81920, mig: builtin}]\n"
+      "nodeShapes:\n"
+      "  fixed:\n"
+      "    gpuModel: H100-80GB\n"
+      "    mig: {enabled: true, layout: [" +
+          layout +
+          "]}\n"
+          "    sockets: [{cpus: \"0-7\", memoryMiB: 65536, switches: [2]}]\n"
+          "nodes: [{name: n0, shape: fixed}]\n",
+      "t.yaml");
+}
+
 class ControlPlaneAgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -228,6 +245,78 @@ TEST_F(ControlPlaneAgentTest, ANodeFoundOtherThanDeclaredIsACondition) {
   ASSERT_EQ(events.size(), 2u);
   EXPECT_TRUE(Has(events[1], "topology-matches")) << events[1];
   EXPECT_EQ(plane_->Metrics().topology_mismatches[0].second, 0u);
+}
+
+TEST_F(ControlPlaneAgentTest, AMigSliceRunsInTheInstanceTheNodeRegisteredAtItsPlace) {
+  Open(MigNode("3g.40gb, 2g.20gb, 1g.10gb, 1g.10gb"));
+  // The agent registers each GPU's instances where they are (as BuildNode pins them).
+  const std::vector<MigProfile> profiles = BuiltinMigProfiles("H100-80GB");
+  std::vector<MigInstance> placed;
+  ASSERT_EQ(PlaceMigLayout(profiles, {"3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"}, &placed), "");
+  NodeRegistration r;
+  r.gpu_uuids = Uuids("n0", 2);
+  std::map<std::string, std::string> uuid_at;  // "gpu/profile@start" -> its UUID
+  for (int g = 0; g < 2; ++g)
+    for (const MigInstance& i : placed) {
+      const RegisteredMig m{g, profiles[i.profile].name, i.start,
+                            "MIG-" + std::to_string(g) + "-" + std::to_string(i.start)};
+      r.migs.push_back(m);
+      uuid_at[std::to_string(g) + "/" + m.profile + "@" + std::to_string(m.start)] = m.uuid;
+    }
+  Node found = plane_->cluster().nodes[0];
+  r.found = found;
+  plane_->RegisterAgent("n0", r);
+  EXPECT_TRUE(plane_->Agents()[0].topology_mismatch.empty());
+
+  // Four slices of 1g.10gb: four distinct instances, each by its own UUID.
+  std::set<std::string> uuids;
+  for (int j = 0; j < 4; ++j) plane_->Submit(R"({"migProfile": "1g.10gb", "image": "x"})");
+  plane_->Submit(R"({"migProfile": "3g.40gb", "image": "x"})");
+  plane_->Cycle();
+  const AssignmentSet set = Set("n0");
+  ASSERT_EQ(set.assignments.size(), 5u);
+  for (const Assignment& a : set.assignments) {
+    ASSERT_EQ(a.gpus.size(), 1u);
+    const std::string at =
+        std::to_string(a.gpus[0]) + "/" + a.mig_profile + "@" + std::to_string(a.mig_start);
+    ASSERT_TRUE(uuid_at.count(at)) << at;
+    EXPECT_EQ(a.gpu_uuids, std::vector<std::string>{uuid_at[at]}) << at;
+    uuids.insert(a.gpu_uuids[0]);
+  }
+  EXPECT_EQ(uuids.size(), 5u);
+
+  // The host lost GPU 1's 2g.20gb instance: a condition naming both layouts, and a slice placed
+  // there is given the GPU's UUID, which the agent refuses to start (not the whole GPU).
+  std::vector<RegisteredMig> fewer;
+  for (const RegisteredMig& m : r.migs)
+    if (m.gpu != 1 || m.profile != "2g.20gb") fewer.push_back(m);
+  r.migs = fewer;
+  plane_->RegisterAgent("n0", r);
+  const std::vector<std::string> mismatch = plane_->Agents()[0].topology_mismatch;
+  ASSERT_EQ(mismatch.size(), 1u);
+  EXPECT_TRUE(Has(mismatch[0], "GPU 1 has the MIG instances [")) << mismatch[0];
+  EXPECT_TRUE(Has(mismatch[0], "], the cluster file lays out [")) << mismatch[0];
+  EXPECT_TRUE(Has(mismatch[0], "2g.20gb@")) << mismatch[0];
+  plane_->Submit(R"({"migProfile": "2g.20gb", "image": "x"})");
+  plane_->Submit(R"({"migProfile": "2g.20gb", "image": "x"})");
+  plane_->Cycle();
+  bool refused = false;
+  for (const Assignment& a : Set("n0").assignments) {
+    if (a.mig_profile != "2g.20gb" || a.gpus[0] != 1) continue;
+    EXPECT_EQ(a.gpu_uuids, std::vector<std::string>{"GPU-n0-1"});
+    refused = true;
+  }
+  EXPECT_TRUE(refused);
+
+  // A GPU whose instances berth would make on demand: the agent cannot, which is said.
+  Open(MigNode(""));
+  plane_->RegisterAgent("n0", r);
+  const std::vector<std::string> on_demand = plane_->Agents()[0].topology_mismatch;
+  ASSERT_EQ(on_demand.size(), 2u);
+  EXPECT_TRUE(Has(on_demand[0],
+                  "has berth make them as slices need them, which its agent does "
+                  "not do: declare the GPU's mig.layout"))
+      << on_demand[0];
 }
 
 TEST_F(ControlPlaneAgentTest, AStartIsTimedPhaseByPhaseEachPhaseCountedOnce) {
