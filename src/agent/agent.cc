@@ -210,6 +210,8 @@ class Agent {
     registration.simulated = options_.simulated;
     registration.agent_version = "berth";
     registration.found = options_.found;
+    registration.declared = options_.declared;
+    registration.models = options_.models;
     // Engine and driver texts may not be UTF-8: replaced, never an exception.
     const std::string body =
         ToJson(registration).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -47,7 +47,9 @@ struct AgentOptions {
   std::vector<std::string> gpu_uuids;  // the node's GPUs in index order
   std::vector<RegisteredMig> migs;     // their MIG instances, from discovery
   bool simulated = false;
-  std::optional<Node> found;  // the node as GPU discovery found it; none for declared GPUs
+  std::optional<Node> found;     // the node as GPU discovery found it; none for declared GPUs
+  std::optional<Node> declared;  // the node as the --declare file gives it; none for found GPUs
+  std::vector<GpuModel> models;  // the node's GPU models (found or declared)
   double heartbeat_s = 1;
   // A DCGM exporter's metrics URL (http://HOST:PORT/metrics), scraped each heartbeat; "": none.
   std::string dcgm_url;

@@ -36,7 +36,6 @@ namespace {
 std::atomic<bool> g_agent_stop{false};
 void OnAgentSignal(int) { g_agent_stop = true; }
 
-// The node's GPUs declared in a cluster file (hosts without GPUs).
 // The MIG instances of discovered GPUs as the agent registers them: those berth laid out.
 std::vector<RegisteredMig> MigsOf(const DiscoveredNode& found) {
   std::vector<RegisteredMig> out;
@@ -45,13 +44,27 @@ std::vector<RegisteredMig> MigsOf(const DiscoveredNode& found) {
   return out;
 }
 
-std::vector<std::string> DeclaredUuids(const std::string& file, const std::string& node) {
+// The node as a cluster file declares it (hosts without GPUs), with the file's GPU models of
+// its GPUs.
+Node DeclaredNode(const std::string& file, const std::string& node,
+                  std::vector<GpuModel>* models = nullptr) {
   const Cluster cluster = LoadClusterFile(file);
   const int n = cluster.FindNode(node);
   if (n < 0)
     throw ConfigError(file + ": declares no node \"" + node +
                       "\"; give --node a name the file declares");
-  return SimulatedUuids(node, cluster.nodes[n].gpus.size());
+  if (models)
+    for (const GpuModel& m : cluster.models)
+      for (const Gpu& g : cluster.nodes[n].gpus)
+        if (g.model == m.name) {
+          models->push_back(m);
+          break;
+        }
+  return cluster.nodes[n];
+}
+
+std::vector<std::string> DeclaredUuids(const std::string& file, const std::string& node) {
+  return SimulatedUuids(node, DeclaredNode(file, node).gpus.size());
 }
 
 // The UUIDs of this node's GPUs as they are now: nvidia-smi's, or those of the declare file.
@@ -169,8 +182,10 @@ void AddAgentCommands(CLI::App& app) {
       options.gpu_uuids = found->gpu_uuids;
       options.migs = MigsOf(*found);
       options.found = found->node;
+      options.models = found->models;
     } else {
-      options.gpu_uuids = DeclaredUuids(a->declare, a->node);
+      options.declared = DeclaredNode(a->declare, a->node, &options.models);
+      options.gpu_uuids = SimulatedUuids(a->node, options.declared->gpus.size());
       options.simulated = true;
     }
     options.server = a->server;

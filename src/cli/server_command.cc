@@ -74,7 +74,12 @@ int RunServerCommand(const ServerArgs& a) {
   ServerOptions options;
   options.listen = a.listen;
   options.state_dir = a.state.empty() ? DefaultStateDir() : a.state;
-  options.config.cluster = LoadClusterArgument(a.cluster);
+  if (a.cluster == "none") {  // empty: nodes join as their agents register
+    options.config.cluster.name = "joined";
+    options.config.nodes_join = true;
+  } else {
+    options.config.cluster = LoadClusterArgument(a.cluster);
+  }
   options.config.policy = LoadPolicyArgument(a.policy);
   Policy builtin;
   if (!BuiltinPolicy(a.policy, &builtin)) options.config.policy_yaml = ReadFileText(a.policy);
@@ -129,7 +134,8 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--state", a->state, "State directory (default ~/.local/share/berth)")
       ->check(NonEmptyPath());
   cmd->add_option("--cluster", a->cluster,
-                  "Cluster file (YAML) or openb node list (.csv); default: embedded example")
+                  "Cluster file (YAML) or openb node list (.csv), or none: nodes join as their "
+                  "agents register; default: embedded example")
       ->check(NonEmptyPath());
   cmd->add_option("--policy", a->policy, "Built-in policy name or policy file")
       ->capture_default_str();

@@ -294,7 +294,9 @@ std::string CellTree::Build(const Cluster& cluster, CellTree* out) {
     }
   }
 
-  if (root.kids.empty()) return "the cluster has no GPUs; declare at least one node with GPUs";
+  // A cluster of no nodes yet is the root alone (nodes join a server started without one).
+  if (root.kids.empty() && !cluster.nodes.empty())
+    return "the cluster has no GPUs; declare at least one node with GPUs";
   root.type = tree.InternType(
       InnerType("cluster", Level::kCluster, Level::kCluster, root.kids, tree.types_));
   root.address = cluster.name.empty() ? "cluster" : cluster.name;

@@ -136,8 +136,7 @@ Json ToJson(const NodeRegistration& r) {
       migs.push_back(
           {{"gpu", m.gpu}, {"profile", m.profile}, {"start", m.start}, {"uuid", m.uuid}});
   }
-  if (r.found) {
-    const Node& n = *r.found;
+  const auto node_json = [](const Node& n) {
     Json sockets = Json::array(), switches = Json::array(), gpus = Json::array();
     for (const Socket& s : n.sockets)
       sockets.push_back({{"cpus", s.cpus}, {"memoryMiB", s.memory_mib}});
@@ -146,20 +145,36 @@ Json ToJson(const NodeRegistration& r) {
       gpus.push_back({{"model", g.model},
                       {"switch", g.pcie_switch},
                       {"nvlinkDomain", g.nvlink_domain},
-                      {"mig", g.mig_enabled}});
-    j["found"] = {{"cpuMilli", n.cpu_milli},
-                  {"memoryMiB", n.memory_mib},
-                  {"sockets", sockets},
-                  {"switches", switches},
-                  {"gpus", gpus}};
+                      {"mig", g.mig_enabled},
+                      {"migLayout", g.mig_layout}});
+    return Json{{"cpuMilli", n.cpu_milli},
+                {"memoryMiB", n.memory_mib},
+                {"sockets", sockets},
+                {"switches", switches},
+                {"gpus", gpus}};
+  };
+  if (r.found) j["found"] = node_json(*r.found);
+  if (r.declared) j["declared"] = node_json(*r.declared);
+  if (!r.models.empty()) {
+    Json& models = j["models"] = Json::array();
+    for (const GpuModel& m : r.models)
+      models.push_back({{"name", m.name}, {"memoryMiB", m.memory_mib}, {"mig", m.mig_capable()}});
   }
   return j;
 }
 
 namespace {
 
-// The found node of a registration; every index it holds points inside it.
-Node ParseFoundNode(const Json& j, const std::string& path) {
+// Printed by berth nodes and in events: no control or non-ASCII bytes to fake lines.
+std::string PrintableText(const Reader& r, const char* key, size_t most, const char* as) {
+  std::string text = r.Text(key, most);
+  if (std::any_of(text.begin(), text.end(), [](char c) { return c < 0x20 || c > 0x7e; }))
+    throw ProtocolError(r.Field(key) + ": expected printable ASCII, as " + as);
+  return text;
+}
+
+// The found or declared node of a registration; every index it holds points inside it.
+Node ParseNode(const Json& j, const std::string& path) {
   const Reader r(j, path);
   Node n;
   n.cpu_milli = r.Int("cpuMilli", 0, int64_t{1} << 40);
@@ -186,15 +201,13 @@ Node ParseFoundNode(const Json& j, const std::string& path) {
     const Reader g(e, at);
     if (switches == 0) throw ProtocolError(at + ": a GPU without PCIe switches");
     Gpu gpu;
-    gpu.model = g.Text("model", 128);
-    // Printed by berth nodes and in events: no control or non-ASCII bytes to fake lines.
-    if (std::any_of(gpu.model.begin(), gpu.model.end(),
-                    [](char c) { return c < 0x20 || c > 0x7e; }))
-      throw ProtocolError(g.Field("model") +
-                          ": expected printable ASCII, as nvidia-smi names models");
+    gpu.model = PrintableText(g, "model", 128, "nvidia-smi names models");
     gpu.pcie_switch = static_cast<int>(g.Int("switch", 0, switches - 1, true));
     gpu.nvlink_domain = static_cast<int>(g.Int("nvlinkDomain", -1, kMaxRegisteredGpus));
     gpu.mig_enabled = g.Bool("mig");
+    gpu.mig_layout = g.Texts("migLayout", kMigComputeSlices);
+    for (const std::string& item : gpu.mig_layout)
+      if (item.size() > 32) throw ProtocolError(g.Field("migLayout") + ": an entry over 32 bytes");
     n.gpus.push_back(std::move(gpu));
   });
   return n;
@@ -220,7 +233,17 @@ NodeRegistration ParseRegistration(const Json& j) {
   out.simulated = r.Bool("simulated");
   out.agent_version = r.Text("agentVersion", 200);
   r.Object("found",
-           [&](const Json& e, const std::string& path) { out.found = ParseFoundNode(e, path); });
+           [&](const Json& e, const std::string& path) { out.found = ParseNode(e, path); });
+  r.Object("declared",
+           [&](const Json& e, const std::string& path) { out.declared = ParseNode(e, path); });
+  r.List("models", kMaxRegisteredGpus, [&](const Json& e, const std::string& at) {
+    const Reader m(e, at);
+    GpuModel model;
+    model.name = PrintableText(m, "name", 128, "nvidia-smi names models");
+    model.memory_mib = m.Int("memoryMiB", 0, int64_t{1} << 30);
+    if (m.Bool("mig")) model.mig_profiles = BuiltinMigProfiles(model.name);
+    out.models.push_back(std::move(model));
+  });
   return out;
 }
 

@@ -73,10 +73,18 @@ struct NodeRegistration {
   bool simulated = false;              // GPUs declared (--declare), not found on the host
   std::string agent_version;
   // The node as the agent found it on the host (GPU discovery): its sockets (NUMA nodes) with
-  // their CPUs, PCIe switches, and GPUs with model, switch, NVLink domain and MIG mode. None
-  // for declared GPUs. The server compares it with the cluster file's node: where they differ,
-  // jobs would be pinned to CPUs away from their GPUs (the node's topology condition).
+  // their CPUs, PCIe switches, and GPUs with model, switch, NVLink domain, MIG mode and
+  // layout. None for declared GPUs. The server compares it with the cluster file's node: where
+  // they differ, jobs would be pinned to CPUs away from their GPUs (the node's topology
+  // condition).
   std::optional<Node> found;
+  // The node as its --declare file gives it (simulated GPUs), in the same terms; none for
+  // found GPUs. Nothing to compare: the server takes it only when the node joins.
+  std::optional<Node> declared;
+  // The GPU models of the node (found or declared); MIG profiles are berth's built-in ones, so
+  // only whether the model has them is sent. A server that lets nodes join (berth server
+  // --cluster none) adds a node it does not have as the agent gives it.
+  std::vector<GpuModel> models;
 };
 
 struct Mounted {

@@ -60,18 +60,14 @@ bool ControlPlane::Ended(const std::string& state) {
 
 ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
                            std::function<double()> now)
-    : cluster_(std::move(config.cluster)),
+    : nodes_join_(config.nodes_join),
       allowed_mounts_(std::move(config.allowed_mounts)),
       store_(store),
       now_(std::move(now)),
       unhealthy_after_s_(config.unhealthy_after_s),
       lost_after_s_(config.lost_after_s),
-      logs_(config.logs),
-      agents_(cluster_.nodes.size()),
-      on_node_(cluster_.nodes.size()) {
-  const uint64_t first = FirstVersion();
-  for (AgentNode& a : agents_) a.version = first;
-  Rules rules{std::move(config.queues), std::move(config.policy), {}};
+      logs_(config.logs) {
+  Rules rules{nullptr, std::move(config.queues), std::move(config.policy), {}};
   RulesText& text = rules.text;
   text.policy_from = config.policy_yaml.empty() ? "built in" : "the --policy file";
   text.policy_yaml = config.policy_yaml.empty()
@@ -85,7 +81,12 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
                            "virtualClusters: {}\n"
                          : std::move(config.queues_yaml);
   std::string policy_from = " from the command line", queues_from = "queues from the command line";
+  Cluster cluster = std::move(config.cluster);
   for (const StoredSetting& setting : store_->LoadSettings()) {
+    if (setting.key.rfind(kJoinedNodeKey, 0) == 0) {
+      if (nodes_join_) JoinAgain(setting, &cluster);
+      continue;
+    }
     try {
       if (setting.key == "policy") {
         rules.policy = ParsePolicyYaml(setting.value, "the state's policy");
@@ -106,6 +107,11 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
   }
   rules.queues = WithDefaultQueue(std::move(rules.queues));
   const std::string policy_name = rules.policy.name;
+  agents_.resize(cluster.nodes.size());
+  on_node_.resize(cluster.nodes.size());
+  const uint64_t first = FirstVersion();
+  for (AgentNode& a : agents_) a.version = first;
+  rules.cluster = std::make_shared<const Cluster>(std::move(cluster));
   rules_ = std::make_shared<const Rules>(std::move(rules));
   Recover();
   recovery_summary_ += "; policy \"" + policy_name + "\"" + policy_from + "; " + queues_from;
@@ -149,7 +155,8 @@ std::set<int> ControlPlane::NodesOf(const std::string& placements) const {
   if (!json.is_object()) return nodes;
   for (const nlohmann::json& r : json.value("replicas", nlohmann::json::array()))
     if (r.is_object() && r.contains("node") && r["node"].is_string())
-      if (const int n = cluster_.FindNode(r["node"].get<std::string>()); n >= 0) nodes.insert(n);
+      if (const int n = cluster_now().FindNode(r["node"].get<std::string>()); n >= 0)
+        nodes.insert(n);
   return nodes;
 }
 
@@ -212,12 +219,13 @@ void ControlPlane::RefuseIfBroken() const {
 }
 
 std::string ControlPlane::WhyUnrunnable(const Rules& rules, const JobSpec& spec) const {
-  if (const std::string why = WhyJobNeverFits(cluster_, spec); !why.empty())
+  // A cluster that nodes join may hold it later: it waits, its reason saying what it needs.
+  if (const std::string why = WhyJobNeverFits(*rules.cluster, spec); !why.empty() && !nodes_join_)
     return "no node of this cluster can ever hold it: " + why;
   const auto queue = std::find_if(rules.queues.begin(), rules.queues.end(),
                                   [&](const QueueSpec& q) { return q.name == spec.queue; });
   if (queue == rules.queues.end()) return "queue: unknown queue \"" + spec.queue + "\"";
-  return WhyRefused(cluster_, rules.policy, *queue, spec);
+  return WhyRefused(*rules.cluster, rules.policy, *queue, spec);
 }
 
 std::string ControlPlane::WhyMountsRefused(const JobSpec& spec) const {
@@ -243,7 +251,7 @@ std::string ControlPlane::WhyMountsRefused(const JobSpec& spec) const {
 ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJob> stored,
                                         const std::vector<int>& cordoned, const std::string& when) {
   Loaded out;
-  out.engine = std::make_unique<Scheduler>(&cluster_, rules.queues, rules.policy);
+  out.engine = std::make_unique<Scheduler>(rules.cluster.get(), rules.queues, rules.policy);
   if (!out.engine->error().empty()) {
     out.error = out.engine->error();
     return out;
@@ -264,7 +272,7 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
     }
     try {
       job.spec = ParseJobSubmission(job.stored.spec, "job " + std::to_string(job.stored.id),
-                                    cluster_, rules.queues);
+                                    *rules.cluster, rules.queues);
       job.spec.name = job.stored.name;
       job.spec.queue = job.stored.queue;
       job.spec.user = job.stored.user;  // the token's user, which the body may not name
@@ -333,7 +341,7 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
 void ControlPlane::Recover() {
   std::vector<int> cordoned;
   for (const StoredNode& marked : store_->LoadNodes()) {
-    const int n = cluster_.FindNode(marked.name);
+    const int n = cluster_now().FindNode(marked.name);
     // A node gone from the cluster file: nothing to do.
     if (n >= 0 && marked.cordoned) cordoned.push_back(n);
   }
@@ -381,7 +389,7 @@ std::string ControlPlane::Reload(const std::function<void(Rules&)>& change, cons
                               "keep it in the file, or stop its jobs first (berth ps --queue " +
                               queue + ")");
   std::vector<int> cordoned;
-  for (size_t n = 0; n < cluster_.nodes.size(); ++n)
+  for (size_t n = 0; n < cluster_now().nodes.size(); ++n)
     if (engine_->allocator().node_cordoned(static_cast<int>(n)))
       cordoned.push_back(static_cast<int>(n));
   Loaded loaded = Load(rules, std::move(stored), cordoned, "under the new " + what);
@@ -472,7 +480,7 @@ JobSpec ControlPlane::CheckedSpec(const std::string& body, const Caller& caller,
                                   const Rules& rules) const {
   JobSpec spec;
   try {
-    spec = ParseJobSubmission(body, "job", cluster_, rules.queues);
+    spec = ParseJobSubmission(body, "job", *rules.cluster, rules.queues);
   } catch (const ConfigError& e) {
     throw ApiError(400, e.what());
   }
@@ -624,7 +632,7 @@ void ControlPlane::NodeAction(const std::string& name, const std::string& action
                             "\"; known: cordon, uncordon, drain");
   RefuseIfBroken();
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
-  const int n = cluster_.FindNode(name);
+  const int n = cluster_now().FindNode(name);
   if (n < 0) throw ApiError(404, "no node " + name.substr(0, 80));
   const double now = now_();
   const bool cordon = action != "uncordon";
@@ -648,7 +656,7 @@ void ControlPlane::NodeAction(const std::string& name, const std::string& action
 
 nlohmann::json ControlPlane::Cells() const {
   std::lock_guard<std::mutex> lock(engine_mu_);
-  return CellsReport(cluster_, engine_->allocator());
+  return CellsReport(cluster_now(), engine_->allocator());
 }
 
 std::vector<QueueStatus> ControlPlane::Queues() const {
@@ -670,10 +678,10 @@ std::vector<ControlPlane::NodeStatus> ControlPlane::Nodes() const {
   const std::set<std::pair<int, int>> held = HeldGpus();
   std::vector<NodeStatus> nodes;
   const Allocator& alloc = engine_->allocator();
-  for (size_t n = 0; n < cluster_.nodes.size(); ++n) {
+  for (size_t n = 0; n < cluster_now().nodes.size(); ++n) {
     const int node = static_cast<int>(n);
     NodeStatus status;
-    for (size_t g = 0; g < cluster_.nodes[n].gpus.size(); ++g) {
+    for (size_t g = 0; g < cluster_now().nodes[n].gpus.size(); ++g) {
       const int gpu = static_cast<int>(g);
       status.free_gpus += alloc.gpu_free(node, gpu) ? 1 : 0;
       status.gpu_map += alloc.gpu_bad(node, gpu) ? 'x' : held.count({node, gpu}) ? '#' : '.';
@@ -783,8 +791,8 @@ std::string ControlPlane::PlacementsJson(const JobRecord& record, const std::str
   nlohmann::json replicas = nlohmann::json::array();
   nlohmann::json ids = nlohmann::json::array();
   for (const ReplicaPlacement& r : record.placements) {
-    replicas.push_back(ReplicaPlacementJson(cluster_, r));
-    for (int g : r.gpus) ids.push_back(cluster_.nodes[r.node].name + "/" + std::to_string(g));
+    replicas.push_back(ReplicaPlacementJson(cluster_now(), r));
+    for (int g : r.gpus) ids.push_back(cluster_now().nodes[r.node].name + "/" + std::to_string(g));
   }
   return nlohmann::json{
       {"borrowed", record.borrowed}, {"gpuIds", ids}, {"placement", token}, {"replicas", replicas}}
@@ -798,7 +806,7 @@ std::optional<std::vector<ReplicaPlacement>> ControlPlane::ParsePlacements(
     return std::nullopt;
   std::vector<ReplicaPlacement> out(json["replicas"].size());
   for (size_t i = 0; i < out.size(); ++i)
-    if (!ReadReplicaPlacement(cluster_, json["replicas"][i], &out[i])) return std::nullopt;
+    if (!ReadReplicaPlacement(cluster_now(), json["replicas"][i], &out[i])) return std::nullopt;
   return out;
 }
 
@@ -826,13 +834,14 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
     for (const auto& [id, job] : jobs_) {
       ++out.jobs[job.stored.state];
       if (Ended(job.stored.state)) continue;
-      for (const TaskGroup& g : job.spec.groups) shapes.push_back(PodShapeOf(cluster_, g.demand));
+      for (const TaskGroup& g : job.spec.groups)
+        shapes.push_back(PodShapeOf(cluster_now(), g.demand));
     }
   }
   out.queues = engine_->Queues();
 
   const Allocator& alloc = engine_->allocator();
-  const std::vector<Node>& nodes = cluster_.nodes;
+  const std::vector<Node>& nodes = cluster_now().nodes;
   const std::set<std::pair<int, int>> held = HeldGpus();
   for (size_t n = 0; n < nodes.size(); ++n) {
     std::map<std::string, GpuCount> by_model;
@@ -855,7 +864,7 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
     }
   }
   if (!shapes.empty()) {
-    const FragmentationModel model(&cluster_, TypicalPods(shapes, PaperTypicalPodsOptions()));
+    const FragmentationModel model(&cluster_now(), TypicalPods(shapes, PaperTypicalPodsOptions()));
     out.fragmentation_gpus = model.ClusterFragmentation(alloc) / 1000;
   }
 
@@ -871,12 +880,12 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
   const double now = now_();
   for (size_t n = 0; n < agents_.size(); ++n) {
     if (!agents_[n].registered) continue;
-    out.heartbeat_ages.emplace_back(cluster_.nodes[n].name, now - agents_[n].last_seen);
-    out.topology_mismatches.emplace_back(cluster_.nodes[n].name,
+    out.heartbeat_ages.emplace_back(cluster_now().nodes[n].name, now - agents_[n].last_seen);
+    out.topology_mismatches.emplace_back(cluster_now().nodes[n].name,
                                          agents_[n].topology_mismatch.size());
-    out.off_gpus.emplace_back(cluster_.nodes[n].name, agents_[n].off_gpus.size());
+    out.off_gpus.emplace_back(cluster_now().nodes[n].name, agents_[n].off_gpus.size());
     if (!agents_[n].gpus.empty())
-      out.gpu_telemetry.emplace_back(cluster_.nodes[n].name, agents_[n].gpus);
+      out.gpu_telemetry.emplace_back(cluster_now().nodes[n].name, agents_[n].gpus);
   }
   for (const auto& [id, job] : jobs_)
     if (job.stored.state == "running")
@@ -946,12 +955,15 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   RefuseIfBroken();
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::unique_lock<std::mutex> lock(mu_);
-  const int n = cluster_.FindNode(node);
+  const double now = now_();
+  std::vector<StoreWrite> writes;
+  int n = cluster_now().FindNode(node);
+  if (n < 0 && nodes_join_) n = Join(node, registration, now, &writes);
   if (n < 0)
     throw ApiError(404, "no node " + node.substr(0, 80) +
                             " in the server's cluster; add it to the cluster file, or start the "
                             "agent with the --node name the cluster file gives this host");
-  const size_t declared = cluster_.nodes[n].gpus.size();
+  const size_t declared = cluster_now().nodes[n].gpus.size();
   if (registration.gpu_uuids.size() != declared)
     throw ApiError(409, "node " + node + ": its agent has " +
                             std::to_string(registration.gpu_uuids.size()) +
@@ -961,8 +973,6 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   const bool again = agent.registered;
   agent.registered = true;
   agent.registration = registration;
-  const double now = now_();
-  std::vector<StoreWrite> writes;
   // Registering counts as a report: a node back from unhealthy or lost takes jobs again.
   agent.last_seen = now;
   if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
@@ -975,8 +985,8 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   // that sends none (declared GPUs) leaves the condition as it was: nothing was compared.
   std::vector<std::string> mismatch = agent.topology_mismatch;
   if (registration.found) {
-    mismatch = CompareNodes(*registration.found, cluster_.nodes[n]);
-    for (std::string& m : MigMismatch(cluster_, n, *registration.found, registration.migs))
+    mismatch = CompareNodes(*registration.found, cluster_now().nodes[n]);
+    for (std::string& m : MigMismatch(cluster_now(), n, *registration.found, registration.migs))
       mismatch.push_back(std::move(m));
   }
   if (mismatch != agent.topology_mismatch) {
@@ -997,6 +1007,53 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   return version;
 }
 
+int ControlPlane::Join(const std::string& node, const NodeRegistration& registration, double now,
+                       std::vector<StoreWrite>* writes) {
+  auto grown = std::make_shared<Cluster>(cluster_now());
+  std::string why = JoinNode(node, registration, grown.get());
+  if (why.empty()) why = engine_->SetCluster(grown.get(), now);
+  if (!why.empty())
+    throw ApiError(400, "node " + node.substr(0, 80) + " cannot join the cluster: " + why);
+  auto rules = std::make_shared<Rules>(*rules_);
+  rules->cluster = grown;
+  rules_ = std::move(rules);
+  agents_.emplace_back().version = FirstVersion();
+  on_node_.emplace_back();
+  const Node& added = grown->nodes.back();
+  std::string gpus = std::to_string(added.gpus.size()) + " GPUs";
+  if (!added.gpus.empty()) gpus += " (" + added.gpus[0].model + ")";
+  writes->push_back(
+      StoreWrite::Setting({kJoinedNodeKey + node, ToJson(registration).dump()}, "node-joined", now,
+                          "node " + node + " joined the cluster as its agent registered, with " +
+                              gpus + ", " + std::to_string(added.sockets.size()) + " sockets, " +
+                              std::to_string(added.cpu_milli / 1000) + " CPUs"));
+  return static_cast<int>(grown->nodes.size()) - 1;
+}
+
+void ControlPlane::JoinAgain(const StoredSetting& setting, Cluster* cluster) const {
+  const std::string node = setting.key.substr(kJoinedNodeKey.size());
+  std::string why;
+  try {
+    why = JoinNode(node, ParseRegistration(nlohmann::json::parse(setting.value)), cluster);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!why.empty())
+    throw ApiError(500, "node " + node +
+                            ", which joined the cluster before, does not load from "
+                            "the state: " +
+                            why);
+}
+
+std::shared_ptr<const Cluster> ControlPlane::cluster() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rules_->cluster;
+}
+
+size_t ControlPlane::max_nodes() const {
+  return nodes_join_ ? kMaxJoinedNodes : cluster()->nodes.size();
+}
+
 void ControlPlane::StopWatches() {
   std::lock_guard<std::mutex> lock(mu_);
   watches_stopped_ = true;
@@ -1006,7 +1063,7 @@ void ControlPlane::StopWatches() {
 AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
                                         double wait_s) const {
   std::unique_lock<std::mutex> lock(mu_);
-  const int n = cluster_.FindNode(node);
+  const int n = cluster_now().FindNode(node);
   if (n < 0) throw ApiError(404, "no node " + node.substr(0, 80));
   assignments_changed_.wait_for(lock, std::chrono::duration<double>(wait_s), [&] {
     return agents_[n].version != since || broken_ || watches_stopped_;
@@ -1021,7 +1078,7 @@ AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
 void ControlPlane::AssignmentsOf(const Job& job, int node, std::vector<Assignment>* out) const {
   const auto placements = ParsePlacements(job.stored.placements);
   if (!placements) return;
-  const Node& host = cluster_.nodes[node];
+  const Node& host = cluster_now().nodes[node];
   const std::vector<std::string>& uuids = agents_[node].registration.gpu_uuids;
   // Replica i belongs to the group whose replicas, in group order, cover i.
   std::vector<const TaskGroup*> groups;
@@ -1047,7 +1104,7 @@ void ControlPlane::AssignmentsOf(const Job& job, int node, std::vector<Assignmen
     for (int gpu : p.gpus)
       a.gpu_uuids.push_back(gpu < static_cast<int>(uuids.size()) ? uuids[gpu] : "");
     if (p.mig_profile >= 0 && !p.gpus.empty()) {
-      const GpuModel* model = cluster_.FindModel(host.gpus[p.gpus[0]].model);
+      const GpuModel* model = cluster_now().FindModel(host.gpus[p.gpus[0]].model);
       a.mig_profile = model->mig_profiles[p.mig_profile].name;
       a.mig_start = p.mig_start;
       for (const RegisteredMig& m : agents_[node].registration.migs)
@@ -1073,7 +1130,7 @@ void ControlPlane::AssignmentsOf(const Job& job, int node, std::vector<Assignmen
 
 void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   RefuseIfBroken();
-  const int n = cluster_.FindNode(node);
+  const int n = cluster()->FindNode(node);  // a node's index never changes
   if (n < 0) throw ApiError(404, "no node " + node.substr(0, 80));
   if (logs_ != nullptr) {
     std::vector<const LogChunk*> chunks;
@@ -1163,7 +1220,7 @@ void ControlPlane::ObserveNode(int n, bool images, Telemetry* t) const {
   t->node_images.resize(nodes);
   t->node_layers.resize(nodes);
   std::vector<GpuTelemetry>& gpus = t->gpus[n];
-  gpus.assign(cluster_.nodes[n].gpus.size(), {});
+  gpus.assign(cluster_now().nodes[n].gpus.size(), {});
   for (const GpuReport& g : agents_[n].gpus)
     if (g.gpu < static_cast<int>(gpus.size())) gpus[g.gpu] = {g.fb_used_mib, g.util_percent};
   if (!images) return;
@@ -1190,7 +1247,7 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
                             double now, std::vector<StoreWrite>* writes) {
   const auto placements = ParsePlacements(job.stored.placements);
   if (!placements) return;
-  const std::string& name = cluster_.nodes[node].name;
+  const std::string& name = cluster_now().nodes[node].name;
   const auto version = job.node_version.find(node);
   // Until the agent has acted on the version that handed out (or took away) this job, a
   // container missing or still running is a change it has not made yet.
@@ -1312,7 +1369,7 @@ void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
     AgentNode& agent = agents_[i];
     if (!agent.registered) continue;
     const int n = static_cast<int>(i);
-    const std::string& name = cluster_.nodes[n].name;
+    const std::string& name = cluster_now().nodes[n].name;
     const double silent = now - agent.last_seen;
     const auto mark = [&](const std::string& event, const std::string& reason) {
       writes->push_back(

@@ -58,6 +58,7 @@
 #include "protocol/agent_protocol.h"
 #include "server/access.h"
 #include "server/metrics.h"
+#include "server/node_join.h"
 #include "store/log_store.h"
 #include "store/state_store.h"
 
@@ -86,6 +87,9 @@ struct RulesText {
 
 struct ControlPlaneConfig {
   Cluster cluster;
+  // Whether a node the cluster does not have joins it when its agent registers with its shape
+  // (berth server --cluster none); joined nodes are kept in the state.
+  bool nodes_join = false;
   // The server's flags; a policy or queues applied through the API and kept in the state win.
   std::vector<QueueSpec> queues;  // a queue "default" is added when missing
   Policy policy;
@@ -130,7 +134,11 @@ class ControlPlane {
   // most `limit`; waits up to `wait_s` for one when there are none yet.
   EventPage EventsAfter(int64_t seq, size_t limit, const Caller& caller, double wait_s) const;
   std::vector<QueueStatus> Queues() const;
-  const Cluster& cluster() const { return cluster_; }
+  // The cluster in force: the server's, with the nodes that joined it so far (a node that joins
+  // is added at the end, so a node's index never changes).
+  std::shared_ptr<const Cluster> cluster() const;
+  // The most nodes the cluster may have: its own, or kMaxJoinedNodes where nodes join.
+  size_t max_nodes() const;
   // The cell tree with each cell's free, used and bad GPUs as the jobs hold them now
   // (config/cells_report.h).
   nlohmann::json Cells() const;
@@ -169,8 +177,9 @@ class ControlPlane {
 
   static bool Ended(const std::string& state);
 
-  // The agent protocol. ApiError 404 for a node the cluster does not have; 409 when the
-  // agent's GPUs are not the cluster's (count), naming both.
+  // The agent protocol. ApiError 404 for a node the cluster does not have (unless nodes join:
+  // then it joins, or 400 says why it cannot); 409 when the agent's GPUs are not the cluster's
+  // (count), naming both.
   uint64_t RegisterAgent(const std::string& node, const NodeRegistration& registration);
   // The node's assignments; waits up to `wait_s` while their version is still `since`, unless
   // the watches were stopped.
@@ -268,6 +277,7 @@ class ControlPlane {
   // What a reload replaces. Submissions check a spec against a snapshot, and a reload swaps
   // it, so neither waits for the other.
   struct Rules {
+    std::shared_ptr<const Cluster> cluster;  // replaced whole when a node joins
     std::vector<QueueSpec> queues;
     Policy policy;
     RulesText text;
@@ -289,6 +299,15 @@ class ControlPlane {
   Loaded Load(const Rules& rules, std::vector<StoredJob> stored, const std::vector<int>& cordoned,
               const std::string& when);
   void Recover();
+  // Adds the node its agent registers (nodes_join_; both locks held): the engine and the rules
+  // take the grown cluster, and the registration is queued to be kept. Returns its index;
+  // ApiError 400 says why it cannot join.
+  int Join(const std::string& node, const NodeRegistration& registration, double now,
+           std::vector<StoreWrite>* writes);
+  // Adds to `cluster` a node that joined before, from its kept registration (ApiError 500).
+  void JoinAgain(const StoredSetting& setting, Cluster* cluster) const;
+  // The key of a joined node's kept registration, before its name.
+  inline static const std::string kJoinedNodeKey = "node:";
   // Applies `change` to the rules (ApplyPolicy, ApplyQueues: `what`, named `label` in the
   // log) when every job is kept as it is, and stores `setting` with them. Returns the event's
   // reason.
@@ -352,7 +371,10 @@ class ControlPlane {
   // locks, and waits for the commit.
   void Commit(std::vector<std::unique_lock<std::mutex>*> locks, std::vector<StoreWrite> writes);
 
-  const Cluster cluster_;
+  // The cluster of rules_ (mu_ or engine_mu_ held: a join swaps it under both).
+  const Cluster& cluster_now() const { return *rules_->cluster; }
+
+  const bool nodes_join_;
   const std::vector<std::string> allowed_mounts_;
   StateStore* store_;
   std::function<double()> now_;

@@ -459,9 +459,11 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                const std::vector<ControlPlane::NodeStatus> status = plane.Nodes();
                const std::vector<ControlPlane::AgentStatus> agents = plane.Agents();
                Json nodes = Json::array();
-               const Cluster& cluster = plane.cluster();
-               for (size_t n = 0; n < cluster.nodes.size(); ++n) {
-                 const Node& node = cluster.nodes[n];
+               const std::shared_ptr<const Cluster> cluster = plane.cluster();
+               // A node that joins meanwhile is added at the end: the first ones agree.
+               const size_t count = std::min({cluster->nodes.size(), status.size(), agents.size()});
+               for (size_t n = 0; n < count; ++n) {
+                 const Node& node = cluster->nodes[n];
                  const ControlPlane::AgentStatus& agent = agents[n];
                  nodes.push_back({{"name", node.name},
                                   {"rack", node.rack},

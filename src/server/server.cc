@@ -55,7 +55,7 @@ int RunServer(ServerOptions options) {
   // 64 workers for requests: 50 clients at once each keep a connection (keep-alive) without
   // queueing; one for each watch (events, log follows), and one for each node's agent, whose
   // watch of its assignments waits for changes.
-  const int nodes = static_cast<int>(plane.cluster().nodes.size());
+  const int nodes = static_cast<int>(plane.max_nodes());
   server.new_task_queue = [nodes] { return new httplib::ThreadPool(64 + kMaxWatches + nodes); };
   server.set_payload_max_length(kMaxRequestBytes);
   // A client that stalls mid-request is dropped instead of holding a worker.

@@ -123,6 +123,22 @@ TEST(AgentProtocolTest, RegistrationRoundTrips) {
   EXPECT_EQ(with.found->gpus[1].nvlink_domain, -1);
   EXPECT_TRUE(with.found->gpus[1].mig_enabled);
   EXPECT_TRUE(with.migs.empty());
+  EXPECT_FALSE(with.declared);
+  // A declared node and the GPU models (MIG profiles: berth's own, by name).
+  found.gpus[1].mig_layout = {"3g.40gb@0", "3g.40gb@4"};
+  r.declared = found;
+  r.found.reset();
+  r.models = {{"A100-SXM4-80GB", 81920, BuiltinMigProfiles("A100-SXM4-80GB")}};
+  const NodeRegistration declared = ParseRegistration(Wire(ToJson(r)));
+  EXPECT_FALSE(declared.found);
+  ASSERT_TRUE(declared.declared);
+  EXPECT_EQ(declared.declared->gpus[1].mig_layout, found.gpus[1].mig_layout);
+  EXPECT_EQ(declared.declared->sockets[1].cpus, (std::vector<int>{4, 5, 6, 7}));
+  ASSERT_EQ(declared.models.size(), 1u);
+  EXPECT_EQ(declared.models[0].memory_mib, 81920);
+  EXPECT_EQ(declared.models[0].mig_profiles.size(), r.models[0].mig_profiles.size());
+  EXPECT_FALSE(declared.models[0].mig_profiles.empty());
+  r.declared.reset();
   // MIG instances, by GPU, profile and start slot.
   r.migs = {{1, "3g.40gb", 0, "MIG-a"}, {1, "1g.10gb", 6, "MIG-b"}};
   const NodeRegistration migs = ParseRegistration(Wire(ToJson(r)));
@@ -281,6 +297,20 @@ TEST(AgentProtocolTest, RegistrationRefusesWrongTypesAndTooManyGpus) {
     ParseRegistration({{"gpuUuids", {"GPU-0"}}, {"migs", std::vector<Json>(7 * 64 + 1, mig)}});
   });
   EXPECT_TRUE(Has(e, "migs: more than 448")) << e;
+  e = ErrorOf([] { ParseRegistration({{"models", {{{"name", "A\n100"}}}}}); });
+  EXPECT_TRUE(Has(e, "models[0].name: expected printable ASCII")) << e;
+  e = ErrorOf([] {
+    ParseRegistration({{"models", std::vector<Json>(kMaxRegisteredGpus + 1, Json::object())}});
+  });
+  EXPECT_TRUE(Has(e, "models: more than 64")) << e;
+  const Json one_socket = {{"cpus", {0}}};
+  e = ErrorOf([&] {
+    ParseRegistration({{"declared",
+                        {{"sockets", {one_socket}},
+                         {"switches", {{{"socket", 0}}}},
+                         {"gpus", {{{"switch", 0}, {"migLayout", std::vector<int>(8, 1)}}}}}}});
+  });
+  EXPECT_TRUE(Has(e, "declared.gpus[0].migLayout: more than 7")) << e;
   e = ErrorOf([] { ParseAssignments({{"assignments", {{{"job", 1}, {"migStart", 9}}}}}); });
   EXPECT_TRUE(Has(e, "assignments[0].migStart: expected an integer from -1 to 7")) << e;
 }

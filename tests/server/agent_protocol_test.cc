@@ -198,7 +198,7 @@ TEST_F(ControlPlaneAgentTest, RegistrationChecksTheNodeAndItsGpus) {
 
 TEST_F(ControlPlaneAgentTest, ANodeFoundOtherThanDeclaredIsACondition) {
   Open(TwoSockets());
-  const Node declared = plane_->cluster().nodes[0];
+  const Node declared = plane_->cluster()->nodes[0];
   const auto topology_events = [&] {
     std::vector<std::string> out;
     for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0).events)
@@ -263,7 +263,7 @@ TEST_F(ControlPlaneAgentTest, AMigSliceRunsInTheInstanceTheNodeRegisteredAtItsPl
       r.migs.push_back(m);
       uuid_at[std::to_string(g) + "/" + m.profile + "@" + std::to_string(m.start)] = m.uuid;
     }
-  Node found = plane_->cluster().nodes[0];
+  Node found = plane_->cluster()->nodes[0];
   r.found = found;
   plane_->RegisterAgent("n0", r);
   EXPECT_TRUE(plane_->Agents()[0].topology_mismatch.empty());
@@ -863,7 +863,7 @@ TEST_F(ControlPlaneAgentTest, ASilentAgentsNodeIsCordonedThenLostAndItsJobsMove)
   const std::string silent = NodeOf(a);
   ASSERT_FALSE(silent.empty());
   const int x = silent == "dgx-0" ? 0 : 1, y = 1 - x;
-  const std::string alive = plane_->cluster().nodes[y].name;
+  const std::string alive = plane_->cluster()->nodes[y].name;
   const int64_t filler = plane_->Submit(R"({"gpus": 8})");  // the other node is full
   plane_->Cycle();
   ASSERT_EQ(NodeOf(filler), alive);

@@ -1,0 +1,29 @@
+// Nodes that join the cluster as their agents register (berth server --cluster none).
+//
+// A server started without a cluster grows one: the agent of a node the cluster does not have
+// sends the node's shape (as GPU discovery found it, or as its --declare file gives it) and
+// its GPU models, and the node is added at the end of the cluster, so that the indices of the
+// nodes before it never change. The server keeps each joined node's registration in its state
+// and joins them again on a restart.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "core/cluster.h"
+#include "protocol/agent_protocol.h"
+
+namespace berth {
+
+// The most nodes that may join one server: each holds a worker for its agent's watch.
+constexpr size_t kMaxJoinedNodes = 256;
+
+// Adds node `name` to `cluster` as `registration` gives it: its found node, else its declared
+// one, with the GPU models the cluster does not have yet. Returns "" when it was added, else
+// what is wrong (the cluster is left as it was): no shape sent, a GPU count other than its
+// UUIDs', a GPU model not sent or sent with another memory size than the cluster's, a node
+// the cluster model refuses, or a cluster already of kMaxJoinedNodes nodes.
+std::string JoinNode(const std::string& name, const NodeRegistration& registration,
+                     Cluster* cluster);
+
+}  // namespace berth

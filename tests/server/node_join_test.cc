@@ -1,0 +1,199 @@
+// Nodes that join a server started without a cluster (berth server --cluster none): the shape
+// an agent sends, checked (JoinNode), and the control plane growing, scheduling onto the new
+// node and keeping it across a restart.
+#include "server/node_join.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/policy_file.h"
+#include "server/control_plane.h"
+#include "server_test_util.h"
+
+namespace berth {
+namespace {
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// What the agent of an 8-GPU DGX declared by a file registers.
+NodeRegistration Declared(const std::string& name, int64_t memory_mib = 81920) {
+  const Cluster dgx = Dgx(1);
+  NodeRegistration r;
+  r.declared = dgx.nodes[0];
+  r.declared->name = "what-the-file-calls-it";
+  r.models = dgx.models;
+  r.models[0].memory_mib = memory_mib;
+  for (size_t g = 0; g < dgx.nodes[0].gpus.size(); ++g)
+    r.gpu_uuids.push_back("GPU-" + name + "-" + std::to_string(g));
+  r.simulated = true;
+  return r;
+}
+
+TEST(JoinNodeTest, AddsTheNodeAsTheAgentGivesItUnderItsOwnName) {
+  Cluster cluster;
+  ASSERT_EQ(JoinNode("gpu-a", Declared("gpu-a"), &cluster), "");
+  ASSERT_EQ(cluster.nodes.size(), 1u);
+  EXPECT_EQ(cluster.nodes[0].name, "gpu-a");
+  EXPECT_EQ(cluster.nodes[0].gpus.size(), 8u);
+  ASSERT_EQ(cluster.models.size(), 1u);
+  EXPECT_EQ(cluster.models[0].name, "A100");
+  // A second node of the same model adds no model; it goes at the end.
+  ASSERT_EQ(JoinNode("gpu-b", Declared("gpu-b"), &cluster), "");
+  ASSERT_EQ(cluster.nodes.size(), 2u);
+  EXPECT_EQ(cluster.nodes[1].name, "gpu-b");
+  EXPECT_EQ(cluster.models.size(), 1u);
+  EXPECT_EQ(ValidateCluster(cluster), "");
+}
+
+TEST(JoinNodeTest, RefusesWhatCannotJoinLeavingTheClusterAsItWas) {
+  Cluster cluster;
+  ASSERT_EQ(JoinNode("gpu-a", Declared("gpu-a"), &cluster), "");
+  const auto refused = [&](const std::string& name, const NodeRegistration& r) {
+    const std::string why = JoinNode(name, r, &cluster);
+    EXPECT_EQ(cluster.nodes.size(), 1u) << why;
+    return why;
+  };
+  std::string why = refused("gpu-b", Declared("gpu-b", 40960));
+  EXPECT_TRUE(Has(why, "GPU model \"A100\" has 40960 MiB here and 81920 MiB")) << why;
+  NodeRegistration no_shape = Declared("gpu-b");
+  no_shape.declared.reset();
+  why = refused("gpu-b", no_shape);
+  EXPECT_TRUE(Has(why, "sent no node shape")) << why;
+  NodeRegistration fewer = Declared("gpu-b");
+  fewer.gpu_uuids.pop_back();
+  why = refused("gpu-b", fewer);
+  EXPECT_TRUE(Has(why, "sent 8 GPUs and 7 GPU UUIDs")) << why;
+  NodeRegistration no_model = Declared("gpu-b");
+  no_model.declared->gpus[3].model = "H100";
+  why = refused("gpu-b", no_model);
+  EXPECT_TRUE(Has(why, "did not send GPU model \"H100\"")) << why;
+  NodeRegistration bad_switch = Declared("gpu-b");
+  bad_switch.declared->switches[1].socket = 5;
+  why = refused("gpu-b", bad_switch);
+  EXPECT_TRUE(Has(why, "PCIe switch 1 is under socket 5")) << why;
+  for (const std::string& name :
+       std::vector<std::string>{"", "a b", "n\n1", std::string(64, 'n'), "gpu-a"})
+    EXPECT_FALSE(refused(name, Declared("x")).empty()) << name;
+  EXPECT_TRUE(Has(refused("", Declared("x")), "1 to 63 letters"));
+  EXPECT_TRUE(Has(refused("gpu-a", Declared("x")), "declared twice"));
+}
+
+TEST(JoinNodeTest, AtMostKMaxJoinedNodes) {
+  Cluster cluster;
+  for (size_t n = 0; n < kMaxJoinedNodes; ++n)
+    ASSERT_EQ(JoinNode("n" + std::to_string(n), Declared("x"), &cluster), "") << n;
+  const std::string why = JoinNode("one-more", Declared("x"), &cluster);
+  EXPECT_TRUE(Has(why, "the most that may join one server")) << why;
+  EXPECT_EQ(cluster.nodes.size(), kMaxJoinedNodes);
+}
+
+class NodeJoinPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "berth_join_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+  }
+  // A server without a cluster over the state directory (again: a restart).
+  void Open() {
+    plane_.reset();
+    store_.reset();
+    store_ = std::make_unique<StateStore>(dir_);
+    ControlPlaneConfig config;
+    config.nodes_join = true;
+    ASSERT_TRUE(BuiltinPolicy("berth", &config.policy));
+    plane_ = std::make_unique<ControlPlane>(std::move(config), store_.get(),
+                                            [this] { return now_ += 1; });
+  }
+  std::vector<std::string> JoinEvents() const {
+    std::vector<std::string> out;
+    for (const StoredEvent& e : plane_->EventsAfter(0, 1000, Caller(), 0).events)
+      if (e.state == "node-joined") out.push_back(e.reason);
+    return out;
+  }
+
+  std::string dir_;
+  double now_ = 1000;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<ControlPlane> plane_;
+};
+
+TEST_F(NodeJoinPlaneTest, NodesJoinJobsWaitForThemAndARestartKeepsThem) {
+  Open();
+  EXPECT_TRUE(plane_->cluster()->nodes.empty());
+  EXPECT_EQ(plane_->max_nodes(), kMaxJoinedNodes);
+  // A job before any node: accepted, waiting (no node can hold it yet).
+  const int64_t early = plane_->Submit(R"({"gpus": 8, "image": "x"})");
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(early).state, "pending");
+
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  ASSERT_EQ(plane_->cluster()->nodes.size(), 1u);
+  ASSERT_EQ(plane_->Agents().size(), 1u);
+  EXPECT_TRUE(plane_->Agents()[0].registered);
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(early).state, "scheduled");
+  EXPECT_EQ(plane_->Assignments("gpu-a", 1, 0).assignments.size(), 1u);
+  std::vector<std::string> joined = JoinEvents();
+  ASSERT_EQ(joined.size(), 1u);
+  EXPECT_TRUE(Has(joined[0], "node gpu-a joined the cluster as its agent registered, with 8 GPUs"))
+      << joined[0];
+
+  // Registering again is not joining again.
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  EXPECT_EQ(plane_->cluster()->nodes.size(), 1u);
+  EXPECT_EQ(JoinEvents().size(), 1u);
+
+  // A node that cannot join is told why, and nothing changes.
+  try {
+    plane_->RegisterAgent("gpu-b", Declared("gpu-b", 40960));
+    ADD_FAILURE() << "joined with another A100 memory size";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_TRUE(Has(e.what(), "node gpu-b cannot join the cluster: GPU model")) << e.what();
+  }
+  EXPECT_EQ(plane_->cluster()->nodes.size(), 1u);
+
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  const int64_t second = plane_->Submit(R"({"gpus": 8, "image": "x"})");
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(second).state, "scheduled");
+  EXPECT_EQ(plane_->Assignments("gpu-b", 1, 0).assignments.size(), 1u);
+
+  // A restart: both nodes are back (from the state), the jobs adopted where they were.
+  Open();
+  ASSERT_EQ(plane_->cluster()->nodes.size(), 2u);
+  EXPECT_EQ(plane_->Get(early).state, "scheduled");
+  EXPECT_EQ(plane_->Get(second).state, "scheduled");
+  EXPECT_EQ(plane_->Assignments("gpu-a", 1, 0).assignments.size(), 1u);
+  EXPECT_EQ(plane_->Assignments("gpu-b", 1, 0).assignments.size(), 1u);
+  EXPECT_FALSE(plane_->Agents()[0].registered);  // until its agent registers again
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  EXPECT_EQ(plane_->cluster()->nodes.size(), 2u);
+  EXPECT_EQ(JoinEvents().size(), 2u);
+}
+
+TEST_F(NodeJoinPlaneTest, AServerWithAClusterFileTakesNoNewNodes) {
+  store_ = std::make_unique<StateStore>(dir_);
+  ControlPlaneConfig config;
+  config.cluster = Dgx(1);
+  ASSERT_TRUE(BuiltinPolicy("berth", &config.policy));
+  plane_ = std::make_unique<ControlPlane>(std::move(config), store_.get(), [] { return 1.0; });
+  EXPECT_EQ(plane_->max_nodes(), 1u);
+  try {
+    plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+    ADD_FAILURE() << "joined a cluster file's cluster";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 404);
+  }
+  EXPECT_EQ(plane_->cluster()->nodes.size(), 1u);
+}
+
+}  // namespace
+}  // namespace berth
