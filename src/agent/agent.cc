@@ -898,7 +898,9 @@ class Agent {
       // reaches the end of its log, so that its job can end with this report rather than the
       // next. Only a read with the whole budget may cut a line (one longer than the budget):
       // with less, a long line waits whole for the next report.
-      while (log_budget > 0) {
+      // Not read while its start has not returned (its books are not written yet): its first
+      // line then still times the firstLog phase, next report.
+      while (log_budget > 0 && !starting.count(key)) {
         std::vector<LogLine> lines;
         bool more = false;
         try {

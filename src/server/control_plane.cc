@@ -199,15 +199,24 @@ bool ControlPlane::HasAgent(const Job& job) const {
 }
 
 void ControlPlane::Commit(std::vector<std::unique_lock<std::mutex>*> locks,
-                          std::vector<StoreWrite> writes) {
-  const uint64_t ticket = writes.empty() ? 0 : store_->Enqueue(std::move(writes));
+                          std::vector<StoreWrite> writes, uint64_t enqueued) {
+  // Tickets commit in order: waiting for the later one waits for both.
+  const uint64_t ticket = writes.empty() ? enqueued : store_->Enqueue(std::move(writes));
   // Released innermost first; other callers' writes then join the same commit.
   for (auto it = locks.rbegin(); it != locks.rend(); ++it) (*it)->unlock();
+  try {
+    AwaitCommitted(ticket);
+  } catch (const ApiError&) {
+    broken_ = true;
+    throw;
+  }
+}
+
+void ControlPlane::AwaitCommitted(uint64_t ticket) const {
   if (ticket == 0) return;
   try {
     store_->Wait(ticket);
   } catch (const StoreError& e) {
-    broken_ = true;
     throw ApiError(503, std::string("the state could not be saved: ") + e.what() +
                             "; the server stops, restart it to rebuild from the database");
   }
@@ -547,18 +556,23 @@ void ControlPlane::SubmitIncoming(double now, std::vector<StoreWrite>* writes) {
 
 void ControlPlane::List(const JobFilter& filter,
                         const std::function<void(const StoredJob&)>& visit) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  size_t listed = 0;
-  for (auto it = jobs_.upper_bound(filter.after); it != jobs_.end() && listed < filter.limit;
-       ++it) {
-    const StoredJob& j = it->second.stored;
-    if ((filter.queue.empty() || j.queue == filter.queue) &&
-        (filter.states.empty() || filter.states.count(j.state) > 0) &&
-        (filter.user.empty() || j.user == filter.user)) {
-      visit(j);
-      ++listed;
+  uint64_t seen;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t listed = 0;
+    for (auto it = jobs_.upper_bound(filter.after); it != jobs_.end() && listed < filter.limit;
+         ++it) {
+      const StoredJob& j = it->second.stored;
+      if ((filter.queue.empty() || j.queue == filter.queue) &&
+          (filter.states.empty() || filter.states.count(j.state) > 0) &&
+          (filter.user.empty() || j.user == filter.user)) {
+        visit(j);
+        ++listed;
+      }
     }
+    seen = store_->Enqueued();
   }
+  AwaitCommitted(seen);
 }
 
 std::vector<StoredJob> ControlPlane::List(const JobFilter& filter) const {
@@ -578,8 +592,15 @@ const ControlPlane::Job& ControlPlane::Find(int64_t id) const {
 }
 
 StoredJob ControlPlane::Get(int64_t id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return Find(id).stored;
+  StoredJob job;
+  uint64_t seen;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job = Find(id).stored;
+    seen = store_->Enqueued();
+  }
+  AwaitCommitted(seen);
+  return job;
 }
 
 StoredJob ControlPlane::Stop(int64_t id) {
@@ -697,11 +718,14 @@ void ControlPlane::Cycle() {
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::vector<StoreWrite> writes;
   const double now = now_();
+  uint64_t early = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     cycle_wanted_ = false;
     SubmitIncoming(now, &writes);
     CheckAgents(now, &writes);
+    // Enqueued before mu_ is let go, as every change readers may see (AwaitCommitted).
+    if (!writes.empty()) early = store_->Enqueue(std::exchange(writes, {}));
   }
   // The cycle itself holds only the engine: submissions and reads go on meanwhile.
   const auto started = std::chrono::steady_clock::now();
@@ -714,7 +738,7 @@ void ControlPlane::Cycle() {
   std::unique_lock<std::mutex> lock(mu_);
   Apply(decisions, &writes);
   AskPrefetch(reserved_nodes);
-  Commit({&engine_lock, &lock}, std::move(writes));
+  Commit({&engine_lock, &lock}, std::move(writes), early);
 }
 
 void ControlPlane::AskPrefetch(const std::map<int, std::set<int>>& reserved_nodes) {
@@ -1072,6 +1096,10 @@ AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
   set.version = agents_[n].version;
   for (int64_t id : on_node_[n]) AssignmentsOf(jobs_.at(id), n, &set.assignments);
   set.prefetch = agents_[n].prefetch;
+  // A placement a restart could forget is never started: the agent sees it once it is kept.
+  const uint64_t seen = store_->Enqueued();
+  lock.unlock();
+  AwaitCommitted(seen);
   return set;
 }
 

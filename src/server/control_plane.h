@@ -34,7 +34,8 @@
 // (its contract: one caller at a time) and is held through a scheduling cycle; mu_ guards the
 // job table and is held only briefly, so that submissions and reads never wait for a cycle. A
 // submitted job is stored at once and handed to the engine at the start of the next cycle.
-// Lock order: engine_mu_, then mu_. The store's commit is waited for outside both.
+// Lock order: engine_mu_, then mu_. The store's commit is waited for outside both, by writers
+// and by readers of jobs and assignments alike: nothing is shown before it is kept.
 #pragma once
 
 #include <atomic>
@@ -368,8 +369,13 @@ class ControlPlane {
   Job& Find(int64_t id);
   const Job& Find(int64_t id) const;
   // Queues `writes` (under the caller's lock, so the store sees this order), releases the
-  // locks, and waits for the commit.
-  void Commit(std::vector<std::unique_lock<std::mutex>*> locks, std::vector<StoreWrite> writes);
+  // locks, and waits for the commit, and for that of `enqueued`, a ticket queued earlier.
+  void Commit(std::vector<std::unique_lock<std::mutex>*> locks, std::vector<StoreWrite> writes,
+              uint64_t enqueued = 0);
+  // Waits until `ticket`'s writes are committed (ApiError 503 when they failed). Readers take
+  // the store's newest ticket under mu_ and wait for it outside: every change they saw was
+  // enqueued under mu_ before it was released, so they answer only what a restart keeps.
+  void AwaitCommitted(uint64_t ticket) const;
 
   // The cluster of rules_ (mu_ or engine_mu_ held: a join swaps it under both).
   const Cluster& cluster_now() const { return *rules_->cluster; }

@@ -207,6 +207,11 @@ void StateStore::Wait(uint64_t ticket) {
   if (ticket >= first_failed_) throw StoreError(path_ + ": " + failure_);
 }
 
+uint64_t StateStore::Enqueued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return enqueued_;
+}
+
 void StateStore::WriterLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {

@@ -129,6 +129,9 @@ class StateStore {
   uint64_t Enqueue(std::vector<StoreWrite> writes);
   // Returns once the ticket's writes are committed; throws StoreError when they failed.
   void Wait(uint64_t ticket);
+  // The newest ticket handed out (0: none yet). A reader that saw memory under the lock its
+  // writers enqueue under waits for it, so as to answer only what is committed.
+  uint64_t Enqueued() const;
 
   // Every job, by id (startup: the server rebuilds from these).
   std::vector<StoredJob> LoadJobs() const;

@@ -1,8 +1,11 @@
 #include "server/control_plane.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -67,6 +70,36 @@ class ControlPlaneTest : public ::testing::Test {
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<ControlPlane> plane_;
 };
+
+// Readers answer only what a restart keeps: while another connection holds the database's
+// write lock, a submission waits for its commit, and so does a reader that would see the job
+// (or a placement an agent would start). Once the lock goes, both answer.
+TEST_F(ControlPlaneTest, ReadersSeeOnlyWhatIsCommitted) {
+  const int64_t placed = plane_->Submit(R"({"gpus": 8, "image": "busybox"})");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/berth.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  auto submitted = std::async(std::launch::async,
+                              [&] { return plane_->Submit(R"({"gpus": 1, "image": "busybox"})"); });
+  auto cycled = std::async(std::launch::async, [&] { plane_->Cycle(); });
+  // The submission is in memory (a listing will find it) but not committed: nothing answers.
+  auto listed = std::async(std::launch::async, [&] { return plane_->List(JobFilter()).size(); });
+  auto got = std::async(std::launch::async, [&] { return plane_->Get(placed).state; });
+  auto assigned = std::async(std::launch::async,
+                             [&] { return plane_->Assignments("dgx-0", 0, 0).assignments.size(); });
+  for (auto* waiting : std::initializer_list<std::future<size_t>*>{&listed, &assigned})
+    EXPECT_EQ(waiting->wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  EXPECT_EQ(got.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  EXPECT_EQ(submitted.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  ASSERT_EQ(sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const int64_t second = submitted.get();
+  cycled.get();
+  EXPECT_GE(listed.get(), 1u);
+  got.get();
+  assigned.get();
+  EXPECT_EQ(plane_->Get(second).state, plane_->List(JobFilter())[1].state);
+}
 
 TEST_F(ControlPlaneTest, ASubmittedJobIsPlacedAndKeptAcrossARestart) {
   const int64_t a = plane_->Submit(R"({"name": "train", "gpus": 8, "image": "busybox"})");
