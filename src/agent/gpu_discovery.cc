@@ -410,10 +410,10 @@ namespace {
 
 // A MIG-enabled GPU's slices can only run in the instances the host has: its layout becomes
 // theirs, each pinned at its start slot, so that every slice berth places names one instance.
-// Where the lister did not say the starts (`nvidia-smi -L`), berth lays the instances out
-// itself and pairs them, lowest start first, with the devices of the same profile in listed
-// order: instances of one profile are alike, so any one-to-one pairing isolates the slices, and
-// the same listing gives the same pairing after a restart.
+// Where the lister did not say an instance's start (`nvidia-smi -L`), berth lays it out itself
+// around those it did say, and pairs the starts it chose, lowest first, with such instances of
+// the same profile in listed order: instances of one profile are alike, so any one-to-one
+// pairing isolates the slices, and the same listing gives the same pairing after a restart.
 void PinMigInstances(DiscoveredNode* out) {
   for (size_t g = 0; g < out->node.gpus.size(); ++g) {
     Gpu& gpu = out->node.gpus[g];
@@ -431,11 +431,9 @@ void PinMigInstances(DiscoveredNode* out) {
                                 "start until they are made (nvidia-smi mig -cgi PROFILES -C)");
       continue;
     }
-    const bool starts_known = std::all_of(devices.begin(), devices.end(),
-                                          [](const MigDevice* d) { return d->start >= 0; });
     std::vector<std::string> layout;
     for (const MigDevice* d : devices)
-      layout.push_back(d->profile + (starts_known ? "@" + std::to_string(d->start) : ""));
+      layout.push_back(d->profile + (d->start >= 0 ? "@" + std::to_string(d->start) : ""));
     std::vector<MigInstance> placed;
     if (const std::string err = PlaceMigLayout(profiles, layout, &placed); !err.empty()) {
       std::string listed;
@@ -446,16 +444,23 @@ void PinMigInstances(DiscoveredNode* out) {
       for (MigDevice* d : devices) d->start = -1;
       continue;
     }
-    if (!starts_known) {
-      std::map<int, std::vector<int>> starts;  // by profile, lowest first
-      for (const MigInstance& i : placed) starts[i.profile].push_back(i.start);
-      for (auto& [profile, list] : starts) std::sort(list.begin(), list.end());
-      std::map<int, size_t> used;
-      for (MigDevice* d : devices) {
+    // The starts berth chose, by profile, lowest first: those of the instances listed without.
+    std::multiset<std::pair<int, int>> pinned;  // (profile, start) the lister gave
+    for (const MigDevice* d : devices)
+      if (d->start >= 0) pinned.insert({FindMigProfile(profiles, d->profile), d->start});
+    std::map<int, std::vector<int>> chosen;
+    for (const MigInstance& i : placed)
+      if (const auto it = pinned.find({i.profile, i.start}); it != pinned.end())
+        pinned.erase(it);
+      else
+        chosen[i.profile].push_back(i.start);
+    for (auto& [profile, starts] : chosen) std::sort(starts.begin(), starts.end());
+    std::map<int, size_t> used;
+    for (MigDevice* d : devices)
+      if (d->start < 0) {
         const int p = FindMigProfile(profiles, d->profile);
-        d->start = starts[p][used[p]++];
+        d->start = chosen[p][used[p]++];
       }
-    }
     for (const MigDevice* d : devices)
       gpu.mig_layout.push_back(d->profile + "@" + std::to_string(d->start));
   }

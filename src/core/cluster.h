@@ -26,10 +26,12 @@ struct GpuModel {
 struct Socket {
   std::vector<int> cpus;   // host CPU ids; a job on this socket's GPUs is pinned to them
   int64_t memory_mib = 0;  // the socket's NUMA-local memory
+  bool operator==(const Socket&) const = default;
 };
 
 struct PcieSwitch {
   int socket = 0;  // index into Node::sockets
+  bool operator==(const PcieSwitch&) const = default;
 };
 
 struct Gpu {
@@ -40,6 +42,7 @@ struct Gpu {
   // Fixed MIG geometry (as mig-parted would configure it): profile names, "name@start" to pin
   // a start slot. Empty on a MIG-enabled GPU: berth carves instances on demand.
   std::vector<std::string> mig_layout;
+  bool operator==(const Gpu&) const = default;
 };
 
 struct Node {
@@ -52,6 +55,7 @@ struct Node {
   std::vector<Socket> sockets;
   std::vector<PcieSwitch> switches;
   std::vector<Gpu> gpus;  // index = GPU index on the host
+  bool operator==(const Node&) const = default;
 };
 
 // A HiveD-style explicit cell hierarchy (`childCellType` / `childCellNumber` / `isNodeLevel`).

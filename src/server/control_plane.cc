@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
@@ -82,9 +83,13 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
                          : std::move(config.queues_yaml);
   std::string policy_from = " from the command line", queues_from = "queues from the command line";
   Cluster cluster = std::move(config.cluster);
+  std::string joined_left_out;
   for (const StoredSetting& setting : store_->LoadSettings()) {
     if (setting.key.rfind(kJoinedNodeKey, 0) == 0) {
-      if (nodes_join_) JoinAgain(setting, &cluster);
+      // One that no longer loads is said, not fatal: the others and their jobs still come back.
+      if (nodes_join_)
+        if (std::string why = JoinAgain(setting, &cluster); !why.empty())
+          joined_left_out += "; " + why;
       continue;
     }
     try {
@@ -115,6 +120,9 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
   rules_ = std::make_shared<const Rules>(std::move(rules));
   Recover();
   recovery_summary_ += "; policy \"" + policy_name + "\"" + policy_from + "; " + queues_from;
+  if (nodes_join_)
+    recovery_summary_ +=
+        "; " + std::to_string(cluster_now().nodes.size()) + " nodes joined" + joined_left_out;
 }
 
 void ControlPlane::Record(Job& job, const std::string& state, const std::string& reason,
@@ -182,7 +190,10 @@ void ControlPlane::Touch(Job& job) {
     else
       on_node_[n].erase(id);
   }
-  if (!token.empty() && token != job.placement) job.replicas.clear();  // a new placement
+  if (!token.empty() && token != job.placement) {  // a new placement
+    job.replicas.clear();
+    job.adopted = false;
+  }
   if (!token.empty()) {
     job.log_placement = token;
     job.log_nodes = NodesOf(job.stored.placements);
@@ -318,6 +329,7 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
         if (job.engine_id >= 0) {
           ++out.adopted;
           Touch(job);  // its agents are handed it again
+          job.adopted = true;
           out.by_engine_id[job.engine_id] = job.stored.id;
           out.jobs.emplace(job.stored.id, std::move(job));
           continue;
@@ -429,6 +441,7 @@ std::string ControlPlane::Reload(const std::function<void(Rules&)>& change, cons
     const Job& old = jobs_.at(id);
     job.nodes = old.nodes;
     job.placement = old.placement;
+    job.adopted = old.adopted;
     job.node_version = old.node_version;
     job.replicas = old.replicas;
     job.start_failures = old.start_failures;
@@ -957,7 +970,8 @@ std::vector<std::string> MigMismatch(const Cluster& cluster, int n, const Node& 
     PlaceMigLayout(profiles, gpu.mig_layout, &placed);  // ValidateCluster placed it before
     for (const MigInstance& i : placed)
       declared.insert(profiles[i.profile].name + "@" + std::to_string(i.start));
-    if (declared == has) continue;
+    // Made on demand (no layout) is never what a real host has: its agent makes none.
+    if (!gpu.mig_layout.empty() && declared == has) continue;
     const auto listed = [](const std::set<std::string>& items) {
       std::string text;
       for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
@@ -965,8 +979,9 @@ std::vector<std::string> MigMismatch(const Cluster& cluster, int n, const Node& 
     };
     out.push_back("GPU " + std::to_string(g) + " has the MIG instances " + listed(has) +
                   (gpu.mig_layout.empty()
-                       ? ", the cluster file has berth make them as slices need them, which its "
-                         "agent does not do: declare the GPU's mig.layout"
+                       ? ", and berth would make them as slices need them, which its agent "
+                         "does not do: make them (nvidia-smi mig -cgi), or lay them out in a "
+                         "cluster file (mig.layout)"
                        : ", the cluster file lays out " + listed(declared)));
   }
   return out;
@@ -982,7 +997,9 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   const double now = now_();
   std::vector<StoreWrite> writes;
   int n = cluster_now().FindNode(node);
-  if (n < 0 && nodes_join_) n = Join(node, registration, now, &writes);
+  // A node joins, or its shape follows what its agent found (a GPU lost, MIG laid out anew).
+  if (nodes_join_ && (n < 0 || registration.found || registration.declared))
+    n = Join(node, registration, now, &writes);
   if (n < 0)
     throw ApiError(404, "no node " + node.substr(0, 80) +
                             " in the server's cluster; add it to the cluster file, or start the "
@@ -1033,40 +1050,58 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
 
 int ControlPlane::Join(const std::string& node, const NodeRegistration& registration, double now,
                        std::vector<StoreWrite>* writes) {
+  const int before = cluster_now().FindNode(node);
   auto grown = std::make_shared<Cluster>(cluster_now());
   std::string why = JoinNode(node, registration, grown.get());
+  if (why.empty() && before >= 0 && grown->nodes[before] == cluster_now().nodes[before])
+    return before;  // as it joined
+  if (why.empty() && before >= 0)
+    for (const auto& [id, record] : engine_->jobs())
+      for (const ReplicaPlacement& p : record.placements)
+        if (p.node == before && record.state != JobState::kDone)
+          throw ApiError(409, "node " + node +
+                                  ": its agent found other hardware than the node joined with, "
+                                  "and jobs are placed on it; drain the node (berth nodes "
+                                  "drain), then restart its agent");
   if (why.empty()) why = engine_->SetCluster(grown.get(), now);
   if (!why.empty())
     throw ApiError(400, "node " + node.substr(0, 80) + " cannot join the cluster: " + why);
   auto rules = std::make_shared<Rules>(*rules_);
   rules->cluster = grown;
   rules_ = std::move(rules);
-  agents_.emplace_back().version = FirstVersion();
-  on_node_.emplace_back();
-  const Node& added = grown->nodes.back();
+  const int n = grown->FindNode(node);
+  if (before < 0) {
+    agents_.emplace_back().version = FirstVersion();
+    on_node_.emplace_back();
+  }
+  // Keyed by the order of joining, which a restart follows: each node is checked against those
+  // before it, as it was.
+  char order[16];
+  std::snprintf(order, sizeof order, "%06d:", n);
+  const Node& added = grown->nodes[n];
   std::string gpus = std::to_string(added.gpus.size()) + " GPUs";
   if (!added.gpus.empty()) gpus += " (" + added.gpus[0].model + ")";
-  writes->push_back(
-      StoreWrite::Setting({kJoinedNodeKey + node, ToJson(registration).dump()}, "node-joined", now,
-                          "node " + node + " joined the cluster as its agent registered, with " +
-                              gpus + ", " + std::to_string(added.sockets.size()) + " sockets, " +
-                              std::to_string(added.cpu_milli / 1000) + " CPUs"));
-  return static_cast<int>(grown->nodes.size()) - 1;
+  writes->push_back(StoreWrite::Setting(
+      {kJoinedNodeKey + order + node, ToJson(registration).dump()},
+      before < 0 ? "node-joined" : "node-changed", now,
+      "node " + node +
+          (before < 0 ? " joined the cluster as its agent registered, with "
+                      : " has other hardware than it joined with, as its agent found: now ") +
+          gpus + ", " + std::to_string(added.sockets.size()) + " sockets, " +
+          std::to_string(added.cpu_milli / 1000) + " CPUs"));
+  return n;
 }
 
-void ControlPlane::JoinAgain(const StoredSetting& setting, Cluster* cluster) const {
-  const std::string node = setting.key.substr(kJoinedNodeKey.size());
+std::string ControlPlane::JoinAgain(const StoredSetting& setting, Cluster* cluster) const {
+  const std::string key = setting.key.substr(kJoinedNodeKey.size());  // "000012:name"
+  const std::string node = key.substr(std::min(key.size(), key.find(':') + 1));
   std::string why;
   try {
     why = JoinNode(node, ParseRegistration(nlohmann::json::parse(setting.value)), cluster);
   } catch (const std::exception& e) {
     why = e.what();
   }
-  if (!why.empty())
-    throw ApiError(500, "node " + node +
-                            ", which joined the cluster before, does not load from "
-                            "the state: " +
-                            why);
+  return why.empty() ? "" : "node " + node + " (joined before) is left out: " + why;
 }
 
 std::shared_ptr<const Cluster> ControlPlane::cluster() const {
@@ -1316,14 +1351,19 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
       continue;
     }
     ContainerReport& last = job.replicas[i];
+    const bool same_run = last.placement == c->second->placement;
     // The run's start phases, each the first time a report carries it (a quick job may be
-    // seen first exited; its first line comes after its start). Only the phases agents time:
-    // any other name would grow the metrics.
+    // seen first exited; its first line comes after its start), unless a server before this
+    // one counted them. Only the phases agents time: any other name would grow the metrics.
+    const bool counted_before = job.adopted && last.placement.empty();
     for (const auto& [phase, seconds] : c->second->phases)
-      if ((last.placement != c->second->placement || !last.phases.count(phase)) &&
+      if (!counted_before && (!same_run || !last.phases.count(phase)) &&
           (phase == "pull" || phase == "create" || phase == "start" || phase == "firstLog"))
         start_phases_.try_emplace(phase, StartPhaseBuckets()).first->second.Observe(seconds);
+    // An agent restarted since forgot the phases it timed: those it reported stay.
+    std::map<std::string, double> phases = same_run ? std::move(last.phases) : decltype(phases)();
     last = *c->second;
+    for (auto& [phase, seconds] : phases) last.phases.try_emplace(phase, seconds);
     if (last.state == "failed" && ++job.start_failures >= kMaxStartFailures) {
       engine_->Finish(job.engine_id, now, JobEnd::kFailed, 0);
       by_engine_id_.erase(job.engine_id);

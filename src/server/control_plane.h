@@ -250,6 +250,9 @@ class ControlPlane {
     std::map<int, uint64_t> node_version;     // node -> its assignments' version at that change
     std::map<int, ContainerReport> replicas;  // replica -> its last report
     int start_failures = 0;                   // agents could not start it, in a row
+    // Adopted as placed when the server started: its run's start phases were timed and counted
+    // by the server before, so their first report here is not counted again.
+    bool adopted = false;
     double queued_s = -1;  // its latest placement's wait, from pending to placed (-1: none)
     // Its latest placement, kept after it ends: the last lines of its stopping containers
     // still belong to it.
@@ -300,13 +303,14 @@ class ControlPlane {
   Loaded Load(const Rules& rules, std::vector<StoredJob> stored, const std::vector<int>& cordoned,
               const std::string& when);
   void Recover();
-  // Adds the node its agent registers (nodes_join_; both locks held): the engine and the rules
-  // take the grown cluster, and the registration is queued to be kept. Returns its index;
-  // ApiError 400 says why it cannot join.
+  // Adds the node its agent registers, or replaces it when the agent found other hardware than
+  // it joined with (nodes_join_; both locks held): the engine and the rules take the new
+  // cluster, and the registration is queued to be kept. Returns its index; ApiError 400 says
+  // why it cannot join, 409 that jobs are placed on a node whose hardware changed.
   int Join(const std::string& node, const NodeRegistration& registration, double now,
            std::vector<StoreWrite>* writes);
-  // Adds to `cluster` a node that joined before, from its kept registration (ApiError 500).
-  void JoinAgain(const StoredSetting& setting, Cluster* cluster) const;
+  // Adds to `cluster` a node that joined before, from its kept registration; says why not.
+  std::string JoinAgain(const StoredSetting& setting, Cluster* cluster) const;
   // The key of a joined node's kept registration, before its name.
   inline static const std::string kJoinedNodeKey = "node:";
   // Applies `change` to the rules (ApplyPolicy, ApplyQueues: `what`, named `label` in the

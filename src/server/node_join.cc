@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "core/cell_tree.h"
 
@@ -9,25 +10,29 @@ namespace berth {
 
 namespace {
 
-// A host name's letters: node names end up in tables, events and metric labels.
+// A host name's letters: node names end up in URLs, tables, events and metric labels.
 bool GoodNodeName(const std::string& name) {
-  return !name.empty() && name.size() <= 63 &&
+  return !name.empty() && name.size() <= 63 && std::isalnum(static_cast<unsigned char>(name[0])) &&
          std::all_of(name.begin(), name.end(), [](unsigned char c) {
            return std::isalnum(c) || c == '-' || c == '.' || c == '_';
          });
 }
 
+// The largest CPU id a node may have, as cluster files allow.
+constexpr int kMaxCpuId = 65535;
+
 }  // namespace
 
 std::string JoinNode(const std::string& name, const NodeRegistration& registration,
                      Cluster* cluster) {
-  if (cluster->nodes.size() >= kMaxJoinedNodes)
+  const int existing = cluster->FindNode(name);
+  if (existing < 0 && cluster->nodes.size() >= kMaxJoinedNodes)
     return "the cluster has " + std::to_string(cluster->nodes.size()) +
            " nodes, the most that may join one server; start another server, or give this one "
            "a cluster file";
   if (!GoodNodeName(name))
-    return "the node name must be 1 to 63 letters, digits, '-', '.' or '_'; start the agent "
-           "with such a --node";
+    return "the node name must be 1 to 63 letters, digits, '-', '.' or '_', starting with a "
+           "letter or digit; start the agent with such a --node";
   const std::optional<Node>& shape =
       registration.found ? registration.found : registration.declared;
   if (!shape)
@@ -36,28 +41,41 @@ std::string JoinNode(const std::string& name, const NodeRegistration& registrati
   if (shape->gpus.size() != registration.gpu_uuids.size())
     return "its agent sent " + std::to_string(shape->gpus.size()) + " GPUs and " +
            std::to_string(registration.gpu_uuids.size()) + " GPU UUIDs";
+  std::set<int> cpus;
+  for (const Socket& socket : shape->sockets)
+    for (int cpu : socket.cpus) {
+      if (cpu < 0 || cpu > kMaxCpuId)
+        return "CPU " + std::to_string(cpu) + " is outside 0-" + std::to_string(kMaxCpuId);
+      if (!cpus.insert(cpu).second)
+        return "CPU " + std::to_string(cpu) + " is listed twice (in one socket or in two)";
+    }
+  if (shape->gpus.empty() && (cpus.empty() || shape->cpu_milli <= 0))
+    return "it has neither GPUs nor CPUs";
   Cluster grown = *cluster;
   for (const Gpu& gpu : shape->gpus) {
-    if (grown.FindModel(gpu.model)) continue;
     const auto sent = std::find_if(registration.models.begin(), registration.models.end(),
                                    [&](const GpuModel& m) { return m.name == gpu.model; });
     if (sent == registration.models.end())
       return "its agent did not send GPU model \"" + gpu.model + "\" (models)";
-    grown.models.push_back(*sent);
-  }
-  for (const GpuModel& sent : registration.models) {
-    const GpuModel* have = grown.FindModel(sent.name);
-    if (have && (have->memory_mib != sent.memory_mib || have->mig_capable() != sent.mig_capable()))
-      return "GPU model \"" + sent.name + "\" has " + std::to_string(sent.memory_mib) +
+    const GpuModel* have = grown.FindModel(gpu.model);
+    if (!have) {
+      grown.models.push_back(*sent);
+    } else if (have->memory_mib != sent->memory_mib || have->mig_capable() != sent->mig_capable()) {
+      return "GPU model \"" + sent->name + "\" has " + std::to_string(sent->memory_mib) +
              " MiB here and " + std::to_string(have->memory_mib) +
              " MiB on the nodes that joined before (or another MIG capability); nodes of one "
              "model name must have the same GPUs";
+    }
   }
   Node node = *shape;
   node.name = name;
   node.shape.clear();
   node.rack.clear();
-  grown.nodes.push_back(std::move(node));
+  node.labels.clear();
+  if (existing >= 0)
+    grown.nodes[existing] = std::move(node);
+  else
+    grown.nodes.push_back(std::move(node));
   if (std::string why = ValidateCluster(grown); !why.empty()) return why;
   CellTree tree;
   if (std::string why = CellTree::Build(grown, &tree); !why.empty()) return why;

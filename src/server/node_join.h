@@ -4,7 +4,7 @@
 // sends the node's shape (as GPU discovery found it, or as its --declare file gives it) and
 // its GPU models, and the node is added at the end of the cluster, so that the indices of the
 // nodes before it never change. The server keeps each joined node's registration in its state
-// and joins them again on a restart.
+// and joins them again, in the order they joined, on a restart.
 #pragma once
 
 #include <cstddef>
@@ -18,11 +18,14 @@ namespace berth {
 // The most nodes that may join one server: each holds a worker for its agent's watch.
 constexpr size_t kMaxJoinedNodes = 256;
 
-// Adds node `name` to `cluster` as `registration` gives it: its found node, else its declared
-// one, with the GPU models the cluster does not have yet. Returns "" when it was added, else
-// what is wrong (the cluster is left as it was): no shape sent, a GPU count other than its
-// UUIDs', a GPU model not sent or sent with another memory size than the cluster's, a node
-// the cluster model refuses, or a cluster already of kMaxJoinedNodes nodes.
+// Puts node `name` into `cluster` as `registration` gives it: its found node, else its
+// declared one, with the GPU models of its GPUs the cluster does not have yet. A node of that
+// name is replaced in place (its agent found other hardware: a GPU lost, MIG laid out anew);
+// else the node is added at the end. Returns "" when done, else what is wrong (the cluster is
+// left as it was): no shape sent, neither GPUs nor CPUs, CPU ids repeated or out of range, a
+// GPU count other than its UUIDs', a GPU model not sent or sent with another memory size than
+// the cluster's, a node the cluster model refuses, or a cluster already of kMaxJoinedNodes
+// nodes.
 std::string JoinNode(const std::string& name, const NodeRegistration& registration,
                      Cluster* cluster);
 

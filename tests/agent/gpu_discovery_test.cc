@@ -308,6 +308,28 @@ TEST(BuildNodeTest, MigInstancesGivenInAnyOrderArePairedByProfile) {
   ExpectValid(d);
 }
 
+TEST(BuildNodeTest, MigStartsTheListerGaveAreKept) {
+  const GpuQuery q = ParseGpuQuery(
+      "0, GPU-a, NVIDIA A100-SXM4-80GB, 81920, 00000000:01:00.0, Enabled, Enabled\n", "q");
+  const GpuTopology t = ParseTopology("\tGPU0\nGPU0\t X \n", "topo");
+  GpuList list = ParseGpuList(
+      "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-a)\n"
+      "  MIG 2g.20gb Device 0: (UUID: MIG-a)\n"
+      "  MIG 1g.10gb Device 1: (UUID: MIG-b)\n"
+      "  MIG 1g.10gb Device 2: (UUID: MIG-c)\n",
+      "l");
+  list.mig_devices[0].start = 0;  // as NVML says it; the last one's start unknown
+  list.mig_devices[1].start = 2;
+  const DiscoveredNode d = BuildNode("h", q, t, OneNumaHost("0-7"), &list);
+  ASSERT_EQ(d.mig_devices.size(), 3u);
+  EXPECT_EQ(d.mig_devices[0].start, 0);
+  EXPECT_EQ(d.mig_devices[1].start, 2);
+  EXPECT_GE(d.mig_devices[2].start, 3);
+  EXPECT_EQ(d.node.gpus[0].mig_layout[0], "2g.20gb@0");
+  EXPECT_EQ(d.node.gpus[0].mig_layout[1], "1g.10gb@2");
+  ExpectValid(d);
+}
+
 TEST(BuildNodeTest, MigInstancesBerthCannotUseAreConditions) {
   const GpuQuery q = ParseGpuQuery(
       "0, GPU-a, NVIDIA A100-SXM4-80GB, 81920, 00000000:01:00.0, Enabled, Enabled\n"

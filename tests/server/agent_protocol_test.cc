@@ -314,9 +314,13 @@ TEST_F(ControlPlaneAgentTest, AMigSliceRunsInTheInstanceTheNodeRegisteredAtItsPl
   const std::vector<std::string> on_demand = plane_->Agents()[0].topology_mismatch;
   ASSERT_EQ(on_demand.size(), 2u);
   EXPECT_TRUE(Has(on_demand[0],
-                  "has berth make them as slices need them, which its agent does "
-                  "not do: declare the GPU's mig.layout"))
+                  "berth would make them as slices need them, which its agent "
+                  "does not do"))
       << on_demand[0];
+  // So is one without instances at all (nothing listed, nothing laid out).
+  r.migs.clear();
+  plane_->RegisterAgent("n0", r);
+  EXPECT_EQ(plane_->Agents()[0].topology_mismatch.size(), 2u);
 }
 
 TEST_F(ControlPlaneAgentTest, AStartIsTimedPhaseByPhaseEachPhaseCountedOnce) {
@@ -345,6 +349,19 @@ TEST_F(ControlPlaneAgentTest, AStartIsTimedPhaseByPhaseEachPhaseCountedOnce) {
     EXPECT_EQ(histograms.at(phase).count(), 1u) << phase;
   }
   EXPECT_FALSE(histograms.count("made-up"));  // an agent's other names do not grow the metrics
+
+  // Its agent restarts and adopts the container, its phases forgotten: those reported stay.
+  r.containers[0].phases.clear();
+  plane_->Report("dgx-0", r);
+  EXPECT_EQ(plane_->Replicas(job).at(0).phases.at("pull"), 2);
+  EXPECT_EQ(plane_->Metrics().start_phases.at("pull").count(), 1u);
+  // The server restarts: the run's phases, reported again, were counted by the one before.
+  r.containers[0].phases = {{"pull", 2}, {"create", 0.5}};
+  Open(Dgx(1));
+  r.applied_version = Register("dgx-0");
+  plane_->Report("dgx-0", r);
+  EXPECT_EQ(plane_->Replicas(job).at(0).phases.at("pull"), 2);
+  EXPECT_FALSE(plane_->Metrics().start_phases.count("pull"));
 }
 
 TEST_F(ControlPlaneAgentTest, AContainerOffItsGpusNumaNodeIsACondition) {

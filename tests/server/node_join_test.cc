@@ -77,11 +77,47 @@ TEST(JoinNodeTest, RefusesWhatCannotJoinLeavingTheClusterAsItWas) {
   bad_switch.declared->switches[1].socket = 5;
   why = refused("gpu-b", bad_switch);
   EXPECT_TRUE(Has(why, "PCIe switch 1 is under socket 5")) << why;
+  NodeRegistration twice = Declared("gpu-b");
+  twice.declared->sockets[0].cpus.push_back(twice.declared->sockets[0].cpus[0]);
+  why = refused("gpu-b", twice);
+  EXPECT_TRUE(Has(why, "CPU 0 is listed twice")) << why;
+  NodeRegistration far = Declared("gpu-b");
+  far.declared->sockets[0].cpus.push_back(70000);
+  why = refused("gpu-b", far);
+  EXPECT_TRUE(Has(why, "CPU 70000 is outside 0-65535")) << why;
+  NodeRegistration nothing;
+  nothing.declared = Node();
+  why = refused("gpu-b", nothing);
+  EXPECT_TRUE(Has(why, "neither GPUs nor CPUs")) << why;
   for (const std::string& name :
-       std::vector<std::string>{"", "a b", "n\n1", std::string(64, 'n'), "gpu-a"})
-    EXPECT_FALSE(refused(name, Declared("x")).empty()) << name;
-  EXPECT_TRUE(Has(refused("", Declared("x")), "1 to 63 letters"));
-  EXPECT_TRUE(Has(refused("gpu-a", Declared("x")), "declared twice"));
+       std::vector<std::string>{"", ".", "..", "-x", "a b", "n\n1", std::string(64, 'n')})
+    EXPECT_TRUE(Has(refused(name, Declared("x")), "1 to 63 letters")) << name;
+}
+
+TEST(JoinNodeTest, OnlyTheModelsOfItsGpusCount) {
+  Cluster cluster;
+  NodeRegistration extra = Declared("gpu-a");
+  extra.models.push_back({"H100", 1, {}});  // sent, not used by its GPUs
+  ASSERT_EQ(JoinNode("gpu-a", extra, &cluster), "");
+  EXPECT_EQ(cluster.FindModel("H100"), nullptr);
+  NodeRegistration h100 = Declared("gpu-b");
+  for (Gpu& g : h100.declared->gpus) g.model = "H100";
+  h100.models = {{"H100", 81920, {}}};
+  EXPECT_EQ(JoinNode("gpu-b", h100, &cluster), "");
+}
+
+TEST(JoinNodeTest, ANodeThatJoinedAgainWithOtherHardwareIsReplacedInPlace) {
+  Cluster cluster;
+  ASSERT_EQ(JoinNode("gpu-a", Declared("gpu-a"), &cluster), "");
+  ASSERT_EQ(JoinNode("gpu-b", Declared("gpu-b"), &cluster), "");
+  NodeRegistration fewer = Declared("gpu-a");
+  fewer.declared->gpus.pop_back();  // a GPU fell off the bus
+  fewer.gpu_uuids.pop_back();
+  ASSERT_EQ(JoinNode("gpu-a", fewer, &cluster), "");
+  ASSERT_EQ(cluster.nodes.size(), 2u);
+  EXPECT_EQ(cluster.nodes[0].name, "gpu-a");
+  EXPECT_EQ(cluster.nodes[0].gpus.size(), 7u);
+  EXPECT_EQ(cluster.nodes[1].gpus.size(), 8u);
 }
 
 TEST(JoinNodeTest, AtMostKMaxJoinedNodes) {
@@ -177,6 +213,52 @@ TEST_F(NodeJoinPlaneTest, NodesJoinJobsWaitForThemAndARestartKeepsThem) {
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
   EXPECT_EQ(plane_->cluster()->nodes.size(), 2u);
   EXPECT_EQ(JoinEvents().size(), 2u);
+}
+
+// Joined nodes come back in the order they joined, each checked against those before it: a
+// CPU-only node alone would not be a cluster, and a restart in name order would refuse it.
+TEST_F(NodeJoinPlaneTest, ARestartJoinsTheNodesInTheOrderTheyJoined) {
+  Open();
+  plane_->RegisterAgent("zz-gpu", Declared("zz-gpu"));
+  NodeRegistration cpu_only;
+  cpu_only.declared = Dgx(1).nodes[0];
+  cpu_only.declared->gpus.clear();
+  cpu_only.declared->switches.clear();
+  plane_->RegisterAgent("aa-cpu", cpu_only);
+  ASSERT_EQ(plane_->cluster()->nodes.size(), 2u);
+  Open();
+  ASSERT_EQ(plane_->cluster()->nodes.size(), 2u);
+  EXPECT_EQ(plane_->cluster()->nodes[0].name, "zz-gpu");
+  EXPECT_TRUE(Has(plane_->recovery_summary(), "2 nodes joined")) << plane_->recovery_summary();
+}
+
+TEST_F(NodeJoinPlaneTest, ANodeWhoseHardwareChangedJoinsAgainOnceNothingRunsThere) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  const int64_t job = plane_->Submit(R"({"gpus": 1, "image": "x"})");
+  plane_->Cycle();
+  ASSERT_EQ(plane_->Get(job).state, "scheduled");
+  NodeRegistration fewer = Declared("gpu-a");
+  fewer.declared->gpus.pop_back();
+  fewer.gpu_uuids.pop_back();
+  try {
+    plane_->RegisterAgent("gpu-a", fewer);
+    ADD_FAILURE() << "its hardware changed under a placed job";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 409);
+    EXPECT_TRUE(Has(e.what(), "drain the node")) << e.what();
+  }
+  EXPECT_EQ(plane_->cluster()->nodes[0].gpus.size(), 8u);
+  plane_->Stop(job);
+  plane_->RegisterAgent("gpu-a", fewer);
+  EXPECT_EQ(plane_->cluster()->nodes[0].gpus.size(), 7u);
+  bool changed = false;
+  for (const StoredEvent& e : plane_->EventsAfter(0, 1000, Caller(), 0).events)
+    changed = changed || e.state == "node-changed";
+  EXPECT_TRUE(changed);
+  Open();  // kept as it is now
+  EXPECT_EQ(plane_->cluster()->nodes[0].gpus.size(), 7u);
+  EXPECT_EQ(plane_->cluster()->nodes.size(), 1u);
 }
 
 TEST_F(NodeJoinPlaneTest, AServerWithAClusterFileTakesNoNewNodes) {
