@@ -125,6 +125,7 @@ void RunDevicePlugin(const DevicePluginArgs& a) {
 
 struct AgentArgs {
   std::string server, node, token, ca_cert, declare, dcgm_url;
+  std::vector<std::string> labels;  // KEY=VALUE
   std::string docker_socket = "/var/run/docker.sock";
   double heartbeat_s = 1;
 };
@@ -150,6 +151,9 @@ void AddAgentCommands(CLI::App& app) {
       ->add_option("--declare", a->declare,
                    "Cluster file declaring this node's GPUs, simulated (hosts without GPUs)")
       ->check(NonEmptyPath());
+  agent->add_option("--label", a->labels,
+                    "KEY=VALUE: a label of this node, for jobs' node selectors (repeatable); "
+                    "taken by a server whose nodes join as they register (--cluster none)");
   agent->add_option("--docker-socket", a->docker_socket, "The Docker engine's socket")
       ->capture_default_str();
   agent->add_option("--dcgm-url", a->dcgm_url,
@@ -187,6 +191,13 @@ void AddAgentCommands(CLI::App& app) {
       options.declared = DeclaredNode(a->declare, a->node, &options.models);
       options.gpu_uuids = SimulatedUuids(a->node, options.declared->gpus.size());
       options.simulated = true;
+    }
+    Node& node = options.found ? *options.found : *options.declared;
+    for (const std::string& label : a->labels) {
+      const size_t eq = label.find('=');
+      if (eq == 0 || eq == std::string::npos)
+        throw ConfigError("--label " + Quoted(label) + ": expected KEY=VALUE");
+      node.labels[label.substr(0, eq)] = label.substr(eq + 1);
     }
     options.server = a->server;
     options.node = a->node;

@@ -1,6 +1,7 @@
 #include "protocol/agent_protocol.h"
 
 #include <algorithm>
+#include <cctype>
 #include <utility>
 
 namespace berth {
@@ -147,11 +148,8 @@ Json ToJson(const NodeRegistration& r) {
                       {"nvlinkDomain", g.nvlink_domain},
                       {"mig", g.mig_enabled},
                       {"migLayout", g.mig_layout}});
-    return Json{{"cpuMilli", n.cpu_milli},
-                {"memoryMiB", n.memory_mib},
-                {"sockets", sockets},
-                {"switches", switches},
-                {"gpus", gpus}};
+    return Json{{"cpuMilli", n.cpu_milli}, {"memoryMiB", n.memory_mib}, {"labels", n.labels},
+                {"sockets", sockets},      {"switches", switches},      {"gpus", gpus}};
   };
   if (r.found) j["found"] = node_json(*r.found);
   if (r.declared) j["declared"] = node_json(*r.declared);
@@ -173,12 +171,32 @@ std::string PrintableText(const Reader& r, const char* key, size_t most, const c
   return text;
 }
 
+bool GoodLabelKey(const std::string& key) {
+  return !key.empty() && key.size() <= 63 && std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' ||
+           c == '/';
+  });
+}
+
 // The found or declared node of a registration; every index it holds points inside it.
 Node ParseNode(const Json& j, const std::string& path) {
   const Reader r(j, path);
   Node n;
   n.cpu_milli = r.Int("cpuMilli", 0, int64_t{1} << 40);
   n.memory_mib = r.Int("memoryMiB", 0, int64_t{1} << 40);
+  r.Object("labels", [&](const Json& labels, const std::string& at) {
+    const Reader label(labels, at);  // an object, or it throws
+    if (labels.size() > kMaxNodeLabels)
+      throw ProtocolError(at + ": more than " + std::to_string(kMaxNodeLabels) + " labels");
+    for (const auto& [key, value] : labels.items()) {
+      if (!GoodLabelKey(key))
+        throw ProtocolError(at +
+                            ": a key of 1 to 63 letters, digits, '-', '.', '_' or '/' "
+                            "expected, got one of " +
+                            std::to_string(key.size()) + " bytes");
+      n.labels[key] = PrintableText(label, key.c_str(), 63, "labels are");
+    }
+  });
   r.List("sockets", kMaxRegisteredSockets, [&](const Json& e, const std::string& at) {
     const Reader s(e, at);
     Socket socket;

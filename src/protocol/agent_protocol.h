@@ -43,6 +43,7 @@ constexpr size_t kMaxPrefetchImages = 64;  // images a node is asked to pull ahe
 constexpr size_t kMaxImageLayers = 256;    // the engine's own limit is 127
 constexpr int64_t kMaxLayerBytes = int64_t{1} << 40;
 constexpr size_t kMaxOffGpusText = 1024;  // ContainerReport::off_gpus
+constexpr size_t kMaxNodeLabels = 64;     // a registered node's labels
 // What an agent lets a report's images take (their JSON), so that a node with many images still
 // reports within the server's request size with its logs: the rest are left out.
 constexpr size_t kMaxReportImageBytes = 256 << 10;
@@ -72,11 +73,11 @@ struct NodeRegistration {
   std::vector<RegisteredMig> migs;     // at most kMaxRegisteredGpus x kMigComputeSlices
   bool simulated = false;              // GPUs declared (--declare), not found on the host
   std::string agent_version;
-  // The node as the agent found it on the host (GPU discovery): its sockets (NUMA nodes) with
-  // their CPUs, PCIe switches, and GPUs with model, switch, NVLink domain, MIG mode and
-  // layout. None for declared GPUs. The server compares it with the cluster file's node: where
-  // they differ, jobs would be pinned to CPUs away from their GPUs (the node's topology
-  // condition).
+  // The node as the agent found it on the host (GPU discovery): its labels (berth agent
+  // --label), sockets (NUMA nodes) with their CPUs, PCIe switches, and GPUs with model, switch,
+  // NVLink domain, MIG mode and layout. None for declared GPUs. The server compares it with the
+  // cluster file's node: where they differ, jobs would be pinned to CPUs away from their GPUs (the
+  // node's topology condition).
   std::optional<Node> found;
   // The node as its --declare file gives it (simulated GPUs), in the same terms; none for
   // found GPUs. Nothing to compare: the server takes it only when the node joins.

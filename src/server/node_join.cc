@@ -70,8 +70,7 @@ std::string JoinNode(const std::string& name, const NodeRegistration& registrati
   Node node = *shape;
   node.name = name;
   node.shape.clear();
-  node.rack.clear();
-  node.labels.clear();
+  node.rack.clear();  // labels are the agent's (--label); the cluster declares no racks
   if (existing >= 0)
     grown.nodes[existing] = std::move(node);
   else

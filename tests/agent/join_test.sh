@@ -22,10 +22,10 @@ sleep 0.5
 # The agents' declare file: nodes alpha and beta of tests/agent/data/one.yaml's small shape.
 sed 's/{namePrefix: n, count: 1, shape: small}/{name: alpha, shape: small}\n  - {name: beta, shape: small}/' \
   tests/agent/data/one.yaml > "$TMP/hosts.yaml"
-# start_agent NODE: the agent of a node declared by $TMP/hosts.yaml.
+# start_agent NODE [FLAGS...]: the agent of a node declared by $TMP/hosts.yaml.
 start_agent() {
   "$BERTH" agent --server "http://$BERTH_ADDR" --node "$1" --declare "$TMP/hosts.yaml" \
-    --docker-socket "$DOCKER_SOCK" --heartbeat 0.2 >> "$TMP/agent-$1.log" 2>&1 &
+    --docker-socket "$DOCKER_SOCK" --heartbeat 0.2 "${@:2}" >> "$TMP/agent-$1.log" 2>&1 &
   AGENT[$1]=$!
   wait_line "$TMP/agent-$1.log" "${AGENT[$1]}" 'registered'
 }
@@ -35,7 +35,13 @@ grep -Eqx 'early on GPU-sim-alpha-[0-3],GPU-sim-alpha-[0-3]' <<<"$("$BERTH" logs
   fail "job $early printed: $("$BERTH" logs "$early")"
 "$BERTH" events | grep -q 'node-joined.*node alpha joined the cluster' || fail "no node-joined event: $("$BERTH" events)"
 
-start_agent beta
+start_agent beta --label pool=blue
+# Its label, from the agent, selects it.
+printf 'gpus: 1\nnodeSelector: {pool: blue}\nimage: berth-test:1\ncommand: [echo, blue]\n' > "$TMP/blue.yaml"
+blue=$("$BERTH" run -d -f "$TMP/blue.yaml")
+wait_state "$blue" succeeded
+"$BERTH" inspect "$blue" | jq -e '.events[] | select(.state == "scheduled") | .reason | test("beta/")' > /dev/null ||
+  fail "the job selecting pool=blue should run on beta: $("$BERTH" inspect "$blue")"
 [ "$("$BERTH" nodes --format json | jq -r '[.nodes[].name] | join(",")')" = alpha,beta ] ||
   fail "two nodes expected: $("$BERTH" nodes)"
 long=()
@@ -48,7 +54,7 @@ for j in "${long[@]}"; do wait_state "$j" running; done
 port=${BERTH_ADDR##*:}
 stop_server
 CLUSTER=none start_server --listen "127.0.0.1:$port"
-grep -q '3 jobs in the state' "$TMP/server.log" || fail "the restart should find 3 jobs: $(cat "$TMP/server.log")"
+grep -q '4 jobs in the state' "$TMP/server.log" || fail "the restart should find 4 jobs: $(cat "$TMP/server.log")"
 [ "$("$BERTH" nodes --format json | jq '.nodes | length')" -eq 2 ] || fail "nodes after the restart: $("$BERTH" nodes)"
 sleep 1
 for j in "${long[@]}"; do

@@ -126,6 +126,7 @@ TEST(AgentProtocolTest, RegistrationRoundTrips) {
   EXPECT_FALSE(with.declared);
   // A declared node and the GPU models (MIG profiles: berth's own, by name).
   found.gpus[1].mig_layout = {"3g.40gb@0", "3g.40gb@4"};
+  found.labels = {{"pool", "blue"}, {"example.com/tier", "gold"}};
   r.declared = found;
   r.found.reset();
   r.models = {{"A100-SXM4-80GB", 81920, BuiltinMigProfiles("A100-SXM4-80GB")}};
@@ -133,6 +134,7 @@ TEST(AgentProtocolTest, RegistrationRoundTrips) {
   EXPECT_FALSE(declared.found);
   ASSERT_TRUE(declared.declared);
   EXPECT_EQ(declared.declared->gpus[1].mig_layout, found.gpus[1].mig_layout);
+  EXPECT_EQ(declared.declared->labels, found.labels);
   EXPECT_EQ(declared.declared->sockets[1].cpus, (std::vector<int>{4, 5, 6, 7}));
   ASSERT_EQ(declared.models.size(), 1u);
   EXPECT_EQ(declared.models[0].memory_mib, 81920);
@@ -311,6 +313,12 @@ TEST(AgentProtocolTest, RegistrationRefusesWrongTypesAndTooManyGpus) {
                          {"gpus", {{{"switch", 0}, {"migLayout", std::vector<int>(8, 1)}}}}}}});
   });
   EXPECT_TRUE(Has(e, "declared.gpus[0].migLayout: more than 7")) << e;
+  e = ErrorOf([] { ParseRegistration({{"declared", {{"labels", {{"a b", "x"}}}}}}); });
+  EXPECT_TRUE(Has(e, "declared.labels: a key of 1 to 63 letters")) << e;
+  e = ErrorOf([] { ParseRegistration({{"declared", {{"labels", {{"k", "x\ny"}}}}}}); });
+  EXPECT_TRUE(Has(e, "declared.labels.k: expected printable ASCII")) << e;
+  e = ErrorOf([] { ParseRegistration({{"declared", {{"labels", {{"k", 5}}}}}}); });
+  EXPECT_TRUE(Has(e, "declared.labels.k: expected a string")) << e;
   e = ErrorOf([] { ParseAssignments({{"assignments", {{{"job", 1}, {"migStart", 9}}}}}); });
   EXPECT_TRUE(Has(e, "assignments[0].migStart: expected an integer from -1 to 7")) << e;
 }
