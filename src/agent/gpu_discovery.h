@@ -109,10 +109,10 @@ struct GpuTopology {
 GpuTopology ParseTopology(std::string_view text, const std::string& source);
 
 struct DiscoveredNode {
-  Node node;                            // usable GPUs only, ascending host index
-  std::vector<GpuModel> models;         // the node's GPU models, each once
-  std::vector<int> host_index;          // [node GPU] its nvidia-smi index
-  std::vector<std::string> gpu_uuids;   // [node GPU] its UUID, for Docker's DeviceIDs
+  Node node;                           // usable GPUs only, ascending host index
+  std::vector<GpuModel> models;        // the node's GPU models, each once
+  std::vector<int> host_index;         // [node GPU] its nvidia-smi index
+  std::vector<std::string> gpu_uuids;  // [node GPU] its UUID, for Docker's DeviceIDs
   // Of the node's GPUs, each with its start slot: the lister's, or where it did not say one,
   // the one berth gave it (BuildNode); -1 for an instance berth cannot lay out.
   std::vector<MigDevice> mig_devices;
