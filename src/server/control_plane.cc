@@ -239,7 +239,7 @@ void ControlPlane::RefuseIfBroken() const {
 }
 
 std::string ControlPlane::WhyUnrunnable(const Rules& rules, const JobSpec& spec) const {
-  // A cluster that nodes join may hold it later: it waits, its reason saying what it needs.
+  // A cluster that nodes join may hold it later: it waits (the API does not say why yet).
   if (const std::string why = WhyJobNeverFits(*rules.cluster, spec); !why.empty() && !nodes_join_)
     return "no node of this cluster can ever hold it: " + why;
   const auto queue = std::find_if(rules.queues.begin(), rules.queues.end(),
