@@ -8,6 +8,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -79,9 +80,20 @@ TEST_F(ControlPlaneTest, ReadersSeeOnlyWhatIsCommitted) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ + "/berth.db").c_str(), &db), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  // Each step waits until the one before has queued its write, so readers start only once
+  // memory holds what is not yet committed.
+  const uint64_t before = store_->Enqueued();
+  const auto await_enqueued = [&](uint64_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (store_->Enqueued() < n && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_GE(store_->Enqueued(), n);
+  };
   auto submitted = std::async(std::launch::async,
                               [&] { return plane_->Submit(R"({"gpus": 1, "image": "busybox"})"); });
+  await_enqueued(before + 1);
   auto cycled = std::async(std::launch::async, [&] { plane_->Cycle(); });
+  await_enqueued(before + 2);
   // The submission is in memory (a listing will find it) but not committed: nothing answers.
   auto listed = std::async(std::launch::async, [&] { return plane_->List(JobFilter()).size(); });
   auto got = std::async(std::launch::async, [&] { return plane_->Get(placed).state; });
