@@ -226,8 +226,10 @@ class Agent {
             " GPUs)");
         return true;
       }
+      // 409 is a refusal for now (new hardware under placed jobs: it clears once they are
+      // drained): the agent stays, keeping its containers in its hands, and asks again.
       if (res && res->status >= 400 && res->status < 500 && res->status != 408 &&
-          res->status != 429) {
+          res->status != 409 && res->status != 429) {
         Log("the server refuses this node: " + ErrorOf(res));
         return false;
       }

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "k8s/deviceplugin/device_plugin.h"
 #include "k8s/gpu_ids_signature.h"
 #include "k8s/kube_client.h"
+#include "protocol/agent_protocol.h"
 #include "server/server.h"
 
 namespace berth {
@@ -193,12 +195,27 @@ void AddAgentCommands(CLI::App& app) {
       options.simulated = true;
     }
     Node& node = options.found ? *options.found : *options.declared;
+    // Checked here as the server would, so that a bad label stops the agent at once, named.
+    std::set<std::string> given;
     for (const std::string& label : a->labels) {
       const size_t eq = label.find('=');
       if (eq == 0 || eq == std::string::npos)
         throw ConfigError("--label " + Quoted(label) + ": expected KEY=VALUE");
-      node.labels[label.substr(0, eq)] = label.substr(eq + 1);
+      const std::string key = label.substr(0, eq);
+      if (!given.insert(key).second)
+        throw ConfigError("--label " + Quoted(key) + " is given twice; give each key once");
+      if (const std::string why = WhyBadNodeLabel(key, label.substr(eq + 1)); !why.empty())
+        throw ConfigError("--label " + Quoted(label) + ": " + why);
+      node.labels[key] = label.substr(eq + 1);
     }
+    for (const auto& [key, value] : node.labels)
+      if (!given.count(key))
+        if (const std::string why = WhyBadNodeLabel(key, value); !why.empty())
+          throw ConfigError("--declare " + a->declare + ": node " + a->node + ": " + why);
+    if (node.labels.size() > kMaxNodeLabels)
+      throw ConfigError("the node has " + std::to_string(node.labels.size()) +
+                        " labels (--label and --declare together); at most " +
+                        std::to_string(kMaxNodeLabels) + " register");
     options.server = a->server;
     options.node = a->node;
     options.token = a->token;

@@ -294,9 +294,8 @@ std::string CellTree::Build(const Cluster& cluster, CellTree* out) {
     }
   }
 
-  // A cluster of no nodes yet is the root alone (nodes join a server started without one).
-  if (root.kids.empty() && !cluster.nodes.empty())
-    return "the cluster has no GPUs; declare at least one node with GPUs";
+  // A cluster of no GPUs is the root alone: nodes join a server started without a cluster, and
+  // the first may have only CPUs (a cluster file refuses a cluster without GPUs itself).
   root.type = tree.InternType(
       InnerType("cluster", Level::kCluster, Level::kCluster, root.kids, tree.types_));
   root.address = cluster.name.empty() ? "cluster" : cluster.name;

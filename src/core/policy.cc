@@ -83,13 +83,13 @@ bool BuiltinPolicy(const std::string& name, Policy* out) {
                    {QosClass::kBurstable, {1, 1, 1}},
                    {QosClass::kBestEffort, {1, 1, 0.5}}};
   if (name == "berth") {
-    // FGD leads whenever a workload model is known; scarcity (worth up to five of FGD's integer
-    // steps) keeps the last hosts of scarce pod shapes; topology, spread constraints, image
-    // locality and load decide among the ties left, and on their own when no workload model is
-    // set. Ties left go to the
+    // FGD leads whenever a workload model is known; scarcity (worth up to thirty of FGD's
+    // integer steps: the weight that did best on the tuning variants, docs/simulator.md) keeps the
+    // last hosts of scarce pod shapes; topology, spread constraints, image locality and load decide
+    // among the ties left, and on their own when no workload model is set. Ties left go to the
     // first node: filling nodes in order packs (seeded random ties scatter work; on the openb
     // default trace they cost FGD 5 points of allocation).
-    p.scores = {{"fgd", 100, {}},           {"scarcity", 5, {}},       {"topology-affinity", 1, {}},
+    p.scores = {{"fgd", 100, {}},           {"scarcity", 30, {}},      {"topology-affinity", 1, {}},
                 {"topology-spread", 1, {}}, {"image-locality", 1, {}}, {"load", 1, {}},
                 {"priority-packing", 1, {}}};
     p.tie_break = TieBreak::kFirst;

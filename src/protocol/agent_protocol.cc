@@ -161,6 +161,24 @@ Json ToJson(const NodeRegistration& r) {
   return j;
 }
 
+std::string WhyBadNodeLabel(const std::string& key, const std::string& value) {
+  const bool good_key = !key.empty() && key.size() <= kMaxLabelLength &&
+                        std::all_of(key.begin(), key.end(), [](char c) {
+                          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                                 c == '.' || c == '_' || c == '/';
+                        });
+  // The key is not quoted: the message must stay printable (and UTF-8) whatever it holds.
+  if (!good_key)
+    return "a key of 1 to " + std::to_string(kMaxLabelLength) +
+           " letters, digits, '-', '.', '_' or '/' expected, got one of " +
+           std::to_string(key.size()) + " bytes";
+  if (value.size() > kMaxLabelLength ||
+      std::any_of(value.begin(), value.end(), [](char c) { return c < 0x20 || c > 0x7e; }))
+    return "expected printable ASCII of at most " + std::to_string(kMaxLabelLength) +
+           " characters as the value";
+  return "";
+}
+
 namespace {
 
 // Printed by berth nodes and in events: no control or non-ASCII bytes to fake lines.
@@ -169,13 +187,6 @@ std::string PrintableText(const Reader& r, const char* key, size_t most, const c
   if (std::any_of(text.begin(), text.end(), [](char c) { return c < 0x20 || c > 0x7e; }))
     throw ProtocolError(r.Field(key) + ": expected printable ASCII, as " + as);
   return text;
-}
-
-bool GoodLabelKey(const std::string& key) {
-  return !key.empty() && key.size() <= 63 && std::all_of(key.begin(), key.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' ||
-           c == '/';
-  });
 }
 
 // The found or declared node of a registration; every index it holds points inside it.
@@ -189,12 +200,12 @@ Node ParseNode(const Json& j, const std::string& path) {
     if (labels.size() > kMaxNodeLabels)
       throw ProtocolError(at + ": more than " + std::to_string(kMaxNodeLabels) + " labels");
     for (const auto& [key, value] : labels.items()) {
-      if (!GoodLabelKey(key))
-        throw ProtocolError(at +
-                            ": a key of 1 to 63 letters, digits, '-', '.', '_' or '/' "
-                            "expected, got one of " +
-                            std::to_string(key.size()) + " bytes");
-      n.labels[key] = PrintableText(label, key.c_str(), 63, "labels are");
+      if (const std::string why = WhyBadNodeLabel(key, ""); !why.empty())
+        throw ProtocolError(at + ": " + why);
+      const std::string text = label.Text(key.c_str(), kMaxLabelLength);
+      if (const std::string why = WhyBadNodeLabel(key, text); !why.empty())
+        throw ProtocolError(label.Field(key.c_str()) + ": " + why);
+      n.labels[key] = text;
     }
   });
   r.List("sockets", kMaxRegisteredSockets, [&](const Json& e, const std::string& at) {

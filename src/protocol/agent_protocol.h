@@ -44,6 +44,7 @@ constexpr size_t kMaxImageLayers = 256;    // the engine's own limit is 127
 constexpr int64_t kMaxLayerBytes = int64_t{1} << 40;
 constexpr size_t kMaxOffGpusText = 1024;  // ContainerReport::off_gpus
 constexpr size_t kMaxNodeLabels = 64;     // a registered node's labels
+constexpr size_t kMaxLabelLength = 253;   // a label's key or value, as a cluster file allows
 // What an agent lets a report's images take (their JSON), so that a node with many images still
 // reports within the server's request size with its logs: the rest are left out.
 constexpr size_t kMaxReportImageBytes = 256 << 10;
@@ -53,6 +54,11 @@ constexpr double kMaxReportMiB = 1e9;          // a GPU's memory used or free
 constexpr double kMaxReportXid = 1e9;          // an XID error code
 constexpr double kMaxReportPercent = 1e6;      // a container's CPU or memory use
 constexpr double kMaxReportIoLatencyMs = 1e9;  // a container's mean IO service time
+
+// Why a node label cannot be registered ("" when it can): a key of 1 to kMaxLabelLength
+// letters, digits, '-', '.', '_' or '/', a value of at most kMaxLabelLength printable ASCII
+// characters. The agent checks its labels with it before it registers; the server again.
+std::string WhyBadNodeLabel(const std::string& key, const std::string& value);
 
 // A protocol message that does not parse: the field and what is wrong.
 struct ProtocolError : std::runtime_error {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
@@ -83,13 +84,10 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
                          : std::move(config.queues_yaml);
   std::string policy_from = " from the command line", queues_from = "queues from the command line";
   Cluster cluster = std::move(config.cluster);
-  std::string joined_left_out;
+  std::vector<std::pair<int64_t, StoredSetting>> joined;  // (order of joining, kept row)
   for (const StoredSetting& setting : store_->LoadSettings()) {
     if (setting.key.rfind(kJoinedNodeKey, 0) == 0) {
-      // One that no longer loads is said, not fatal: the others and their jobs still come back.
-      if (nodes_join_)
-        if (std::string why = JoinAgain(setting, &cluster); !why.empty())
-          joined_left_out += "; " + why;
+      joined.emplace_back(JoinOrder(setting.value), setting);
       continue;
     }
     try {
@@ -110,6 +108,19 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
                    " applied through the API and kept in the state no longer loads: " + e.what());
     }
   }
+  // Each node is checked against those that joined before it, as it was. One that no longer
+  // loads is said, not fatal: the others and their jobs still come back.
+  std::stable_sort(joined.begin(), joined.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string joined_left_out;
+  for (const auto& [order, setting] : joined) {
+    const std::string name = setting.key.substr(kJoinedNodeKey.size());
+    join_order_[name] = order;
+    next_join_order_ = std::max(next_join_order_, order + 1);
+    if (nodes_join_)
+      if (std::string why = JoinAgain(name, setting.value, &cluster); !why.empty())
+        joined_left_out += "; node " + name + " (joined before) is left out: " + why;
+  }
   rules.queues = WithDefaultQueue(std::move(rules.queues));
   const std::string policy_name = rules.policy.name;
   agents_.resize(cluster.nodes.size());
@@ -118,11 +129,26 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
   for (AgentNode& a : agents_) a.version = first;
   rules.cluster = std::make_shared<const Cluster>(std::move(cluster));
   rules_ = std::make_shared<const Rules>(std::move(rules));
-  Recover();
+  try {
+    Recover();
+  } catch (const ApiError& e) {
+    // The queues may guarantee what only the nodes left out held: say which they are.
+    if (joined_left_out.empty()) throw;
+    throw ApiError(e.status, std::string(e.what()) + " (nodes that joined before are missing" +
+                                 joined_left_out + ")");
+  }
   recovery_summary_ += "; policy \"" + policy_name + "\"" + policy_from + "; " + queues_from;
-  if (nodes_join_)
-    recovery_summary_ +=
-        "; " + std::to_string(cluster_now().nodes.size()) + " nodes joined" + joined_left_out;
+  if (nodes_join_) {
+    const size_t nodes = cluster_now().nodes.size();
+    recovery_summary_ += "; " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") +
+                         " joined" + joined_left_out;
+    // A node that joined before is watched from now: one whose agent never comes back turns
+    // unhealthy, then lost, rather than taking jobs nobody runs.
+    for (AgentNode& a : agents_) {
+      a.expected = true;
+      a.last_seen = now_();
+    }
+  }
 }
 
 void ControlPlane::Record(Job& job, const std::string& state, const std::string& reason,
@@ -996,6 +1022,18 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   std::unique_lock<std::mutex> lock(mu_);
   const double now = now_();
   std::vector<StoreWrite> writes;
+  // A GPU is one node's: two agents sending one UUID would hand one GPU to two jobs.
+  const std::set<std::string> uuids(registration.gpu_uuids.begin(), registration.gpu_uuids.end());
+  for (size_t other = 0; other < agents_.size(); ++other) {
+    const std::string& name = cluster_now().nodes[other].name;
+    if (name == node || !agents_[other].registered) continue;
+    for (const std::string& uuid : agents_[other].registration.gpu_uuids)
+      if (uuids.count(uuid))
+        throw ApiError(409, "node " + node + ": GPU UUID " + uuid + " is registered by node " +
+                                name +
+                                " too; each GPU belongs to one node (is one agent started "
+                                "twice, under two --node names?)");
+  }
   int n = cluster_now().FindNode(node);
   // A node joins, or its shape follows what its agent found (a GPU lost, MIG laid out anew).
   if (nodes_join_ && (n < 0 || registration.found || registration.declared))
@@ -1055,14 +1093,26 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
   std::string why = JoinNode(node, registration, grown.get());
   if (why.empty() && before >= 0 && grown->nodes[before] == cluster_now().nodes[before])
     return before;  // as it joined
-  if (why.empty() && before >= 0)
+  // Other labels only: relabeled in place whatever runs there (a placed job keeps its node;
+  // selectors are checked when a job is placed).
+  bool relabeled = false;
+  if (why.empty() && before >= 0) {
+    Node with_old_labels = grown->nodes[before];
+    with_old_labels.labels = cluster_now().nodes[before].labels;
+    relabeled = with_old_labels == cluster_now().nodes[before];
+  }
+  if (why.empty() && before >= 0 && !relabeled)
     for (const auto& [id, record] : engine_->jobs())
       for (const ReplicaPlacement& p : record.placements)
         if (p.node == before && record.state != JobState::kDone)
           throw ApiError(409, "node " + node +
                                   ": its agent found other hardware than the node joined with, "
-                                  "and jobs are placed on it; drain the node (berth nodes "
-                                  "drain), then restart its agent");
+                                  "and jobs are placed on it or still stopping there; drain it "
+                                  "(berth node drain " +
+                                  node +
+                                  "), restart its agent once they have stopped, then uncordon "
+                                  "it (berth node uncordon " +
+                                  node + ")");
   if (why.empty()) why = engine_->SetCluster(grown.get(), now);
   if (!why.empty())
     throw ApiError(400, "node " + node.substr(0, 80) + " cannot join the cluster: " + why);
@@ -1074,34 +1124,48 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
     agents_.emplace_back().version = FirstVersion();
     on_node_.emplace_back();
   }
-  // Keyed by the order of joining, which a restart follows: each node is checked against those
-  // before it, as it was.
-  char order[16];
-  std::snprintf(order, sizeof order, "%06d:", n);
+  // One row per node, with the order of joining, which a restart follows; a node that joins
+  // again keeps its place.
+  auto order = join_order_.find(node);
+  if (order == join_order_.end()) order = join_order_.emplace(node, next_join_order_++).first;
   const Node& added = grown->nodes[n];
   std::string gpus = std::to_string(added.gpus.size()) + " GPUs";
   if (!added.gpus.empty()) gpus += " (" + added.gpus[0].model + ")";
+  std::string labels;
+  for (const auto& [key, value] : added.labels)
+    labels += (labels.empty() ? "" : ", ") + key + "=" + value;
+  const std::string shape = gpus + ", " + std::to_string(added.sockets.size()) + " sockets, " +
+                            std::to_string(added.cpu_milli / 1000) + " CPUs";
   writes->push_back(StoreWrite::Setting(
-      {kJoinedNodeKey + order + node, ToJson(registration).dump()},
+      {kJoinedNodeKey + node,
+       nlohmann::json{{"order", order->second}, {"registration", ToJson(registration)}}.dump()},
       before < 0 ? "node-joined" : "node-changed", now,
       "node " + node +
-          (before < 0 ? " joined the cluster as its agent registered, with "
-                      : " has other hardware than it joined with, as its agent found: now ") +
-          gpus + ", " + std::to_string(added.sockets.size()) + " sockets, " +
-          std::to_string(added.cpu_milli / 1000) + " CPUs"));
+          (before < 0 ? " joined the cluster as its agent registered, with " + shape
+           : relabeled
+               ? " has other labels, as its agent registered: " +
+                     (labels.empty() ? std::string("none") : labels)
+               : " has other hardware than it joined with, as its agent found: now " + shape)));
   return n;
 }
 
-std::string ControlPlane::JoinAgain(const StoredSetting& setting, Cluster* cluster) const {
-  const std::string key = setting.key.substr(kJoinedNodeKey.size());  // "000012:name"
-  const std::string node = key.substr(std::min(key.size(), key.find(':') + 1));
-  std::string why;
+int64_t ControlPlane::JoinOrder(const std::string& kept) {
+  const nlohmann::json json = nlohmann::json::parse(kept, nullptr, false);
+  if (json.is_object() && json.contains("order") && json["order"].is_number_integer())
+    return json["order"].get<int64_t>();
+  return std::numeric_limits<int64_t>::max();  // unreadable: last, where JoinAgain says why
+}
+
+std::string ControlPlane::JoinAgain(const std::string& node, const std::string& kept,
+                                    Cluster* cluster) {
   try {
-    why = JoinNode(node, ParseRegistration(nlohmann::json::parse(setting.value)), cluster);
+    const nlohmann::json json = nlohmann::json::parse(kept);
+    if (!json.is_object() || !json.contains("registration"))
+      return "its kept registration has no \"registration\"";
+    return JoinNode(node, ParseRegistration(json["registration"]), cluster);
   } catch (const std::exception& e) {
-    why = e.what();
+    return std::string("its kept registration does not load: ") + e.what();
   }
-  return why.empty() ? "" : "node " + node + " (joined before) is left out: " + why;
 }
 
 std::shared_ptr<const Cluster> ControlPlane::cluster() const {
@@ -1124,6 +1188,12 @@ AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
   std::unique_lock<std::mutex> lock(mu_);
   const int n = cluster_now().FindNode(node);
   if (n < 0) throw ApiError(404, "no node " + node.substr(0, 80));
+  // Until then the server does not know the node's GPU UUIDs (a restart forgets them).
+  if (!agents_[n].registered)
+    throw ApiError(409, "node " + node +
+                            ": its agent has not registered with this server since it started; "
+                            "register first (POST /v1/agents/" +
+                            node + "/register)");
   assignments_changed_.wait_for(lock, std::chrono::duration<double>(wait_s), [&] {
     return agents_[n].version != since || broken_ || watches_stopped_;
   });
@@ -1435,7 +1505,7 @@ void ControlPlane::Requeue(Job& job, const std::string& state, const std::string
 void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
   for (size_t i = 0; i < agents_.size(); ++i) {
     AgentNode& agent = agents_[i];
-    if (!agent.registered) continue;
+    if (!agent.registered && !agent.expected) continue;
     const int n = static_cast<int>(i);
     const std::string& name = cluster_now().nodes[n].name;
     const double silent = now - agent.last_seen;

@@ -261,6 +261,9 @@ class ControlPlane {
   };
   struct AgentNode {
     bool registered = false;
+    // Watched for silence although not registered yet: a node that joined before a restart,
+    // whose agent is expected back.
+    bool expected = false;
     NodeRegistration registration;
     double last_seen = 0;
     bool unhealthy = false, lost = false;
@@ -309,9 +312,12 @@ class ControlPlane {
   // why it cannot join, 409 that jobs are placed on a node whose hardware changed.
   int Join(const std::string& node, const NodeRegistration& registration, double now,
            std::vector<StoreWrite>* writes);
-  // Adds to `cluster` a node that joined before, from its kept registration; says why not.
-  std::string JoinAgain(const StoredSetting& setting, Cluster* cluster) const;
-  // The key of a joined node's kept registration, before its name.
+  // Adds to `cluster` node `node` that joined before, from its kept row (`kept`: {"order",
+  // "registration"}); says why not.
+  static std::string JoinAgain(const std::string& node, const std::string& kept, Cluster* cluster);
+  // The order in which a kept node joined; an unreadable row's is last.
+  static int64_t JoinOrder(const std::string& kept);
+  // The key of a joined node's kept row, before its name: one row per node name.
   inline static const std::string kJoinedNodeKey = "node:";
   // Applies `change` to the rules (ApplyPolicy, ApplyQueues: `what`, named `label` in the
   // log) when every job is kept as it is, and stores `setting` with them. Returns the event's
@@ -410,6 +416,9 @@ class ControlPlane {
   std::vector<AgentNode> agents_;           // by node
   std::vector<std::set<int64_t>> on_node_;  // by node: the jobs its agent is handed
   std::set<int64_t> stopping_;              // preempted, waiting for agents to stop them
+  // Joined nodes, under mu_: each name's order of joining (kept across restarts), and the next.
+  std::map<std::string, int64_t> join_order_;
+  int64_t next_join_order_ = 0;
   mutable std::condition_variable assignments_changed_;
   bool cycle_wanted_ = false;  // under mu_
   std::condition_variable cycle_wanted_cv_;

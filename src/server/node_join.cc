@@ -51,8 +51,32 @@ std::string JoinNode(const std::string& name, const NodeRegistration& registrati
     }
   if (shape->gpus.empty() && (cpus.empty() || shape->cpu_milli <= 0))
     return "it has neither GPUs nor CPUs";
+  // A job's GPUs are handed to its containers by UUID: one missing or shared would run it on
+  // no GPU, or on another job's.
+  std::set<std::string> uuids;
+  for (const std::string& uuid : registration.gpu_uuids)
+    if (uuid.empty() || !uuids.insert(uuid).second)
+      return (uuid.empty() ? "its agent sent an empty GPU UUID"
+                           : "its agent sent GPU UUID \"" + uuid + "\" twice") +
+             std::string("; each GPU needs a UUID of its own");
+  Node node = *shape;
+  node.name = name;
+  node.shape.clear();
+  node.rack.clear();  // labels are the agent's (--label); the cluster declares no racks
   Cluster grown = *cluster;
-  for (const Gpu& gpu : shape->gpus) {
+  const size_t at = existing >= 0 ? static_cast<size_t>(existing) : grown.nodes.size();
+  if (existing >= 0)
+    grown.nodes[at] = std::move(node);
+  else
+    grown.nodes.push_back(std::move(node));
+  // The models are those of the nodes' GPUs: one no node has any more (the node replaced had
+  // the last) is dropped, so a node of that model name may join with other GPUs.
+  std::set<std::string> others;
+  for (size_t n = 0; n < grown.nodes.size(); ++n)
+    if (n != at)
+      for (const Gpu& gpu : grown.nodes[n].gpus) others.insert(gpu.model);
+  std::erase_if(grown.models, [&](const GpuModel& m) { return !others.count(m.name); });
+  for (const Gpu& gpu : grown.nodes[at].gpus) {
     const auto sent = std::find_if(registration.models.begin(), registration.models.end(),
                                    [&](const GpuModel& m) { return m.name == gpu.model; });
     if (sent == registration.models.end())
@@ -63,18 +87,10 @@ std::string JoinNode(const std::string& name, const NodeRegistration& registrati
     } else if (have->memory_mib != sent->memory_mib || have->mig_capable() != sent->mig_capable()) {
       return "GPU model \"" + sent->name + "\" has " + std::to_string(sent->memory_mib) +
              " MiB here and " + std::to_string(have->memory_mib) +
-             " MiB on the nodes that joined before (or another MIG capability); nodes of one "
-             "model name must have the same GPUs";
+             " MiB on the other nodes (or another MIG capability); nodes of one model name must "
+             "have the same GPUs";
     }
   }
-  Node node = *shape;
-  node.name = name;
-  node.shape.clear();
-  node.rack.clear();  // labels are the agent's (--label); the cluster declares no racks
-  if (existing >= 0)
-    grown.nodes[existing] = std::move(node);
-  else
-    grown.nodes.push_back(std::move(node));
   if (std::string why = ValidateCluster(grown); !why.empty()) return why;
   CellTree tree;
   if (std::string why = CellTree::Build(grown, &tree); !why.empty()) return why;

@@ -20,12 +20,13 @@ constexpr size_t kMaxJoinedNodes = 256;
 
 // Puts node `name` into `cluster` as `registration` gives it: its found node, else its
 // declared one, with the GPU models of its GPUs the cluster does not have yet. A node of that
-// name is replaced in place (its agent found other hardware: a GPU lost, MIG laid out anew);
-// else the node is added at the end. Returns "" when done, else what is wrong (the cluster is
-// left as it was): no shape sent, neither GPUs nor CPUs, CPU ids repeated or out of range, a
-// GPU count other than its UUIDs', a GPU model not sent or sent with another memory size than
-// the cluster's, a node the cluster model refuses, or a cluster already of kMaxJoinedNodes
-// nodes.
+// name is replaced in place (its agent found other hardware: a GPU lost, MIG laid out anew;
+// or other labels); else the node is added at the end. The cluster's models are then those of
+// its nodes' GPUs. Returns "" when done, else what is wrong (the cluster is left as it was):
+// no shape sent, neither GPUs nor CPUs, CPU ids repeated or out of range, a GPU count other
+// than its UUIDs', a GPU UUID empty or repeated, a GPU model not sent or sent with another
+// memory size than the other nodes', a node the cluster model refuses, or a cluster already
+// of kMaxJoinedNodes nodes.
 std::string JoinNode(const std::string& name, const NodeRegistration& registration,
                      Cluster* cluster);
 

@@ -62,6 +62,27 @@ for j in "${long[@]}"; do
   [ "$(_dk ps -q --filter "label=berth.job=$j" | wc -l)" -eq 1 ] || fail "job $j runs $(_dk ps -q --filter "label=berth.job=$j" | wc -l) times"
 done
 
+# Its agent back with another label relabels beta in place: its job keeps running, once.
+kill -9 "${AGENT[beta]}"
+wait "${AGENT[beta]}" 2>/dev/null || true
+start_agent beta --label pool=green
+"$BERTH" events | grep -q 'node beta has other labels, as its agent registered: pool=green' ||
+  fail "no relabel event: $("$BERTH" events | tail -5)"
+sleep 1
+for j in "${long[@]}"; do
+  [ "$("$BERTH" inspect "$j" | jq -r .state)" = running ] || fail "job $j after the relabel: $("$BERTH" inspect "$j")"
+  [ "$(_dk ps -q --filter "label=berth.job=$j" | wc -l)" -eq 1 ] || fail "job $j runs $(_dk ps -q --filter "label=berth.job=$j" | wc -l) times after the relabel"
+done
+
+# A repeated or malformed --label stops the agent at once, naming it.
+for bad in "--label pool=a --label pool=b|--label \"pool\" is given twice" \
+  "--label a:b=1|a key of 1 to 253 letters"; do
+  ! "$BERTH" agent --server "http://$BERTH_ADDR" --node alpha --declare "$TMP/hosts.yaml" \
+    --docker-socket "$DOCKER_SOCK" ${bad%%|*} > "$TMP/bad-label.log" 2>&1 ||
+    fail "the agent started with ${bad%%|*}"
+  grep -qF -- "${bad#*|}" "$TMP/bad-label.log" || fail "${bad%%|*}: $(cat "$TMP/bad-label.log")"
+done
+
 # A node whose GPU model has another memory size than the joined nodes' cannot join.
 sed -e 's/memoryMiB: 16384/memoryMiB: 8192/' -e 's/namePrefix: n,/namePrefix: gamma,/' \
   tests/agent/data/one.yaml > "$TMP/smaller.yaml"

@@ -314,7 +314,7 @@ TEST(AgentProtocolTest, RegistrationRefusesWrongTypesAndTooManyGpus) {
   });
   EXPECT_TRUE(Has(e, "declared.gpus[0].migLayout: more than 7")) << e;
   e = ErrorOf([] { ParseRegistration({{"declared", {{"labels", {{"a b", "x"}}}}}}); });
-  EXPECT_TRUE(Has(e, "declared.labels: a key of 1 to 63 letters")) << e;
+  EXPECT_TRUE(Has(e, "declared.labels: a key of 1 to 253 letters")) << e;
   e = ErrorOf([] { ParseRegistration({{"declared", {{"labels", {{"k", "x\ny"}}}}}}); });
   EXPECT_TRUE(Has(e, "declared.labels.k: expected printable ASCII")) << e;
   e = ErrorOf([] { ParseRegistration({{"declared", {{"labels", {{"k", 5}}}}}}); });

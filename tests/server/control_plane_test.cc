@@ -76,6 +76,9 @@ class ControlPlaneTest : public ::testing::Test {
 // write lock, a submission waits for its commit, and so does a reader that would see the job
 // (or a placement an agent would start). Once the lock goes, both answer.
 TEST_F(ControlPlaneTest, ReadersSeeOnlyWhatIsCommitted) {
+  NodeRegistration agent;  // assignments go to a registered agent only
+  for (int g = 0; g < 8; ++g) agent.gpu_uuids.push_back("GPU-" + std::to_string(g));
+  plane_->RegisterAgent("dgx-0", agent);
   const int64_t placed = plane_->Submit(R"({"gpus": 8, "image": "busybox"})");
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ + "/berth.db").c_str(), &db), SQLITE_OK);

@@ -106,6 +106,32 @@ TEST(JoinNodeTest, OnlyTheModelsOfItsGpusCount) {
   EXPECT_EQ(JoinNode("gpu-b", h100, &cluster), "");
 }
 
+TEST(JoinNodeTest, AFirstNodeMayHaveOnlyCpus) {
+  Cluster cluster;
+  NodeRegistration cpu_only;
+  cpu_only.declared = Dgx(1).nodes[0];
+  cpu_only.declared->gpus.clear();
+  cpu_only.declared->switches.clear();
+  ASSERT_EQ(JoinNode("cpu-a", cpu_only, &cluster), "");
+  ASSERT_EQ(JoinNode("gpu-a", Declared("gpu-a"), &cluster), "");
+  EXPECT_EQ(cluster.nodes.size(), 2u);
+}
+
+// The models are those of the nodes' GPUs: once the last node of a model has other GPUs, the
+// model's name may come back with another memory size.
+TEST(JoinNodeTest, AModelNoNodeHasIsDropped) {
+  Cluster cluster;
+  ASSERT_EQ(JoinNode("gpu-a", Declared("gpu-a"), &cluster), "");
+  NodeRegistration h100 = Declared("gpu-a");
+  for (Gpu& g : h100.declared->gpus) g.model = "H100";
+  h100.models = {{"H100", 81920, {}}};
+  ASSERT_EQ(JoinNode("gpu-a", h100, &cluster), "");
+  EXPECT_EQ(cluster.FindModel("A100"), nullptr);
+  EXPECT_EQ(JoinNode("gpu-b", Declared("gpu-b", 40960), &cluster), "");
+  ASSERT_NE(cluster.FindModel("A100"), nullptr);
+  EXPECT_EQ(cluster.FindModel("A100")->memory_mib, 40960);
+}
+
 TEST(JoinNodeTest, ANodeThatJoinedAgainWithOtherHardwareIsReplacedInPlace) {
   Cluster cluster;
   ASSERT_EQ(JoinNode("gpu-a", Declared("gpu-a"), &cluster), "");
@@ -137,12 +163,14 @@ class NodeJoinPlaneTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
   // A server without a cluster over the state directory (again: a restart).
-  void Open() {
+  void Open(double unhealthy_after_s = 15, double lost_after_s = 120) {
     plane_.reset();
     store_.reset();
     store_ = std::make_unique<StateStore>(dir_);
     ControlPlaneConfig config;
     config.nodes_join = true;
+    config.unhealthy_after_s = unhealthy_after_s;
+    config.lost_after_s = lost_after_s;
     ASSERT_TRUE(BuiltinPolicy("berth", &config.policy));
     plane_ = std::make_unique<ControlPlane>(std::move(config), store_.get(),
                                             [this] { return now_ += 1; });
@@ -207,16 +235,119 @@ TEST_F(NodeJoinPlaneTest, NodesJoinJobsWaitForThemAndARestartKeepsThem) {
   ASSERT_EQ(plane_->cluster()->nodes.size(), 2u);
   EXPECT_EQ(plane_->Get(early).state, "scheduled");
   EXPECT_EQ(plane_->Get(second).state, "scheduled");
-  EXPECT_EQ(plane_->Assignments("gpu-a", 1, 0).assignments.size(), 1u);
-  EXPECT_EQ(plane_->Assignments("gpu-b", 1, 0).assignments.size(), 1u);
   EXPECT_FALSE(plane_->Agents()[0].registered);  // until its agent registers again
+  // Its assignments wait for it: the server does not know its GPUs' UUIDs yet.
+  try {
+    plane_->Assignments("gpu-a", 1, 0);
+    ADD_FAILURE() << "assignments handed to a node not registered since the restart";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 409);
+    EXPECT_TRUE(Has(e.what(), "register first")) << e.what();
+  }
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  const std::vector<Assignment> on_a = plane_->Assignments("gpu-a", 1, 0).assignments;
+  ASSERT_EQ(on_a.size(), 1u);
+  for (const std::string& uuid : on_a[0].gpu_uuids) EXPECT_TRUE(Has(uuid, "GPU-gpu-a-")) << uuid;
+  EXPECT_EQ(plane_->Assignments("gpu-b", 1, 0).assignments.size(), 1u);
   EXPECT_EQ(plane_->cluster()->nodes.size(), 2u);
   EXPECT_EQ(JoinEvents().size(), 2u);
 }
 
-// Joined nodes come back in the order they joined, each checked against those before it: a
-// CPU-only node alone would not be a cluster, and a restart in name order would refuse it.
+// A label change is not a hardware change: the node is relabeled in place with jobs on it, and
+// a restart keeps the new labels.
+TEST_F(NodeJoinPlaneTest, ANodeIsRelabeledInPlaceWhateverRunsThere) {
+  Open();
+  NodeRegistration labeled = Declared("gpu-a");
+  labeled.declared->labels = {{"pool", "blue"}};
+  plane_->RegisterAgent("gpu-a", labeled);
+  const int64_t job = plane_->Submit(R"({"gpus": 1, "image": "x"})");
+  plane_->Cycle();
+  ASSERT_EQ(plane_->Get(job).state, "scheduled");
+  labeled.declared->labels = {{"pool", "green"}};
+  plane_->RegisterAgent("gpu-a", labeled);
+  EXPECT_EQ(plane_->cluster()->nodes[0].labels.at("pool"), "green");
+  EXPECT_EQ(plane_->Get(job).state, "scheduled");
+  const int64_t green =
+      plane_->Submit(R"({"gpus": 1, "image": "x", "nodeSelector": {"pool": "green"}})");
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(green).state, "scheduled");
+  Open();
+  EXPECT_EQ(plane_->cluster()->nodes[0].labels.at("pool"), "green");
+  EXPECT_EQ(plane_->Get(job).state, "scheduled");
+}
+
+// GPU UUIDs are handed to containers: none may be empty, repeated, or another node's.
+TEST_F(NodeJoinPlaneTest, AGpuUuidBelongsToOneGpu) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  const auto refused = [&](const std::string& node, const NodeRegistration& r) {
+    try {
+      plane_->RegisterAgent(node, r);
+      ADD_FAILURE() << node << " registered";
+      return std::string();
+    } catch (const ApiError& e) {
+      return std::to_string(e.status) + " " + e.what();
+    }
+  };
+  NodeRegistration theirs = Declared("gpu-b");
+  theirs.gpu_uuids[5] = "GPU-gpu-a-2";
+  std::string why = refused("gpu-b", theirs);
+  EXPECT_TRUE(Has(why, "409 node gpu-b: GPU UUID GPU-gpu-a-2 is registered by node gpu-a")) << why;
+  NodeRegistration twice = Declared("gpu-b");
+  twice.gpu_uuids[1] = twice.gpu_uuids[0];
+  why = refused("gpu-b", twice);
+  EXPECT_TRUE(Has(why, "GPU UUID \"GPU-gpu-b-0\" twice")) << why;
+  NodeRegistration empty = Declared("gpu-b");
+  empty.gpu_uuids[7].clear();
+  why = refused("gpu-b", empty);
+  EXPECT_TRUE(Has(why, "an empty GPU UUID")) << why;
+  EXPECT_EQ(plane_->cluster()->nodes.size(), 1u);
+}
+
+// One kept row per node: a row that no longer loads leaves only its node out, and the node's
+// agent registering again replaces it.
+TEST_F(NodeJoinPlaneTest, AKeptNodeThatNoLongerLoadsIsLeftOutUntilItRegisters) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  plane_.reset();
+  store_->Wait(store_->Enqueue(
+      {StoreWrite::Setting({"node:gpu-b", "{not json"}, "test", 1, "a corrupt row")}));
+  Open();
+  ASSERT_EQ(plane_->cluster()->nodes.size(), 1u);
+  EXPECT_TRUE(
+      Has(plane_->recovery_summary(), "1 node joined; node gpu-b (joined before) is left out"))
+      << plane_->recovery_summary();
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  Open();
+  EXPECT_EQ(plane_->cluster()->nodes.size(), 2u);
+  EXPECT_FALSE(Has(plane_->recovery_summary(), "left out")) << plane_->recovery_summary();
+  size_t rows = 0;
+  for (const StoredSetting& s : store_->LoadSettings()) rows += s.key.rfind("node:", 0) == 0;
+  EXPECT_EQ(rows, 2u);
+}
+
+// A node that joined before a restart and whose agent never comes back turns unhealthy (no new
+// jobs), then lost (its jobs wait again), as a registered one would.
+TEST_F(NodeJoinPlaneTest, ANodeWhoseAgentNeverReturnsIsLost) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  const int64_t job = plane_->Submit(R"({"gpus": 8, "image": "x"})");
+  plane_->Cycle();
+  ASSERT_EQ(plane_->Get(job).state, "scheduled");
+  Open(/*unhealthy_after_s=*/5, /*lost_after_s=*/20);
+  ASSERT_EQ(plane_->Get(job).state, "scheduled");
+  for (int cycle = 0; cycle < 30; ++cycle) plane_->Cycle();
+  EXPECT_NE(plane_->Get(job).state, "scheduled");
+  bool lost = false;
+  for (const StoredEvent& e : plane_->EventsAfter(0, 1000, Caller(), 0).events)
+    lost = lost || e.state == "lost";
+  EXPECT_TRUE(lost);
+}
+
+// Joined nodes come back in the order they joined (each checked against those before it), so
+// that their indices, listings and events keep their order.
 TEST_F(NodeJoinPlaneTest, ARestartJoinsTheNodesInTheOrderTheyJoined) {
   Open();
   plane_->RegisterAgent("zz-gpu", Declared("zz-gpu"));
@@ -246,7 +377,8 @@ TEST_F(NodeJoinPlaneTest, ANodeWhoseHardwareChangedJoinsAgainOnceNothingRunsTher
     ADD_FAILURE() << "its hardware changed under a placed job";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status, 409);
-    EXPECT_TRUE(Has(e.what(), "drain the node")) << e.what();
+    EXPECT_TRUE(Has(e.what(), "drain it (berth node drain gpu-a)")) << e.what();
+    EXPECT_TRUE(Has(e.what(), "then uncordon it")) << e.what();
   }
   EXPECT_EQ(plane_->cluster()->nodes[0].gpus.size(), 8u);
   plane_->Stop(job);
@@ -257,6 +389,7 @@ TEST_F(NodeJoinPlaneTest, ANodeWhoseHardwareChangedJoinsAgainOnceNothingRunsTher
     changed = changed || e.state == "node-changed";
   EXPECT_TRUE(changed);
   Open();  // kept as it is now
+  EXPECT_FALSE(Has(plane_->recovery_summary(), "left out")) << plane_->recovery_summary();
   EXPECT_EQ(plane_->cluster()->nodes[0].gpus.size(), 7u);
   EXPECT_EQ(plane_->cluster()->nodes.size(), 1u);
 }

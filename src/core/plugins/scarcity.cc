@@ -2,11 +2,15 @@
 // typical pod shape by how often the shape occurs, but not by how many other nodes could
 // still host it: breaking the last empty 8-GPU node costs it no more than breaking the first
 // of three hundred. This score charges a placement, for every typical GPU pod shape the node
-// could host before it and cannot after it, the shape's frequency x its GPU milli / the number
-// of nodes that host it now:
+// could host before it and cannot after it, the shape's frequency / the number of nodes that
+// host it now, in milli (a pod's worth, 1000, per pod that can no longer start):
 //
-//   lost = sum over shapes t hostable before and not after of f_t x gpus_t x milli_t / H_t
+//   lost = sum over shapes t hostable before and not after of f_t x 1000 / H_t
 //   score = 100 x scale / (scale + lost)
+//
+// A lost pod counts once whatever its GPUs: weighing by GPUs (f x gpus x milli) made the
+// 8-GPU shapes drown out the common small ones, so a node was kept for a rare big pod at the
+// cost of many small ones that then found no host (docs/simulator.md).
 //
 // so that, late in a fill, the few nodes left for large or model-constrained pods are taken
 // last. A node hosts shape t when t accepts its GPU model, its free CPU covers t's, and t's
@@ -30,7 +34,7 @@ namespace {
 
 class ScarcityScore : public ScorePlugin {
  public:
-  explicit ScarcityScore(double scale) : scale_(scale) {}
+  ScarcityScore(double scale, double from) : scale_(scale), from_(from) {}
 
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     const FragmentationTracker* tracker = ctx.fragmentation;
@@ -42,6 +46,7 @@ class ScarcityScore : public ScorePlugin {
 
     std::lock_guard<std::mutex> lock(mu_);
     if (&model != model_) Update(*tracker);  // scored before any PreScore
+    if (total_milli_ <= 0 || 1 - free_milli_ / total_milli_ < from_) return 100;
     const NodeView& before = tracker->view(c.node);
     NodeView after = before;
     after.free_cpu_milli -= d.cpu_milli;
@@ -55,7 +60,7 @@ class ScarcityScore : public ScorePlugin {
     for (int t = 0; t < shapes; ++t) {
       if (!was[t] || Hosts(model, t, after)) continue;
       const TypicalPod& p = pods[t];
-      lost += p.frequency * p.gpus * p.gpu_milli / std::max(1, count_[t]);
+      lost += p.frequency * 1000 / std::max(1, count_[t]);
     }
     return 100 * scale_ / (scale_ + lost);
   }
@@ -87,11 +92,17 @@ class ScarcityScore : public ScorePlugin {
       hosts_.assign(static_cast<size_t>(nodes) * shapes, 0);
       count_.assign(shapes, 0);
       seen_.assign(nodes, 0);
+      free_milli_ = total_milli_ = 0;
     }
     for (int n = 0; n < nodes; ++n) {
       if (seen_[n] && views_[n] == tracker.view(n)) continue;
+      if (seen_[n])
+        free_milli_ -= views_[n].total_free_milli();
+      else
+        total_milli_ += 1000.0 * tracker.view(n).gpu_count();
       seen_[n] = 1;
       views_[n] = tracker.view(n);
+      free_milli_ += views_[n].total_free_milli();
       char* h = &hosts_[static_cast<size_t>(n) * shapes];
       for (int t = 0; t < shapes; ++t) {
         const char now = Hosts(model, t, views_[n]);
@@ -102,24 +113,31 @@ class ScarcityScore : public ScorePlugin {
   }
 
   const double scale_;
+  const double from_;  // the share of the cluster's GPU milli allocated from which it counts
   mutable std::mutex mu_;
   mutable const FragmentationModel* model_ = nullptr;
   mutable std::vector<NodeView> views_;  // per node: the view its hosts_ row was counted from
   mutable std::vector<char> seen_;       // per node: counted at least once
   mutable std::vector<char> hosts_;      // [node * shapes + t]: the node hosts shape t
   mutable std::vector<int> count_;       // per shape: nodes hosting it
+  mutable double free_milli_ = 0, total_milli_ = 0;  // the cluster's GPU milli, as counted
 };
 
 }  // namespace
 
 std::unique_ptr<ScorePlugin> MakeScarcityScore(const PluginConfig& config, std::string* error) {
-  if (!CheckParams(config, {"scale"}, error)) return nullptr;
+  if (!CheckParams(config, {"scale", "from"}, error)) return nullptr;
   const double scale = Param(config, "scale", 10);
   if (!(scale > 0 && scale <= kMostWeight)) {
     if (error) *error = "parameter \"scale\" must be > 0 and at most 1e6";
     return nullptr;
   }
-  return std::make_unique<ScarcityScore>(scale);
+  const double from = Param(config, "from", 0);
+  if (!(from >= 0 && from <= 1)) {
+    if (error) *error = "parameter \"from\" must be from 0 to 1 (a share of the GPUs allocated)";
+    return nullptr;
+  }
+  return std::make_unique<ScarcityScore>(scale, from);
 }
 
 }  // namespace berth

@@ -10,10 +10,10 @@
 namespace berth {
 namespace {
 
-std::unique_ptr<ScorePlugin> Scarcity(double scale) {
+std::unique_ptr<ScorePlugin> Scarcity(double scale, double from = 0) {
   PluginConfig config;
   config.name = "scarcity";
-  config.params = {{"scale", scale}};
+  config.params = {{"scale", scale}, {"from", from}};
   std::string error;
   auto plugin = MakeScore(config, &error);
   EXPECT_NE(plugin, nullptr) << error;
@@ -45,12 +45,12 @@ TEST(ScarcityTest, KeepsTheLastHostOfAScarceShape) {
   const auto scarcity = Scarcity(10);
   scarcity->PreScore(ctx);
   EXPECT_EQ(scarcity->Score(ctx, GpuCandidate(0, {1})), 100);
-  // lost = .2 x 4 x 1000 / 1 host = 800: 100 x 10 / 810.
-  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 1000.0 / 810, 1e-9);
+  // lost = .2 x 1000 / 1 host = 200 (one pod's worth, whatever its 4 GPUs): 100 x 10 / 210.
+  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 1000.0 / 210, 1e-9);
 }
 
 TEST(ScarcityTest, CountsFollowTheCluster) {
-  // Two empty 2-GPU nodes host the 2-GPU shape: breaking either costs 1 x 2 x 1000 / 2 = 1000,
+  // Two empty 2-GPU nodes host the 2-GPU shape: breaking either costs 1 x 1000 / 2 = 500,
   // breaking the last one twice that.
   const Cluster cluster = OpenbTestCluster({{.gpus = 2}, {.gpus = 2}});
   Allocator alloc(&cluster, {});
@@ -63,15 +63,35 @@ TEST(ScarcityTest, CountsFollowTheCluster) {
   ctx.fragmentation = &tracker;
   const auto scarcity = Scarcity(1000);
   scarcity->PreScore(ctx);
-  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(0, {0})), 100 * 1000.0 / 2000, 1e-9);
-  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 100 * 1000.0 / 2000, 1e-9);
+  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(0, {0})), 100 * 1000.0 / 1500, 1e-9);
+  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 100 * 1000.0 / 1500, 1e-9);
   Place(&alloc, 0, ShareDemand(500));
   tracker.Refresh(alloc, 0);
   // Before the next decision node 0 is recounted, and node 1 is the last host.
-  // lost = 1 x 2 x 1000 / 1 = 2000.
+  // lost = 1 x 1000 / 1 = 1000.
   scarcity->PreScore(ctx);
   EXPECT_EQ(scarcity->Score(ctx, GpuCandidate(0, {0})), 100);
-  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 100 * 1000.0 / 3000, 1e-9);
+  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 100 * 1000.0 / 2000, 1e-9);
+}
+
+// With `from`, it counts only once that share of the cluster's GPU milli is allocated.
+TEST(ScarcityTest, CountsFromAnAllocatedShare) {
+  const Cluster cluster = OpenbTestCluster({{.gpus = 2}, {.gpus = 2}});
+  Allocator alloc(&cluster, {});
+  ASSERT_EQ(alloc.error(), "");
+  const FragmentationModel model(&cluster, {Typical(2, 1000, 1)});
+  FragmentationTracker tracker(&model, alloc);
+  TaskGroup group;
+  group.demand = WholeDemand(1);
+  PlacementContext ctx = ContextFor(alloc, group);
+  ctx.fragmentation = &tracker;
+  const auto scarcity = Scarcity(1000, 0.5);
+  scarcity->PreScore(ctx);
+  EXPECT_EQ(scarcity->Score(ctx, GpuCandidate(1, {0})), 100);  // none of 4 GPUs allocated
+  Place(&alloc, 0, WholeDemand(2));
+  tracker.Refresh(alloc, 0);
+  scarcity->PreScore(ctx);  // 2 of 4: half allocated; node 1 is the last host of 2 GPUs
+  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 100 * 1000.0 / 2000, 1e-9);
 }
 
 TEST(ScarcityTest, RejectsABadScale) {
@@ -81,6 +101,9 @@ TEST(ScarcityTest, RejectsABadScale) {
   config.params = {{"scale", 0}};
   EXPECT_EQ(MakeScore(config, &error), nullptr);
   EXPECT_NE(error.find("scale"), std::string::npos);
+  config.params = {{"from", 1.5}};
+  EXPECT_EQ(MakeScore(config, &error), nullptr);
+  EXPECT_NE(error.find("\"from\" must be from 0 to 1"), std::string::npos) << error;
 }
 
 }  // namespace
