@@ -242,12 +242,27 @@ Node ParseNode(const Json& j, const std::string& path) {
   return n;
 }
 
+// A GPU's or MIG instance's UUID goes into CUDA_VISIBLE_DEVICES (comma-separated) and the
+// engine's device requests, and is compared between nodes: nothing else may ride along.
+void CheckUuid(const std::string& uuid, const std::string& at) {
+  // Simulated UUIDs carry the node's name, which a cluster file allows up to 253 characters.
+  const bool good = !uuid.empty() && uuid.size() <= 300 &&
+                    std::all_of(uuid.begin(), uuid.end(),
+                                [](char c) { return c > 0x20 && c < 0x7f && c != ','; });
+  if (!good)
+    throw ProtocolError(at +
+                        ": expected a UUID of 1 to 300 printable ASCII characters, no space "
+                        "or comma");
+}
+
 }  // namespace
 
 NodeRegistration ParseRegistration(const Json& j) {
   const Reader r(j);
   NodeRegistration out;
   out.gpu_uuids = r.Texts("gpuUuids", kMaxRegisteredGpus);
+  for (size_t i = 0; i < out.gpu_uuids.size(); ++i)
+    CheckUuid(out.gpu_uuids[i], "gpuUuids[" + std::to_string(i) + "]");
   const int64_t gpus = static_cast<int64_t>(out.gpu_uuids.size());
   r.List("migs", kMaxRegisteredGpus * kMigComputeSlices, [&](const Json& e, const std::string& at) {
     const Reader m(e, at);
@@ -256,7 +271,8 @@ NodeRegistration ParseRegistration(const Json& j) {
     mig.gpu = static_cast<int>(m.Int("gpu", 0, gpus - 1, true));
     mig.profile = m.Text("profile", 64);
     mig.start = static_cast<int>(m.Int("start", 0, kMigMemorySlots - 1, true));
-    mig.uuid = m.Text("uuid", 128);
+    mig.uuid = m.Text("uuid", 300);
+    CheckUuid(mig.uuid, m.Field("uuid"));
     out.migs.push_back(std::move(mig));
   });
   out.simulated = r.Bool("simulated");

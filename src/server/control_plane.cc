@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -84,7 +84,8 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
                          : std::move(config.queues_yaml);
   std::string policy_from = " from the command line", queues_from = "queues from the command line";
   Cluster cluster = std::move(config.cluster);
-  std::vector<std::pair<int64_t, StoredSetting>> joined;  // (order of joining, kept row)
+  // (order of joining, kept row); an unreadable order sorts last
+  std::vector<std::pair<std::optional<int64_t>, StoredSetting>> joined;
   for (const StoredSetting& setting : store_->LoadSettings()) {
     if (setting.key.rfind(kJoinedNodeKey, 0) == 0) {
       joined.emplace_back(JoinOrder(setting.value), setting);
@@ -110,16 +111,23 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
   }
   // Each node is checked against those that joined before it, as it was. One that no longer
   // loads is said, not fatal: the others and their jobs still come back.
-  std::stable_sort(joined.begin(), joined.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(joined.begin(), joined.end(), [](const auto& a, const auto& b) {
+    return a.first.has_value() && (!b.first.has_value() || *a.first < *b.first);
+  });
   std::string joined_left_out;
+  std::map<std::string, NodeRegistration> rejoined;
   for (const auto& [order, setting] : joined) {
     const std::string name = setting.key.substr(kJoinedNodeKey.size());
-    join_order_[name] = order;
-    next_join_order_ = std::max(next_join_order_, order + 1);
-    if (nodes_join_)
-      if (std::string why = JoinAgain(name, setting.value, &cluster); !why.empty())
-        joined_left_out += "; node " + name + " (joined before) is left out: " + why;
+    if (order) {  // else the node takes a new place when it registers
+      join_order_[name] = *order;
+      next_join_order_ = std::max(next_join_order_, *order + 1);
+    }
+    if (!nodes_join_) continue;
+    NodeRegistration registration;
+    if (std::string why = JoinAgain(name, setting.value, &cluster, &registration); !why.empty())
+      joined_left_out += "; node " + name + " (joined before) is left out: " + why;
+    else
+      rejoined[name] = std::move(registration);
   }
   rules.queues = WithDefaultQueue(std::move(rules.queues));
   const std::string policy_name = rules.policy.name;
@@ -143,10 +151,12 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
     recovery_summary_ += "; " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") +
                          " joined" + joined_left_out;
     // A node that joined before is watched from now: one whose agent never comes back turns
-    // unhealthy, then lost, rather than taking jobs nobody runs.
-    for (AgentNode& a : agents_) {
-      a.expected = true;
-      a.last_seen = now_();
+    // unhealthy, then lost, rather than taking jobs nobody runs. Its GPUs stay its own: no
+    // other node may register their UUIDs meanwhile.
+    for (size_t n = 0; n < agents_.size(); ++n) {
+      agents_[n].expected = true;
+      agents_[n].last_seen = now_();
+      agents_[n].registration = std::move(rejoined[cluster_now().nodes[n].name]);
     }
   }
 }
@@ -303,8 +313,6 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
     return out;
   }
   const double now = now_();
-  // The operators' marks first: adopted and queued jobs then see the nodes as they were left.
-  for (int n : cordoned) out.engine->SetNodeCordoned(n, true, now);
   // Guaranteed work is adopted before borrowed work (the allocator binds guarantee cells as it
   // adopts), and placed jobs before pending ones take GPUs.
   std::vector<Job> placed_guaranteed, placed_borrowed, waiting;
@@ -367,6 +375,9 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
       waiting.push_back(std::move(job));
     }
   }
+  // The operators' marks after the adoptions (a cordon keeps new work off a node; what runs
+  // there stays) and before the queued jobs, which then see the nodes as they were left.
+  for (int n : cordoned) out.engine->SetNodeCordoned(n, true, now);
   for (Job& job : waiting) {
     std::string why;
     // Queued as of its submission, so that it keeps its age (aging, order among equals) across
@@ -1026,7 +1037,7 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   const std::set<std::string> uuids(registration.gpu_uuids.begin(), registration.gpu_uuids.end());
   for (size_t other = 0; other < agents_.size(); ++other) {
     const std::string& name = cluster_now().nodes[other].name;
-    if (name == node || !agents_[other].registered) continue;
+    if (name == node || (!agents_[other].registered && !agents_[other].expected)) continue;
     for (const std::string& uuid : agents_[other].registration.gpu_uuids)
       if (uuids.count(uuid))
         throw ApiError(409, "node " + node + ": GPU UUID " + uuid + " is registered by node " +
@@ -1149,23 +1160,36 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
   return n;
 }
 
-int64_t ControlPlane::JoinOrder(const std::string& kept) {
+std::optional<int64_t> ControlPlane::JoinOrder(const std::string& kept) {
   const nlohmann::json json = nlohmann::json::parse(kept, nullptr, false);
-  if (json.is_object() && json.contains("order") && json["order"].is_number_integer())
-    return json["order"].get<int64_t>();
-  return std::numeric_limits<int64_t>::max();  // unreadable: last, where JoinAgain says why
+  if (!json.is_object() || !json.contains("order") || !json["order"].is_number_integer())
+    return std::nullopt;
+  const int64_t order = json["order"].get<int64_t>();
+  // Orders count joins: one past 2^53 was not written by berth.
+  if (order < 0 || order >= (int64_t{1} << 53)) return std::nullopt;
+  return order;
 }
 
 std::string ControlPlane::JoinAgain(const std::string& node, const std::string& kept,
-                                    Cluster* cluster) {
+                                    Cluster* cluster, NodeRegistration* registration) {
   try {
     const nlohmann::json json = nlohmann::json::parse(kept);
     if (!json.is_object() || !json.contains("registration"))
       return "its kept registration has no \"registration\"";
-    return JoinNode(node, ParseRegistration(json["registration"]), cluster);
+    *registration = ParseRegistration(json["registration"]);
+    return JoinNode(node, *registration, cluster);
   } catch (const std::exception& e) {
     return std::string("its kept registration does not load: ") + e.what();
   }
+}
+
+void ControlPlane::RefuseUnknownNode(const std::string& node) const {
+  // Where nodes join, its agent registers again (on 409) and the node joins, or is told why
+  // not: a node left out at a restart comes back without restarting its agent.
+  if (nodes_join_)
+    throw ApiError(409, "no node " + node.substr(0, 80) +
+                            " in the cluster (yet); register first, and the node joins");
+  throw ApiError(404, "no node " + node.substr(0, 80));
 }
 
 std::shared_ptr<const Cluster> ControlPlane::cluster() const {
@@ -1187,7 +1211,7 @@ AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
                                         double wait_s) const {
   std::unique_lock<std::mutex> lock(mu_);
   const int n = cluster_now().FindNode(node);
-  if (n < 0) throw ApiError(404, "no node " + node.substr(0, 80));
+  if (n < 0) RefuseUnknownNode(node);
   // Until then the server does not know the node's GPU UUIDs (a restart forgets them).
   if (!agents_[n].registered)
     throw ApiError(409, "node " + node +
@@ -1264,7 +1288,7 @@ void ControlPlane::AssignmentsOf(const Job& job, int node, std::vector<Assignmen
 void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   RefuseIfBroken();
   const int n = cluster()->FindNode(node);  // a node's index never changes
-  if (n < 0) throw ApiError(404, "no node " + node.substr(0, 80));
+  if (n < 0) RefuseUnknownNode(node);
   if (logs_ != nullptr) {
     std::vector<const LogChunk*> chunks;
     {

@@ -313,10 +313,14 @@ class ControlPlane {
   int Join(const std::string& node, const NodeRegistration& registration, double now,
            std::vector<StoreWrite>* writes);
   // Adds to `cluster` node `node` that joined before, from its kept row (`kept`: {"order",
-  // "registration"}); says why not.
-  static std::string JoinAgain(const std::string& node, const std::string& kept, Cluster* cluster);
-  // The order in which a kept node joined; an unreadable row's is last.
-  static int64_t JoinOrder(const std::string& kept);
+  // "registration"}), and sets `registration` to the kept one; says why not.
+  static std::string JoinAgain(const std::string& node, const std::string& kept, Cluster* cluster,
+                               NodeRegistration* registration);
+  // The order in which a kept node joined; none when the row does not say.
+  static std::optional<int64_t> JoinOrder(const std::string& kept);
+  // Throws for an agent call from node `node`, which the cluster does not have: 404, or 409
+  // (register first) where nodes join.
+  [[noreturn]] void RefuseUnknownNode(const std::string& node) const;
   // The key of a joined node's kept row, before its name: one row per node name.
   inline static const std::string kJoinedNodeKey = "node:";
   // Applies `change` to the rules (ApplyPolicy, ApplyQueues: `what`, named `label` in the

@@ -33,7 +33,7 @@ start_agent alpha
 wait_state "$early" succeeded
 grep -Eqx 'early on GPU-sim-alpha-[0-3],GPU-sim-alpha-[0-3]' <<<"$("$BERTH" logs "$early")" ||
   fail "job $early printed: $("$BERTH" logs "$early")"
-"$BERTH" events | grep -q 'node-joined.*node alpha joined the cluster' || fail "no node-joined event: $("$BERTH" events)"
+grep -q 'node-joined.*node alpha joined the cluster' <<<"$("$BERTH" events)" || fail "no node-joined event: $("$BERTH" events)"
 
 start_agent beta --label pool=blue
 # Its label, from the agent, selects it.
@@ -65,8 +65,9 @@ done
 # Its agent back with another label relabels beta in place: its job keeps running, once.
 kill -9 "${AGENT[beta]}"
 wait "${AGENT[beta]}" 2>/dev/null || true
+mv "$TMP/agent-beta.log" "$TMP/agent-beta-1.log"  # wait for the new agent's 'registered'
 start_agent beta --label pool=green
-"$BERTH" events | grep -q 'node beta has other labels, as its agent registered: pool=green' ||
+grep -q 'node beta has other labels, as its agent registered: pool=green' <<<"$("$BERTH" events)" ||
   fail "no relabel event: $("$BERTH" events | tail -5)"
 sleep 1
 for j in "${long[@]}"; do

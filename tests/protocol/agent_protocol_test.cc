@@ -313,6 +313,11 @@ TEST(AgentProtocolTest, RegistrationRefusesWrongTypesAndTooManyGpus) {
                          {"gpus", {{{"switch", 0}, {"migLayout", std::vector<int>(8, 1)}}}}}}});
   });
   EXPECT_TRUE(Has(e, "declared.gpus[0].migLayout: more than 7")) << e;
+  for (const std::string& uuid : {std::string(), std::string("GPU-1,GPU-2"), std::string("a b"),
+                                  std::string("x\n"), std::string(301, 'u')}) {
+    e = ErrorOf([&] { ParseRegistration({{"gpuUuids", {"GPU-0", uuid}}}); });
+    EXPECT_TRUE(Has(e, "gpuUuids[1]: expected a UUID of 1 to 300 printable ASCII")) << e;
+  }
   e = ErrorOf([] { ParseRegistration({{"declared", {{"labels", {{"a b", "x"}}}}}}); });
   EXPECT_TRUE(Has(e, "declared.labels: a key of 1 to 253 letters")) << e;
   e = ErrorOf([] { ParseRegistration({{"declared", {{"labels", {{"k", "x\ny"}}}}}}); });

@@ -116,6 +116,23 @@ TEST_F(ControlPlaneTest, ReadersSeeOnlyWhatIsCommitted) {
   EXPECT_EQ(plane_->Get(second).state, plane_->List(JobFilter())[1].state);
 }
 
+// A cordon keeps new work off a node, not what runs there: across a restart too.
+TEST_F(ControlPlaneTest, AJobOnACordonedNodeIsAdoptedAfterARestart) {
+  const int64_t a = plane_->Submit(R"({"gpus": 8, "image": "busybox"})");
+  const int64_t b = plane_->Submit(R"({"gpus": 8, "image": "busybox"})");
+  plane_->Cycle();
+  ASSERT_EQ(plane_->Get(a).state, "scheduled");
+  ASSERT_EQ(plane_->Get(b).state, "scheduled");
+  plane_->NodeAction("dgx-1", "cordon");
+  Open(2);
+  EXPECT_NE(plane_->recovery_summary().find("2 placed jobs adopted, 0 lost"), std::string::npos)
+      << plane_->recovery_summary();
+  EXPECT_EQ(plane_->Get(a).state, "scheduled");
+  EXPECT_EQ(plane_->Get(b).state, "scheduled");
+  EXPECT_TRUE(plane_->Nodes()[1].cordoned);  // and still cordoned
+  EXPECT_FALSE(plane_->Nodes()[0].cordoned);
+}
+
 TEST_F(ControlPlaneTest, ASubmittedJobIsPlacedAndKeptAcrossARestart) {
   const int64_t a = plane_->Submit(R"({"name": "train", "gpus": 8, "image": "busybox"})");
   const int64_t b = plane_->Submit("gpus: 2\nreplicas: 2\nuser: ann\n");  // YAML too

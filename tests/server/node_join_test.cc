@@ -303,6 +303,11 @@ TEST_F(NodeJoinPlaneTest, AGpuUuidBelongsToOneGpu) {
   why = refused("gpu-b", empty);
   EXPECT_TRUE(Has(why, "an empty GPU UUID")) << why;
   EXPECT_EQ(plane_->cluster()->nodes.size(), 1u);
+  // After a restart gpu-a's GPUs are still its own, before its agent is back.
+  Open();
+  why = refused("gpu-b", theirs);
+  EXPECT_TRUE(Has(why, "409 node gpu-b: GPU UUID GPU-gpu-a-2 is registered by node gpu-a")) << why;
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
 }
 
 // One kept row per node: a row that no longer loads leaves only its node out, and the node's
@@ -312,20 +317,32 @@ TEST_F(NodeJoinPlaneTest, AKeptNodeThatNoLongerLoadsIsLeftOutUntilItRegisters) {
   plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
   plane_.reset();
-  store_->Wait(store_->Enqueue(
-      {StoreWrite::Setting({"node:gpu-b", "{not json"}, "test", 1, "a corrupt row")}));
+  store_->Wait(
+      store_->Enqueue({StoreWrite::Setting({"node:gpu-b", "{not json"}, "test", 1, "a corrupt row"),
+                       StoreWrite::Setting({"node:gpu-z", R"({"order": 9223372036854775807})"},
+                                           "test", 1, "an order past any")}));
   Open();
   ASSERT_EQ(plane_->cluster()->nodes.size(), 1u);
-  EXPECT_TRUE(
-      Has(plane_->recovery_summary(), "1 node joined; node gpu-b (joined before) is left out"))
-      << plane_->recovery_summary();
+  const std::string summary = plane_->recovery_summary();
+  EXPECT_TRUE(Has(summary, "1 node joined; node gpu-b (joined before) is left out")) << summary;
+  EXPECT_TRUE(Has(summary, "node gpu-z (joined before) is left out")) << summary;
+  // Its agent's calls are told to register (its report's 409 makes it do so), not 404.
+  try {
+    plane_->Report("gpu-b", AgentReport());
+    ADD_FAILURE() << "a report from a node left out";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 409);
+    EXPECT_TRUE(Has(e.what(), "register first")) << e.what();
+  }
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
   Open();
   EXPECT_EQ(plane_->cluster()->nodes.size(), 2u);
-  EXPECT_FALSE(Has(plane_->recovery_summary(), "left out")) << plane_->recovery_summary();
+  EXPECT_EQ(plane_->cluster()->nodes[1].name, "gpu-b");
+  EXPECT_FALSE(Has(plane_->recovery_summary(), "gpu-b (joined before) is left out"))
+      << plane_->recovery_summary();
   size_t rows = 0;
   for (const StoredSetting& s : store_->LoadSettings()) rows += s.key.rfind("node:", 0) == 0;
-  EXPECT_EQ(rows, 2u);
+  EXPECT_EQ(rows, 3u);  // gpu-a's, gpu-b's, and gpu-z's until its agent registers
 }
 
 // A node that joined before a restart and whose agent never comes back turns unhealthy (no new
