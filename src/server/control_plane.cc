@@ -1127,9 +1127,11 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
   if (why.empty()) why = engine_->SetCluster(grown.get(), now);
   if (!why.empty())
     throw ApiError(400, "node " + node.substr(0, 80) + " cannot join the cluster: " + why);
+  const std::shared_ptr<const Cluster> old = rules_->cluster;
   auto rules = std::make_shared<Rules>(*rules_);
   rules->cluster = grown;
   rules_ = std::move(rules);
+  FailJobsOfDroppedModels(*old, node, now, writes);
   const int n = grown->FindNode(node);
   if (before < 0) {
     agents_.emplace_back().version = FirstVersion();
@@ -1158,6 +1160,31 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
                      (labels.empty() ? std::string("none") : labels)
                : " has other hardware than it joined with, as its agent found: now " + shape)));
   return n;
+}
+
+void ControlPlane::FailJobsOfDroppedModels(const Cluster& old, const std::string& node, double now,
+                                           std::vector<StoreWrite>* writes) {
+  std::set<std::string> dropped;
+  for (const GpuModel& m : old.models)
+    if (!cluster_now().FindModel(m.name)) dropped.insert(m.name);
+  if (dropped.empty()) return;
+  // A waiting job naming such a model: a restart could not check its spec again (the model's
+  // size left with it) and would fail it, so it fails now, the same way.
+  for (auto& [id, job] : jobs_) {
+    if (job.stored.state != "pending" || job.engine_id < 0) continue;
+    std::string gone;
+    for (const TaskGroup& g : job.spec.groups)
+      for (const std::string& model : g.demand.models)
+        if (dropped.count(model)) gone = model;
+    if (gone.empty()) continue;
+    engine_->Finish(job.engine_id, now, JobEnd::kFailed);
+    by_engine_id_.erase(job.engine_id);
+    job.engine_id = -1;
+    Record(job, "failed",
+           "GPU model " + gone + " left the cluster (node " + node +
+               " has other GPUs now); submit it again naming the models there are",
+           writes);
+  }
 }
 
 std::optional<int64_t> ControlPlane::JoinOrder(const std::string& kept) {

@@ -312,6 +312,10 @@ class ControlPlane {
   // why it cannot join, 409 that jobs are placed on a node whose hardware changed.
   int Join(const std::string& node, const NodeRegistration& registration, double now,
            std::vector<StoreWrite>* writes);
+  // After node `node` joined again with other GPUs: pending jobs naming a GPU model that `old`
+  // had and the cluster has no more fail (mu_ and engine_mu_ held).
+  void FailJobsOfDroppedModels(const Cluster& old, const std::string& node, double now,
+                               std::vector<StoreWrite>* writes);
   // Adds to `cluster` node `node` that joined before, from its kept row (`kept`: {"order",
   // "registration"}), and sets `registration` to the kept one; says why not.
   static std::string JoinAgain(const std::string& node, const std::string& kept, Cluster* cluster,

@@ -310,6 +310,38 @@ TEST_F(NodeJoinPlaneTest, AGpuUuidBelongsToOneGpu) {
   plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
 }
 
+// A job waiting for a GPU model that leaves the cluster (its only node has other GPUs now)
+// fails at once, as a restart would fail it; one naming only models still there waits on.
+TEST_F(NodeJoinPlaneTest, AJobOfAModelThatLeftTheClusterFails) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  NodeRegistration h100 = Declared("gpu-b");
+  for (Gpu& g : h100.declared->gpus) g.model = "H100";
+  h100.models = {{"H100", 81920, {}}};
+  plane_->RegisterAgent("gpu-b", h100);
+  const int64_t only = plane_->Submit(
+      R"({"gpus": 1, "image": "x", "gpuModels": ["A100"], "nodeSelector": {"pool": "none"}})");
+  const int64_t either = plane_->Submit(
+      R"({"gpus": 1, "image": "x", "gpuModels": ["A100", "H100"], "nodeSelector": {"pool": "none"}})");
+  const int64_t h100_only = plane_->Submit(
+      R"({"gpus": 1, "image": "x", "gpuModels": ["H100"], "nodeSelector": {"pool": "none"}})");
+  plane_->Cycle();
+  ASSERT_EQ(plane_->Get(only).state, "pending");
+  NodeRegistration l40 = Declared("gpu-a");
+  for (Gpu& g : l40.declared->gpus) g.model = "L40S";
+  l40.models = {{"L40S", 46068, {}}};
+  plane_->RegisterAgent("gpu-a", l40);
+  EXPECT_EQ(plane_->Get(only).state, "failed");
+  EXPECT_TRUE(Has(plane_->Get(only).reason, "GPU model A100 left the cluster (node gpu-a"))
+      << plane_->Get(only).reason;
+  EXPECT_EQ(plane_->Get(either).state, "failed");
+  EXPECT_EQ(plane_->Get(h100_only).state, "pending");
+  Open();
+  EXPECT_EQ(plane_->Get(only).state, "failed");
+  EXPECT_EQ(plane_->Get(either).state, "failed");
+  EXPECT_EQ(plane_->Get(h100_only).state, "pending");
+}
+
 // One kept row per node: a row that no longer loads leaves only its node out, and the node's
 // agent registering again replaces it.
 TEST_F(NodeJoinPlaneTest, AKeptNodeThatNoLongerLoadsIsLeftOutUntilItRegisters) {
