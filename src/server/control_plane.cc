@@ -124,9 +124,10 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
     }
     if (!nodes_join_) continue;
     NodeRegistration registration;
-    if (std::string why = JoinAgain(name, setting.value, &cluster, &registration); !why.empty())
+    if (std::string why = JoinAgain(name, setting.value, &cluster, &registration); !why.empty()) {
       joined_left_out += "; node " + name + " (joined before) is left out: " + why;
-    else
+      left_out_[name].gpu_uuids = registration.gpu_uuids;  // none when it did not load
+    } else
       rejoined[name] = std::move(registration);
   }
   rules.queues = WithDefaultQueue(std::move(rules.queues));
@@ -400,8 +401,12 @@ void ControlPlane::Recover() {
   std::vector<int> cordoned;
   for (const StoredNode& marked : store_->LoadNodes()) {
     const int n = cluster_now().FindNode(marked.name);
-    // A node gone from the cluster file: nothing to do.
-    if (n >= 0 && marked.cordoned) cordoned.push_back(n);
+    if (!marked.cordoned) continue;
+    if (n >= 0)
+      cordoned.push_back(n);
+    else if (nodes_join_)  // cordoned again when it joins
+      left_out_[marked.name].cordoned = true;
+    // else a node gone from the cluster file: nothing to do
   }
   next_id_ = store_->NextJobId();
   Loaded loaded = Load(*rules_, store_->LoadJobs(), cordoned, "after a restart");
@@ -409,12 +414,12 @@ void ControlPlane::Recover() {
   engine_ = std::move(loaded.engine);
   jobs_ = std::move(loaded.jobs);
   by_engine_id_ = std::move(loaded.by_engine_id);
-  recovery_summary_ = std::to_string(jobs_.size()) +
-                      " jobs in the state: " + std::to_string(loaded.adopted) +
-                      " placed jobs adopted, " + std::to_string(loaded.lost) +
-                      " lost their GPUs, " + std::to_string(loaded.failed) +
-                      " failed (no longer runnable here), " + std::to_string(loaded.ended) +
-                      " ended; " + std::to_string(cordoned.size()) + " nodes cordoned";
+  recovery_summary_ =
+      std::to_string(jobs_.size()) + " jobs in the state: " + std::to_string(loaded.adopted) +
+      " placed jobs adopted, " + std::to_string(loaded.lost) + " lost their GPUs, " +
+      std::to_string(loaded.failed) + " failed (no longer runnable here), " +
+      std::to_string(loaded.ended) + " ended; " + std::to_string(cordoned.size()) +
+      (cordoned.size() == 1 ? " node" : " nodes") + " cordoned";
   if (!loaded.writes.empty()) store_->Wait(store_->Enqueue(std::move(loaded.writes)));
 }
 
@@ -1035,16 +1040,29 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   std::vector<StoreWrite> writes;
   // A GPU is one node's: two agents sending one UUID would hand one GPU to two jobs.
   const std::set<std::string> uuids(registration.gpu_uuids.begin(), registration.gpu_uuids.end());
+  // `held`: GPU UUIDs that are `whose` (a node's, said so).
+  auto refuse_held = [&](const std::vector<std::string>& held, const std::string& whose) {
+    for (const std::string& uuid : held)
+      if (uuids.count(uuid))
+        throw ApiError(409, "node " + node + ": GPU UUID " + uuid + " is " + whose +
+                                "; each GPU belongs to one node (is one agent started twice, "
+                                "under two --node names?)");
+  };
   for (size_t other = 0; other < agents_.size(); ++other) {
     const std::string& name = cluster_now().nodes[other].name;
-    if (name == node || (!agents_[other].registered && !agents_[other].expected)) continue;
-    for (const std::string& uuid : agents_[other].registration.gpu_uuids)
-      if (uuids.count(uuid))
-        throw ApiError(409, "node " + node + ": GPU UUID " + uuid + " is registered by node " +
-                                name +
-                                " too; each GPU belongs to one node (is one agent started "
-                                "twice, under two --node names?)");
+    const AgentNode& a = agents_[other];
+    if (name == node || (!a.registered && !a.expected)) continue;
+    refuse_held(a.registration.gpu_uuids,
+                a.registered ? "registered by node " + name
+                             : "node " + name +
+                                   "'s (it joined before the server restarted; its agent has "
+                                   "not registered again yet)");
   }
+  for (const auto& [name, left] : left_out_)
+    if (name != node)
+      refuse_held(left.gpu_uuids, "node " + name +
+                                      "'s (it joined before the server restarted and is left "
+                                      "out until its agent registers again)");
   int n = cluster_now().FindNode(node);
   // A node joins, or its shape follows what its agent found (a GPU lost, MIG laid out anew).
   if (nodes_join_ && (n < 0 || registration.found || registration.declared))
@@ -1102,8 +1120,21 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
   const int before = cluster_now().FindNode(node);
   auto grown = std::make_shared<Cluster>(cluster_now());
   std::string why = JoinNode(node, registration, grown.get());
-  if (why.empty() && before >= 0 && grown->nodes[before] == cluster_now().nodes[before])
-    return before;  // as it joined
+  if (why.empty() && before >= 0 && grown->nodes[before] == cluster_now().nodes[before]) {
+    // As it joined; the row is kept again where a restart would not find this: a place in the
+    // join order (its kept one did not load), or the GPU UUIDs now found.
+    if (!join_order_.count(node))
+      KeepJoined(
+          node, registration, "node-changed",
+          "node " + node + " takes a new place in the join order (its kept one did not load)", now,
+          writes);
+    else if (ToJson(registration) != ToJson(agents_[before].registration))
+      KeepJoined(
+          node, registration, "node-changed",
+          "node " + node + " registered again with other GPU UUIDs, kept for the next restart", now,
+          writes);
+    return before;
+  }
   // Other labels only: relabeled in place whatever runs there (a placed job keeps its node;
   // selectors are checked when a job is placed).
   bool relabeled = false;
@@ -1136,11 +1167,12 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
   if (before < 0) {
     agents_.emplace_back().version = FirstVersion();
     on_node_.emplace_back();
+    // Left out at a restart: the operator's cordon holds again.
+    if (auto left = left_out_.find(node); left != left_out_.end()) {
+      if (left->second.cordoned) Apply(engine_->SetNodeCordoned(n, true, now), writes);
+      left_out_.erase(left);
+    }
   }
-  // One row per node, with the order of joining, which a restart follows; a node that joins
-  // again keeps its place.
-  auto order = join_order_.find(node);
-  if (order == join_order_.end()) order = join_order_.emplace(node, next_join_order_++).first;
   const Node& added = grown->nodes[n];
   std::string gpus = std::to_string(added.gpus.size()) + " GPUs";
   if (!added.gpus.empty()) gpus += " (" + added.gpus[0].model + ")";
@@ -1149,17 +1181,29 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
     labels += (labels.empty() ? "" : ", ") + key + "=" + value;
   const std::string shape = gpus + ", " + std::to_string(added.sockets.size()) + " sockets, " +
                             std::to_string(added.cpu_milli / 1000) + " CPUs";
-  writes->push_back(StoreWrite::Setting(
-      {kJoinedNodeKey + node,
-       nlohmann::json{{"order", order->second}, {"registration", ToJson(registration)}}.dump()},
-      before < 0 ? "node-joined" : "node-changed", now,
+  KeepJoined(
+      node, registration, before < 0 ? "node-joined" : "node-changed",
       "node " + node +
           (before < 0 ? " joined the cluster as its agent registered, with " + shape
            : relabeled
                ? " has other labels, as its agent registered: " +
                      (labels.empty() ? std::string("none") : labels)
-               : " has other hardware than it joined with, as its agent found: now " + shape)));
+               : " has other hardware than it joined with, as its agent found: now " + shape),
+      now, writes);
   return n;
+}
+
+void ControlPlane::KeepJoined(const std::string& node, const NodeRegistration& registration,
+                              const std::string& kind, const std::string& reason, double now,
+                              std::vector<StoreWrite>* writes) {
+  // One row per node, with the order of joining, which a restart follows; a node that joins
+  // again keeps its place.
+  auto order = join_order_.find(node);
+  if (order == join_order_.end()) order = join_order_.emplace(node, next_join_order_++).first;
+  writes->push_back(StoreWrite::Setting(
+      {kJoinedNodeKey + node,
+       nlohmann::json{{"order", order->second}, {"registration", ToJson(registration)}}.dump()},
+      kind, now, reason));
 }
 
 void ControlPlane::FailJobsOfDroppedModels(const Cluster& old, const std::string& node, double now,

@@ -312,6 +312,11 @@ class ControlPlane {
   // why it cannot join, 409 that jobs are placed on a node whose hardware changed.
   int Join(const std::string& node, const NodeRegistration& registration, double now,
            std::vector<StoreWrite>* writes);
+  // Queues the kept row of joined node `node`: its order of joining (a new place if it has none
+  // yet) and `registration`, with the event `kind` and `reason`.
+  void KeepJoined(const std::string& node, const NodeRegistration& registration,
+                  const std::string& kind, const std::string& reason, double now,
+                  std::vector<StoreWrite>* writes);
   // After node `node` joined again with other GPUs: pending jobs naming a GPU model that `old`
   // had and the cluster has no more fail (mu_ and engine_mu_ held).
   void FailJobsOfDroppedModels(const Cluster& old, const std::string& node, double now,
@@ -427,6 +432,14 @@ class ControlPlane {
   // Joined nodes, under mu_: each name's order of joining (kept across restarts), and the next.
   std::map<std::string, int64_t> join_order_;
   int64_t next_join_order_ = 0;
+  // Nodes that joined before a restart and were left out (their kept row no longer joins), under
+  // mu_, until they join again: the operator's cordon, applied then, and the GPU UUIDs of the
+  // kept registration, which no other node may register meanwhile.
+  struct LeftOut {
+    bool cordoned = false;
+    std::vector<std::string> gpu_uuids;
+  };
+  std::map<std::string, LeftOut> left_out_;
   mutable std::condition_variable assignments_changed_;
   bool cycle_wanted_ = false;  // under mu_
   std::condition_variable cycle_wanted_cv_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config/policy_file.h"
+#include "protocol/agent_protocol.h"
 #include "server/control_plane.h"
 #include "server_test_util.h"
 
@@ -306,8 +307,95 @@ TEST_F(NodeJoinPlaneTest, AGpuUuidBelongsToOneGpu) {
   // After a restart gpu-a's GPUs are still its own, before its agent is back.
   Open();
   why = refused("gpu-b", theirs);
-  EXPECT_TRUE(Has(why, "409 node gpu-b: GPU UUID GPU-gpu-a-2 is registered by node gpu-a")) << why;
+  EXPECT_TRUE(Has(why,
+                  "409 node gpu-b: GPU UUID GPU-gpu-a-2 is node gpu-a's (it joined before "
+                  "the server restarted; its agent has not registered again yet)"))
+      << why;
   plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  why = refused("gpu-b", theirs);
+  EXPECT_TRUE(Has(why, "409 node gpu-b: GPU UUID GPU-gpu-a-2 is registered by node gpu-a")) << why;
+}
+
+// A node left out at a restart (its kept row no longer joins: here another node's A100s have
+// other memory now) keeps its GPU UUIDs until its agent is back: no other node takes them.
+TEST_F(NodeJoinPlaneTest, ANodeLeftOutKeepsItsGpuUuids) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_.reset();
+  const std::string kept =
+      nlohmann::json{{"order", 7}, {"registration", ToJson(Declared("gpu-b", 40960))}}.dump();
+  store_->Wait(store_->Enqueue({StoreWrite::Setting({"node:gpu-b", kept}, "test", 1, "kept")}));
+  Open();
+  ASSERT_EQ(plane_->cluster()->nodes.size(), 1u);
+  ASSERT_TRUE(Has(plane_->recovery_summary(), "node gpu-b (joined before) is left out"))
+      << plane_->recovery_summary();
+  NodeRegistration theirs = Declared("gpu-c");
+  theirs.gpu_uuids[3] = "GPU-gpu-b-3";
+  try {
+    plane_->RegisterAgent("gpu-c", theirs);
+    ADD_FAILURE() << "gpu-c registered gpu-b's GPU";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 409);
+    EXPECT_TRUE(Has(e.what(),
+                    "GPU UUID GPU-gpu-b-3 is node gpu-b's (it joined before the server "
+                    "restarted and is left out until its agent registers again)"))
+        << e.what();
+  }
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  EXPECT_EQ(plane_->cluster()->nodes.size(), 2u);
+  plane_->RegisterAgent("gpu-c", Declared("gpu-c"));
+  EXPECT_EQ(plane_->cluster()->nodes.size(), 3u);
+}
+
+// An operator's cordon is the node's, not its row's: a node left out at a restart is cordoned
+// again when it joins, and stays so across the next restart.
+TEST_F(NodeJoinPlaneTest, ACordonHoldsForANodeLeftOutUntilItJoinsAgain) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  plane_->NodeAction("gpu-b", "cordon");
+  plane_.reset();
+  store_->Wait(store_->Enqueue(
+      {StoreWrite::Setting({"node:gpu-b", "{not json"}, "test", 1, "a corrupt row")}));
+  Open();
+  ASSERT_EQ(plane_->cluster()->nodes.size(), 1u);
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  ASSERT_EQ(plane_->Nodes().size(), 2u);
+  EXPECT_FALSE(plane_->Nodes()[0].cordoned);
+  EXPECT_TRUE(plane_->Nodes()[1].cordoned);
+  // No new job lands there: an 8-GPU job waits while gpu-a is full.
+  const int64_t on_a = plane_->Submit(R"({"gpus": 8, "image": "x"})");
+  const int64_t waits = plane_->Submit(R"({"gpus": 8, "image": "x"})");
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(on_a).state, "scheduled");
+  EXPECT_EQ(plane_->Get(waits).state, "pending");
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  EXPECT_TRUE(plane_->Nodes()[1].cordoned);
+  EXPECT_TRUE(Has(plane_->recovery_summary(), "1 node cordoned")) << plane_->recovery_summary();
+}
+
+// A kept row whose order of joining does not load still brings its node back (last); its agent
+// registering again, with the same hardware, keeps the row again with a new place.
+TEST_F(NodeJoinPlaneTest, ARowWithoutAnOrderIsKeptAgainWithOne) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  plane_.reset();
+  const std::string no_order =
+      nlohmann::json{{"order", "first"}, {"registration", ToJson(Declared("gpu-a"))}}.dump();
+  store_->Wait(
+      store_->Enqueue({StoreWrite::Setting({"node:gpu-a", no_order}, "test", 1, "no order")}));
+  Open();
+  ASSERT_EQ(plane_->cluster()->nodes.size(), 2u);
+  EXPECT_EQ(plane_->cluster()->nodes[1].name, "gpu-a");
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  std::optional<int64_t> order;
+  for (const StoredSetting& s : store_->LoadSettings())
+    if (s.key == "node:gpu-a") order = nlohmann::json::parse(s.value)["order"].get<int64_t>();
+  EXPECT_EQ(order, 2);  // after gpu-b's 1
 }
 
 // A job waiting for a GPU model that leaves the cluster (its only node has other GPUs now)
