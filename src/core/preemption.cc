@@ -24,11 +24,23 @@ ReplicaBound::ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc) 
 
 bool ReplicaBound::MayFitNow(const Allocator& alloc, const JobSpec& spec, int vc) {
   ReplicaBound b(vc);
-  if (!b.Measure(alloc, spec)) return true;
-  if (vc >= 0) b.slots_[kOwn] = alloc.ReplicaSlots(vc, b.smallest_, b.replicas_);
-  const int wanted = std::min(b.physical_cap_, b.replicas_ - b.slots_[kOwn]);
-  if (wanted > 0) b.slots_[kPhysical] = alloc.ReplicaSlots(-1, b.smallest_, wanted);
-  return b.may_fit();
+  return !b.Measure(alloc, spec) || b.SlotsReachReplicas(alloc);
+}
+
+bool ReplicaBound::MayFitNow(const Allocator& alloc, int gpus, int replicas, int vc) {
+  if (gpus <= 0) return true;
+  ReplicaBound b(vc);
+  b.smallest_ = gpus;
+  b.replicas_ = replicas;
+  b.SetPhysicalCap(alloc);
+  return b.SlotsReachReplicas(alloc);
+}
+
+bool ReplicaBound::SlotsReachReplicas(const Allocator& alloc) {
+  if (vc_ >= 0) slots_[kOwn] = alloc.ReplicaSlots(vc_, smallest_, replicas_);
+  const int wanted = std::min(physical_cap_, replicas_ - slots_[kOwn]);
+  if (wanted > 0) slots_[kPhysical] = alloc.ReplicaSlots(-1, smallest_, wanted);
+  return may_fit();
 }
 
 // A released cell of the VC's own may go back to the physical pool; counting it in either is
@@ -59,8 +71,12 @@ bool ReplicaBound::Measure(const Allocator& alloc, const JobSpec& spec) {
     smallest_ = smallest_ == 0 ? g.demand.gpus : std::min(smallest_, g.demand.gpus);
     replicas_ += g.replicas;
   }
-  physical_cap_ = vc_ < 0 ? INT_MAX : alloc.UnboundGuaranteeGpus(vc_) / smallest_;
+  if (smallest_ > 0) SetPhysicalCap(alloc);
   return smallest_ > 0;
+}
+
+void ReplicaBound::SetPhysicalCap(const Allocator& alloc) {
+  physical_cap_ = vc_ < 0 ? INT_MAX : alloc.UnboundGuaranteeGpus(vc_) / smallest_;
 }
 
 std::optional<VictimPlan> FindVictims(const VictimSearch& search,

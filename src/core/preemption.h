@@ -34,6 +34,8 @@ class ReplicaBound {
   // may_fit() of a fresh bound, without building one: stops counting at the first proof, and
   // visits only nodes the placement may use (this runs before every try of a whole gang).
   static bool MayFitNow(const Allocator& alloc, const JobSpec& spec, int vc);
+  // The same for `replicas` replicas of `gpus` whole GPUs each.
+  static bool MayFitNow(const Allocator& alloc, int gpus, int replicas, int vc);
   int free_on(int node) const {
     return smallest_ == 0 ? 0 : free_[kPhysical][node] + free_[kOwn][node];
   }
@@ -50,6 +52,8 @@ class ReplicaBound {
   explicit ReplicaBound(int vc) : vc_(vc) {}
   // The smallest replica, the replica count and the physical cap; false when unbounded.
   bool Measure(const Allocator& alloc, const JobSpec& spec);
+  void SetPhysicalCap(const Allocator& alloc);
+  bool SlotsReachReplicas(const Allocator& alloc);  // MayFitNow once measured
   int vc_;
   int smallest_ = 0, replicas_ = 0, physical_cap_ = 0;  // smallest_ 0: unbounded
   std::vector<int> free_[2];                            // [pool][node] free GPUs

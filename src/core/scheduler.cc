@@ -407,8 +407,10 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
   constexpr size_t kMaxShapeClasses = 1 << 16;
   const std::string key = ShapeClassKey(job.spec);
   auto cls = shape_classes_.find(key);
-  if (cls == shape_classes_.end() && shape_classes_.size() < kMaxShapeClasses)
+  if (cls == shape_classes_.end() && shape_classes_.size() < kMaxShapeClasses) {
     cls = shape_classes_.emplace(key, static_cast<int>(shape_classes_.size())).first;
+    class_bounded_.push_back(spec.groups.size() == 1 && spec.groups[0].demand.gpus > 0);
+  }
   job.shape_class = cls == shape_classes_.end() ? -1 : cls->second;
   job.shape = ShapeSizeOf(job.spec);
   job.never_fits = WhyJobNeverFits(*cluster_, job.spec);
@@ -921,8 +923,12 @@ bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* 
 }
 
 bool Scheduler::MayGuarantee(const JobRecord& job, double need) const {
-  const Queue& q = queues_[job.queue];
-  return job.spec.priority >= 0 && q.committed_guaranteed + need <= q.guarantee_gpus + kEps &&
+  return MayGuarantee(job.queue, job.spec.priority, need);
+}
+
+bool Scheduler::MayGuarantee(int queue, int priority, double need) const {
+  const Queue& q = queues_[queue];
+  return priority >= 0 && q.committed_guaranteed + need <= q.guarantee_gpus + kEps &&
          (q.spec.cap_gpus < 0 || q.held.gpu + q.waiting_gpus + need <= q.spec.cap_gpus + kEps);
 }
 
@@ -1013,9 +1019,6 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       views.push_back({&queue.committed, queue.spec.weight, &queue.user_usage,
                        sits_out ? nullptr : &queue.waiting});
     }
-    auto fails = [&](int cls, const ShapeSize& size, int priority, double submit) {
-      return KnownToFail(cls, size, priority, submit, guarantee_pass, now);
-    };
     // The order takes the jobs whose turn comes to nothing (TryJob would return at once) as
     // offered, without returning them: the jobs behind a failed shape cost a step each, not a
     // call of Next, a lookup and a TryJob.
@@ -1032,6 +1035,9 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       const uint64_t failures = failed_shapes_.changes() + not_guaranteed_.changes();
       const bool started = TryJob(job, WholePriority(job, now), guarantee_pass, fair, now, &out);
       if (started) order.UsageChanged();
+      auto fails = [&](int cls, const ShapeSize& size, int priority, double submit) {
+        return ShapeFails(job.queue, cls, size, priority, submit, guarantee_pass, fair, now);
+      };
       if ((started || failures != failed_shapes_.changes() + not_guaranteed_.changes()) &&
           !order.exhausted(job.queue) && order.AllFail(job.queue, fails))
         order.Exhaust(job.queue, StillWorthTrying(job.queue, now));
@@ -1046,6 +1052,21 @@ bool Scheduler::KnownToFail(int cls, const ShapeSize& size, int priority, double
   const double whole = WholePriority(priority, submit, now);
   return failed_shapes_.Dominated(cls, size, whole) ||
          (guarantee_pass && not_guaranteed_.Dominated(cls, size, whole));
+}
+
+bool Scheduler::ShapeFails(int queue, int cls, const ShapeSize& size, int priority, double submit,
+                           bool guarantee_pass, const std::vector<double>& fair, double now) {
+  if (KnownToFail(cls, size, priority, submit, guarantee_pass, now)) return true;
+  if (cls < 0 || !class_bounded_[cls] || size.units <= 0 || size.replicas <= 0) return false;
+  // The room to preempt and the free GPUs only shrink within a cycle (job_shape.h), so what
+  // fails by them now stays failed for both passes. An elastic shape counts its minimum.
+  const double gpus = static_cast<double>(size.units) * size.replicas;
+  if (RoomToPreempt(queue, priority, gpus, gpus, /*guarantee_only=*/false, fair).any() ||
+      ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, -1) ||
+      ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, queue))
+    return false;
+  failed_shapes_.Add(cls, size, WholePriority(priority, submit, now));
+  return true;
 }
 
 std::vector<WaitingJobs::Job> Scheduler::StillWorthTrying(int queue, double now) const {
@@ -1245,6 +1266,29 @@ const JobRecord* Scheduler::CellBeingReclaimed(int queue) const {
   return nullptr;
 }
 
+Scheduler::PreemptionRoom Scheduler::RoomToPreempt(int queue, int priority, double need,
+                                                   double share_need, bool guarantee_only,
+                                                   const std::vector<double>& fair) const {
+  // Reclaim needs a borrower in another queue, and a fair-share reclaim one whose queue is
+  // above its share by the hysteresis band.
+  const double hysteresis = pipeline_->policy().reclaim_hysteresis;
+  bool borrowers = false, over_share = false;
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    const Queue& other = queues_[q];
+    if (static_cast<int>(q) == queue || other.borrowed_gpus <= kEps) continue;
+    borrowers = true;
+    over_share = over_share || other.committed.gpu > fair[q] * (1 + hysteresis) + kEps;
+  }
+  const Queue& own = queues_[queue];
+  PreemptionRoom room;
+  room.within_guarantee = borrowers && MayGuarantee(queue, priority, need);
+  room.below_fair_share =
+      over_share && !guarantee_only && own.committed.gpu + share_need <= fair[queue] + kEps;
+  room.lower_exists = !guarantee_only && !own.committed_by_priority.empty() &&
+                      own.committed_by_priority.begin()->first < priority;
+  return room;
+}
+
 bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>& fair,
                            bool guarantee_only, std::vector<Decision>* out) {
   Queue& queue = queues_[job.queue];
@@ -1258,28 +1302,15 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     while (share_replicas > job.spec.min_replicas &&
            queue.committed.gpu + JobGpus(job.spec, share_replicas) > fair[job.queue] + kEps)
       --share_replicas;
-  // Reclaim needs a borrower in another queue, and a fair-share reclaim one whose queue is
-  // above its share by the hysteresis band.
-  bool borrowers = false, over_share = false;
-  for (size_t q = 0; q < queues_.size(); ++q) {
-    const Queue& other = queues_[q];
-    if (static_cast<int>(q) == job.queue || other.borrowed_gpus <= kEps) continue;
-    borrowers = true;
-    over_share =
-        over_share || other.committed.gpu > fair[q] * (1 + policy.reclaim_hysteresis) + kEps;
-  }
-  const bool within_guarantee = borrowers && MayGuarantee(job, need);
-  const bool below_fair_share =
-      over_share && !guarantee_only &&
-      queue.committed.gpu + JobGpus(job.spec, share_replicas) <= fair[job.queue] + kEps;
-  // Nothing to reclaim and nobody of lower priority in the queue: no victim can exist (the
-  // common case in a deep queue, so it is answered without looking at the running jobs).
-  const bool lower_exists = !guarantee_only && !queue.committed_by_priority.empty() &&
-                            queue.committed_by_priority.begin()->first < job.spec.priority;
-  if (!within_guarantee && !below_fair_share && !lower_exists) {
+  const PreemptionRoom room = RoomToPreempt(
+      job.queue, job.spec.priority, need, JobGpus(job.spec, share_replicas), guarantee_only, fair);
+  // No victim can exist: the common case in a deep queue, answered without looking at the
+  // running jobs.
+  if (!room.any()) {
     if (job.reason.empty()) job.reason = "no capacity fits the job";
     return false;
   }
+  const bool within_guarantee = room.within_guarantee, below_fair_share = room.below_fair_share;
   if (within_guarantee) {
     if (const JobRecord* p = CellBeingReclaimed(job.queue)) {
       job.reason = "waiting for the guarantee cell job " + std::to_string(p->id) + " reclaims";

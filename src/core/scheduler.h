@@ -338,6 +338,7 @@ class Scheduler {
   bool ModelsUnderCap(const JobRecord& job, double gpus, const Demand& demand,
                       std::vector<std::string>* models, std::string* capped) const;
   bool MayGuarantee(const JobRecord& job, double need) const;
+  bool MayGuarantee(int queue, int priority, double need) const;
   bool UnderCap(const JobRecord& job, double need, std::string* why) const;
   // Places replicas [first, replicas) of the job on `alloc` (only on `only_node` when >= 0),
   // appending to ids and placements (which hold the first ones), or leaves nothing new behind.
@@ -362,6 +363,16 @@ class Scheduler {
   bool TryJob(JobRecord& job, double priority, bool guarantee_pass, const std::vector<double>& fair,
               double now, std::vector<Decision>* out);
   bool TurnComesToNothing(JobRecord& job, double priority, bool guarantee_pass, double now);
+  // Why TryPreempt might find victims for a job of `queue` at raw `priority` needing `need`
+  // GPUs (`share_need` at the size its fair share leaves room for); none: no victim can exist.
+  struct PreemptionRoom {
+    bool within_guarantee = false;  // reclaim the guarantee from borrowers
+    bool below_fair_share = false;  // reclaim toward the fair share from queues above theirs
+    bool lower_exists = false;      // lower priority runs in the queue
+    bool any() const { return within_guarantee || below_fair_share || lower_exists; }
+  };
+  PreemptionRoom RoomToPreempt(int queue, int priority, double need, double share_need,
+                               bool guarantee_only, const std::vector<double>& fair) const;
   // guarantee_only: reclaim for the guarantee, nothing else.
   bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair, bool guarantee_only,
                   std::vector<Decision>* out);
@@ -404,6 +415,12 @@ class Scheduler {
   bool KnownToFail(int cls, const ShapeSize& size, int priority, double submit, bool guarantee_pass,
                    double now) const;
   std::vector<WaitingJobs::Job> StillWorthTrying(int queue, double now) const;
+  // KnownToFail, or else failing by bounds alone, which is then known: a class of one task group
+  // of whole GPUs whose shape no free GPUs could hold (guaranteed or borrowing) and for which no
+  // victim can exist. So a queue whose waiting shapes all fail ends its walk at its first failure
+  // instead of walking to a job of its smallest shape.
+  bool ShapeFails(int queue, int cls, const ShapeSize& size, int priority, double submit,
+                  bool guarantee_pass, const std::vector<double>& fair, double now);
   void Emit(double now, int job, const std::string& kind, const std::string& reason = "");
   void Forget(int job);
 
@@ -429,7 +446,8 @@ class Scheduler {
   std::set<std::pair<double, int>> deadlines_;  // (stop deadline, victim) not yet killed
   std::vector<int> ready_preemptors_;           // preemptors whose last victim ended (not stopped)
   std::map<std::string, int> shape_classes_;
-  FailedShapes failed_shapes_;    // this cycle's
+  std::vector<bool> class_bounded_;  // [shape class] one task group of whole GPUs (ShapeFails)
+  FailedShapes failed_shapes_;       // this cycle's
   FailedShapes not_guaranteed_;   // this guarantee pass's: neither placed nor reclaimed inside it
   FailedShapes unreservable_[2];  // this cycle's: no reservation plan, [guaranteed]
   std::vector<std::map<int, double>> gpus_by_priority_;  // [node] priority -> GPU-equivalents
