@@ -930,24 +930,28 @@ void Allocator::AddBoundRoots(int vc, std::vector<std::pair<int, int>>* roots) c
   }
 }
 
-int Allocator::ReplicaSlots(int vc, int gpus, int enough) const {
-  thread_local std::vector<int> nodes;
-  nodes.clear();
+void Allocator::NodesWithFree(int vc, int gpus, std::vector<int>* nodes) const {
+  nodes->clear();
   if (vc < 0) {
     thread_local std::vector<int> cells;
     cells.clear();
     for (int type : node_types_)
       buddy_.CellsWithFree(BuddyAllocator::kPhysicalPool, type, gpus, &cells);
-    for (int cell : cells) nodes.push_back(tree_->cells()[cell].node);
+    for (int cell : cells) nodes->push_back(tree_->cells()[cell].node);
   } else {
     // The VC's free GPUs lie on the nodes of its bound cells.
     thread_local std::vector<std::pair<int, int>> roots;
     roots.clear();
     AddBoundRoots(vc, &roots);
-    for (const auto& [node, root] : roots) nodes.push_back(node);
-    std::sort(nodes.begin(), nodes.end());
-    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    for (const auto& [node, root] : roots) nodes->push_back(node);
+    std::sort(nodes->begin(), nodes->end());
+    nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
   }
+}
+
+int Allocator::ReplicaSlots(int vc, int gpus, int enough) const {
+  thread_local std::vector<int> nodes;
+  NodesWithFree(vc, gpus, &nodes);
   int slots = 0;
   for (size_t i = 0; i < nodes.size() && slots < enough; ++i)
     slots += FreeGpusOn(nodes[i], vc) / gpus;

@@ -205,6 +205,9 @@ class Allocator {
   // How many replicas of `gpus` whole GPUs (> 0) those free GPUs could hold, node by node (each
   // node's FreeGpusOn / gpus), counted up to `enough`. Visits only the nodes with that many free.
   int ReplicaSlots(int vc, int gpus, int enough) const;
+  // The nodes that may have at least `gpus` (> 0) of those free GPUs, each once: every node
+  // where FreeGpusOn(node, vc) >= gpus is among them (others may be).
+  void NodesWithFree(int vc, int gpus, std::vector<int>* nodes) const;
   // GPUs of vc's guarantee not bound yet: how far its guaranteed work can still grow into the
   // physical pool.
   int UnboundGuaranteeGpus(int vc) const;

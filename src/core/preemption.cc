@@ -12,11 +12,15 @@ namespace berth {
 
 ReplicaBound::ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc) : vc_(vc) {
   if (!Measure(alloc, spec)) return;
+  std::vector<int> nodes;
   for (int pool : {kPhysical, kOwn}) {
     free_[pool].assign(alloc.cluster().nodes.size(), 0);
     if (pool == kOwn && vc < 0) continue;
-    for (size_t n = 0; n < free_[pool].size(); ++n) {
-      free_[pool][n] = alloc.FreeGpusOn(static_cast<int>(n), pool == kOwn ? vc : -1);
+    // Only nodes with a free GPU: a full cluster has few.
+    alloc.NodesWithFree(pool == kOwn ? vc : -1, 1, &nodes);
+    for (int n : nodes) {
+      if (free_[pool][n] != 0) continue;  // listed twice
+      free_[pool][n] = alloc.FreeGpusOn(n, pool == kOwn ? vc : -1);
       slots_[pool] += free_[pool][n] / smallest_;
     }
   }
@@ -209,7 +213,8 @@ std::optional<ShrinkPlan> FindShrinks(const ShrinkSearch& search,
   if (candidates.empty()) return std::nullopt;
   std::sort(candidates.begin(), candidates.end(), [](const JobRecord* x, const JobRecord* y) {
     if (x->spec.priority != y->spec.priority) return x->spec.priority < y->spec.priority;
-    return x->start_time > y->start_time;
+    if (x->start_time != y->start_time) return x->start_time > y->start_time;
+    return x->id > y->id;  // one order whatever order the candidates came in
   });
   Allocator trial = *search.alloc;
   ShrinkPlan plan;

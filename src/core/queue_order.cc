@@ -1,6 +1,7 @@
 #include "core/queue_order.h"
 
 #include <algorithm>
+#include <climits>
 
 namespace berth {
 
@@ -14,8 +15,16 @@ void WaitingJobs::Add(const Job& job) {
   auto& jobs = users_[job.user][job.priority];
   const Key key{job.submit, job.id};
   if (jobs.count(key)) return;
-  const auto shape = shapes_.try_emplace(ShapeOf(job)).first;
+  const auto [shape, new_shape] = shapes_.try_emplace(ShapeOf(job));
   shape->second.insert(key);
+  Group& group = groups_[{job.shape_class, job.priority}];
+  group.jobs.insert(key);
+  if (new_shape) {
+    group.units.insert(job.shape.units);
+    group.replicas.insert(job.shape.replicas);
+    group.cpu_milli.insert(job.shape.cpu_milli);
+    group.memory_mib.insert(job.shape.memory_mib);
+  }
   jobs.emplace(key, Entry{&shape->first, job.record});
   ++size_;
   ++adds_;
@@ -31,7 +40,16 @@ void WaitingJobs::Remove(const Job& job) {
   --size_;
   auto shape = shapes_.find(ShapeOf(job));
   shape->second.erase({job.submit, job.id});
-  if (shape->second.empty()) shapes_.erase(shape);
+  auto group = groups_.find({job.shape_class, job.priority});
+  group->second.jobs.erase({job.submit, job.id});
+  if (!shape->second.empty()) return;
+  shapes_.erase(shape);
+  Group& g = group->second;
+  g.units.erase(g.units.find(job.shape.units));
+  g.replicas.erase(g.replicas.find(job.shape.replicas));
+  g.cpu_milli.erase(g.cpu_milli.find(job.shape.cpu_milli));
+  g.memory_mib.erase(g.memory_mib.find(job.shape.memory_mib));
+  if (g.jobs.empty()) groups_.erase(group);
 }
 
 bool WaitingJobs::AllFail(const Fails& fails) const {
@@ -40,13 +58,26 @@ bool WaitingJobs::AllFail(const Fails& fails) const {
 }
 
 bool WaitingJobs::AllFailFrom(const Fails& fails, std::optional<ShapeKey>* from) const {
-  for (auto it = *from ? shapes_.lower_bound(**from) : shapes_.begin(); it != shapes_.end(); ++it) {
+  std::optional<std::pair<int, int>> in_group;
+  auto it = *from ? shapes_.lower_bound(**from) : shapes_.begin();
+  while (it != shapes_.end()) {
     const auto& [cls, priority, units, replicas, cpu, memory] = it->first;
+    if (in_group != std::pair{cls, priority}) {
+      in_group = {cls, priority};
+      const Group& g = groups_.at(*in_group);
+      const ShapeSize least{*g.units.begin(), *g.replicas.begin(), *g.cpu_milli.begin(),
+                            *g.memory_mib.begin()};
+      if (fails(cls, least, priority, g.jobs.begin()->first)) {  // the whole group: on past it
+        it = shapes_.upper_bound({cls, priority, INT_MAX, INT_MAX, INT64_MAX, INT64_MAX});
+        continue;
+      }
+    }
     const ShapeSize size{units, replicas, cpu, memory};
     if (!fails(cls, size, priority, it->second.begin()->first)) {
       *from = it->first;
       return false;
     }
+    ++it;
   }
   if (!shapes_.empty()) *from = shapes_.rbegin()->first;  // the next call asks only the last
   return true;

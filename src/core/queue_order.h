@@ -53,7 +53,9 @@ class WaitingJobs {
   };
 
   // fails(shape_class, shape, raw priority, submit): whether a job of that shape submitted then
-  // is known to fail.
+  // is known to fail. Failures dominate (job_shape.h): where it holds, it holds for every
+  // shape of the class and raw priority at least as large in every dimension, submitted no
+  // earlier.
   using Fails = std::function<bool(int, const ShapeSize&, int, double)>;
 
   // Remove takes the same Job that Add was given.
@@ -61,7 +63,9 @@ class WaitingJobs {
   void Remove(const Job& job);
   size_t size() const { return size_; }
   // Whether `fails(shape_class, shape, priority, oldest_submit)` holds for every shape waiting;
-  // oldest_submit is that of the shape's earliest job (it gives the highest aging).
+  // oldest_submit is that of the shape's earliest job (it gives the highest aging). Each group
+  // of shapes (class and raw priority) is asked first at its least size in every dimension and
+  // its oldest submit: where that fails, the whole group does, in one question.
   bool AllFail(const Fails& fails) const;
   // Calls `visit(id)` on the jobs of each shape (shape class, raw priority and size), earliest
   // submitted first, until it returns false; then goes on with the next shape. Jobs of one
@@ -87,6 +91,15 @@ class WaitingJobs {
   using Jobs = std::map<Key, Entry>;
   std::vector<std::map<int, Jobs>> users_;
   std::map<ShapeKey, std::set<Key>> shapes_;
+  // Per (shape class, raw priority): its jobs, and the sizes of its shapes by dimension, so that
+  // AllFail may ask once for the whole group, at its least size in every dimension and its
+  // oldest submit (every shape of it is at least that large and no older).
+  struct Group {
+    std::set<Key> jobs;
+    std::multiset<int> units, replicas;
+    std::multiset<int64_t> cpu_milli, memory_mib;
+  };
+  std::map<std::pair<int, int>, Group> groups_;
   size_t size_ = 0;
   uint64_t adds_ = 0;     // jobs added so far: a shape new since a check has not been checked
   uint64_t changes_ = 0;  // jobs added or removed so far: iterators kept since are not trusted

@@ -242,6 +242,8 @@ std::string Scheduler::SetQueues(const std::vector<QueueSpec>& specs) {
   for (auto& [id, j] : jobs_)
     if (j.state != JobState::kDone) j.queue = index.at(j.spec.queue);
   queues_ = std::move(queues);
+  running_by_queue_.assign(queues_.size(), {});
+  for (const auto& [id, j] : running_) running_by_queue_[j->queue][id] = j;
   queue_index_ = std::move(index);
   Install(rebuilt, same_nodes);
   CountGuarantees();
@@ -538,6 +540,7 @@ void Scheduler::Release(JobRecord& job) {
     if (gpus < kEps) on_node.erase(job.spec.priority);
   }
   running_.erase(job.id);
+  running_by_queue_[job.queue].erase(job.id);
   elastic_running_.erase(job.id);
   if (job.stop_deadline >= 0) deadlines_.erase({job.stop_deadline, job.id});
   job.stop_deadline = -1;
@@ -754,6 +757,8 @@ void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<i
   job.reason.clear();
   Account(job, +1);
   running_[job.id] = &job;
+  if (running_by_queue_.size() < queues_.size()) running_by_queue_.resize(queues_.size());
+  running_by_queue_[job.queue][job.id] = &job;
   if (job.spec.min_replicas > 0) elastic_running_.insert(job.id);
   if (job.borrowed) ++version_;
   RemovePending(job);
@@ -1327,31 +1332,42 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     int replicas;  // the size the job is placed at
   };
   Victims reclaim, fair_reclaim, lower;
-  for (const auto& [id, v] : running_) {
-    if (v->state != JobState::kRunning || !v->spec.preemptible) continue;
-    // A job started in this very call is no victim yet (nothing starts and stops in one
-    // cycle); the job that would take it is tried again next cycle instead of failing.
-    const bool fresh = v->start_time == now;
-    auto add = [&, v = v](Victims& list) {
-      if (fresh)
-        preempt_deferred_ = true;
-      else
-        list.push_back(v);
-    };
-    if (v->queue != job.queue && v->borrowed) {
-      // (a) Reclaim the guarantee from borrowers; (a') restore the fair share from queues
-      // above theirs by the hysteresis band (how far, `allowed` checks for the whole set).
-      if (within_guarantee) add(reclaim);
-      const Queue& other = queues_[v->queue];
-      if (below_fair_share &&
-          other.committed.gpu > fair[v->queue] * (1 + policy.reclaim_hysteresis) + kEps)
-        add(fair_reclaim);
+  // Only the queues that may give a victim are visited: the job's own (lower priority), others
+  // when reclaiming the guarantee, and those above their share by the band for the fair share.
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    const bool gives =
+        static_cast<int>(q) == job.queue
+            ? !guarantee_only
+            : within_guarantee ||
+                  (below_fair_share &&
+                   queues_[q].committed.gpu > fair[q] * (1 + policy.reclaim_hysteresis) + kEps);
+    if (!gives) continue;
+    for (const auto& [id, v] : running_by_queue_[q]) {
+      if (v->state != JobState::kRunning || !v->spec.preemptible) continue;
+      // A job started in this very call is no victim yet (nothing starts and stops in one
+      // cycle); the job that would take it is tried again next cycle instead of failing.
+      const bool fresh = v->start_time == now;
+      auto add = [&, v = v](Victims& list) {
+        if (fresh)
+          preempt_deferred_ = true;
+        else
+          list.push_back(v);
+      };
+      if (v->queue != job.queue && v->borrowed) {
+        // (a) Reclaim the guarantee from borrowers; (a') restore the fair share from queues
+        // above theirs by the hysteresis band (how far, `allowed` checks for the whole set).
+        if (within_guarantee) add(reclaim);
+        const Queue& other = queues_[v->queue];
+        if (below_fair_share &&
+            other.committed.gpu > fair[v->queue] * (1 + policy.reclaim_hysteresis) + kEps)
+          add(fair_reclaim);
+      }
+      // (b) Strictly lower priority inside the queue, by raw priority and by the whole points
+      // (aging included) that order the queue: a job that got ahead by aging is not taken back.
+      if (!guarantee_only && v->queue == job.queue && v->spec.priority < job.spec.priority &&
+          WholePriority(*v, now) < WholePriority(job, now))
+        add(lower);
     }
-    // (b) Strictly lower priority inside the queue, by raw priority and by the whole points
-    // (aging included) that order the queue: a job that got ahead by aging is not taken back.
-    if (!guarantee_only && v->queue == job.queue && v->spec.priority < job.spec.priority &&
-        WholePriority(*v, now) < WholePriority(job, now))
-      add(lower);
   }
   std::vector<Plan> plans;
   if (!reclaim.empty()) plans.push_back({reclaim, true, Why::kGuarantee, full});
@@ -1825,6 +1841,14 @@ std::string Scheduler::CheckConsistency() const {
         return e.second.state == JobState::kRunning || e.second.state == JobState::kStopping;
       })))
     return "running list differs from the running jobs";
+  size_t by_queue = 0;
+  for (size_t q = 0; q < running_by_queue_.size(); ++q)
+    for (const auto& [id, j] : running_by_queue_[q]) {
+      ++by_queue;
+      if (j->queue != static_cast<int>(q) || !running_.count(id))
+        return "job " + std::to_string(id) + " is listed running in the wrong queue";
+    }
+  if (by_queue != running_.size()) return "running jobs by queue differ from the running list";
   return "";
 }
 

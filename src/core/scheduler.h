@@ -441,7 +441,8 @@ class Scheduler {
   std::vector<TypicalPod> typical_pods_;
   ResourceVector capacity_;
   int next_job_ = 1;
-  std::map<int, JobRecord*> running_;           // running and stopping jobs (preemption candidates)
+  std::map<int, JobRecord*> running_;  // running and stopping jobs (preemption candidates)
+  std::vector<std::map<int, JobRecord*>> running_by_queue_;  // the same, [queue]
   std::set<int> elastic_running_;               // those of them with minReplicas (GrowElastic)
   std::set<std::pair<double, int>> deadlines_;  // (stop deadline, victim) not yet killed
   std::vector<int> ready_preemptors_;           // preemptors whose last victim ended (not stopped)

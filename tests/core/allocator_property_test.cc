@@ -363,9 +363,18 @@ TEST_P(AllocatorPropertyTest, RandomOperationsKeepTheInvariants) {
     }
     ASSERT_EQ(a_->CheckConsistency(), "") << "step " << step;
     ASSERT_TRUE(CheckAll()) << "step " << step;
-    // The per-node free counts that bound preemption trials agree with the GPUs themselves.
+    // The per-node free counts that bound preemption trials agree with the GPUs themselves, and
+    // the nodes listed as having free GPUs are all those that have some.
+    std::vector<std::vector<int>> with_free(a_->vcs().size() + 1);
+    for (int vc = -1; vc < static_cast<int>(a_->vcs().size()); ++vc)
+      a_->NodesWithFree(vc, 1, &with_free[vc + 1]);
     for (size_t n = 0; n < cluster_.nodes.size(); ++n)
       for (int vc = -1; vc < static_cast<int>(a_->vcs().size()); ++vc) {
+        const std::vector<int>& listed = with_free[vc + 1];
+        if (a_->FreeGpusOn(static_cast<int>(n), vc) > 0) {
+          ASSERT_NE(std::find(listed.begin(), listed.end(), static_cast<int>(n)), listed.end())
+              << "step " << step << " node " << n << " vc " << vc << " has free GPUs, unlisted";
+        }
         int free = 0;
         for (size_t g = 0; g < cluster_.nodes[n].gpus.size(); ++g) {
           const int leaf = a_->tree().gpu_cell(static_cast<int>(n), static_cast<int>(g));

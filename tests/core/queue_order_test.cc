@@ -202,53 +202,71 @@ TEST(CycleOrderTest, SkipIsAskedWhenTheJobWouldBeOffered) {
 }
 
 // AllFail over a pass asks about a shape found failing once, and looks again from the start
-// when a job of a new shape arrives.
+// when a job of a new shape arrives. Failures dominate (job_shape.h): a shape at least as large
+// as a failing one fails too.
 TEST(CycleOrderTest, AllFailInAPassAsksEachFailingShapeOnce) {
   Fixture f(1);
-  f.Add(0, 1, 0, 0, 0, 0, {1, 1, 0, 0});
-  f.Add(0, 2, 1, 0, 0, 0, {2, 1, 0, 0});
-  f.Add(0, 3, 2, 0, 0, 0, {3, 1, 0, 0});
+  f.Add(0, 1, 0, 0, 0, 0, {1, 1, 5, 0});
+  f.Add(0, 2, 1, 0, 0, 0, {2, 1, 1, 0});
+  f.Add(0, 3, 2, 0, 0, 0, {3, 1, 3, 0});
   CycleOrder order = f.Order();
-  std::vector<int> asked;
-  int failing_up_to = 1;  // units up to this fail
+  std::vector<int64_t> asked;  // the cpu of each shape asked about
+  int64_t failing_from = 3;    // shapes of at least this cpu fail
   auto fails = [&](int, const ShapeSize& size, int, double) {
-    asked.push_back(size.units);
-    return size.units <= failing_up_to;
+    asked.push_back(size.cpu_milli);
+    return size.cpu_milli >= failing_from;
   };
+  // The group at its least (cpu 1), then each shape up to the first that does not fail.
   EXPECT_FALSE(order.AllFail(0, fails));
-  failing_up_to = 3;
-  EXPECT_TRUE(order.AllFail(0, fails));
-  EXPECT_EQ(asked, (std::vector<int>{1, 2, 2, 3}));
+  EXPECT_EQ(asked, (std::vector<int64_t>{1, 5, 1}));
+  failing_from = 1;
+  asked.clear();
+  EXPECT_TRUE(order.AllFail(0, fails));  // the whole group at once, from where it stopped
+  EXPECT_EQ(asked, (std::vector<int64_t>{1}));
   f.Add(0, 4, 3, 0, 0, 0, {1, 1, 0, 5});  // a new shape, sorting before the others' end
   asked.clear();
-  failing_up_to = 0;
+  failing_from = 3;
   EXPECT_FALSE(order.AllFail(0, fails));
-  EXPECT_EQ(asked, (std::vector<int>{1}));
+  EXPECT_EQ(asked, (std::vector<int64_t>{0, 0}));
 }
 
-TEST(WaitingJobsTest, AllFailAsksOnceForEachShapeWithItsOldestSubmit) {
+TEST(WaitingJobsTest, AllFailAsksOnceForAGroupThatFailsAtItsLeastWithItsOldestSubmit) {
   WaitingJobs waiting;
   waiting.Add({1, 0, 0, 30, 7, {1, 1, 1000, 10}});
   const WaitingJobs::Job oldest{2, 1, 0, 10, 7, {1, 1, 1000, 10}};
   waiting.Add(oldest);
-  waiting.Add({3, 0, 0, 20, 7, {2, 1, 1000, 10}});
+  waiting.Add({3, 0, 0, 20, 7, {2, 1, 500, 10}});
   int asked = 0;
   EXPECT_TRUE(waiting.AllFail([&](int cls, const ShapeSize& size, int, double submit) {
     ++asked;
     EXPECT_EQ(cls, 7);
-    EXPECT_EQ(submit, size.units == 1 ? 10 : 20);
+    EXPECT_EQ(submit, 10);
+    EXPECT_EQ(size.units, 1);
+    EXPECT_EQ(size.cpu_milli, 500);  // the least of every dimension, over the group's shapes
     return true;
   }));
-  EXPECT_EQ(asked, 2);
+  EXPECT_EQ(asked, 1);
   // One shape that may still fit keeps the queue going.
-  EXPECT_FALSE(
-      waiting.AllFail([](int, const ShapeSize& size, int, double) { return size.units == 2; }));
+  auto two_units = [](int, const ShapeSize& size, int, double) { return size.units >= 2; };
+  EXPECT_FALSE(waiting.AllFail(two_units));
   waiting.Remove({1, 0, 0, 30, 7, {1, 1, 1000, 10}});
   waiting.Remove(oldest);
-  EXPECT_TRUE(
-      waiting.AllFail([](int, const ShapeSize& size, int, double) { return size.units == 2; }));
+  EXPECT_TRUE(waiting.AllFail(two_units));
   waiting.Remove(oldest);  // gone already: nothing changes
   EXPECT_EQ(waiting.size(), 1u);
+}
+
+// A group whose least size may fit is asked shape by shape: each may still fail.
+TEST(WaitingJobsTest, AGroupWhoseLeastMayFitIsAskedShapeByShape) {
+  WaitingJobs waiting;
+  waiting.Add({1, 0, 0, 0, 7, {1, 1, 4000, 10}});
+  waiting.Add({2, 0, 0, 1, 7, {2, 1, 2000, 10}});
+  std::vector<std::pair<int, int64_t>> asked;
+  EXPECT_TRUE(waiting.AllFail([&](int, const ShapeSize& size, int, double) {
+    asked.push_back({size.units, size.cpu_milli});
+    return size.units >= 2 || size.cpu_milli >= 4000;
+  }));
+  EXPECT_EQ(asked, (std::vector<std::pair<int, int64_t>>{{1, 2000}, {1, 4000}, {2, 2000}}));
 }
 
 }  // namespace
