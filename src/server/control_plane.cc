@@ -114,6 +114,26 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
   std::stable_sort(joined.begin(), joined.end(), [](const auto& a, const auto& b) {
     return a.first.has_value() && (!b.first.has_value() || *a.first < *b.first);
   });
+  // Orders count joins, far below 2^31: one past that (not written by berth) would push every
+  // later order out of what is read back, so the kept rows are numbered again, in this order.
+  if (std::any_of(joined.begin(), joined.end(),
+                  [](const auto& j) { return j.first && *j.first >= (int64_t{1} << 31); })) {
+    std::vector<StoreWrite> renumbered;
+    int64_t next = 0;
+    for (auto& [order, setting] : joined) {
+      nlohmann::json json = nlohmann::json::parse(setting.value, nullptr, false);
+      if (!json.is_object()) continue;  // unreadable: a new place when its node registers
+      order = next++;
+      json["order"] = *order;
+      setting.value = json.dump();
+      renumbered.push_back(
+          StoreWrite::Setting(setting, "node-changed", now_(),
+                              "node " + setting.key.substr(kJoinedNodeKey.size()) +
+                                  " takes place " + std::to_string(*order) +
+                                  " in the join order: a kept order was past what berth writes"));
+    }
+    store_->Wait(store_->Enqueue(std::move(renumbered)));
+  }
   std::string joined_left_out;
   std::map<std::string, NodeRegistration> rejoined;
   for (const auto& [order, setting] : joined) {
@@ -404,9 +424,9 @@ void ControlPlane::Recover() {
     if (!marked.cordoned) continue;
     if (n >= 0)
       cordoned.push_back(n);
-    else if (nodes_join_)  // cordoned again when it joins
-      left_out_[marked.name].cordoned = true;
-    // else a node gone from the cluster file: nothing to do
+    else if (auto left = left_out_.find(marked.name); left != left_out_.end())
+      left->second.cordoned = true;  // cordoned again when it joins
+    // else a node gone from the cluster file, or one that never joined: nothing to do
   }
   next_id_ = store_->NextJobId();
   Loaded loaded = Load(*rules_, store_->LoadJobs(), cordoned, "after a restart");
@@ -414,12 +434,17 @@ void ControlPlane::Recover() {
   engine_ = std::move(loaded.engine);
   jobs_ = std::move(loaded.jobs);
   by_engine_id_ = std::move(loaded.by_engine_id);
-  recovery_summary_ =
-      std::to_string(jobs_.size()) + " jobs in the state: " + std::to_string(loaded.adopted) +
-      " placed jobs adopted, " + std::to_string(loaded.lost) + " lost their GPUs, " +
-      std::to_string(loaded.failed) + " failed (no longer runnable here), " +
-      std::to_string(loaded.ended) + " ended; " + std::to_string(cordoned.size()) +
-      (cordoned.size() == 1 ? " node" : " nodes") + " cordoned";
+  auto count = [](size_t n, const std::string& one, const std::string& many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  recovery_summary_ = count(jobs_.size(), "job", "jobs") +
+                      " in the state: " + count(loaded.adopted, "placed job", "placed jobs") +
+                      " adopted, " + std::to_string(loaded.lost) + " lost their GPUs, " +
+                      std::to_string(loaded.failed) + " failed (no longer runnable here), " +
+                      std::to_string(loaded.ended) + " ended; " +
+                      count(cordoned.size(), "node", "nodes") + " cordoned";
+  for (const auto& [name, left] : left_out_)
+    if (left.cordoned) recovery_summary_ += " (and node " + name + " when it joins again)";
   if (!loaded.writes.empty()) store_->Wait(store_->Enqueue(std::move(loaded.writes)));
 }
 
@@ -1058,11 +1083,13 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
                                    "'s (it joined before the server restarted; its agent has "
                                    "not registered again yet)");
   }
-  for (const auto& [name, left] : left_out_)
-    if (name != node)
-      refuse_held(left.gpu_uuids, "node " + name +
-                                      "'s (it joined before the server restarted and is left "
-                                      "out until its agent registers again)");
+  // A node left out gives way to one in the cluster: it comes back once the GPUs are its own.
+  if (cluster_now().FindNode(node) < 0)
+    for (const auto& [name, left] : left_out_)
+      if (name != node)
+        refuse_held(left.gpu_uuids, "node " + name +
+                                        "'s (it joined before the server restarted and is left "
+                                        "out until its agent registers again)");
   int n = cluster_now().FindNode(node);
   // A node joins, or its shape follows what its agent found (a GPU lost, MIG laid out anew).
   if (nodes_join_ && (n < 0 || registration.found || registration.declared))
@@ -1128,7 +1155,7 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
           node, registration, "node-changed",
           "node " + node + " takes a new place in the join order (its kept one did not load)", now,
           writes);
-    else if (ToJson(registration) != ToJson(agents_[before].registration))
+    else if (registration.gpu_uuids != agents_[before].registration.gpu_uuids)
       KeepJoined(
           node, registration, "node-changed",
           "node " + node + " registered again with other GPU UUIDs, kept for the next restart", now,
@@ -1169,7 +1196,12 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
     on_node_.emplace_back();
     // Left out at a restart: the operator's cordon holds again.
     if (auto left = left_out_.find(node); left != left_out_.end()) {
-      if (left->second.cordoned) Apply(engine_->SetNodeCordoned(n, true, now), writes);
+      if (left->second.cordoned) {
+        Apply(engine_->SetNodeCordoned(n, true, now), writes);
+        writes->push_back(StoreWrite::Node(
+            {node, true}, "cordoned", now,
+            "cordoned again as it joined: the operator's cordon from before the restart"));
+      }
       left_out_.erase(left);
     }
   }

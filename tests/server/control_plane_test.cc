@@ -412,7 +412,7 @@ TEST_F(ControlPlaneTest, ARestartWithANarrowerAllowListFailsTheJobWithTheReason)
   ASSERT_EQ(plane_->Get(c).state, "pending");
 
   Open(2, {}, {"/data"});
-  EXPECT_NE(plane_->recovery_summary().find("1 placed jobs adopted"), std::string::npos)
+  EXPECT_NE(plane_->recovery_summary().find("1 placed job adopted"), std::string::npos)
       << plane_->recovery_summary();
   EXPECT_NE(plane_->recovery_summary().find("2 failed"), std::string::npos)
       << plane_->recovery_summary();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -347,6 +348,31 @@ TEST_F(NodeJoinPlaneTest, ANodeLeftOutKeepsItsGpuUuids) {
   EXPECT_EQ(plane_->cluster()->nodes.size(), 3u);
 }
 
+// A node in the cluster is not held off by one left out: where both kept the same GPU UUIDs
+// (a GPU moved while the left-out node was away), the node in the cluster registers, and the
+// one left out is told whose they are.
+TEST_F(NodeJoinPlaneTest, ANodeLeftOutGivesWayToOneInTheCluster) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_.reset();
+  const std::string left_out =
+      nlohmann::json{{"order", 7}, {"registration", ToJson(Declared("gpu-b", 40960))}}.dump();
+  const std::string moved =
+      nlohmann::json{{"order", 8}, {"registration", ToJson(Declared("gpu-b"))}}.dump();
+  store_->Wait(store_->Enqueue({StoreWrite::Setting({"node:gpu-b", left_out}, "test", 1, "kept"),
+                                StoreWrite::Setting({"node:gpu-c", moved}, "test", 1, "kept")}));
+  Open();
+  ASSERT_EQ(plane_->cluster()->nodes.size(), 2u);
+  plane_->RegisterAgent("gpu-c", Declared("gpu-b"));
+  try {
+    plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+    ADD_FAILURE() << "two nodes registered one GPU";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 409);
+    EXPECT_TRUE(Has(e.what(), "GPU UUID GPU-gpu-b-0 is registered by node gpu-c")) << e.what();
+  }
+}
+
 // An operator's cordon is the node's, not its row's: a node left out at a restart is cordoned
 // again when it joins, and stays so across the next restart.
 TEST_F(NodeJoinPlaneTest, ACordonHoldsForANodeLeftOutUntilItJoinsAgain) {
@@ -359,6 +385,8 @@ TEST_F(NodeJoinPlaneTest, ACordonHoldsForANodeLeftOutUntilItJoinsAgain) {
       {StoreWrite::Setting({"node:gpu-b", "{not json"}, "test", 1, "a corrupt row")}));
   Open();
   ASSERT_EQ(plane_->cluster()->nodes.size(), 1u);
+  EXPECT_TRUE(Has(plane_->recovery_summary(), "0 nodes cordoned (and node gpu-b when it joins"))
+      << plane_->recovery_summary();
   plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
   ASSERT_EQ(plane_->Nodes().size(), 2u);
@@ -375,6 +403,43 @@ TEST_F(NodeJoinPlaneTest, ACordonHoldsForANodeLeftOutUntilItJoinsAgain) {
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
   EXPECT_TRUE(plane_->Nodes()[1].cordoned);
   EXPECT_TRUE(Has(plane_->recovery_summary(), "1 node cordoned")) << plane_->recovery_summary();
+}
+
+// A cordon kept for a name that never joined (a cluster file's node, say) is not applied to a
+// node of that name joining for the first time.
+TEST_F(NodeJoinPlaneTest, AKeptCordonOfANodeThatNeverJoinedIsNotApplied) {
+  Open();
+  plane_.reset();
+  store_->Wait(store_->Enqueue({StoreWrite::Node({"gpu-a", true}, "cordoned", 1, "elsewhere")}));
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  ASSERT_EQ(plane_->Nodes().size(), 1u);
+  EXPECT_FALSE(plane_->Nodes()[0].cordoned);
+}
+
+// Join orders count joins; a kept one past what berth writes (2^53 - 1 still reads) numbers the
+// kept rows again, so that every order written later is read back.
+TEST_F(NodeJoinPlaneTest, AnOrderPastWhatBerthWritesNumbersTheRowsAgain) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  plane_.reset();
+  const std::string huge =
+      nlohmann::json{{"order", (int64_t{1} << 53) - 1}, {"registration", ToJson(Declared("gpu-a"))}}
+          .dump();
+  store_->Wait(store_->Enqueue({StoreWrite::Setting({"node:gpu-a", huge}, "test", 1, "huge")}));
+  Open();
+  plane_->RegisterAgent("gpu-c", Declared("gpu-c"));
+  std::map<std::string, int64_t> orders;
+  for (const StoredSetting& s : store_->LoadSettings())
+    if (s.key.rfind("node:", 0) == 0)
+      orders[s.key] = nlohmann::json::parse(s.value)["order"].get<int64_t>();
+  EXPECT_EQ(orders, (std::map<std::string, int64_t>{
+                        {"node:gpu-b", 0}, {"node:gpu-a", 1}, {"node:gpu-c", 2}}));
+  Open();
+  ASSERT_EQ(plane_->cluster()->nodes.size(), 3u);
+  EXPECT_EQ(plane_->cluster()->nodes[0].name, "gpu-b");
+  EXPECT_EQ(plane_->cluster()->nodes[2].name, "gpu-c");
 }
 
 // A kept row whose order of joining does not load still brings its node back (last); its agent
