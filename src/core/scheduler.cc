@@ -563,7 +563,7 @@ WaitingJobs::Job Scheduler::WaitingOf(const JobRecord& job) {
 
 void Scheduler::AddPending(JobRecord& job) {
   Queue& queue = queues_[job.queue];
-  queue.pending.push_back(&job);
+  job.pending_at = queue.pending.insert(queue.pending.end(), &job);
   queue.pending_gpus += JobGpus(job.spec, TotalReplicas(job.spec));
   pending_by_id_[job.id] = &job;
   if (job.never_fits.empty()) queue.waiting.Add(WaitingOf(job));
@@ -571,7 +571,7 @@ void Scheduler::AddPending(JobRecord& job) {
 
 void Scheduler::RemovePending(JobRecord& job) {
   Queue& queue = queues_[job.queue];
-  std::erase(queue.pending, &job);
+  queue.pending.erase(job.pending_at);
   queue.pending_gpus -= JobGpus(job.spec, TotalReplicas(job.spec));
   if (queue.pending.empty()) queue.pending_gpus = 0;  // no rounding left behind
   pending_by_id_.erase(job.id);
@@ -1801,10 +1801,11 @@ std::string Scheduler::CheckConsistency() const {
     const Queue& have = queues_[i];
     Queue& w = want[i];
     const std::string name = "queue " + have.spec.name + ": ";
-    std::vector<JobRecord*> pending = have.pending;
+    std::vector<JobRecord*> pending(have.pending.begin(), have.pending.end());
+    std::vector<JobRecord*> wanted(w.pending.begin(), w.pending.end());
     std::sort(pending.begin(), pending.end());
-    std::sort(w.pending.begin(), w.pending.end());
-    if (pending != w.pending) return name + "pending list differs from the pending jobs";
+    std::sort(wanted.begin(), wanted.end());
+    if (pending != wanted) return name + "pending list differs from the pending jobs";
     const auto indexed = std::count_if(pending.begin(), pending.end(),
                                        [](const JobRecord* j) { return j->never_fits.empty(); });
     if (have.waiting.size() != static_cast<size_t>(indexed))

@@ -68,6 +68,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -141,6 +142,8 @@ struct JobRecord {
   uint64_t failed_at = UINT64_MAX;
   std::string reason;      // why it is still pending, or why it stopped
   std::string never_fits;  // set: no node of the cluster could ever hold it (WhyNoNodeFits)
+  // While pending: its place in its queue's pending list (taken out at once, however long).
+  std::list<JobRecord*>::iterator pending_at;
 };
 
 struct Decision {
@@ -305,9 +308,10 @@ class Scheduler {
     std::map<std::string, int> user_index;
     std::vector<ResourceVector> user_usage;  // [user] committed
     int running = 0;
-    std::vector<JobRecord*> pending;  // records live in jobs_, whose nodes never move
-    double pending_gpus = 0;          // the full size of the pending jobs
-    WaitingJobs waiting;              // the pending jobs a cycle may try, indexed for it
+    std::list<JobRecord*>
+        pending;              // longest waiting first; records live in jobs_ (nodes never move)
+    double pending_gpus = 0;  // the full size of the pending jobs
+    WaitingJobs waiting;      // the pending jobs a cycle may try, indexed for it
   };
 
   // A fresh allocator with every running job placed again where it runs (SetQueues,
