@@ -42,14 +42,20 @@ ShapeSize ShapeSizeOf(const JobSpec& spec) {
   return s;
 }
 
-bool FailedShapes::Dominated(int cls, const ShapeSize& size, double priority) const {
+bool FailedShapes::Dominated(int cls, const ShapeSize& size, double priority,
+                             uint64_t* as_of) const {
   if (cls < 0 || static_cast<size_t>(cls) >= failed_.size()) return false;
+  bool dominated = false;
   for (const Failure& f : failed_[cls])
-    if (size.Covers(f.size) && priority <= f.priority) return true;
-  return false;
+    if (size.Covers(f.size) && priority <= f.priority) {
+      if (!as_of) return true;
+      *as_of = dominated ? std::min(*as_of, f.as_of) : f.as_of;
+      dominated = true;
+    }
+  return dominated;
 }
 
-void FailedShapes::Add(int cls, const ShapeSize& size, double priority) {
+void FailedShapes::Add(int cls, const ShapeSize& size, double priority, uint64_t as_of) {
   if (cls < 0) return;
   if (static_cast<size_t>(cls) >= failed_.size()) failed_.resize(cls + 1);
   std::vector<Failure>& list = failed_[cls];
@@ -67,7 +73,7 @@ void FailedShapes::Add(int cls, const ShapeSize& size, double priority) {
     if (volume(largest->size) <= volume(size)) return;
     list.erase(largest);
   }
-  list.push_back({size, priority});
+  list.push_back({size, priority, as_of});
   ++changes_;
 }
 

@@ -1,9 +1,11 @@
 // A job's shape: what decides where it can go, split into a class (the constraints: queue,
-// kinds of demand, models, affinity, selectors, spread) and a size. Within one cycle nothing
-// frees capacity, so a job at least as large as one of its class that could neither be placed
-// nor preempt for, and of no higher priority, cannot be either (kube-scheduler and Slurm skip
-// such jobs the same way). A borrower started later in the cycle is a new possible victim;
-// the jobs skipped meanwhile see it in the next cycle. This keeps a deep queue's cycle cheap.
+// kinds of demand, models, affinity, selectors, spread) and a size. Within one cycle capacity
+// is rarely freed, so a job at least as large as one of its class that could neither be placed
+// nor preempt for, and of no higher priority, is taken to fail too (kube-scheduler and Slurm
+// skip such jobs the same way). What a cycle frees or makes after a failure (GPUs an elastic
+// job gives back when it shrinks for a preemptor, a victim a borrower's start makes) is seen in
+// the next cycle: a job skipped for a failure is marked failed as of the failure's state
+// version, so any change since has it tried again. This keeps a deep queue's cycle cheap.
 #pragma once
 
 #include <cstdint>
@@ -37,14 +39,19 @@ class FailedShapes {
   void Clear() { failed_.clear(); }
   // Counts the failures that changed what is known, so a caller can tell when to look again.
   uint64_t changes() const { return changes_; }
-  // Whether a job of `cls` with `size` and `priority` is known to fail.
-  bool Dominated(int cls, const ShapeSize& size, double priority) const;
-  void Add(int cls, const ShapeSize& size, double priority);
+  // Whether a job of `cls` with `size` and `priority` is known to fail; `as_of` (if given) gets
+  // the earliest state version of the failures that say so: a job marked failed as of then is
+  // tried again once anything changed since, even within this cycle's version (GPUs a shrink
+  // freed, a victim a start made).
+  bool Dominated(int cls, const ShapeSize& size, double priority, uint64_t* as_of = nullptr) const;
+  // A failure seen at state version `as_of`.
+  void Add(int cls, const ShapeSize& size, double priority, uint64_t as_of);
 
  private:
   struct Failure {
     ShapeSize size;
     double priority;
+    uint64_t as_of;
   };
   static constexpr size_t kPerClass = 8;      // the smallest failures kept per class
   std::vector<std::vector<Failure>> failed_;  // [class]

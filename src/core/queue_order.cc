@@ -99,6 +99,7 @@ CycleOrder::CycleOrder(std::vector<QueueView> queues, const ResourceVector& capa
   for (size_t q = 0; q < queues_.size(); ++q) {
     if (!views_[q].waiting) continue;
     const int users = static_cast<int>(views_[q].waiting->users_.size());
+    queues_[q].offered.resize(users);
     for (int u = 0; u < users; ++u)
       if (std::optional<Head> head = HeadOf(static_cast<int>(q), u)) queues_[q].heads.push(*head);
   }
@@ -119,7 +120,7 @@ std::optional<CycleOrder::Head> CycleOrder::HeadOf(int queue, int user, const He
   WaitingJobs::Jobs::const_iterator next;
   for (const auto& [priority, level] : levels) {
     auto first = level.begin();
-    if (auto last = pq.offered.find({user, priority}); last != pq.offered.end()) {
+    if (auto last = pq.offered[user].find(priority); last != pq.offered[user].end()) {
       PerQueue::Offered& o = last->second;
       if (o.changes != waiting.changes_) o = {o.last, level.upper_bound(o.last), waiting.changes_};
       first = o.next;
@@ -151,7 +152,7 @@ std::optional<CycleOrder::Head> CycleOrder::HeadOf(int queue, int user, const He
         break;
     }
     if (offered != jobs->end())
-      pq.offered[{user, priority}] = {offered->first, next, waiting.changes_};
+      pq.offered[user][priority] = {offered->first, next, waiting.changes_};
     if (next == jobs->end() || second < best) best = second;
     if (best == kLast) return std::nullopt;
   }
@@ -160,8 +161,10 @@ std::optional<CycleOrder::Head> CycleOrder::HeadOf(int queue, int user, const He
 
 bool CycleOrder::Offered(int queue, const WaitingJobs::Job& job) const {
   const PerQueue& pq = queues_[queue];
-  auto last = pq.offered.find({job.user, job.priority});
-  return last != pq.offered.end() && WaitingJobs::Key{job.submit, job.id} <= last->second.last;
+  if (job.user < 0 || static_cast<size_t>(job.user) >= pq.offered.size()) return false;
+  auto last = pq.offered[job.user].find(job.priority);
+  return last != pq.offered[job.user].end() &&
+         WaitingJobs::Key{job.submit, job.id} <= last->second.last;
 }
 
 bool CycleOrder::AllFail(int queue, const WaitingJobs::Fails& fails) {
@@ -218,7 +221,7 @@ int CycleOrder::Next() {
       continue;
     }
     const int job = std::get<3>(top);
-    pq.offered[{user, std::get<5>(top)}] = {{std::get<2>(top), job}, {}, UINT64_MAX};
+    pq.offered[user][std::get<5>(top)] = {{std::get<2>(top), job}, {}, UINT64_MAX};
     if (std::optional<Head> again = HeadOf(pick, user)) pq.heads.push(*again);
     return job;
   }

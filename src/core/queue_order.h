@@ -151,7 +151,7 @@ class CycleOrder {
       WaitingJobs::Jobs::const_iterator next;
       uint64_t changes = UINT64_MAX;
     };
-    std::map<std::pair<int, int>, Offered> offered;
+    std::vector<std::map<int, Offered>> offered;         // [user] by raw priority
     std::optional<WaitingJobs::ShapeKey> failing_below;  // AllFail: every shape before fails
     uint64_t checked_adds = 0;                           // waiting->adds_ when it was set
     bool exhausted = false;

@@ -93,6 +93,7 @@ Scheduler::Scheduler(const Cluster* cluster, const std::vector<QueueSpec>& queue
     queues_.push_back(queue);
     vcs.push_back({q.name, q.guarantees});
   }
+  running_by_queue_.resize(queues_.size());
   allocator_ = std::make_unique<Allocator>(cluster, vcs);
   if (!allocator_->error().empty()) {
     error_ = allocator_->error();
@@ -757,7 +758,6 @@ void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<i
   job.reason.clear();
   Account(job, +1);
   running_[job.id] = &job;
-  if (running_by_queue_.size() < queues_.size()) running_by_queue_.resize(queues_.size());
   running_by_queue_[job.queue][job.id] = &job;
   if (job.spec.min_replicas > 0) elastic_running_.insert(job.id);
   if (job.borrowed) ++version_;
@@ -1070,7 +1070,7 @@ bool Scheduler::ShapeFails(int queue, int cls, const ShapeSize& size, int priori
       ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, -1) ||
       ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, queue))
     return false;
-  failed_shapes_.Add(cls, size, WholePriority(priority, submit, now));
+  failed_shapes_.Add(cls, size, WholePriority(priority, submit, now), version_);
   return true;
 }
 
@@ -1114,11 +1114,11 @@ bool Scheduler::TurnComesToNothing(JobRecord& job, double priority, bool guarant
       !job.never_fits.empty())
     return true;
   if (job.failed_at == version_ || reservations_.Of(job.id)) return false;
-  if (failed_shapes_.Dominated(job.shape_class, job.shape, priority)) {
+  if (uint64_t as_of; failed_shapes_.Dominated(job.shape_class, job.shape, priority, &as_of)) {
     if (now - job.pending_since >= policy.reserve_after_s &&
         reservations_.starving() < policy.max_reservations)
       return false;  // TryReserve may plan one
-    job.failed_at = version_;
+    job.failed_at = as_of;
     return true;
   }
   return guarantee_pass && not_guaranteed_.Dominated(job.shape_class, job.shape, priority);
@@ -1133,13 +1133,14 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
     return false;
   if (job.failed_at == version_) {
     // Nothing that could help changed since it failed: its shape fails in this cycle too.
-    failed_shapes_.Add(job.shape_class, job.shape, priority);
+    failed_shapes_.Add(job.shape_class, job.shape, priority, version_);
     return false;
   }
   // A job with a reservation may use GPUs the failed jobs could not: it is never skipped.
   const Reservations::Reservation* reserved = reservations_.Of(job.id);
-  if (!reserved && failed_shapes_.Dominated(job.shape_class, job.shape, priority)) {
-    job.failed_at = version_;
+  if (uint64_t as_of;
+      !reserved && failed_shapes_.Dominated(job.shape_class, job.shape, priority, &as_of)) {
+    job.failed_at = as_of;
     TryReserve(job, now);
     return false;
   }
@@ -1151,7 +1152,8 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   if (guarantee_pass && !may_guarantee) {
     // Room left in the guarantee only shrinks within a pass, and a larger job needs more of it
     // (an elastic job's minimum says nothing about the full size it asks the guarantee for).
-    if (job.spec.min_replicas == 0) not_guaranteed_.Add(job.shape_class, job.shape, kAnyPriority);
+    if (job.spec.min_replicas == 0)
+      not_guaranteed_.Add(job.shape_class, job.shape, kAnyPriority, version_);
     return false;
   }
   job.reason.clear();  // this try says why it waits
@@ -1193,7 +1195,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   if (preempt_deferred_) return false;  // tried again later in the cycle
   if (guarantee_pass) {                 // tried again in the next pass
     if (!reserved && job.spec.min_replicas == 0)
-      not_guaranteed_.Add(job.shape_class, job.shape, priority);
+      not_guaranteed_.Add(job.shape_class, job.shape, priority, version_);
     return false;
   }
   job.failed_at = version_;
@@ -1208,7 +1210,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
     }
     reserved = nullptr;
   }
-  if (!reservations_.Of(job.id)) failed_shapes_.Add(job.shape_class, job.shape, priority);
+  if (!reservations_.Of(job.id)) failed_shapes_.Add(job.shape_class, job.shape, priority, version_);
   TryReserve(job, now);
   return false;
 }
@@ -1332,12 +1334,13 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     int replicas;  // the size the job is placed at
   };
   Victims reclaim, fair_reclaim, lower;
-  // Only the queues that may give a victim are visited: the job's own (lower priority), others
-  // when reclaiming the guarantee, and those above their share by the band for the fair share.
+  // Only the queues that may give a victim are visited: the job's own where lower priority runs
+  // there, others when reclaiming the guarantee, and those above their share by the band for
+  // the fair share.
   for (size_t q = 0; q < queues_.size(); ++q) {
     const bool gives =
         static_cast<int>(q) == job.queue
-            ? !guarantee_only
+            ? room.lower_exists
             : within_guarantee ||
                   (below_fair_share &&
                    queues_[q].committed.gpu > fair[q] * (1 + policy.reclaim_hysteresis) + kEps);
@@ -1531,7 +1534,7 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   std::optional<VictimPlan> found = FindVictims(search, occupants);
   planning_reservation_ = false;
   if (!found) {
-    unreservable.Add(job.shape_class, job.shape, priority);
+    unreservable.Add(job.shape_class, job.shape, priority, version_);
     return;
   }
   Reservations::Reservation kind;

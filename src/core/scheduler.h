@@ -419,10 +419,11 @@ class Scheduler {
   bool KnownToFail(int cls, const ShapeSize& size, int priority, double submit, bool guarantee_pass,
                    double now) const;
   std::vector<WaitingJobs::Job> StillWorthTrying(int queue, double now) const;
-  // KnownToFail, or else failing by bounds alone, which is then known: a class of one task group
-  // of whole GPUs whose shape no free GPUs could hold (guaranteed or borrowing) and for which no
-  // victim can exist. So a queue whose waiting shapes all fail ends its walk at its first failure
-  // instead of walking to a job of its smallest shape.
+  // KnownToFail, or else failing by bounds alone, which is then known (as a tried job's failure
+  // would be: job_shape.h): a class of one task group of whole GPUs whose shape no free GPUs
+  // could hold (guaranteed or borrowing) and for which no victim can exist. So a queue whose
+  // waiting shapes all fail ends its walk at its first failure instead of walking to a job of
+  // its smallest shape.
   bool ShapeFails(int queue, int cls, const ShapeSize& size, int priority, double submit,
                   bool guarantee_pass, const std::vector<double>& fair, double now);
   void Emit(double now, int job, const std::string& kind, const std::string& reason = "");
