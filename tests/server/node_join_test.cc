@@ -177,6 +177,13 @@ class NodeJoinPlaneTest : public ::testing::Test {
     plane_ = std::make_unique<ControlPlane>(std::move(config), store_.get(),
                                             [this] { return now_ += 1; });
   }
+  // Keeps a joined node's row (`order`: its order of joining, any JSON) in the stopped server's
+  // state, as a server before it would have, with the registration `r`.
+  void Keep(const std::string& node, const nlohmann::json& order, const NodeRegistration& r) {
+    const std::string value = nlohmann::json{{"order", order}, {"registration", ToJson(r)}}.dump();
+    store_->Wait(
+        store_->Enqueue({StoreWrite::Setting({"node:" + node, value}, "test", 1, "kept")}));
+  }
   std::vector<std::string> JoinEvents() const {
     std::vector<std::string> out;
     for (const StoredEvent& e : plane_->EventsAfter(0, 1000, Caller(), 0).events)
@@ -323,9 +330,7 @@ TEST_F(NodeJoinPlaneTest, ANodeLeftOutKeepsItsGpuUuids) {
   Open();
   plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
   plane_.reset();
-  const std::string kept =
-      nlohmann::json{{"order", 7}, {"registration", ToJson(Declared("gpu-b", 40960))}}.dump();
-  store_->Wait(store_->Enqueue({StoreWrite::Setting({"node:gpu-b", kept}, "test", 1, "kept")}));
+  Keep("gpu-b", 7, Declared("gpu-b", 40960));
   Open();
   ASSERT_EQ(plane_->cluster()->nodes.size(), 1u);
   ASSERT_TRUE(Has(plane_->recovery_summary(), "node gpu-b (joined before) is left out"))
@@ -355,12 +360,8 @@ TEST_F(NodeJoinPlaneTest, ANodeLeftOutGivesWayToOneInTheCluster) {
   Open();
   plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
   plane_.reset();
-  const std::string left_out =
-      nlohmann::json{{"order", 7}, {"registration", ToJson(Declared("gpu-b", 40960))}}.dump();
-  const std::string moved =
-      nlohmann::json{{"order", 8}, {"registration", ToJson(Declared("gpu-b"))}}.dump();
-  store_->Wait(store_->Enqueue({StoreWrite::Setting({"node:gpu-b", left_out}, "test", 1, "kept"),
-                                StoreWrite::Setting({"node:gpu-c", moved}, "test", 1, "kept")}));
+  Keep("gpu-b", 7, Declared("gpu-b", 40960));
+  Keep("gpu-c", 8, Declared("gpu-b"));  // gpu-b's GPUs, moved
   Open();
   ASSERT_EQ(plane_->cluster()->nodes.size(), 2u);
   plane_->RegisterAgent("gpu-c", Declared("gpu-b"));
@@ -424,10 +425,7 @@ TEST_F(NodeJoinPlaneTest, AnOrderPastWhatBerthWritesNumbersTheRowsAgain) {
   plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
   plane_.reset();
-  const std::string huge =
-      nlohmann::json{{"order", (int64_t{1} << 53) - 1}, {"registration", ToJson(Declared("gpu-a"))}}
-          .dump();
-  store_->Wait(store_->Enqueue({StoreWrite::Setting({"node:gpu-a", huge}, "test", 1, "huge")}));
+  Keep("gpu-a", (int64_t{1} << 53) - 1, Declared("gpu-a"));
   Open();
   plane_->RegisterAgent("gpu-c", Declared("gpu-c"));
   std::map<std::string, int64_t> orders;
@@ -449,10 +447,7 @@ TEST_F(NodeJoinPlaneTest, ARowWithoutAnOrderIsKeptAgainWithOne) {
   plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
   plane_.reset();
-  const std::string no_order =
-      nlohmann::json{{"order", "first"}, {"registration", ToJson(Declared("gpu-a"))}}.dump();
-  store_->Wait(
-      store_->Enqueue({StoreWrite::Setting({"node:gpu-a", no_order}, "test", 1, "no order")}));
+  Keep("gpu-a", "first", Declared("gpu-a"));
   Open();
   ASSERT_EQ(plane_->cluster()->nodes.size(), 2u);
   EXPECT_EQ(plane_->cluster()->nodes[1].name, "gpu-a");
