@@ -34,7 +34,7 @@ wait "$SERVER" 2>/dev/null || true
 SERVER=
 sleep 0.5
 start_server --listen "127.0.0.1:$port"
-grep -q "1 nodes cordoned" "$TMP/server.log" || fail "the cordon was lost: $(cat "$TMP/server.log")"
+grep -q "1 node cordoned" "$TMP/server.log" || fail "the cordon was lost: $(cat "$TMP/server.log")"
 "$BERTH" nodes | grep -qE "^$node .* cordoned +none$" || fail "nodes after the restart: $("$BERTH" nodes)"
 second=$("$BERTH" run -d --gpus 1 trainer:1)
 "$BERTH" node uncordon "$node" > /dev/null
