@@ -1063,8 +1063,9 @@ bool Scheduler::ShapeFails(int queue, int cls, const ShapeSize& size, int priori
                            bool guarantee_pass, const std::vector<double>& fair, double now) {
   if (KnownToFail(cls, size, priority, submit, guarantee_pass, now)) return true;
   if (cls < 0 || !class_bounded_[cls] || size.units <= 0 || size.replicas <= 0) return false;
-  // The room to preempt and the free GPUs only shrink within a cycle (job_shape.h), so what
-  // fails by them now stays failed for both passes. An elastic shape counts its minimum.
+  // What fails by the room to preempt and the free GPUs is known as a tried job's failure would
+  // be: for both passes, while what the cycle frees or makes later is tried in the next cycle
+  // (job_shape.h). An elastic shape counts its minimum.
   const double gpus = static_cast<double>(size.units) * size.replicas;
   if (RoomToPreempt(queue, priority, gpus, gpus, /*guarantee_only=*/false, fair).any() ||
       ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, -1) ||
