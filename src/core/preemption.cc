@@ -40,6 +40,26 @@ bool ReplicaBound::MayFitNow(const Allocator& alloc, int gpus, int replicas, int
   return b.SlotsReachReplicas(alloc);
 }
 
+bool ReplicaBound::MayFitReclaiming(const Allocator& alloc, const JobSpec& spec, int vc) {
+  ReplicaBound b(vc);
+  return !b.Measure(alloc, spec) || b.ReclaimReachesReplicas(alloc);
+}
+
+bool ReplicaBound::MayFitReclaiming(const Allocator& alloc, int gpus, int replicas, int vc) {
+  if (gpus <= 0) return true;
+  ReplicaBound b(vc);
+  b.smallest_ = gpus;
+  b.replicas_ = replicas;
+  b.SetPhysicalCap(alloc);
+  return b.ReclaimReachesReplicas(alloc);
+}
+
+bool ReplicaBound::ReclaimReachesReplicas(const Allocator& alloc) {
+  slots_[kOwn] = alloc.ReplicaSlots(vc_, smallest_, replicas_);
+  slots_[kPhysical] = INT_MAX;  // every borrower gone: only the cap counts
+  return may_fit();
+}
+
 bool ReplicaBound::SlotsReachReplicas(const Allocator& alloc) {
   if (vc_ >= 0) slots_[kOwn] = alloc.ReplicaSlots(vc_, smallest_, replicas_);
   const int wanted = std::min(physical_cap_, replicas_ - slots_[kOwn]);

@@ -36,6 +36,12 @@ class ReplicaBound {
   static bool MayFitNow(const Allocator& alloc, const JobSpec& spec, int vc);
   // The same for `replicas` replicas of `gpus` whole GPUs each.
   static bool MayFitNow(const Allocator& alloc, int gpus, int replicas, int vc);
+  // Whether a guaranteed placement in `vc` may fit once every borrower has left: borrowers free
+  // only physical GPUs, of which the VC may bind no more than its unbound guarantee, so no
+  // reclaim of borrowed GPUs can help past its own free slots plus that. Asked before the
+  // running jobs are looked at.
+  static bool MayFitReclaiming(const Allocator& alloc, const JobSpec& spec, int vc);
+  static bool MayFitReclaiming(const Allocator& alloc, int gpus, int replicas, int vc);
   int free_on(int node) const {
     return smallest_ == 0 ? 0 : free_[kPhysical][node] + free_[kOwn][node];
   }
@@ -53,7 +59,8 @@ class ReplicaBound {
   // The smallest replica, the replica count and the physical cap; false when unbounded.
   bool Measure(const Allocator& alloc, const JobSpec& spec);
   void SetPhysicalCap(const Allocator& alloc);
-  bool SlotsReachReplicas(const Allocator& alloc);  // MayFitNow once measured
+  bool SlotsReachReplicas(const Allocator& alloc);      // MayFitNow once measured
+  bool ReclaimReachesReplicas(const Allocator& alloc);  // MayFitReclaiming once measured
   int vc_;
   int smallest_ = 0, replicas_ = 0, physical_cap_ = 0;  // smallest_ 0: unbounded
   std::vector<int> free_[2];                            // [pool][node] free GPUs

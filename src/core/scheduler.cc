@@ -1067,7 +1067,11 @@ bool Scheduler::ShapeFails(int queue, int cls, const ShapeSize& size, int priori
   // be: for both passes, while what the cycle frees or makes later is tried in the next cycle
   // (job_shape.h). An elastic shape counts its minimum.
   const double gpus = static_cast<double>(size.units) * size.replicas;
-  if (RoomToPreempt(queue, priority, gpus, gpus, /*guarantee_only=*/false, fair).any() ||
+  auto reclaim_may_fit = [&] {
+    return ReplicaBound::MayFitReclaiming(*allocator_, size.units, size.replicas, queue);
+  };
+  if (RoomToPreempt(queue, priority, gpus, gpus, /*guarantee_only=*/false, fair, reclaim_may_fit)
+          .any() ||
       ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, -1) ||
       ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, queue))
     return false;
@@ -1274,9 +1278,9 @@ const JobRecord* Scheduler::CellBeingReclaimed(int queue) const {
   return nullptr;
 }
 
-Scheduler::PreemptionRoom Scheduler::RoomToPreempt(int queue, int priority, double need,
-                                                   double share_need, bool guarantee_only,
-                                                   const std::vector<double>& fair) const {
+Scheduler::PreemptionRoom Scheduler::RoomToPreempt(
+    int queue, int priority, double need, double share_need, bool guarantee_only,
+    const std::vector<double>& fair, const std::function<bool()>& reclaim_may_fit) const {
   // Reclaim needs a borrower in another queue, and a fair-share reclaim one whose queue is
   // above its share by the hysteresis band.
   const double hysteresis = pipeline_->policy().reclaim_hysteresis;
@@ -1289,7 +1293,7 @@ Scheduler::PreemptionRoom Scheduler::RoomToPreempt(int queue, int priority, doub
   }
   const Queue& own = queues_[queue];
   PreemptionRoom room;
-  room.within_guarantee = borrowers && MayGuarantee(queue, priority, need);
+  room.within_guarantee = borrowers && MayGuarantee(queue, priority, need) && reclaim_may_fit();
   room.below_fair_share =
       over_share && !guarantee_only && own.committed.gpu + share_need <= fair[queue] + kEps;
   room.lower_exists = !guarantee_only && !own.committed_by_priority.empty() &&
@@ -1311,7 +1315,8 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
            queue.committed.gpu + JobGpus(job.spec, share_replicas) > fair[job.queue] + kEps)
       --share_replicas;
   const PreemptionRoom room = RoomToPreempt(
-      job.queue, job.spec.priority, need, JobGpus(job.spec, share_replicas), guarantee_only, fair);
+      job.queue, job.spec.priority, need, JobGpus(job.spec, share_replicas), guarantee_only, fair,
+      [&] { return ReplicaBound::MayFitReclaiming(*allocator_, job.spec, job.queue); });
   // No victim can exist: the common case in a deep queue, answered without looking at the
   // running jobs.
   if (!room.any()) {

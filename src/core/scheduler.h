@@ -369,6 +369,8 @@ class Scheduler {
   bool TurnComesToNothing(JobRecord& job, double priority, bool guarantee_pass, double now);
   // Why TryPreempt might find victims for a job of `queue` at raw `priority` needing `need`
   // GPUs (`share_need` at the size its fair share leaves room for); none: no victim can exist.
+  // `reclaim_may_fit`: whether the job may fit its guarantee once every borrower has left
+  // (ReplicaBound::MayFitReclaiming), asked only where borrowers and guarantee room exist.
   struct PreemptionRoom {
     bool within_guarantee = false;  // reclaim the guarantee from borrowers
     bool below_fair_share = false;  // reclaim toward the fair share from queues above theirs
@@ -376,7 +378,8 @@ class Scheduler {
     bool any() const { return within_guarantee || below_fair_share || lower_exists; }
   };
   PreemptionRoom RoomToPreempt(int queue, int priority, double need, double share_need,
-                               bool guarantee_only, const std::vector<double>& fair) const;
+                               bool guarantee_only, const std::vector<double>& fair,
+                               const std::function<bool()>& reclaim_may_fit) const;
   // guarantee_only: reclaim for the guarantee, nothing else.
   bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair, bool guarantee_only,
                   std::vector<Decision>* out);
