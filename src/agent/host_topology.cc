@@ -68,19 +68,6 @@ std::vector<int> ParseCpuList(std::string_view text, const std::string& source) 
   return cpus;
 }
 
-std::string FormatCpuList(const std::vector<int>& cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(cpus[i]);
-    if (j > i) out += '-' + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 int HostTopology::FindNumaNode(int id) const {
   for (size_t i = 0; i < numa_nodes.size(); ++i)
     if (numa_nodes[i].id == id) return static_cast<int>(i);

@@ -31,9 +31,6 @@ constexpr int kMaxNumaNodes = 64;
 // listed twice.
 std::vector<int> ParseCpuList(std::string_view text, const std::string& source);
 
-// "0-3,8-11": `cpus` (ascending, distinct) written back as a cpulist, for messages.
-std::string FormatCpuList(const std::vector<int>& cpus);
-
 struct CpuPackage {
   int id = 0;             // physical_package_id
   std::vector<int> cpus;  // ascending

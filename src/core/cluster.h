@@ -95,4 +95,7 @@ struct Cluster {
 // MIG-enabled GPU on a MIG-capable model, racks named by nodes are declared.
 std::string ValidateCluster(const Cluster& cluster);
 
+// "0-3,8-11": `cpus` (ascending, distinct) written as a Linux cpulist, for messages.
+std::string FormatCpuList(const std::vector<int>& cpus);
+
 }  // namespace berth

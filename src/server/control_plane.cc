@@ -9,7 +9,6 @@
 #include <set>
 #include <utility>
 
-#include "agent/gpu_discovery.h"
 #include "config/berth_trace.h"
 #include "config/cells_report.h"
 #include "config/config_error.h"
@@ -20,6 +19,7 @@
 #include "core/fragmentation.h"
 #include "core/image_name.h"
 #include "core/job.h"
+#include "core/node_comparison.h"
 
 namespace berth {
 namespace {

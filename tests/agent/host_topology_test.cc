@@ -4,6 +4,7 @@
 
 #include "../config/config_test_util.h"
 #include "agent_test_util.h"
+#include "core/cluster.h"
 
 namespace berth {
 namespace {

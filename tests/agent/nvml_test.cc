@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "agent_test_util.h"
+#include "core/node_comparison.h"
 
 namespace berth {
 namespace {
