@@ -739,7 +739,7 @@ void AddClientCommands(CLI::App& app) {
         std::cout << n["name"].get<std::string>() << ": topology differs: " << Text(m) << "\n";
   });
 
-  auto* node = app.add_subcommand("node", "Cordon, uncordon or drain a node (admins)");
+  auto* node = app.add_subcommand("node", "Cordon, uncordon, drain or remove a node (admins)");
   node->require_subcommand(1);
   for (const auto& [action, help] : std::vector<std::pair<std::string, std::string>>{
            {"cordon", "No new jobs on the node"},
@@ -753,6 +753,15 @@ void AddClientCommands(CLI::App& app) {
       std::cout << *name << "\n";
     });
   }
+  auto* node_rm = node->add_subcommand(
+      "rm",
+      "Forget a node that joined and whose agent is gone (servers started with --cluster none)");
+  auto rm_name = std::make_shared<std::string>();
+  node_rm->add_option("name", *rm_name, "Node name")->required();
+  node_rm->callback([rm_name] {
+    CallServer("DELETE", "/v1/nodes/" + httplib::detail::encode_query_param(*rm_name));
+    std::cout << *rm_name << "\n";
+  });
 
   auto* events = app.add_subcommand("events", "The event log: jobs' and nodes' state changes");
   auto e = std::make_shared<EventsArgs>();

@@ -755,6 +755,79 @@ void ControlPlane::NodeAction(const std::string& name, const std::string& action
   Commit({&engine_lock, &lock}, std::move(writes));
 }
 
+std::string ControlPlane::RemoveNode(const std::string& name) {
+  RefuseIfBroken();
+  const std::string shown = name.substr(0, 80);
+  std::unique_lock<std::mutex> engine_lock(engine_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!nodes_join_)
+    throw ApiError(409, "node " + shown +
+                            " is the cluster file's; remove it from the cluster file and restart "
+                            "the server");
+  const double now = now_();
+  const int n = cluster_now().FindNode(name);
+  std::string reason = "node " + name + " removed on request";
+  if (n < 0) {
+    const auto left = left_out_.find(name);
+    if (left == left_out_.end()) throw ApiError(404, "no node " + shown);
+    left_out_.erase(left);
+    reason += " (it was left out since the restart)";
+  } else {
+    const AgentNode& agent = agents_[n];
+    if (agent.registered && !agent.unhealthy && !agent.lost)
+      throw ApiError(409, "node " + name +
+                              ": its agent still reports, and would join it again; stop the "
+                              "agent on the node first");
+    bool placed = !on_node_[n].empty();
+    for (const auto& [id, record] : engine_->jobs())
+      for (const ReplicaPlacement& p : record.placements)
+        placed = placed || (p.node == n && record.state != JobState::kDone);
+    if (placed)
+      throw ApiError(409, "node " + name +
+                              ": jobs are placed on it or still stopping there; drain it first "
+                              "(berth node drain " +
+                              name + ")");
+    auto shrunk = std::make_shared<Cluster>(cluster_now());
+    shrunk->nodes.erase(shrunk->nodes.begin() + n);
+    LeaveNode(shrunk.get());
+    if (std::string why = engine_->SetCluster(shrunk.get(), now); !why.empty())
+      throw ApiError(409, "node " + name + " cannot leave the cluster: " + why);
+    const std::shared_ptr<const Cluster> old = rules_->cluster;
+    auto rules = std::make_shared<Rules>(*rules_);
+    rules->cluster = shrunk;
+    rules_ = std::move(rules);
+    // The nodes after it move up one index, wherever an index is kept.
+    agents_.erase(agents_.begin() + n);
+    on_node_.erase(on_node_.begin() + n);
+    auto moved = [n](int node) { return node > n ? node - 1 : node; };
+    for (auto& [id, job] : jobs_) {
+      std::set<int> nodes, log_nodes;
+      for (int node : job.nodes)
+        if (node != n) nodes.insert(moved(node));
+      for (int node : job.log_nodes)
+        if (node != n) log_nodes.insert(moved(node));
+      std::map<int, uint64_t> versions;
+      for (const auto& [node, version] : job.node_version)
+        if (node != n) versions[moved(node)] = version;
+      job.nodes = std::move(nodes);
+      job.log_nodes = std::move(log_nodes);
+      job.node_version = std::move(versions);
+    }
+    ++nodes_removed_;
+    assignments_changed_.notify_all();
+    std::vector<StoreWrite> writes;
+    FailJobsOfDroppedModels(*old, "node " + name + " was removed", now, &writes);
+    join_order_.erase(name);
+    writes.push_back(StoreWrite::Forget(name, kJoinedNodeKey + name, "node-removed", now, reason));
+    Commit({&engine_lock, &lock}, std::move(writes));
+    return reason;
+  }
+  join_order_.erase(name);
+  Commit({&engine_lock, &lock},
+         {StoreWrite::Forget(name, kJoinedNodeKey + name, "node-removed", now, reason)});
+  return reason;
+}
+
 nlohmann::json ControlPlane::Cells() const {
   std::lock_guard<std::mutex> lock(engine_mu_);
   return CellsReport(cluster_now(), engine_->allocator());
@@ -1189,7 +1262,7 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
   auto rules = std::make_shared<Rules>(*rules_);
   rules->cluster = grown;
   rules_ = std::move(rules);
-  FailJobsOfDroppedModels(*old, node, now, writes);
+  FailJobsOfDroppedModels(*old, "node " + node + " has other GPUs now", now, writes);
   const int n = grown->FindNode(node);
   if (before < 0) {
     agents_.emplace_back().version = FirstVersion();
@@ -1238,7 +1311,7 @@ void ControlPlane::KeepJoined(const std::string& node, const NodeRegistration& r
       kind, now, reason));
 }
 
-void ControlPlane::FailJobsOfDroppedModels(const Cluster& old, const std::string& node, double now,
+void ControlPlane::FailJobsOfDroppedModels(const Cluster& old, const std::string& cause, double now,
                                            std::vector<StoreWrite>* writes) {
   std::set<std::string> dropped;
   for (const GpuModel& m : old.models)
@@ -1257,8 +1330,8 @@ void ControlPlane::FailJobsOfDroppedModels(const Cluster& old, const std::string
     by_engine_id_.erase(job.engine_id);
     job.engine_id = -1;
     Record(job, "failed",
-           "GPU model " + gone + " left the cluster (node " + node +
-               " has other GPUs now); submit it again naming the models there are",
+           "GPU model " + gone + " left the cluster (" + cause +
+               "); submit it again naming the models there are",
            writes);
   }
 }
@@ -1313,7 +1386,7 @@ void ControlPlane::StopWatches() {
 AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
                                         double wait_s) const {
   std::unique_lock<std::mutex> lock(mu_);
-  const int n = cluster_now().FindNode(node);
+  int n = cluster_now().FindNode(node);
   if (n < 0) RefuseUnknownNode(node);
   // Until then the server does not know the node's GPU UUIDs (a restart forgets them).
   if (!agents_[n].registered)
@@ -1321,9 +1394,14 @@ AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
                             ": its agent has not registered with this server since it started; "
                             "register first (POST /v1/agents/" +
                             node + "/register)");
+  const uint64_t removed = nodes_removed_;
   assignments_changed_.wait_for(lock, std::chrono::duration<double>(wait_s), [&] {
-    return agents_[n].version != since || broken_ || watches_stopped_;
+    return nodes_removed_ != removed || agents_[n].version != since || broken_ || watches_stopped_;
   });
+  if (nodes_removed_ != removed) {  // this node may be gone, or at another index
+    n = cluster_now().FindNode(node);
+    if (n < 0) RefuseUnknownNode(node);
+  }
   AssignmentSet set;
   set.version = agents_[n].version;
   for (int64_t id : on_node_[n]) AssignmentsOf(jobs_.at(id), n, &set.assignments);

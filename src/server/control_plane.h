@@ -165,6 +165,13 @@ class ControlPlane {
   // and evict its jobs, which wait again). Kept across restarts. ApiError 404 for an unknown
   // node, 400 for an unknown action.
   void NodeAction(const std::string& node, const std::string& action);
+  // Forgets a node that joined (berth server --cluster none): it leaves the cluster, and its
+  // kept row, cordon and GPU UUIDs go, so a restart does not bring it back; its agent may join
+  // it again later. Nodes after it move up one index. Returns the event's reason. ApiError 404
+  // for a node neither in the cluster nor kept; 409 with a cluster file (edit the file), while
+  // jobs are placed on it or stopping there (drain it first), while its agent reports (stop
+  // the agent first), or when the queues' guarantees would no longer fit the cluster.
+  std::string RemoveNode(const std::string& node);
   // One scheduling cycle; its decisions are applied and stored before it returns.
   void Cycle();
   // Returns when a cycle has work that did not wait for it (a job became pending, a job ended
@@ -317,9 +324,10 @@ class ControlPlane {
   void KeepJoined(const std::string& node, const NodeRegistration& registration,
                   const std::string& kind, const std::string& reason, double now,
                   std::vector<StoreWrite>* writes);
-  // After node `node` joined again with other GPUs: pending jobs naming a GPU model that `old`
-  // had and the cluster has no more fail (mu_ and engine_mu_ held).
-  void FailJobsOfDroppedModels(const Cluster& old, const std::string& node, double now,
+  // After a node joined again with other GPUs, or was removed (`cause`, for the reason):
+  // pending jobs naming a GPU model that `old` had and the cluster has no more fail (mu_ and
+  // engine_mu_ held).
+  void FailJobsOfDroppedModels(const Cluster& old, const std::string& cause, double now,
                                std::vector<StoreWrite>* writes);
   // Adds to `cluster` node `node` that joined before, from its kept row (`kept`: {"order",
   // "registration"}), and sets `registration` to the kept one; says why not.
@@ -440,6 +448,7 @@ class ControlPlane {
     std::vector<std::string> gpu_uuids;
   };
   std::map<std::string, LeftOut> left_out_;
+  uint64_t nodes_removed_ = 0;  // under mu_: a watch finds its node's index again after one
   mutable std::condition_variable assignments_changed_;
   bool cycle_wanted_ = false;  // under mu_
   std::condition_variable cycle_wanted_cv_;

@@ -505,6 +505,13 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
         plane.NodeAction(node, action);
         Reply(res, 200, {{"node", node}, {"action", action}});
       }));
+  server.Delete(
+      R"(/v1/nodes/([^/]+))",
+      Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+        const std::string node = req.matches[1];
+        RequireAdmin(caller, "remove a node");
+        Reply(res, 200, {{"node", node}, {"removed", true}, {"reason", plane.RemoveNode(node)}});
+      }));
   server.Put(
       "/v1/policy", BodyRoute(api, [&](const httplib::Request&, httplib::Response& res,
                                        const Caller& caller, const std::string& body) {

@@ -21,6 +21,15 @@ bool GoodNodeName(const std::string& name) {
 // The largest CPU id a node may have, as cluster files allow.
 constexpr int kMaxCpuId = 65535;
 
+// Drops the models that no node but `except` (-1: none) has a GPU of.
+void KeepModelsOfNodes(Cluster* cluster, int except) {
+  std::set<std::string> used;
+  for (size_t n = 0; n < cluster->nodes.size(); ++n)
+    if (static_cast<int>(n) != except)
+      for (const Gpu& gpu : cluster->nodes[n].gpus) used.insert(gpu.model);
+  std::erase_if(cluster->models, [&](const GpuModel& m) { return !used.count(m.name); });
+}
+
 }  // namespace
 
 std::string JoinNode(const std::string& name, const NodeRegistration& registration,
@@ -71,11 +80,7 @@ std::string JoinNode(const std::string& name, const NodeRegistration& registrati
     grown.nodes.push_back(std::move(node));
   // The models are those of the nodes' GPUs: one no node has any more (the node replaced had
   // the last) is dropped, so a node of that model name may join with other GPUs.
-  std::set<std::string> others;
-  for (size_t n = 0; n < grown.nodes.size(); ++n)
-    if (n != at)
-      for (const Gpu& gpu : grown.nodes[n].gpus) others.insert(gpu.model);
-  std::erase_if(grown.models, [&](const GpuModel& m) { return !others.count(m.name); });
+  KeepModelsOfNodes(&grown, static_cast<int>(at));
   for (const Gpu& gpu : grown.nodes[at].gpus) {
     const auto sent = std::find_if(registration.models.begin(), registration.models.end(),
                                    [&](const GpuModel& m) { return m.name == gpu.model; });
@@ -97,5 +102,7 @@ std::string JoinNode(const std::string& name, const NodeRegistration& registrati
   *cluster = std::move(grown);
   return "";
 }
+
+void LeaveNode(Cluster* cluster) { KeepModelsOfNodes(cluster, -1); }
 
 }  // namespace berth

@@ -4,7 +4,8 @@
 // sends the node's shape (as GPU discovery found it, or as its --declare file gives it) and
 // its GPU models, and the node is added at the end of the cluster, so that the indices of the
 // nodes before it never change. The server keeps each joined node's registration in its state
-// and joins them again, in the order they joined, on a restart.
+// and joins them again, in the order they joined, on a restart; an admin may remove one whose
+// agent is gone for good (the nodes after it then move up one index).
 #pragma once
 
 #include <cstddef>
@@ -29,5 +30,8 @@ constexpr size_t kMaxJoinedNodes = 256;
 // of kMaxJoinedNodes nodes.
 std::string JoinNode(const std::string& name, const NodeRegistration& registration,
                      Cluster* cluster);
+
+// After a node left `cluster`: the models are those of its nodes' GPUs again.
+void LeaveNode(Cluster* cluster);
 
 }  // namespace berth

@@ -247,6 +247,8 @@ std::string StateStore::WriteBatch(const std::vector<StoreWrite>& batch) {
     Statement remove_events(writer_, "DELETE FROM events WHERE job = ?");
     Statement put_node(writer_, "INSERT OR REPLACE INTO nodes (name, cordoned) VALUES (?, ?)");
     Statement put_setting(writer_, "INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)");
+    Statement forget_node(writer_, "DELETE FROM nodes WHERE name = ?");
+    Statement forget_setting(writer_, "DELETE FROM settings WHERE key = ?");
     const auto step = [&](Statement& s) {
       if (s.Step() != SQLITE_DONE) throw StoreError(sqlite3_errmsg(writer_));
       s.Reset();
@@ -258,11 +260,15 @@ std::string StateStore::WriteBatch(const std::vector<StoreWrite>& batch) {
         step(remove_events.Bind(1, j.id));
         continue;
       }
-      if (w.kind == StoreWrite::Kind::kNode || w.kind == StoreWrite::Kind::kSetting) {
-        if (w.kind == StoreWrite::Kind::kNode)
+      if (w.kind != StoreWrite::Kind::kPut) {
+        if (w.kind == StoreWrite::Kind::kNode) {
           step(put_node.Bind(1, w.node.name).Bind(2, static_cast<int64_t>(w.node.cordoned)));
-        else
+        } else if (w.kind == StoreWrite::Kind::kSetting) {
           step(put_setting.Bind(1, w.setting.key).Bind(2, w.setting.value));
+        } else {
+          step(forget_node.Bind(1, w.node.name));
+          step(forget_setting.Bind(1, w.setting.key));
+        }
         step(event.Bind(1, j.updated)
                  .Bind(2, int64_t{0})
                  .Bind(3, w.node.name)

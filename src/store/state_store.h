@@ -57,8 +57,8 @@ struct StoredEvent {
   double at = 0;
   int64_t job = 0;
   std::string node;
-  std::string state;  // a job state, cordoned / uncordoned / drained, or policy-applied /
-                      // queues-applied
+  std::string state;  // a job state, cordoned / uncordoned / drained / node-removed, or
+                      // policy-applied / queues-applied
   std::string reason;
 };
 
@@ -87,10 +87,12 @@ struct StoreWrite {
     kDelete,   // remove the job and its events
     kNode,     // set the node's mark, and log an event of `event` and the job's `reason`
     kSetting,  // set the setting, and log an event (job 0, node "") of `event` and `reason`
+    kForget,   // remove the node's mark and the setting `setting.key`, and log an event of
+               // `event` and `reason` for the node
   };
   Kind kind = Kind::kPut;
-  StoredJob job;    // kPut, kDelete; for kNode and kSetting only `updated` and `reason`
-  StoredNode node;  // kNode
+  StoredJob job;    // kPut, kDelete; for the others only `updated` and `reason`
+  StoredNode node;  // kNode, kForget (its name)
   std::string event;
   StoredSetting setting;  // kSetting
 
@@ -98,6 +100,17 @@ struct StoreWrite {
   static StoreWrite Delete(StoredJob job) { return {Kind::kDelete, std::move(job), {}, "", {}}; }
   static StoreWrite Node(StoredNode node, std::string event, double at, std::string reason) {
     StoreWrite w{Kind::kNode, {}, std::move(node), std::move(event), {}};
+    w.job.updated = at;
+    w.job.reason = std::move(reason);
+    return w;
+  }
+  static StoreWrite Forget(std::string node, std::string setting_key, std::string event, double at,
+                           std::string reason) {
+    StoreWrite w{Kind::kForget,
+                 {},
+                 {std::move(node), false},
+                 std::move(event),
+                 {std::move(setting_key), ""}};
     w.job.updated = at;
     w.job.reason = std::move(reason);
     return w;

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config/policy_file.h"
@@ -591,6 +592,97 @@ TEST_F(NodeJoinPlaneTest, ANodeWhoseHardwareChangedJoinsAgainOnceNothingRunsTher
   EXPECT_EQ(plane_->cluster()->nodes.size(), 1u);
 }
 
+// An admin forgets a node whose agent is gone for good: refused while its agent reports or
+// jobs are placed there; once lost, it leaves the cluster (the nodes after it move up an index:
+// their jobs and watches follow), a restart does not bring it back, and its GPU UUIDs are free.
+TEST_F(NodeJoinPlaneTest, ANodeWhoseAgentIsGoneForGoodCanBeRemoved) {
+  Open(/*unhealthy_after_s=*/60, /*lost_after_s=*/200);
+  for (const char* node : {"gpu-a", "gpu-b", "gpu-c"}) plane_->RegisterAgent(node, Declared(node));
+  std::map<std::string, int64_t> job_on;
+  for (int i = 0; i < 3; ++i) plane_->Submit(R"({"gpus": 8, "image": "x"})");
+  plane_->Cycle();
+  for (const char* node : {"gpu-a", "gpu-b", "gpu-c"}) {
+    const std::vector<Assignment> on = plane_->Assignments(node, 1, 0).assignments;
+    ASSERT_EQ(on.size(), 1u) << node;
+    job_on[node] = on[0].job;
+  }
+  auto refused = [&](const std::string& node, int status, const std::string& part) {
+    try {
+      plane_->RemoveNode(node);
+      ADD_FAILURE() << node << " removed";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, status) << e.what();
+      EXPECT_TRUE(Has(e.what(), part)) << e.what();
+    }
+  };
+  refused("gpu-b", 409, "its agent still reports");
+  refused("gpu-z", 404, "no node gpu-z");
+  // gpu-b's agent goes silent; a and c keep reporting. Before it is lost its job is still placed.
+  auto keep_alive = [&] {
+    plane_->Report("gpu-a", AgentReport());
+    plane_->Report("gpu-c", AgentReport());
+  };
+  while (!plane_->Agents()[1].unhealthy) {
+    keep_alive();
+    plane_->Cycle();
+  }
+  refused("gpu-b", 409, "jobs are placed on it or still stopping there; drain it first");
+  while (!plane_->Agents()[1].lost) {
+    keep_alive();
+    plane_->Cycle();
+  }
+  ASSERT_EQ(plane_->Get(job_on["gpu-b"]).state, "pending");  // a and c are full
+
+  // A watch of gpu-c's assignments waiting as gpu-b leaves sees gpu-c's, at its new index.
+  const uint64_t version = plane_->Assignments("gpu-c", 1, 0).version;
+  AssignmentSet watched;
+  std::thread watch([&] { watched = plane_->Assignments("gpu-c", version, 30); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(Has(plane_->RemoveNode("gpu-b"), "node gpu-b removed on request"));
+  watch.join();
+  ASSERT_EQ(watched.assignments.size(), 1u);
+  EXPECT_EQ(watched.assignments[0].job, job_on["gpu-c"]);
+  for (const std::string& uuid : watched.assignments[0].gpu_uuids)
+    EXPECT_TRUE(Has(uuid, "GPU-gpu-c-")) << uuid;
+  ASSERT_EQ(plane_->cluster()->nodes.size(), 2u);
+  EXPECT_EQ(plane_->cluster()->nodes[1].name, "gpu-c");
+  EXPECT_FALSE(plane_->Agents()[1].lost);  // gpu-c's agent, not gpu-b's
+  EXPECT_EQ(plane_->Get(job_on["gpu-c"]).state, "scheduled");
+  bool removed = false;
+  for (const StoredEvent& e : plane_->EventsAfter(0, 1000, Caller(), 0).events)
+    removed = removed || (e.state == "node-removed" && e.node == "gpu-b");
+  EXPECT_TRUE(removed);
+
+  Open();
+  ASSERT_EQ(plane_->cluster()->nodes.size(), 2u);
+  EXPECT_EQ(plane_->cluster()->FindNode("gpu-b"), -1);
+  EXPECT_EQ(plane_->Get(job_on["gpu-c"]).state, "scheduled");
+  plane_->RegisterAgent("gpu-d", Declared("gpu-b"));  // gpu-b's GPUs, moved to a new host
+  EXPECT_EQ(plane_->cluster()->nodes.size(), 3u);
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(job_on["gpu-b"]).state, "scheduled");
+}
+
+// A node left out at a restart (its kept row no longer joins) can be forgotten too: its kept
+// cordon and GPU UUIDs go with it.
+TEST_F(NodeJoinPlaneTest, ANodeLeftOutCanBeRemoved) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_.reset();
+  Keep("gpu-b", 7, Declared("gpu-b", 40960));
+  store_->Wait(store_->Enqueue({StoreWrite::Node({"gpu-b", true}, "cordoned", 1, "test")}));
+  Open();
+  ASSERT_TRUE(Has(plane_->recovery_summary(), "(and node gpu-b when it joins again)"))
+      << plane_->recovery_summary();
+  EXPECT_TRUE(Has(plane_->RemoveNode("gpu-b"), "left out since the restart"));
+  plane_->RegisterAgent("gpu-c", Declared("gpu-b"));  // its UUIDs are no longer held
+  Open();
+  EXPECT_FALSE(Has(plane_->recovery_summary(), "gpu-b")) << plane_->recovery_summary();
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b2"));
+  ASSERT_EQ(plane_->Nodes().size(), 3u);
+  EXPECT_FALSE(plane_->Nodes()[2].cordoned);  // gpu-b, joining anew
+}
+
 TEST_F(NodeJoinPlaneTest, AServerWithAClusterFileTakesNoNewNodes) {
   store_ = std::make_unique<StateStore>(dir_);
   ControlPlaneConfig config;
@@ -605,6 +697,13 @@ TEST_F(NodeJoinPlaneTest, AServerWithAClusterFileTakesNoNewNodes) {
     EXPECT_EQ(e.status, 404);
   }
   EXPECT_EQ(plane_->cluster()->nodes.size(), 1u);
+  try {
+    plane_->RemoveNode(plane_->cluster()->nodes[0].name);
+    ADD_FAILURE() << "removed a cluster file's node";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 409);
+    EXPECT_TRUE(Has(e.what(), "remove it from the cluster file")) << e.what();
+  }
 }
 
 }  // namespace
