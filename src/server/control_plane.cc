@@ -734,9 +734,22 @@ void ControlPlane::NodeAction(const std::string& name, const std::string& action
   RefuseIfBroken();
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
   const int n = cluster_now().FindNode(name);
-  if (n < 0) throw ApiError(404, "no node " + name.substr(0, 80));
   const double now = now_();
   const bool cordon = action != "uncordon";
+  if (n < 0) {
+    // A node left out at a restart keeps the operator's mark until it joins again: there is
+    // nothing on it to evict, so a drain is a cordon.
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto left = left_out_.find(name);
+    if (left == left_out_.end()) throw ApiError(404, "no node " + name.substr(0, 80));
+    left->second.cordoned = cordon;
+    Commit({&engine_lock, &lock},
+           {StoreWrite::Node({name, cordon}, cordon ? "cordoned" : "uncordoned", now,
+                             std::string(cordon ? "cordoned" : "uncordoned") +
+                                 " on request while it is left out (it was not back since the "
+                                 "restart); applied when it joins again")});
+    return;
+  }
   const std::vector<Decision> decisions =
       action == "drain" ? engine_->Drain(n, now) : engine_->SetNodeCordoned(n, cordon, now);
   std::vector<StoreWrite> writes = {

@@ -162,8 +162,9 @@ class ControlPlane {
   // Per node, in node order.
   std::vector<NodeStatus> Nodes() const;
   // An operator's action on a node: "cordon" (no new jobs), "uncordon", or "drain" (cordon,
-  // and evict its jobs, which wait again). Kept across restarts. ApiError 404 for an unknown
-  // node, 400 for an unknown action.
+  // and evict its jobs, which wait again). Kept across restarts; for a node left out at a
+  // restart, applied when it joins again. ApiError 404 for an unknown node, 400 for an unknown
+  // action.
   void NodeAction(const std::string& node, const std::string& action);
   // Forgets a node that joined (berth server --cluster none): it leaves the cluster, and its
   // kept row, cordon and GPU UUIDs go, so a restart does not bring it back; its agent may join

@@ -407,6 +407,37 @@ TEST_F(NodeJoinPlaneTest, ACordonHoldsForANodeLeftOutUntilItJoinsAgain) {
   EXPECT_TRUE(Has(plane_->recovery_summary(), "1 node cordoned")) << plane_->recovery_summary();
 }
 
+// While a node is left out its kept cordon can still be changed: lifted, it joins uncordoned;
+// set, it joins cordoned.
+TEST_F(NodeJoinPlaneTest, TheCordonOfANodeLeftOutCanBeChanged) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_->NodeAction("gpu-a", "cordon");
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  plane_.reset();
+  for (const char* node : {"node:gpu-a", "node:gpu-b"})
+    store_->Wait(store_->Enqueue({StoreWrite::Setting({node, "{not json"}, "test", 1, "corrupt")}));
+  Open();
+  ASSERT_TRUE(plane_->cluster()->nodes.empty());
+  plane_->NodeAction("gpu-a", "uncordon");
+  plane_->NodeAction("gpu-b", "drain");
+  Open();  // kept across a restart too
+  EXPECT_TRUE(Has(plane_->recovery_summary(), "(and node gpu-b when it joins again)"))
+      << plane_->recovery_summary();
+  EXPECT_FALSE(Has(plane_->recovery_summary(), "node gpu-a when")) << plane_->recovery_summary();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  ASSERT_EQ(plane_->Nodes().size(), 2u);
+  EXPECT_FALSE(plane_->Nodes()[0].cordoned);
+  EXPECT_TRUE(plane_->Nodes()[1].cordoned);
+  try {
+    plane_->NodeAction("gpu-z", "cordon");
+    ADD_FAILURE() << "cordoned a node never seen";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 404);
+  }
+}
+
 // A cordon kept for a name that never joined (a cluster file's node, say) is not applied to a
 // node of that name joining for the first time.
 TEST_F(NodeJoinPlaneTest, AKeptCordonOfANodeThatNeverJoinedIsNotApplied) {
