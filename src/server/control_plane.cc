@@ -868,6 +868,7 @@ std::vector<ControlPlane::NodeStatus> ControlPlane::Nodes() const {
   for (size_t n = 0; n < cluster_now().nodes.size(); ++n) {
     const int node = static_cast<int>(n);
     NodeStatus status;
+    status.name = cluster_now().nodes[n].name;
     for (size_t g = 0; g < cluster_now().nodes[n].gpus.size(); ++g) {
       const int gpu = static_cast<int>(g);
       status.free_gpus += alloc.gpu_free(node, gpu) ? 1 : 0;
@@ -1481,12 +1482,13 @@ void ControlPlane::AssignmentsOf(const Job& job, int node, std::vector<Assignmen
 
 void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   RefuseIfBroken();
-  const int n = cluster()->FindNode(node);  // a node's index never changes
-  if (n < 0) RefuseUnknownNode(node);
+  // The node's index is looked up under each hold of mu_: a removal moves the nodes after it.
   if (logs_ != nullptr) {
     std::vector<const LogChunk*> chunks;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      const int n = cluster_now().FindNode(node);
+      if (n < 0) RefuseUnknownNode(node);
       for (const LogChunk& chunk : report.logs) {
         const auto job = jobs_.find(chunk.job);
         // Only the output of the job's latest placement, from a node of it.
@@ -1501,6 +1503,8 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   }
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::unique_lock<std::mutex> lock(mu_);
+  const int n = cluster_now().FindNode(node);
+  if (n < 0) RefuseUnknownNode(node);
   AgentNode& agent = agents_[n];
   if (!agent.registered)
     throw ApiError(409, "node " + node + " has not registered with this server; register first");
@@ -1794,10 +1798,12 @@ std::vector<ControlPlane::AgentStatus> ControlPlane::Agents() const {
   std::lock_guard<std::mutex> lock(mu_);
   const double now = now_();
   std::vector<AgentStatus> out;
-  for (const AgentNode& a : agents_)
+  for (size_t n = 0; n < agents_.size(); ++n) {
+    const AgentNode& a = agents_[n];
     out.push_back({a.registered, a.registration.simulated, a.unhealthy, a.lost,
                    a.registered ? now - a.last_seen : -1, a.topology_mismatch, a.off_gpus,
-                   static_cast<int>(a.images.size()), a.image_bytes});
+                   static_cast<int>(a.images.size()), a.image_bytes, cluster_now().nodes[n].name});
+  }
   return out;
 }
 

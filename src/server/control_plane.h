@@ -155,6 +155,7 @@ class ControlPlane {
   // apply` take back unchanged.
   RulesText InForce() const;
   struct NodeStatus {
+    std::string name;
     int free_gpus = 0;
     bool cordoned = false;
     std::string gpu_map;  // a character a GPU: '#' held by a placed job, 'x' bad, '.' neither
@@ -208,6 +209,7 @@ class ControlPlane {
     std::vector<std::string> off_gpus;           // ditto
     int images = 0;                              // as last reported
     int64_t image_bytes = 0;                     // their layers', each layer once
+    std::string node;
   };
   std::vector<AgentStatus> Agents() const;  // by node
   // What the agents last reported of the job's replicas (their containers, exit codes and

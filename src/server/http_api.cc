@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -457,14 +458,18 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
   server.Get("/v1/nodes",
              Route(api, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
                const std::vector<ControlPlane::NodeStatus> status = plane.Nodes();
-               const std::vector<ControlPlane::AgentStatus> agents = plane.Agents();
+               std::map<std::string, ControlPlane::AgentStatus> agents;
+               for (ControlPlane::AgentStatus& a : plane.Agents()) agents[a.node] = std::move(a);
                Json nodes = Json::array();
                const std::shared_ptr<const Cluster> cluster = plane.cluster();
-               // A node that joins meanwhile is added at the end: the first ones agree.
-               const size_t count = std::min({cluster->nodes.size(), status.size(), agents.size()});
-               for (size_t n = 0; n < count; ++n) {
-                 const Node& node = cluster->nodes[n];
-                 const ControlPlane::AgentStatus& agent = agents[n];
+               // Three reads, joined by name: a node that joins or is removed meanwhile is
+               // left out of this listing rather than shown with another node's state.
+               for (size_t n = 0; n < status.size(); ++n) {
+                 const int at = cluster->FindNode(status[n].name);
+                 const auto found = agents.find(status[n].name);
+                 if (at < 0 || found == agents.end()) continue;
+                 const Node& node = cluster->nodes[at];
+                 const ControlPlane::AgentStatus& agent = found->second;
                  nodes.push_back({{"name", node.name},
                                   {"rack", node.rack},
                                   {"agent", !agent.registered ? "none"
