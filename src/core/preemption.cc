@@ -32,12 +32,7 @@ bool ReplicaBound::MayFitNow(const Allocator& alloc, const JobSpec& spec, int vc
 }
 
 bool ReplicaBound::MayFitNow(const Allocator& alloc, int gpus, int replicas, int vc) {
-  if (gpus <= 0) return true;
-  ReplicaBound b(vc);
-  b.smallest_ = gpus;
-  b.replicas_ = replicas;
-  b.SetPhysicalCap(alloc);
-  return b.SlotsReachReplicas(alloc);
+  return gpus <= 0 || Sized(alloc, gpus, replicas, vc).SlotsReachReplicas(alloc);
 }
 
 bool ReplicaBound::MayFitReclaiming(const Allocator& alloc, const JobSpec& spec, int vc) {
@@ -46,12 +41,15 @@ bool ReplicaBound::MayFitReclaiming(const Allocator& alloc, const JobSpec& spec,
 }
 
 bool ReplicaBound::MayFitReclaiming(const Allocator& alloc, int gpus, int replicas, int vc) {
-  if (gpus <= 0) return true;
+  return gpus <= 0 || Sized(alloc, gpus, replicas, vc).ReclaimReachesReplicas(alloc);
+}
+
+ReplicaBound ReplicaBound::Sized(const Allocator& alloc, int gpus, int replicas, int vc) {
   ReplicaBound b(vc);
   b.smallest_ = gpus;
   b.replicas_ = replicas;
   b.SetPhysicalCap(alloc);
-  return b.ReclaimReachesReplicas(alloc);
+  return b;
 }
 
 bool ReplicaBound::ReclaimReachesReplicas(const Allocator& alloc) {

@@ -56,6 +56,8 @@ class ReplicaBound {
  private:
   enum { kPhysical = 0, kOwn = 1 };  // the physical pool; the VC's bound cells
   explicit ReplicaBound(int vc) : vc_(vc) {}
+  // Measured for `replicas` replicas of `gpus` (> 0) whole GPUs each, with nothing counted yet.
+  static ReplicaBound Sized(const Allocator& alloc, int gpus, int replicas, int vc);
   // The smallest replica, the replica count and the physical cap; false when unbounded.
   bool Measure(const Allocator& alloc, const JobSpec& spec);
   void SetPhysicalCap(const Allocator& alloc);
