@@ -861,14 +861,17 @@ std::set<std::pair<int, int>> ControlPlane::HeldGpus() const {
 }
 
 std::vector<ControlPlane::NodeStatus> ControlPlane::Nodes() const {
-  std::lock_guard<std::mutex> lock(engine_mu_);
+  std::lock_guard<std::mutex> engine_lock(engine_mu_);
+  std::lock_guard<std::mutex> lock(mu_);
+  const double now = now_();
   const std::set<std::pair<int, int>> held = HeldGpus();
   std::vector<NodeStatus> nodes;
   const Allocator& alloc = engine_->allocator();
   for (size_t n = 0; n < cluster_now().nodes.size(); ++n) {
     const int node = static_cast<int>(n);
     NodeStatus status;
-    status.name = cluster_now().nodes[n].name;
+    status.node = cluster_now().nodes[n];
+    status.agent = AgentStatusOf(node, now);
     for (size_t g = 0; g < cluster_now().nodes[n].gpus.size(); ++g) {
       const int gpu = static_cast<int>(g);
       status.free_gpus += alloc.gpu_free(node, gpu) ? 1 : 0;
@@ -1278,17 +1281,12 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
   rules_ = std::move(rules);
   FailJobsOfDroppedModels(*old, "node " + node + " has other GPUs now", now, writes);
   const int n = grown->FindNode(node);
+  bool cordon_kept = false;  // left out at a restart: the operator's mark holds again
   if (before < 0) {
     agents_.emplace_back().version = FirstVersion();
     on_node_.emplace_back();
-    // Left out at a restart: the operator's cordon holds again.
     if (auto left = left_out_.find(node); left != left_out_.end()) {
-      if (left->second.cordoned) {
-        Apply(engine_->SetNodeCordoned(n, true, now), writes);
-        writes->push_back(StoreWrite::Node(
-            {node, true}, "cordoned", now,
-            "cordoned again as it joined: the operator's cordon from before the restart"));
-      }
+      cordon_kept = left->second.cordoned;
       left_out_.erase(left);
     }
   }
@@ -1309,6 +1307,12 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
                      (labels.empty() ? std::string("none") : labels)
                : " has other hardware than it joined with, as its agent found: now " + shape),
       now, writes);
+  if (cordon_kept) {
+    Apply(engine_->SetNodeCordoned(n, true, now), writes);
+    writes->push_back(StoreWrite::Node(
+        {node, true}, "cordoned", now,
+        "cordoned as it joined: the operator's cordon, kept while it was left out"));
+  }
   return n;
 }
 
@@ -1798,13 +1802,22 @@ std::vector<ControlPlane::AgentStatus> ControlPlane::Agents() const {
   std::lock_guard<std::mutex> lock(mu_);
   const double now = now_();
   std::vector<AgentStatus> out;
-  for (size_t n = 0; n < agents_.size(); ++n) {
-    const AgentNode& a = agents_[n];
-    out.push_back({a.registered, a.registration.simulated, a.unhealthy, a.lost,
-                   a.registered ? now - a.last_seen : -1, a.topology_mismatch, a.off_gpus,
-                   static_cast<int>(a.images.size()), a.image_bytes, cluster_now().nodes[n].name});
-  }
+  for (size_t n = 0; n < agents_.size(); ++n)
+    out.push_back(AgentStatusOf(static_cast<int>(n), now));
   return out;
+}
+
+ControlPlane::AgentStatus ControlPlane::AgentStatusOf(int node, double now) const {
+  const AgentNode& a = agents_[node];
+  return {a.registered,
+          a.registration.simulated,
+          a.unhealthy,
+          a.lost,
+          a.registered ? now - a.last_seen : -1,
+          a.topology_mismatch,
+          a.off_gpus,
+          static_cast<int>(a.images.size()),
+          a.image_bytes};
 }
 
 std::vector<double> ControlPlane::StartPhaseBuckets() {

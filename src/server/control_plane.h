@@ -154,13 +154,22 @@ class ControlPlane {
   // The policy and queues in force, as files that `berth policy apply` and `berth queues
   // apply` take back unchanged.
   RulesText InForce() const;
+  struct AgentStatus {
+    bool registered = false, simulated = false, unhealthy = false, lost = false;
+    double heartbeat_age_s = -1;                 // -1: never heard from
+    std::vector<std::string> topology_mismatch;  // see AgentNode
+    std::vector<std::string> off_gpus;           // ditto
+    int images = 0;                              // as last reported
+    int64_t image_bytes = 0;                     // their layers', each layer once
+  };
   struct NodeStatus {
-    std::string name;
+    Node node;  // as the cluster has it
     int free_gpus = 0;
     bool cordoned = false;
     std::string gpu_map;  // a character a GPU: '#' held by a placed job, 'x' bad, '.' neither
+    AgentStatus agent;
   };
-  // Per node, in node order.
+  // Per node, in node order; read at once under both locks, so each row is one node's state.
   std::vector<NodeStatus> Nodes() const;
   // An operator's action on a node: "cordon" (no new jobs), "uncordon", or "drain" (cordon,
   // and evict its jobs, which wait again). Kept across restarts; for a node left out at a
@@ -202,15 +211,6 @@ class ControlPlane {
   // Up to `max` bytes of the job's output from `offset` (`*next`: the offset after them);
   // waits up to `wait_s` for some when there are none yet.
   std::string Logs(int64_t id, int64_t offset, size_t max, double wait_s, int64_t* next) const;
-  struct AgentStatus {
-    bool registered = false, simulated = false, unhealthy = false, lost = false;
-    double heartbeat_age_s = -1;                 // -1: never heard from
-    std::vector<std::string> topology_mismatch;  // see AgentNode
-    std::vector<std::string> off_gpus;           // ditto
-    int images = 0;                              // as last reported
-    int64_t image_bytes = 0;                     // their layers', each layer once
-    std::string node;
-  };
   std::vector<AgentStatus> Agents() const;  // by node
   // What the agents last reported of the job's replicas (their containers, exit codes and
   // start phases), by replica; empty when none reported since the server started. Each
@@ -338,6 +338,7 @@ class ControlPlane {
                                NodeRegistration* registration);
   // The order in which a kept node joined; none when the row does not say.
   static std::optional<int64_t> JoinOrder(const std::string& kept);
+  AgentStatus AgentStatusOf(int node, double now) const;  // mu_ held
   // Throws for an agent call from node `node`, which the cluster does not have: 404, or 409
   // (register first) where nodes join.
   [[noreturn]] void RefuseUnknownNode(const std::string& node) const;

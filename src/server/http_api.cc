@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -457,19 +456,10 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
              }));
   server.Get("/v1/nodes",
              Route(api, [&](const httplib::Request&, httplib::Response& res, const Caller&) {
-               const std::vector<ControlPlane::NodeStatus> status = plane.Nodes();
-               std::map<std::string, ControlPlane::AgentStatus> agents;
-               for (ControlPlane::AgentStatus& a : plane.Agents()) agents[a.node] = std::move(a);
                Json nodes = Json::array();
-               const std::shared_ptr<const Cluster> cluster = plane.cluster();
-               // Three reads, joined by name: a node that joins or is removed meanwhile is
-               // left out of this listing rather than shown with another node's state.
-               for (size_t n = 0; n < status.size(); ++n) {
-                 const int at = cluster->FindNode(status[n].name);
-                 const auto found = agents.find(status[n].name);
-                 if (at < 0 || found == agents.end()) continue;
-                 const Node& node = cluster->nodes[at];
-                 const ControlPlane::AgentStatus& agent = found->second;
+               for (const ControlPlane::NodeStatus& status : plane.Nodes()) {
+                 const Node& node = status.node;
+                 const ControlPlane::AgentStatus& agent = status.agent;
                  nodes.push_back({{"name", node.name},
                                   {"rack", node.rack},
                                   {"agent", !agent.registered ? "none"
@@ -483,9 +473,9 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                                   {"images", agent.images},
                                   {"imageBytes", agent.image_bytes},
                                   {"gpus", node.gpus.size()},
-                                  {"freeGpus", status[n].free_gpus},
-                                  {"cordoned", status[n].cordoned},
-                                  {"gpuMap", status[n].gpu_map},
+                                  {"freeGpus", status.free_gpus},
+                                  {"cordoned", status.cordoned},
+                                  {"gpuMap", status.gpu_map},
                                   {"model", node.gpus.empty() ? "" : node.gpus[0].model}});
                }
                Reply(res, 200, {{"nodes", nodes}});

@@ -430,6 +430,15 @@ TEST_F(NodeJoinPlaneTest, TheCordonOfANodeLeftOutCanBeChanged) {
   ASSERT_EQ(plane_->Nodes().size(), 2u);
   EXPECT_FALSE(plane_->Nodes()[0].cordoned);
   EXPECT_TRUE(plane_->Nodes()[1].cordoned);
+  // The event log says it joined, then that it is cordoned.
+  int64_t joined = -1, cordoned = -1;
+  for (const StoredEvent& e : plane_->EventsAfter(0, 1000, Caller(), 0).events) {
+    if (e.state == "node-joined" && Has(e.reason, "node gpu-b joined")) joined = e.seq;
+    if (e.state == "cordoned" && e.node == "gpu-b" && Has(e.reason, "kept while it was left out"))
+      cordoned = e.seq;
+  }
+  EXPECT_GE(joined, 0);
+  EXPECT_GT(cordoned, joined);
   try {
     plane_->NodeAction("gpu-z", "cordon");
     ADD_FAILURE() << "cordoned a node never seen";
