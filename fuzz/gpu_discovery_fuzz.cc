@@ -8,6 +8,7 @@
 
 #include "agent/gpu_discovery.h"
 #include "agent/host_topology.h"
+#include "core/node_comparison.h"
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
