@@ -1306,17 +1306,23 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   Queue& queue = queues_[job.queue];
   const Policy& policy = pipeline_->policy();
   const int full = TotalReplicas(job.spec);
-  const double need = JobGpus(job.spec, full);
-  // An elastic job reclaims toward its fair share at the size that share leaves room for, down
-  // to its minimum: its full size may be past its share while its minimum is not.
-  int share_replicas = full;
-  if (job.spec.min_replicas > 0)
+  // An elastic job reclaims its guarantee at the size the guarantee leaves room for, and toward
+  // its fair share at the size that share leaves room for, each down to its minimum: its full
+  // size may be past them while its minimum is not.
+  int guarantee_replicas = full, share_replicas = full;
+  if (job.spec.min_replicas > 0) {
+    while (guarantee_replicas > job.spec.min_replicas &&
+           !MayGuarantee(job, JobGpus(job.spec, guarantee_replicas)))
+      --guarantee_replicas;
     while (share_replicas > job.spec.min_replicas &&
            queue.committed.gpu + JobGpus(job.spec, share_replicas) > fair[job.queue] + kEps)
       --share_replicas;
+  }
+  const JobSpec guarantee_sized = FirstReplicas(job.spec, guarantee_replicas);
   const PreemptionRoom room = RoomToPreempt(
-      job.queue, job.spec.priority, need, JobGpus(job.spec, share_replicas), guarantee_only, fair,
-      [&] { return ReplicaBound::MayFitReclaiming(*allocator_, job.spec, job.queue); });
+      job.queue, job.spec.priority, JobGpus(job.spec, guarantee_replicas),
+      JobGpus(job.spec, share_replicas), guarantee_only, fair,
+      [&] { return ReplicaBound::MayFitReclaiming(*allocator_, guarantee_sized, job.queue); });
   // No victim can exist: the common case in a deep queue, answered without looking at the
   // running jobs.
   if (!room.any()) {
@@ -1379,7 +1385,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     }
   }
   std::vector<Plan> plans;
-  if (!reclaim.empty()) plans.push_back({reclaim, true, Why::kGuarantee, full});
+  if (!reclaim.empty()) plans.push_back({reclaim, true, Why::kGuarantee, guarantee_replicas});
   if (!fair_reclaim.empty())
     plans.push_back({fair_reclaim, false, Why::kFairShare, share_replicas});
   if (!lower.empty()) {

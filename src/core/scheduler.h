@@ -16,7 +16,8 @@
 //    cycle, running elastic jobs below full size grow into what pending jobs left free (kGrow).
 //    Before whole jobs are preempted, elastic victims give back replicas, one at a time down to
 //    their minimum (kShrink, at once), and the preemptor starts on what they freed. An elastic
-//    preemptor reclaims at the size its fair share leaves room for, down to its minimum.
+//    preemptor reclaims at the size its fair share, or its queue's guarantee, leaves room for,
+//    down to its minimum.
 //  - Order (queue_order.h): the queue with the smallest weighted dominant share goes next;
 //    inside a queue, the highest whole priority point (priority plus aging), then the user with
 //    the smallest dominant share, updated as jobs start in the cycle (DRF among users), then
@@ -368,7 +369,8 @@ class Scheduler {
               double now, std::vector<Decision>* out);
   bool TurnComesToNothing(JobRecord& job, double priority, bool guarantee_pass, double now);
   // Why TryPreempt might find victims for a job of `queue` at raw `priority` needing `need`
-  // GPUs (`share_need` at the size its fair share leaves room for); none: no victim can exist.
+  // GPUs inside its guarantee (`share_need` toward its fair share: the sizes an elastic job
+  // reclaims at); none: no victim can exist.
   // `reclaim_may_fit`: whether the job may fit its guarantee once every borrower has left
   // (ReplicaBound::MayFitReclaiming), asked only where borrowers and guarantee room exist.
   struct PreemptionRoom {
