@@ -780,6 +780,7 @@ std::string ControlPlane::RemoveNode(const std::string& name) {
   const double now = now_();
   const int n = cluster_now().FindNode(name);
   std::string reason = "node " + name + " removed on request";
+  std::vector<StoreWrite> writes;
   if (n < 0) {
     const auto left = left_out_.find(name);
     if (left == left_out_.end()) throw ApiError(404, "no node " + shown);
@@ -828,16 +829,11 @@ std::string ControlPlane::RemoveNode(const std::string& name) {
     }
     ++nodes_removed_;
     assignments_changed_.notify_all();
-    std::vector<StoreWrite> writes;
     FailJobsOfDroppedModels(*old, "node " + name + " was removed", now, &writes);
-    join_order_.erase(name);
-    writes.push_back(StoreWrite::Forget(name, kJoinedNodeKey + name, "node-removed", now, reason));
-    Commit({&engine_lock, &lock}, std::move(writes));
-    return reason;
   }
   join_order_.erase(name);
-  Commit({&engine_lock, &lock},
-         {StoreWrite::Forget(name, kJoinedNodeKey + name, "node-removed", now, reason)});
+  writes.push_back(StoreWrite::Forget(name, kJoinedNodeKey + name, "node-removed", now, reason));
+  Commit({&engine_lock, &lock}, std::move(writes));
   return reason;
 }
 
