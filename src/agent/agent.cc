@@ -895,7 +895,7 @@ class Agent {
       // the server drops what it already holds.
       std::string cursor = cursors.try_emplace(key, "").first->second;
       bool drained = false;  // a read after its last line found nothing more
-      LogChunk chunk{c.job, c.replica, c.placement, "", ""};
+      LogChunk chunk{c.job, c.replica, c.placement, "", "", {}};
       // A running container is read once a report. A stopped one is read until a read
       // reaches the end of its log, so that its job can end with this report rather than the
       // next. Only a read with the whole budget may cut a line (one longer than the budget):
@@ -924,7 +924,13 @@ class Agent {
           }
         }
         for (const LogLine& line : lines) {
+          const size_t from = chunk.text.size();
           chunk.text += line.text;
+          StderrSpans& spans = chunk.stderr_spans;
+          if (line.stderr_stream && !spans.empty() && spans.back().second == from)
+            spans.back().second = chunk.text.size();
+          else if (line.stderr_stream && !line.text.empty())
+            spans.emplace_back(from, chunk.text.size());
           log_budget -= std::min(log_budget, line.text.size());
         }
         if (!lines.empty()) cursor = chunk.until = lines.back().timestamp;

@@ -30,6 +30,7 @@
 #include "config/file_text.h"
 #include "config/policy_file.h"
 #include "config/vc_file.h"
+#include "protocol/log_frames.h"
 #include "server/http_api.h"
 #include "server/job_listing.h"
 
@@ -505,9 +506,34 @@ void Events(const EventsArgs& a) {
   }
 }
 
-// Writes the job's output from `offset` to stdout until the job has ended and all of it is
-// written; follows across dropped connections and server restarts (from the byte it got to).
-// Returns the job as it ended.
+// Writes a job's output, read as frames, to stdout and stderr as the job wrote it (as `docker
+// logs` does); `*offset` counts the bytes written. A frame cut by a dropped connection is read
+// again from its start.
+FrameReader LogWriter(int64_t* offset) {
+  return FrameReader([offset](bool stderr_stream, const char* data, size_t size) {
+    std::ostream& out = stderr_stream ? std::cerr : std::cout;
+    out.write(data, static_cast<std::streamsize>(size));
+    out.flush();
+    *offset += static_cast<int64_t>(size);
+  });
+}
+
+// Writes the job's output from `offset` to its end as it is now.
+void WriteLogs(const std::string& job, int64_t offset) {
+  const std::unique_ptr<httplib::Client> client = ConnectToServer(ServerAddressFromEnv());
+  for (;;) {  // pages of at most 4 MiB
+    const auto r =
+        client->Get(JobPath(job) + "/logs?frames=1&offset=" + std::to_string(offset));
+    if (!r || r->status != 200 || r->body.empty()) return;
+    const int64_t before = offset;
+    FrameReader frames = LogWriter(&offset);
+    if (!frames.Add(r->body.data(), r->body.size()) || offset == before) return;
+  }
+}
+
+// Writes the job's output from `offset` until the job has ended and all of it is written;
+// follows across dropped connections and server restarts (from the byte it got to). Returns
+// the job as it ended.
 Json FollowLogs(const std::string& job) {
   const std::string path = JobPath(job);
   const ServerAddress server = ServerAddressFromEnv();
@@ -519,22 +545,19 @@ Json FollowLogs(const std::string& job) {
     // The server writes only when there is output: a long silence is a quiet job, or a server
     // gone without a word, and asking again from the same byte costs nothing.
     client->set_read_timeout(60);
-    const int status = StreamGet(*client, path + "/logs?follow=1&offset=" + std::to_string(offset),
-                                 [&](const char* data, size_t size) {
-                                   std::cout.write(data, static_cast<std::streamsize>(size));
-                                   std::cout.flush();
-                                   offset += static_cast<int64_t>(size);
-                                   pause_s = 0.1;
-                                 })
-                           .second;
+    FrameReader frames = LogWriter(&offset);
+    const int status =
+        StreamGet(*client, path + "/logs?frames=1&follow=1&offset=" + std::to_string(offset),
+                  [&](const char* data, size_t size) {
+                    frames.Add(data, size);
+                    pause_s = 0.1;
+                  })
+            .second;
     if (status == 200) {
       const Json state = CallServer("GET", path);
       // The stream ends once the job has; what came after the last chunk is read again.
       if (ControlPlane::Ended(state["state"].get<std::string>())) {
-        const std::unique_ptr<httplib::Client> rest = ConnectToServer(server);
-        if (const auto r = rest->Get(path + "/logs?offset=" + std::to_string(offset));
-            r && r->status == 200)
-          std::cout << r->body << std::flush;
+        WriteLogs(job, offset);
         return state;
       }
     }
@@ -658,14 +681,7 @@ void AddClientCommands(CLI::App& app) {
       return;
     }
     CallServer("GET", JobPath(*logs_job));  // its errors: no server, no such job
-    const std::unique_ptr<httplib::Client> client = ConnectToServer(ServerAddressFromEnv());
-    int64_t offset = 0;
-    for (;;) {  // pages of at most 4 MiB
-      const auto r = client->Get(JobPath(*logs_job) + "/logs?offset=" + std::to_string(offset));
-      if (!r || r->status != 200 || r->body.empty()) return;
-      std::cout << r->body;
-      offset += static_cast<int64_t>(r->body.size());
-    }
+    WriteLogs(*logs_job, 0);
   });
 
   auto* ps = app.add_subcommand("ps", "List jobs (as docker ps)");

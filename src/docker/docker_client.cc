@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "protocol/log_frames.h"
+
 namespace berth {
 namespace {
 
@@ -160,11 +162,10 @@ size_t OnData(char* data, size_t size, size_t count, void* arg) {
   return n;
 }
 
-// Splits the engine's log stream into LogLines. Multiplexed (no TTY): 8-byte frame headers
-// [stream, 0, 0, 0, size as big-endian uint32] each followed by `size` bytes; the engine
-// writes one log message per frame, so a frame's end also ends a line (a message the log
-// driver split, a line over 16 KiB, comes back in pieces, each with its timestamp). Raw (TTY):
-// all stdout, lines end at newlines only. Every line begins "<RFC 3339 timestamp> ".
+// Splits the engine's log stream into LogLines. Multiplexed (no TTY): frames
+// (protocol/log_frames.h); the engine writes one log message per frame, so a frame's end also
+// ends a line (a message the log driver split, a line over 16 KiB, comes back in pieces, each
+// with its timestamp). Raw (TTY): all stdout, lines end at newlines only. Every line begins "<RFC 3339 timestamp> ".
 class LogReader {
  public:
   LogReader(bool raw, const std::string& since, size_t max_bytes)
@@ -177,17 +178,7 @@ class LogReader {
   // False once max_bytes are collected: the rest need not be read.
   bool Add(const char* data, size_t size) {
     if (raw_) return AddPayload(false, data, size);
-    frames_.append(data, size);
-    size_t at = 0;
-    while (!full_ && frames_.size() - at >= 8) {
-      const auto* h = reinterpret_cast<const unsigned char*>(frames_.data() + at);
-      size_t n = (size_t{h[4]} << 24) | (size_t{h[5]} << 16) | (size_t{h[6]} << 8) | h[7];
-      if (frames_.size() - at - 8 < n) break;
-      bool err = h[0] == 2;
-      AddPayload(err, frames_.data() + at + 8, n) && EndLine(err);
-      at += 8 + n;
-    }
-    frames_.erase(0, at);
+    frames_.Add(data, size);
     return !full_;
   }
 
@@ -248,7 +239,10 @@ class LogReader {
   size_t max_bytes_;
   bool has_since_ = false;
   int64_t since_s_ = 0, since_ns_ = 0;
-  std::string frames_;      // bytes of a frame not yet complete
+  // The engine writes one log message per frame: a frame's end also ends a line.
+  FrameReader frames_{[this](bool err, const char* data, size_t size) {
+    AddPayload(err, data, size) && EndLine(err);
+  }};
   std::string pending_[2];  // the line being read on stdout, stderr
   std::vector<LogLine> lines_;
   size_t bytes_ = 0;

@@ -377,12 +377,16 @@ Json ToJson(const AgentReport& r) {
                           {"netTxBytes", c.net_tx_bytes},
                           {"offGpus", c.off_gpus}});
   Json logs = Json::array();
-  for (const LogChunk& l : r.logs)
+  for (const LogChunk& l : r.logs) {
+    Json spans = Json::array();
+    for (const auto& [from, to] : l.stderr_spans) spans.push_back({from, to});
     logs.push_back({{"job", l.job},
                     {"replica", l.replica},
                     {"placement", l.placement},
                     {"until", l.until},
-                    {"text", l.text}});
+                    {"text", l.text},
+                    {"stderr", std::move(spans)}});
+  }
   Json gpus = Json::array();
   for (const GpuReport& g : r.gpus)
     gpus.push_back({{"gpu", g.gpu},
@@ -487,6 +491,19 @@ AgentReport ParseReport(const Json& j) {
     x.placement = l.Text("placement", 64);
     x.until = l.Text("until", 64);
     x.text = l.Text("text", kMaxReportLogBytes);
+    // Each span [from, to) inside the text, after the one before it.
+    size_t end = 0;
+    l.List("stderr", x.text.size(), [&](const Json& span, const std::string& at) {
+      if (!span.is_array() || span.size() != 2 || !span[0].is_number_unsigned() ||
+          !span[1].is_number_unsigned() || span[0].get<uint64_t>() < end ||
+          span[1].get<uint64_t>() <= span[0].get<uint64_t>() ||
+          span[1].get<uint64_t>() > x.text.size())
+        throw ProtocolError(at + ": expected [from, to], byte offsets into the text after the "
+                                 "span before it, from < to <= " +
+                            std::to_string(x.text.size()));
+      end = span[1].get<size_t>();
+      x.stderr_spans.emplace_back(span[0].get<size_t>(), end);
+    });
     log_bytes += x.text.size();
     if (log_bytes > kMaxReportLogBytes)
       throw ProtocolError(path + ".text: the report's logs pass " +

@@ -29,6 +29,7 @@
 
 #include "core/cluster.h"
 #include "core/telemetry.h"
+#include "protocol/log_frames.h"
 
 namespace berth {
 
@@ -174,6 +175,7 @@ struct LogChunk {
   std::string placement;
   std::string until;  // the timestamp of the chunk's last line
   std::string text;
+  StderrSpans stderr_spans;  // what of `text` the job wrote to stderr
 };
 
 struct AgentReport {

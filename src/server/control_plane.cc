@@ -1499,7 +1499,8 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
     }
     // Written before the states below: a job seen to end has its whole output stored.
     for (const LogChunk* c : chunks)
-      logs_->Append(c->job, c->replica, c->placement, NormalizedTimestamp(c->until), c->text);
+      logs_->Append(c->job, c->replica, c->placement, NormalizedTimestamp(c->until), c->text,
+                    c->stderr_spans);
   }
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::unique_lock<std::mutex> lock(mu_);
@@ -1773,14 +1774,15 @@ void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
 }
 
 std::string ControlPlane::Logs(int64_t id, int64_t offset, size_t max, double wait_s,
-                               int64_t* next) const {
+                               int64_t* next, StderrSpans* stderr_spans) const {
   Get(id);  // 404 for an unknown job
   *next = offset;
+  if (stderr_spans != nullptr) stderr_spans->clear();
   if (logs_ == nullptr) return "";
-  std::string text = logs_->Read(id, offset, max, next);
+  std::string text = logs_->Read(id, offset, max, next, stderr_spans);
   if (text.empty() && wait_s > 0) {
     logs_->WaitPast(id, offset, wait_s);
-    text = logs_->Read(id, offset, max, next);
+    text = logs_->Read(id, offset, max, next, stderr_spans);
   }
   return text;
 }

@@ -209,8 +209,10 @@ class ControlPlane {
   // registered since the server started (it should register again).
   void Report(const std::string& node, const AgentReport& report);
   // Up to `max` bytes of the job's output from `offset` (`*next`: the offset after them);
-  // waits up to `wait_s` for some when there are none yet.
-  std::string Logs(int64_t id, int64_t offset, size_t max, double wait_s, int64_t* next) const;
+  // waits up to `wait_s` for some when there are none yet. With `stderr_spans`, also what of
+  // them the job wrote to stderr.
+  std::string Logs(int64_t id, int64_t offset, size_t max, double wait_s, int64_t* next,
+                   StderrSpans* stderr_spans = nullptr) const;
   std::vector<AgentStatus> Agents() const;  // by node
   // What the agents last reported of the job's replicas (their containers, exit codes and
   // start phases), by replica; empty when none reported since the server started. Each

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/log_frames.h"
 #include "server/job_listing.h"
 
 namespace berth {
@@ -267,14 +268,20 @@ auto Message(const std::string& body, Parse parse) {
   }
 }
 
-// A job's output from `offset` as it comes, until the job has ended and all of it is sent.
+// Docker's own type for its multiplexed stream.
+const char* LogContentType(bool frames) {
+  return frames ? "application/vnd.docker.multiplexed-stream" : "text/plain; charset=utf-8";
+}
+
+// A job's output from `offset` as it comes, until the job has ended and all of it is sent
+// (as frames: protocol/log_frames.h).
+
 void StreamLogs(httplib::Server& server, ControlPlane& plane, int64_t id, int64_t offset,
-                std::atomic<int>& watches, httplib::Response& res) {
+                bool frames, std::atomic<int>& watches, httplib::Response& res) {
   auto next = std::make_shared<int64_t>(offset);
-  auto quiet = std::make_shared<int>(0);
   res.set_chunked_content_provider(
-      "text/plain; charset=utf-8",
-      [&server, &plane, id, next, quiet](size_t, httplib::DataSink& sink) {
+      LogContentType(frames),
+      [&server, &plane, id, next, frames](size_t, httplib::DataSink& sink) {
         if (!server.is_running()) {
           sink.done();
           return true;
@@ -287,10 +294,12 @@ void StreamLogs(httplib::Server& server, ControlPlane& plane, int64_t id, int64_
           ended = true;  // removed meanwhile
         }
         std::string text;
+        StderrSpans stderr_spans;
         try {
-          text = plane.Logs(id, *next, 64 << 10, ended ? 0 : 1.0, next.get());
+          text = plane.Logs(id, *next, 64 << 10, ended ? 0 : 1.0, next.get(), &stderr_spans);
         } catch (const ApiError&) {
         }
+        if (frames) text = MultiplexedFrames(text, stderr_spans);
         if (text.empty()) {
           if (ended) {
             sink.done();
@@ -523,26 +532,30 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
       R"(/v1/jobs/(\d+)/logs)",
       Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
         int64_t offset = 0;
-        bool follow = false;
+        bool follow = false, frames = false;
         for (const auto& [key, value] : req.params) {
           if (key == "offset")
             offset = IntParam("offset", value, 0, INT64_MAX);
           else if (key == "follow")
             follow = IntParam("follow", value, 0, 1) == 1;
+          else if (key == "frames")
+            frames = IntParam("frames", value, 0, 1) == 1;
           else
-            throw ApiError(
-                400, "unknown parameter \"" + key.substr(0, 40) + "\"; known: offset, follow");
+            throw ApiError(400, "unknown parameter \"" + key.substr(0, 40) +
+                                    "\"; known: offset, follow, frames");
         }
         const int64_t id = VisibleJob(plane, caller, JobId(req)).id;
         if (follow) {
           TakeWatch(watches);
-          StreamLogs(server, plane, id, offset, watches, res);
+          StreamLogs(server, plane, id, offset, frames, watches, res);
           return;
         }
         int64_t next = offset;
-        std::string text = plane.Logs(id, offset, 4 << 20, 0, &next);
+        StderrSpans stderr_spans;
+        std::string text = plane.Logs(id, offset, 4 << 20, 0, &next, &stderr_spans);
+        if (frames) text = MultiplexedFrames(text, stderr_spans);
         res.set_header("Berth-Next-Offset", std::to_string(next));
-        res.set_content(std::move(text), "text/plain; charset=utf-8");
+        res.set_content(std::move(text), LogContentType(frames));
       }));
   // The agent API (protocol/agent_protocol.h).
   server.Post(R"(/v1/agents/([^/]+)/register)",

@@ -31,6 +31,73 @@ std::string LogStore::CursorPath(int64_t job) const {
   return dir_ + "/" + std::to_string(job) + ".cursor";
 }
 
+std::string LogStore::StreamsPath(int64_t job) const {
+  return dir_ + "/" + std::to_string(job) + ".streams";
+}
+
+namespace {
+
+constexpr size_t kSwitchBytes = 8;
+
+int64_t SwitchAt(const char* bytes) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < kSwitchBytes; ++i)
+    v |= uint64_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
+  return static_cast<int64_t>(v);
+}
+
+// The i-th switch of an open streams file; -1 when it cannot be read.
+int64_t ReadSwitch(std::ifstream& in, int64_t i) {
+  char bytes[kSwitchBytes];
+  in.clear();
+  in.seekg(i * static_cast<int64_t>(kSwitchBytes));
+  if (!in.read(bytes, kSwitchBytes)) return -1;
+  return SwitchAt(bytes);
+}
+
+int64_t FileSize(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+}
+
+}  // namespace
+
+void LogStore::AddSwitches(int64_t job, int64_t size, const std::string& text,
+                           const StderrSpans& stderr_spans) {
+  const std::string path = StreamsPath(job);
+  int64_t count = FileSize(path) / static_cast<int64_t>(kSwitchBytes);
+  {
+    // Switches past the log's end are of text never written (a crash between the two writes).
+    std::ifstream in(path, std::ios::binary);
+    int64_t kept = count;
+    while (kept > 0 && ReadSwitch(in, kept - 1) >= size) --kept;
+    if (kept != count || FileSize(path) != count * static_cast<int64_t>(kSwitchBytes)) {
+      std::error_code ignored;
+      std::filesystem::resize_file(path, kept * kSwitchBytes, ignored);
+      count = kept;
+    }
+  }
+  bool on_stderr = count % 2 == 1;
+  std::string switches;
+  auto switch_to = [&](bool to_stderr, size_t at) {
+    if (to_stderr == on_stderr || at >= text.size() || count >= kMaxStreamSwitches) return;
+    const auto v = static_cast<uint64_t>(size + static_cast<int64_t>(at));
+    for (size_t i = 0; i < kSwitchBytes; ++i) switches += static_cast<char>(v >> (8 * i));
+    on_stderr = to_stderr;
+    ++count;
+  };
+  size_t end = 0;  // of the last stderr span
+  for (const auto& [from, to] : stderr_spans) {
+    if (from > end) switch_to(false, end);
+    switch_to(true, from);
+    end = to;
+  }
+  switch_to(false, end);
+  if (switches.empty()) return;
+  std::ofstream out(path, std::ios::app | std::ios::binary);
+  out << switches;
+}
+
 void LogStore::LoadCursors(int64_t job) {
   if (loaded_[job]) return;
   loaded_[job] = true;
@@ -42,16 +109,18 @@ void LogStore::LoadCursors(int64_t job) {
 }
 
 void LogStore::Append(int64_t job, int replica, const std::string& placement,
-                      const std::string& until, const std::string& text) {
+                      const std::string& until, const std::string& text,
+                      const StderrSpans& stderr_spans) {
   std::lock_guard<std::mutex> lock(mu_);
   LoadCursors(job);
   std::string& cursor = cursors_[{job, replica, placement}];
   if (until.empty() || until <= cursor || placement.empty() ||
       placement.find_first_of(" \n") != std::string::npos)
     return;
-  struct stat st {};
-  const int64_t size = ::stat(LogPath(job).c_str(), &st) == 0 ? st.st_size : 0;
+  const int64_t size = FileSize(LogPath(job));
   if (size < kMaxJobLogBytes) {
+    // The switches are written first: a reader takes only those inside the text it read.
+    AddSwitches(job, size, text, stderr_spans);
     std::ofstream out(LogPath(job), std::ios::app | std::ios::binary);
     if (size + static_cast<int64_t>(text.size()) < kMaxJobLogBytes)
       out << text;
@@ -81,7 +150,9 @@ std::string LogStore::Cursor(int64_t job, int replica, const std::string& placem
   return it == cursors_.end() ? "" : it->second;
 }
 
-std::string LogStore::Read(int64_t job, int64_t offset, size_t max, int64_t* next) const {
+std::string LogStore::Read(int64_t job, int64_t offset, size_t max, int64_t* next,
+                           StderrSpans* stderr_spans) const {
+  if (stderr_spans != nullptr) stderr_spans->clear();
   std::ifstream in(LogPath(job), std::ios::binary);
   *next = offset;
   if (!in) return "";
@@ -90,6 +161,33 @@ std::string LogStore::Read(int64_t job, int64_t offset, size_t max, int64_t* nex
   in.read(out.data(), static_cast<std::streamsize>(max));
   out.resize(static_cast<size_t>(in.gcount()));
   *next = offset + static_cast<int64_t>(out.size());
+  if (stderr_spans == nullptr || out.empty()) return out;
+  // The first switch after `offset` (a binary search), then each one inside the text.
+  std::ifstream streams(StreamsPath(job), std::ios::binary);
+  int64_t lo = 0, hi = FileSize(StreamsPath(job)) / static_cast<int64_t>(kSwitchBytes);
+  const int64_t count = hi;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const int64_t at = ReadSwitch(streams, mid);
+    if (at >= 0 && at <= offset)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  bool on_stderr = lo % 2 == 1;
+  int64_t from = offset;
+  for (int64_t i = lo; i < count; ++i) {
+    const int64_t at = ReadSwitch(streams, i);
+    if (at < 0 || at >= *next) break;
+    if (on_stderr && at > from)
+      stderr_spans->emplace_back(static_cast<size_t>(from - offset),
+                                 static_cast<size_t>(at - offset));
+    on_stderr = !on_stderr;
+    from = at;
+  }
+  if (on_stderr && from < *next)
+    stderr_spans->emplace_back(static_cast<size_t>(from - offset),
+                               static_cast<size_t>(*next - offset));
   return out;
 }
 
@@ -105,6 +203,7 @@ void LogStore::Remove(int64_t job) {
   std::lock_guard<std::mutex> lock(mu_);
   std::remove(LogPath(job).c_str());
   std::remove(CursorPath(job).c_str());
+  std::remove(StreamsPath(job).c_str());
   cursors_.erase(cursors_.lower_bound({job, 0, ""}), cursors_.lower_bound({job + 1, 0, ""}));
   loaded_.erase(job);
 }

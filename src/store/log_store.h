@@ -3,6 +3,10 @@
 // replica run (DIR/<job>.cursor), so that an agent that resends, or that starts again after a
 // restart of either side, neither repeats nor loses lines.
 //
+// Which bytes a job wrote to stderr is kept beside its log too (DIR/<job>.streams: the offsets
+// where the text switches stream, as 8-byte little-endian integers; a log starts on stdout),
+// at most kMaxStreamSwitches a job: past them, the rest stays on the stream it was on.
+//
 // Bounded: a job's log stops growing at kMaxJobLogBytes, with a last line saying so. Not
 // synced to disk: output is not state, and a lost tail is sent again (the cursor is written
 // after the text, so a crash between repeats a chunk rather than losing it).
@@ -17,22 +21,27 @@
 #include <string>
 #include <tuple>
 
+#include "protocol/log_frames.h"
+
 namespace berth {
 
 class LogStore {
  public:
   static constexpr int64_t kMaxJobLogBytes = 64 << 20;
+  static constexpr int64_t kMaxStreamSwitches = 1 << 20;
 
   explicit LogStore(std::string dir);  // creates DIR; throws StoreError when it cannot
 
   // Appends a chunk of a replica run whose last line is stamped `until` (a normalized
   // timestamp, agent_protocol.h); a chunk not after the stored cursor is a resend and dropped.
   void Append(int64_t job, int replica, const std::string& placement, const std::string& until,
-              const std::string& text);
+              const std::string& text, const StderrSpans& stderr_spans = {});
   // The last timestamp stored of the replica run; "" when none.
   std::string Cursor(int64_t job, int replica, const std::string& placement);
-  // Up to `max` bytes of the job's log from `offset`; `*next` is the offset after them.
-  std::string Read(int64_t job, int64_t offset, size_t max, int64_t* next) const;
+  // Up to `max` bytes of the job's log from `offset`; `*next` is the offset after them. With
+  // `stderr_spans`, also what of them was written to stderr.
+  std::string Read(int64_t job, int64_t offset, size_t max, int64_t* next,
+                   StderrSpans* stderr_spans = nullptr) const;
   // Returns once the job's log is longer than `offset`, or after `wait_s`.
   void WaitPast(int64_t job, int64_t offset, double wait_s) const;
   void Remove(int64_t job);
@@ -41,6 +50,10 @@ class LogStore {
   using Run = std::tuple<int64_t, int, std::string>;  // job, replica, placement
   std::string LogPath(int64_t job) const;
   std::string CursorPath(int64_t job) const;
+  std::string StreamsPath(int64_t job) const;
+  // Records where `text`, about to be appended to a log of `size` bytes, switches stream.
+  void AddSwitches(int64_t job, int64_t size, const std::string& text,
+                   const StderrSpans& stderr_spans);  // mu_ held
   void LoadCursors(int64_t job);  // mu_ held
 
   const std::string dir_;

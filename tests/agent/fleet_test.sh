@@ -57,7 +57,8 @@ echo "fleet: part 1" >&2
 # 1. A 2-GPU job: exactly its two GPUs, the CPUs of their socket, its exit code and logs.
 rc=0
 out=$("$BERTH" run --gpus 2 berth-test:1 sh -c \
-  'echo gpus=$NVIDIA_VISIBLE_DEVICES; echo cpus=$(cat /sys/fs/cgroup/cpuset/cpuset.cpus); echo oops >&2; exit 3') || rc=$?
+  'echo gpus=$NVIDIA_VISIBLE_DEVICES; echo cpus=$(cat /sys/fs/cgroup/cpuset/cpuset.cpus); echo oops >&2; exit 3' \
+  2> "$TMP/run1.err") || rc=$?
 [ "$rc" -eq 3 ] || fail "berth run should exit 3 as its job did, got $rc: $out"
 gpus=$(sed -n 's/^gpus=//p' <<<"$out")
 node=$(sed -n 's/^GPU-sim-\(n[0-9]\)-.*/\1/p' <<<"$gpus")
@@ -67,8 +68,12 @@ case "$gpus" in
   *) fail "the container should see two GPUs of one socket, saw '$gpus'" ;;
 esac
 grep -qx "cpus=$cpus" <<<"$out" || fail "GPUs $gpus sit on CPU $cpus's socket; the container had: $out"
-"$BERTH" logs 1 | grep -qx oops || fail "berth logs 1 lacks stderr: $("$BERTH" logs 1)"
-"$BERTH" logs 1 | grep -qx "gpus=$gpus" || fail "berth logs 1: $("$BERTH" logs 1)"
+# The job's stderr comes out on stderr, as docker's does, in `berth run` and in `berth logs`.
+grep -qx oops "$TMP/run1.err" || fail "berth run should print the job's stderr on stderr: $(cat "$TMP/run1.err")"
+! grep -q oops <<<"$out" || fail "berth run printed the job's stderr on stdout: $out"
+"$BERTH" logs 1 2>&1 > /dev/null | grep -qx oops || fail "berth logs 1 lacks stderr: $("$BERTH" logs 1 2>&1)"
+! "$BERTH" logs 1 2> /dev/null | grep -q oops || fail "berth logs 1 printed stderr on stdout"
+[ "$("$BERTH" logs 1 2> /dev/null)" = "$out" ] || fail "berth logs 1's stdout differs from berth run's: $("$BERTH" logs 1)"
 [ "$("$BERTH" inspect 1 | jq -r '.state,.exitCode' | tr '\n' ' ')" = "failed 3 " ] ||
   fail "job 1 should have failed with 3: $("$BERTH" inspect 1)"
 wait_for 5 "job 1's container removed once it ended" no_containers berth.job=1

@@ -80,7 +80,7 @@ AgentReport SampleReport() {
   d.exit_code = 3;
   d.error = "boom";
   r.containers.push_back(d);
-  r.logs.push_back({42, 1, "p1", "2026-12-02T03:40:46.8981Z", "hello\nworld\n"});
+  r.logs.push_back({42, 1, "p1", "2026-12-02T03:40:46.8981Z", "hello\nworld\n", {{6, 12}}});
   return r;
 }
 
@@ -224,6 +224,7 @@ TEST(AgentProtocolTest, ReportRoundTrips) {
   EXPECT_EQ(back.logs[0].placement, "p1");
   EXPECT_EQ(back.logs[0].until, "2026-12-02T03:40:46.8981Z");
   EXPECT_EQ(back.logs[0].text, "hello\nworld\n");
+  EXPECT_EQ(back.logs[0].stderr_spans, (StderrSpans{{6, 12}}));
   EXPECT_FALSE(back.images);  // none sent: as last reported
 }
 
@@ -456,6 +457,20 @@ TEST(AgentProtocolTest, ReportsRefuseMistakesNamingThePath) {
   EXPECT_TRUE(Has(e, "logs[0].text: expected a string")) << e;
   e = with([](Json& j) { j["logs"][0]["until"] = std::string(65, '9'); });
   EXPECT_TRUE(Has(e, "logs[0].until: longer than 64 bytes")) << e;
+  // stderr spans: pairs inside the text, in order.
+  for (const Json& spans : {Json::array({Json::array({0, 13})}), Json::array({Json::array({3, 3})}),
+                            Json::array({Json::array({4, 6}), Json::array({5, 8})}),
+                            Json::array({Json::array({-1, 2})}), Json::array({1, 2}),
+                            Json::array({Json::array({1, 2, 3})})}) {
+    e = with([&](Json& j) { j["logs"][0]["stderr"] = spans; });
+    EXPECT_TRUE(Has(e, "logs[0].stderr[")) << spans << ": " << e;
+    EXPECT_TRUE(Has(e, "from < to <= 12")) << spans << ": " << e;
+  }
+  e = with([](Json& j) {
+    j["logs"][0]["stderr"] = Json::array();
+    for (int i = 0; i <= 12; ++i) j["logs"][0]["stderr"].push_back({i, i + 1});
+  });
+  EXPECT_TRUE(Has(e, "logs[0].stderr: more than 12")) << e;
   e = with([](Json& j) {
     j["logs"] = Json::array();
     for (size_t i = 0; i <= kMaxReportContainers; ++i) j["logs"].push_back({{"job", 1}});

@@ -1107,11 +1107,11 @@ TEST_F(ControlPlaneAgentTest, LogsOfTheJobsPlacementAreKept) {
   const std::string other = node == "dgx-0" ? "dgx-1" : "dgx-0";
   const Assignment a = Of(node, id).at(0);
   const auto chunk = [&](const std::string& placement, const std::string& until,
-                         const std::string& text) {
+                         const std::string& text, const StderrSpans& stderr_spans = {}) {
     AgentReport r;
     r.applied_version = Set(node).version;
     r.containers = {Container(a, "running")};
-    r.logs = {{id, a.replica, placement, until, text}};
+    r.logs = {{id, a.replica, placement, until, text, stderr_spans}};
     return r;
   };
   plane_->Report(node, chunk(a.placement, "2026-12-02T03:40:46.1Z", "one\n"));
@@ -1120,11 +1120,14 @@ TEST_F(ControlPlaneAgentTest, LogsOfTheJobsPlacementAreKept) {
   AgentReport elsewhere = chunk(a.placement, "2026-12-02T03:40:48Z", "wrong node\n");
   elsewhere.containers.clear();
   plane_->Report(other, elsewhere);
-  plane_->Report(node, chunk(a.placement, "2026-12-02T03:40:46.25Z", "two\n"));
+  plane_->Report(node, chunk(a.placement, "2026-12-02T03:40:46.25Z", "two\n", {{0, 4}}));
   ASSERT_EQ(State(id), "running");
   int64_t next = -1;
   EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next), "one\ntwo\n");
   EXPECT_EQ(next, 8);
+  StderrSpans stderr_spans;
+  EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next, &stderr_spans), "one\ntwo\n");
+  EXPECT_EQ(stderr_spans, (StderrSpans{{4, 8}}));  // "two" went to stderr
   EXPECT_EQ(plane_->Logs(id, 4, 1 << 20, 0, &next), "two\n");
   // The assignment tells the agent where the server's copy ends (normalized).
   EXPECT_EQ(Of(node, id).at(0).log_since, "2026-12-02T03:40:46.250000000Z");

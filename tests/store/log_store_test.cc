@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -92,6 +93,65 @@ TEST_F(LogStoreTest, CursorsSurviveANewStoreOverTheDirectory) {
   logs_ = std::make_unique<LogStore>(dir_);
   EXPECT_EQ(logs_->Cursor(5, 0, "p1"), kT3);
   EXPECT_EQ(logs_->Cursor(5, 2, "p1"), kT2);
+}
+
+// The text from `offset` with its stderr stretches in brackets: "out[err]out".
+std::string Marked(const LogStore& logs, int64_t job, int64_t offset, size_t max) {
+  int64_t next = 0;
+  StderrSpans spans = {{0, 1}};  // cleared by the read
+  const std::string text = logs.Read(job, offset, max, &next, &spans);
+  std::string out;
+  size_t at = 0;
+  for (const auto& [from, to] : spans) {
+    EXPECT_LE(at, from);
+    EXPECT_LT(from, to);
+    EXPECT_LE(to, text.size());
+    out += text.substr(at, from - at) + "[" + text.substr(from, to - from) + "]";
+    at = to;
+  }
+  return out + text.substr(std::min(at, text.size()));
+}
+
+TEST_F(LogStoreTest, WhatWasWrittenToStderrIsKeptAcrossChunksReadsAndRestarts) {
+  logs_->Append(1, 0, "p1", kT1, "o1\ne1\n", {{3, 6}});
+  logs_->Append(1, 1, "p1", kT1, "e2\ne3\no2\n", {{0, 3}, {3, 6}});  // goes on on stderr
+  logs_->Append(1, 0, "p1", kT2, "o3\n");
+  logs_->Append(2, 0, "p1", kT1, "other\n", {{0, 6}});
+  logs_->Append(1, 0, "p1", kT3, "e4\n", {{0, 3}});  // ends on stderr
+  EXPECT_EQ(Marked(*logs_, 1, 0, 1 << 20), "o1\n[e1\ne2\ne3\n]o2\no3\n[e4\n]");
+  EXPECT_EQ(Marked(*logs_, 2, 0, 1 << 20), "[other\n]");
+  // Pages start and end anywhere, inside a stretch or at its edge.
+  EXPECT_EQ(Marked(*logs_, 1, 4, 5), "[1\ne2\n]");
+  EXPECT_EQ(Marked(*logs_, 1, 3, 9), "[e1\ne2\ne3\n]");
+  EXPECT_EQ(Marked(*logs_, 1, 10, 3), "[3\n]o");
+  EXPECT_EQ(Marked(*logs_, 1, 12, 4), "o2\no");
+  EXPECT_EQ(Marked(*logs_, 1, 18, 9), "[e4\n]");
+  EXPECT_EQ(Marked(*logs_, 1, 21, 9), "");
+  // A resend adds nothing; a restart keeps it; the next chunk goes on from the last stream.
+  logs_->Append(1, 0, "p1", kT3, "e4\n", {{0, 3}});
+  logs_ = std::make_unique<LogStore>(dir_);
+  logs_->Append(1, 1, "p1", kT3, "o4\n");
+  EXPECT_EQ(Marked(*logs_, 1, 0, 1 << 20), "o1\n[e1\ne2\ne3\n]o2\no3\n[e4\n]o4\n");
+  // Four switches, each once.
+  EXPECT_EQ(std::filesystem::file_size(dir_ + "/1.streams"), 4u * 8);
+  logs_->Remove(1);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/1.streams"));
+  logs_->Append(1, 0, "p1", kT1, "fresh\n");
+  EXPECT_EQ(Marked(*logs_, 1, 0, 1 << 20), "fresh\n");
+}
+
+TEST_F(LogStoreTest, SwitchesOfTextNeverWrittenAreDropped) {
+  logs_->Append(1, 0, "p1", kT1, "o1\n");
+  // As a crash between the two writes leaves them: switches past the log's end, and half of one.
+  {
+    std::ofstream streams(dir_ + "/1.streams", std::ios::binary | std::ios::app);
+    const char past_end[8 + 8 + 3] = {3, 0, 0, 0, 0, 0, 0, 0, 9};
+    streams.write(past_end, sizeof past_end);
+  }
+  logs_ = std::make_unique<LogStore>(dir_);
+  logs_->Append(1, 0, "p1", kT2, "o2\ne1\n", {{3, 6}});
+  EXPECT_EQ(Marked(*logs_, 1, 0, 1 << 20), "o1\no2\n[e1\n]");
+  EXPECT_EQ(std::filesystem::file_size(dir_ + "/1.streams"), 8u);
 }
 
 TEST_F(LogStoreTest, RemoveDeletesTheLogAndItsCursors) {
