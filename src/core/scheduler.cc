@@ -669,14 +669,26 @@ void Scheduler::Finish(int id, double now, JobEnd end, int exit_code) {
 }
 
 void Scheduler::StartFailed(int id, double now, const std::string& reason) {
+  BackToPending(id, now, "start failed: " + reason + "; retrying with back-off", true);
+}
+
+void Scheduler::NodeLost(int id, double now, const std::string& reason) {
+  BackToPending(id, now, reason, false);
+}
+
+void Scheduler::BackToPending(int id, double now, const std::string& reason, bool back_off) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.state != JobState::kRunning) return;
   JobRecord& job = it->second;
   Release(job);
+  if (back_off) BackOff(job, now);
+  ToPending(job, now, reason);
+}
+
+void Scheduler::BackOff(JobRecord& job, double now) const {
   const Policy& p = pipeline_->policy();
   job.backoff = job.backoff == 0 ? p.retry_backoff_s : std::min(p.max_backoff_s, 2 * job.backoff);
   job.next_try = now + job.backoff;
-  ToPending(job, now, "start failed: " + reason + "; retrying with back-off");
 }
 
 bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocator& alloc,
@@ -1132,7 +1144,6 @@ bool Scheduler::TurnComesToNothing(JobRecord& job, double priority, bool guarant
 // One pending job's turn in a cycle; true when it started or preempted (usage changed).
 bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
                        const std::vector<double>& fair, double now, std::vector<Decision>* out) {
-  const Policy& policy = pipeline_->policy();
   if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
       !job.never_fits.empty())
     return false;
@@ -1188,9 +1199,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   }
   if (started) return true;
   if (tried && pipeline_->refused_by_retryable()) {
-    job.backoff =
-        job.backoff == 0 ? policy.retry_backoff_s : std::min(policy.max_backoff_s, 2 * job.backoff);
-    job.next_try = now + job.backoff;
+    BackOff(job, now);
     job.reason = "refused by a telemetry filter; retrying with back-off";
     return false;
   }

@@ -237,6 +237,9 @@ class Scheduler {
   // The adapter could not start a job it was told to start (image pull failed, ...): it goes
   // back to pending with back-off, and what it held is freed.
   void StartFailed(int job, double now, const std::string& reason);
+  // A running job's node was lost: it goes back to pending without back-off (nothing it did
+  // failed), and what it held is freed.
+  void NodeLost(int job, double now, const std::string& reason);
   // One scheduling cycle.
   std::vector<Decision> Schedule(double now);
 
@@ -403,6 +406,9 @@ class Scheduler {
   void UncommitWaiting(JobRecord& preemptor);
   void Release(JobRecord& job);
   void ToPending(JobRecord& job, double now, const std::string& why);
+  void BackToPending(int id, double now, const std::string& reason, bool back_off);
+  // Not tried again before its back-off (doubled each time, up to the policy's most) ends.
+  void BackOff(JobRecord& job, double now) const;
   void TellToStop(JobRecord& job, Decision::Kind kind, int preemptor, const std::string& why,
                   double now, std::vector<Decision>* out);
   void DropPreemptor(JobRecord& preemptor);

@@ -1714,8 +1714,11 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
 }
 
 void ControlPlane::Requeue(Job& job, const std::string& state, const std::string& reason,
-                           double now, std::vector<StoreWrite>* writes) {
-  engine_->StartFailed(job.engine_id, now, reason);
+                           double now, std::vector<StoreWrite>* writes, bool node_lost) {
+  if (node_lost)
+    engine_->NodeLost(job.engine_id, now, reason);
+  else
+    engine_->StartFailed(job.engine_id, now, reason);
   job.stored.placements.clear();
   if (state != "pending") {
     Record(job, state, reason, writes);
@@ -1763,7 +1766,7 @@ void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
       const std::set<int64_t> placed = on_node_[n];
       for (int64_t id : placed)
         Requeue(jobs_.at(id), "lost", "node " + name + " was lost (no report from its agent)", now,
-                writes);
+                writes, /*node_lost=*/true);
       // Jobs stopping there count as stopped; an agent that comes back stops their containers.
       AgentReport none;
       none.applied_version = UINT64_MAX;

@@ -377,9 +377,10 @@ class ControlPlane {
   void ReportOn(Job& job, int node, const AgentReport& report,
                 const std::map<std::pair<int64_t, int>, const ContainerReport*>& mine, double now,
                 std::vector<StoreWrite>* writes);
-  // The job back to pending, its GPUs freed: an agent could not start it, or lost it.
+  // The job back to pending, its GPUs freed: an agent could not start it, or lost it (with
+  // back-off), or its node was lost (without: it is placed elsewhere at once).
   void Requeue(Job& job, const std::string& state, const std::string& reason, double now,
-               std::vector<StoreWrite>* writes);
+               std::vector<StoreWrite>* writes, bool node_lost = false);
   // Unhealthy and lost nodes (Cycle, both locks held).
   void CheckAgents(double now, std::vector<StoreWrite>* writes);
   void Apply(const std::vector<Decision>& decisions, std::vector<StoreWrite>* writes);
