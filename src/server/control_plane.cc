@@ -172,12 +172,17 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
     recovery_summary_ += "; " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") +
                          " joined" + joined_left_out;
     // A node that joined before is watched from now: one whose agent never comes back turns
-    // unhealthy, then lost, rather than taking jobs nobody runs. Its GPUs stay its own: no
-    // other node may register their UUIDs meanwhile.
+    // unhealthy, then lost. Until its agent registers again it takes no new jobs (they would
+    // wait for it, and for nothing if it is gone): the server's cordon, which registering
+    // lifts. Its GPUs stay its own: no other node may register their UUIDs meanwhile.
     for (size_t n = 0; n < agents_.size(); ++n) {
       agents_[n].expected = true;
       agents_[n].last_seen = now_();
       agents_[n].registration = std::move(rejoined[cluster_now().nodes[n].name]);
+      if (!engine_->allocator().node_cordoned(static_cast<int>(n))) {
+        engine_->SetNodeCordoned(static_cast<int>(n), true, agents_[n].last_seen);
+        agents_[n].cordoned_by_us = true;
+      }
     }
   }
 }
@@ -1197,6 +1202,10 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   // Registering counts as a report: a node back from unhealthy or lost takes jobs again.
   agent.last_seen = now;
   if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
+  if (agent.cordoned_by_us) {  // back after a restart before its node turned unhealthy
+    Apply(engine_->SetNodeCordoned(n, false, now), &writes);
+    agent.cordoned_by_us = false;
+  }
   writes.push_back(StoreWrite::Node(
       {node, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us}, "agent-registered",
       now,
@@ -1513,6 +1522,10 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   std::vector<StoreWrite> writes;
   agent.last_seen = now;
   if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
+  if (agent.cordoned_by_us) {  // back after a restart before its node turned unhealthy
+    Apply(engine_->SetNodeCordoned(n, false, now), &writes);
+    agent.cordoned_by_us = false;
+  }
   if (!report.gpus.empty() || report.images) {
     if (!report.gpus.empty()) agent.gpus = report.gpus;
     if (report.images) {

@@ -279,7 +279,9 @@ class ControlPlane {
     NodeRegistration registration;
     double last_seen = 0;
     bool unhealthy = false, lost = false;
-    bool cordoned_by_us = false;        // the unhealthy cordon, which a report lifts
+    // The server's own cordon (unhealthy, or not registered again since a restart), which a
+    // report or registration lifts.
+    bool cordoned_by_us = false;
     uint64_t version = 0;               // of its assignments
     std::vector<GpuReport> gpus;        // the last report's DCGM view
     std::vector<ReportedImage> images;  // as last reported

@@ -584,6 +584,46 @@ TEST_F(NodeJoinPlaneTest, ANodeWhoseAgentNeverReturnsIsLost) {
   EXPECT_TRUE(lost);
 }
 
+// After a restart a joined node takes no new jobs until its agent registers again: they would
+// wait for an agent that may be gone. The operator's cordon is not the server's: it stays.
+TEST_F(NodeJoinPlaneTest, AJoinedNodeTakesNewJobsOnlyOnceItsAgentIsBack) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  plane_->NodeAction("gpu-a", "cordon");
+  Open();
+  const int64_t job = plane_->Submit(R"({"gpus": 8, "image": "x"})");
+  for (int cycle = 0; cycle < 3; ++cycle) plane_->Cycle();
+  EXPECT_EQ(plane_->Get(job).state, "pending");
+  EXPECT_TRUE(plane_->Nodes()[1].cordoned);
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(job).state, "pending");  // gpu-a stays cordoned: the operator's
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  EXPECT_FALSE(plane_->Nodes()[1].cordoned);
+  plane_->Cycle();
+  EXPECT_EQ(plane_->Get(job).state, "scheduled");
+  EXPECT_EQ(plane_->Assignments("gpu-b", 1, 0).assignments.size(), 1u);
+  EXPECT_TRUE(plane_->Nodes()[0].cordoned);
+  // The server's cordon is not kept as the node's mark: after another restart and both agents
+  // back, gpu-b takes jobs and gpu-a does not.
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  EXPECT_TRUE(plane_->Nodes()[0].cordoned);
+  EXPECT_FALSE(plane_->Nodes()[1].cordoned);
+  // An agent that comes back only after its node turned unhealthy lifts it all the same.
+  Open(/*unhealthy_after_s=*/5, /*lost_after_s=*/1000);
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  for (int cycle = 0; cycle < 10; ++cycle) plane_->Cycle();
+  EXPECT_TRUE(plane_->Agents()[1].unhealthy);
+  EXPECT_TRUE(plane_->Nodes()[1].cordoned);
+  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  EXPECT_FALSE(plane_->Agents()[1].unhealthy);
+  EXPECT_FALSE(plane_->Nodes()[1].cordoned);
+  EXPECT_TRUE(plane_->Nodes()[0].cordoned);
+}
+
 // Joined nodes come back in the order they joined (each checked against those before it), so
 // that their indices, listings and events keep their order.
 TEST_F(NodeJoinPlaneTest, ARestartJoinsTheNodesInTheOrderTheyJoined) {
