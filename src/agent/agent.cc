@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -60,6 +61,66 @@ bool KeyOf(const ContainerInfo& c, RunKey* key) {
     return false;
   }
   return true;
+}
+
+// Log text as the report's JSON carries it: each byte that is not UTF-8 replaced by U+FFFD
+// here rather than when the report is written, so that the stderr spans' offsets hold.
+void MakeValidUtf8(std::string* text) {
+  if (std::all_of(text->begin(), text->end(), [](char c) { return (c & 0x80) == 0; })) return;
+  *text = nlohmann::json::parse(nlohmann::json(*text).dump(
+                                    -1, ' ', false, nlohmann::json::error_handler_t::replace))
+              .get<std::string>();
+}
+
+// What a byte of (valid UTF-8) log text takes of a report's JSON, at most: a control
+// character escaped (\u001b), a quote or backslash doubled. Counted, with each line's stderr
+// span ("[from,to],"), so that a report of binary output, or of lines that switch stream at
+// every line, still fits the server's request limit.
+constexpr size_t kStderrSpanCost = 18;
+constexpr size_t kLogLookahead = 64 << 10;
+
+size_t ReportCost(unsigned char c) {
+  return c == '\n' || c == '\t' || c == '\r' || c == '"' || c == '\\' ? 2 : c < 0x20 ? 6 : 1;
+}
+
+size_t ReportCost(const LogLine& line) {
+  size_t cost = line.stderr_stream ? kStderrSpanCost : 0;
+  for (unsigned char c : line.text) cost += ReportCost(c);
+  return cost;
+}
+
+// How many of `lines` (a read after the cursor) a report with `budget` left takes. Lines are
+// left out only where the cursor (the latest line taken) resumes before every line left
+// (SafeStop). When not even the first fits, with the whole budget (`may_cut`) its text is cut
+// to fit (the rest is lost, as the engine's read cuts a line longer than the budget); with
+// less, it waits for a report with room.
+size_t LinesThatFit(std::vector<LogLine>& lines, size_t budget, bool may_cut) {
+  size_t cost = 0, fit = 0;
+  while (fit < lines.size() && (cost += ReportCost(lines[fit])) <= budget) ++fit;
+  if (fit == lines.size()) return fit;
+  const size_t taken = SafeStop(lines, fit);
+  if (taken > 0 || !may_cut || lines.empty()) return taken;
+  std::string& text = lines[0].text;
+  size_t kept = 0;
+  for (cost = lines[0].stderr_stream ? kStderrSpanCost : 0; kept < text.size(); ++kept) {
+    cost += ReportCost(static_cast<unsigned char>(text[kept]));
+    if (cost > budget) break;
+  }
+  while (kept > 0 && kept < text.size() && (text[kept] & 0xC0) == 0x80) --kept;  // whole chars
+  text.resize(kept);
+  return 1;
+}
+
+// A running container's lines that are safe to send: the engine stamps each line as it reads
+// it from the container, but its stdout and stderr reach the log apart, so a line may still
+// come stamped before the last one read. Those stamped kSettleS ago or more are settled.
+size_t SettledLines(const std::vector<LogLine>& lines) {
+  constexpr double kSettleS = 0.25;
+  const double settled_before = WallSeconds() - kSettleS;
+  size_t settled = 0;
+  while (settled < lines.size() && EngineSeconds(lines[settled].timestamp) < settled_before)
+    ++settled;
+  return SafeStop(lines, settled);
 }
 
 // The container's name: one a replica's run, so that a create whose answer was lost and is
@@ -906,8 +967,9 @@ class Agent {
         std::vector<LogLine> lines;
         bool more = false;
         try {
-          lines =
-              docker.Logs(listed.id, cursor, log_budget, &more, log_budget == kMaxReportLogBytes);
+          // Read past the budget: the lines after it tell where the read may stop (SafeStop).
+          lines = docker.Logs(listed.id, cursor, log_budget + kLogLookahead, &more,
+                              log_budget == kMaxReportLogBytes);
         } catch (const DockerError& e) {
           if (e.status == 0) throw;  // the engine is gone: no report
           // Being removed, or gone since the listing: the others are still reported.
@@ -923,7 +985,16 @@ class Agent {
             if (const auto p = phases_.find(key); p != phases_.end()) p->second = c.phases;
           }
         }
+        for (LogLine& line : lines) MakeValidUtf8(&line.text);
+        size_t fit = LinesThatFit(lines, log_budget, log_budget == kMaxReportLogBytes);
+        if (listed.running) fit = std::min(fit, SettledLines(lines));
+        more = more || fit < lines.size();
+        lines.resize(fit);
         for (const LogLine& line : lines) {
+          // The engine's stdout and stderr are not merged in time order: the cursor is the
+          // latest line sent, so that it only moves on (a chunk not after the server's cursor
+          // is dropped there, and the same read would be sent again and again).
+          chunk.until = std::max(chunk.until, NormalizedTimestamp(line.timestamp));
           const size_t from = chunk.text.size();
           chunk.text += line.text;
           StderrSpans& spans = chunk.stderr_spans;
@@ -931,9 +1002,9 @@ class Agent {
             spans.back().second = chunk.text.size();
           else if (line.stderr_stream && !line.text.empty())
             spans.emplace_back(from, chunk.text.size());
-          log_budget -= std::min(log_budget, line.text.size());
+          log_budget -= std::min(log_budget, ReportCost(line));
         }
-        if (!lines.empty()) cursor = chunk.until = lines.back().timestamp;
+        if (!lines.empty()) cursor = chunk.until;
         drained = !more;
         if (drained || lines.empty() || listed.running) break;
       }

@@ -520,14 +520,15 @@ FrameReader LogWriter(int64_t* offset) {
 
 // Writes the job's output from `offset` to its end as it is now.
 void WriteLogs(const std::string& job, int64_t offset) {
-  const std::unique_ptr<httplib::Client> client = ConnectToServer(ServerAddressFromEnv());
   for (;;) {  // pages of at most 4 MiB
-    const auto r =
-        client->Get(JobPath(job) + "/logs?frames=1&offset=" + std::to_string(offset));
-    if (!r || r->status != 200 || r->body.empty()) return;
+    const httplib::Response page = CallServerAnswer(
+        "GET", JobPath(job) + "/logs?frames=1&offset=" + std::to_string(offset), "");
     const int64_t before = offset;
     FrameReader frames = LogWriter(&offset);
-    if (!frames.Add(r->body.data(), r->body.size()) || offset == before) return;
+    if (!frames.Add(page.body.data(), page.body.size()))
+      Exit(1, "the server at " + ServerAddressFromEnv().text +
+                  " answered the logs with something other than frames; is it a berth server?");
+    if (offset == before) return;
   }
 }
 
@@ -554,11 +555,17 @@ Json FollowLogs(const std::string& job) {
                   })
             .second;
     if (status == 200) {
-      const Json state = CallServer("GET", path);
-      // The stream ends once the job has; what came after the last chunk is read again.
-      if (ControlPlane::Ended(state["state"].get<std::string>())) {
-        WriteLogs(job, offset);
-        return state;
+      // The stream ends once the job has, or when the server goes (asked again then); what
+      // came after the last chunk is read again.
+      const std::unique_ptr<httplib::Client> rest = ConnectToServer(server);
+      if (const auto r = rest->Get(path); r && r->status == 200) {
+        const Json state = Json::parse(r->body, nullptr, false);
+        if (state.is_object() && ControlPlane::Ended(state.value("state", ""))) {
+          WriteLogs(job, offset);
+          return state;
+        }
+      } else if (r && r->status >= 400 && r->status < 500) {
+        CallServer("GET", path);  // says why (the job was removed meanwhile, ...)
       }
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(

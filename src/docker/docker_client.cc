@@ -178,9 +178,11 @@ class LogReader {
   // False once max_bytes are collected: the rest need not be read.
   bool Add(const char* data, size_t size) {
     if (raw_) return AddPayload(false, data, size);
-    frames_.Add(data, size);
-    return !full_;
+    not_frames_ = not_frames_ || !frames_.Add(data, size);
+    return !full_ && !not_frames_;
   }
+  // A header that is not one: the rest of the stream cannot be read.
+  bool not_frames() const { return not_frames_; }
 
   // The end of the stream ends a last line without a newline. A read stopped by max_bytes
   // gives back the lines of its last timestamp (see DockerClient::Logs).
@@ -188,9 +190,7 @@ class LogReader {
     EndLine(false) && EndLine(true);
     if (more != nullptr) *more = full_;
     if (!full_ || lines_.empty()) return std::move(lines_);
-    const std::string last = lines_.back().timestamp;
-    size_t keep = lines_.size();
-    while (keep > 0 && lines_[keep - 1].timestamp == last) --keep;
+    const size_t keep = SafeStop(lines_, lines_.size() - 1);
     if (keep > 0 || !cut) lines_.resize(keep);
     return std::move(lines_);
   }
@@ -243,6 +243,7 @@ class LogReader {
   FrameReader frames_{[this](bool err, const char* data, size_t size) {
     AddPayload(err, data, size) && EndLine(err);
   }};
+  bool not_frames_ = false;
   std::string pending_[2];  // the line being read on stdout, stderr
   std::vector<LogLine> lines_;
   size_t bytes_ = 0;
@@ -250,6 +251,26 @@ class LogReader {
 };
 
 }  // namespace
+
+size_t SafeStop(const std::vector<LogLine>& lines, size_t most) {
+  most = std::min(most, lines.size());
+  if (most == lines.size()) return most;
+  using Time = std::pair<int64_t, int64_t>;
+  std::vector<Time> at(lines.size(), Time{-1, 0});  // -1: not stamped, no constraint
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (!ParseTime(lines[i].timestamp, &at[i].first, &at[i].second)) at[i] = {-1, 0};
+  // The earliest of the lines from k on, for each k.
+  std::vector<Time> earliest(lines.size() + 1, Time{INT64_MAX, 0});
+  for (size_t k = lines.size(); k-- > 0;)
+    earliest[k] = at[k].first < 0 ? earliest[k + 1] : std::min(earliest[k + 1], at[k]);
+  size_t stop = 0;
+  Time latest{-1, 0};
+  for (size_t k = 1; k <= most; ++k) {
+    latest = std::max(latest, at[k - 1]);
+    if (latest < earliest[k]) stop = k;
+  }
+  return stop;
+}
 
 std::string CreateBody(const ContainerSpec& spec) {
   json host = json::object();
@@ -447,6 +468,8 @@ std::vector<LogLine> DockerClient::Logs(const std::string& id, const std::string
   }
   Call("GET", Path("/containers/" + Escape(id) + "/logs" + query), "", kCallTimeoutS,
        [&](const char* data, size_t size) { return reader.Add(data, size); });
+  if (reader.not_frames())
+    throw DockerError(502, "docker logs " + id + ": the engine's answer is not in frames");
   return reader.Finish(cut, more);
 }
 

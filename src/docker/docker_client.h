@@ -77,6 +77,11 @@ struct LogLine {
   std::string text;       // the line without its timestamp, newline kept when it had one
 };
 
+// The most lines of a read, up to `most`, that a reader may take and lose none of the rest when
+// its next read starts after the latest of them: the engine's stdout and stderr are not merged
+// in time order, so a line after the stop may be stamped earlier than one before it.
+size_t SafeStop(const std::vector<LogLine>& lines, size_t most);
+
 struct ImageInfo {
   std::string id;
   std::vector<std::string> names;  // RepoTags, and RepoDigests ("name@sha256:...")

@@ -296,7 +296,8 @@ void StreamLogs(httplib::Server& server, ControlPlane& plane, int64_t id, int64_
         std::string text;
         StderrSpans stderr_spans;
         try {
-          text = plane.Logs(id, *next, 64 << 10, ended ? 0 : 1.0, next.get(), &stderr_spans);
+          text = plane.Logs(id, *next, 64 << 10, ended ? 0 : 1.0, next.get(),
+                            frames ? &stderr_spans : nullptr);
         } catch (const ApiError&) {
         }
         if (frames) text = MultiplexedFrames(text, stderr_spans);
@@ -552,7 +553,8 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
         }
         int64_t next = offset;
         StderrSpans stderr_spans;
-        std::string text = plane.Logs(id, offset, 4 << 20, 0, &next, &stderr_spans);
+        std::string text =
+            plane.Logs(id, offset, 4 << 20, 0, &next, frames ? &stderr_spans : nullptr);
         if (frames) text = MultiplexedFrames(text, stderr_spans);
         res.set_header("Berth-Next-Offset", std::to_string(next));
         res.set_content(std::move(text), LogContentType(frames));

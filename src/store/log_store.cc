@@ -118,16 +118,22 @@ void LogStore::Append(int64_t job, int replica, const std::string& placement,
       placement.find_first_of(" \n") != std::string::npos)
     return;
   const int64_t size = FileSize(LogPath(job));
-  if (size < kMaxJobLogBytes) {
+  if (size + static_cast<int64_t>(text.size()) < kMaxJobLogBytes) {
     // The switches are written first: a reader takes only those inside the text it read.
     AddSwitches(job, size, text, stderr_spans);
-    std::ofstream out(LogPath(job), std::ios::app | std::ios::binary);
-    if (size + static_cast<int64_t>(text.size()) < kMaxJobLogBytes)
-      out << text;
-    else  // what fits, so that the log is full after the last line and nothing follows it
-      out << text.substr(0, static_cast<size_t>(kMaxJobLogBytes - size))
-          << "\n[berth: this job's log reached " << (kMaxJobLogBytes >> 20)
-          << " MiB; later output is not kept]\n";
+    std::ofstream(LogPath(job), std::ios::app | std::ios::binary) << text;
+  } else if (size < kMaxJobLogBytes) {
+    // What fits, so that the log is full after the last line (on stderr) and nothing follows.
+    std::string last = text.substr(0, static_cast<size_t>(kMaxJobLogBytes - size));
+    StderrSpans spans;
+    for (const auto& [from, to] : stderr_spans)
+      if (from < last.size()) spans.emplace_back(from, std::min(to, last.size()));
+    const size_t note = last.size();
+    last += "\n[berth: this job's log reached " + std::to_string(kMaxJobLogBytes >> 20) +
+            " MiB; later output is not kept]\n";
+    spans.emplace_back(note, last.size());
+    AddSwitches(job, size, last, spans);
+    std::ofstream(LogPath(job), std::ios::app | std::ios::binary) << last;
   }
   cursor = until;
   std::ostringstream cursors;
@@ -176,9 +182,12 @@ std::string LogStore::Read(int64_t job, int64_t offset, size_t max, int64_t* nex
   }
   bool on_stderr = lo % 2 == 1;
   int64_t from = offset;
-  for (int64_t i = lo; i < count; ++i) {
-    const int64_t at = ReadSwitch(streams, i);
-    if (at < 0 || at >= *next) break;
+  streams.clear();
+  streams.seekg(lo * static_cast<int64_t>(kSwitchBytes));
+  char bytes[kSwitchBytes];
+  for (int64_t i = lo; i < count && streams.read(bytes, kSwitchBytes); ++i) {  // in order
+    const int64_t at = SwitchAt(bytes);
+    if (at >= *next) break;
     if (on_stderr && at > from)
       stderr_spans->emplace_back(static_cast<size_t>(from - offset),
                                  static_cast<size_t>(at - offset));

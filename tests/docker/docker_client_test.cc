@@ -74,6 +74,32 @@ TEST(EngineSecondsTest, ReadsTheEnginesTimesAndNothingElse) {
     EXPECT_EQ(EngineSeconds(bad), 0) << bad;
 }
 
+TEST(SafeStopTest, StopsOnlyWhereEveryLineLeftIsLaterThanEveryLineTaken) {
+  const auto lines = [](std::vector<std::string> stamps) {
+    std::vector<LogLine> out;
+    for (std::string& t : stamps) out.push_back({false, std::move(t), "x\n"});
+    return out;
+  };
+  // In order: anywhere between two timestamps, not inside one (the engine's 16 KiB pieces).
+  const auto ordered = lines({"2026-12-04T10:00:00.1Z", "2026-12-04T10:00:00.2Z",
+                              "2026-12-04T10:00:00.2Z", "2026-12-04T10:00:00.3Z"});
+  EXPECT_EQ(SafeStop(ordered, 4), 4u);
+  EXPECT_EQ(SafeStop(ordered, 3), 3u);
+  EXPECT_EQ(SafeStop(ordered, 2), 1u);
+  EXPECT_EQ(SafeStop(ordered, 1), 1u);
+  EXPECT_EQ(SafeStop(ordered, 0), 0u);
+  EXPECT_EQ(SafeStop(ordered, 99), 4u);
+  // The other stream's line stamped earlier comes after: no stop between them.
+  const auto merged = lines({"2026-12-04T10:00:00.1Z", "2026-12-04T10:00:00.5Z",
+                             "2026-12-04T10:00:00.30Z", "2026-12-04T10:00:00.6Z"});
+  EXPECT_EQ(SafeStop(merged, 3), 3u);
+  EXPECT_EQ(SafeStop(merged, 2), 1u);
+  // Trimmed zeros compare as times, not as text ("00Z" sorts after "00.1Z").
+  EXPECT_EQ(SafeStop(lines({"2026-12-04T10:00:00Z", "2026-12-04T10:00:00.1Z"}), 1), 1u);
+  // A line without a stamp binds nothing.
+  EXPECT_EQ(SafeStop(lines({"2026-12-04T10:00:00.1Z", "", "2026-12-04T10:00:00.2Z"}), 2), 2u);
+}
+
 TEST(DockerClientTest, UnreachableEngineNamesTheSocket) {
   DockerClient docker("/nonexistent/docker.sock");
   try {

@@ -196,7 +196,8 @@ TEST_F(LogStoreTest, AJobsLogStopsGrowingAtItsBoundWithALastLineSayingSo) {
   const int64_t kMax = LogStore::kMaxJobLogBytes;
   logs_->Append(1, 0, "p1", "2026-01-01T00:00:01.000000000Z", std::string(kMax - 100, 'x'));
   logs_->Append(1, 0, "p1", "2026-01-01T00:00:02.000000000Z", "fits\n");
-  logs_->Append(1, 0, "p1", "2026-01-01T00:00:03.000000000Z", std::string(200, 'y'));
+  logs_->Append(1, 0, "p1", "2026-01-01T00:00:03.000000000Z", std::string(200, 'y'),
+                {{3, 10}, {150, 190}});
   logs_->Append(1, 0, "p1", "2026-01-01T00:00:04.000000000Z", "later\n");
   logs_->Append(1, 0, "p1", "2026-01-01T00:00:05.000000000Z", std::string(300, 'z'));
   const std::string all = All(1);
@@ -206,6 +207,10 @@ TEST_F(LogStoreTest, AJobsLogStopsGrowingAtItsBoundWithALastLineSayingSo) {
   EXPECT_EQ(all.substr(kMax - 100), "fits\n" + std::string(95, 'y') +
                                         "\n[berth: this job's log reached 64 MiB; later output "
                                         "is not kept]\n");
+  // Its stderr stretches only as far as the cut; the last line on stderr.
+  EXPECT_EQ(Marked(*logs_, 1, kMax - 100, 1 << 20),
+            "fits\nyyy[yyyyyyy]" + std::string(85, 'y') +
+                "[\n[berth: this job's log reached 64 MiB; later output is not kept]\n]");
   // The cursor moved on all the same: what was dropped is not sent again.
   EXPECT_EQ(logs_->Cursor(1, 0, "p1"), "2026-01-01T00:00:05.000000000Z");
 }
