@@ -183,6 +183,10 @@ void StateStore::Migrate() {
                      std::to_string(found) + "; this berth reads up to " +
                      std::to_string(kSchemaVersion) +
                      "); run that berth, or give --state a new directory");
+  if (found < 0)
+    throw StoreError(path_ + ": the state's schema version " + std::to_string(found) +
+                     " is none berth ever wrote; the file was changed by something else: give "
+                     "--state a new directory, or restore the state from a backup");
   for (int64_t v = found; v < kSchemaVersion; ++v)
     Exec(writer_,
          std::string("BEGIN; ") + kMigrations[v] + " PRAGMA user_version=" + std::to_string(v + 1) +

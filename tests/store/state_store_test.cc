@@ -134,6 +134,28 @@ TEST(StateStoreTest, AStateFromANewerBerthIsRefused) {
   }
 }
 
+TEST(StateStoreTest, AStateWithANegativeSchemaVersionIsRefused) {
+  for (const char* version : {"-1", "-5", "-2147483648"}) {
+    const std::string dir = FreshDir(std::string("negative") + version);
+    { StateStore store(dir); }
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir + "/berth.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, (std::string("PRAGMA user_version=") + version).c_str(), nullptr,
+                           nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+    try {
+      StateStore store(dir);
+      FAIL() << "schema version " << version << " was opened";
+    } catch (const StoreError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(std::string("schema version ") + version + " is none berth ever"),
+                std::string::npos)
+          << message;
+    }
+  }
+}
+
 // A state written by the berth before the event log (schema 2: per-job transitions) opens
 // with every transition in the log, in time order, and the jobs as they were.
 TEST(StateStoreTest, ASchema2StateIsMigrated) {
