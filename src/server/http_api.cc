@@ -114,8 +114,39 @@ void Answer(httplib::Response& res, Handle handle) {
   }
 }
 
+// Whether a Host header ("name:port", "[::1]:port") names this machine's loopback.
+bool LoopbackHost(const std::string& host) {
+  std::string name = host;
+  if (!name.empty() && name[0] == '[')
+    name = name.substr(0, name.find(']') + 1);
+  else
+    name = name.substr(0, name.find(':'));
+  if (name == "localhost" || name == "[::1]") return true;
+  return name.rfind("127.", 0) == 0 && name.find_first_not_of("0123456789.") == std::string::npos;
+}
+
+// A browser's request from another site, or through a name of the attacker's that resolves to
+// this loopback server (DNS rebinding), is refused: without tokens every caller is an admin, and
+// any page the user visits could otherwise run containers here (a cross-site form POST needs no
+// preflight). The CLI and agents send no Origin.
+void RefuseCrossSite(const AccessControl& access, const httplib::Request& req) {
+  const std::string host = req.get_header_value("Host");
+  if (req.has_header("Origin")) {
+    const std::string origin = req.get_header_value("Origin");
+    if (origin != "http://" + host && origin != "https://" + host)
+      throw ApiError(403, "cross-origin request refused (Origin " + origin.substr(0, 100) +
+                              "); call the API from the berth CLI, or from a client that sends "
+                              "no Origin header");
+  }
+  if (!access.enabled() && !host.empty() && !LoopbackHost(host))
+    throw ApiError(403, "this server has no tokens, so it answers only requests addressed to "
+                        "the loopback (Host localhost, 127.0.0.1 or [::1]), not \"" +
+                            host.substr(0, 100) + "\"; start it with --tokens to serve others");
+}
+
 // The user or admin the request's token names; agents' tokens are for the agent API only.
 Caller UserCaller(const AccessControl& access, const httplib::Request& req) {
+  RefuseCrossSite(access, req);
   Caller caller = access.Authenticate(req.get_header_value("Authorization"));
   if (caller.agent)
     throw ApiError(403, "an agent token may call only the agent API; use a user token here");
@@ -125,6 +156,7 @@ Caller UserCaller(const AccessControl& access, const httplib::Request& req) {
 // A node agent (its token's kind), or an admin: a server without tokens (loopback only) runs
 // its own agents.
 Caller AgentCaller(const AccessControl& access, const httplib::Request& req) {
+  RefuseCrossSite(access, req);
   Caller caller = access.Authenticate(req.get_header_value("Authorization"));
   if (!caller.agent && !(caller.admin && !access.enabled()))
     throw ApiError(403, "only a node agent's token may call the agent API");

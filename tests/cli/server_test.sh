@@ -25,6 +25,23 @@ grep -qE '^dgx-[0-3] +########$' <<<"$top" || fail "top shows no full node: $top
 [ "$(grep -cE '^dgx-[0-3] +\.{8}$' <<<"$top")" = 3 ] || fail "top: the other nodes: $top"
 grep -qE '^default +\[#{8}[|-]*\] +8\.0 / ' <<<"$top" || fail "top: the queue's usage: $top"
 
+# A browser's cross-site request, or one through a name rebound to the loopback, is refused:
+# without tokens every caller is an admin.
+addr=$BERTH_ADDR
+[ "$(curl -s -o "$TMP/cors.json" -w '%{http_code}' -H 'Origin: http://evil.example' \
+  -H 'Content-Type: text/plain' --data-binary '{"gpus": 1}' "http://$addr/v1/jobs")" = 403 ] ||
+  fail "a cross-origin submission should be refused: $(cat "$TMP/cors.json")"
+grep -q "cross-origin request refused" "$TMP/cors.json" || fail "the refusal: $(cat "$TMP/cors.json")"
+[ "$(curl -s -o "$TMP/host.json" -w '%{http_code}' -H "Host: evil.example:${addr##*:}" \
+  "http://$addr/v1/jobs")" = 403 ] || fail "a foreign Host should be refused: $(cat "$TMP/host.json")"
+grep -q "answers only requests addressed to the loopback" "$TMP/host.json" ||
+  fail "the refusal: $(cat "$TMP/host.json")"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H "Origin: http://$addr" "http://$addr/v1/jobs")" = 200 ] ||
+  fail "a same-origin request should be answered"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: localhost:${addr##*:}" "http://$addr/v1/jobs")" = 200 ] ||
+  fail "localhost should be answered"
+[ "$("$BERTH" ps -a -q | wc -l)" -eq 1 ] || fail "a refused job was kept: $("$BERTH" ps -a)"
+
 # Refusals name the field and change nothing.
 expect_exit2 "no node of this cluster can ever hold it" run -d --gpus 9 trainer:1
 printf 'gpus: 1\ncolour: red\n' > "$TMP/bad.yaml"
@@ -40,7 +57,7 @@ expect_exit2 "is scheduled; stop it first" rm 1
 
 # A client that sends half a request holds one worker, not the server.
 exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
-printf 'POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{' >&3
+printf 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{' >&3
 "$BERTH" ps -q | grep -qx 1 || fail "a slow client blocks the others"
 exec 3>&-
 
@@ -50,7 +67,7 @@ exec 3>&-
 trickle() {
   trap '' PIPE  # a write to the cut connection fails instead of killing the client
   exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}" || return 0
-  printf 'GET /v1/jobs HTTP/1.1\r\nHost: x\r\n' >&3 || return 0
+  printf 'GET /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n' >&3 || return 0
   for i in $(seq 30); do
     sleep 1
     printf 'X-Slow-%d: y\r\n' "$i" >&3 2>/dev/null || { echo "cut after $i s" >> "$TMP/cut"; return 0; }
@@ -67,7 +84,7 @@ latest=$(sed -n 's/cut after \([0-9]*\) s/\1/p' "$TMP/cut" | sort -n | tail -1)
 # A chunked body is counted too (the library bounds only a Content-Length body).
 exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
 {
-  printf 'POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n'
+  printf 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n'
   chunk=$(head -c 65536 /dev/zero | tr '\0' ' ')
   for _ in $(seq 20); do printf '10000\r\n%s\r\n' "$chunk"; done
   printf '0\r\n\r\n'
@@ -76,7 +93,7 @@ head -1 <&3 | grep -q '413' || fail "a chunked body over the limit was not refus
 exec 3>&-
 
 exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
-printf 'POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n' >&3
+printf 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2000000\r\n\r\n' >&3
 timeout 5 head -1 <&3 | grep -q '413' || fail "a Content-Length over the limit was not refused at once"
 exec 3>&-
 
