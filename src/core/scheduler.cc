@@ -644,6 +644,18 @@ void Scheduler::WakePreemptor(JobRecord& victim) {
   victim.preempted_by = -1;
 }
 
+void Scheduler::Stopping(int id, double now, const std::string& why) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.state != JobState::kRunning) return;
+  JobRecord& job = it->second;
+  Uncommit(job);
+  job.state = JobState::kStopping;
+  job.preempted_by = -1;
+  job.reason = why;
+  job.stop_deadline = -1;
+  Emit(now, id, "stopping", why);
+}
+
 void Scheduler::Finish(int id, double now, JobEnd end, int exit_code) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.state == JobState::kDone) return;

@@ -231,6 +231,10 @@ class Scheduler {
   // end too (cancelled). Its record stays readable until it falls out of the last
   // kKeptFinished ended jobs.
   void Finish(int job, double now, JobEnd end = JobEnd::kSucceeded, int exit_code = 0);
+  // A running job told to stop for good (a user's stop): it stops (no victim, no decision)
+  // but keeps what it holds until the adapter says its containers are gone (Finish), so that
+  // nothing starts on its GPUs while it still runs there.
+  void Stopping(int job, double now, const std::string& why);
   // A job told to stop (preempt, evict, kill) has stopped: it goes back to pending, and a
   // preemptor whose victims have all stopped is placed at once. Returns the start decisions.
   std::vector<Decision> Stopped(int job, double now);

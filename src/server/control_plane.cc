@@ -232,7 +232,8 @@ std::set<int> ControlPlane::NodesOf(const std::string& placements) const {
 
 void ControlPlane::Touch(Job& job) {
   const int64_t id = job.stored.id;
-  if (job.stored.state == "preempted" && !job.stored.placements.empty())
+  if ((job.stored.state == "preempted" || (job.stored.state == "stopped" && job.engine_id >= 0)) &&
+      !job.stored.placements.empty())
     stopping_.insert(id);
   else
     stopping_.erase(id);
@@ -696,14 +697,18 @@ StoredJob ControlPlane::Stop(int64_t id) {
   if (Ended(job.stored.state))
     throw ApiError(409,
                    "job " + std::to_string(id) + " has already ended (" + job.stored.state + ")");
-  if (job.engine_id >= 0) {
-    engine_->Finish(job.engine_id, now_(), JobEnd::kCancelled);
-    by_engine_id_.erase(job.engine_id);
-    job.engine_id = -1;
-  }
-  job.stored.placements.clear();
   std::vector<StoreWrite> writes;
-  Record(job, "stopped", "stopped on request", &writes);
+  if (job.engine_id >= 0 && !job.stored.placements.empty() && !StoppedEverywhere(job)) {
+    // Its GPUs stay held until its agents report its containers gone (ReportOn), so that no
+    // other job starts on them while it still runs there.
+    engine_->Stopping(job.engine_id, now_(), "stopped on request");
+    Record(job, "stopped", "stopped on request; its GPUs are free once its containers stop",
+           &writes);
+  } else {
+    if (job.engine_id >= 0) FinishStopped(job);
+    job.stored.placements.clear();
+    Record(job, "stopped", "stopped on request", &writes);
+  }
   const StoredJob result = job.stored;
   Commit({&engine_lock, &lock}, std::move(writes));
   return result;
@@ -711,11 +716,14 @@ StoredJob ControlPlane::Stop(int64_t id) {
 
 void ControlPlane::Remove(int64_t id) {
   RefuseIfBroken();
+  std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::unique_lock<std::mutex> lock(mu_);
   Job& job = Find(id);
   if (!Ended(job.stored.state))
     throw ApiError(409, "job " + std::to_string(id) + " is " + job.stored.state +
                             "; stop it first (berth stop " + std::to_string(id) + ")");
+  if (job.engine_id >= 0)  // removed while its containers still stop: its GPUs go now
+    FinishStopped(job);
   std::vector<StoreWrite> writes = {StoreWrite::Delete(job.stored)};
   jobs_.erase(id);
   Commit({&lock}, std::move(writes));
@@ -1611,6 +1619,28 @@ std::map<std::string, std::vector<ImageLayer>> ControlPlane::KnownImageLayers() 
   return known;
 }
 
+void ControlPlane::FinishStopped(Job& job) {
+  engine_->Finish(job.engine_id, now_(), JobEnd::kCancelled);
+  by_engine_id_.erase(job.engine_id);
+  job.engine_id = -1;
+  job.stored.placements.clear();
+  Touch(job);
+}
+
+bool ControlPlane::StoppedEverywhere(const Job& job) const {
+  const auto placements = ParsePlacements(job.stored.placements);
+  if (!placements) return true;
+  // Every replica reported ended, or on a node that is lost or has no agent (nothing runs it
+  // there).
+  for (size_t i = 0; i < placements->size(); ++i) {
+    const auto r = job.replicas.find(static_cast<int>(i));
+    const AgentNode& there = agents_[(*placements)[i].node];
+    if ((r == job.replicas.end() || Live(r->second)) && there.registered && !there.lost)
+      return false;
+  }
+  return true;
+}
+
 void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
                             const std::map<std::pair<int64_t, int>, const ContainerReport*>& mine,
                             double now, std::vector<StoreWrite>* writes) {
@@ -1626,17 +1656,15 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
     if ((*placements)[i].node == node) here.push_back(static_cast<int>(i));
   if (here.empty()) return;
 
-  if (job.stored.state == "preempted") {
+  if (job.stored.state == "preempted" || job.stored.state == "stopped") {
     if (!acted) return;
     for (int i : here)
       if (const auto c = mine.find({job.stored.id, i}); c != mine.end() && Live(*c->second)) return;
     for (int i : here) job.replicas[i].state = "exited";
-    // Stopped everywhere: every replica reported ended, or on a node that is lost or has no
-    // agent (nothing runs it there).
-    for (size_t i = 0; i < placements->size(); ++i) {
-      const auto r = job.replicas.find(static_cast<int>(i));
-      const AgentNode& there = agents_[(*placements)[i].node];
-      if ((r == job.replicas.end() || Live(r->second)) && there.registered && !there.lost) return;
+    if (!StoppedEverywhere(job)) return;
+    if (job.stored.state == "stopped") {
+      FinishStopped(job);
+      return;
     }
     const std::vector<Decision> starts = engine_->Stopped(job.engine_id, now);
     job.stored.placements.clear();

@@ -379,6 +379,11 @@ class ControlPlane {
   void ReportOn(Job& job, int node, const AgentReport& report,
                 const std::map<std::pair<int64_t, int>, const ContainerReport*>& mine, double now,
                 std::vector<StoreWrite>* writes);
+  // A job stopped on request whose containers are gone: the engine frees its GPUs.
+  void FinishStopped(Job& job);
+  // Whether every replica of the job's placement has stopped: reported ended, or on a node
+  // that is lost or has no agent (nothing runs it there).
+  bool StoppedEverywhere(const Job& job) const;
   // The job back to pending, its GPUs freed: an agent could not start it, or lost it (with
   // back-off), or its node was lost (without: it is placed elsewhere at once).
   void Requeue(Job& job, const std::string& state, const std::string& reason, double now,

@@ -464,6 +464,7 @@ TEST_F(ControlPlaneAgentTest, AnAssignmentCarriesTheSpecTheGpusAndTheirSockets) 
   EXPECT_EQ(w.cpuset_mems, "0,1");
   EXPECT_FALSE(w.placement.empty());
   plane_->Stop(wide);
+  ReportNone("n0", Set("n0").version);  // its GPUs are free once its agent has stopped it
 
   const int64_t id = plane_->Submit(
       R"({"name": "train", "gpus": 1, "replicas": 2, "image": "trainer:1",
@@ -678,6 +679,43 @@ TEST_F(ControlPlaneAgentTest, AStartThatWorksResetsTheFailureCount) {
   ASSERT_EQ(State(id), "scheduled");
   ReportAll("dgx-0", "failed");
   EXPECT_EQ(State(id), "pending");
+}
+
+// A stopped job's GPUs go to no one until its agent reports its containers gone: its
+// container may take its grace period to stop.
+TEST_F(ControlPlaneAgentTest, AStoppedJobHoldsItsGpusUntilItsContainersAreGone) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t id = plane_->Submit(R"({"gpus": 8})");
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  ASSERT_EQ(State(id), "running");
+  const Assignment a = Of("dgx-0", id).at(0);
+  plane_->Stop(id);
+  EXPECT_EQ(State(id), "stopped");
+  EXPECT_TRUE(Of("dgx-0", id).empty());  // the agent is told to stop it
+  const int64_t next = plane_->Submit(R"({"gpus": 8})");
+  plane_->Cycle();
+  EXPECT_EQ(State(next), "pending");
+  // Still running, as of the version that took it away: still held.
+  AgentReport still;
+  still.applied_version = Set("dgx-0").version;
+  still.containers = {Container(a, "running")};
+  plane_->Report("dgx-0", still);
+  plane_->Cycle();
+  EXPECT_EQ(State(next), "pending");
+  EXPECT_EQ(plane_->Nodes()[0].free_gpus, 0);
+  // Gone: freed, and the next job is placed. The stopped job stays stopped.
+  ReportNone("dgx-0", Set("dgx-0").version);
+  plane_->Cycle();
+  EXPECT_EQ(State(next), "scheduled");
+  EXPECT_EQ(State(id), "stopped");
+  // A job stopped before its node's agent ever ran it, or with no agent, frees at once.
+  plane_->Stop(next);
+  const int64_t third = plane_->Submit(R"({"gpus": 8})");
+  ReportNone("dgx-0", Set("dgx-0").version);
+  plane_->Cycle();
+  EXPECT_EQ(State(third), "scheduled");
 }
 
 TEST_F(ControlPlaneAgentTest, AContainerMissingFromAnActedOnVersionIsLost) {

@@ -660,6 +660,10 @@ TEST_F(NodeJoinPlaneTest, ANodeWhoseHardwareChangedJoinsAgainOnceNothingRunsTher
   }
   EXPECT_EQ(plane_->cluster()->nodes[0].gpus.size(), 8u);
   plane_->Stop(job);
+  // Its GPUs are held until its container is gone: its agent (the one registered) says so.
+  AgentReport gone;
+  gone.applied_version = plane_->Assignments("gpu-a", 0, 0).version;
+  plane_->Report("gpu-a", gone);
   plane_->RegisterAgent("gpu-a", fewer);
   EXPECT_EQ(plane_->cluster()->nodes[0].gpus.size(), 7u);
   bool changed = false;
