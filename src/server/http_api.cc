@@ -160,6 +160,13 @@ Caller AgentCaller(const AccessControl& access, const httplib::Request& req) {
   Caller caller = access.Authenticate(req.get_header_value("Authorization"));
   if (!caller.agent && !(caller.admin && !access.enabled()))
     throw ApiError(403, "only a node agent's token may call the agent API");
+  // An agent token acts for its own node only: one node's token cannot end, or write the logs
+  // of, jobs on another.
+  if (caller.agent && req.matches.size() > 1 && req.matches[1].str() != caller.user)
+    throw ApiError(403, "this agent token is node " + caller.user.substr(0, 80) +
+                            "'s; node " + req.matches[1].str().substr(0, 80) +
+                            " needs its own (a tokens file line with user: " +
+                            req.matches[1].str().substr(0, 80) + ", kind: agent)");
   return caller;
 }
 

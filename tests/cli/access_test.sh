@@ -60,8 +60,13 @@ expect_exit2 "this server needs a token: set BERTH_TOKEN" ps
 BERTH_TOKEN=berth_0000 expect_exit2 "the token is not in the server's tokens file" ps
 BERTH_TOKEN=$agent expect_exit2 "an agent token may call only the agent API" ps
 
-# Metrics need a token as well; probes do not.
 code() { curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/cert.pem" "$@"; }
+# An agent token acts for its own node only.
+[ "$(code -H "Authorization: Bearer $agent" "$BERTH_ADDR/v1/agents/node-2/assignments")" = 403 ] ||
+  fail "node-1's agent token should not act for node-2"
+[ "$(code -H "Authorization: Bearer $agent" "$BERTH_ADDR/v1/agents/node-1/assignments")" != 403 ] ||
+  fail "node-1's agent token should act for node-1"
+# Metrics need a token as well; probes do not.
 [ "$(code "$BERTH_ADDR/metrics")" = 401 ] || fail "metrics without a token"
 [ "$(code -H "Authorization: Bearer $bob" "$BERTH_ADDR/metrics")" = 200 ] || fail "metrics with one"
 [ "$(code "$BERTH_ADDR/healthz")" = 200 ] || fail "healthz needs no token"
