@@ -67,8 +67,8 @@ bool KeyOf(const ContainerInfo& c, RunKey* key) {
 // here rather than when the report is written, so that the stderr spans' offsets hold.
 void MakeValidUtf8(std::string* text) {
   if (std::all_of(text->begin(), text->end(), [](char c) { return (c & 0x80) == 0; })) return;
-  *text = nlohmann::json::parse(nlohmann::json(*text).dump(
-                                    -1, ' ', false, nlohmann::json::error_handler_t::replace))
+  *text = nlohmann::json::parse(
+              nlohmann::json(*text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
               .get<std::string>();
 }
 

@@ -165,7 +165,8 @@ size_t OnData(char* data, size_t size, size_t count, void* arg) {
 // Splits the engine's log stream into LogLines. Multiplexed (no TTY): frames
 // (protocol/log_frames.h); the engine writes one log message per frame, so a frame's end also
 // ends a line (a message the log driver split, a line over 16 KiB, comes back in pieces, each
-// with its timestamp). Raw (TTY): all stdout, lines end at newlines only. Every line begins "<RFC 3339 timestamp> ".
+// with its timestamp). Raw (TTY): all stdout, lines end at newlines only. Every line begins "<RFC
+// 3339 timestamp> ".
 class LogReader {
  public:
   LogReader(bool raw, const std::string& since, size_t max_bytes)

@@ -498,8 +498,9 @@ AgentReport ParseReport(const Json& j) {
           !span[1].is_number_unsigned() || span[0].get<uint64_t>() < end ||
           span[1].get<uint64_t>() <= span[0].get<uint64_t>() ||
           span[1].get<uint64_t>() > x.text.size())
-        throw ProtocolError(at + ": expected [from, to], byte offsets into the text after the "
-                                 "span before it, from < to <= " +
+        throw ProtocolError(at +
+                            ": expected [from, to], byte offsets into the text after the "
+                            "span before it, from < to <= " +
                             std::to_string(x.text.size()));
       end = span[1].get<size_t>();
       x.stderr_spans.emplace_back(span[0].get<size_t>(), end);

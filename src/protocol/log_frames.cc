@@ -8,9 +8,14 @@ namespace {
 
 void AppendFrame(std::string* out, bool stderr_stream, const char* data, size_t size) {
   const auto n = static_cast<uint32_t>(size);
-  const char header[8] = {static_cast<char>(stderr_stream ? 2 : 1), 0, 0, 0,
-                          static_cast<char>(n >> 24), static_cast<char>(n >> 16),
-                          static_cast<char>(n >> 8), static_cast<char>(n)};
+  const char header[8] = {static_cast<char>(stderr_stream ? 2 : 1),
+                          0,
+                          0,
+                          0,
+                          static_cast<char>(n >> 24),
+                          static_cast<char>(n >> 16),
+                          static_cast<char>(n >> 8),
+                          static_cast<char>(n)};
   out->append(header, 8);
   out->append(data, size);
 }

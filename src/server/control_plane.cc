@@ -1817,8 +1817,8 @@ void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
   }
 }
 
-std::string ControlPlane::Logs(int64_t id, int64_t offset, size_t max, double wait_s,
-                               int64_t* next, StderrSpans* stderr_spans) const {
+std::string ControlPlane::Logs(int64_t id, int64_t offset, size_t max, double wait_s, int64_t* next,
+                               StderrSpans* stderr_spans) const {
   Get(id);  // 404 for an unknown job
   *next = offset;
   if (stderr_spans != nullptr) stderr_spans->clear();
