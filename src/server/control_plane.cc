@@ -702,7 +702,7 @@ StoredJob ControlPlane::Stop(int64_t id) {
     // Its GPUs stay held until its agents report its containers gone (ReportOn), so that no
     // other job starts on them while it still runs there.
     engine_->Stopping(job.engine_id, now_(), "stopped on request");
-    Record(job, "stopped", "stopped on request; its GPUs are free once its containers stop",
+    Record(job, "stopped", "stopped on request; its GPUs are held until its containers stop",
            &writes);
   } else {
     if (job.engine_id >= 0) FinishStopped(job);
@@ -716,14 +716,15 @@ StoredJob ControlPlane::Stop(int64_t id) {
 
 void ControlPlane::Remove(int64_t id) {
   RefuseIfBroken();
-  std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::unique_lock<std::mutex> lock(mu_);
   Job& job = Find(id);
   if (!Ended(job.stored.state))
     throw ApiError(409, "job " + std::to_string(id) + " is " + job.stored.state +
                             "; stop it first (berth stop " + std::to_string(id) + ")");
-  if (job.engine_id >= 0)  // removed while its containers still stop: its GPUs go now
-    FinishStopped(job);
+  if (stopping_.count(id))  // its engine record holds its GPUs until its containers are gone
+    throw ApiError(409, "job " + std::to_string(id) +
+                            " is stopped but its containers are still stopping (they hold its "
+                            "GPUs); remove it once they have stopped");
   std::vector<StoreWrite> writes = {StoreWrite::Delete(job.stored)};
   jobs_.erase(id);
   Commit({&lock}, std::move(writes));

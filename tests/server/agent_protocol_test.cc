@@ -705,6 +705,9 @@ TEST_F(ControlPlaneAgentTest, AStoppedJobHoldsItsGpusUntilItsContainersAreGone) 
   plane_->Cycle();
   EXPECT_EQ(State(next), "pending");
   EXPECT_EQ(plane_->Nodes()[0].free_gpus, 0);
+  std::string message;
+  EXPECT_EQ(Status([&] { plane_->Remove(id); }, &message), 409);  // its container still runs
+  EXPECT_TRUE(Has(message, "containers are still stopping")) << message;
   // Gone: freed, and the next job is placed. The stopped job stays stopped.
   ReportNone("dgx-0", Set("dgx-0").version);
   plane_->Cycle();
