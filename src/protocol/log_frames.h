@@ -26,8 +26,6 @@ class FrameReader {
   // Calls `each` for every frame completed by these bytes. False when a header is not one
   // (a stream other than 0, 1 or 2, nonzero padding): the rest is not frames.
   bool Add(const char* data, size_t size);
-  // Whether every byte added so far ended a frame.
-  bool AtFrameEnd() const { return pending_.empty(); }
 
  private:
   Each each_;

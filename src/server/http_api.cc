@@ -114,13 +114,14 @@ void Answer(httplib::Response& res, Handle handle) {
   }
 }
 
-// Whether a Host header ("name:port", "[::1]:port") names this machine's loopback.
+// Whether a Host header ("name", "name:port", "[::1]:port") names this machine's loopback.
 bool LoopbackHost(const std::string& host) {
-  std::string name = host;
-  if (!name.empty() && name[0] == '[')
-    name = name.substr(0, name.find(']') + 1);
-  else
-    name = name.substr(0, name.find(':'));
+  const size_t end = !host.empty() && host[0] == '[' ? host.find(']') + 1 : host.find(':');
+  const std::string name = host.substr(0, end);
+  const std::string port = end == std::string::npos ? "" : host.substr(end);
+  if (!port.empty() &&
+      (port[0] != ':' || port.find_first_not_of("0123456789", 1) != std::string::npos))
+    return false;
   if (name == "localhost" || name == "[::1]") return true;
   return name.rfind("127.", 0) == 0 && name.find_first_not_of("0123456789.") == std::string::npos;
 }
@@ -139,9 +140,10 @@ void RefuseCrossSite(const AccessControl& access, const httplib::Request& req) {
                               "no Origin header");
   }
   if (!access.enabled() && !host.empty() && !LoopbackHost(host))
-    throw ApiError(403, "this server has no tokens, so it answers only requests addressed to "
-                        "the loopback (Host localhost, 127.0.0.1 or [::1]), not \"" +
-                            host.substr(0, 100) + "\"; start it with --tokens to serve others");
+    throw ApiError(403,
+                   "this server has no tokens, so it answers only requests addressed to "
+                   "the loopback (Host localhost, 127.0.0.1 or [::1]), not \"" +
+                       host.substr(0, 100) + "\"; start it with --tokens to serve others");
 }
 
 // The user or admin the request's token names; agents' tokens are for the agent API only.
@@ -163,8 +165,8 @@ Caller AgentCaller(const AccessControl& access, const httplib::Request& req) {
   // An agent token acts for its own node only: one node's token cannot end, or write the logs
   // of, jobs on another.
   if (caller.agent && req.matches.size() > 1 && req.matches[1].str() != caller.user)
-    throw ApiError(403, "this agent token is node " + caller.user.substr(0, 80) +
-                            "'s; node " + req.matches[1].str().substr(0, 80) +
+    throw ApiError(403, "this agent token is node " + caller.user.substr(0, 80) + "'s; node " +
+                            req.matches[1].str().substr(0, 80) +
                             " needs its own (a tokens file line with user: " +
                             req.matches[1].str().substr(0, 80) + ", kind: agent)");
   return caller;
@@ -314,7 +316,6 @@ const char* LogContentType(bool frames) {
 
 // A job's output from `offset` as it comes, until the job has ended and all of it is sent
 // (as frames: protocol/log_frames.h).
-
 void StreamLogs(httplib::Server& server, ControlPlane& plane, int64_t id, int64_t offset,
                 bool frames, std::atomic<int>& watches, httplib::Response& res) {
   auto next = std::make_shared<int64_t>(offset);

@@ -54,7 +54,7 @@ class LogStore {
   // Records where `text`, about to be appended to a log of `size` bytes, switches stream.
   void AddSwitches(int64_t job, int64_t size, const std::string& text,
                    const StderrSpans& stderr_spans);  // mu_ held
-  void LoadCursors(int64_t job);  // mu_ held
+  void LoadCursors(int64_t job);                      // mu_ held
 
   const std::string dir_;
   mutable std::mutex mu_;

@@ -36,6 +36,8 @@ grep -q "cross-origin request refused" "$TMP/cors.json" || fail "the refusal: $(
   "http://$addr/v1/jobs")" = 403 ] || fail "a foreign Host should be refused: $(cat "$TMP/host.json")"
 grep -q "answers only requests addressed to the loopback" "$TMP/host.json" ||
   fail "the refusal: $(cat "$TMP/host.json")"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: 127.0.0.1:${addr##*:}.evil.example" \
+  "http://$addr/v1/jobs")" = 403 ] || fail "a loopback Host with more after its port should be refused"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Origin: http://$addr" "http://$addr/v1/jobs")" = 200 ] ||
   fail "a same-origin request should be answered"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: localhost:${addr##*:}" "http://$addr/v1/jobs")" = 200 ] ||
