@@ -67,7 +67,8 @@ void PrintCells(const Json& j, Level stop) {
 
 struct CellsArgs {
   std::string cluster, vcs, depth = "node";
-  bool json = false, server = false;
+  std::string format = "table";
+  bool server = false;
 };
 
 void RunCells(const CellsArgs& a) {
@@ -88,7 +89,7 @@ void RunCells(const CellsArgs& a) {
     if (!alloc->error().empty()) throw ConfigError(alloc->error());
     report = CellsReport(cluster, *alloc);
   }
-  if (a.json)
+  if (a.format == "json")
     std::cout << JsonText(report) << "\n";
   else
     PrintCells(report, stop);
@@ -110,7 +111,7 @@ void AddCellsCommand(CLI::App& app) {
       ->excludes(cluster)
       ->excludes(vcs);
   cmd->add_option("--depth", a->depth, "Deepest level the text tree shows (default node)");
-  cmd->add_flag("--json", a->json, "Print JSON");
+  AddFormatOption(*cmd, &a->format);
   cmd->callback([a] { RunCells(*a); });
 }
 

@@ -97,8 +97,19 @@ namespace {
 
 // CallServer's request, returning a 2xx answer as it came, sent with `headers`: for answers
 // that are not JSON.
-httplib::Response CallServerAnswer(const std::string& method, const std::string& path,
-                                   const std::string& body, const httplib::Headers& headers = {}) {
+// A request's answer, or why there is none: `exit_code` 2 for a refusal (4xx, `error` is the
+// server's message), 1 for no server or a server error; 0 with a 2xx `response`.
+struct ServerAnswer {
+  httplib::Response response;
+  int exit_code = 0;
+  std::string error;
+};
+
+ServerAnswer AskServer(const std::string& method, const std::string& path, const std::string& body,
+                       const httplib::Headers& headers = {}) {
+  const auto failed = [](int code, std::string message) {
+    return ServerAnswer{httplib::Response(), code, std::move(message)};
+  };
   const ServerAddress server = ServerAddressFromEnv();
   const std::string& addr = server.text;
   const std::unique_ptr<httplib::Client> client = ConnectToServer(server);
@@ -112,34 +123,42 @@ httplib::Response CallServerAnswer(const std::string& method, const std::string&
   const bool timed_out =
       std::chrono::steady_clock::now() - start >= std::chrono::seconds(kAnswerTimeoutS - 1);
   if (!res && res.error() == httplib::Error::SSLServerVerification)
-    Exit(1, "the certificate of the server at " + addr +
-                " is not trusted: set BERTH_CACERT to the CA (or self-signed certificate) "
-                "that signed it");
+    return failed(1, "the certificate of the server at " + addr +
+                         " is not trusted: set BERTH_CACERT to the CA (or self-signed certificate) "
+                         "that signed it");
   if (!res && res.error() == httplib::Error::SSLConnection)
-    Exit(1,
-         "no TLS at " + addr + ": if the server serves plain HTTP, drop https:// from BERTH_ADDR");
+    return failed(1, "no TLS at " + addr +
+                         ": if the server serves plain HTTP, drop https:// from BERTH_ADDR");
   if (!res && res.error() == httplib::Error::Write)
-    Exit(1, "the server at " + addr + " closed the connection while the request was sent");
+    return failed(1, "the server at " + addr + " closed the connection while the request was sent");
   if (!res && res.error() == httplib::Error::Read && timed_out)
-    Exit(1, "the server at " + addr + " did not answer in " + std::to_string(kAnswerTimeoutS) +
-                " s; it may be overloaded");
+    return failed(1, "the server at " + addr + " did not answer in " +
+                         std::to_string(kAnswerTimeoutS) + " s; it may be overloaded");
   if (!res && res.error() == httplib::Error::Read)
-    Exit(1, "the server at " + addr + " closed the connection without an answer (it stopped, " +
-                "or it is not a berth server" +
-                (server.tls ? std::string()
-                            : ", or it serves HTTPS: then set BERTH_ADDR=https://" + addr) +
-                ")");
+    return failed(
+        1, "the server at " + addr + " closed the connection without an answer (it stopped, " +
+               "or it is not a berth server" +
+               (server.tls ? std::string()
+                           : ", or it serves HTTPS: then set BERTH_ADDR=https://" + addr) +
+               ")");
   if (!res)
-    Exit(1, "no server at " + addr + " (" + httplib::to_string(res.error()) +
-                "): start one with `berth up` (or `berth server`), or set BERTH_ADDR");
-  if (res->status >= 200 && res->status < 300) return std::move(*res);
+    return failed(1, "no server at " + addr + " (" + httplib::to_string(res.error()) +
+                         "): start one with `berth up` (or `berth server`), or set BERTH_ADDR");
+  if (res->status >= 200 && res->status < 300) return ServerAnswer{std::move(*res), 0, ""};
   const Json json = Json::parse(res->body, nullptr, false);
   std::string message = json.is_object() && json.contains("error") && json["error"].is_string()
                             ? json["error"].get<std::string>()
                             : res->body;
   if (message.empty())
     message = "HTTP " + std::to_string(res->status) + " from " + addr + "; is it a berth server?";
-  Exit(res->status >= 400 && res->status < 500 ? 2 : 1, message);
+  return failed(res->status >= 400 && res->status < 500 ? 2 : 1, std::move(message));
+}
+
+httplib::Response CallServerAnswer(const std::string& method, const std::string& path,
+                                   const std::string& body, const httplib::Headers& headers = {}) {
+  ServerAnswer answer = AskServer(method, path, body, headers);
+  if (answer.exit_code != 0) Exit(answer.exit_code, answer.error);
+  return std::move(answer.response);
 }
 
 }  // namespace
@@ -156,10 +175,37 @@ Json CallServer(const std::string& method, const std::string& path, const std::s
 
 namespace {
 
+// Empty when `job` reads as a job id.
+std::string JobIdError(const std::string& job) {
+  if (!job.empty() && job.size() <= 19 && job.find_first_not_of("0123456789") == std::string::npos)
+    return "";
+  return "expected a job id (a number, as `berth ps` shows), got \"" + job.substr(0, 40) + "\"";
+}
+
 std::string JobPath(const std::string& job) {
-  if (job.empty() || job.find_first_not_of("0123456789") != std::string::npos)
-    Exit(2, "expected a job id (a number, as `berth ps` shows), got \"" + job + "\"");
+  if (const std::string error = JobIdError(job); !error.empty()) Exit(2, error);
   return "/v1/jobs/" + job;
+}
+
+// `berth stop A B...`, `berth rm A B...`: as docker's, each job in turn, its id printed once
+// done; a job that cannot be is said on standard error and the others still go. The exit code
+// is the worst failure's (2 for a refusal, 1 for no server).
+void ForEachJob(const std::vector<std::string>& jobs, const std::string& method,
+                const std::string& suffix) {
+  int worst = 0, failed = 0;
+  for (const std::string& job : jobs) {
+    ServerAnswer answer{httplib::Response(), 2, JobIdError(job)};
+    if (answer.error.empty()) answer = AskServer(method, "/v1/jobs/" + job + suffix, "");
+    if (answer.exit_code == 0) {
+      std::cout << job << std::endl;
+      continue;
+    }
+    std::cerr << "berth: " << answer.error << std::endl;
+    worst = std::max(worst, answer.exit_code);
+    ++failed;
+  }
+  if (failed > 0)
+    Exit(worst, std::to_string(failed) + " of " + std::to_string(jobs.size()) + " jobs failed");
 }
 
 // "16g", "512m", "1024" (MiB) into MiB.
@@ -435,11 +481,26 @@ void PrintEvent(const Json& e, bool json) {
             << "  " << Text(e["reason"]) << std::endl;
 }
 
+// What a streamed GET gave: the connection's result (an error when it dropped), the status (0
+// when none came), and the server's message when it was not 200.
+struct StreamAnswer {
+  httplib::Result res;
+  int status = 0;
+  std::string error;
+};
+
+// The server's message in a refusal's body, or its status.
+std::string RefusalMessage(const std::string& body, int status) {
+  const Json json = Json::parse(body, nullptr, false);
+  return json.is_object() && json.contains("error") && json["error"].is_string()
+             ? json["error"].get<std::string>()
+             : "HTTP " + std::to_string(status);
+}
+
 // A streamed GET: each chunk of a 200 answer goes to `on_data`; a 4xx ends the process with the
-// server's message (exit 2). Returns what the connection gave (an error when it dropped) and
-// the status (0 when none came).
-std::pair<httplib::Result, int> StreamGet(httplib::Client& client, const std::string& path,
-                                          const std::function<void(const char*, size_t)>& on_data) {
+// server's message (exit 2).
+StreamAnswer StreamGet(httplib::Client& client, const std::string& path,
+                       const std::function<void(const char*, size_t)>& on_data) {
   int status = 0;
   std::string refusal;
   httplib::Result res = client.Get(
@@ -455,12 +516,16 @@ std::pair<httplib::Result, int> StreamGet(httplib::Client& client, const std::st
           refusal.append(data, std::min(size, size_t{4096}));
         return true;
       });
-  if (status >= 400 && status < 500) {
-    const Json body = Json::parse(refusal, nullptr, false);
-    Exit(2, body.is_object() && body.contains("error") ? body["error"].get<std::string>()
-                                                       : "HTTP " + std::to_string(status));
-  }
-  return {std::move(res), status};
+  if (status >= 400 && status < 500) Exit(2, RefusalMessage(refusal, status));
+  return {std::move(res), status, status == 200 ? "" : RefusalMessage(refusal, status)};
+}
+
+// Says once, on standard error, why a watch is not served yet (all the server's watches are
+// taken): a follower that waits should not wait in silence.
+void SayWhyWaiting(const StreamAnswer& answer, bool* said) {
+  if (answer.status < 500 || *said) return;
+  std::cerr << "berth: " << answer.error << "; trying again" << std::endl;
+  *said = true;
 }
 
 // The log from `since`; with -f, a watch that follows it, resumed from the last event seen
@@ -478,11 +543,12 @@ void Events(const EventsArgs& a) {
   const ServerAddress server = ServerAddressFromEnv();
   std::mt19937 jitter(std::random_device{}());
   double pause_s = 0.1;
+  bool said = false;
   for (;;) {
     const std::unique_ptr<httplib::Client> client = ConnectToServer(server);
     client->set_read_timeout(3 * kWatchHeartbeatS);  // the server writes at least this often
     std::string partial;
-    const auto [res, status] =
+    const StreamAnswer answer =
         StreamGet(*client, "/v1/events?watch=1&since=" + std::to_string(last),
                   [&](const char* data, size_t size) {
                     partial.append(data, size);
@@ -497,9 +563,10 @@ void Events(const EventsArgs& a) {
                       pause_s = 0.1;
                     }
                   });
-    if (!res && status == 0 && pause_s >= 5)
-      std::cerr << "berth: no server at " << server.text << " (" << httplib::to_string(res.error())
-                << "); trying again\n";
+    if (!answer.res && answer.status == 0 && pause_s >= 5)
+      std::cerr << "berth: no server at " << server.text << " ("
+                << httplib::to_string(answer.res.error()) << "); trying again\n";
+    SayWhyWaiting(answer, &said);
     std::this_thread::sleep_for(std::chrono::duration<double>(
         pause_s * std::uniform_real_distribution<double>(0.5, 1.5)(jitter)));
     pause_s = std::min(pause_s * 2, 10.0);
@@ -541,20 +608,21 @@ Json FollowLogs(const std::string& job) {
   std::mt19937 jitter(std::random_device{}());
   int64_t offset = 0;
   double pause_s = 0.1;
+  bool said = false;
   for (;;) {
     const std::unique_ptr<httplib::Client> client = ConnectToServer(server);
     // The server writes only when there is output: a long silence is a quiet job, or a server
     // gone without a word, and asking again from the same byte costs nothing.
     client->set_read_timeout(60);
     FrameReader frames = LogWriter(&offset);
-    const int status =
+    const StreamAnswer answer =
         StreamGet(*client, path + "/logs?frames=1&follow=1&offset=" + std::to_string(offset),
                   [&](const char* data, size_t size) {
                     frames.Add(data, size);
                     pause_s = 0.1;
-                  })
-            .second;
-    if (status == 200) {
+                  });
+    SayWhyWaiting(answer, &said);
+    if (answer.status == 200) {
       // The stream ends once the job has, or when the server goes (asked again then); what
       // came after the last chunk is read again.
       const std::unique_ptr<httplib::Client> rest = ConnectToServer(server);
@@ -611,8 +679,14 @@ void AddApplyCommand(CLI::App& parent, const std::string& what, const std::strin
 void AddShowCommand(CLI::App& parent, const std::string& what) {
   auto* show = parent.add_subcommand(
       "show", "Print the " + what + " in force as a file that `" + what + " apply` takes");
-  show->callback([what] {
+  auto format = std::make_shared<std::string>("table");
+  AddFormatOption(*show, format.get());
+  show->callback([what, format] {
     const Json answer = CallServer("GET", "/v1/" + what);
+    if (*format == "json") {
+      std::cout << JsonText(answer) << "\n";
+      return;
+    }
     std::cerr << "berth: the " << what << " in force on " << ServerAddressFromEnv().text << " ("
               << Text(answer["from"]) << ")\n";
     std::cout << Text(answer["yaml"]);
@@ -620,6 +694,11 @@ void AddShowCommand(CLI::App& parent, const std::string& what) {
 }
 
 }  // namespace
+
+void AddFormatOption(CLI::App& verb, std::string* format) {
+  verb.add_option("--format", *format, "json: the server's answer as JSON, for scripts")
+      ->check(CLI::IsMember({"json", "table"}));
+}
 
 void AddClientCommands(CLI::App& app) {
   auto* run = app.add_subcommand("run", "Submit a job to the server (as docker run)");
@@ -696,38 +775,45 @@ void AddClientCommands(CLI::App& app) {
   ps->add_flag("-a,--all", p->all, "Show ended jobs too");
   ps->add_flag("-q,--quiet", p->quiet, "Only ids");
   ps->add_option("--queue", p->queue, "Only this queue's jobs");
-  ps->add_option("--format", p->format, "json")->check(CLI::IsMember({"json", "table"}));
+  AddFormatOption(*ps, &p->format);
   ps->callback([p] { Ps(*p); });
 
   auto* inspect = app.add_subcommand("inspect", "A job in full, with its state changes");
   auto job = std::make_shared<std::string>();
   inspect->add_option("job", *job, "Job id")->required();
-  inspect->callback([job] {
+  auto inspect_format = std::make_shared<std::string>("json");
+  inspect->add_option("--format", *inspect_format, "json (the only form; as docker inspect's)")
+      ->check(CLI::IsMember({"json"}));
+  inspect->callback([job, inspect_format] {  // holds what --format writes to
     Json j = CallServer("GET", JobPath(*job));
     j["events"] = CallServer("GET", JobPath(*job) + "/events?limit=10000")["events"];
     std::cout << JsonText(j) << "\n";
   });
 
-  auto* stop = app.add_subcommand("stop", "Stop a job");
-  stop->add_option("job", *job, "Job id")->required();
-  stop->callback([job] { std::cout << CallServer("POST", JobPath(*job) + "/stop")["id"] << "\n"; });
+  auto jobs = std::make_shared<std::vector<std::string>>();
+  auto* stop = app.add_subcommand("stop", "Stop jobs");
+  stop->add_option("job", *jobs, "Job ids")->required();
+  stop->callback([jobs] { ForEachJob(*jobs, "POST", "/stop"); });
 
-  auto* rm = app.add_subcommand("rm", "Forget an ended job");
-  rm->add_option("job", *job, "Job id")->required();
-  rm->callback([job] {
-    CallServer("DELETE", JobPath(*job));
-    std::cout << *job << "\n";
-  });
+  auto* rm = app.add_subcommand("rm", "Forget ended jobs");
+  rm->add_option("job", *jobs, "Job ids")->required();
+  rm->callback([jobs] { ForEachJob(*jobs, "DELETE", ""); });
 
   auto* queues = app.add_subcommand("queues", "Queues: guarantee, fair share and usage");
   queues->require_subcommand(0, 1);
   AddApplyCommand(*queues, "queues", "Replace the queues with a VC file's (admins)");
   AddShowCommand(*queues, "queues");
-  queues->callback([queues] {
+  auto queues_format = std::make_shared<std::string>("table");
+  AddFormatOption(*queues, queues_format.get());
+  queues->callback([queues, queues_format] {
     if (queues->got_subcommand("apply") || queues->got_subcommand("show")) return;
+    const Json answer = CallServer("GET", "/v1/queues");
+    if (*queues_format == "json") {
+      std::cout << JsonText(answer) << "\n";
+      return;
+    }
     TextTable table(
         {"QUEUE", "WEIGHT", "GUARANTEE", "FAIR SHARE", "USAGE", "BORROWED", "PENDING", "RUNNING"});
-    const Json answer = CallServer("GET", "/v1/queues");
     for (const Json& q : answer["queues"])
       table.Add({Text(q["name"]), Text(q["weight"]), Text(q["guaranteeGpus"]),
                  Text(q["fairShareGpus"]), Text(q["usageGpus"]), Text(q["borrowedGpus"]),
@@ -742,7 +828,7 @@ void AddClientCommands(CLI::App& app) {
 
   auto* nodes = app.add_subcommand("nodes", "Nodes, their free GPUs and their agents");
   auto nodes_format = std::make_shared<std::string>("table");
-  nodes->add_option("--format", *nodes_format, "json")->check(CLI::IsMember({"json", "table"}));
+  AddFormatOption(*nodes, nodes_format.get());
   nodes->callback([nodes_format] {
     const Json answer = CallServer("GET", "/v1/nodes");
     if (*nodes_format == "json") {
@@ -791,8 +877,7 @@ void AddClientCommands(CLI::App& app) {
   events->add_flag("-f,--follow", e->follow, "Keep printing events as they happen");
   events->add_option("--since", e->since, "Only events after this number")
       ->check(CLI::Range(int64_t{0}, INT64_MAX));
-  events->add_option("--format", e->format, "json: one JSON event per line")
-      ->check(CLI::IsMember({"json", "table"}));
+  AddFormatOption(*events, &e->format);
   events->callback([e] { Events(*e); });
 }
 

@@ -83,6 +83,10 @@ std::unique_ptr<httplib::Client> ConnectToServer(const ServerAddress& server);
 nlohmann::json CallServer(const std::string& method, const std::string& path,
                           const std::string& body = "");
 
+// `--format json|table` on a verb that prints what the server holds: json prints the server's
+// answer as it is (for scripts), table (the default) the view for people.
+void AddFormatOption(CLI::App& verb, std::string* format);
+
 // `j` as indented text. Input files are checked to be UTF-8, but a file name need not be: its
 // stray bytes become U+FFFD instead of an exception.
 inline std::string JsonText(const nlohmann::json& j) {

@@ -1,7 +1,7 @@
 // `berth top`: a live view of the cluster in the terminal, as top shows processes: each node's
 // GPUs as a row of cells (held, free, bad), and each queue's usage against its fair share and
 // guarantee. It redraws every --interval seconds until interrupted; --once draws one frame
-// (scripts, tests).
+// (scripts, tests), and --format json prints once what a frame is drawn from.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,6 +21,7 @@ namespace {
 using Json = nlohmann::json;
 
 struct TopArgs {
+  std::string format = "table";
   bool once = false;
   double interval_s = 2;
 };
@@ -66,7 +67,7 @@ std::string Frame() {
   for (const Json& n : nodes)
     out << std::left << std::setw(static_cast<int>(name_width) + 2) << n["name"].get<std::string>()
         << n["gpuMap"].get<std::string>() << (n["cordoned"].get<bool>() ? "  cordoned" : "")
-        << "\n";
+        << (n["simulated"].get<bool>() ? "  simulated GPUs" : "") << "\n";
   out << "\n"
       << std::left << std::setw(static_cast<int>(name_width) + 2) << "QUEUE"
       << "USAGE (| fair share) of the cluster   USED / FAIR / GUARANTEED   PENDING\n";
@@ -88,7 +89,14 @@ void AddTopCommand(CLI::App& app) {
   top->add_option("--interval", a->interval_s, "Seconds between frames")
       ->check(CLI::Range(0.2, 3600.0))
       ->capture_default_str();
+  AddFormatOption(*top, &a->format);
   top->callback([a] {
+    if (a->format == "json") {
+      const Json view = {{"nodes", CallServer("GET", "/v1/nodes")["nodes"]},
+                         {"queues", CallServer("GET", "/v1/queues")["queues"]}};
+      std::cout << JsonText(view) << "\n";
+      return;
+    }
     for (;;) {
       const std::string frame = Frame();  // fetched before the screen is cleared: no flicker
       if (a->once) {

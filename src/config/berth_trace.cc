@@ -416,6 +416,12 @@ class TraceParser {
     if (const YAML::Node volumes = g["volumes"]) ParseVolumes(volumes, field("volumes"), group);
     if (const YAML::Node shm = g["shmSize"])
       group->shm_bytes = ShmBytes(shm, field("shmSize"), *group);
+    // Last, so that a group's other mistakes are named first. A trace's jobs run nowhere; a
+    // submitted job runs a container.
+    if (submission_ && group->image.empty())
+      r_.Fail(g, path,
+              "missing required field \"image\": the container image the job runs, e.g. "
+              "\"image: pytorch:2.3\"");
   }
 
   // `volumes`: "HOST:CONTAINER", "HOST:CONTAINER:ro" or ":rw". Whether the server allows the

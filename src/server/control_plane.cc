@@ -246,6 +246,11 @@ void ControlPlane::Touch(Job& job) {
   if (now_on == job.nodes && token == job.placement) return;
   std::set<int> changed = job.nodes;
   changed.insert(now_on.begin(), now_on.end());
+  // Adopted while stopping (a restart, a reload): its nodes are told again, and their agents'
+  // reports of it count once they have acted on that (ReportOn).
+  if (stopping_.count(id))
+    for (int n : NodesOf(job.stored.placements))
+      if (!job.node_version.count(n)) changed.insert(n);
   for (int n : changed) {
     job.node_version[n] = ++agents_[n].version;
     if (now_on.count(n))
@@ -343,12 +348,19 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
   // Guaranteed work is adopted before borrowed work (the allocator binds guarantee cells as it
   // adopts), and placed jobs before pending ones take GPUs.
   std::vector<Job> placed_guaranteed, placed_borrowed, waiting;
+  const auto keep_ended = [&out](Job& ended) {
+    ++out.ended;
+    out.jobs.emplace(ended.stored.id, std::move(ended));
+  };
   for (StoredJob& s : stored) {
     Job job;
     job.stored = std::move(s);
-    if (Ended(job.stored.state)) {
-      ++out.ended;
-      out.jobs.emplace(job.stored.id, std::move(job));
+    // Stopped or preempted while its containers still stopped: its GPUs stay held until they
+    // are gone, as before, so that nothing starts on them meanwhile.
+    const bool stopping = (job.stored.state == "stopped" || job.stored.state == "preempted") &&
+                          !job.stored.placements.empty();
+    if (Ended(job.stored.state) && !stopping) {
+      keep_ended(job);
       continue;
     }
     try {
@@ -362,6 +374,11 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
         throw ConfigError(why);
       if (const std::string why = WhyMountsRefused(job.spec); !why.empty()) throw ConfigError(why);
     } catch (const ConfigError& e) {
+      if (Ended(job.stored.state)) {  // stopped: nothing of it is asked any more
+        job.stored.placements.clear();
+        keep_ended(job);
+        continue;
+      }
       ++out.failed;
       Record(job, "failed",
              when +
@@ -372,7 +389,7 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
       out.jobs.emplace(job.stored.id, std::move(job));
       continue;
     }
-    if (Placed(job.stored.state)) {
+    if (Placed(job.stored.state) || stopping) {
       job.borrowed =
           nlohmann::json::parse(job.stored.placements, nullptr, false).value("borrowed", false);
       (job.borrowed ? placed_borrowed : placed_guaranteed).push_back(std::move(job));
@@ -388,16 +405,28 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
         job.engine_id = out.engine->Adopt(job.spec, *placements, job.borrowed, job.stored.submitted,
                                           job.stored.updated, &why);
         if (job.engine_id >= 0) {
-          ++out.adopted;
-          Touch(job);  // its agents are handed it again
+          if (Placed(job.stored.state)) {
+            ++out.adopted;
+          } else {
+            out.engine->Stopping(job.engine_id, now, job.stored.reason);
+            ++out.stopping;
+          }
+          Touch(job);  // its agents are handed it again (or told again to stop it)
           job.adopted = true;
           out.by_engine_id[job.engine_id] = job.stored.id;
           out.jobs.emplace(job.stored.id, std::move(job));
           continue;
         }
       }
-      ++out.lost;
       job.stored.placements.clear();
+      if (!Placed(job.stored.state)) {  // stopping, and what held its GPUs is gone
+        if (Ended(job.stored.state))
+          keep_ended(job);
+        else
+          waiting.push_back(std::move(job));
+        continue;
+      }
+      ++out.lost;
       Record(job, "lost", when + " its GPUs could not be taken again: " + why, &out.writes);
       waiting.push_back(std::move(job));
     }
@@ -449,6 +478,9 @@ void ControlPlane::Recover() {
                       std::to_string(loaded.failed) + " failed (no longer runnable here), " +
                       std::to_string(loaded.ended) + " ended; " +
                       count(cordoned.size(), "node", "nodes") + " cordoned";
+  if (loaded.stopping > 0)
+    recovery_summary_ += "; " + count(loaded.stopping, "stopped job", "stopped jobs") +
+                         " still holding GPUs until their containers stop";
   for (const auto& [name, left] : left_out_)
     if (left.cordoned) recovery_summary_ += " (and node " + name + " when it joins again)";
   if (!loaded.writes.empty()) store_->Wait(store_->Enqueue(std::move(loaded.writes)));
@@ -503,7 +535,8 @@ std::string ControlPlane::Reload(const std::function<void(Rules&)>& change, cons
                             " jobs as they are, so nothing was changed" + jobs +
                             "; stop those jobs first, or keep what they need");
   }
-  const int queued = static_cast<int>(loaded.jobs.size()) - loaded.ended - loaded.adopted;
+  const int queued =
+      static_cast<int>(loaded.jobs.size()) - loaded.ended - loaded.adopted - loaded.stopping;
   const std::string reason = label + " applied" + (by.empty() ? "" : " by " + by) + ": " +
                              std::to_string(loaded.adopted) + " placed jobs kept at their GPUs, " +
                              std::to_string(queued) + " pending jobs queued again";
@@ -1632,11 +1665,12 @@ bool ControlPlane::StoppedEverywhere(const Job& job) const {
   const auto placements = ParsePlacements(job.stored.placements);
   if (!placements) return true;
   // Every replica reported ended, or on a node that is lost or has no agent (nothing runs it
-  // there).
+  // there; an agent expected back after a restart may still run it).
   for (size_t i = 0; i < placements->size(); ++i) {
     const auto r = job.replicas.find(static_cast<int>(i));
     const AgentNode& there = agents_[(*placements)[i].node];
-    if ((r == job.replicas.end() || Live(r->second)) && there.registered && !there.lost)
+    if ((r == job.replicas.end() || Live(r->second)) && (there.registered || there.expected) &&
+        !there.lost)
       return false;
   }
   return true;

@@ -310,13 +310,15 @@ class ControlPlane {
     std::map<int64_t, Job> jobs;
     std::map<int, int64_t> by_engine_id;
     int adopted = 0, lost = 0, failed = 0, ended = 0;
+    int stopping = 0;  // stopped or preempted, held at their GPUs until their containers stop
     // The jobs not kept as they were (failed, lost and queued again), recorded on them.
     std::vector<StoreWrite> writes;
   };
   // Ended jobs are kept as they are; placed ones adopted at exactly their GPUs (guaranteed
-  // before borrowed); the rest, and placed ones whose GPUs cannot be taken again (lost),
-  // queued. A job whose spec the rules refuse fails. `cordoned`: node indices. `when` starts
-  // the reasons recorded ("after a restart").
+  // before borrowed), and so are stopped and preempted ones whose containers were still
+  // stopping (held until they are gone, then ended or queued again); the rest, and placed ones
+  // whose GPUs cannot be taken again (lost), queued. A job whose spec the rules refuse fails.
+  // `cordoned`: node indices. `when` starts the reasons recorded ("after a restart").
   Loaded Load(const Rules& rules, std::vector<StoredJob> stored, const std::vector<int>& cordoned,
               const std::string& when);
   void Recover();

@@ -274,7 +274,7 @@ EventsQuery EventsParams(const httplib::Request& req) {
 // `since`, until the client goes or the server stops. An empty line every few seconds of
 // quiet finds a client that has gone without a word, and frees its worker.
 void StreamEvents(httplib::Server& server, ControlPlane& plane, const Caller& caller, int64_t since,
-                  std::atomic<int>& watches, httplib::Response& res) {
+                  WatchSlots& watches, httplib::Response& res) {
   auto last = std::make_shared<int64_t>(since);
   auto quiet = std::make_shared<int>(0);
   res.set_chunked_content_provider(
@@ -294,7 +294,7 @@ void StreamEvents(httplib::Server& server, ControlPlane& plane, const Caller& ca
         *quiet = 0;
         return sink.write(lines.data(), lines.size());
       },
-      [&watches](bool) { --watches; });
+      [&watches, user = caller.user](bool) { watches.Give(user); });
 }
 
 // A protocol message's JSON, or ApiError 400 naming what is wrong.
@@ -317,7 +317,7 @@ const char* LogContentType(bool frames) {
 // A job's output from `offset` as it comes, until the job has ended and all of it is sent
 // (as frames: protocol/log_frames.h).
 void StreamLogs(httplib::Server& server, ControlPlane& plane, int64_t id, int64_t offset,
-                bool frames, std::atomic<int>& watches, httplib::Response& res) {
+                bool frames, const Caller& caller, WatchSlots& watches, httplib::Response& res) {
   auto next = std::make_shared<int64_t>(offset);
   res.set_chunked_content_provider(
       LogContentType(frames),
@@ -352,15 +352,7 @@ void StreamLogs(httplib::Server& server, ControlPlane& plane, int64_t id, int64_
         }
         return sink.write(text.data(), text.size());
       },
-      [&watches](bool) { --watches; });
-}
-
-// Takes one of the bounded watches (events and log follows), or ApiError 503.
-void TakeWatch(std::atomic<int>& watches) {
-  if (++watches > kMaxWatches) {
-    --watches;
-    throw ApiError(503, "already " + std::to_string(kMaxWatches) + " watches; try again later");
-  }
+      [&watches, user = caller.user](bool) { watches.Give(user); });
 }
 
 // The job, when the caller may see it; another user's job is not found, as if it did not exist.
@@ -372,6 +364,28 @@ StoredJob VisibleJob(const ControlPlane& plane, const Caller& caller, int64_t id
 
 }  // namespace
 
+void WatchSlots::Take(const std::string& user) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto held = by_user_.find(user);
+  if (held != by_user_.end() && held->second >= kMaxWatchesPerUser)
+    throw ApiError(429,
+                   "user " + user + " already holds " + std::to_string(kMaxWatchesPerUser) +
+                       " watches (log follows and event watches), a user's most; end one " +
+                       "(a `berth logs -f`, `berth run` in the foreground, `berth events -f`)");
+  if (taken_ >= kMaxWatches)
+    throw ApiError(503, "already " + std::to_string(kMaxWatches) + " watches; try again later");
+  ++taken_;
+  if (!user.empty()) ++by_user_[user];
+}
+
+void WatchSlots::Give(const std::string& user) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --taken_;
+  if (user.empty()) return;
+  if (const auto it = by_user_.find(user); it != by_user_.end() && --it->second <= 0)
+    by_user_.erase(it);
+}
+
 ApiContext::ApiContext(ControlPlane& plane, const AccessControl& access)
     : plane(plane), access(access) {
   DeclareRequestMetrics(requests);
@@ -379,7 +393,7 @@ ApiContext::ApiContext(ControlPlane& plane, const AccessControl& access)
 
 void AddApiRoutes(httplib::Server& server, ApiContext& api) {
   ControlPlane& plane = api.plane;
-  std::atomic<int>& watches = api.watches;
+  WatchSlots& watches = api.watches;
   // Every request is timed for the metrics, and its answer restarts the connection's deadline.
   server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     NoteRequestStart();
@@ -536,7 +550,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                if (query.watch) {
                  // Each watch holds a worker while it lasts: bounded, so that watchers cannot
                  // take every worker from the other requests.
-                 TakeWatch(watches);
+                 watches.Take(caller.user);
                  StreamEvents(server, plane, caller, query.since, watches, res);
                  return;
                }
@@ -587,8 +601,8 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
         }
         const int64_t id = VisibleJob(plane, caller, JobId(req)).id;
         if (follow) {
-          TakeWatch(watches);
-          StreamLogs(server, plane, id, offset, frames, watches, res);
+          watches.Take(caller.user);
+          StreamLogs(server, plane, id, offset, frames, caller, watches, res);
           return;
         }
         int64_t next = offset;

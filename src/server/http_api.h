@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "server/access.h"
@@ -20,8 +22,25 @@ namespace berth {
 constexpr size_t kMaxRequestBytes = 1 << 20;  // a job spec
 constexpr size_t kMaxListLimit = 10000;       // jobs or events per page
 constexpr int kMaxWatches = 32;               // event watches at once, each holding a worker
+constexpr int kMaxWatchesPerUser = 8;         // of them, held by one token's user
 constexpr int kWatchHeartbeatS = 5;           // an empty line after this long without events
 constexpr int kMaxAssignmentWaitS = 30;       // an agent's watch of its assignments
+
+// The bounded watches (event watches and log follows), each holding a worker while it lasts:
+// kMaxWatches in all, and kMaxWatchesPerUser for one user of a token, so that one user's
+// terminals cannot take every watch from the others. Callers without a user (a server without
+// tokens, where every caller is a trusted admin) share the whole.
+class WatchSlots {
+ public:
+  // One for `user`; ApiError 429 when the user holds their share, 503 when all are taken.
+  void Take(const std::string& user);
+  void Give(const std::string& user);
+
+ private:
+  std::mutex mu_;
+  int taken_ = 0;
+  std::map<std::string, int> by_user_;
+};
 
 // What the routes share across requests; the server keeps it for as long as it serves.
 struct ApiContext {
@@ -29,7 +48,7 @@ struct ApiContext {
   ControlPlane& plane;
   const AccessControl& access;          // names the caller of each route but healthz and readyz
   RequestDeadline* deadline = nullptr;  // told when each request is handled and answered
-  std::atomic<int> watches{0};          // event watches and log follows in progress
+  WatchSlots watches;
   std::atomic<int> assignment_watches{0};
   int max_assignment_watches = 0;  // one a node; the server has a worker for each
   MetricsRegistry requests;        // the API's request durations, for GET /metrics

@@ -100,7 +100,9 @@ cpus_of() { _dk inspect -f '{{.HostConfig.CpusetCpus}}' "$c"; }
 _dk update --cpuset-cpus 1 "$c" > /dev/null
 back_to_both() { [[ "$(cpus_of)" =~ ^(0-1|0,1)$ ]]; }
 wait_for 5 "the agent rebinding job ${low[0]}'s container to CPUs 0-1" back_to_both
-grep -qE "CPUs 1, NUMA nodes [0-9,-]+ -> CPUs 0-1" "$TMP/agent-$cnode.log" || fail "the agent did not say it rebound: $(cat "$TMP/agent-$cnode.log")"
+# The agent logs the move after the engine made it: wait for the line too.
+said_rebound() { grep -qE "CPUs 1, NUMA nodes [0-9,-]+ -> CPUs 0-1" "$TMP/agent-$cnode.log"; }
+wait_for 5 "the agent saying it rebound job ${low[0]}'s container" said_rebound
 
 echo "fleet: part 3" >&2
 # 3. Preemption: a job of higher priority takes a node; its victim gets SIGTERM and stops within

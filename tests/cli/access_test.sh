@@ -82,7 +82,7 @@ b1=$(as "$bob" run -d --queue other --gpus 1 trainer:1)
 [ "$(as "$bob" inspect "$b1" | jq -r .user)" = bob ] || fail "bob's job: $(as "$root" ps)"
 BERTH_TOKEN=$alice expect_exit2 'queue: alice may not submit to queue "other"; the tokens file allows: research' \
   run -d --queue other --gpus 1 trainer:1
-printf 'queue: research\nuser: bob\ngpus: 1\n' > "$TMP/as-bob.yaml"
+printf 'queue: research\nuser: bob\ngpus: 1\nimage: x\n' > "$TMP/as-bob.yaml"
 BERTH_TOKEN=$alice expect_exit2 "user: the token is alice's, and a job cannot be submitted as \"bob\"" \
   run -d -f "$TMP/as-bob.yaml"
 

@@ -31,7 +31,7 @@ cat > "$TMP/gold.yaml" <<'EOT'
 name: gold
 priorityClasses: {prod: 1000, default: 100, opportunistic: -1, gold: 500}
 EOT
-printf 'priorityClass: gold\ngpus: 8\n' > "$TMP/gold-job.yaml"
+printf 'priorityClass: gold\ngpus: 8\nimage: x\n' > "$TMP/gold-job.yaml"
 BERTH_TOKEN=$alice expect_exit2 'priorityClass: unknown class "gold"' run -d -f "$TMP/gold-job.yaml"
 
 # Only an admin applies; a mistake names the file and its line, and the server's own check
@@ -71,7 +71,7 @@ expect_exit2 "the new policy would not keep 1 jobs as they are, so nothing was c
 [ "$("$BERTH" inspect "$gold" | jq -r .state)" = scheduled ] || fail "the gold job changed"
 
 # The cells as the server holds them: 16 of 32 GPUs used, two nodes whole.
-"$BERTH" cells --server --json > "$TMP/cells.json"
+"$BERTH" cells --server --format json > "$TMP/cells.json"
 [ "$(json_get "$TMP/cells.json" '.tree.used')" = 16 ] || fail "cells: $(cat "$TMP/cells.json")"
 [ "$(json_get "$TMP/cells.json" '.types[] | select(.level == "node") | .used')" = 2 ] ||
   fail "used nodes: $(cat "$TMP/cells.json")"
@@ -79,7 +79,7 @@ expect_exit2 "the new policy would not keep 1 jobs as they are, so nothing was c
   fail "cells --server: $("$BERTH" cells --server)"
 as_alice cells --server > /dev/null || fail "any user sees the cells"
 expect_exit2 "--cluster excludes --server" cells --server --cluster examples/dgx-a100.yaml
-"$BERTH" cells --cluster examples/scenarios/clusters/dgx-4.yaml --json > "$TMP/offline.json"
+"$BERTH" cells --cluster examples/scenarios/clusters/dgx-4.yaml --format json > "$TMP/offline.json"
 [ "$(json_get "$TMP/offline.json" '.tree.used')" = 0 ] || fail "offline cells hold nothing"
 
 # Queues: a queue with jobs stays; guarantees the cluster cannot give are refused.

@@ -24,6 +24,15 @@ top=$("$BERTH" top --once)
 grep -qE '^dgx-[0-3] +########$' <<<"$top" || fail "top shows no full node: $top"
 [ "$(grep -cE '^dgx-[0-3] +\.{8}$' <<<"$top")" = 3 ] || fail "top: the other nodes: $top"
 grep -qE '^default +\[#{8}[|-]*\] +8\.0 / ' <<<"$top" || fail "top: the queue's usage: $top"
+# --format json on every verb that shows the server's state: its answer, for scripts.
+[ "$("$BERTH" queues --format json | jq -r '.queues[] | select(.name == "default") | .usageGpus')" = 8 ] ||
+  fail "queues --format json: $("$BERTH" queues --format json)"
+[ "$("$BERTH" top --format json | jq -r '[.nodes[].gpuMap] | sort | join(",")')" = \
+  "########,........,........,........" ] || fail "top --format json: $("$BERTH" top --format json)"
+[ "$("$BERTH" policy show --format json | jq -r '.yaml | length > 0')" = true ] ||
+  fail "policy show --format json: $("$BERTH" policy show --format json)"
+[ "$("$BERTH" inspect 1 --format json | jq -r .state)" = scheduled ] || fail "inspect --format json"
+expect_exit2 "--format" queues --format yaml
 
 # A browser's cross-site request, or one through a name rebound to the loopback, is refused:
 # without tokens every caller is an admin.
@@ -105,12 +114,22 @@ id=$("$BERTH" run -d -e A=1 -e B=2 --gpu-model A100-80GB trainer:1 sh -c 'echo h
   fail "run -e/--gpu-model: $("$BERTH" inspect "$id")"
 "$BERTH" stop "$id" > /dev/null
 
-[ "$("$BERTH" stop 1)" = 1 ] || fail "stop prints the id"
-[ "$("$BERTH" inspect 1 | jq -r .state)" = stopped ] || fail "stop: $("$BERTH" inspect 1)"
+# Several jobs at once, as docker's stop and rm: one that cannot be is said, the rest still go.
+other=$("$BERTH" run -d --gpus 1 trainer:1 sleep 1)
+set +e
+out=$("$BERTH" stop 1 99 x "$other" 2> "$TMP/stop.err")
+code=$?
+set -e
+[ "$code" = 2 ] || fail "stop with an unknown job should exit 2, exited $code"
+[ "$out" = "$(printf '1\n%s' "$other")" ] || fail "stop prints the stopped ids: $out"
+grep -q "no job 99" "$TMP/stop.err" && grep -q 'expected a job id.*"x"' "$TMP/stop.err" &&
+  grep -q "2 of 4 jobs failed" "$TMP/stop.err" || fail "stop's errors: $(cat "$TMP/stop.err")"
+for j in 1 "$other"; do
+  [ "$("$BERTH" inspect "$j" | jq -r .state)" = stopped ] || fail "stop: $("$BERTH" inspect "$j")"
+done
 out=$("$BERTH" ps -q)  # a failing ps fails the test here (set -e), it does not pass the check
 [ -z "$out" ] || fail "ps lists a stopped job without -a: $out"
-"$BERTH" rm 1 > /dev/null
-"$BERTH" rm "$id" > /dev/null
+[ "$("$BERTH" rm 1 "$id" "$other" | tr '\n' ' ')" = "1 $id $other " ] || fail "rm prints the ids"
 out=$("$BERTH" ps -a -q)
 [ -z "$out" ] || fail "rm left the job: $out"
 

@@ -294,13 +294,13 @@ shmSize: 1g
            {"100k", 102400},
            {"7b", 7},
            {"2t", int64_t{2} << 40}})  // the largest node's memory
-    EXPECT_EQ(Submission("shmSize: " + size + "\n").groups[0].shm_bytes, bytes) << size;
-  EXPECT_EQ(Submission("gpus: 1\n").groups[0].shm_bytes, 0);  // the runtime's default
+    EXPECT_EQ(Submission("image: x\nshmSize: " + size + "\n").groups[0].shm_bytes, bytes) << size;
+  EXPECT_EQ(Submission("image: x\ngpus: 1\n").groups[0].shm_bytes, 0);  // the runtime's default
 
   // Each group has its own.
   const JobSpec groups = Submission(R"(groups:
-  - {gpus: 1, volumes: ["/data:/data"], shmSize: 64m}
-  - {cpuMilli: 1000}
+  - {gpus: 1, image: x, volumes: ["/data:/data"], shmSize: 64m}
+  - {cpuMilli: 1000, image: y}
 )");
   EXPECT_EQ(groups.groups[0].mounts.size(), 1u);
   EXPECT_EQ(groups.groups[0].shm_bytes, int64_t{64} << 20);
@@ -343,8 +343,9 @@ TEST(JobSubmissionTest, BadVolumesNameTheVolumeAndItsLine) {
   for (int i = 0; i < 33; ++i) many += (i ? ", " : "") + std::string("/a:/b") + std::to_string(i);
   EXPECT_TRUE(SubmissionFailsAt("gpus: 1\nvolumes: [" + many + "]\n", "volumes",
                                 {"volumes: 33 volumes, more than the limit of 32"}));
-  EXPECT_TRUE(SubmissionFailsAt("groups:\n  - {gpus: 1}\n  - {gpus: 1, volumes: [a:/b]}\n", "a:/b",
-                                {"groups[1].volumes[0]: the host path is not absolute"}));
+  EXPECT_TRUE(
+      SubmissionFailsAt("groups:\n  - {gpus: 1, image: x}\n  - {gpus: 1, volumes: [a:/b]}\n",
+                        "a:/b", {"groups[1].volumes[0]: the host path is not absolute"}));
   EXPECT_TRUE(SubmissionFailsAt("volumes: [/a:/b]\ngroups:\n  - {gpus: 1}\n", "volumes",
                                 {"volumes: the job has groups: give volumes in each group"}));
 }
@@ -364,14 +365,16 @@ TEST(JobSubmissionTest, BadShmSizes) {
   EXPECT_TRUE(SubmissionFailsAt(
       "gpus: 1\nmemoryMiB: 1024\nshmSize: 2g\n", "shmSize",
       {"shmSize: \"2g\" is more than the group's memoryMiB (1024)", "raise memoryMiB"}));
-  EXPECT_EQ(Submission("memoryMiB: 1024\nshmSize: 1g\n").groups[0].shm_bytes, int64_t{1} << 30);
+  EXPECT_EQ(Submission("image: x\nmemoryMiB: 1024\nshmSize: 1g\n").groups[0].shm_bytes,
+            int64_t{1} << 30);
 }
 
 // Arguments and variables are any text a program can take: escapes and other control
 // characters pass, a NUL (which would cut the string short) does not.
 TEST(JobSubmissionTest, ANulInACommandOrVariableIsRefused) {
   const JobSpec ok = Submission(
-      "{\"gpus\": 1, \"command\": [\"printf\", \"\\u001b[31mred\\t\"], \"env\": {\"A\": "
+      "{\"gpus\": 1, \"image\": \"x\", \"command\": [\"printf\", \"\\u001b[31mred\\t\"], \"env\": "
+      "{\"A\": "
       "\"x\\ny\"}}");
   EXPECT_EQ(ok.groups.size(), 1u);
   EXPECT_TRUE(SubmissionFailsAt("gpus: 1\ncommand: [sh, \"a\\0b\"]\n", "command",
@@ -412,6 +415,10 @@ TEST(JobSubmissionTest, WhatBerthNeverGrantsIsRefusedByName) {
     EXPECT_TRUE(SubmissionFailsAt(grouped, field, {"groups[0]." + message})) << field;
   }
   // Even beside a field that is wrong in another way, the refusal says what it is.
+  // A submitted job names the image it runs, each group its own.
+  EXPECT_TRUE(SubmissionFailsAt("gpus: 1\n", "gpus", {"missing required field \"image\""}));
+  EXPECT_TRUE(SubmissionFailsAt("groups:\n  - {gpus: 1, image: x}\n  - {gpus: 1}\n", "- {gpus: 1}",
+                                {"groups[1]: missing required field \"image\""}));
   EXPECT_TRUE(SubmissionFailsAt("colour: red\nprivileged: true\n", "privileged",
                                 {"privileged: berth does not run privileged containers"}));
   // A trace describes no containers: there it is only an unknown field.

@@ -506,7 +506,7 @@ TEST_F(ControlPlaneAgentTest, VersionsGrowOnlyWithTheNodesOwnSet) {
   Open(Dgx(2));
   const uint64_t v0 = Register("dgx-0");
   const uint64_t w0 = Register("dgx-1");
-  const int64_t a = plane_->Submit(R"({"gpus": 8})");
+  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();
   const std::string node = NodeOf(a);
   ASSERT_FALSE(node.empty());
@@ -550,7 +550,7 @@ TEST_F(ControlPlaneAgentTest, AWatchWaitsForAChangeOrItsWait) {
       std::async(std::launch::async, [&] { return plane_->Assignments("dgx-0", v, 60); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   started = Clock::now();
-  const int64_t id = plane_->Submit(R"({"gpus": 2})");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 2})");
   plane_->Cycle();
   ASSERT_EQ(watch.wait_for(std::chrono::seconds(20)), std::future_status::ready);
   EXPECT_LT(Clock::now() - started, std::chrono::seconds(20));
@@ -565,7 +565,7 @@ TEST_F(ControlPlaneAgentTest, AWatchWaitsForAChangeOrItsWait) {
 TEST_F(ControlPlaneAgentTest, ReportsMoveAJobThroughStartingAndRunningToSuccess) {
   Open(Dgx(1));
   Register("dgx-0");
-  const int64_t id = plane_->Submit(R"({"gpus": 2, "replicas": 2})");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 2, "replicas": 2})");
   plane_->Cycle();
   ASSERT_EQ(State(id), "scheduled");
   const AssignmentSet set = Set("dgx-0");
@@ -603,7 +603,7 @@ TEST_F(ControlPlaneAgentTest, ReportsMoveAJobThroughStartingAndRunningToSuccess)
 TEST_F(ControlPlaneAgentTest, ANonZeroExitFailsTheJobWithItsCode) {
   Open(Dgx(1));
   Register("dgx-0");
-  const int64_t id = plane_->Submit(R"({"gpus": 8})");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();
   const AssignmentSet set = Set("dgx-0");
   ASSERT_EQ(set.assignments.size(), 1u);
@@ -619,7 +619,7 @@ TEST_F(ControlPlaneAgentTest, ANonZeroExitFailsTheJobWithItsCode) {
   EXPECT_TRUE(Has(job.reason, "exited with code 3")) << job.reason;
   EXPECT_EQ(plane_->Nodes()[0].free_gpus, 8);
   // Its GPUs go to the next job.
-  const int64_t next = plane_->Submit(R"({"gpus": 8})");
+  const int64_t next = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();
   EXPECT_EQ(State(next), "scheduled");
 }
@@ -659,7 +659,7 @@ TEST_F(ControlPlaneAgentTest, AFailedStartIsRetriedWithANewPlacementAndFailsTheT
 TEST_F(ControlPlaneAgentTest, AStartThatWorksResetsTheFailureCount) {
   Open(Dgx(1));
   Register("dgx-0");
-  const int64_t id = plane_->Submit(R"({"gpus": 1})");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 1})");
   for (int attempt = 1; attempt <= 2; ++attempt) {
     now_ += 400;
     plane_->Cycle();
@@ -686,7 +686,7 @@ TEST_F(ControlPlaneAgentTest, AStartThatWorksResetsTheFailureCount) {
 TEST_F(ControlPlaneAgentTest, AStoppedJobHoldsItsGpusUntilItsContainersAreGone) {
   Open(Dgx(1));
   Register("dgx-0");
-  const int64_t id = plane_->Submit(R"({"gpus": 8})");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();
   ReportAll("dgx-0", "running");
   ASSERT_EQ(State(id), "running");
@@ -694,7 +694,7 @@ TEST_F(ControlPlaneAgentTest, AStoppedJobHoldsItsGpusUntilItsContainersAreGone) 
   plane_->Stop(id);
   EXPECT_EQ(State(id), "stopped");
   EXPECT_TRUE(Of("dgx-0", id).empty());  // the agent is told to stop it
-  const int64_t next = plane_->Submit(R"({"gpus": 8})");
+  const int64_t next = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();
   EXPECT_EQ(State(next), "pending");
   // Still running, as of the version that took it away: still held.
@@ -715,16 +715,52 @@ TEST_F(ControlPlaneAgentTest, AStoppedJobHoldsItsGpusUntilItsContainersAreGone) 
   EXPECT_EQ(State(id), "stopped");
   // A job stopped before its node's agent ever ran it, or with no agent, frees at once.
   plane_->Stop(next);
-  const int64_t third = plane_->Submit(R"({"gpus": 8})");
+  const int64_t third = plane_->Submit(R"({"image": "x", "gpus": 8})");
   ReportNone("dgx-0", Set("dgx-0").version);
   plane_->Cycle();
   EXPECT_EQ(State(third), "scheduled");
 }
 
+// Across a restart too: a stopped job whose containers were still stopping holds its GPUs
+// until the agent, back, reports them gone (a preempted one: ARestartWhileAJobStops...).
+TEST_F(ControlPlaneAgentTest, AJobStillStoppingAtARestartHoldsItsGpusUntilItsContainersAreGone) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  const Assignment a = Of("dgx-0", id).at(0);
+  plane_->Stop(id);
+  now_ += 1;
+  Open(Dgx(1));  // the server restarts while it still stops
+  EXPECT_TRUE(Has(plane_->recovery_summary(), "1 stopped job still holding GPUs"))
+      << plane_->recovery_summary();
+  const int64_t next = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  EXPECT_EQ(State(next), "pending");
+  std::string message;
+  EXPECT_EQ(Status([&] { plane_->Remove(id); }, &message), 409) << message;
+  Register("dgx-0");
+  EXPECT_TRUE(Of("dgx-0", id).empty());  // the agent is told to stop it
+  AgentReport still;
+  still.applied_version = Set("dgx-0").version;
+  still.containers = {Container(a, "running")};
+  plane_->Report("dgx-0", still);
+  plane_->Cycle();
+  EXPECT_EQ(State(next), "pending");
+  EXPECT_EQ(plane_->Nodes()[0].free_gpus, 0);
+  // Gone: it stays stopped, and the GPUs go to the next job.
+  ReportNone("dgx-0", Set("dgx-0").version);
+  plane_->Cycle();
+  EXPECT_EQ(State(id), "stopped");
+  EXPECT_EQ(State(next), "scheduled");
+  EXPECT_EQ(Status([&] { plane_->Remove(id); }, &message), 200) << message;
+}
+
 TEST_F(ControlPlaneAgentTest, AContainerMissingFromAnActedOnVersionIsLost) {
   Open(Dgx(1));
   Register("dgx-0");
-  const int64_t id = plane_->Submit(R"({"gpus": 4})");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 4})");
   plane_->Cycle();
   const uint64_t version = Set("dgx-0").version;
   const std::string token = Of("dgx-0", id).at(0).placement;
@@ -766,14 +802,15 @@ TEST_F(ControlPlaneAgentTest, AContainerMissingFromAnActedOnVersionIsLost) {
 TEST_F(ControlPlaneAgentTest, APreemptedJobKeepsItsGpusUntilItsAgentStopsIt) {
   Open(Dgx(1));
   Register("dgx-0");
-  const int64_t victim = plane_->Submit(R"({"gpus": 8, "priority": 1, "gracePeriodSeconds": 30})");
+  const int64_t victim =
+      plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1, "gracePeriodSeconds": 30})");
   plane_->Cycle();
   ReportAll("dgx-0", "running");
   ASSERT_EQ(State(victim), "running");
   const Assignment old = Of("dgx-0", victim).at(0);
   const uint64_t before_stop = Set("dgx-0").version;
 
-  const int64_t preemptor = plane_->Submit(R"({"gpus": 8, "priority": 1000})");
+  const int64_t preemptor = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1000})");
   for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
     now_ += 1;
     plane_->Cycle();
@@ -875,9 +912,9 @@ TEST_F(ControlPlaneAgentTest, ANodeAJobWaitsToLandOnPullsItsImageAhead) {
 
 TEST_F(ControlPlaneAgentTest, WithoutAnAgentAPreemptedJobStopsAtOnce) {
   Open(Dgx(1));  // no agent on dgx-0: nothing runs there
-  const int64_t victim = plane_->Submit(R"({"gpus": 8, "priority": 1})");
+  const int64_t victim = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1})");
   plane_->Cycle();
-  const int64_t preemptor = plane_->Submit(R"({"gpus": 8, "priority": 1000})");
+  const int64_t preemptor = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1000})");
   for (int i = 0; i < 3 && State(preemptor) != "scheduled"; ++i) {
     now_ += 1;
     plane_->Cycle();
@@ -893,11 +930,13 @@ TEST_F(ControlPlaneAgentTest, WithoutAnAgentAPreemptedJobStopsAtOnce) {
 TEST_F(ControlPlaneAgentTest, APreemptedJobOverANodeWithoutAnAgentStopsWhenItsAgentSaysSo) {
   Open(Dgx(2));
   Register("dgx-0");  // dgx-1 has none
-  const int64_t victim = plane_->Submit(R"({"gpus": 8, "replicas": 2, "priority": 1})");
+  const int64_t victim =
+      plane_->Submit(R"({"image": "x", "gpus": 8, "replicas": 2, "priority": 1})");
   plane_->Cycle();
   ASSERT_EQ(Of("dgx-0", victim).size(), 1u);
   ReportAll("dgx-0", "running");
-  const int64_t preemptor = plane_->Submit(R"({"gpus": 8, "replicas": 2, "priority": 1000})");
+  const int64_t preemptor =
+      plane_->Submit(R"({"image": "x", "gpus": 8, "replicas": 2, "priority": 1000})");
   for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
     now_ += 1;
     plane_->Cycle();
@@ -916,13 +955,13 @@ TEST_F(ControlPlaneAgentTest, ASilentAgentsNodeIsCordonedThenLostAndItsJobsMove)
   Open(Dgx(2), 15, 120);
   Register("dgx-0");
   Register("dgx-1");
-  const int64_t a = plane_->Submit(R"({"gpus": 4})");
+  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 4})");
   plane_->Cycle();
   const std::string silent = NodeOf(a);
   ASSERT_FALSE(silent.empty());
   const int x = silent == "dgx-0" ? 0 : 1, y = 1 - x;
   const std::string alive = plane_->cluster()->nodes[y].name;
-  const int64_t filler = plane_->Submit(R"({"gpus": 8})");  // the other node is full
+  const int64_t filler = plane_->Submit(R"({"image": "x", "gpus": 8})");  // the other node is full
   plane_->Cycle();
   ASSERT_EQ(NodeOf(filler), alive);
   ReportAll(silent, "running");
@@ -948,7 +987,8 @@ TEST_F(ControlPlaneAgentTest, ASilentAgentsNodeIsCordonedThenLostAndItsJobsMove)
   EXPECT_TRUE(plane_->Nodes()[x].cordoned);
   EXPECT_FALSE(plane_->Nodes()[y].cordoned);
   EXPECT_EQ(State(a), "running");
-  const int64_t b = plane_->Submit(R"({"gpus": 1})");  // fits only on the cordoned node
+  const int64_t b =
+      plane_->Submit(R"({"image": "x", "gpus": 1})");  // fits only on the cordoned node
   for (int i = 0; i < 3; ++i) {
     now_ += 1;
     ReportAll(alive, "running");
@@ -999,7 +1039,7 @@ TEST_F(ControlPlaneAgentTest, ASilentAgentsNodeIsCordonedThenLostAndItsJobsMove)
   EXPECT_FALSE(plane_->Agents()[x].lost);
   EXPECT_FALSE(plane_->Nodes()[x].cordoned);
   EXPECT_EQ(State(a), "scheduled");
-  const int64_t c = plane_->Submit(R"({"gpus": 8})");
+  const int64_t c = plane_->Submit(R"({"image": "x", "gpus": 8})");
   ReportAll(alive, "running");
   plane_->Cycle();
   EXPECT_EQ(NodeOf(c), silent);
@@ -1015,7 +1055,7 @@ TEST_F(ControlPlaneAgentTest, RegisteringAgainBringsAnUnhealthyNodeBack) {
   Register("dgx-0");
   EXPECT_FALSE(plane_->Agents()[0].unhealthy);
   EXPECT_FALSE(plane_->Nodes()[0].cordoned);
-  const int64_t id = plane_->Submit(R"({"gpus": 1})");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 1})");
   plane_->Cycle();
   EXPECT_EQ(State(id), "scheduled");
 }
@@ -1063,8 +1103,8 @@ TEST_F(ControlPlaneAgentTest, ARestartAdoptsRunningJobsWithTheirPlacements) {
   Open(Dgx(2));
   Register("dgx-0");
   Register("dgx-1");
-  const int64_t a = plane_->Submit(R"({"gpus": 8})");
-  const int64_t b = plane_->Submit(R"({"gpus": 8})");
+  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  const int64_t b = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();
   ReportAll("dgx-0", "running");
   ReportAll("dgx-1", "running");
@@ -1112,13 +1152,15 @@ TEST_F(ControlPlaneAgentTest, ARestartAdoptsRunningJobsWithTheirPlacements) {
   EXPECT_EQ(State(a), "succeeded");
 }
 
-TEST_F(ControlPlaneAgentTest, ARestartWhileAJobStopsQueuesIt) {
+// A victim still stopping at a restart holds its GPUs until its containers are gone, then waits
+// again, and its preemptor starts.
+TEST_F(ControlPlaneAgentTest, ARestartWhileAJobStopsQueuesItOnceItsContainersAreGone) {
   Open(Dgx(1));
   Register("dgx-0");
-  const int64_t victim = plane_->Submit(R"({"gpus": 8, "priority": 1})");
+  const int64_t victim = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1})");
   plane_->Cycle();
   ReportAll("dgx-0", "running");
-  const int64_t preemptor = plane_->Submit(R"({"gpus": 8, "priority": 1000})");
+  const int64_t preemptor = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1000})");
   for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
     now_ += 1;
     plane_->Cycle();
@@ -1126,10 +1168,16 @@ TEST_F(ControlPlaneAgentTest, ARestartWhileAJobStopsQueuesIt) {
   ASSERT_EQ(State(victim), "preempted");
   now_ += 1;
   Open(Dgx(1));
-  EXPECT_EQ(State(victim), "pending");
+  EXPECT_EQ(State(victim), "preempted");
   Register("dgx-0");
   now_ += 1;
   plane_->Cycle();
+  EXPECT_EQ(State(preemptor), "pending");
+  EXPECT_EQ(plane_->Nodes()[0].free_gpus, 0);
+  ReportNone("dgx-0", Set("dgx-0").version);
+  now_ += 1;
+  plane_->Cycle();
+  EXPECT_EQ(State(victim), "pending");
   EXPECT_EQ(State(preemptor), "scheduled");
   EXPECT_EQ(Of("dgx-0", preemptor).size(), 1u);
   EXPECT_TRUE(Of("dgx-0", victim).empty());
@@ -1141,7 +1189,7 @@ TEST_F(ControlPlaneAgentTest, LogsOfTheJobsPlacementAreKept) {
   Open(Dgx(2));
   Register("dgx-0");
   Register("dgx-1");
-  const int64_t id = plane_->Submit(R"({"gpus": 8})");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();
   const std::string node = NodeOf(id);
   ASSERT_FALSE(node.empty());

@@ -135,7 +135,7 @@ TEST_F(ControlPlaneTest, AJobOnACordonedNodeIsAdoptedAfterARestart) {
 
 TEST_F(ControlPlaneTest, ASubmittedJobIsPlacedAndKeptAcrossARestart) {
   const int64_t a = plane_->Submit(R"({"name": "train", "gpus": 8, "image": "busybox"})");
-  const int64_t b = plane_->Submit("gpus: 2\nreplicas: 2\nuser: ann\n");  // YAML too
+  const int64_t b = plane_->Submit("image: x\ngpus: 2\nreplicas: 2\nuser: ann\n");  // YAML too
   EXPECT_EQ(plane_->Get(a).state, "pending");
   plane_->Cycle();
   const StoredJob placed = plane_->Get(a);
@@ -154,7 +154,7 @@ TEST_F(ControlPlaneTest, ASubmittedJobIsPlacedAndKeptAcrossARestart) {
   EXPECT_EQ(plane_->Get(a).placements, placed.placements);
   EXPECT_EQ(FreeGpus(), free_before);  // the same GPUs are held, not placed again
   // Ids go on after the highest kept one.
-  EXPECT_EQ(plane_->Submit(R"({"gpus": 1})"), 3);
+  EXPECT_EQ(plane_->Submit(R"({"image": "x", "gpus": 1})"), 3);
   const std::vector<StoredEvent> events = plane_->Events(a).events;
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].state, "pending");
@@ -163,12 +163,12 @@ TEST_F(ControlPlaneTest, ASubmittedJobIsPlacedAndKeptAcrossARestart) {
 
 TEST_F(ControlPlaneTest, PendingJobsKeepTheirAgeAcrossARestart) {
   Open(1);
-  const int64_t busy = plane_->Submit(R"({"gpus": 8, "priority": 1000})");
+  const int64_t busy = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1000})");
   plane_->Cycle();
   ASSERT_EQ(plane_->Get(busy).state, "scheduled");
-  const int64_t old = plane_->Submit(R"({"gpus": 8, "priority": 0})");
+  const int64_t old = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 0})");
   now_ += 10 * 3600;  // ten hours of aging: 100 points, the cap
-  const int64_t young = plane_->Submit(R"({"gpus": 8, "priority": 50})");
+  const int64_t young = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 50})");
   plane_->Cycle();
   Open(1);  // a restart
   plane_->Stop(busy);
@@ -179,8 +179,8 @@ TEST_F(ControlPlaneTest, PendingJobsKeepTheirAgeAcrossARestart) {
 }
 
 TEST_F(ControlPlaneTest, AJobWhoseNodeIsGoneAfterARestartIsLostAndQueuedAgain) {
-  const int64_t a = plane_->Submit(R"({"gpus": 8})");
-  const int64_t b = plane_->Submit(R"({"gpus": 8})");
+  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  const int64_t b = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();
   ASSERT_EQ(plane_->Get(a).state, "scheduled");
   ASSERT_EQ(plane_->Get(b).state, "scheduled");
@@ -204,19 +204,28 @@ TEST_F(ControlPlaneTest, AJobWhoseNodeIsGoneAfterARestartIsLostAndQueuedAgain) {
 
 TEST_F(ControlPlaneTest, BadSpecsAreRefusedNamingTheField) {
   std::string message;
-  EXPECT_EQ(ApiStatus(R"({"gpus": 0})", &message), 400);
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 0})", &message), 400);
   EXPECT_NE(message.find("gpus: expected an integer from 1"), std::string::npos) << message;
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "colour": "red"})", &message), 400);
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "colour": "red"})", &message), 400);
   EXPECT_NE(message.find("unknown field \"colour\""), std::string::npos) << message;
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "queue": "nope"})", &message), 400);
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "queue": "nope"})", &message), 400);
   EXPECT_NE(message.find("unknown queue \"nope\""), std::string::npos) << message;
-  EXPECT_EQ(ApiStatus(R"({"gpus": 9})", &message), 400);
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 9})", &message), 400);
   EXPECT_NE(message.find("no node of this cluster can ever hold it"), std::string::npos) << message;
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "submit": 5})", &message), 400);  // a trace's field
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "command": "sleep 1"})", &message), 400);
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "submit": 5})", &message),
+            400);  // a trace's field
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "command": "sleep 1"})", &message), 400);
   EXPECT_NE(message.find("command: expected a list"), std::string::npos) << message;
   EXPECT_EQ(ApiStatus("{", &message), 400);
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "command": ["sleep", "1"], "env": {"A": "1"}})", &message),
+  // A submitted job runs a container: without an image it could only fail on its node.
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1})", &message), 400);
+  EXPECT_NE(message.find("missing required field \"image\": the container image the job runs"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(ApiStatus(R"({"groups": [{"gpus": 1, "image": "x"}, {"gpus": 1}]})", &message), 400);
+  EXPECT_NE(message.find("groups[1]"), std::string::npos) << message;
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "command": ["sleep", "1"], "env": {"A": "1"}})",
+                      &message),
             201);
   // Nothing refused was kept.
   EXPECT_EQ(plane_->List({}).size(), 1u);
@@ -226,15 +235,15 @@ TEST_F(ControlPlaneTest, BadSpecsAreRefusedNamingTheField) {
 TEST_F(ControlPlaneTest, WhatTheEngineRefusesIsA400) {
   Open(1, {{"small", 1, 4, {}}});
   std::string message;
-  EXPECT_EQ(ApiStatus(R"({"gpus": 8, "queue": "small"})", &message), 400);
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 8, "queue": "small"})", &message), 400);
   EXPECT_NE(message.find("cap: queue small may hold at most 4 GPUs"), std::string::npos) << message;
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "priorityClass": "gold"})", &message), 400);
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "priorityClass": "gold"})", &message), 400);
   EXPECT_NE(message.find("priorityClass: unknown class \"gold\""), std::string::npos) << message;
-  EXPECT_EQ(ApiStatus(R"({"gpus": 4, "queue": "small"})", &message), 201);
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 4, "queue": "small"})", &message), 201);
 }
 
 TEST_F(ControlPlaneTest, StopAndRemove) {
-  const int64_t a = plane_->Submit(R"({"gpus": 8})");
+  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();
   try {
     plane_->Remove(a);
@@ -261,10 +270,10 @@ TEST_F(ControlPlaneTest, AGuaranteeReclaimsFromABorrowerAndTheBorrowerWaitsAgain
   node.cell_type = "s/node";
   node.count = 1;
   Open(1, {{"owner", 1, -1, {node}}, {"other", 1, -1, {}}});
-  const int64_t borrower = plane_->Submit(R"({"gpus": 8, "queue": "other"})");
+  const int64_t borrower = plane_->Submit(R"({"image": "x", "gpus": 8, "queue": "other"})");
   plane_->Cycle();
   ASSERT_EQ(plane_->Get(borrower).state, "scheduled");
-  const int64_t owner = plane_->Submit(R"({"gpus": 8, "queue": "owner"})");
+  const int64_t owner = plane_->Submit(R"({"image": "x", "gpus": 8, "queue": "owner"})");
   for (int i = 0; i < 3; ++i) plane_->Cycle();
   EXPECT_EQ(plane_->Get(owner).state, "scheduled");
   EXPECT_EQ(plane_->Get(borrower).state, "pending");
@@ -277,9 +286,11 @@ TEST_F(ControlPlaneTest, ACallersJobIsItsOwnAndGoesOnlyToItsQueues) {
   Open(2, {{"research", 1, -1, {}}, {"other", 1, -1, {}}});
   const Caller alice{"alice", false, false, {"research"}};
   // The token names the user; the spec need not.
-  const int64_t a = plane_->Submit(R"({"gpus": 1, "queue": "research"})", alice);
+  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 1, "queue": "research"})", alice);
   EXPECT_EQ(plane_->Get(a).user, "alice");
-  EXPECT_EQ(plane_->Submit(R"({"gpus": 1, "queue": "research", "user": "alice"})", alice), a + 1);
+  EXPECT_EQ(
+      plane_->Submit(R"({"image": "x", "gpus": 1, "queue": "research", "user": "alice"})", alice),
+      a + 1);
   const auto status = [&](const std::string& body, std::string* message) {
     try {
       plane_->Submit(body, alice);
@@ -290,12 +301,13 @@ TEST_F(ControlPlaneTest, ACallersJobIsItsOwnAndGoesOnlyToItsQueues) {
     return 201;
   };
   std::string message;
-  EXPECT_EQ(status(R"({"gpus": 1, "queue": "other"})", &message), 403);
+  EXPECT_EQ(status(R"({"image": "x", "gpus": 1, "queue": "other"})", &message), 403);
   EXPECT_NE(message.find("alice may not submit to queue \"other\"; the tokens file allows: "
                          "research"),
             std::string::npos)
       << message;
-  EXPECT_EQ(status(R"({"gpus": 1, "queue": "research", "user": "bob"})", &message), 403);
+  EXPECT_EQ(status(R"({"image": "x", "gpus": 1, "queue": "research", "user": "bob"})", &message),
+            403);
   EXPECT_NE(message.find("cannot be submitted as \"bob\""), std::string::npos) << message;
   EXPECT_EQ(plane_->List(JobFilter()).size(), 2u);  // nothing kept of the refusals
   // A restart keeps the user, though the stored spec never named it.
@@ -307,7 +319,7 @@ TEST_F(ControlPlaneTest, ACallersJobIsItsOwnAndGoesOnlyToItsQueues) {
 // A drained node's job waits again and lands on the other node; the cordon outlives a restart
 // and is in the event log; uncordon opens the node again.
 TEST_F(ControlPlaneTest, ADrainEvictsAndTheCordonIsKept) {
-  const int64_t a = plane_->Submit(R"({"gpus": 8})");
+  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();
   const std::string first = plane_->Get(a).placements;
   const std::string node = first.find("dgx-0") != std::string::npos ? "dgx-0" : "dgx-1";
@@ -321,7 +333,7 @@ TEST_F(ControlPlaneTest, ADrainEvictsAndTheCordonIsKept) {
   const int n = node == "dgx-0" ? 0 : 1;
   EXPECT_TRUE(plane_->Nodes()[n].cordoned);
   EXPECT_FALSE(plane_->Nodes()[1 - n].cordoned);
-  const int64_t b = plane_->Submit(R"({"gpus": 8})");
+  const int64_t b = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();
   EXPECT_EQ(plane_->Get(b).state, "pending");  // the only free node is cordoned
   plane_->NodeAction(node, "uncordon");
@@ -348,7 +360,7 @@ TEST_F(ControlPlaneTest, ADrainEvictsAndTheCordonIsKept) {
 
 TEST_F(ControlPlaneTest, ListFiltersAndPages) {
   for (int i = 0; i < 5; ++i)
-    plane_->Submit(R"({"gpus": 1, "user": "u)" + std::to_string(i % 2) + "\"}");
+    plane_->Submit(R"({"image": "x", "gpus": 1, "user": "u)" + std::to_string(i % 2) + "\"}");
   JobFilter filter;
   filter.user = "u1";
   EXPECT_EQ(plane_->List(filter).size(), 2u);
@@ -365,19 +377,19 @@ TEST_F(ControlPlaneTest, ListFiltersAndPages) {
 // --allow-mount), component by component.
 TEST_F(ControlPlaneTest, VolumesMountOnlyWhatTheAdminAllows) {
   std::string message;
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "volumes": ["/data/x:/x"]})", &message), 403);
+  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "image": "x", "volumes": ["/data/x:/x"]})", &message), 403);
   EXPECT_NE(message.find("volumes: \"/data/x:/x\": this server allows no host paths (its admin "
                          "allows directories with berth server --allow-mount DIR)"),
             std::string::npos)
       << message;
 
   Open(2, {}, {"/data", "/scratch/shared"});
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "volumes": ["/data/x:/x:ro", "/data:/all",
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "volumes": ["/data/x:/x:ro", "/data:/all",
                                                   "/scratch/shared/a/b:/s"]})",
                       &message),
             201)
       << message;
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "volumes": ["/database:/x"]})", &message), 403);
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "volumes": ["/database:/x"]})", &message), 403);
   EXPECT_NE(message.find("volumes: \"/database:/x\": the host path /database is not under a "
                          "directory this server allows (berth server --allow-mount): /data, "
                          "/scratch/shared; mount from under one of them"),
@@ -385,14 +397,15 @@ TEST_F(ControlPlaneTest, VolumesMountOnlyWhatTheAdminAllows) {
       << message;
   for (const std::string refused :
        {"/etc:/etc", "/scratch:/s", "/scratch/sharedx:/s", "/:/host", "/dat:/d"}) {
-    EXPECT_EQ(ApiStatus(R"({"gpus": 1, "volumes": [")" + refused + "\"]}", &message), 403)
+    EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "volumes": [")" + refused + "\"]}", &message),
+              403)
         << refused;
     EXPECT_NE(message.find("is not under a directory this server allows"), std::string::npos)
         << message;
   }
   // Every group's volumes are checked, the read-only ones too.
-  EXPECT_EQ(ApiStatus(R"({"groups": [{"gpus": 1, "volumes": ["/data:/d"]},
-                                     {"gpus": 1, "volumes": ["/home/u:/h:ro"]}]})",
+  EXPECT_EQ(ApiStatus(R"({"groups": [{"gpus": 1, "image": "x", "volumes": ["/data:/d"]},
+                                     {"gpus": 1, "image": "x", "volumes": ["/home/u:/h:ro"]}]})",
                       &message),
             403);
   EXPECT_NE(message.find("\"/home/u:/h:ro\""), std::string::npos) << message;
@@ -403,9 +416,10 @@ TEST_F(ControlPlaneTest, VolumesMountOnlyWhatTheAdminAllows) {
 // list no longer allows is failed with the reason, never run with it.
 TEST_F(ControlPlaneTest, ARestartWithANarrowerAllowListFailsTheJobWithTheReason) {
   Open(2, {}, {"/data", "/models"});
-  const int64_t a = plane_->Submit(R"({"gpus": 8, "volumes": ["/models/llama:/m:ro"]})");
-  const int64_t b = plane_->Submit(R"({"gpus": 8, "volumes": ["/data/b:/b"]})");
-  const int64_t c = plane_->Submit(R"({"gpus": 8, "volumes": ["/models:/m"]})");
+  const int64_t a =
+      plane_->Submit(R"({"image": "x", "gpus": 8, "volumes": ["/models/llama:/m:ro"]})");
+  const int64_t b = plane_->Submit(R"({"image": "x", "gpus": 8, "volumes": ["/data/b:/b"]})");
+  const int64_t c = plane_->Submit(R"({"image": "x", "gpus": 8, "volumes": ["/models:/m"]})");
   plane_->Cycle();
   ASSERT_EQ(plane_->Get(a).state, "scheduled");
   ASSERT_EQ(plane_->Get(b).state, "scheduled");
@@ -443,15 +457,15 @@ constexpr const char* kGoldPolicy =
 // defines is usable at once, and the event log says who applied what.
 TEST_F(ControlPlaneTest, AReloadKeepsPlacedJobsAtTheirGpusAndPendingJobsPending) {
   Open(1);
-  const int64_t placed = plane_->Submit(R"({"gpus": 4})");
+  const int64_t placed = plane_->Submit(R"({"image": "x", "gpus": 4})");
   plane_->Cycle();
-  const int64_t waiting = plane_->Submit(R"({"gpus": 8})");
+  const int64_t waiting = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();
   const StoredJob before = plane_->Get(placed);
   ASSERT_EQ(before.state, "scheduled");
   ASSERT_EQ(plane_->Get(waiting).state, "pending");
   std::string message;
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "priorityClass": "gold"})", &message), 400);
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "priorityClass": "gold"})", &message), 400);
 
   const std::string reason = plane_->ApplyPolicy(kGoldPolicy, "root");
   EXPECT_EQ(reason,
@@ -463,7 +477,7 @@ TEST_F(ControlPlaneTest, AReloadKeepsPlacedJobsAtTheirGpusAndPendingJobsPending)
   EXPECT_EQ(FreeGpus(), std::vector<int>{4});
   plane_->Cycle();
   EXPECT_EQ(plane_->Get(waiting).state, "pending");  // 8 do not fit beside the 4 held
-  const int64_t gold = plane_->Submit(R"({"gpus": 1, "priorityClass": "gold"})");
+  const int64_t gold = plane_->Submit(R"({"image": "x", "gpus": 1, "priorityClass": "gold"})");
   plane_->Stop(gold);
   plane_->Stop(placed);
   plane_->Cycle();
@@ -478,7 +492,7 @@ TEST_F(ControlPlaneTest, AReloadKeepsPlacedJobsAtTheirGpusAndPendingJobsPending)
 // jobs, the policy in force and the stored one stay as they were.
 TEST_F(ControlPlaneTest, ABadPolicyChangesNothing) {
   plane_->ApplyPolicy(kGoldPolicy, "root");
-  const int64_t gold = plane_->Submit(R"({"gpus": 8, "priorityClass": "gold"})");
+  const int64_t gold = plane_->Submit(R"({"image": "x", "gpus": 8, "priorityClass": "gold"})");
   plane_->Cycle();
   const StoredJob before = plane_->Get(gold);
   ASSERT_EQ(before.state, "scheduled");
@@ -496,10 +510,12 @@ TEST_F(ControlPlaneTest, ABadPolicyChangesNothing) {
   EXPECT_NE(message.find("priorityClass: unknown class \"gold\""), std::string::npos) << message;
   EXPECT_EQ(plane_->Get(gold).state, "scheduled");
   EXPECT_EQ(plane_->Get(gold).updated, before.updated);
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "priorityClass": "gold"})", &message), 201) << message;
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "priorityClass": "gold"})", &message), 201)
+      << message;
   Open(2);  // the stored policy is still the one applied last
   EXPECT_EQ(plane_->Get(gold).state, "scheduled");
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "priorityClass": "gold"})", &message), 201) << message;
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "priorityClass": "gold"})", &message), 201)
+      << message;
 }
 
 TEST_F(ControlPlaneTest, TheAppliedPolicyAndQueuesSurviveARestart) {
@@ -512,7 +528,8 @@ TEST_F(ControlPlaneTest, TheAppliedPolicyAndQueuesSurviveARestart) {
             std::string::npos)
       << plane_->recovery_summary();
   std::string message;
-  EXPECT_EQ(ApiStatus(R"({"gpus": 1, "priorityClass": "gold", "queue": "research"})", &message),
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "priorityClass": "gold", "queue": "research"})",
+                      &message),
             201)
       << message;
   std::vector<std::string> queues;
@@ -552,7 +569,7 @@ TEST_F(ControlPlaneTest, TheRulesInForceAreFilesThatApplyTakesBack) {
 
 TEST_F(ControlPlaneTest, AQueueWithJobsCannotBeRemoved) {
   Open(1, {{"research", 1, -1, {}}});
-  const int64_t job = plane_->Submit(R"({"gpus": 1, "queue": "research"})");
+  const int64_t job = plane_->Submit(R"({"image": "x", "gpus": 1, "queue": "research"})");
   std::string message;
   EXPECT_EQ(Status([&] { plane_->ApplyQueues("virtualClusters:\n  other:\n", "root"); }, &message),
             409);
@@ -583,8 +600,8 @@ TEST_F(ControlPlaneTest, AQueueWithJobsCannotBeRemoved) {
 
 // GET /v1/cells counts the GPUs the jobs hold.
 TEST_F(ControlPlaneTest, CellsCountTheGpusTheJobsHold) {
-  plane_->Submit(R"({"gpus": 8})");
-  plane_->Submit(R"({"gpus": 2})");
+  plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Submit(R"({"image": "x", "gpus": 2})");
   plane_->Cycle();
   const nlohmann::json cells = plane_->Cells();
   EXPECT_EQ(cells["gpus"], 16);

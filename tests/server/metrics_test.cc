@@ -206,8 +206,8 @@ TEST_F(ControlPlaneMetricsTest, AScheduledJobShowsInTheSnapshotAndTheExposition)
   EXPECT_EQ(m.cycle_seconds.count(), 0u);
 
   plane_->Submit(R"({"name": "train", "gpus": 8, "image": "busybox"})");
-  plane_->Submit(R"({"gpus": 1})");
-  plane_->Submit(R"({"gpus": 8})");  // waits: 7 GPUs are left
+  plane_->Submit(R"({"image": "x", "gpus": 1})");
+  plane_->Submit(R"({"image": "x", "gpus": 8})");  // waits: 7 GPUs are left
   plane_->Cycle();
   m = plane_->Metrics();
   EXPECT_EQ(m.jobs["scheduled"], 2);
@@ -249,10 +249,10 @@ TEST_F(ControlPlaneMetricsTest, APreemptionIsCounted) {
   node.cell_type = "s/node";
   node.count = 1;
   Open(1, {{"owner", 1, -1, {node}}, {"other", 1, -1, {}}});
-  plane_->Submit(R"({"gpus": 8, "queue": "other"})");
+  plane_->Submit(R"({"image": "x", "gpus": 8, "queue": "other"})");
   plane_->Cycle();
   EXPECT_EQ(plane_->Metrics().queues[1].borrowed_gpus, 8);
-  plane_->Submit(R"({"gpus": 8, "queue": "owner"})");
+  plane_->Submit(R"({"image": "x", "gpus": 8, "queue": "owner"})");
   for (int i = 0; i < 3; ++i) plane_->Cycle();
   const ControlPlane::MetricsSnapshot m = plane_->Metrics();
   EXPECT_EQ(m.preemptions, 1u);
