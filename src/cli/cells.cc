@@ -32,6 +32,7 @@ void PrintTree(const Json& cell, int depth, Level stop) {
             << cell["type"].get<std::string>() << "): " << Int(cell["free"]) << "/"
             << Int(cell["gpus"]) << " GPUs free";
   if (Int(cell["bad"]) != 0) std::cout << ", " << Int(cell["bad"]) << " bad";
+  if (Int(cell["cordoned"]) != 0) std::cout << ", " << Int(cell["cordoned"]) << " cordoned";
   std::cout << "\n";
   if (LevelOf(cell) <= stop || !cell.contains("children")) return;
   for (const Json& kid : cell["children"]) PrintTree(kid, depth + 1, stop);
@@ -40,17 +41,20 @@ void PrintTree(const Json& cell, int depth, Level stop) {
 void PrintCells(const Json& j, Level stop) {
   std::cout << "cluster " << j["cluster"].get<std::string>() << ": " << Int(j["nodes"])
             << " nodes, " << Int(j["gpus"]) << " GPUs, " << Int(j["racks"]) << " racks\n\n";
-  std::cout << "cell types (free / partly used / used / holding a bad GPU):\n";
+  std::cout << "cell types (free / partly used / used / holding a bad GPU / an idle one of a "
+               "cordoned node):\n";
   std::cout << "  " << std::left << std::setw(40) << "TYPE" << std::setw(9) << "LEVEL" << std::right
             << std::setw(6) << "GPUS" << std::setw(8) << "CELLS" << std::setw(7) << "FREE"
             << std::setw(9) << "PARTIAL" << std::setw(7) << "USED" << std::setw(6) << "BAD"
+            << std::setw(10) << "CORDONED"
             << "\n";
   for (const Json& t : j["types"])
     std::cout << "  " << std::left << std::setw(40) << t["name"].get<std::string>() << std::setw(9)
               << t["level"].get<std::string>() << std::right << std::setw(6)
               << Int(t["gpus_per_cell"]) << std::setw(8) << Int(t["cells"]) << std::setw(7)
               << Int(t["free"]) << std::setw(9) << Int(t["partial"]) << std::setw(7)
-              << Int(t["used"]) << std::setw(6) << Int(t["bad"]) << "\n";
+              << Int(t["used"]) << std::setw(6) << Int(t["bad"]) << std::setw(10)
+              << Int(t["cordoned"]) << "\n";
   std::cout << "\ntree:\n";
   PrintTree(j["tree"], 0, stop);
   if (!j["virtual_clusters"].empty()) {

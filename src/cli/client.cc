@@ -498,9 +498,10 @@ std::string RefusalMessage(const std::string& body, int status) {
 }
 
 // A streamed GET: each chunk of a 200 answer goes to `on_data`; a 4xx ends the process with the
-// server's message (exit 2).
+// server's message (exit 2), then `after_refusal`.
 StreamAnswer StreamGet(httplib::Client& client, const std::string& path,
-                       const std::function<void(const char*, size_t)>& on_data) {
+                       const std::function<void(const char*, size_t)>& on_data,
+                       const std::string& after_refusal = "") {
   int status = 0;
   std::string refusal;
   httplib::Result res = client.Get(
@@ -516,7 +517,7 @@ StreamAnswer StreamGet(httplib::Client& client, const std::string& path,
           refusal.append(data, std::min(size, size_t{4096}));
         return true;
       });
-  if (status >= 400 && status < 500) Exit(2, RefusalMessage(refusal, status));
+  if (status >= 400 && status < 500) Exit(2, RefusalMessage(refusal, status) + after_refusal);
   return {std::move(res), status, status == 200 ? "" : RefusalMessage(refusal, status)};
 }
 
@@ -615,12 +616,13 @@ Json FollowLogs(const std::string& job) {
     // gone without a word, and asking again from the same byte costs nothing.
     client->set_read_timeout(60);
     FrameReader frames = LogWriter(&offset);
-    const StreamAnswer answer =
-        StreamGet(*client, path + "/logs?frames=1&follow=1&offset=" + std::to_string(offset),
-                  [&](const char* data, size_t size) {
-                    frames.Add(data, size);
-                    pause_s = 0.1;
-                  });
+    const StreamAnswer answer = StreamGet(
+        *client, path + "/logs?frames=1&follow=1&offset=" + std::to_string(offset),
+        [&](const char* data, size_t size) {
+          frames.Add(data, size);
+          pause_s = 0.1;
+        },
+        " (job " + job + " goes on; follow it later with `berth logs -f " + job + "`)");
     SayWhyWaiting(answer, &said);
     if (answer.status == 200) {
       // The stream ends once the job has, or when the server goes (asked again then); what
@@ -675,11 +677,12 @@ void AddApplyCommand(CLI::App& parent, const std::string& what, const std::strin
 
 // `berth policy show`, `berth queues show`: the file in force (GET /v1/policy, /v1/queues),
 // byte for byte, as `apply` takes it back; where it came from goes to standard error, so that
-// show and apply round trips leave the file as it is.
-void AddShowCommand(CLI::App& parent, const std::string& what) {
+// show and apply round trips leave the file as it is. `format` may be the parent's --format too
+// (`berth queues --format json show`).
+void AddShowCommand(CLI::App& parent, const std::string& what,
+                    const std::shared_ptr<std::string>& format) {
   auto* show = parent.add_subcommand(
       "show", "Print the " + what + " in force as a file that `" + what + " apply` takes");
-  auto format = std::make_shared<std::string>("table");
   AddFormatOption(*show, format.get());
   show->callback([what, format] {
     const Json answer = CallServer("GET", "/v1/" + what);
@@ -802,8 +805,8 @@ void AddClientCommands(CLI::App& app) {
   auto* queues = app.add_subcommand("queues", "Queues: guarantee, fair share and usage");
   queues->require_subcommand(0, 1);
   AddApplyCommand(*queues, "queues", "Replace the queues with a VC file's (admins)");
-  AddShowCommand(*queues, "queues");
   auto queues_format = std::make_shared<std::string>("table");
+  AddShowCommand(*queues, "queues", queues_format);
   AddFormatOption(*queues, queues_format.get());
   queues->callback([queues, queues_format] {
     if (queues->got_subcommand("apply") || queues->got_subcommand("show")) return;
@@ -824,7 +827,7 @@ void AddClientCommands(CLI::App& app) {
   auto* policy = app.add_subcommand("policy", "The server's scheduling policy");
   policy->require_subcommand(1);
   AddApplyCommand(*policy, "policy", "Replace the policy with a policy file's, jobs kept (admins)");
-  AddShowCommand(*policy, "policy");
+  AddShowCommand(*policy, "policy", std::make_shared<std::string>("table"));
 
   auto* nodes = app.add_subcommand("nodes", "Nodes, their free GPUs and their agents");
   auto nodes_format = std::make_shared<std::string>("table");

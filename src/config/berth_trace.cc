@@ -395,6 +395,12 @@ class TraceParser {
       group->image = Text(i, field("image"), kMaxImage);
       if (const std::string problem = NameProblem(group->image); !problem.empty())
         r_.Fail(i, field("image"), problem);
+      // What the engine would read as something else: a blank, or an option of its own.
+      if (group->image.find_first_of(" \t") != std::string::npos || group->image[0] == '-')
+        r_.Fail(i, field("image"),
+                "\"" + group->image +
+                    "\" is not an image reference; write it as docker run "
+                    "takes it, e.g. \"pytorch:2.3\" or \"registry.example.com/team/trainer:1\"");
     }
     if (const YAML::Node command = g["command"]) {
       const std::string command_path = field("command");
@@ -416,12 +422,6 @@ class TraceParser {
     if (const YAML::Node volumes = g["volumes"]) ParseVolumes(volumes, field("volumes"), group);
     if (const YAML::Node shm = g["shmSize"])
       group->shm_bytes = ShmBytes(shm, field("shmSize"), *group);
-    // Last, so that a group's other mistakes are named first. A trace's jobs run nowhere; a
-    // submitted job runs a container.
-    if (submission_ && group->image.empty())
-      r_.Fail(g, path,
-              "missing required field \"image\": the container image the job runs, e.g. "
-              "\"image: pytorch:2.3\"");
   }
 
   // `volumes`: "HOST:CONTAINER", "HOST:CONTAINER:ro" or ":rw". Whether the server allows the

@@ -7,9 +7,10 @@ namespace {
 
 struct CellCounts {
   int gpus = 0, free = 0, bad = 0;
+  int cordoned = 0;  // idle, but on a cordoned node: neither free for new jobs nor broken
 };
 
-// Free and bad GPUs under every cell, from the allocator's per-GPU state.
+// Free, bad and cordoned GPUs under every cell, from the allocator's per-GPU state.
 std::vector<CellCounts> CountGpus(const Allocator& alloc) {
   const CellTree& tree = alloc.tree();
   const auto& cells = tree.cells();
@@ -17,14 +18,17 @@ std::vector<CellCounts> CountGpus(const Allocator& alloc) {
   for (int c = static_cast<int>(cells.size()) - 1; c >= 0; --c) {
     if (cells[c].gpu >= 0) {
       counts[c].gpus = 1;
-      counts[c].bad = !alloc.gpu_usable(cells[c].node, cells[c].gpu);
-      counts[c].free = !counts[c].bad && alloc.gpu_free(cells[c].node, cells[c].gpu);
+      const int node = cells[c].node, gpu = cells[c].gpu;
+      counts[c].bad = alloc.gpu_bad(node, gpu);
+      counts[c].cordoned = !counts[c].bad && alloc.node_cordoned(node) && alloc.gpu_idle(node, gpu);
+      counts[c].free = alloc.gpu_free(node, gpu);
     }
     const int p = cells[c].parent;
     if (p >= 0) {
       counts[p].gpus += counts[c].gpus;
       counts[p].free += counts[c].free;
       counts[p].bad += counts[c].bad;
+      counts[p].cordoned += counts[c].cordoned;
     }
   }
   return counts;
@@ -33,13 +37,15 @@ std::vector<CellCounts> CountGpus(const Allocator& alloc) {
 nlohmann::json TreeJson(const Allocator& alloc, const std::vector<CellCounts>& counts, int c) {
   const Cell& cell = alloc.tree().cells()[c];
   const CellType& type = alloc.tree().type_of(c);
-  nlohmann::json j = {{"address", cell.address},
-                      {"type", type.name},
-                      {"level", LevelName(type.level)},
-                      {"gpus", counts[c].gpus},
-                      {"free", counts[c].free},
-                      {"bad", counts[c].bad},
-                      {"used", counts[c].gpus - counts[c].free - counts[c].bad}};
+  nlohmann::json j = {
+      {"address", cell.address},
+      {"type", type.name},
+      {"level", LevelName(type.level)},
+      {"gpus", counts[c].gpus},
+      {"free", counts[c].free},
+      {"bad", counts[c].bad},
+      {"cordoned", counts[c].cordoned},
+      {"used", counts[c].gpus - counts[c].free - counts[c].bad - counts[c].cordoned}};
   if (!cell.children.empty()) {
     nlohmann::json kids = nlohmann::json::array();
     for (int k : cell.children) kids.push_back(TreeJson(alloc, counts, k));
@@ -54,7 +60,7 @@ nlohmann::json CellsReport(const Cluster& cluster, const Allocator& alloc) {
   const CellTree& tree = alloc.tree();
   const std::vector<CellCounts> counts = CountGpus(alloc);
   struct TypeRow {
-    int cells = 0, free = 0, partial = 0, used = 0, bad = 0;
+    int cells = 0, free = 0, partial = 0, used = 0, bad = 0, cordoned = 0;
   };
   std::vector<TypeRow> rows(tree.types().size());
   for (size_t c = 0; c < tree.cells().size(); ++c) {
@@ -63,6 +69,8 @@ nlohmann::json CellsReport(const Cluster& cluster, const Allocator& alloc) {
     ++r.cells;
     if (k.bad)
       ++r.bad;
+    else if (k.cordoned)
+      ++r.cordoned;
     else if (k.free == k.gpus)
       ++r.free;
     else if (k.free == 0)
@@ -86,7 +94,8 @@ nlohmann::json CellsReport(const Cluster& cluster, const Allocator& alloc) {
                           {"free", rows[t].free},
                           {"partial", rows[t].partial},
                           {"used", rows[t].used},
-                          {"bad", rows[t].bad}});
+                          {"bad", rows[t].bad},
+                          {"cordoned", rows[t].cordoned}});
   }
   j["virtual_clusters"] = nlohmann::json::array();
   for (size_t v = 0; v < alloc.vcs().size(); ++v) {

@@ -35,8 +35,18 @@ std::string Describe(const YAML::Node& node) {
 }
 
 // A scalar that is a whole finite number ("3", "-0.5", "1e3"; not ".inf" or "3 GiB").
+// A quoted scalar ("1", '1'): text, which a number field does not take, so that JSON's
+// {"gpus": "1"} is refused as JSON readers would refuse it.
+bool QuotedScalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() == "!"; }
+
+// What a number field got instead, and the fix when it is only the quotes.
+std::string NotANumber(const YAML::Node& node) {
+  return QuotedScalar(node) ? "the string " + Describe(node) + "; write it without quotes"
+                            : Describe(node);
+}
+
 bool ParseNumber(const YAML::Node& node, double* value) {
-  if (!node.IsScalar()) return false;
+  if (!node.IsScalar() || QuotedScalar(node)) return false;
   const std::string& text = node.Scalar();
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
   return ec == std::errc() && end == text.data() + text.size() && !text.empty() &&
@@ -274,7 +284,7 @@ int64_t YamlReader::Int(const YAML::Node& node, const std::string& path, int64_t
                         int64_t limits::Limits::*bound) const {
   const int64_t max = limits::Get().*bound;
   int64_t value = 0;
-  if (node.IsScalar()) {
+  if (node.IsScalar() && !QuotedScalar(node)) {
     const std::string& text = node.Scalar();
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec == std::errc() && end == text.data() + text.size() && !text.empty() && value > max)
@@ -288,7 +298,7 @@ int64_t YamlReader::Int(const YAML::Node& node, const std::string& path, int64_t
 int64_t YamlReader::Int(const YAML::Node& node, const std::string& path, int64_t min,
                         int64_t max) const {
   int64_t value = 0;
-  if (node.IsScalar()) {
+  if (node.IsScalar() && !QuotedScalar(node)) {
     const std::string& text = node.Scalar();
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec == std::errc() && end == text.data() + text.size() && !text.empty() && value >= min &&
@@ -300,19 +310,19 @@ int64_t YamlReader::Int(const YAML::Node& node, const std::string& path, int64_t
     range = " from " + std::to_string(min) + " to " + std::to_string(max);
   else if (min != std::numeric_limits<int64_t>::min())
     range = " >= " + std::to_string(min);
-  Fail(node, path, "expected an integer" + range + ", got " + Describe(node));
+  Fail(node, path, "expected an integer" + range + ", got " + NotANumber(node));
 }
 
 double YamlReader::NonNegativeNumber(const YAML::Node& node, const std::string& path) const {
   double value = 0;
   if (ParseNumber(node, &value) && value >= 0) return value;
-  Fail(node, path, "expected a number >= 0, got " + Describe(node));
+  Fail(node, path, "expected a number >= 0, got " + NotANumber(node));
 }
 
 double YamlReader::Number(const YAML::Node& node, const std::string& path) const {
   double value = 0;
   if (ParseNumber(node, &value)) return value;
-  Fail(node, path, "expected a number, got " + Describe(node));
+  Fail(node, path, "expected a number, got " + NotANumber(node));
 }
 
 bool YamlReader::Bool(const YAML::Node& node, const std::string& path) const {

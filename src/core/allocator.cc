@@ -1116,7 +1116,19 @@ void Allocator::MaybeUnbind(int vc, int cell) {
   int root = cell;
   while (cells[root].parent >= 0 && buddy_.pool(cells[root].parent) == pool)
     root = cells[root].parent;
-  if (!buddy_.listed(root) || buddy_.pool(root) != pool) return;  // still in use
+  if (buddy_.pool(root) != pool) return;
+  // Idle GPUs out of use (bad, or on a cordoned node) do not keep the cell bound: the VC may
+  // then bind a usable cell for its guarantee, and they stay out of the physical free space.
+  std::vector<int> out_of_use;
+  if (!buddy_.listed(root))
+    for (int c = root; c < tree_->subtree_end(root); ++c) {
+      if (cells[c].gpu < 0) continue;
+      const int holder = gpus_[cells[c].node][cells[c].gpu].holder;
+      if (holder == kBad)
+        out_of_use.push_back(c);
+      else if (holder != kFree)
+        return;  // still in use
+    }
   VirtualCluster& v = vcs_[vc];
   auto it = std::find(v.bound_cells.begin(), v.bound_cells.end(), root);
   if (it == v.bound_cells.end()) return;
@@ -1126,9 +1138,12 @@ void Allocator::MaybeUnbind(int vc, int cell) {
       --v.bound_counts[i];
       break;
     }
+  for (int c : out_of_use) buddy_.Give(c);
   buddy_.Unbind(root);
   buddy_.Give(root);
+  for (int c : out_of_use) buddy_.TakeCell(c);
   RefreshBacking(root);
+  for (int c : out_of_use) RefreshBacking(c);
   TouchCell(root);
 }
 
@@ -1177,7 +1192,7 @@ void Allocator::UndoReplica(const ReplicaPlacement& r, bool preemptible) {
     buddy_.Give(leaf);
   }
   RefreshBacking(leaf);
-  if (g.holder == kFree && pool != BuddyAllocator::kPhysicalPool) MaybeUnbind(pool - 1, leaf);
+  if (pool != BuddyAllocator::kPhysicalPool) MaybeUnbind(pool - 1, leaf);
 }
 
 void Allocator::UndoCells(Allocation* taken, int vc) {
@@ -1369,8 +1384,10 @@ void Allocator::UpdateUsability(int node, int gpu, bool was_usable) {
   }
   RefreshBacking(leaf);
   Touch(node);
+  // Back in use: the cell may be free again. Out of use while idle: it no longer holds the
+  // VC's guarantee.
   const int vc = BoundVc(leaf);
-  if (returned && vc >= 0) MaybeUnbind(vc, leaf);
+  if (vc >= 0 && (g.holder == kFree || g.holder == kBad)) MaybeUnbind(vc, leaf);
 }
 
 void Allocator::SetGpuBad(int node, int gpu, bool bad) {

@@ -185,6 +185,9 @@ class Allocator {
   bool gpu_free(int node, int gpu) const {  // usable and held by nobody
     return gpus_[node][gpu].holder == kFree && gpu_usable(node, gpu);
   }
+  bool gpu_idle(int node, int gpu) const {  // held by nobody, usable or not
+    return gpus_[node][gpu].holder == kFree || gpus_[node][gpu].holder == kBad;
+  }
   bool node_cordoned(int node) const { return cordoned_[node]; }
   bool gpu_bad(int node, int gpu) const { return gpus_[node][gpu].bad; }
   // Every GPU of the node usable (none bad, not cordoned): O(1), for per-candidate checks.

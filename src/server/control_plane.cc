@@ -537,9 +537,12 @@ std::string ControlPlane::Reload(const std::function<void(Rules&)>& change, cons
   }
   const int queued =
       static_cast<int>(loaded.jobs.size()) - loaded.ended - loaded.adopted - loaded.stopping;
-  const std::string reason = label + " applied" + (by.empty() ? "" : " by " + by) + ": " +
-                             std::to_string(loaded.adopted) + " placed jobs kept at their GPUs, " +
-                             std::to_string(queued) + " pending jobs queued again";
+  std::string reason = label + " applied" + (by.empty() ? "" : " by " + by) + ": " +
+                       std::to_string(loaded.adopted) + " placed jobs kept at their GPUs, " +
+                       std::to_string(queued) + " pending jobs queued again";
+  if (loaded.stopping > 0)
+    reason += ", " + std::to_string(loaded.stopping) +
+              " stopped jobs still holding GPUs until their containers stop";
   rules_ = std::make_shared<const Rules>(std::move(rules));
   engine_ = std::move(loaded.engine);
   engine_->SetTelemetry(ObservedTelemetry());
@@ -612,6 +615,14 @@ JobSpec ControlPlane::CheckedSpec(const std::string& body, const Caller& caller,
   } catch (const ConfigError& e) {
     throw ApiError(400, e.what());
   }
+  // A submitted job runs containers (a trace's jobs run nowhere, and jobs accepted before this
+  // rule are kept at a restart: the rule is here, not in the parser).
+  for (size_t g = 0; g < spec.groups.size(); ++g)
+    if (spec.groups[g].image.empty())
+      throw ApiError(
+          400, std::string(spec.groups.size() > 1 ? "groups[" + std::to_string(g) + "]: " : "") +
+                   "missing required field \"image\": the container image the job "
+                   "runs, e.g. \"image: pytorch:2.3\"");
   if (spec.queue.empty()) spec.queue = "default";
   if (!caller.user.empty()) {
     if (!spec.user.empty() && spec.user != caller.user)
@@ -1699,6 +1710,7 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
     if (!StoppedEverywhere(job)) return;
     if (job.stored.state == "stopped") {
       FinishStopped(job);
+      Record(job, "stopped", "its containers have stopped; its GPUs are free", writes);
       return;
     }
     const std::vector<Decision> starts = engine_->Stopped(job.engine_id, now);
@@ -1753,7 +1765,12 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
     }
   }
   // The job as a whole: it fails as soon as one replica fails (the others are stopped), and
-  // succeeds when every replica exited 0.
+  // succeeds when every replica exited 0. A quick job may be seen first exited: it ran, and its
+  // history says so before it says how it ended.
+  const auto ran = [&] {
+    if (job.stored.state != "running")
+      Record(job, "running", "its container ran on " + name + " (seen first exited)", writes);
+  };
   int exited = 0, running = 0;
   for (size_t i = 0; i < placements->size(); ++i) {
     const auto r = job.replicas.find(static_cast<int>(i));
@@ -1762,6 +1779,7 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
     if (r->second.state != "exited") continue;
     ++exited;
     if (r->second.exit_code != 0) {
+      ran();
       engine_->Finish(job.engine_id, now, JobEnd::kFailed, r->second.exit_code);
       by_engine_id_.erase(job.engine_id);
       job.engine_id = -1;
@@ -1775,6 +1793,7 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
     }
   }
   if (exited == static_cast<int>(placements->size())) {
+    ran();
     engine_->Finish(job.engine_id, now, JobEnd::kSucceeded, 0);
     by_engine_id_.erase(job.engine_id);
     job.engine_id = -1;

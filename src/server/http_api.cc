@@ -315,13 +315,17 @@ const char* LogContentType(bool frames) {
 }
 
 // A job's output from `offset` as it comes, until the job has ended and all of it is sent
-// (as frames: protocol/log_frames.h).
+// (as frames: protocol/log_frames.h). A client that goes is found only by writing to it, so a
+// quiet job's follower gets an empty frame every few seconds; a plain-text follower, to which
+// nothing can be written that is not output, is ended after a quiet minute (it asks again
+// from the byte it got to). Either way a gone follower's watch is given back.
 void StreamLogs(httplib::Server& server, ControlPlane& plane, int64_t id, int64_t offset,
                 bool frames, const Caller& caller, WatchSlots& watches, httplib::Response& res) {
   auto next = std::make_shared<int64_t>(offset);
+  auto quiet = std::make_shared<int>(0);  // seconds, about: each call waits up to one
   res.set_chunked_content_provider(
       LogContentType(frames),
-      [&server, &plane, id, next, frames](size_t, httplib::DataSink& sink) {
+      [&server, &plane, id, next, frames, quiet](size_t, httplib::DataSink& sink) {
         if (!server.is_running()) {
           sink.done();
           return true;
@@ -342,14 +346,19 @@ void StreamLogs(httplib::Server& server, ControlPlane& plane, int64_t id, int64_
         }
         if (frames) text = MultiplexedFrames(text, stderr_spans);
         if (text.empty()) {
-          if (ended) {
+          if (ended || (!frames && ++*quiet >= kPlainFollowQuietS)) {
             sink.done();
             return true;
           }
-          // Nothing is sent while quiet: the client learns it has gone only by writing, and
-          // an empty chunk would end the stream. The worker is freed when the job ends.
-          return true;
+          if (frames && ++*quiet >= kWatchHeartbeatS) {
+            *quiet = 0;
+            // A frame header: stdout, zero bytes of payload.
+            static const std::string kEmptyFrame = std::string(1, '\1') + std::string(7, '\0');
+            return sink.write(kEmptyFrame.data(), kEmptyFrame.size());
+          }
+          return true;  // an empty chunk would end the stream
         }
+        *quiet = 0;
         return sink.write(text.data(), text.size());
       },
       [&watches, user = caller.user](bool) { watches.Give(user); });
@@ -544,18 +553,28 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                }
                Reply(res, 200, {{"nodes", nodes}});
              }));
-  server.Get("/v1/events", Route(api, [&](const httplib::Request& req, httplib::Response& res,
-                                          const Caller& caller) {
-               const EventsQuery query = EventsParams(req);
-               if (query.watch) {
-                 // Each watch holds a worker while it lasts: bounded, so that watchers cannot
-                 // take every worker from the other requests.
-                 watches.Take(caller.user);
-                 StreamEvents(server, plane, caller, query.since, watches, res);
-                 return;
-               }
-               Reply(res, 200, PageJson(plane.EventsAfter(query.since, query.limit, caller, 0)));
-             }));
+  server.Get(
+      "/v1/events",
+      Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+        const EventsQuery query = EventsParams(req);
+        // A cursor past the log's end comes from another log (the state was reset or
+        // restored): a watch from it would wait in silence for events it never gets.
+        const EventPage first =
+            plane.EventsAfter(query.since, query.watch ? 1 : query.limit, caller, 0);
+        if (query.since > first.newest)
+          throw ApiError(400, "since: " + std::to_string(query.since) +
+                                  " is past the newest event, " + std::to_string(first.newest) +
+                                  ": this server's event log does not reach it (its state "
+                                  "was reset or restored); ask again with since=0");
+        if (query.watch) {
+          // Each watch holds a worker while it lasts: bounded, so that watchers cannot
+          // take every worker from the other requests.
+          watches.Take(caller.user);
+          StreamEvents(server, plane, caller, query.since, watches, res);
+          return;
+        }
+        Reply(res, 200, PageJson(first));
+      }));
   server.Post(
       R"(/v1/nodes/([^/]+)/([^/]+))",
       Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {

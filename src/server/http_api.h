@@ -24,6 +24,7 @@ constexpr size_t kMaxListLimit = 10000;       // jobs or events per page
 constexpr int kMaxWatches = 32;               // event watches at once, each holding a worker
 constexpr int kMaxWatchesPerUser = 8;         // of them, held by one token's user
 constexpr int kWatchHeartbeatS = 5;           // an empty line after this long without events
+constexpr int kPlainFollowQuietS = 60;        // a plain-text log follow ends after this quiet
 constexpr int kMaxAssignmentWaitS = 30;       // an agent's watch of its assignments
 
 // The bounded watches (event watches and log follows), each holding a worker while it lasts:

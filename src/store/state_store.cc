@@ -382,6 +382,7 @@ EventPage StateStore::EventsAfter(int64_t seq, size_t limit, const std::string& 
       if (newest_query.Step() != SQLITE_ROW)
         throw StoreError(path_ + ": reading events: " + sqlite3_errmsg(reader_));
       const int64_t newest = newest_query.Int(0);
+      page.newest = newest;
       Statement s(reader_,
                   "SELECT e.seq, e.at, e.job, e.node, e.state, e.reason FROM events e "
                   "LEFT JOIN jobs j ON j.id = e.job WHERE e.seq > ?1 AND e.seq <= ?4 "

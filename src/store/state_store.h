@@ -67,6 +67,7 @@ struct StoredEvent {
 struct EventPage {
   std::vector<StoredEvent> events;
   int64_t next = 0;
+  int64_t newest = 0;  // EventsAfter: the log's newest event as the page was read
 };
 
 // An operator's mark on a node, kept across restarts.

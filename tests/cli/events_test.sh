@@ -59,4 +59,9 @@ jq -e -s 'map(.seq) | (. == sort) and (. == unique)' "$TMP/follow" > /dev/null |
 # --since: what follows an event number.
 [ "$("$BERTH" events --since 2 --format json | jq -s length)" -eq \
   "$(( $(jq -s length "$TMP/log") - 2 ))" ] || fail "events --since 2"
+# A cursor past the log's end (another server's log, a reset state) is refused, not waited on.
+newest=$(jq -s 'map(.seq) | max' "$TMP/log")
+"$BERTH" events --since "$newest" > /dev/null || fail "events --since the newest event"
+expect_exit2 "since: 999999 is past the newest event, $newest" events --since 999999
+expect_exit2 "ask again with since=0" events -f --since 999999
 echo "1 passed, 0 failed"

@@ -26,6 +26,10 @@ as_alice() { BERTH_TOKEN=$alice "$BERTH" "$@"; }
 grep -qxF 'base: berth' "$TMP/shown.yaml" || fail "policy show: $(cat "$TMP/shown.yaml")"
 grep -qF "(built in)" "$TMP/from.txt" || fail "policy show says where it came from: $(cat "$TMP/from.txt")"
 "$BERTH" queues show 2>/dev/null | grep -qxF 'virtualClusters: {}' || fail "queues show: $("$BERTH" queues show)"
+for args in "queues show --format json" "queues --format json show"; do
+  # shellcheck disable=SC2086
+  "$BERTH" $args | jq -r .yaml | grep -qxF 'virtualClusters: {}' || fail "$args: $("$BERTH" $args)"
+done
 
 cat > "$TMP/gold.yaml" <<'EOT'
 name: gold
@@ -75,8 +79,17 @@ expect_exit2 "the new policy would not keep 1 jobs as they are, so nothing was c
 [ "$(json_get "$TMP/cells.json" '.tree.used')" = 16 ] || fail "cells: $(cat "$TMP/cells.json")"
 [ "$(json_get "$TMP/cells.json" '.types[] | select(.level == "node") | .used')" = 2 ] ||
   fail "used nodes: $(cat "$TMP/cells.json")"
-"$BERTH" cells --server | grep -qE '^  dgx-a100/node +node +8 +4 +2 +0 +2 +0$' ||
+"$BERTH" cells --server | grep -qE '^  dgx-a100/node +node +8 +4 +2 +0 +2 +0 +0$' ||
   fail "cells --server: $("$BERTH" cells --server)"
+# A cordoned node's idle GPUs are cordoned, not bad (nor free).
+idle=$("$BERTH" nodes --format json | jq -r '[.nodes[] | select(.freeGpus == 8)][0].name')
+"$BERTH" node cordon "$idle" > /dev/null
+"$BERTH" cells --server --format json > "$TMP/cordoned.json"
+[ "$(json_get "$TMP/cordoned.json" '[.tree.free, .tree.cordoned, .tree.bad, .tree.used] | map(tostring) | join(",")')" = "8,8,0,16" ] ||
+  fail "cells with $idle cordoned: $(jq -c "[.tree.free, .tree.cordoned, .tree.bad, .tree.used]" "$TMP/cordoned.json")"
+"$BERTH" cells --server | grep -qE '^  dgx-a100/node +node +8 +4 +1 +0 +2 +0 +1$' ||
+  fail "cells --server with $idle cordoned: $("$BERTH" cells --server)"
+"$BERTH" node uncordon "$idle" > /dev/null
 as_alice cells --server > /dev/null || fail "any user sees the cells"
 expect_exit2 "--cluster excludes --server" cells --server --cluster examples/dgx-a100.yaml
 "$BERTH" cells --cluster examples/scenarios/clusters/dgx-4.yaml --format json > "$TMP/offline.json"

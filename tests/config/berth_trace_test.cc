@@ -383,6 +383,15 @@ TEST(JobSubmissionTest, ANulInACommandOrVariableIsRefused) {
       SubmissionFailsAt("gpus: 1\nenv:\n  A: \"a\\0b\"\n", "A:", {"env.A: holds a NUL byte"}));
 }
 
+// Numbers are numbers: JSON's {"gpus": "1"} is refused as a JSON reader would, with the fix.
+TEST(JobSubmissionTest, AQuotedNumberIsRefused) {
+  EXPECT_TRUE(ThrowsConfigError(
+      [] { Submission(R"({"gpus": "1", "image": "x"})"); }, "job:1:",
+      {"gpus: expected an integer from 1", "got the string \"1\"; write it without quotes"}));
+  EXPECT_TRUE(ThrowsConfigError([] { Submission("image: x\ngpus: 2\npriority: '3'\n"); },
+                                "job:3:", {"priority: expected an integer", "without quotes"}));
+}
+
 // Each is refused at its own line, naming the field and why berth never grants it, not as an
 // unknown field.
 TEST(JobSubmissionTest, WhatBerthNeverGrantsIsRefusedByName) {
@@ -415,10 +424,11 @@ TEST(JobSubmissionTest, WhatBerthNeverGrantsIsRefusedByName) {
     EXPECT_TRUE(SubmissionFailsAt(grouped, field, {"groups[0]." + message})) << field;
   }
   // Even beside a field that is wrong in another way, the refusal says what it is.
-  // A submitted job names the image it runs, each group its own.
-  EXPECT_TRUE(SubmissionFailsAt("gpus: 1\n", "gpus", {"missing required field \"image\""}));
-  EXPECT_TRUE(SubmissionFailsAt("groups:\n  - {gpus: 1, image: x}\n  - {gpus: 1}\n", "- {gpus: 1}",
-                                {"groups[1]: missing required field \"image\""}));
+  // An image is a reference docker run takes: no blanks, not an option.
+  for (const std::string bad : {"\"  \"", "\"a b\"", "-rm"})
+    EXPECT_TRUE(SubmissionFailsAt("gpus: 1\nimage: " + bad + "\n", "image",
+                                  {"image: ", "is not an image reference"}))
+        << bad;
   EXPECT_TRUE(SubmissionFailsAt("colour: red\nprivileged: true\n", "privileged",
                                 {"privileged: berth does not run privileged containers"}));
   // A trace describes no containers: there it is only an unknown field.

@@ -851,6 +851,46 @@ TEST_F(AllocatorTest, GuaranteedAllocationsStayInsideBoundCells) {
   ExpectInitial();
 }
 
+// A bound cell whose GPUs are all idle, some of them out of use (a cordoned node, a bad GPU),
+// goes back: the VC binds a usable cell for its guarantee rather than keep one it cannot use.
+TEST_F(AllocatorTest, AnIdleBoundCellOutOfUseGoesBackAndTheGuaranteeBindsElsewhere) {
+  UseExample("multi-rack.yaml", ExampleVcs());
+  const int research = VcIndex(*a_, "research");  // guaranteed two DGX nodes
+  const VirtualCluster& vc = a_->vcs()[research];
+  const int first = Alloc(ForVc(WholeGpus(8), research));
+  const int second = Alloc(ForVc(WholeGpus(8), research));
+  const int cordoned = R(first).node, broken = R(second).node;
+  a_->SetNodeCordoned(cordoned, true);
+  EXPECT_EQ(vc.bound_cells.size(), 2u);  // its job still runs there
+  Release(first);
+  EXPECT_EQ(vc.bound_cells.size(), 1u);
+  const int again = Alloc(ForVc(WholeGpus(8), research));
+  EXPECT_NE(R(again).node, cordoned);
+  EXPECT_EQ(a_->CheckConsistency(), "");
+  a_->SetGpuBad(broken, 3, true);
+  Release(second);
+  EXPECT_EQ(vc.bound_cells.size(), 1u);
+  const int third = Alloc(ForVc(WholeGpus(8), research));
+  EXPECT_NE(R(third).node, broken);
+  EXPECT_NE(R(third).node, cordoned);
+  EXPECT_EQ(a_->CheckConsistency(), "");
+  // Part of a bound node idle and out of use, the rest held: bound until its job ends.
+  Release(third);
+  const int half = Alloc(ForVc(WholeGpus(4), research));
+  const int node = R(half).node;
+  a_->SetNodeCordoned(node, true);
+  EXPECT_EQ(vc.bound_cells.size(), 2u);
+  Release(half);
+  EXPECT_EQ(vc.bound_cells.size(), 1u);
+  Release(again);
+  EXPECT_TRUE(vc.bound_cells.empty());
+  EXPECT_EQ(vc.bound_counts, std::vector<int>{0});
+  for (int n : {cordoned, node}) a_->SetNodeCordoned(n, false);
+  a_->SetGpuBad(broken, 3, false);
+  EXPECT_EQ(a_->CheckConsistency(), "");
+  ExpectInitial();
+}
+
 TEST_F(AllocatorTest, GuaranteesOfSmallCells) {
   UseExample("multi-rack.yaml", ExampleVcs());
   const int inference = VcIndex(*a_, "inference");

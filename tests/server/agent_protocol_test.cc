@@ -624,6 +624,24 @@ TEST_F(ControlPlaneAgentTest, ANonZeroExitFailsTheJobWithItsCode) {
   EXPECT_EQ(State(next), "scheduled");
 }
 
+// A job over before its agent's first report on it ran all the same: its history says so.
+TEST_F(ControlPlaneAgentTest, AQuickJobSeenFirstExitedStillRanInItsHistory) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  for (const int code : {0, 3}) {
+    const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
+    plane_->Cycle();
+    const AssignmentSet set = Set("dgx-0");
+    ASSERT_EQ(set.assignments.size(), 1u);
+    AgentReport r;
+    r.applied_version = set.version;
+    r.containers = {Container(set.assignments[0], "exited", code)};
+    plane_->Report("dgx-0", r);
+    EXPECT_EQ(States(id), (std::vector<std::string>{"pending", "scheduled", "running",
+                                                    code == 0 ? "succeeded" : "failed"}));
+  }
+}
+
 TEST_F(ControlPlaneAgentTest, AFailedStartIsRetriedWithANewPlacementAndFailsTheThirdTime) {
   Open(Dgx(1));
   Register("dgx-0");
@@ -708,11 +726,12 @@ TEST_F(ControlPlaneAgentTest, AStoppedJobHoldsItsGpusUntilItsContainersAreGone) 
   std::string message;
   EXPECT_EQ(Status([&] { plane_->Remove(id); }, &message), 409);  // its container still runs
   EXPECT_TRUE(Has(message, "containers are still stopping")) << message;
-  // Gone: freed, and the next job is placed. The stopped job stays stopped.
+  // Gone: freed, and the next job is placed. The stopped job stays stopped, and says so.
   ReportNone("dgx-0", Set("dgx-0").version);
   plane_->Cycle();
   EXPECT_EQ(State(next), "scheduled");
   EXPECT_EQ(State(id), "stopped");
+  EXPECT_TRUE(Has(plane_->Get(id).reason, "its GPUs are free")) << plane_->Get(id).reason;
   // A job stopped before its node's agent ever ran it, or with no agent, frees at once.
   plane_->Stop(next);
   const int64_t third = plane_->Submit(R"({"image": "x", "gpus": 8})");

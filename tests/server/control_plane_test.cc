@@ -178,6 +178,28 @@ TEST_F(ControlPlaneTest, PendingJobsKeepTheirAgeAcrossARestart) {
   EXPECT_EQ(plane_->Get(young).state, "pending");
 }
 
+// A job accepted before images were required keeps its place at a restart: the rule is for
+// new submissions.
+TEST_F(ControlPlaneTest, AStoredJobWithoutAnImageIsKeptAtARestart) {
+  const int64_t placed = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Submit(R"({"image": "x", "gpus": 8})");
+  const int64_t waiting = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  ASSERT_EQ(plane_->Get(placed).state, "scheduled");
+  ASSERT_EQ(plane_->Get(waiting).state, "pending");
+  std::vector<StoreWrite> writes;
+  for (const int64_t id : {placed, waiting}) {
+    StoredJob old = plane_->Get(id);
+    old.spec = R"({"gpus": 8})";
+    writes.push_back(StoreWrite::Put(old));
+  }
+  plane_.reset();
+  store_->Wait(store_->Enqueue(std::move(writes)));
+  Open(2);
+  EXPECT_EQ(plane_->Get(placed).state, "scheduled") << plane_->Get(placed).reason;
+  EXPECT_EQ(plane_->Get(waiting).state, "pending") << plane_->Get(waiting).reason;
+}
+
 TEST_F(ControlPlaneTest, AJobWhoseNodeIsGoneAfterARestartIsLostAndQueuedAgain) {
   const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 8})");
   const int64_t b = plane_->Submit(R"({"image": "x", "gpus": 8})");
