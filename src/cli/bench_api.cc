@@ -39,6 +39,17 @@ struct BenchApiArgs {
   bool json = false;
 };
 
+// The server's resident memory as its /metrics says (berth_process_resident_memory_bytes); -1
+// when it does not.
+double ServerResidentBytes(httplib::Client& server) {
+  const httplib::Result res = server.Get("/metrics");
+  if (!res || res->status != 200) return -1;
+  const std::string name = "\nberth_process_resident_memory_bytes ";
+  const size_t at = res->body.find(name);
+  if (at == std::string::npos) return -1;
+  return std::strtod(res->body.c_str() + at + name.size(), nullptr);
+}
+
 struct Load {
   double per_sec = 0, p50_ms = 0, p99_ms = 0;
   int done = 0, failed = 0;
@@ -108,6 +119,7 @@ void RunBenchApi(const BenchApiArgs& a) {
     connections.back()->set_keep_alive(true);
   }
   const std::string spec = R"({"gpus": 1, "image": "bench", "command": ["true"]})";
+  const double resident_before = ServerResidentBytes(*connections[0]);
   if (!a.json)
     std::cerr << "bench api: " << a.jobs << " submissions from " << a.clients << " clients to "
               << addr << "\n";
@@ -130,6 +142,11 @@ void RunBenchApi(const BenchApiArgs& a) {
   if (api.done == 0)
     throw ConfigError("no submission succeeded: is a server at " + addr +
                       "? start one with `berth server`");
+  const double resident_after = ServerResidentBytes(*connections[0]);
+  // The server's memory for its jobs: what it grew by, per 100,000 of them (-1: not known).
+  const double bytes_per_100k = resident_before < 0 || resident_after < 0
+                                    ? -1
+                                    : (resident_after - resident_before) / api.done * 1e5;
 
   // `berth ps -a` itself (this binary, its table sent to /dev/null): every job, the median of
   // three runs.
@@ -175,6 +192,7 @@ void RunBenchApi(const BenchApiArgs& a) {
                            {"latency_ms_p99", api.p99_ms},
                            {"list_jobs", listed},
                            {"list_ms", list_ms},
+                           {"server_memory_bytes_per_100k_jobs", bytes_per_100k},
                            {"store_only_writes_per_sec", store_only.per_sec},
                            {"store_only_latency_ms_p50", store_only.p50_ms},
                            {"store_only_latency_ms_p99", store_only.p99_ms}})
@@ -191,6 +209,11 @@ void RunBenchApi(const BenchApiArgs& a) {
             << std::setprecision(2) << api.per_sec / store_only.per_sec << "x of it)\n"
             << std::setprecision(1) << "berth ps -a, " << listed << " jobs: " << list_ms
             << " ms (median of 3)\n";
+  if (bytes_per_100k < 0)
+    std::cout << "server memory: not known (its /metrics has no resident memory)\n";
+  else
+    std::cout << "server memory: " << bytes_per_100k / (1 << 20)
+              << " MiB per 100,000 jobs (its resident memory's growth)\n";
 }
 
 }  // namespace

@@ -5,7 +5,11 @@ source "$(dirname "$0")/lib.sh"
 start_server
 
 # More than a page (10,000 jobs): the pages join with none lost or repeated.
-"$BERTH" bench api --jobs 10050 --clients 8 > "$TMP/bench" 2>&1 || fail "bench api: $(cat "$TMP/bench")"
+"$BERTH" bench api --jobs 10050 --clients 8 --json > "$TMP/bench" 2> "$TMP/bench.err" ||
+  fail "bench api: $(cat "$TMP/bench" "$TMP/bench.err")"
+# The server's memory for them, from its resident memory's growth: some, and not absurd.
+jq -e '.server_memory_bytes_per_100k_jobs > 0 and .server_memory_bytes_per_100k_jobs < 1e10' \
+  "$TMP/bench" > /dev/null || fail "bench api's memory figure: $(cat "$TMP/bench")"
 "$BERTH" ps -a -q > "$TMP/ids"
 [ "$(wc -l < "$TMP/ids")" -eq 10050 ] || fail "ps -a -q listed $(wc -l < "$TMP/ids") of 10050 jobs"
 [ "$(sort -nu "$TMP/ids" | wc -l)" -eq 10050 ] || fail "ps -a -q listed a job twice"
