@@ -1885,6 +1885,18 @@ std::string ControlPlane::Logs(int64_t id, int64_t offset, size_t max, double wa
   return text;
 }
 
+std::string ControlPlane::WhyWaiting(int64_t id) const {
+  std::lock_guard<std::mutex> engine_lock(engine_mu_);
+  std::lock_guard<std::mutex> lock(mu_);
+  const Job& job = Find(id);
+  if (job.stored.state != "pending" || job.engine_id < 0) return "";
+  const JobRecord* record = engine_->job(job.engine_id);
+  if (record == nullptr || record->state != JobState::kPending) return "";
+  // In the engine, so past a cycle: one that left it no reason passed it over because jobs of
+  // its shape, or smaller, found no room (the deep queue's bound).
+  return record->reason.empty() ? "no capacity fits the job" : record->reason;
+}
+
 std::map<int, ContainerReport> ControlPlane::Replicas(int64_t id) const {
   std::lock_guard<std::mutex> lock(mu_);
   const Job& job = Find(id);

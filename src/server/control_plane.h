@@ -218,6 +218,9 @@ class ControlPlane {
   // start phases), by replica; empty when none reported since the server started. Each
   // replica's phases start with "queued", the server's own: from pending to placed.
   std::map<int, ContainerReport> Replicas(int64_t id) const;
+  // Why a pending job waits, as the engine last found ("" before its first cycle, or when the
+  // job is not pending). Waits for a cycle in progress.
+  std::string WhyWaiting(int64_t id) const;
 
   // What GET /metrics reports (docs/api.md, "Metrics"), as plain numbers; http_api.cc writes
   // them out. Read at once under both locks, so the parts agree with each other.

@@ -472,6 +472,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                const StoredJob job = VisibleJob(plane, caller, JobId(req));
                Json body = JobJson(job);
                body["spec"] = job.spec;
+               if (job.state == "pending") body["waiting"] = plane.WhyWaiting(job.id);
                // Its containers as the agents last reported them: cold starts by phase.
                Json replicas = Json::array();
                for (const auto& [replica, c] : plane.Replicas(job.id))

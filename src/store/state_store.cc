@@ -378,7 +378,11 @@ EventPage StateStore::EventsAfter(int64_t seq, size_t limit, const std::string& 
       std::lock_guard<std::mutex> lock(read_mu_);
       // The newest event first, then the page up to it: an event committed in between is
       // after `newest`, so moving the cursor to `newest` skips nothing a later call would see.
-      Statement newest_query(reader_, "SELECT COALESCE(MAX(seq), 0) FROM events");
+      // The newest ever numbered (AUTOINCREMENT's mark), which a removed job's events leave
+      // behind them: a cursor the log gave out is never past it.
+      Statement newest_query(reader_,
+                             "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = "
+                             "'events'), 0)");
       if (newest_query.Step() != SQLITE_ROW)
         throw StoreError(path_ + ": reading events: " + sqlite3_errmsg(reader_));
       const int64_t newest = newest_query.Int(0);

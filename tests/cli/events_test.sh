@@ -64,4 +64,10 @@ newest=$(jq -s 'map(.seq) | max' "$TMP/log")
 "$BERTH" events --since "$newest" > /dev/null || fail "events --since the newest event"
 expect_exit2 "since: 999999 is past the newest event, $newest" events --since 999999
 expect_exit2 "ask again with since=0" events -f --since 999999
+# A removed job's events go, but a cursor past them stays good: the next event comes after it.
+gone=$("$BERTH" run -d --gpus 1 trainer:1)
+"$BERTH" stop "$gone" > /dev/null
+last=$("$BERTH" events --format json | jq -s 'map(.seq) | max')
+"$BERTH" rm "$gone" > /dev/null
+"$BERTH" events --since "$last" > /dev/null || fail "events --since the removed job's last event"
 echo "1 passed, 0 failed"

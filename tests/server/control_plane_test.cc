@@ -178,6 +178,19 @@ TEST_F(ControlPlaneTest, PendingJobsKeepTheirAgeAcrossARestart) {
   EXPECT_EQ(plane_->Get(young).state, "pending");
 }
 
+// A pending job says why it waits, as the engine last found (berth inspect's "waiting").
+TEST_F(ControlPlaneTest, APendingJobSaysWhyItWaits) {
+  const int64_t placed = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Submit(R"({"image": "x", "gpus": 8})");
+  const int64_t waiting = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  EXPECT_EQ(plane_->WhyWaiting(waiting), "");  // not tried yet
+  plane_->Cycle();
+  ASSERT_EQ(plane_->Get(waiting).state, "pending");
+  EXPECT_NE(plane_->WhyWaiting(waiting).find("no capacity fits the job"), std::string::npos)
+      << plane_->WhyWaiting(waiting);
+  EXPECT_EQ(plane_->WhyWaiting(placed), "");
+}
+
 // A job accepted before images were required keeps its place at a restart: the rule is for
 // new submissions.
 TEST_F(ControlPlaneTest, AStoredJobWithoutAnImageIsKeptAtARestart) {

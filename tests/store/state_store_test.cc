@@ -230,6 +230,8 @@ TEST(StateStoreTest, TheEventLogIsOrderedFilteredAndNeverRenumbered) {
   // them resumes after them and misses nothing new.
   const int64_t last = store.EventsAfter(0, 10, "", 0).events.back().seq;
   store.Wait(store.Enqueue({StoreWrite::Delete(Job(2, "stopped"))}));
+  // The newest event is still the newest ever numbered, though its job and events are gone.
+  EXPECT_EQ(store.EventsAfter(last, 10, "", 0).newest, last);
   Put(store, Job(3, "pending"));
   log = store.EventsAfter(last, 10, "", 0).events;
   ASSERT_EQ(log.size(), 1u);
