@@ -143,6 +143,24 @@ class ControlPlaneAgentTest : public ::testing::Test {
       if (cluster_nodes_ > node.back() - '0' && !Of(node, job).empty()) return node;
     return "";
   }
+  // One node, and a job of all its GPUs running there; `*a`: its assignment.
+  int64_t RunWholeNodeJob(Assignment* a) {
+    Open(Dgx(1));
+    Register("dgx-0");
+    const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
+    plane_->Cycle();
+    ReportAll("dgx-0", "running");
+    EXPECT_EQ(State(id), "running");
+    *a = Of("dgx-0", id).at(0);
+    return id;
+  }
+  // The agent of `node` reports `a`'s container still running, as of its latest version.
+  void ReportStillRunning(const std::string& node, const Assignment& a) {
+    AgentReport still;
+    still.applied_version = Set(node).version;
+    still.containers = {Container(a, "running")};
+    plane_->Report(node, still);
+  }
   template <typename Call>
   static int Status(Call call, std::string* message) {
     try {
@@ -702,13 +720,8 @@ TEST_F(ControlPlaneAgentTest, AStartThatWorksResetsTheFailureCount) {
 // A stopped job's GPUs go to no one until its agent reports its containers gone: its
 // container may take its grace period to stop.
 TEST_F(ControlPlaneAgentTest, AStoppedJobHoldsItsGpusUntilItsContainersAreGone) {
-  Open(Dgx(1));
-  Register("dgx-0");
-  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
-  plane_->Cycle();
-  ReportAll("dgx-0", "running");
-  ASSERT_EQ(State(id), "running");
-  const Assignment a = Of("dgx-0", id).at(0);
+  Assignment a;
+  const int64_t id = RunWholeNodeJob(&a);
   plane_->Stop(id);
   EXPECT_EQ(State(id), "stopped");
   EXPECT_TRUE(Of("dgx-0", id).empty());  // the agent is told to stop it
@@ -716,10 +729,7 @@ TEST_F(ControlPlaneAgentTest, AStoppedJobHoldsItsGpusUntilItsContainersAreGone) 
   plane_->Cycle();
   EXPECT_EQ(State(next), "pending");
   // Still running, as of the version that took it away: still held.
-  AgentReport still;
-  still.applied_version = Set("dgx-0").version;
-  still.containers = {Container(a, "running")};
-  plane_->Report("dgx-0", still);
+  ReportStillRunning("dgx-0", a);
   plane_->Cycle();
   EXPECT_EQ(State(next), "pending");
   EXPECT_EQ(plane_->Nodes()[0].free_gpus, 0);
@@ -743,12 +753,8 @@ TEST_F(ControlPlaneAgentTest, AStoppedJobHoldsItsGpusUntilItsContainersAreGone) 
 // Across a restart too: a stopped job whose containers were still stopping holds its GPUs
 // until the agent, back, reports them gone (a preempted one: ARestartWhileAJobStops...).
 TEST_F(ControlPlaneAgentTest, AJobStillStoppingAtARestartHoldsItsGpusUntilItsContainersAreGone) {
-  Open(Dgx(1));
-  Register("dgx-0");
-  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
-  plane_->Cycle();
-  ReportAll("dgx-0", "running");
-  const Assignment a = Of("dgx-0", id).at(0);
+  Assignment a;
+  const int64_t id = RunWholeNodeJob(&a);
   plane_->Stop(id);
   now_ += 1;
   Open(Dgx(1));  // the server restarts while it still stops
@@ -761,10 +767,7 @@ TEST_F(ControlPlaneAgentTest, AJobStillStoppingAtARestartHoldsItsGpusUntilItsCon
   EXPECT_EQ(Status([&] { plane_->Remove(id); }, &message), 409) << message;
   Register("dgx-0");
   EXPECT_TRUE(Of("dgx-0", id).empty());  // the agent is told to stop it
-  AgentReport still;
-  still.applied_version = Set("dgx-0").version;
-  still.containers = {Container(a, "running")};
-  plane_->Report("dgx-0", still);
+  ReportStillRunning("dgx-0", a);
   plane_->Cycle();
   EXPECT_EQ(State(next), "pending");
   EXPECT_EQ(plane_->Nodes()[0].free_gpus, 0);
