@@ -782,6 +782,9 @@ EventPage ControlPlane::Events(int64_t id, int64_t seq, size_t limit) const {
 
 EventPage ControlPlane::EventsAfter(int64_t seq, size_t limit, const Caller& caller,
                                     double wait_s) const {
+  // What a reader saw elsewhere (a node's condition, a job's state) is in the log it reads
+  // next: the events queued so far are committed first, as Get and List wait for theirs.
+  AwaitCommitted(store_->Enqueued());
   return store_->EventsAfter(seq, limit, caller.admin ? "" : caller.user, wait_s);
 }
 

@@ -76,7 +76,7 @@ grep -qx oops "$TMP/run1.err" || fail "berth run should print the job's stderr o
 [ "$("$BERTH" logs 1 2> /dev/null)" = "$out" ] || fail "berth logs 1's stdout differs from berth run's: $("$BERTH" logs 1)"
 [ "$("$BERTH" inspect 1 | jq -r '.state,.exitCode' | tr '\n' ' ')" = "failed 3 " ] ||
   fail "job 1 should have failed with 3: $("$BERTH" inspect 1)"
-wait_for 5 "job 1's container removed once it ended" no_containers berth.job=1
+wait_for 15 "job 1's container removed once it ended" no_containers berth.job=1
 out=$("$BERTH" run --gpus 1 berth-test:1 echo fine) || fail "a job exiting 0 should exit 0: $out"
 [ "$out" = fine ] || fail "berth run printed '$out'"
 

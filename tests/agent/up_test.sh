@@ -47,7 +47,14 @@ expect_error "another berth server" "$BERTH" up --listen 127.0.0.1:0 --state "$T
 
 # A long job survives a kill -9 of berth up; the restarted one adopts its container.
 long=$("$BERTH" run -d --gpus 1 berth-test:1 sh -c 'echo begun; sleep 1000')
-for _ in $(seq 100); do [ "$("$BERTH" inspect "$long" | jq -r .state)" = running ] && break; sleep 0.1; done
+# Running, and its first line at the server (the agent holds a line back for a report or two),
+# so that the restart below is tested with a line already kept.
+begun() { "$BERTH" logs "$long" | grep -qx begun; }
+for _ in $(seq 200); do
+  [ "$("$BERTH" inspect "$long" | jq -r .state)" = running ] && begun && break
+  sleep 0.1
+done
+begun || fail "job $long's first line did not reach the server: $("$BERTH" inspect "$long")"
 container=$(_dk ps -q --filter "label=berth.job=$long")
 [ -n "$container" ] || fail "job $long has no container"
 port=${BERTH_ADDR##*:}

@@ -124,7 +124,7 @@ grep -q "alice already holds 8 watches" <<<"$(BERTH_TOKEN=$alice timeout 10 "$BE
   fail "berth events -f should say why it is refused"
 kill -9 "${followers[@]}"
 back=""
-for _ in $(seq 30); do [ "$(follow 1 || true)" = 200 ] && back=1 && break; sleep 0.5; done
+for _ in $(seq 60); do [ "$(follow 1 || true)" = 200 ] && back=1 && break; sleep 0.5; done
 [ -n "$back" ] || fail "alice's killed followers still hold her watches"
 
 # Tokens survive nothing but the file: a restart with the same file knows the same users.

@@ -163,10 +163,14 @@ last=$(tail -1 <<<"$acked")
 [ -z "$(uniq -d "$TMP/after")" ] || fail "a job is listed twice after the restart"
 missing=$(comm -23 <(echo "$acked") "$TMP/after")
 [ -z "$missing" ] || fail "acknowledged jobs lost by the kill: $missing"
-sleep 0.5  # a cycle places what fits
-"$BERTH" ps --format json |
-  jq -e '[.[] | select(.state == "scheduled") | .gpus[]] | (length == 32) and (length == (unique | length))' \
-    > /dev/null || fail "after the restart the GPUs are not each held once: $("$BERTH" nodes)"
+# A cycle places what fits (again, if the kill came before the placements were saved).
+held_once() {
+  "$BERTH" ps --format json |
+    jq -e '[.[] | select(.state == "scheduled") | .gpus[]] | (length == 32) and (length == (unique | length))' \
+      > /dev/null
+}
+for _ in $(seq 100); do held_once && break; sleep 0.1; done
+held_once || fail "after the restart the GPUs are not each held once: $("$BERTH" nodes)"
 
 kill -TERM "$SERVER"
 wait "$SERVER" || fail "the server did not stop cleanly on SIGTERM"
