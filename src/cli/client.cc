@@ -95,8 +95,6 @@ std::unique_ptr<httplib::Client> ConnectToServer(const ServerAddress& server) {
 
 namespace {
 
-// CallServer's request, returning a 2xx answer as it came, sent with `headers`: for answers
-// that are not JSON.
 // A request's answer, or why there is none: `exit_code` 2 for a refusal (4xx, `error` is the
 // server's message), 1 for no server or a server error; 0 with a 2xx `response`.
 struct ServerAnswer {
@@ -154,6 +152,8 @@ ServerAnswer AskServer(const std::string& method, const std::string& path, const
   return failed(res->status >= 400 && res->status < 500 ? 2 : 1, std::move(message));
 }
 
+// CallServer's request, returning a 2xx answer as it came, sent with `headers`: for answers
+// that are not JSON.
 httplib::Response CallServerAnswer(const std::string& method, const std::string& path,
                                    const std::string& body, const httplib::Headers& headers = {}) {
   ServerAnswer answer = AskServer(method, path, body, headers);
@@ -612,9 +612,9 @@ Json FollowLogs(const std::string& job) {
   bool said = false;
   for (;;) {
     const std::unique_ptr<httplib::Client> client = ConnectToServer(server);
-    // The server writes only when there is output: a long silence is a quiet job, or a server
-    // gone without a word, and asking again from the same byte costs nothing.
-    client->set_read_timeout(60);
+    // The server writes at least an empty frame every few seconds: a longer silence is a
+    // server gone without a word, and asking again from the same byte costs nothing.
+    client->set_read_timeout(3 * kWatchHeartbeatS);
     FrameReader frames = LogWriter(&offset);
     const StreamAnswer answer = StreamGet(
         *client, path + "/logs?frames=1&follow=1&offset=" + std::to_string(offset),

@@ -1,6 +1,6 @@
 // The cell tree report: a cluster's cells with their free / used / bad / cordoned GPUs (idle on a
 // cordoned node: not free for new jobs, and not broken), per cell type and
-// per cell, and each virtual cluster's guarantee. One document for `berth cells --json` (a
+// per cell, and each virtual cluster's guarantee. One document for `berth cells --format json` (a
 // cluster file, nothing placed) and GET /v1/cells (the server's engine, its jobs placed), so
 // that both count alike and `berth cells` prints either.
 //

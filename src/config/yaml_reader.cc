@@ -34,7 +34,6 @@ std::string Describe(const YAML::Node& node) {
   throw ConfigError(message + what);
 }
 
-// A scalar that is a whole finite number ("3", "-0.5", "1e3"; not ".inf" or "3 GiB").
 // A quoted scalar ("1", '1'): text, which a number field does not take, so that JSON's
 // {"gpus": "1"} is refused as JSON readers would refuse it.
 bool QuotedScalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() == "!"; }
@@ -45,6 +44,8 @@ std::string NotANumber(const YAML::Node& node) {
                             : Describe(node);
 }
 
+// A scalar that is a whole finite number ("3", "-0.5", "1e3"; not ".inf" or "3 GiB", nor "3"
+// quoted).
 bool ParseNumber(const YAML::Node& node, double* value) {
   if (!node.IsScalar() || QuotedScalar(node)) return false;
   const std::string& text = node.Scalar();

@@ -1123,11 +1123,8 @@ void Allocator::MaybeUnbind(int vc, int cell) {
   if (!buddy_.listed(root))
     for (int c = root; c < tree_->subtree_end(root); ++c) {
       if (cells[c].gpu < 0) continue;
-      const int holder = gpus_[cells[c].node][cells[c].gpu].holder;
-      if (holder == kBad)
-        out_of_use.push_back(c);
-      else if (holder != kFree)
-        return;  // still in use
+      if (!gpu_idle(cells[c].node, cells[c].gpu)) return;  // still in use
+      if (gpus_[cells[c].node][cells[c].gpu].holder == kBad) out_of_use.push_back(c);
     }
   VirtualCluster& v = vcs_[vc];
   auto it = std::find(v.bound_cells.begin(), v.bound_cells.end(), root);
@@ -1387,7 +1384,7 @@ void Allocator::UpdateUsability(int node, int gpu, bool was_usable) {
   // Back in use: the cell may be free again. Out of use while idle: it no longer holds the
   // VC's guarantee.
   const int vc = BoundVc(leaf);
-  if (vc >= 0 && (g.holder == kFree || g.holder == kBad)) MaybeUnbind(vc, leaf);
+  if (vc >= 0 && gpu_idle(node, gpu)) MaybeUnbind(vc, leaf);
 }
 
 void Allocator::SetGpuBad(int node, int gpu, bool bad) {
