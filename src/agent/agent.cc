@@ -343,8 +343,10 @@ class Agent {
       try {
         sent = SendReport(docker);
       } catch (const DockerError& e) {
-        // No report without the containers: an empty one would tell the server they are gone.
+        // A report without the containers would tell the server they are gone: this one says
+        // the engine is away instead, so the node takes no new jobs while it is.
         Log(std::string("cannot list the containers to report them: ") + e.what());
+        ReportEngineAway(e.what());
       }
       if (!sent) {
         Sleep(backoff.Next());
@@ -1034,6 +1036,30 @@ class Agent {
       c.error = error;
       report.containers.push_back(std::move(c));
     }
+    if (const Posted posted = PostReport(report); posted != Posted::kTaken)
+      return posted == Posted::kRegisteredAgain;
+    if (report.images) images_sent_ = images_now;
+    std::lock_guard<std::mutex> lock(books_mu_);
+    for (const auto& [key, until] : new_cursor) log_cursor_[key] = until;
+    all_logs_sent_.insert(ended.begin(), ended.end());
+    return true;
+  }
+
+  // Tells the server the engine cannot be reached (AgentReport::runtime_error).
+  void ReportEngineAway(const std::string& error) {
+    AgentReport report;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (set_.version == 0) return;  // as SendReport: not before the first assignments
+      report.applied_version = AppliedVersion();
+    }
+    report.runtime_error = error.substr(0, kMaxRuntimeError);
+    report.gpus = ScrapeGpus();
+    PostReport(report);
+  }
+
+  enum class Posted { kTaken, kRegisteredAgain, kFailed };
+  Posted PostReport(const AgentReport& report) {
     const auto client = Connect(30);
     const httplib::Result res =
         client->Post("/v1/agents/" + options_.node + "/report",
@@ -1042,17 +1068,13 @@ class Agent {
     if (res && res->status == 409) {  // a restarted server: register again
       Log("the server does not know this agent (it restarted); registering again");
       images_sent_.clear();  // the new server has none of them
-      return Register();
+      return Register() ? Posted::kRegisteredAgain : Posted::kFailed;
     }
     if (!res || res->status != 200) {
       Log("reporting failed (" + ErrorOf(res) + "); retrying");
-      return false;
+      return Posted::kFailed;
     }
-    if (report.images) images_sent_ = images_now;
-    std::lock_guard<std::mutex> lock(books_mu_);
-    for (const auto& [key, until] : new_cursor) log_cursor_[key] = until;
-    all_logs_sent_.insert(ended.begin(), ended.end());
-    return true;
+    return Posted::kTaken;
   }
 
   const AgentOptions& options_;

@@ -738,12 +738,19 @@ void AddClientCommands(CLI::App& app) {
   run->callback([r] {
     if (!r->detach) {
       const Json nodes = CallServer("GET", "/v1/nodes")["nodes"];
-      if (std::none_of(nodes.begin(), nodes.end(),
-                       [](const Json& n) { return n.value("agent", "") == "ready"; }))
+      if (std::none_of(nodes.begin(), nodes.end(), [](const Json& n) {
+            return n.value("agent", "") == "ready" && n.value("engineError", "").empty();
+          })) {
+        for (const Json& n : nodes)
+          if (!n.value("engineError", "").empty())
+            Exit(2, "run: no node can run the job now: the agent of node " + Text(n["name"]) +
+                        " cannot reach its container engine (" + Text(n["engineError"]) +
+                        "); start dockerd there, or submit with -d");
         Exit(2,
              "run: no node agent is connected, so nothing would run the job and berth run "
              "would wait for ever; start one (berth up, or berth agent on each node), or "
              "submit with -d");
+      }
     }
     const std::string spec = RunSpec(*r);
     if (spec.size() > kMaxRequestBytes)
@@ -843,12 +850,16 @@ void AddClientCommands(CLI::App& app) {
       table.Add({Text(n["name"]), OrDash(n["rack"]), OrDash(n["model"]), n["gpus"].dump(),
                  n["freeGpus"].dump(), n["cordoned"].get<bool>() ? "cordoned" : "ready",
                  n["agent"].get<std::string>() +
-                     (n["simulated"].get<bool>() ? " (simulated GPUs)" : "")});
+                     (n["simulated"].get<bool>() ? " (simulated GPUs)" : "") +
+                     (n.value("engineError", "").empty() ? "" : " (no container engine)")});
     table.Print();
     // Under the table: what would otherwise pin jobs away from their GPUs unnoticed.
-    for (const Json& n : answer["nodes"])
+    for (const Json& n : answer["nodes"]) {
       for (const Json& m : n.value("topologyMismatch", Json::array()))
         std::cout << n["name"].get<std::string>() << ": topology differs: " << Text(m) << "\n";
+      if (!n.value("engineError", "").empty())
+        std::cout << n["name"].get<std::string>() << ": " << Text(n["engineError"]) << "\n";
+    }
   });
 
   auto* node = app.add_subcommand("node", "Cordon, uncordon, drain or remove a node (admins)");

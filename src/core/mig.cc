@@ -49,7 +49,9 @@ std::vector<MigProfile> BuiltinMigProfiles(const std::string& model) {
   if (has("H100") && has("NVL"))
     return Table({"12gb", "24gb", "47gb", "94gb", 12288, 24576, 48128, 96256});
   if (has("H100")) return Table({"10gb", "20gb", "40gb", "80gb", 10240, 20480, 40960, 81920});
-  if (has("H200")) return Table({"18gb", "35gb", "71gb", "141gb", 18432, 35840, 72704, 144384});
+  // As the driver (580) lists them on a real H200 (tests/data/agent/h200-vm/mig-lgip.txt):
+  // 16, 32.5, 69.75 and 140 GiB, below the names' advertised GB (NVML's mock GPUs say more).
+  if (has("H200")) return Table({"18gb", "35gb", "71gb", "141gb", 16384, 33280, 71424, 143360});
   return {};
 }
 

@@ -409,6 +409,7 @@ Json ToJson(const AgentReport& r) {
     }
     out["images"] = images;
   }
+  if (!r.runtime_error.empty()) out["runtimeError"] = r.runtime_error;
   return out;
 }
 
@@ -416,6 +417,7 @@ AgentReport ParseReport(const Json& j) {
   const Reader r(j);
   AgentReport out;
   out.applied_version = r.Version("appliedVersion");
+  out.runtime_error = r.Text("runtimeError", kMaxRuntimeError);
   r.List("containers", kMaxReportContainers, [&](const Json& e, const std::string& path) {
     const Reader c(e, path);
     ContainerReport x;

@@ -43,9 +43,10 @@ constexpr size_t kMaxImageNames = 64;      // tags of one image
 constexpr size_t kMaxPrefetchImages = 64;  // images a node is asked to pull ahead
 constexpr size_t kMaxImageLayers = 256;    // the engine's own limit is 127
 constexpr int64_t kMaxLayerBytes = int64_t{1} << 40;
-constexpr size_t kMaxOffGpusText = 1024;  // ContainerReport::off_gpus
-constexpr size_t kMaxNodeLabels = 64;     // a registered node's labels
-constexpr size_t kMaxLabelLength = 253;   // a label's key or value, as a cluster file allows
+constexpr size_t kMaxOffGpusText = 1024;   // ContainerReport::off_gpus
+constexpr size_t kMaxRuntimeError = 1024;  // AgentReport::runtime_error
+constexpr size_t kMaxNodeLabels = 64;      // a registered node's labels
+constexpr size_t kMaxLabelLength = 253;    // a label's key or value, as a cluster file allows
 // What an agent lets a report's images take (their JSON), so that a node with many images still
 // reports within the server's request size with its logs: the rest are left out.
 constexpr size_t kMaxReportImageBytes = 256 << 10;
@@ -186,6 +187,10 @@ struct AgentReport {
   // Every image on the node; none when they are as last reported to this server (an agent sends
   // them when they change, and again after registering).
   std::optional<std::vector<ReportedImage>> images;
+  // Set when the agent cannot reach its container engine (why, at most kMaxRuntimeError
+  // bytes). It then knows nothing of its containers: `containers` and `logs` are empty and
+  // say nothing about them (the server must not read them as gone); only `gpus` count.
+  std::string runtime_error;
 };
 
 // An RFC 3339 UTC timestamp with its fraction padded to nine digits

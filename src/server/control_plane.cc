@@ -1135,6 +1135,7 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
     out.topology_mismatches.emplace_back(cluster_now().nodes[n].name,
                                          agents_[n].topology_mismatch.size());
     out.off_gpus.emplace_back(cluster_now().nodes[n].name, agents_[n].off_gpus.size());
+    out.engine_up.emplace_back(cluster_now().nodes[n].name, agents_[n].engine_error.empty());
     if (!agents_[n].gpus.empty())
       out.gpu_telemetry.emplace_back(cluster_now().nodes[n].name, agents_[n].gpus);
   }
@@ -1577,6 +1578,17 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   const double now = now_();
   std::vector<StoreWrite> writes;
   agent.last_seen = now;
+  if (!report.runtime_error.empty()) {
+    // The agent lives but cannot run or see containers: the node turns unhealthy, then lost,
+    // on the clock of silence, from the first such report.
+    if (agent.engine_away_since < 0) agent.engine_away_since = now;
+    agent.engine_error = report.runtime_error;
+    CheckAgents(now, &writes);
+    Commit({&engine_lock, &lock}, std::move(writes));
+    return;
+  }
+  agent.engine_away_since = -1;
+  agent.engine_error.clear();
   if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
   if (agent.cordoned_by_us) {  // back after a restart before its node turned unhealthy
     Apply(engine_->SetNodeCordoned(n, false, now), &writes);
@@ -1833,17 +1845,23 @@ void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
     const int n = static_cast<int>(i);
     const std::string& name = cluster_now().nodes[n].name;
     const double silent = now - agent.last_seen;
+    const double engine_away = agent.engine_away_since < 0 ? 0 : now - agent.engine_away_since;
+    const double down = std::max(silent, engine_away);
+    const std::string cause =
+        silent >= engine_away
+            ? "no report from its agent"
+            : "its agent cannot reach the container engine (" + agent.engine_error + ")";
     const auto mark = [&](const std::string& event, const std::string& reason) {
       writes->push_back(
           StoreWrite::Node({name, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us},
                            event, now, reason));
     };
-    if (silent < unhealthy_after_s_) {
+    if (down < unhealthy_after_s_) {
       if (!agent.unhealthy && !agent.lost) continue;
       agent.unhealthy = agent.lost = false;
       if (agent.cordoned_by_us) Apply(engine_->SetNodeCordoned(n, false, now), writes);
       agent.cordoned_by_us = false;
-      mark("healthy", "its agent reports again");
+      mark("healthy", "its agent reports again, with its containers");
       continue;
     }
     if (!agent.unhealthy) {
@@ -1853,18 +1871,17 @@ void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
         Apply(engine_->SetNodeCordoned(n, true, now), writes);
         agent.cordoned_by_us = true;
       }
-      mark("unhealthy", "no report from its agent for " + Seconds(silent) +
+      mark("unhealthy", cause + " for " + Seconds(down) +
                             " s: no new jobs go there; its jobs are placed elsewhere after " +
                             Seconds(lost_after_s_) + " s");
     }
-    if (silent >= lost_after_s_ && !agent.lost) {
+    if (down >= lost_after_s_ && !agent.lost) {
       agent.lost = true;
-      mark("lost", "no report from its agent for " + Seconds(silent) +
-                       " s: its jobs are placed again elsewhere");
+      mark("lost", cause + " for " + Seconds(down) + " s: its jobs are placed again elsewhere");
       const std::set<int64_t> placed = on_node_[n];
       for (int64_t id : placed)
-        Requeue(jobs_.at(id), "lost", "node " + name + " was lost (no report from its agent)", now,
-                writes, /*node_lost=*/true);
+        Requeue(jobs_.at(id), "lost", "node " + name + " was lost (" + cause + ")", now, writes,
+                /*node_lost=*/true);
       // Jobs stopping there count as stopped; an agent that comes back stops their containers.
       AgentReport none;
       none.applied_version = UINT64_MAX;
@@ -1924,6 +1941,7 @@ ControlPlane::AgentStatus ControlPlane::AgentStatusOf(int node, double now) cons
           a.registration.simulated,
           a.unhealthy,
           a.lost,
+          a.engine_error,
           a.registered ? now - a.last_seen : -1,
           a.topology_mismatch,
           a.off_gpus,

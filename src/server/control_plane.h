@@ -28,7 +28,8 @@
 // reports its containers stopped; on a node without one (nothing runs there) it stops at once.
 // An agent silent for `unhealthy_after_s` has its node cordoned (no new jobs); silent for
 // `lost_after_s`, the node is lost and its jobs are placed again elsewhere. The gap keeps a
-// network blip from running a job twice.
+// network blip from running a job twice. An agent that reports it cannot reach its container
+// engine counts as silent from its first such report (it can neither start nor see containers).
 //
 // Threading: every call may come from any thread. Two mutexes: engine_mu_ serializes the engine
 // (its contract: one caller at a time) and is held through a scheduling cycle; mu_ guards the
@@ -156,6 +157,7 @@ class ControlPlane {
   RulesText InForce() const;
   struct AgentStatus {
     bool registered = false, simulated = false, unhealthy = false, lost = false;
+    std::string engine_error;                    // "" while its agent reaches its container engine
     double heartbeat_age_s = -1;                 // -1: never heard from
     std::vector<std::string> topology_mismatch;  // see AgentNode
     std::vector<std::string> off_gpus;           // ditto
@@ -242,6 +244,7 @@ class ControlPlane {
     std::vector<std::pair<std::string, double>> heartbeat_ages;       // nodes with an agent
     std::vector<std::pair<std::string, size_t>> topology_mismatches;  // ditto: how many
     std::vector<std::pair<std::string, size_t>> off_gpus;  // ditto: containers off their GPUs
+    std::vector<std::pair<std::string, bool>> engine_up;   // ditto: its agent reaches its engine
     // GPUs as their agents' DCGM exporters last saw them, by node name.
     std::vector<std::pair<std::string, std::vector<GpuReport>>> gpu_telemetry;
     // Running replicas' contention as their agents last measured it: (job, replica, report).
@@ -282,6 +285,10 @@ class ControlPlane {
     NodeRegistration registration;
     double last_seen = 0;
     bool unhealthy = false, lost = false;
+    // Since when its agent says it cannot reach its container engine (-1: it can), and why
+    // (AgentReport::runtime_error); counted as silence is.
+    double engine_away_since = -1;
+    std::string engine_error;
     // The server's own cordon (unhealthy, or not registered again since a restart), which a
     // report or registration lifts.
     bool cordoned_by_us = false;

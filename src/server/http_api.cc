@@ -551,6 +551,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                                             : agent.lost      ? "lost"
                                             : agent.unhealthy ? "unhealthy"
                                                               : "ready"},
+                                  {"engineError", agent.engine_error},
                                   {"simulated", agent.simulated},
                                   {"heartbeatAgeSeconds", agent.heartbeat_age_s},
                                   {"topologyMismatch", agent.topology_mismatch},
@@ -880,6 +881,12 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
                    {"node"});
   for (const auto& [node, count] : m.off_gpus)
     out.Set("berth_node_containers_off_gpus", {node}, static_cast<double>(count));
+  out.DeclareGauge("berth_node_container_engine_up",
+                   "1 while the node's agent reaches its container engine (Docker), 0 while it "
+                   "reports it cannot: the node then takes no new jobs.",
+                   {"node"});
+  for (const auto& [node, up] : m.engine_up)
+    out.Set("berth_node_container_engine_up", {node}, up ? 1 : 0);
   out.DeclareHistogram(
       "berth_container_start_phase_seconds",
       "Time each phase of a container's start took on its node (pull when the image was "

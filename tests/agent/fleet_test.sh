@@ -161,10 +161,16 @@ wait_for 15 "job $running running again" state_is "$running" running
 
 echo "fleet: part 7" >&2
 # 7. dockerd stopped under running agents, then started again: the agents carry on.
+#    Meanwhile each node says its agent cannot reach the engine.
+engines_away() { "$BERTH" nodes --format json | jq -e '[.nodes[].engineError] | map(length > 0) | all' > /dev/null; }
+engines_back() { "$BERTH" nodes --format json | jq -e '[.nodes[].engineError] | map(length == 0) | all' > /dev/null; }
 _kill_pidfile "$DOCKERD_DIR/dockerd.pid" dockerd
-sleep 1
+wait_for 30 "the agents saying the engine is away" engines_away
+nodes_text=$("$BERTH" nodes)
+grep -q "(no container engine)" <<<"$nodes_text" || fail "berth nodes: $nodes_text"
 launch_dockerd
 wait_for 30 "dockerd back" _dk version
+wait_for 30 "the agents reaching the engine again" engines_back
 for n in n0 n1 n2; do kill -0 "${AGENT[$n]}" || fail "agent $n died with dockerd: $(cat "$TMP/agent-$n.log")"; done
 out=$("$BERTH" run --gpus 1 --priority 20 berth-test:1 echo back) || fail "a job after dockerd's restart: $out"
 [ "$out" = back ] || fail "after dockerd's restart berth run printed '$out'"

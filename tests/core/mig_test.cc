@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <regex>
 #include <set>
 #include <string>
 #include <utility>
@@ -84,13 +86,33 @@ TEST(MigProfilesTest, HopperTables) {
   EXPECT_EQ(Names(BuiltinMigProfiles("H200")), h200);
   EXPECT_EQ(Names(BuiltinMigProfiles("NVIDIA H200")), h200);
   const std::vector<MigProfile> g = BuiltinMigProfiles("H200");
-  EXPECT_EQ(g[Profile(g, "1g.18gb")].memory_mib, 18432);
-  EXPECT_EQ(g[Profile(g, "3g.71gb")].memory_mib, 72704);
-  EXPECT_EQ(g[Profile(g, "7g.141gb")].memory_mib, 144384);
+  EXPECT_EQ(g[Profile(g, "1g.18gb")].memory_mib, 16384);
+  EXPECT_EQ(g[Profile(g, "3g.71gb")].memory_mib, 71424);
+  EXPECT_EQ(g[Profile(g, "7g.141gb")].memory_mib, 143360);
 
   const std::vector<std::string> nvl = {"1g.12gb", "1g.12gb+me", "1g.24gb", "2g.24gb",
                                         "3g.47gb", "4g.47gb",    "7g.94gb"};
   EXPECT_EQ(Names(BuiltinMigProfiles("H100-NVL")), nvl);
+}
+
+// The H200 table against what the driver listed on a real H200 (`nvidia-smi mig -lgip`, driver
+// 580.159.04): each profile's name, instance count and memory (GiB, two decimals).
+TEST(MigProfilesTest, TheH200TableIsWhatARealH200Lists) {
+  std::ifstream in(std::string(BERTH_SOURCE_DIR) + "/tests/data/agent/h200-vm/mig-lgip.txt");
+  ASSERT_TRUE(in) << "the capture is missing";
+  const std::vector<MigProfile> table = BuiltinMigProfiles("NVIDIA H200");
+  std::set<std::string> listed;
+  const std::regex row(R"(\|\s+0\s+MIG (\S+)\s+\d+\s+(\d+)/(\d+)\s+([0-9.]+)\s)");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, row)) continue;
+    const int p = FindMigProfile(table, m[1]);
+    ASSERT_GE(p, 0) << m[1];
+    EXPECT_EQ(table[p].max_instances, std::stoi(m[3])) << m[1];
+    EXPECT_NEAR(table[p].memory_mib / 1024.0, std::stod(m[4]), 0.005) << m[1];
+    listed.insert(m[1]);
+  }
+  EXPECT_EQ(listed.size(), table.size());
 }
 
 TEST(MigProfilesTest, UnknownModelsHaveNoTable) {

@@ -228,6 +228,21 @@ TEST(AgentProtocolTest, ReportRoundTrips) {
   EXPECT_FALSE(back.images);  // none sent: as last reported
 }
 
+TEST(AgentProtocolTest, AReportOfAnEngineAwayRoundTripsAndIsBounded) {
+  AgentReport r;
+  r.applied_version = 7;
+  EXPECT_FALSE(ToJson(r).contains("runtimeError"));  // absent while the engine answers
+  r.runtime_error = "cannot reach the Docker engine at /var/run/docker.sock";
+  const AgentReport back = ParseReport(Wire(ToJson(r)));
+  EXPECT_EQ(back.runtime_error, r.runtime_error);
+  EXPECT_EQ(back.applied_version, 7u);
+  Json j = ToJson(r);
+  j["runtimeError"] = std::string(kMaxRuntimeError + 1, 'e');
+  EXPECT_THROW(ParseReport(j), ProtocolError);
+  j["runtimeError"] = 3;
+  EXPECT_THROW(ParseReport(j), ProtocolError);
+}
+
 TEST(AgentProtocolTest, AReportsImagesRoundTripAndAreBounded) {
   AgentReport r = SampleReport();
   r.images = std::vector<ReportedImage>{

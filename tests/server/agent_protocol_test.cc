@@ -1067,6 +1067,109 @@ TEST_F(ControlPlaneAgentTest, ASilentAgentsNodeIsCordonedThenLostAndItsJobsMove)
   EXPECT_EQ(NodeOf(c), silent);
 }
 
+// An agent that reports but cannot reach Docker can neither start nor see containers: its node
+// goes the way of a silent one, on the clock of its first such report, and its running job is
+// not taken as gone meanwhile.
+TEST_F(ControlPlaneAgentTest, AnAgentWithoutItsContainerEngineIsUnhealthyThenLost) {
+  Open(Dgx(2), 15, 120);
+  Register("dgx-0");
+  Register("dgx-1");
+  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  const std::string away = NodeOf(a);
+  ASSERT_FALSE(away.empty());
+  const int x = away == "dgx-0" ? 0 : 1, y = 1 - x;
+  const std::string alive = plane_->cluster()->nodes[y].name;
+  ReportAll(away, "running");
+  ASSERT_EQ(State(a), "running");
+  const auto node_events = [&] {
+    std::vector<std::string> out;
+    for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0).events)
+      if (e.job == 0 && e.state != "agent-registered") out.push_back(e.state + ": " + e.reason);
+    return out;
+  };
+  const std::string error =
+      "cannot reach the Docker engine at /var/run/docker.sock: No such file or directory";
+  const auto report_away = [&] {
+    AgentReport r;
+    r.applied_version = Set(away).version;
+    r.runtime_error = error;
+    plane_->Report(away, r);
+  };
+
+  // Reporting, so never silent; the engine's absence is what counts.
+  report_away();
+  EXPECT_EQ(plane_->Agents()[x].engine_error, error);
+  EXPECT_EQ(plane_->Agents()[y].engine_error, "");
+  for (int i = 0; i < 14; ++i) {
+    now_ += 1;
+    report_away();
+    ReportAll(alive, "running");
+    plane_->Cycle();
+  }
+  EXPECT_FALSE(plane_->Agents()[x].unhealthy);
+  EXPECT_EQ(State(a), "running");  // an empty container list is not read as its end
+  now_ += 1;
+  report_away();
+  EXPECT_TRUE(plane_->Agents()[x].unhealthy);
+  EXPECT_TRUE(plane_->Nodes()[x].cordoned);
+  EXPECT_FALSE(plane_->Agents()[y].unhealthy);
+  ASSERT_EQ(node_events().size(), 1u);
+  EXPECT_TRUE(Has(node_events()[0], "unhealthy: its agent cannot reach the container engine"));
+  EXPECT_TRUE(Has(node_events()[0], "/var/run/docker.sock"));
+  EXPECT_EQ(State(a), "running");
+
+  // Lost at 120 s: its job is placed again on the other node.
+  while (!plane_->Agents()[x].lost) {
+    now_ += 5;
+    report_away();
+    ReportAll(alive, "running");
+    plane_->Cycle();
+    ASSERT_LE(now_, 1000 + 125);
+  }
+  EXPECT_GE(now_, 1000 + 120);
+  if (State(a) != "scheduled") {
+    now_ += 1;
+    plane_->Cycle();
+  }
+  EXPECT_EQ(NodeOf(a), alive);
+  EXPECT_TRUE(Has(node_events().back(), "lost: its agent cannot reach the container engine"));
+  bool said_why = false;
+  for (const StoredEvent& e : plane_->Events(a).events)
+    said_why |= e.state == "lost" && Has(e.reason, "cannot reach the container engine");
+  EXPECT_TRUE(said_why);
+
+  // The engine is back: the first report with its containers makes the node healthy.
+  ReportNone(away, Set(away).version);
+  EXPECT_EQ(plane_->Agents()[x].engine_error, "");
+  EXPECT_FALSE(plane_->Agents()[x].unhealthy);
+  EXPECT_FALSE(plane_->Agents()[x].lost);
+  EXPECT_FALSE(plane_->Nodes()[x].cordoned);
+  EXPECT_TRUE(Has(node_events().back(), "healthy: its agent reports again"));
+}
+
+// A blip shorter than the unhealthy delay leaves no trace: no cordon, no event.
+TEST_F(ControlPlaneAgentTest, AShortContainerEngineOutageIsForgotten) {
+  Open(Dgx(1), 15, 120);
+  Register("dgx-0");
+  AgentReport away;
+  away.runtime_error = "cannot reach the Docker engine";
+  for (int round = 0; round < 3; ++round) {
+    away.applied_version = Set("dgx-0").version;
+    for (int i = 0; i < 10; ++i) {
+      now_ += 1;
+      plane_->Report("dgx-0", away);
+      plane_->Cycle();
+    }
+    ReportNone("dgx-0", Set("dgx-0").version);  // back before 15 s, and the clock restarts
+    plane_->Cycle();
+    EXPECT_FALSE(plane_->Agents()[0].unhealthy);
+    EXPECT_FALSE(plane_->Nodes()[0].cordoned);
+  }
+  for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0).events)
+    EXPECT_EQ(e.state, "agent-registered");
+}
+
 TEST_F(ControlPlaneAgentTest, RegisteringAgainBringsAnUnhealthyNodeBack) {
   Open(Dgx(1), 15, 120);
   Register("dgx-0");
