@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$jobs" --target berth berth_k8s_apiserver berth_docker_tests \
+cmake --build build -j "$jobs" --target berth berth_k8s_apiserver berth_docker_tests berth_fake_nvml \
   berth_device_plugin_tests
 ctest --test-dir build --output-on-failure -j "$jobs" -L '^(cli|docker|k8s)$'
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DBERTH_SANITIZE=ON >/dev/null

@@ -23,6 +23,7 @@
 #include "agent/cgroup_stats.h"
 #include "agent/dcgm_metrics.h"
 #include "agent/host_topology.h"
+#include "agent/nvml.h"
 #include "config/config_error.h"
 #include "docker/docker_client.h"
 #include "protocol/agent_protocol.h"
@@ -191,6 +192,10 @@ class Agent {
     std::thread heartbeat([this] { Heartbeat(); });
     std::thread exits([this] { WatchExits(); });
     std::thread prefetch([this] { Prefetch(); });
+    if (options_.dcgm_url.empty() && !options_.nvml_library.empty())
+      std::thread(SampleNvml, nvml_, options_.nvml_library, options_.gpu_uuids,
+                  options_.heartbeat_s)
+          .detach();
     std::vector<std::thread> starters;
     for (int w = 0; w < kParallelStarts; ++w) starters.emplace_back([this] { StartWorker(); });
     Backoff docker_backoff;
@@ -219,6 +224,11 @@ class Agent {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (watch_client_ != nullptr) watch_client_->stop();
+    }
+    {
+      std::lock_guard<std::mutex> lock(nvml_->mu);
+      nvml_->stop = true;
+      nvml_->wake.notify_all();
     }
     watch.join();
     heartbeat.join();
@@ -338,15 +348,22 @@ class Agent {
   void Heartbeat() {
     DockerClient docker(options_.docker_socket);  // this thread's own
     Backoff backoff;
+    bool engine_away = false;  // said once an outage
     while (!stop_) {
       bool sent = false;
       try {
         sent = SendReport(docker);
+        if (sent && engine_away) Log("the Docker engine answers again");
+        engine_away = engine_away && !sent;
       } catch (const DockerError& e) {
         // A report without the containers would tell the server they are gone: this one says
-        // the engine is away instead, so the node takes no new jobs while it is.
-        Log(std::string("cannot list the containers to report them: ") + e.what());
-        ReportEngineAway(e.what());
+        // the engine is away instead, so the node takes no new jobs while it is. It keeps the
+        // heartbeat's pace: the node's GPUs are still reported.
+        if (!engine_away)
+          Log(std::string("cannot list the containers to report them: ") + e.what() +
+              "; reporting the engine away until it answers");
+        engine_away = true;
+        sent = ReportEngineAway(e.what());
       }
       if (!sent) {
         Sleep(backoff.Next());
@@ -829,9 +846,50 @@ class Agent {
 
   // The node's GPUs as the DCGM exporter sees them; none without one, or when it does not
   // answer (said once).
+  struct NvmlSamples {
+    std::mutex mu;
+    std::condition_variable wake;  // at `stop`
+    bool stop = false;
+    std::string why;  // NVML is not usable
+    std::vector<GpuReport> gpus;
+    Clock::time_point at;  // of `gpus`
+  };
+
+  // The GPUs as NVML last saw them (SampleNvml), while that is recent.
+  std::vector<GpuReport> NvmlGpus() {
+    std::lock_guard<std::mutex> lock(nvml_->mu);
+    if (!nvml_->why.empty() && warned_.insert("nvml").second)
+      Log("no GPU telemetry (" + nvml_->why + "); give a DCGM exporter with --dcgm-url");
+    const auto stale = std::chrono::duration<double>(3 * options_.heartbeat_s + 5);
+    if (Clock::now() - nvml_->at > stale) return {};
+    return nvml_->gpus;
+  }
+
+  // Samples the GPUs through NVML every `period_s` until stopped. A thread of its own, detached
+  // and holding only `samples`: a GPU fallen off the bus can keep NVML in the driver for ever,
+  // and then its samples go stale instead of the heartbeat stalling.
+  static void SampleNvml(std::shared_ptr<NvmlSamples> samples, std::string library,
+                         std::vector<std::string> uuids, double period_s) {
+    std::string why;
+    std::unique_ptr<NvmlSampler> sampler = NvmlSampler::Open(library, uuids, &why);
+    std::unique_lock<std::mutex> lock(samples->mu);
+    if (sampler == nullptr) {
+      samples->why = why;
+      return;
+    }
+    while (!samples->stop) {
+      lock.unlock();
+      std::vector<GpuReport> gpus = sampler->Sample();
+      lock.lock();
+      samples->gpus = std::move(gpus);
+      samples->at = Clock::now();
+      samples->wake.wait_for(lock, std::chrono::duration<double>(period_s));
+    }
+  }
+
   std::vector<GpuReport> ScrapeGpus() {
     std::vector<GpuReport> out;
-    if (options_.dcgm_url.empty()) return out;
+    if (options_.dcgm_url.empty()) return options_.nvml_library.empty() ? out : NvmlGpus();
     const std::string& url = options_.dcgm_url;
     const size_t scheme = url.find("://");
     const size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
@@ -1046,16 +1104,17 @@ class Agent {
   }
 
   // Tells the server the engine cannot be reached (AgentReport::runtime_error).
-  void ReportEngineAway(const std::string& error) {
+  // True once the server has it (as SendReport).
+  bool ReportEngineAway(const std::string& error) {
     AgentReport report;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (set_.version == 0) return;  // as SendReport: not before the first assignments
+      if (set_.version == 0) return true;  // as SendReport: not before the first assignments
       report.applied_version = AppliedVersion();
     }
     report.runtime_error = error.substr(0, kMaxRuntimeError);
     report.gpus = ScrapeGpus();
-    PostReport(report);
+    return PostReport(report) != Posted::kFailed;
   }
 
   enum class Posted { kTaken, kRegisteredAgain, kFailed };
@@ -1115,6 +1174,7 @@ class Agent {
   std::mutex log_mu_;
   std::set<std::string> pinning_warned_;  // CPU lists already said not to be here, under log_mu_
   std::set<std::string> warned_;          // the heartbeat's problems already said
+  const std::shared_ptr<NvmlSamples> nvml_ = std::make_shared<NvmlSamples>();
   // The heartbeat's: the images as the server was last sent them (ChangedImages), and each
   // image's layers by id, so that only new images are inspected.
   std::string images_sent_;

@@ -53,6 +53,9 @@ struct AgentOptions {
   double heartbeat_s = 1;
   // A DCGM exporter's metrics URL (http://HOST:PORT/metrics), scraped each heartbeat; "": none.
   std::string dcgm_url;
+  // Without one, the GPUs' memory and utilization are sampled through this NVML library (a
+  // dlopen name: nvml.h's kNvmlLibrary) each heartbeat; "": none (simulated GPUs).
+  std::string nvml_library;
   std::string cgroup_root = "/sys/fs/cgroup";  // where the containers' cgroups are
   std::string proc_root = "/proc";             // where their processes' network counters are
   // Where progress and problems are written (a line each); none: standard error.

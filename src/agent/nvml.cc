@@ -22,6 +22,11 @@ struct nvmlMemory_t {
   unsigned long long used;
 };
 
+struct nvmlUtilization_t {
+  unsigned int gpu;     // percent of the last sample period a kernel ran
+  unsigned int memory;  // percent of it memory was read or written
+};
+
 constexpr int NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32;
 constexpr int NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16;
 struct nvmlPciInfo_t {
@@ -85,6 +90,7 @@ struct Api {
   nvmlReturn_t (*GetGpuInstanceId)(nvmlDevice_t, unsigned int*);
   nvmlReturn_t (*GetGpuInstanceById)(nvmlDevice_t, unsigned int, nvmlGpuInstance_t*);
   nvmlReturn_t (*GpuInstanceGetInfo)(nvmlGpuInstance_t, nvmlGpuInstanceInfo_t*);
+  nvmlReturn_t (*GetUtilizationRates)(nvmlDevice_t, nvmlUtilization_t*);
 };
 
 class Library {
@@ -120,6 +126,40 @@ Link LevelLink(int level) {
   return {LinkKind::kSys, 0};
 }
 
+// The library loaded, with the functions every use of NVML needs; false, with `*why` saying
+// why not (naming the first missing function).
+bool FindRequired(Library& lib, const std::string& library, Api* api, std::string* why) {
+  if (lib.handle() == nullptr) {
+    const char* error = ::dlerror();
+    // dlerror names the library: "libnvidia-ml.so.1: cannot open shared object file: ...".
+    *why = "NVML: " + (error != nullptr ? std::string(error) : "cannot load " + library);
+    return false;
+  }
+  const std::pair<const char*, bool> required[] = {
+      {"nvmlInit_v2", lib.Find("nvmlInit_v2", &api->Init)},
+      {"nvmlShutdown", lib.Find("nvmlShutdown", &api->Shutdown)},
+      {"nvmlErrorString", lib.Find("nvmlErrorString", &api->ErrorString)},
+      {"nvmlDeviceGetCount_v2", lib.Find("nvmlDeviceGetCount_v2", &api->GetCount)},
+      {"nvmlDeviceGetHandleByIndex_v2",
+       lib.Find("nvmlDeviceGetHandleByIndex_v2", &api->GetHandleByIndex)},
+      {"nvmlDeviceGetUUID", lib.Find("nvmlDeviceGetUUID", &api->GetUuid)},
+      {"nvmlDeviceGetName", lib.Find("nvmlDeviceGetName", &api->GetName)},
+      {"nvmlDeviceGetMemoryInfo", lib.Find("nvmlDeviceGetMemoryInfo", &api->GetMemoryInfo)},
+      {"nvmlDeviceGetPciInfo_v3", lib.Find("nvmlDeviceGetPciInfo_v3", &api->GetPciInfo)},
+  };
+  for (const auto& [name, found] : required)
+    if (!found) {
+      *why = "NVML: " + library + " lacks " + name + "; it is too old or not NVIDIA's";
+      return false;
+    }
+  return true;
+}
+
+std::string ErrorText(const Api& api, nvmlReturn_t r) {
+  const char* s = api.ErrorString(r);
+  return s != nullptr ? std::string(s) : "error " + std::to_string(r);
+}
+
 // "NVIDIA A100-SXM4-80GB MIG 3g.40gb" -> "3g.40gb".
 std::string MigProfileOf(const std::string& name) {
   const size_t at = name.rfind("MIG ");
@@ -130,30 +170,8 @@ std::string MigProfileOf(const std::string& name) {
 
 std::optional<NvmlReading> ReadNvml(const std::string& library, std::string* why) {
   Library lib(library);
-  if (lib.handle() == nullptr) {
-    const char* error = ::dlerror();
-    // dlerror names the library: "libnvidia-ml.so.1: cannot open shared object file: ...".
-    *why = "NVML: " + (error != nullptr ? std::string(error) : "cannot load " + library);
-    return std::nullopt;
-  }
   Api api{};
-  const std::pair<const char*, bool> required[] = {
-      {"nvmlInit_v2", lib.Find("nvmlInit_v2", &api.Init)},
-      {"nvmlShutdown", lib.Find("nvmlShutdown", &api.Shutdown)},
-      {"nvmlErrorString", lib.Find("nvmlErrorString", &api.ErrorString)},
-      {"nvmlDeviceGetCount_v2", lib.Find("nvmlDeviceGetCount_v2", &api.GetCount)},
-      {"nvmlDeviceGetHandleByIndex_v2",
-       lib.Find("nvmlDeviceGetHandleByIndex_v2", &api.GetHandleByIndex)},
-      {"nvmlDeviceGetUUID", lib.Find("nvmlDeviceGetUUID", &api.GetUuid)},
-      {"nvmlDeviceGetName", lib.Find("nvmlDeviceGetName", &api.GetName)},
-      {"nvmlDeviceGetMemoryInfo", lib.Find("nvmlDeviceGetMemoryInfo", &api.GetMemoryInfo)},
-      {"nvmlDeviceGetPciInfo_v3", lib.Find("nvmlDeviceGetPciInfo_v3", &api.GetPciInfo)},
-  };
-  for (const auto& [name, found] : required)
-    if (!found) {
-      *why = "NVML: " + library + " lacks " + name + "; it is too old or not NVIDIA's";
-      return std::nullopt;
-    }
+  if (!FindRequired(lib, library, &api, why)) return std::nullopt;
   NvmlReading out;
   const auto optional = [&](const char* name, auto* fn, const char* unknown) {
     if (!lib.Find(name, fn))
@@ -175,10 +193,7 @@ std::optional<NvmlReading> ReadNvml(const std::string& library, std::string* why
   lib.Find("nvmlDeviceGetGpuInstanceById", &api.GetGpuInstanceById);
   lib.Find("nvmlGpuInstanceGetInfo", &api.GpuInstanceGetInfo);
 
-  const auto error = [&](nvmlReturn_t r) {
-    const char* s = api.ErrorString(r);
-    return s != nullptr ? std::string(s) : "error " + std::to_string(r);
-  };
+  const auto error = [&](nvmlReturn_t r) { return ErrorText(api, r); };
   if (const nvmlReturn_t r = api.Init(); r != NVML_SUCCESS) {
     *why = "NVML: nvmlInit_v2 failed: " + error(r);
     return std::nullopt;
@@ -384,6 +399,73 @@ std::optional<DiscoveredNode> DiscoverWithNvml(const std::string& library,
       BuildNode(node_name, reading->query, reading->topology, host, &reading->list);
   node.conditions.insert(node.conditions.end(), reading->notes.begin(), reading->notes.end());
   return node;
+}
+
+struct NvmlSampler::State {
+  explicit State(const std::string& library) : lib(library) {}
+  Library lib;
+  Api api{};
+  std::vector<std::pair<int, nvmlDevice_t>> gpus;  // (index in the agent's uuids, handle)
+};
+
+std::unique_ptr<NvmlSampler> NvmlSampler::Open(const std::string& library,
+                                               const std::vector<std::string>& uuids,
+                                               std::string* why) {
+  auto state = std::make_unique<State>(library);
+  Api& api = state->api;
+  if (!FindRequired(state->lib, library, &api, why)) return nullptr;
+  state->lib.Find("nvmlDeviceGetUtilizationRates", &api.GetUtilizationRates);
+  if (const nvmlReturn_t r = api.Init(); r != NVML_SUCCESS) {
+    *why = "NVML: nvmlInit_v2 failed: " + ErrorText(api, r);
+    return nullptr;
+  }
+  std::unique_ptr<NvmlSampler> sampler(new NvmlSampler(std::move(state)));
+  unsigned int count = 0;
+  if (const nvmlReturn_t r = sampler->state_->api.GetCount(&count); r != NVML_SUCCESS) {
+    *why = "NVML: nvmlDeviceGetCount_v2 failed: " + ErrorText(sampler->state_->api, r);
+    return nullptr;
+  }
+  for (unsigned int i = 0; i < std::min<unsigned int>(count, kMaxGpus); ++i) {
+    nvmlDevice_t device = nullptr;
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    if (api.GetHandleByIndex(i, &device) != NVML_SUCCESS ||
+        api.GetUuid(device, uuid, sizeof uuid) != NVML_SUCCESS)
+      continue;
+    const auto at = std::find(uuids.begin(), uuids.end(), Text(uuid, sizeof uuid));
+    if (at != uuids.end())
+      sampler->state_->gpus.emplace_back(static_cast<int>(at - uuids.begin()), device);
+  }
+  if (sampler->state_->gpus.empty()) {
+    *why = "NVML finds none of the node's GPUs";
+    return nullptr;
+  }
+  return sampler;
+}
+
+NvmlSampler::NvmlSampler(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+NvmlSampler::~NvmlSampler() {
+  if (state_ != nullptr) state_->api.Shutdown();
+}
+
+std::vector<GpuReport> NvmlSampler::Sample() {
+  const Api& api = state_->api;
+  std::vector<GpuReport> out;
+  for (const auto& [gpu, device] : state_->gpus) {
+    GpuReport report;
+    report.gpu = gpu;
+    nvmlMemory_t memory{};
+    if (api.GetMemoryInfo(device, &memory) == NVML_SUCCESS && memory.used <= memory.total) {
+      report.fb_used_mib = static_cast<double>(memory.used >> 20);
+      report.fb_free_mib = static_cast<double>(memory.free >> 20);
+    }
+    nvmlUtilization_t utilization{};
+    if (api.GetUtilizationRates != nullptr &&
+        api.GetUtilizationRates(device, &utilization) == NVML_SUCCESS && utilization.gpu <= 100)
+      report.util_percent = utilization.gpu;
+    if (report.fb_used_mib >= 0 || report.util_percent >= 0) out.push_back(report);
+  }
+  return out;
 }
 
 }  // namespace berth

@@ -26,17 +26,20 @@
 // Every other function is optional: a missing one leaves its fact unknown (links SYS, no NVLink,
 // no CPU/NUMA affinity, MIG not supported) and adds a note saying which.
 //
-// Untested on real hardware: the tests run it against a fake library (tests/agent/fake_nvml.cc)
-// that answers as the DGX A100 of tests/data/agent/dgx-a100/ does. Not thread-safe (NVML's
-// init/shutdown are reference counted; call from one thread). Bounds: at most kMaxGpus GPUs.
+// The tests run it against a fake library (tests/agent/fake_nvml.cc) that answers as the DGX
+// A100 of tests/data/agent/dgx-a100/ does. On a real H200 (driver 580) it found the node
+// nvidia-smi's output gives (tests/data/agent/h200-vm/). Not thread-safe (NVML's init/shutdown
+// are reference counted; call from one thread). Bounds: at most kMaxGpus GPUs.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/gpu_discovery.h"
 #include "agent/host_topology.h"
+#include "protocol/agent_protocol.h"
 
 namespace berth {
 
@@ -57,5 +60,29 @@ std::optional<NvmlReading> ReadNvml(const std::string& library, std::string* why
 std::optional<DiscoveredNode> DiscoverWithNvml(const std::string& library,
                                                const std::string& node_name,
                                                const HostTopology& host, std::string* why);
+
+// The GPUs' memory and utilization through NVML, for a node without a DCGM exporter: what the
+// gpu-memory-threshold plugin and the GPU metrics read. NVML stays initialized from Open to the
+// sampler's end (its init is slow on a host without persistence mode). Sample may block in the
+// driver when a GPU falls off the bus: call it from a thread of its own. Not thread-safe.
+class NvmlSampler {
+ public:
+  // nullptr, with `*why`, when NVML is not usable or finds none of `uuids` (the node's GPUs).
+  static std::unique_ptr<NvmlSampler> Open(const std::string& library,
+                                           const std::vector<std::string>& uuids, std::string* why);
+  ~NvmlSampler();
+  NvmlSampler(const NvmlSampler&) = delete;
+  NvmlSampler& operator=(const NvmlSampler&) = delete;
+
+  // A report per GPU NVML answers for: `gpu` its index in `uuids`, memory used and free (MiB),
+  // utilization (percent of the last sample period a kernel ran; -1 where NVML lacks it). SM
+  // activity and XID errors are DCGM's and stay unknown (-1).
+  std::vector<GpuReport> Sample();
+
+ private:
+  struct State;
+  explicit NvmlSampler(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace berth

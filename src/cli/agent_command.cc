@@ -21,6 +21,7 @@
 
 #include "agent/agent.h"
 #include "agent/local_node.h"
+#include "agent/nvml.h"
 #include "cli/commands.h"
 #include "cli/policy_argument.h"
 #include "config/cluster_file.h"
@@ -187,6 +188,7 @@ void AddAgentCommands(CLI::App& app) {
       }
       options.gpu_uuids = found->gpu_uuids;
       options.migs = MigsOf(*found);
+      options.nvml_library = kNvmlLibrary;
       options.found = found->node;
       options.models = found->models;
     } else {
@@ -317,6 +319,7 @@ void AddAgentCommands(CLI::App& app) {
       agent.gpu_uuids = uuids;
       agent.migs = migs;
       agent.simulated = simulated;
+      if (!simulated) agent.nvml_library = kNvmlLibrary;
       RunAgent(agent, stop);
     };
     try {

@@ -60,7 +60,7 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
   ctx.policy = &policy_;
   ctx.rng = &rng_;
   if (first == 0) {
-    refused_by_retryable_ = false;
+    retryable_refusal_.clear();
     best_ = -1;
     best_score_ = 0;
     ties_ = 0;
@@ -120,7 +120,8 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
       // The first filter in policy order to refuse decides whether the refusal is retryable.
       const int refused_by = FirstRefusal(ctx, c, v.refused_by);
       if (refused_by >= 0) {
-        refused_by_retryable_ = refused_by_retryable_ || filters_[refused_by]->retryable();
+        if (retryable_refusal_.empty() && filters_[refused_by]->retryable())
+          retryable_refusal_ = policy_.filters[refused_by].name;
         continue;
       }
       feasible = true;
@@ -140,7 +141,7 @@ int PlacementPipeline::Choose(const AllocationRequest& request, const CandidateL
     }
     feasible_runs_ += feasible;
   }
-  if (best_ >= 0) refused_by_retryable_ = false;
+  if (best_ >= 0) retryable_refusal_.clear();
   return best_;
 }
 

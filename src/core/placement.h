@@ -24,7 +24,7 @@ class PlacementPipeline : public PlacementChooser {
   // previous decision's refusal.
   void SetContext(const PlacementContext& context) {
     context_ = context;
-    refused_by_retryable_ = false;
+    retryable_refusal_.clear();
     ++decision_;
   }
   // Declares that every later decision has the same context but for the group's demand, and
@@ -44,7 +44,9 @@ class PlacementPipeline : public PlacementChooser {
 
   // Whether the last replica chosen for since SetContext (its Choose and the calls continuing
   // it) had a candidate refused through a retryable filter and none picked.
-  bool refused_by_retryable() const { return refused_by_retryable_; }
+  bool refused_by_retryable() const { return !retryable_refusal_.empty(); }
+  // Then the first such filter's name ("gpu-memory-threshold"); else "".
+  const std::string& retryable_refusal() const { return retryable_refusal_; }
   // The weighted score of the candidate the last Choose picked.
   double best_score() const { return best_score_; }
 
@@ -74,7 +76,7 @@ class PlacementPipeline : public PlacementChooser {
   std::vector<WeightedScore> local_scores_, other_scores_;
   PlacementContext context_;
   std::mt19937_64 rng_;
-  bool refused_by_retryable_ = false;
+  std::string retryable_refusal_;
   // The replica's choice so far, kept for a Choose that continues the last one.
   int best_ = -1;
   double best_score_ = 0;

@@ -1212,7 +1212,8 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   if (started) return true;
   if (tried && pipeline_->refused_by_retryable()) {
     BackOff(job, now);
-    job.reason = "refused by a telemetry filter; retrying with back-off";
+    job.reason = "refused by the " + pipeline_->retryable_refusal() +
+                 " filter (what the GPUs are observed doing); retrying with back-off";
     return false;
   }
   if (!may_guarantee && !under_cap) job.reason = cap_refusal;

@@ -1578,22 +1578,6 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   const double now = now_();
   std::vector<StoreWrite> writes;
   agent.last_seen = now;
-  if (!report.runtime_error.empty()) {
-    // The agent lives but cannot run or see containers: the node turns unhealthy, then lost,
-    // on the clock of silence, from the first such report.
-    if (agent.engine_away_since < 0) agent.engine_away_since = now;
-    agent.engine_error = report.runtime_error;
-    CheckAgents(now, &writes);
-    Commit({&engine_lock, &lock}, std::move(writes));
-    return;
-  }
-  agent.engine_away_since = -1;
-  agent.engine_error.clear();
-  if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
-  if (agent.cordoned_by_us) {  // back after a restart before its node turned unhealthy
-    Apply(engine_->SetNodeCordoned(n, false, now), &writes);
-    agent.cordoned_by_us = false;
-  }
   if (!report.gpus.empty() || report.images) {
     if (!report.gpus.empty()) agent.gpus = report.gpus;
     if (report.images) {
@@ -1609,6 +1593,22 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
       ObserveNode(n, report.images.has_value(), &t);
       if (report.images) t.image_layers = KnownImageLayers();
     });
+  }
+  if (!report.runtime_error.empty()) {
+    // The agent lives but cannot run or see containers: the node turns unhealthy, then lost,
+    // on the clock of silence, from the first such report.
+    if (agent.engine_away_since < 0) agent.engine_away_since = now;
+    agent.engine_error = report.runtime_error;
+    CheckAgents(now, &writes);
+    Commit({&engine_lock, &lock}, std::move(writes));
+    return;
+  }
+  agent.engine_away_since = -1;
+  agent.engine_error.clear();
+  if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
+  if (agent.cordoned_by_us) {  // back after a restart before its node turned unhealthy
+    Apply(engine_->SetNodeCordoned(n, false, now), &writes);
+    agent.cordoned_by_us = false;
   }
   std::map<std::pair<int64_t, int>, const ContainerReport*> mine;
   std::vector<std::string> off_gpus;  // the node's containers left away from their GPUs

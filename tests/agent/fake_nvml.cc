@@ -126,8 +126,16 @@ __attribute__((visibility("default"))) int nvmlDeviceGetName(void* device, char*
 __attribute__((visibility("default"))) int nvmlDeviceGetMemoryInfo(void* device, Memory* memory) {
   if (IndexOf(device) < 0) return 2;
   memory->total = 81920ULL << 20;
-  memory->used = 0;
-  memory->free = memory->total;
+  memory->used = static_cast<unsigned long long>(IndexOf(device)) * (1024ULL << 20);
+  memory->free = memory->total - memory->used;
+  return 0;
+}
+// GPU n is busy 10n percent of the time.
+__attribute__((visibility("default"))) int nvmlDeviceGetUtilizationRates(void* device,
+                                                                         unsigned int* rates) {
+  if (IndexOf(device) < 0) return 2;
+  rates[0] = static_cast<unsigned int>(IndexOf(device)) * 10;
+  rates[1] = 0;
   return 0;
 }
 __attribute__((visibility("default"))) int nvmlDeviceGetPciInfo_v3(void* device, PciInfo* pci) {

@@ -1,13 +1,15 @@
 // berth's NVML adapter (src/agent/nvml.h) against a fake libnvidia-ml (tests/agent/fake_nvml.cc)
-// that answers as the DGX A100 of tests/data/agent/dgx-a100/. This stands in for hardware we do
-// not have: no machine these tests run on has an NVIDIA GPU, and the NVML path has not been run
-// against a real driver. What it checks is that, given NVML's documented answers, the adapter
-// builds the same node as the nvidia-smi parsers do from that machine's captures.
+// that answers as the DGX A100 of tests/data/agent/dgx-a100/. This stands in for hardware the
+// machines these tests run on do not have (it was checked once on a real H200: nvml.h). What it
+// checks is that, given NVML's documented answers, the adapter builds the same node as the
+// nvidia-smi parsers do from that machine's captures.
 #include "agent/nvml.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
+#include <memory>
 
 #include "agent_test_util.h"
 #include "core/node_comparison.h"
@@ -83,6 +85,39 @@ TEST(NvmlTest, TheReadingMatchesTheCaptures) {
   EXPECT_EQ(r->topology.cpus, t.cpus);
   EXPECT_EQ(r->topology.numa, t.numa);
   EXPECT_EQ(r->list.gpu_uuids, ParseGpuList(Capture("dgx-a100/list.txt"), "l").gpu_uuids);
+}
+
+TEST(NvmlSamplerTest, SamplesTheNodesGpusByTheirIndexInItsList) {
+  std::string why;
+  const std::vector<std::string> uuids = FromNvidiaSmi().gpu_uuids;
+  // The agent's list in another order, with a GPU NVML does not have: indices are the list's.
+  const std::vector<std::string> list = {uuids[3], "GPU-not-here", uuids[0]};
+  const std::unique_ptr<NvmlSampler> sampler = NvmlSampler::Open(BERTH_FAKE_NVML, list, &why);
+  ASSERT_NE(sampler, nullptr) << why;
+  for (int round = 0; round < 2; ++round) {  // NVML stays open between samples
+    const std::vector<GpuReport> gpus = sampler->Sample();
+    ASSERT_EQ(gpus.size(), 2u);
+    std::map<int, GpuReport> by_gpu;
+    for (const GpuReport& g : gpus) by_gpu[g.gpu] = g;
+    ASSERT_TRUE(by_gpu.count(0) && by_gpu.count(2));
+    EXPECT_EQ(by_gpu[0].fb_used_mib, 3 * 1024);  // the fake's GPU 3
+    EXPECT_EQ(by_gpu[0].fb_free_mib, 81920 - 3 * 1024);
+    EXPECT_EQ(by_gpu[0].util_percent, 30);
+    EXPECT_EQ(by_gpu[2].fb_used_mib, 0);
+    EXPECT_EQ(by_gpu[2].util_percent, 0);
+    EXPECT_EQ(by_gpu[2].sm_active, -1);  // DCGM's alone
+    EXPECT_EQ(by_gpu[2].xid, -1);
+  }
+}
+
+TEST(NvmlSamplerTest, SaysWhyItCannotSample) {
+  std::string why;
+  EXPECT_EQ(NvmlSampler::Open("/nonexistent/libnvidia-ml.so.1", {"GPU-x"}, &why), nullptr);
+  EXPECT_EQ(why.rfind("NVML: /nonexistent/libnvidia-ml.so.1: ", 0), 0u) << why;
+  EXPECT_EQ(NvmlSampler::Open(BERTH_FAKE_NVML_NOUUID, {"GPU-x"}, &why), nullptr);
+  EXPECT_NE(why.find("lacks nvmlDeviceGetUUID"), std::string::npos) << why;
+  EXPECT_EQ(NvmlSampler::Open(BERTH_FAKE_NVML, {"GPU-not-here"}, &why), nullptr);
+  EXPECT_EQ(why, "NVML finds none of the node's GPUs");
 }
 
 TEST(NvmlTest, NoLibraryFallsBackWithAReason) {

@@ -706,7 +706,7 @@ TEST_F(SchedulerTest, TelemetryRefusalBacksOff) {
   EXPECT_TRUE(s_->Schedule(0).empty());
   EXPECT_DOUBLE_EQ(J(id).backoff, 10);
   EXPECT_DOUBLE_EQ(J(id).next_try, 10);
-  EXPECT_NE(J(id).reason.find("telemetry"), std::string::npos) << J(id).reason;
+  EXPECT_NE(J(id).reason.find("gpu-memory-threshold filter"), std::string::npos) << J(id).reason;
   // Not retried before next_try, even when capacity changes.
   s_->SetTelemetry(FullMemory(*cluster_, 80000));
   EXPECT_TRUE(s_->Schedule(5).empty());
@@ -760,6 +760,9 @@ TEST_F(SchedulerTest, ATelemetryRefusalDoesNotLeakIntoTheNextJob) {
   const int y = Submit(Job("b", 8, 1, 0), 1);
   const std::vector<Decision> d = s_->Schedule(1);
   EXPECT_GT(J(x).next_try, 1);
+  EXPECT_EQ(J(x).reason,
+            "refused by the gpu-memory-threshold filter (what the GPUs are observed doing); "
+            "retrying with back-off");
   EXPECT_DOUBLE_EQ(J(y).next_try, 0) << J(y).reason;
   EXPECT_EQ(Preempted(d).size(), 1u);
   EXPECT_EQ(J(y).waiting_for.size(), 1u);
