@@ -197,6 +197,7 @@ void ControlPlane::Record(Job& job, const std::string& state, const std::string&
   }
   job.stored.state = state;
   job.stored.reason = reason;
+  job.waiting.clear();  // a new wait has its own reason
   // Transitions are ordered by their sequence; the clock only labels them.
   job.stored.updated = now;
   writes->push_back(StoreWrite::Put(job.stored));
@@ -696,7 +697,13 @@ void ControlPlane::List(const JobFilter& filter,
       if ((filter.queue.empty() || j.queue == filter.queue) &&
           (filter.states.empty() || filter.states.count(j.state) > 0) &&
           (filter.user.empty() || j.user == filter.user)) {
-        visit(j);
+        if (j.state == "pending" && !it->second.waiting.empty()) {
+          StoredJob waiting = j;  // why it waits now, rather than how it came to wait
+          waiting.reason = it->second.waiting;
+          visit(waiting);
+        } else {
+          visit(j);
+        }
         ++listed;
       }
     }
@@ -964,6 +971,7 @@ void ControlPlane::Cycle() {
     for (const auto& [node, gpu] : reservation.gpus) reserved_nodes[job].insert(node);
   std::unique_lock<std::mutex> lock(mu_);
   Apply(decisions, &writes);
+  RefreshWaiting(now);
   AskPrefetch(reserved_nodes);
   Commit({&engine_lock, &lock}, std::move(writes), early);
 }
@@ -1905,6 +1913,17 @@ std::string ControlPlane::Logs(int64_t id, int64_t offset, size_t max, double wa
   return text;
 }
 
+namespace {
+
+// A pending engine job's reason to wait. In the engine, so past a cycle: one that left it no
+// reason passed it over because jobs of its shape, or smaller, found no room (the deep queue's
+// bound).
+std::string WaitingReason(const JobRecord& record) {
+  return record.reason.empty() ? "no capacity fits the job" : record.reason;
+}
+
+}  // namespace
+
 std::string ControlPlane::WhyWaiting(int64_t id) const {
   std::lock_guard<std::mutex> engine_lock(engine_mu_);
   std::lock_guard<std::mutex> lock(mu_);
@@ -1912,9 +1931,19 @@ std::string ControlPlane::WhyWaiting(int64_t id) const {
   if (job.stored.state != "pending" || job.engine_id < 0) return "";
   const JobRecord* record = engine_->job(job.engine_id);
   if (record == nullptr || record->state != JobState::kPending) return "";
-  // In the engine, so past a cycle: one that left it no reason passed it over because jobs of
-  // its shape, or smaller, found no room (the deep queue's bound).
-  return record->reason.empty() ? "no capacity fits the job" : record->reason;
+  return WaitingReason(*record);
+}
+
+void ControlPlane::RefreshWaiting(double now) {
+  if (now - waiting_refreshed_ < 1) return;
+  waiting_refreshed_ = now;
+  for (const auto& [engine_id, record] : engine_->jobs()) {
+    if (record.state != JobState::kPending) continue;
+    const auto id = by_engine_id_.find(engine_id);
+    if (id == by_engine_id_.end()) continue;
+    Job& job = jobs_.at(id->second);
+    if (job.stored.state == "pending") job.waiting = WaitingReason(record);
+  }
 }
 
 std::map<int, ContainerReport> ControlPlane::Replicas(int64_t id) const {

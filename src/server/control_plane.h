@@ -221,7 +221,8 @@ class ControlPlane {
   // replica's phases start with "queued", the server's own: from pending to placed.
   std::map<int, ContainerReport> Replicas(int64_t id) const;
   // Why a pending job waits, as the engine last found ("" before its first cycle, or when the
-  // job is not pending). Waits for a cycle in progress.
+  // job is not pending). Waits for a cycle in progress. A listing (List) gives the same as a
+  // pending job's reason, refreshed once a second, without waiting for a cycle.
   std::string WhyWaiting(int64_t id) const;
 
   // What GET /metrics reports (docs/api.md, "Metrics"), as plain numbers; http_api.cc writes
@@ -276,6 +277,9 @@ class ControlPlane {
     // still belong to it.
     std::string log_placement;
     std::set<int> log_nodes;
+    // While pending: why it waits, as the engine found at the last refresh (RefreshWaiting);
+    // "" before one.
+    std::string waiting;
   };
   struct AgentNode {
     bool registered = false;
@@ -402,6 +406,9 @@ class ControlPlane {
                std::vector<StoreWrite>* writes, bool node_lost = false);
   // Unhealthy and lost nodes (Cycle, both locks held).
   void CheckAgents(double now, std::vector<StoreWrite>* writes);
+  // Copies each pending job's reason from the engine (Job::waiting), at most once a second:
+  // a pass over every engine job. Both locks held.
+  void RefreshWaiting(double now);
   void Apply(const std::vector<Decision>& decisions, std::vector<StoreWrite>* writes);
   // Asks each node to pull ahead the images of the jobs that will land on it (`reserved_nodes`:
   // engine job id to the nodes of its reservation or preemption plan), so that their pulls
@@ -476,7 +483,8 @@ class ControlPlane {
   std::map<std::string, LeftOut> left_out_;
   uint64_t nodes_removed_ = 0;  // under mu_: a watch finds its node's index again after one
   mutable std::condition_variable assignments_changed_;
-  bool cycle_wanted_ = false;  // under mu_
+  bool cycle_wanted_ = false;      // under mu_
+  double waiting_refreshed_ = -1;  // under engine_mu_: when RefreshWaiting last ran
   std::condition_variable cycle_wanted_cv_;
 };
 

@@ -183,12 +183,27 @@ TEST_F(ControlPlaneTest, APendingJobSaysWhyItWaits) {
   const int64_t placed = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Submit(R"({"image": "x", "gpus": 8})");
   const int64_t waiting = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  const auto listed_reason = [&](int64_t id) {
+    for (const StoredJob& j : plane_->List(JobFilter()))
+      if (j.id == id) return j.reason;
+    return std::string("not listed");
+  };
   EXPECT_EQ(plane_->WhyWaiting(waiting), "");  // not tried yet
+  EXPECT_EQ(listed_reason(waiting), "submitted");
   plane_->Cycle();
   ASSERT_EQ(plane_->Get(waiting).state, "pending");
   EXPECT_NE(plane_->WhyWaiting(waiting).find("no capacity fits the job"), std::string::npos)
       << plane_->WhyWaiting(waiting);
   EXPECT_EQ(plane_->WhyWaiting(placed), "");
+  // A listing (berth ps) says why a pending job waits now; the job itself keeps how it came to.
+  EXPECT_EQ(listed_reason(waiting), plane_->WhyWaiting(waiting));
+  EXPECT_EQ(plane_->Get(waiting).reason, "submitted");
+  EXPECT_EQ(listed_reason(placed).rfind("placed on ", 0), 0u) << listed_reason(placed);
+  // Once it starts, the listing shows its transition's reason again.
+  plane_->Stop(placed);
+  plane_->Cycle();
+  ASSERT_EQ(plane_->Get(waiting).state, "scheduled");
+  EXPECT_EQ(listed_reason(waiting).rfind("placed on ", 0), 0u) << listed_reason(waiting);
 }
 
 // A job accepted before images were required keeps its place at a restart: the rule is for
