@@ -290,6 +290,7 @@ class Scheduler {
     return allocator_->VcStatus(queue);
   }
   std::vector<int> pending(int queue) const;  // ids, in arrival order
+  size_t pending_count(int queue) const { return queues_[queue].pending.size(); }
   const Allocator& allocator() const { return *allocator_; }
   const Reservations& reservations() const { return reservations_; }
   // The events after `seq` (0: all kept), oldest first. The engine keeps the last kKeptEvents.
