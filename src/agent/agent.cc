@@ -192,10 +192,12 @@ class Agent {
     std::thread heartbeat([this] { Heartbeat(); });
     std::thread exits([this] { WatchExits(); });
     std::thread prefetch([this] { Prefetch(); });
-    if (options_.dcgm_url.empty() && !options_.nvml_library.empty())
+    if (options_.dcgm_url.empty() && !options_.nvml_library.empty()) {
+      nvml_->sampling = true;
       std::thread(SampleNvml, nvml_, options_.nvml_library, options_.gpu_uuids,
                   options_.heartbeat_s)
           .detach();
+    }
     std::vector<std::thread> starters;
     for (int w = 0; w < kParallelStarts; ++w) starters.emplace_back([this] { StartWorker(); });
     Backoff docker_backoff;
@@ -226,9 +228,11 @@ class Agent {
       if (watch_client_ != nullptr) watch_client_->stop();
     }
     {
-      std::lock_guard<std::mutex> lock(nvml_->mu);
+      // NVML is shut down before the agent ends, unless a GPU holds it in the driver.
+      std::unique_lock<std::mutex> lock(nvml_->mu);
       nvml_->stop = true;
       nvml_->wake.notify_all();
+      nvml_->wake.wait_for(lock, std::chrono::seconds(5), [&] { return !nvml_->sampling; });
     }
     watch.join();
     heartbeat.join();
@@ -848,9 +852,10 @@ class Agent {
   // answer (said once).
   struct NvmlSamples {
     std::mutex mu;
-    std::condition_variable wake;  // at `stop`
+    std::condition_variable wake;  // at `stop`, and when sampling ends
     bool stop = false;
-    std::string why;  // NVML is not usable
+    bool sampling = false;  // the sampler thread runs
+    std::string why;        // NVML is not usable
     std::vector<GpuReport> gpus;
     Clock::time_point at;  // of `gpus`
   };
@@ -873,11 +878,8 @@ class Agent {
     std::string why;
     std::unique_ptr<NvmlSampler> sampler = NvmlSampler::Open(library, uuids, &why);
     std::unique_lock<std::mutex> lock(samples->mu);
-    if (sampler == nullptr) {
-      samples->why = why;
-      return;
-    }
-    while (!samples->stop) {
+    samples->why = why;
+    while (sampler != nullptr && !samples->stop) {
       lock.unlock();
       std::vector<GpuReport> gpus = sampler->Sample();
       lock.lock();
@@ -885,6 +887,11 @@ class Agent {
       samples->at = Clock::now();
       samples->wake.wait_for(lock, std::chrono::duration<double>(period_s));
     }
+    lock.unlock();
+    sampler.reset();  // NVML's shutdown
+    lock.lock();
+    samples->sampling = false;
+    samples->wake.notify_all();
   }
 
   std::vector<GpuReport> ScrapeGpus() {

@@ -34,4 +34,13 @@ grep -q "GPUs found by NVML" "$TMP/agent.log" || fail "not found by NVML: $(cat 
 # No metric NVML cannot give: SM activity is DCGM's.
 ! curl -sf "http://$BERTH_ADDR/metrics" | grep -q '^berth_gpu_sm_active_ratio{' ||
   fail "an SM activity without DCGM: $(curl -sf "http://$BERTH_ADDR/metrics" | grep sm_active)"
+# A stop shuts NVML down and ends the agent cleanly.
+kill -TERM "$AGENT_PID"
+for _ in $(seq 100); do kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
+set +e
+wait "$AGENT_PID"
+rc=$?
+set -e
+AGENT_PID=
+[ "$rc" = 0 ] || fail "the agent ended with $rc on SIGTERM: $(tail -5 "$TMP/agent.log")"
 echo "nvml: ok"
