@@ -985,7 +985,18 @@ std::vector<double> Scheduler::FairShares() const {
     if (q.spec.cap_gpus >= 0) c.cap = q.spec.cap_gpus;
     claims.push_back(c);
   }
-  return WaterFill(capacity_.gpu, claims);
+  return WaterFill(SharedGpus(), claims);
+}
+
+double Scheduler::SharedGpus() const {
+  double gpus = capacity_.gpu;
+  const Allocator& a = *allocator_;
+  for (int n = 0; n < static_cast<int>(cluster_->nodes.size()); ++n) {
+    if (a.node_healthy(n)) continue;
+    for (int g = 0; g < static_cast<int>(cluster_->nodes[n].gpus.size()); ++g)
+      if (a.gpu_idle(n, g) && !a.gpu_usable(n, g)) --gpus;
+  }
+  return gpus;
 }
 
 double Scheduler::WholePriority(int priority, double submit, double now) const {

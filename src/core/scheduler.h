@@ -421,6 +421,9 @@ class Scheduler {
   void EvictFrom(int node, int gpu, const std::string& why, double now, std::vector<Decision>* out);
   void HealthChanged(int node);
   std::vector<double> FairShares() const;
+  // The GPUs fair shares divide: all but the idle ones no job may take (bad, or on a cordoned
+  // node). A held one counts, as its holder's usage does, wherever it is.
+  double SharedGpus() const;
   // Priority plus aging, in whole points (aging reorders by points, not by seconds).
   double WholePriority(const JobRecord& job, double now) const;
   double WholePriority(int priority, double submit, double now) const;

@@ -561,6 +561,32 @@ TEST_F(SchedulerTest, ElasticJobStartsWholeWhenItFits) {
 
 // --- Order, fairness, caps -------------------------------------------------------------------
 
+// GPUs no job may take (a cordoned node's idle ones) are nobody's fair share: two equal queues
+// on a half-cordoned cluster share the half that is left, and the second reclaims its half.
+TEST_F(SchedulerTest, FairSharesCountOnlyTheGpusJobsMayUse) {
+  Make(2, 2, {Queue("a"), Queue("b")});
+  s_->SetNodeCordoned(1, true, 0);
+  for (int i = 0; i < 8; ++i) Submit(Job("a", 1));
+  ASSERT_EQ(Started(s_->Schedule(0)).size(), 8u);
+  for (int i = 0; i < 8; ++i) Submit(Job("b", 1), 1);
+  EXPECT_NEAR(s_->Queues()[0].fair_share_gpus, 4, 1e-9);
+  EXPECT_NEAR(s_->Queues()[1].fair_share_gpus, 4, 1e-9);
+  for (int t = 1; t < 120; ++t)
+    for (const Decision& d : s_->Schedule(t))
+      if (d.kind == Decision::Kind::kPreempt) s_->Stopped(d.job, t);
+  EXPECT_DOUBLE_EQ(s_->Queues()[0].usage_gpus, 4);
+  EXPECT_DOUBLE_EQ(s_->Queues()[1].usage_gpus, 4);
+  // A job running on the cordoned node still counts: its GPU is shared out, as its usage.
+  s_->SetNodeCordoned(1, false, 120);
+  for (int i = 0; i < 8; ++i) Submit(Job("a", 1), 120);
+  ASSERT_FALSE(Started(s_->Schedule(120)).empty());
+  s_->SetNodeCordoned(1, true, 121);
+  const double a = s_->Queues()[0].usage_gpus, b = s_->Queues()[1].usage_gpus;
+  EXPECT_GT(a + b, 8);
+  EXPECT_NEAR(s_->Queues()[0].fair_share_gpus + s_->Queues()[1].fair_share_gpus, a + b, 1e-9);
+  ExpectConsistent();
+}
+
 TEST_F(SchedulerTest, FairSharesFollowWaterFilling) {
   Make(4, 4, {Queue("a", 0, 1), Queue("b", 0, 1), Queue("c", 0, 2)});
   Submit(Job("a", 2));
