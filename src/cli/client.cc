@@ -227,6 +227,7 @@ int64_t MemoryMiB(const std::string& text) {
 
 struct RunArgs {
   bool detach = false;
+  std::string format = "table";  // json: with -d, the submitted job as the server answers
   std::string file, name, queue, mig, affinity, memory, shm_size;
   int priority = 0, gpus = 0, gpu_share = 0, replicas = 1, min_replicas = 0;
   bool priority_set = false;
@@ -662,7 +663,9 @@ void AddApplyCommand(CLI::App& parent, const std::string& what, const std::strin
   apply->add_option("file", *file, what == "policy" ? "Policy file (YAML)" : "VC file (YAML)")
       ->required()
       ->check(NonEmptyPath());
-  apply->callback([file, what] {
+  auto format = std::make_shared<std::string>("table");
+  AddFormatOption(*apply, format.get());
+  apply->callback([file, what, format] {
     const std::string text = ReadFileText(*file);
     if (text.size() > kMaxRequestBytes)
       Exit(2, *file + ": " + std::to_string(text.size()) + " bytes, over the server's limit of " +
@@ -671,7 +674,9 @@ void AddApplyCommand(CLI::App& parent, const std::string& what, const std::strin
       ParsePolicyYaml(text, *file);
     else
       ParseVcYaml(text, *file);
-    std::cout << CallServer("PUT", "/v1/" + what, text)["reason"].get<std::string>() << "\n";
+    const Json answer = CallServer("PUT", "/v1/" + what, text);
+    std::cout << (*format == "json" ? JsonText(answer) : answer["reason"].get<std::string>())
+              << "\n";
   });
 }
 
@@ -707,6 +712,7 @@ void AddClientCommands(CLI::App& app) {
   auto* run = app.add_subcommand("run", "Submit a job to the server (as docker run)");
   auto r = std::make_shared<RunArgs>();
   run->add_flag("-d,--detach", r->detach, "Print the job id and return");
+  AddFormatOption(*run, &r->format);
   run->add_option("-f,--file", r->file, "Job spec file (YAML or JSON, docs/api.md)")
       ->check(NonEmptyPath());
   run->add_option("--name", r->name, "Job name");
@@ -736,6 +742,8 @@ void AddClientCommands(CLI::App& app) {
   run->add_option("words", r->words, "IMAGE [CMD...]");
   run->positionals_at_end();
   run->callback([r] {
+    if (!r->detach && r->format == "json")
+      Exit(2, "run: --format json goes with -d (a run in the foreground prints the job's output)");
     if (!r->detach) {
       const Json nodes = CallServer("GET", "/v1/nodes")["nodes"];
       if (std::none_of(nodes.begin(), nodes.end(), [](const Json& n) {
@@ -759,7 +767,7 @@ void AddClientCommands(CLI::App& app) {
                   " bytes");
     const Json job = CallServer("POST", "/v1/jobs", spec);
     if (r->detach) {
-      std::cout << job["id"] << "\n";
+      std::cout << (r->format == "json" ? JsonText(job) : job["id"].dump()) << "\n";
       return;
     }
     std::cout.flush();

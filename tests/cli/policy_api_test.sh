@@ -62,6 +62,10 @@ out=$("$BERTH" policy apply "$TMP/gold.yaml")
 [ "$out" = 'policy "gold" applied by root: 1 placed jobs kept at their GPUs, 0 pending jobs queued again' ] ||
   fail "policy apply: $out"
 [ "$("$BERTH" inspect "$first" | jq -c .gpus)" = "$gpus" ] || fail "the placed job moved"
+# The same apply again, for a script: the server's answer as JSON.
+[ "$("$BERTH" policy apply --format json "$TMP/gold.yaml" | jq -r .reason)" = \
+  'policy "gold" applied by root: 1 placed jobs kept at their GPUs, 0 pending jobs queued again' ] ||
+  fail "policy apply --format json: $("$BERTH" policy apply --format json "$TMP/gold.yaml")"
 gold=$(as_alice run -d -f "$TMP/gold-job.yaml")
 wait_state "$gold" scheduled
 "$BERTH" events | grep -qE '^[0-9]+  [-0-9T:]+  server  policy-applied  policy "gold" applied by root' ||

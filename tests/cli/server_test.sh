@@ -172,6 +172,12 @@ held_once() {
 for _ in $(seq 100); do held_once && break; sleep 0.1; done
 held_once || fail "after the restart the GPUs are not each held once: $("$BERTH" nodes)"
 
+# run -d for a script: the submitted job as the server answers.
+submitted=$("$BERTH" run -d --format json --name scripted --gpus 1 trainer:1)
+[ "$(jq -r '"\(.name) \(.state)"' <<<"$submitted")" = "scripted pending" ] &&
+  [ "$(jq -r .id <<<"$submitted")" -gt 1 ] || fail "run -d --format json: $submitted"
+expect_exit2 "goes with -d" run --format json trainer:1
+
 kill -TERM "$SERVER"
 wait "$SERVER" || fail "the server did not stop cleanly on SIGTERM"
 SERVER=
