@@ -685,8 +685,9 @@ void ControlPlane::SubmitIncoming(double now, std::vector<StoreWrite>* writes) {
   incoming_.clear();
 }
 
-void ControlPlane::List(const JobFilter& filter,
-                        const std::function<void(const StoredJob&)>& visit) const {
+void ControlPlane::List(
+    const JobFilter& filter,
+    const std::function<void(const StoredJob& job, const std::string& reason)>& visit) const {
   uint64_t seen;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -697,13 +698,8 @@ void ControlPlane::List(const JobFilter& filter,
       if ((filter.queue.empty() || j.queue == filter.queue) &&
           (filter.states.empty() || filter.states.count(j.state) > 0) &&
           (filter.user.empty() || j.user == filter.user)) {
-        if (j.state == "pending" && !it->second.waiting.empty()) {
-          StoredJob waiting = j;  // why it waits now, rather than how it came to wait
-          waiting.reason = it->second.waiting;
-          visit(waiting);
-        } else {
-          visit(j);
-        }
+        const bool waits = j.state == "pending" && !it->second.waiting.empty();
+        visit(j, waits ? it->second.waiting : j.reason);
         ++listed;
       }
     }
@@ -714,7 +710,10 @@ void ControlPlane::List(const JobFilter& filter,
 
 std::vector<StoredJob> ControlPlane::List(const JobFilter& filter) const {
   std::vector<StoredJob> out;
-  List(filter, [&](const StoredJob& j) { out.push_back(j); });
+  List(filter, [&](const StoredJob& j, const std::string& reason) {
+    out.push_back(j);
+    out.back().reason = reason;
+  });
   return out;
 }
 

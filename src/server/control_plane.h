@@ -122,10 +122,13 @@ class ControlPlane {
   // caller's, when the caller has one.
   int64_t Submit(const std::string& body, const Caller& caller = Caller());
   // Calls `visit` on each job the filter selects, by id, under the job table's lock: a page of
-  // thousands is written out without copying a job.
-  void List(const JobFilter& filter, const std::function<void(const StoredJob&)>& visit) const;
-  std::vector<StoredJob> List(const JobFilter& filter) const;
-  StoredJob Get(int64_t id) const;  // ApiError 404
+  // thousands is written out without copying a job. `reason` is the job's, but for a pending
+  // job: why it waits now (WhyWaiting, as of the last refresh), once it has been tried.
+  void List(
+      const JobFilter& filter,
+      const std::function<void(const StoredJob& job, const std::string& reason)>& visit) const;
+  std::vector<StoredJob> List(const JobFilter& filter) const;  // copies, with that reason
+  StoredJob Get(int64_t id) const;                             // ApiError 404
   // Stops the job (pending or placed); a job already ended is left as it is (409).
   StoredJob Stop(int64_t id);
   // Forgets an ended job; 409 while it has not ended.

@@ -449,12 +449,12 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                std::string body = lines ? kJobListingHeader : "{\"jobs\":[";
                size_t listed = 0;
                int64_t last = 0;
-               plane.List(filter, [&](const StoredJob& j) {
+               plane.List(filter, [&](const StoredJob& j, const std::string& reason) {
                  if (lines) {
-                   AppendJobLine(j, &body);
+                   AppendJobLine(j, reason, &body);
                  } else {
                    if (listed > 0) body += ",";
-                   AppendJobJson(j, &body);
+                   AppendJobJson(j, reason, &body);
                  }
                  ++listed;
                  last = j.id;

@@ -59,7 +59,7 @@ Json GpuIds(const StoredJob& job) {
 const char* const kJobListingHeader =
     "id\tname\tqueue\tuser\tstate\treason\texitCode\tsubmitted\tupdated\tgpus\n";
 
-void AppendJobJson(const StoredJob& j, std::string* out) {
+void AppendJobJson(const StoredJob& j, const std::string& reason, std::string* out) {
   *out += "{\"id\":";
   AppendNumber(j.id, out);
   *out += ",\"name\":";
@@ -71,7 +71,7 @@ void AppendJobJson(const StoredJob& j, std::string* out) {
   *out += ",\"state\":";
   AppendQuoted(j.state, out);
   *out += ",\"reason\":";
-  AppendQuoted(j.reason, out);
+  AppendQuoted(reason, out);
   *out += ",\"exitCode\":";
   AppendNumber(j.exit_code, out);
   *out += ",\"submitted\":";
@@ -83,9 +83,9 @@ void AppendJobJson(const StoredJob& j, std::string* out) {
   *out += '}';
 }
 
-void AppendJobLine(const StoredJob& j, std::string* out) {
+void AppendJobLine(const StoredJob& j, const std::string& reason, std::string* out) {
   AppendNumber(j.id, out);
-  for (const std::string* text : {&j.name, &j.queue, &j.user, &j.state, &j.reason}) {
+  for (const std::string* text : {&j.name, &j.queue, &j.user, &j.state, &reason}) {
     *out += '\t';
     AppendCell(*text, out);
   }

@@ -20,8 +20,12 @@
 
 namespace berth {
 
-// The job's listed fields as a JSON object, appended to `out`.
-void AppendJobJson(const StoredJob& job, std::string* out);
+// The job's listed fields as a JSON object, appended to `out`; `reason` in place of the job's
+// own (a listing shows why a pending job waits now).
+void AppendJobJson(const StoredJob& job, const std::string& reason, std::string* out);
+inline void AppendJobJson(const StoredJob& job, std::string* out) {
+  AppendJobJson(job, job.reason, out);
+}
 
 enum JobColumn {
   kId,
@@ -38,8 +42,12 @@ enum JobColumn {
 constexpr int kJobColumnCount = kGpus + 1;
 extern const char* const kJobListingHeader;  // the column names, tab-separated, with the newline
 
-// The job's listed fields as a tab-separated line, its newline included, appended to `out`.
-void AppendJobLine(const StoredJob& job, std::string* out);
+// The job's listed fields as a tab-separated line, its newline included, appended to `out`;
+// `reason` as for AppendJobJson.
+void AppendJobLine(const StoredJob& job, const std::string& reason, std::string* out);
+inline void AppendJobLine(const StoredJob& job, std::string* out) {
+  AppendJobLine(job, job.reason, out);
+}
 
 // The cells of a job's line (without its newline), still escaped; false when the line does not
 // have kJobColumnCount of them.
