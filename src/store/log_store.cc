@@ -109,14 +109,28 @@ void LogStore::LoadCursors(int64_t job) {
 }
 
 void LogStore::Append(int64_t job, int replica, const std::string& placement,
-                      const std::string& until, const std::string& text,
-                      const StderrSpans& stderr_spans) {
+                      const std::string& until, const std::string& chunk,
+                      const StderrSpans& chunk_spans) {
   std::lock_guard<std::mutex> lock(mu_);
   LoadCursors(job);
-  std::string& cursor = cursors_[{job, replica, placement}];
+  const Run run{job, replica, placement};
+  std::string& cursor = cursors_[run];
   if (until.empty() || until <= cursor || placement.empty() ||
       placement.find_first_of(" \n") != std::string::npos)
     return;
+  std::string text;
+  StderrSpans stderr_spans;
+  if (const auto mid = mid_line_.find(job); mid != mid_line_.end() && mid->second != run) {
+    text = "\n";  // ends the other run's line
+    for (const auto& [from, to] : chunk_spans) stderr_spans.emplace_back(from + 1, to + 1);
+  } else {
+    stderr_spans = chunk_spans;
+  }
+  text += chunk;
+  if (!text.empty() && text.back() != '\n')
+    mid_line_[job] = run;
+  else if (!text.empty())
+    mid_line_.erase(job);
   const int64_t size = FileSize(LogPath(job));
   if (size + static_cast<int64_t>(text.size()) < kMaxJobLogBytes) {
     // The switches are written first: a reader takes only those inside the text it read.
@@ -215,6 +229,7 @@ void LogStore::Remove(int64_t job) {
   std::remove(StreamsPath(job).c_str());
   cursors_.erase(cursors_.lower_bound({job, 0, ""}), cursors_.lower_bound({job + 1, 0, ""}));
   loaded_.erase(job);
+  mid_line_.erase(job);
 }
 
 }  // namespace berth

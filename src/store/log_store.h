@@ -7,6 +7,10 @@
 // where the text switches stream, as 8-byte little-endian integers; a log starts on stdout),
 // at most kMaxStreamSwitches a job: past them, the rest stays on the stream it was on.
 //
+// Replicas' lines never run together: a chunk from another replica run than the last one
+// written, after text that did not end its line (a line the engine split, or a run killed
+// mid-line), starts on a new line.
+//
 // Bounded: a job's log stops growing at kMaxJobLogBytes, with a last line saying so. Not
 // synced to disk: output is not state, and a lost tail is sent again (the cursor is written
 // after the text, so a crash between repeats a chunk rather than losing it).
@@ -61,6 +65,9 @@ class LogStore {
   mutable std::condition_variable grew_;
   std::map<Run, std::string> cursors_;
   std::map<int64_t, bool> loaded_;  // jobs whose cursor file was read
+  // Per job since this store began: the run that wrote last, when its text did not end its
+  // line.
+  std::map<int64_t, Run> mid_line_;
 };
 
 }  // namespace berth

@@ -140,6 +140,21 @@ TEST_F(LogStoreTest, WhatWasWrittenToStderrIsKeptAcrossChunksReadsAndRestarts) {
   EXPECT_EQ(Marked(*logs_, 1, 0, 1 << 20), "fresh\n");
 }
 
+// A replica's unfinished line (the engine splits long lines; a run may die mid-line) is ended
+// before another run's text, which keeps its stderr marks; the same run goes on where it was.
+TEST_F(LogStoreTest, ReplicasLinesNeverRunTogether) {
+  logs_->Append(1, 0, "p1", kT1, "progress 10%");
+  logs_->Append(1, 0, "p1", kT2, " 20%");  // the same run: the same line
+  logs_->Append(1, 1, "p1", kT1, "err\nout\n", {{0, 4}});
+  logs_->Append(1, 0, "p1", kT3, " done\n");
+  logs_->Append(1, 0, "p2", kT1, "half");     // a new run of replica 0, after a whole line
+  logs_->Append(1, 0, "p3", kT1, "again\n");  // the run after it died mid-line
+  EXPECT_EQ(Marked(*logs_, 1, 0, 1 << 20), "progress 10% 20%\n[err\n]out\n done\nhalf\nagain\n");
+  logs_->Remove(1);
+  logs_->Append(1, 1, "p1", kT1, "fresh");
+  EXPECT_EQ(All(1), "fresh");
+}
+
 TEST_F(LogStoreTest, SwitchesOfTextNeverWrittenAreDropped) {
   logs_->Append(1, 0, "p1", kT1, "o1\n");
   // As a crash between the two writes leaves them: switches past the log's end, and half of one.
