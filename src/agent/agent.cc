@@ -1119,7 +1119,7 @@ class Agent {
       if (set_.version == 0) return true;  // as SendReport: not before the first assignments
       report.applied_version = AppliedVersion();
     }
-    report.runtime_error = error.substr(0, kMaxRuntimeError);
+    report.runtime_error = RuntimeErrorLine(error);
     report.gpus = ScrapeGpus();
     return PostReport(report) != Posted::kFailed;
   }

@@ -186,8 +186,7 @@ DeepQueueFigures RunDeepQueue(const Cluster& cluster, const std::vector<QueueSpe
       submit(now);
     }
     size_t pending = 0;
-    for (size_t q = 0; q < queues.size(); ++q)
-      pending += engine.pending_count(static_cast<int>(q));
+    for (size_t q = 0; q < queues.size(); ++q) pending += engine.pending_count(static_cast<int>(q));
     f.pending = std::min(f.pending, pending);
     const auto start = std::chrono::steady_clock::now();
     const std::vector<Decision> decisions = engine.Schedule(now);

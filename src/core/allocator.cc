@@ -448,7 +448,7 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
     ok = place();
   }
   if (!ok) {
-    *why = "no free capacity fits the request";
+    *why = "no capacity fits the job";
     return false;
   }
   const bool has_gpu = d.gpus > 0 || d.gpu_milli > 0 || !d.mig_profile.empty();
@@ -1348,7 +1348,7 @@ std::optional<int> Allocator::Allocate(const AllocationRequest& req, std::string
   }
   if (!ok) {
     allocations_.erase(id);
-    if (why->empty()) *why = "no free capacity fits the request";
+    if (why->empty()) *why = "no capacity fits the job";
     return std::nullopt;
   }
   allocations_[id] = std::make_shared<const Allocation>(std::move(alloc));

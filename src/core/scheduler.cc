@@ -584,7 +584,9 @@ void Scheduler::ToPending(JobRecord& job, double now, const std::string& why) {
   job.pending_since = now;
   job.stop_deadline = -1;
   job.failed_at = UINT64_MAX;
-  job.reason = why;
+  // How it came back (preempted, lost) is the event's; the reason says why it waits, once a try
+  // says, unless a back-off is that reason.
+  job.reason = job.next_try > now ? why : "";
   AddPending(job);
   Emit(now, job.id, "pending", why);
 }

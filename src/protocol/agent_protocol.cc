@@ -413,11 +413,27 @@ Json ToJson(const AgentReport& r) {
   return out;
 }
 
+std::string RuntimeErrorLine(std::string error) {
+  for (char& c : error)
+    if ((c >= 0 && c < 0x20) || c == 0x7f) c = ' ';
+  error = Json::parse(Json(error).dump(-1, ' ', false, Json::error_handler_t::replace))
+              .get<std::string>();
+  size_t keep = std::min(error.size(), kMaxRuntimeError);
+  while (keep > 0 && keep < error.size() && (error[keep] & 0xC0) == 0x80) --keep;
+  error.resize(keep);
+  return error;
+}
+
 AgentReport ParseReport(const Json& j) {
   const Reader r(j);
   AgentReport out;
   out.applied_version = r.Version("appliedVersion");
   out.runtime_error = r.Text("runtimeError", kMaxRuntimeError);
+  // Shown in tables and events: one line.
+  if (std::any_of(out.runtime_error.begin(), out.runtime_error.end(),
+                  [](char c) { return (c >= 0 && c < 0x20) || c == 0x7f; }))
+    throw ProtocolError(r.Field("runtimeError") +
+                        ": expected one line, without control characters");
   r.List("containers", kMaxReportContainers, [&](const Json& e, const std::string& path) {
     const Reader c(e, path);
     ContainerReport x;

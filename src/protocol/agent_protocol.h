@@ -187,9 +187,10 @@ struct AgentReport {
   // Every image on the node; none when they are as last reported to this server (an agent sends
   // them when they change, and again after registering).
   std::optional<std::vector<ReportedImage>> images;
-  // Set when the agent cannot reach its container engine (why, at most kMaxRuntimeError
-  // bytes). It then knows nothing of its containers: `containers` and `logs` are empty and
-  // say nothing about them (the server must not read them as gone); only `gpus` count.
+  // Set when the agent cannot reach its container engine (why: one line of UTF-8 without
+  // control characters, at most kMaxRuntimeError bytes). It then knows nothing of its containers:
+  // `containers` and `logs` are empty and say nothing about them (the server must not read them as
+  // gone); only `gpus` count.
   std::string runtime_error;
 };
 
@@ -197,6 +198,10 @@ struct AgentReport {
 // ("2026-12-02T03:40:46.898183200Z"), so that timestamps compare as strings (the engine trims
 // trailing zeros). "" when `ts` is not one.
 std::string NormalizedTimestamp(const std::string& ts);
+
+// `error` as AgentReport::runtime_error takes it: control characters made spaces, invalid UTF-8
+// replaced, and cut between characters to kMaxRuntimeError bytes.
+std::string RuntimeErrorLine(std::string error);
 
 nlohmann::json ToJson(const NodeRegistration& r);
 nlohmann::json ToJson(const AssignmentSet& s);

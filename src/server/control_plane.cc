@@ -1266,7 +1266,8 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   // Registering counts as a report: a node back from unhealthy or lost takes jobs again.
   agent.last_seen = now;
   if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
-  if (agent.cordoned_by_us) {  // back after a restart before its node turned unhealthy
+  // Back after a restart before its node turned unhealthy (a node still down keeps the cordon).
+  if (agent.cordoned_by_us && !agent.unhealthy && !agent.lost) {
     Apply(engine_->SetNodeCordoned(n, false, now), &writes);
     agent.cordoned_by_us = false;
   }
@@ -1584,6 +1585,7 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
     throw ApiError(409, "node " + node + " has not registered with this server; register first");
   const double now = now_();
   std::vector<StoreWrite> writes;
+  const double silent_since = agent.last_seen;
   agent.last_seen = now;
   if (!report.gpus.empty() || report.images) {
     if (!report.gpus.empty()) agent.gpus = report.gpus;
@@ -1604,7 +1606,9 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   if (!report.runtime_error.empty()) {
     // The agent lives but cannot run or see containers: the node turns unhealthy, then lost,
     // on the clock of silence, from the first such report.
-    if (agent.engine_away_since < 0) agent.engine_away_since = now;
+    // A node down for silence stays down: the outage goes on, counted from its start.
+    if (agent.engine_away_since < 0)
+      agent.engine_away_since = agent.unhealthy || agent.lost ? silent_since : now;
     agent.engine_error = report.runtime_error;
     CheckAgents(now, &writes);
     Commit({&engine_lock, &lock}, std::move(writes));
@@ -1613,7 +1617,8 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   agent.engine_away_since = -1;
   agent.engine_error.clear();
   if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
-  if (agent.cordoned_by_us) {  // back after a restart before its node turned unhealthy
+  // Back after a restart before its node turned unhealthy (a node still down keeps the cordon).
+  if (agent.cordoned_by_us && !agent.unhealthy && !agent.lost) {
     Apply(engine_->SetNodeCordoned(n, false, now), &writes);
     agent.cordoned_by_us = false;
   }

@@ -241,6 +241,25 @@ TEST(AgentProtocolTest, AReportOfAnEngineAwayRoundTripsAndIsBounded) {
   EXPECT_THROW(ParseReport(j), ProtocolError);
   j["runtimeError"] = 3;
   EXPECT_THROW(ParseReport(j), ProtocolError);
+  j["runtimeError"] = "fake\nrow";  // shown in tables and events: one line
+  EXPECT_THROW(ParseReport(j), ProtocolError);
+}
+
+// What an agent sends: any engine error becomes one line the server takes, cut between
+// characters (a cut inside one, replaced, would make it longer than the bound).
+TEST(AgentProtocolTest, ARuntimeErrorLineIsOneLineTheServerTakes) {
+  EXPECT_EQ(RuntimeErrorLine("no\tsuch\nsocket\x7f"), "no such socket ");
+  for (size_t pad = 0; pad < 3; ++pad) {
+    std::string accents = std::string(pad, 'x');
+    for (int i = 0; i < 700; ++i) accents += "\xc3\xa9";  // é, two bytes
+    const std::string line = RuntimeErrorLine(accents + "\xff");
+    EXPECT_LE(line.size(), kMaxRuntimeError);
+    EXPECT_GE(line.size(), kMaxRuntimeError - 1);
+    AgentReport r;
+    r.runtime_error = line;
+    EXPECT_EQ(ParseReport(Wire(ToJson(r))).runtime_error, line) << pad;
+  }
+  EXPECT_NE(RuntimeErrorLine("bad \xff byte").find("\xef\xbf\xbd"), std::string::npos);
 }
 
 TEST(AgentProtocolTest, AReportsImagesRoundTripAndAreBounded) {

@@ -143,6 +143,20 @@ class ControlPlaneAgentTest : public ::testing::Test {
       if (cluster_nodes_ > node.back() - '0' && !Of(node, job).empty()) return node;
     return "";
   }
+  // Two registered nodes, liveness after 15 s and 120 s, and a job of `gpus` placed on one of
+  // them: `*at` that node (index `*x`), `*other` the other one (index 1 - *x).
+  int64_t PlaceOnOneOfTwo(int gpus, std::string* at, std::string* other, int* x) {
+    Open(Dgx(2), 15, 120);
+    Register("dgx-0");
+    Register("dgx-1");
+    const int64_t job = plane_->Submit(R"({"image": "x", "gpus": )" + std::to_string(gpus) + "}");
+    plane_->Cycle();
+    *at = NodeOf(job);
+    EXPECT_FALSE(at->empty());
+    *x = *at == "dgx-0" ? 0 : 1;
+    *other = plane_->cluster()->nodes[1 - *x].name;
+    return job;
+  }
   // One node, and a job of all its GPUs running there; `*a`: its assignment.
   int64_t RunWholeNodeJob(Assignment* a) {
     Open(Dgx(1));
@@ -974,15 +988,10 @@ TEST_F(ControlPlaneAgentTest, APreemptedJobOverANodeWithoutAnAgentStopsWhenItsAg
 // --- Liveness ----------------------------------------------------------------------------------
 
 TEST_F(ControlPlaneAgentTest, ASilentAgentsNodeIsCordonedThenLostAndItsJobsMove) {
-  Open(Dgx(2), 15, 120);
-  Register("dgx-0");
-  Register("dgx-1");
-  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 4})");
-  plane_->Cycle();
-  const std::string silent = NodeOf(a);
-  ASSERT_FALSE(silent.empty());
-  const int x = silent == "dgx-0" ? 0 : 1, y = 1 - x;
-  const std::string alive = plane_->cluster()->nodes[y].name;
+  std::string silent, alive;
+  int x = 0;
+  const int64_t a = PlaceOnOneOfTwo(4, &silent, &alive, &x);
+  const int y = 1 - x;
   const int64_t filler = plane_->Submit(R"({"image": "x", "gpus": 8})");  // the other node is full
   plane_->Cycle();
   ASSERT_EQ(NodeOf(filler), alive);
@@ -1071,15 +1080,10 @@ TEST_F(ControlPlaneAgentTest, ASilentAgentsNodeIsCordonedThenLostAndItsJobsMove)
 // goes the way of a silent one, on the clock of its first such report, and its running job is
 // not taken as gone meanwhile.
 TEST_F(ControlPlaneAgentTest, AnAgentWithoutItsContainerEngineIsUnhealthyThenLost) {
-  Open(Dgx(2), 15, 120);
-  Register("dgx-0");
-  Register("dgx-1");
-  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 8})");
-  plane_->Cycle();
-  const std::string away = NodeOf(a);
-  ASSERT_FALSE(away.empty());
-  const int x = away == "dgx-0" ? 0 : 1, y = 1 - x;
-  const std::string alive = plane_->cluster()->nodes[y].name;
+  std::string away, alive;
+  int x = 0;
+  const int64_t a = PlaceOnOneOfTwo(8, &away, &alive, &x);
+  const int y = 1 - x;
   ReportAll(away, "running");
   ASSERT_EQ(State(a), "running");
   const auto node_events = [&] {
@@ -1146,6 +1150,58 @@ TEST_F(ControlPlaneAgentTest, AnAgentWithoutItsContainerEngineIsUnhealthyThenLos
   EXPECT_FALSE(plane_->Agents()[x].lost);
   EXPECT_FALSE(plane_->Nodes()[x].cordoned);
   EXPECT_TRUE(Has(node_events().back(), "healthy: its agent reports again"));
+}
+
+// An outage that began as silence and goes on as an engine away is one outage: no "healthy" in
+// between, the cordon kept; an agent restarted meanwhile does not lift it either.
+TEST_F(ControlPlaneAgentTest, AnOutageStaysOneAcrossSilenceAnEngineAwayAndARestart) {
+  std::string down, alive;
+  int x = 0;
+  const int64_t job = PlaceOnOneOfTwo(8, &down, &alive, &x);
+  ReportAll(down, "running");
+  AgentReport away;
+  away.runtime_error = "cannot reach the Docker engine";
+  const auto healthy_events = [&] {
+    int n = 0;
+    for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0).events)
+      n += e.state == "healthy";
+    return n;
+  };
+  // Silent past the unhealthy delay, then reporting the engine away.
+  for (int i = 0; i < 20; ++i) {
+    now_ += 1;
+    ReportAll(alive, "running");
+    plane_->Cycle();
+  }
+  ASSERT_TRUE(plane_->Agents()[x].unhealthy);
+  away.applied_version = Set(down).version;
+  plane_->Report(down, away);
+  EXPECT_TRUE(plane_->Agents()[x].unhealthy);
+  EXPECT_TRUE(plane_->Nodes()[x].cordoned);
+  // The agent restarts, the engine still away.
+  Register(down);
+  plane_->Report(down, away);
+  EXPECT_TRUE(plane_->Agents()[x].unhealthy);
+  EXPECT_TRUE(plane_->Nodes()[x].cordoned);
+  EXPECT_EQ(healthy_events(), 0);
+  // Lost on the outage's clock (from the silence's start); the job goes to the other node, and
+  // nothing new goes to the lost one.
+  while (!plane_->Agents()[x].lost) {
+    now_ += 5;
+    away.applied_version = Set(down).version;
+    plane_->Report(down, away);
+    ReportAll(alive, "running");
+    plane_->Cycle();
+    ASSERT_LE(now_, 1000 + 125);
+  }
+  plane_->Cycle();
+  EXPECT_EQ(NodeOf(job), alive);
+  EXPECT_TRUE(plane_->Nodes()[x].cordoned);
+  EXPECT_EQ(healthy_events(), 0);
+  // The engine back: healthy once.
+  ReportNone(down, Set(down).version);
+  EXPECT_FALSE(plane_->Nodes()[x].cordoned);
+  EXPECT_EQ(healthy_events(), 1);
 }
 
 // A blip shorter than the unhealthy delay leaves no trace: no cordon, no event.

@@ -330,6 +330,13 @@ TEST_F(ControlPlaneTest, AGuaranteeReclaimsFromABorrowerAndTheBorrowerWaitsAgain
   bool preempted = false;
   for (const StoredEvent& t : plane_->Events(borrower).events) preempted |= t.state == "preempted";
   EXPECT_TRUE(preempted);
+  // Why it waits now (nothing fits), not how it came to wait (the preemption: its events say).
+  plane_->Cycle();
+  EXPECT_EQ(plane_->WhyWaiting(borrower), "no capacity fits the job");
+  for (const StoredJob& j : plane_->List(JobFilter()))
+    if (j.id == borrower) {
+      EXPECT_EQ(j.reason, "no capacity fits the job");
+    }
 }
 
 TEST_F(ControlPlaneTest, ACallersJobIsItsOwnAndGoesOnlyToItsQueues) {
