@@ -883,7 +883,8 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
     out.Set("berth_node_containers_off_gpus", {node}, static_cast<double>(count));
   out.DeclareGauge("berth_node_container_engine_up",
                    "1 while the node's agent reaches its container engine (Docker), 0 while it "
-                   "reports it cannot: the node then takes no new jobs.",
+                   "reports it cannot (after --node-unhealthy-after of that, the node takes no "
+                   "new jobs).",
                    {"node"});
   for (const auto& [node, up] : m.engine_up)
     out.Set("berth_node_container_engine_up", {node}, up ? 1 : 0);
