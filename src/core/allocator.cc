@@ -57,6 +57,7 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
   for (size_t t = 0; t < tree_->types().size(); ++t)
     if (tree_->types()[t].level == Level::kNode) node_types_.push_back(static_cast<int>(t));
   node_version_.assign(cluster->nodes.size(), 0);
+  crowded_gpus_.assign(cluster->nodes.size(), 0);
   for (size_t n = 0; n < node_version_.size(); ++n) Touch(static_cast<int>(n));
   cache_ = std::make_shared<CandidateCache>();
   backable_.assign(cell_count, 0);
@@ -269,6 +270,13 @@ bool Allocator::PlaceWhole(const AllocationRequest& req, int pool, int within,
   out->node = node;
   out->gpus = std::move(ids);
   return true;
+}
+
+void Allocator::SetGpuCrowded(int node, int gpu, bool crowded) {
+  if (gpus_[node][gpu].crowded == crowded) return;
+  gpus_[node][gpu].crowded = crowded;
+  crowded_gpus_[node] += crowded ? 1 : -1;
+  Touch(node);  // its candidates change
 }
 
 bool Allocator::ShareFits(const AllocationRequest& req, int node, int gpu) const {
@@ -511,20 +519,28 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, const std::vec
     return ids;
   };
   const bool mig = !d.mig_profile.empty();
+  // Crowded GPUs are gone around first; where nothing else fits, offered as they are (a filter
+  // of observed use then refuses them, and the job retries, rather than finding no room).
+  bool around_crowded = crowded_gpus_[node] > 0;
+  const auto crowded = [&](int gpu) { return around_crowded && gpus_[node][gpu].crowded; };
   if (d.gpus > 0) {
     if (buddy_.free_leaves(root) < d.gpus) return;
-    for (int type : types) {
-      const auto accept = [&](int c) {
-        Candidate cand{node, {}, tree_->types()[type].tight_level, {}};
-        buddy_.PlanLeaves(c, d.gpus, &cand.cells);
-        cand.gpus = gpus_of(cand.cells);
-        if (!FitsNode(req, node, cand.gpus)) return false;
-        out->push_back(std::move(cand));
-        return true;
-      };
-      if (first_accepted(type, d.gpus, accept)) return;
+    for (;; around_crowded = false) {
+      for (int type : types) {
+        const auto accept = [&](int c) {
+          Candidate cand{node, {}, tree_->types()[type].tight_level, {}};
+          buddy_.PlanLeaves(c, d.gpus, &cand.cells);
+          cand.gpus = gpus_of(cand.cells);
+          if (!FitsNode(req, node, cand.gpus) ||
+              std::any_of(cand.gpus.begin(), cand.gpus.end(), crowded))
+            return false;
+          out->push_back(std::move(cand));
+          return true;
+        };
+        if (first_accepted(type, d.gpus, accept)) return;
+      }
+      if (!around_crowded) return;
     }
-    return;
   }
   // Shares and MIG slices: every GPU of the node already carved or shared that fits, plus one
   // fresh GPU. Shared GPUs in the same state are one candidate: no plugin can tell them apart.
@@ -547,18 +563,22 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, const std::vec
       out->push_back({node, {gpu}, Level::kGpu, {}, p, start, slot});
   }
   if (buddy_.free_leaves(root) == 0) return;
-  for (int type : types) {
-    const auto accept = [&](int c) {
-      const int gpu = cells[c].gpu;
-      int p, start, slot;
-      if (!(mig ? MigPlacement(req, node, gpu, &p, &start, &slot) : ShareFits(req, node, gpu)))
-        return false;
-      Candidate cand{node, {gpu}, Level::kGpu, {c}};
-      if (mig) cand.mig_profile = p, cand.mig_start = start, cand.mig_slot = slot;
-      out->push_back(std::move(cand));
-      return true;
-    };
-    if (first_accepted(type, 1, accept)) return;
+  for (around_crowded = crowded_gpus_[node] > 0;; around_crowded = false) {
+    for (int type : types) {
+      const auto accept = [&](int c) {
+        const int gpu = cells[c].gpu;
+        int p, start, slot;
+        if (crowded(gpu) ||
+            !(mig ? MigPlacement(req, node, gpu, &p, &start, &slot) : ShareFits(req, node, gpu)))
+          return false;
+        Candidate cand{node, {gpu}, Level::kGpu, {c}};
+        if (mig) cand.mig_profile = p, cand.mig_start = start, cand.mig_slot = slot;
+        out->push_back(std::move(cand));
+        return true;
+      };
+      if (first_accepted(type, 1, accept)) return;
+    }
+    if (!around_crowded) return;
   }
 }
 

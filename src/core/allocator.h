@@ -190,6 +190,11 @@ class Allocator {
   }
   bool node_cordoned(int node) const { return cordoned_[node]; }
   bool gpu_bad(int node, int gpu) const { return gpus_[node][gpu].bad; }
+  // A GPU observed nearly full (processes berth does not know about, or tenants over what they
+  // asked): still usable, but a node's candidates go around it where the node has other GPUs
+  // that fit, so that a filter of observed use refuses the GPU rather than the whole node.
+  void SetGpuCrowded(int node, int gpu, bool crowded);
+  bool gpu_crowded(int node, int gpu) const { return gpus_[node][gpu].crowded; }
   // Every GPU of the node usable (none bad, not cordoned): O(1), for per-candidate checks.
   bool node_healthy(int node) const { return !cordoned_[node] && bad_gpus_[node] == 0; }
 
@@ -249,6 +254,7 @@ class Allocator {
     std::vector<MigInstance> fixed;  // fixed MIG geometry
     std::vector<char> fixed_used;
     bool bad = false;
+    bool crowded = false;
   };
 
   bool PlaceReplica(const AllocationRequest& req, int pool, int within, PlacementChooser* chooser,
@@ -375,6 +381,7 @@ class Allocator {
     uint64_t uses = 0;
   };
   std::vector<uint64_t> node_version_;  // [node]
+  std::vector<int> crowded_gpus_;       // [node]: GPUs with GpuState::crowded
   std::shared_ptr<CandidateCache> cache_;
   // The last enumeration: scratch whose copy is empty, as a what-if never reads it.
   struct Scratch {

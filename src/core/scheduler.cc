@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "core/plugins/factories.h"
 #include "core/preemption.h"
 
 namespace berth {
@@ -74,6 +75,20 @@ const char* DecisionKindName(Decision::Kind kind) {
   return "?";
 }
 
+namespace {
+
+// The gpu-memory-threshold filter's ratio in `policy`, or -1 when it has none.
+double CrowdedRatio(const Policy& policy) {
+  for (const PluginConfig& f : policy.filters)
+    if (f.name == "gpu-memory-threshold") {
+      const auto ratio = f.params.find("ratio");
+      return ratio == f.params.end() ? kDefaultGpuMemoryRatio : ratio->second;
+    }
+  return -1;
+}
+
+}  // namespace
+
 Scheduler::Scheduler(const Cluster* cluster, const std::vector<QueueSpec>& queues,
                      const Policy& policy)
     : cluster_(cluster) {
@@ -107,6 +122,7 @@ Scheduler::Scheduler(const Cluster* cluster, const std::vector<QueueSpec>& queue
   }
   CountGuarantees();
   CountCapacity();
+  crowded_ratio_ = CrowdedRatio(policy);
   gpus_by_priority_.resize(cluster->nodes.size());
 }
 
@@ -133,7 +149,11 @@ void Scheduler::CountCapacity() {
 std::vector<std::string> Scheduler::SetPolicy(const Policy& policy) {
   std::vector<std::string> errors;
   auto next = PlacementPipeline::Make(policy, &errors);
-  if (next) pipeline_ = std::move(next);
+  if (next) {
+    pipeline_ = std::move(next);
+    crowded_ratio_ = CrowdedRatio(policy);
+    crowding_known_ = false;
+  }
   ++version_;
   return errors;
 }
@@ -215,6 +235,7 @@ void Scheduler::Install(Rebuilt& rebuilt, const std::vector<int>& node_map) {
   }
   reservations_ = std::move(moved);
   allocator_ = std::move(rebuilt.allocator);
+  crowding_known_ = false;
   ++version_;
 }
 
@@ -1011,9 +1032,28 @@ double Scheduler::WholePriority(const JobRecord& job, double now) const {
   return WholePriority(job.spec.priority, job.submit_time, now);
 }
 
+void Scheduler::MarkCrowdedGpus() {
+  crowding_known_ = true;
+  if (crowded_ratio_ < 0) return;
+  for (int n = 0; n < static_cast<int>(cluster_->nodes.size()); ++n) {
+    const Node& node = cluster_->nodes[n];
+    for (int g = 0; g < static_cast<int>(node.gpus.size()); ++g) {
+      const GpuModel* model = cluster_->FindModel(node.gpus[g].model);
+      const double used = n < static_cast<int>(telemetry_.gpus.size()) &&
+                                  g < static_cast<int>(telemetry_.gpus[n].size())
+                              ? telemetry_.gpus[n][g].fb_used_mib
+                              : -1;
+      allocator_->SetGpuCrowded(n, g,
+                                used >= 0 && model != nullptr && model->memory_mib > 0 &&
+                                    used > crowded_ratio_ * static_cast<double>(model->memory_mib));
+    }
+  }
+}
+
 std::vector<Decision> Scheduler::Schedule(double now) {
   std::vector<Decision> out;
   now_ = now;
+  if (!crowding_known_) MarkCrowdedGpus();
   // A starving job's reservation keeps away what its owner now outranks: it ages as all do.
   for (const auto& [id, r] : reservations_.all())
     if (!r.for_preemption) reservations_.SetPriority(id, WholePriority(jobs_.at(id), now));

@@ -271,6 +271,7 @@ class Scheduler {
 
   void SetTelemetry(Telemetry telemetry) {
     telemetry_ = std::move(telemetry);
+    crowding_known_ = false;
     ++version_;
   }
   // Changes the telemetry in place (one node's GPUs or images), without copying the rest: a
@@ -278,6 +279,7 @@ class Scheduler {
   template <typename Change>
   void UpdateTelemetry(Change change) {
     change(telemetry_);
+    crowding_known_ = false;
     ++version_;
   }
   void SetWorkloadModel(const std::vector<TypicalPod>& pods) { typical_pods_ = pods; }
@@ -462,6 +464,11 @@ class Scheduler {
   std::deque<int> finished_;  // ended jobs still kept, oldest first
   Reservations reservations_;
   Telemetry telemetry_;
+  // Whether the allocator's crowded GPUs (Allocator::SetGpuCrowded) follow telemetry_, as the
+  // policy's gpu-memory-threshold filter judges a GPU alone (-1: the policy has none).
+  bool crowding_known_ = false;
+  double crowded_ratio_ = -1;
+  void MarkCrowdedGpus();
   std::vector<TypicalPod> typical_pods_;
   ResourceVector capacity_;
   int next_job_ = 1;

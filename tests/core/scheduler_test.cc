@@ -725,6 +725,32 @@ Telemetry FullMemory(const Cluster& cluster, double fb_used_mib) {
   return t;
 }
 
+// One GPU observed full on an idle node is gone around, whichever GPU the packing would pick
+// first: the node is refused only when every GPU that fits is full.
+TEST_F(SchedulerTest, AGpuObservedFullIsGoneAroundOnItsNode) {
+  Make(1, 1, {Queue("a")});
+  for (int hot = 0; hot < 8; ++hot) {
+    Make(1, 1, {Queue("a")});
+    Telemetry t = FullMemory(*cluster_, 0);
+    t.gpus[0][hot].fb_used_mib = 80000;  // of 81920: past 90%
+    s_->SetTelemetry(t);
+    const int id = Submit(Job("a", 1));
+    ASSERT_EQ(Started(s_->Schedule(0)), std::vector<int>{id})
+        << "hot GPU " << hot << ": " << J(id).reason;
+    EXPECT_NE(J(id).placements[0].gpus[0], hot);
+    // A pair goes around it too, and so do single GPUs until only the hot one is left.
+    const int pair = Submit(Job("a", 2), 1);
+    ASSERT_EQ(Started(s_->Schedule(1)), std::vector<int>{pair}) << J(pair).reason;
+    for (int g : J(pair).placements[0].gpus) EXPECT_NE(g, hot);
+    for (int i = 0; i < 4; ++i) Submit(Job("a", 1), 2);
+    EXPECT_EQ(Started(s_->Schedule(2)).size(), 4u);
+    const int more = Submit(Job("a", 1), 3);
+    EXPECT_TRUE(Started(s_->Schedule(3)).empty());
+    EXPECT_NE(J(more).reason.find("gpu-memory-threshold"), std::string::npos) << J(more).reason;
+    ExpectConsistent();
+  }
+}
+
 TEST_F(SchedulerTest, TelemetryRefusalBacksOff) {
   Make(1, 1, {Queue("a")});
   s_->SetTelemetry(FullMemory(*cluster_, 80000));  // above 0.9 of 80 GiB everywhere

@@ -36,6 +36,9 @@ std::unique_ptr<FilterPlugin> MakeTopologySpreadFilter(const PluginConfig& confi
                                                        std::string* error);
 std::unique_ptr<FilterPlugin> MakeGpuMemoryThresholdFilter(const PluginConfig& config,
                                                            std::string* error);
+// gpu-memory-threshold's `ratio` where the policy gives none (the scheduler's crowded GPUs
+// follow it too).
+inline constexpr double kDefaultGpuMemoryRatio = 0.9;
 
 // Scores.
 std::unique_ptr<ScorePlugin> MakeTopologySpreadScore(const PluginConfig& config,

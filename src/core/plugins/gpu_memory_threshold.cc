@@ -46,7 +46,7 @@ class GpuMemoryThresholdFilter : public FilterPlugin {
 std::unique_ptr<FilterPlugin> MakeGpuMemoryThresholdFilter(const PluginConfig& config,
                                                            std::string* error) {
   if (!CheckParams(config, {"ratio"}, error)) return nullptr;
-  const double ratio = Param(config, "ratio", 0.9);
+  const double ratio = Param(config, "ratio", kDefaultGpuMemoryRatio);
   if (!(ratio > 0 && ratio <= 1)) {
     if (error) *error = "parameter \"ratio\" must be in (0, 1]";
     return nullptr;
