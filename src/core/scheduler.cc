@@ -1034,7 +1034,7 @@ double Scheduler::WholePriority(const JobRecord& job, double now) const {
 
 void Scheduler::MarkCrowdedGpus() {
   crowding_known_ = true;
-  if (crowded_ratio_ < 0) return;
+  // Without the filter (a reload may drop it) no GPU is crowded.
   for (int n = 0; n < static_cast<int>(cluster_->nodes.size()); ++n) {
     const Node& node = cluster_->nodes[n];
     for (int g = 0; g < static_cast<int>(node.gpus.size()); ++g) {
@@ -1044,7 +1044,8 @@ void Scheduler::MarkCrowdedGpus() {
                               ? telemetry_.gpus[n][g].fb_used_mib
                               : -1;
       allocator_->SetGpuCrowded(n, g,
-                                used >= 0 && model != nullptr && model->memory_mib > 0 &&
+                                crowded_ratio_ >= 0 && used >= 0 && model != nullptr &&
+                                    model->memory_mib > 0 &&
                                     used > crowded_ratio_ * static_cast<double>(model->memory_mib));
     }
   }

@@ -1263,10 +1263,10 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   const bool again = agent.registered;
   agent.registered = true;
   agent.registration = registration;
-  // Registering counts as a report: a node back from unhealthy or lost takes jobs again.
-  agent.last_seen = now;
-  if (agent.unhealthy || agent.lost) CheckAgents(now, &writes);
-  // Back after a restart before its node turned unhealthy (a node still down keeps the cordon).
+  // A node down (unhealthy or lost) comes back with its agent's first report, which says whether
+  // it reaches its container engine: registering says nothing of it, so the outage goes on.
+  if (!agent.unhealthy && !agent.lost) agent.last_seen = now;
+  // Back after a restart before its node turned unhealthy.
   if (agent.cordoned_by_us && !agent.unhealthy && !agent.lost) {
     Apply(engine_->SetNodeCordoned(n, false, now), &writes);
     agent.cordoned_by_us = false;

@@ -1204,6 +1204,37 @@ TEST_F(ControlPlaneAgentTest, AnOutageStaysOneAcrossSilenceAnEngineAwayAndAResta
   EXPECT_EQ(healthy_events(), 1);
 }
 
+// A host back from a reboot without its engine: silent, registered again, then reporting the
+// engine away. The node stays down through it all, on the clock of the silence's start.
+TEST_F(ControlPlaneAgentTest, ANodeBackWithoutItsEngineStaysDown) {
+  std::string down, alive;
+  int x = 0;
+  PlaceOnOneOfTwo(8, &down, &alive, &x);
+  for (int i = 0; i < 20; ++i) {
+    now_ += 1;
+    ReportAll(alive, "running");
+    plane_->Cycle();
+  }
+  ASSERT_TRUE(plane_->Agents()[x].unhealthy);
+  Register(down);
+  EXPECT_TRUE(plane_->Agents()[x].unhealthy);
+  EXPECT_TRUE(plane_->Nodes()[x].cordoned);
+  AgentReport away;
+  away.applied_version = Set(down).version;
+  away.runtime_error = "cannot reach the Docker engine";
+  plane_->Report(down, away);
+  EXPECT_TRUE(plane_->Nodes()[x].cordoned);
+  for (const StoredEvent& e : plane_->EventsAfter(0, 100, Caller(), 0).events)
+    EXPECT_NE(e.state, "healthy");
+  while (!plane_->Agents()[x].lost) {  // lost 120 s after the silence began, not the report
+    now_ += 5;
+    plane_->Report(down, away);
+    ReportAll(alive, "running");
+    plane_->Cycle();
+    ASSERT_LE(now_, 1000 + 125);
+  }
+}
+
 // A blip shorter than the unhealthy delay leaves no trace: no cordon, no event.
 TEST_F(ControlPlaneAgentTest, AShortContainerEngineOutageIsForgotten) {
   Open(Dgx(1), 15, 120);
@@ -1233,7 +1264,11 @@ TEST_F(ControlPlaneAgentTest, RegisteringAgainBringsAnUnhealthyNodeBack) {
   plane_->Cycle();
   ASSERT_TRUE(plane_->Agents()[0].unhealthy);
   ASSERT_TRUE(plane_->Nodes()[0].cordoned);
+  // Registering says nothing of its engine: its first report brings it back.
   Register("dgx-0");
+  EXPECT_TRUE(plane_->Agents()[0].unhealthy);
+  EXPECT_TRUE(plane_->Nodes()[0].cordoned);
+  ReportNone("dgx-0", Set("dgx-0").version);
   EXPECT_FALSE(plane_->Agents()[0].unhealthy);
   EXPECT_FALSE(plane_->Nodes()[0].cordoned);
   const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 1})");

@@ -612,13 +612,16 @@ TEST_F(NodeJoinPlaneTest, AJoinedNodeTakesNewJobsOnlyOnceItsAgentIsBack) {
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
   EXPECT_TRUE(plane_->Nodes()[0].cordoned);
   EXPECT_FALSE(plane_->Nodes()[1].cordoned);
-  // An agent that comes back only after its node turned unhealthy lifts it all the same.
+  // An agent that comes back only after its node turned unhealthy lifts it all the same, with
+  // its first report (registering says nothing of its container engine).
   Open(/*unhealthy_after_s=*/5, /*lost_after_s=*/1000);
   plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
   for (int cycle = 0; cycle < 10; ++cycle) plane_->Cycle();
   EXPECT_TRUE(plane_->Agents()[1].unhealthy);
   EXPECT_TRUE(plane_->Nodes()[1].cordoned);
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  EXPECT_TRUE(plane_->Agents()[1].unhealthy);
+  plane_->Report("gpu-b", AgentReport());  // acted on no assignment yet: its jobs stay
   EXPECT_FALSE(plane_->Agents()[1].unhealthy);
   EXPECT_FALSE(plane_->Nodes()[1].cordoned);
   EXPECT_TRUE(plane_->Nodes()[0].cordoned);
