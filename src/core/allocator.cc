@@ -959,14 +959,19 @@ void Allocator::NodesWithFree(int vc, int gpus, std::vector<int>* nodes) const {
       buddy_.CellsWithFree(BuddyAllocator::kPhysicalPool, type, gpus, &cells);
     for (int cell : cells) nodes->push_back(tree_->cells()[cell].node);
   } else {
-    // The VC's free GPUs lie on the nodes of its bound cells.
-    thread_local std::vector<std::pair<int, int>> roots;
-    roots.clear();
-    AddBoundRoots(vc, &roots);
-    for (const auto& [node, root] : roots) nodes->push_back(node);
-    std::sort(nodes->begin(), nodes->end());
-    nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
+    *nodes = vcs_[vc].bound_nodes;  // the VC's free GPUs lie on the nodes of its bound cells
   }
+}
+
+void Allocator::ListBoundNodes(int vc) {
+  thread_local std::vector<std::pair<int, int>> roots;
+  roots.clear();
+  AddBoundRoots(vc, &roots);
+  std::vector<int>& nodes = vcs_[vc].bound_nodes;
+  nodes.clear();
+  for (const auto& [node, root] : roots) nodes.push_back(node);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
 }
 
 int Allocator::ReplicaSlots(int vc, int gpus, int enough) const {
@@ -1050,6 +1055,7 @@ bool Allocator::BindCell(const AllocationRequest& req, int pick, int cell, int b
     return false;
   }
   vc.bound_cells.push_back(cell);
+  ListBoundNodes(req.vc);
   taken->bound_here.push_back(cell);
   return true;
 }
@@ -1150,6 +1156,7 @@ void Allocator::MaybeUnbind(int vc, int cell) {
   auto it = std::find(v.bound_cells.begin(), v.bound_cells.end(), root);
   if (it == v.bound_cells.end()) return;
   v.bound_cells.erase(it);
+  ListBoundNodes(vc);
   for (size_t i = 0; i < v.guarantee_types.size(); ++i)
     if (v.guarantee_types[i] == cells[root].type && v.bound_counts[i] > 0) {
       --v.bound_counts[i];

@@ -271,6 +271,8 @@ class Allocator {
   // Appends (node, cell) for every node under vc's bound cells: the node's cell, or the bound
   // cell itself when it lies at or below a node.
   void AddBoundRoots(int vc, std::vector<std::pair<int, int>>* roots) const;
+  // Lists vc's bound_nodes again, after its bound cells changed.
+  void ListBoundNodes(int vc);
   // Starts the scan Enumerate continues: the nodes (with root cells) in scan order.
   void StartScan(const AllocationRequest& req, int pool, int limit);
   // The nodes of the fewest cells that hold the gang `req` (whole GPUs, physical pool), into

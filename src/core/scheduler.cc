@@ -1148,13 +1148,30 @@ bool Scheduler::ShapeFails(int queue, int cls, const ShapeSize& size, int priori
   auto reclaim_may_fit = [&] {
     return ReplicaBound::MayFitReclaiming(*allocator_, size.units, size.replicas, queue);
   };
-  if (RoomToPreempt(queue, priority, gpus, gpus, /*guarantee_only=*/false, fair, reclaim_may_fit)
-          .any() ||
-      ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, -1) ||
-      ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, queue))
-    return false;
-  failed_shapes_.Add(cls, size, WholePriority(priority, submit, now), version_);
-  return true;
+  auto may_preempt = [&](bool guarantee_only) {
+    return RoomToPreempt(queue, priority, gpus, gpus, guarantee_only, fair, reclaim_may_fit).any();
+  };
+  const double whole = WholePriority(priority, submit, now);
+  // The guarantee pass places only inside the guarantee and preempts only to reclaim for it: a
+  // shape too large for the guarantee room left (which only shrinks within a pass; an elastic
+  // shape's minimum failing says its full size does too) fails this pass, as does one that
+  // neither fits the queue's cells nor may reclaim.
+  if (guarantee_pass && !MayGuarantee(queue, priority, gpus)) {
+    not_guaranteed_.Add(cls, size, whole, version_);
+    return true;
+  }
+  const bool fits_guaranteed =
+      ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, queue);
+  if (!may_preempt(false) && !fits_guaranteed &&
+      !ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, -1)) {
+    failed_shapes_.Add(cls, size, whole, version_);
+    return true;
+  }
+  if (guarantee_pass && !fits_guaranteed && !may_preempt(true)) {
+    not_guaranteed_.Add(cls, size, whole, version_);
+    return true;
+  }
+  return false;
 }
 
 std::vector<WaitingJobs::Job> Scheduler::StillWorthTrying(int queue, double now) const {

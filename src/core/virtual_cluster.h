@@ -44,6 +44,7 @@ struct VirtualCluster {
   std::vector<int> bound_counts;      // parallel: cells of that type bound now
   std::vector<int> unlent_counts;     // parallel: cells never lent (bound, or kept free)
   std::vector<int> bound_cells;
+  std::vector<int> bound_nodes;  // the nodes under bound_cells, sorted, each once
 };
 
 // Resolves specs against `tree`, built from `cluster` (whose models give the MIG profiles);
