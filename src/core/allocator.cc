@@ -58,6 +58,7 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
     if (tree_->types()[t].level == Level::kNode) node_types_.push_back(static_cast<int>(t));
   node_version_.assign(cluster->nodes.size(), 0);
   crowded_gpus_.assign(cluster->nodes.size(), 0);
+  reserved_nodes_.assign(cluster->nodes.size(), false);
   for (size_t n = 0; n < node_version_.size(); ++n) Touch(static_cast<int>(n));
   cache_ = std::make_shared<CandidateCache>();
   backable_.assign(cell_count, 0);
@@ -279,6 +280,12 @@ void Allocator::SetGpuCrowded(int node, int gpu, bool crowded) {
   Touch(node);  // its candidates change
 }
 
+void Allocator::SetNodeReserved(int node, bool reserved) {
+  if (reserved_nodes_[node] == reserved) return;
+  reserved_nodes_[node] = reserved;
+  Touch(node);  // its candidates change
+}
+
 bool Allocator::ShareFits(const AllocationRequest& req, int node, int gpu) const {
   const Demand& d = req.demand;
   const GpuState& g = gpus_[node][gpu];
@@ -489,12 +496,14 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, const std::vec
   const int pool = buddy_.pool(root);
   const auto& cells = tree_->cells();
   // Offers the cells of `type` below `root` with `count` free GPUs to `accept`: the best fit
-  // first, then (only if it is refused, e.g. a socket's CPU or a GPU's own limits) the others by
-  // free GPUs. Returns whether one was accepted.
+  // first, then (only if it is refused, e.g. a socket's CPU or a GPU's own limits, or on a node
+  // with reserved GPUs) the others by free GPUs. Returns whether one was accepted.
+  const bool every_cell = reserved_nodes_[node];
   auto first_accepted = [&](int type, int count, const auto& accept) {
     const int best = buddy_.FindWithin(root, type, count, nullptr);
     if (best < 0) return false;
-    if (accept(best)) return true;
+    bool accepted = accept(best);
+    if (accepted && !every_cell) return true;
     std::vector<std::pair<int, int>> others;
     for (int c = root; c < tree_->subtree_end(root); ++c) {
       if (c == best || cells[c].type != type || buddy_.pool(c) != pool ||
@@ -506,9 +515,11 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, const std::vec
       if (!inside_taken) others.push_back({buddy_.free_leaves(c), c});
     }
     std::sort(others.begin(), others.end());
-    for (const auto& [free, c] : others)
-      if (accept(c)) return true;
-    return false;
+    for (const auto& [free, c] : others) {
+      accepted = accept(c) || accepted;
+      if (accepted && !every_cell) return true;
+    }
+    return accepted;
   };
   auto gpus_of = [&](const std::vector<int>& taken_cells) {
     std::vector<int> ids;

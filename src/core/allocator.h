@@ -195,6 +195,10 @@ class Allocator {
   // that fit, so that a filter of observed use refuses the GPU rather than the whole node.
   void SetGpuCrowded(int node, int gpu, bool crowded);
   bool gpu_crowded(int node, int gpu) const { return gpus_[node][gpu].crowded; }
+  // Some GPUs of the node are reserved for pending jobs (reservation.h), which the chooser's
+  // filter keeps others away from: the node then offers every cell that fits, not only the best
+  // fit, so that a job the reservation keeps away still finds the node's other free GPUs.
+  void SetNodeReserved(int node, bool reserved);
   // Every GPU of the node usable (none bad, not cordoned): O(1), for per-candidate checks.
   bool node_healthy(int node) const { return !cordoned_[node] && bad_gpus_[node] == 0; }
 
@@ -384,6 +388,7 @@ class Allocator {
   };
   std::vector<uint64_t> node_version_;  // [node]
   std::vector<int> crowded_gpus_;       // [node]: GPUs with GpuState::crowded
+  std::vector<bool> reserved_nodes_;    // [node]: SetNodeReserved
   std::shared_ptr<CandidateCache> cache_;
   // The last enumeration: scratch whose copy is empty, as a what-if never reads it.
   struct Scratch {

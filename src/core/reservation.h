@@ -46,6 +46,10 @@ class Reservations {
     if (owners_.empty() || reserved_on_[c.node] == 0) return false;
     return BlocksOnNode(c, job, queue, guaranteed, priority);
   }
+  // Whether some GPU of `node` is reserved.
+  bool reserved(int node) const {
+    return static_cast<size_t>(node) < reserved_on_.size() && reserved_on_[node] > 0;
+  }
   // The job holding (node, gpu), or -1.
   int OwnerOf(int node, int gpu) const;
   const Reservation* Of(int job) const;

@@ -235,6 +235,7 @@ void Scheduler::Install(Rebuilt& rebuilt, const std::vector<int>& node_map) {
   }
   reservations_ = std::move(moved);
   allocator_ = std::move(rebuilt.allocator);
+  MarkReservedNodes();
   crowding_known_ = false;
   ++version_;
 }
@@ -642,7 +643,7 @@ void Scheduler::DropPreemptor(JobRecord& p) {
   UncommitWaiting(p);
   // What it held back (its plan, or a starving reservation) is open to others again.
   if (reservations_.Of(p.id)) ++version_;
-  reservations_.Drop(p.id);
+  DropReservation(p.id);
 }
 
 void Scheduler::Forget(int id) {
@@ -809,7 +810,7 @@ void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<i
   if (job.spec.min_replicas > 0) elastic_running_.insert(job.id);
   if (job.borrowed) ++version_;
   RemovePending(job);
-  reservations_.Drop(job.id);
+  DropReservation(job.id);
   job.preempting = false;
   Decision d;
   d.kind = Decision::Kind::kStart;
@@ -967,7 +968,7 @@ bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* 
   if (Start(p, guaranteed, now, out, most)) return true;
   // The plan broke (hardware failed under it, or guaranteed work took a borrower's plan): the
   // job waits like any other.
-  reservations_.Drop(p.id);
+  DropReservation(p.id);
   p.preempting = false;
   p.reason = "its planned placement broke before its victims stopped; waiting again";
   Emit(now, p.id, "pending", p.reason);
@@ -1303,7 +1304,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
     bool all_free = true;
     for (const auto& [n, g] : reserved->gpus) all_free = all_free && allocator_->gpu_free(n, g);
     if (all_free) {
-      reservations_.Drop(job.id);
+      DropReservation(job.id);
       ++version_;
     }
     reserved = nullptr;
@@ -1591,7 +1592,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     Reservations::Reservation kind;
     kind.yields = !plan.guaranteed;
     kind.for_preemption = true;
-    reservations_.Reserve(job.id, ReservedGpus(found->placement), kind, cluster_->nodes.size());
+    Reserve(job.id, ReservedGpus(found->placement), kind);
     job.preempting = true;
     job.reason =
         "waiting for " + std::to_string(found->victims.size()) + " preempted job(s) to stop";
@@ -1600,6 +1601,26 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   }
   if (job.reason.empty()) job.reason = "no capacity fits the job";
   return false;
+}
+
+void Scheduler::Reserve(int job, const std::vector<std::pair<int, int>>& gpus,
+                        const Reservations::Reservation& kind) {
+  reservations_.Reserve(job, gpus, kind, cluster_->nodes.size());
+  MarkReservedNodes();  // reservations it displaced may have left other nodes
+}
+
+void Scheduler::DropReservation(int job) {
+  const Reservations::Reservation* r = reservations_.Of(job);
+  if (!r) return;
+  const std::vector<std::pair<int, int>> gpus = r->gpus;
+  reservations_.Drop(job);
+  for (const auto& [node, gpu] : gpus)
+    allocator_->SetNodeReserved(node, reservations_.reserved(node));
+}
+
+void Scheduler::MarkReservedNodes() {
+  const int nodes = static_cast<int>(allocator_->cluster().nodes.size());
+  for (int n = 0; n < nodes; ++n) allocator_->SetNodeReserved(n, reservations_.reserved(n));
 }
 
 // A job that has waited long enough reserves the GPUs of a placement whose occupants are the
@@ -1646,7 +1667,7 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   kind.yields = !guaranteed;
   kind.priority = priority;
   kind.queue = job.queue;
-  reservations_.Reserve(job.id, ReservedGpus(found->placement), kind, cluster_->nodes.size());
+  Reserve(job.id, ReservedGpus(found->placement), kind);
   job.reason = "reserved GPUs, waiting for " + std::to_string(found->victims.size()) +
                " job(s) on them to end";
   Emit(now, job.id, "reserved", job.reason);
@@ -1687,7 +1708,7 @@ void Scheduler::HealthChanged(int node) {
         break;
       }
   }
-  for (int job : broken) reservations_.Drop(job);
+  for (int job : broken) DropReservation(job);
 }
 
 void Scheduler::EvictFrom(int node, int gpu, const std::string& why, double now,

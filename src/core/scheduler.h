@@ -406,6 +406,12 @@ class Scheduler {
   static std::vector<std::pair<int, int>> ReservedGpus(const TrialPlacement& placement);
   const JobRecord* CellBeingReclaimed(int queue) const;
   void TryReserve(JobRecord& job, double now);
+  // Reservations change through these, which keep the allocator's reserved nodes
+  // (Allocator::SetNodeReserved) in step with them.
+  void Reserve(int job, const std::vector<std::pair<int, int>>& gpus,
+               const Reservations::Reservation& kind);
+  void DropReservation(int job);
+  void MarkReservedNodes();
   void Account(const JobRecord& job, int sign);  // held and committed, while running
   void Uncommit(const JobRecord& job);           // a running job was told to stop
   static void CountPriority(Queue& q, int priority, int sign);

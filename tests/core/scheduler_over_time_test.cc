@@ -41,6 +41,66 @@ TEST(SchedulerOverTimeTest, APreemptorsPlannedFreeGpusAreHeldForIt) {
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
 }
 
+// Two preemptors plan on one node: the first on the half its victim holds, the second on the
+// other half (freed since) and a slow victim elsewhere. When the first one's victim stops, the
+// whole node is free, and its best-fit cell may be the half reserved for the second: the first
+// must still start, on its own half, not give up with every GPU of its plan free (its victim
+// stopped for nothing).
+TEST(SchedulerOverTimeTest, APreemptorStartsOnItsPlanBesideAnotherPreemptorsFreeGpus) {
+  std::set<int> halves;  // the fast victim's first GPU, over both runs: both halves are tried
+  for (bool fast_first : {true, false}) {
+    SCOPED_TRACE(fast_first ? "the fast victim placed first" : "the fast victim placed second");
+    Driver d(2, 2, {Queue("a")});
+    auto job = [](int gpus, int priority, double grace, bool preemptible = true) {
+      JobSpec spec = Job("a", gpus);
+      spec.priority = priority;
+      spec.grace_period_s = grace;
+      spec.preemptible = preemptible;
+      return spec;
+    };
+    auto on = [&](int id) { return d.J(id).placements.front().node; };
+    auto cordon = [&](int node, bool cordoned) {
+      d.Handle(d.s_.SetNodeCordoned(node, cordoned, d.now_));
+    };
+    // Node 0: a slow victim on one half, a job nobody may preempt on the other.
+    cordon(1, true);
+    const int slow = d.Submit(job(4, 0, 1000));
+    d.Submit(job(4, 0, 30, false));
+    d.Cycle();
+    // Node 1: the fast victim on one half, a job nobody may preempt on the other.
+    cordon(0, true);
+    cordon(1, false);
+    int fast = -1, blocker = -1;
+    for (bool fast_now : {fast_first, !fast_first}) {
+      (fast_now ? fast : blocker) = d.Submit(job(4, fast_now ? 6 : 0, fast_now ? 3 : 30, fast_now));
+      d.Cycle();
+    }
+    ASSERT_EQ(on(slow), 0);
+    ASSERT_EQ(on(fast), 1);
+    halves.insert(d.J(fast).placements.front().gpus.front());
+    // The first preemptor (node 0 still cordoned) plans the fast victim's half.
+    const int first = d.Submit(job(4, 9, 30));
+    d.Cycle(0);
+    ASSERT_EQ(d.J(fast).state, JobState::kStopping) << d.J(first).reason;
+    // The other half frees; the second, a gang, plans it and the slow victim's half of node 0.
+    d.s_.Finish(blocker, d.now_);
+    cordon(0, false);
+    JobSpec gang = job(4, 5, 30);
+    gang.groups[0].replicas = 2;
+    const int second = d.Submit(gang);
+    d.Cycle(0);
+    ASSERT_EQ(d.J(slow).state, JobState::kStopping);
+    ASSERT_EQ(d.J(first).state, JobState::kPending);
+    for (int i = 0; i < 10; ++i) d.Cycle(1);
+    EXPECT_EQ(d.J(first).state, JobState::kRunning) << d.J(first).reason;
+    EXPECT_EQ(on(first), 1);
+    EXPECT_EQ(d.J(second).state, JobState::kPending);  // its slow victim is still stopping
+    EXPECT_EQ(d.J(slow).state, JobState::kStopping);
+    EXPECT_EQ(d.preempted_[fast], 1);
+  }
+  EXPECT_EQ(halves, (std::set<int>{0, 4}));
+}
+
 // Bug 2: reclaim read running usage only, so every pending job of the queue below its share
 // preempted at once, and the shares flipped every cycle.
 TEST(SchedulerOverTimeTest, FairShareReclaimSettlesAtWaterFilling) {
