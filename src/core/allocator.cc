@@ -555,6 +555,7 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, const std::vec
   }
   // Shares and MIG slices: every GPU of the node already carved or shared that fits, plus one
   // fresh GPU. Shared GPUs in the same state are one candidate: no plugin can tell them apart.
+  // On a node with reserved GPUs, which the chooser's filter does tell apart, every one is.
   const size_t first = out->size();
   for (size_t g = 0; g < gpus_[node].size(); ++g) {
     const int gpu = static_cast<int>(g);
@@ -567,7 +568,7 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, const std::vec
         const GpuState& other = gpus_[node][(*out)[i].gpus[0]];
         same = other.used_milli == st.used_milli && other.used_memory_mib == st.used_memory_mib;
       }
-      if (!same) out->push_back({node, {gpu}, Level::kGpu, {}});
+      if (!same || every_cell) out->push_back({node, {gpu}, Level::kGpu, {}});
     }
     int p, start, slot;
     if (mig && st.holder == kMig && MigPlacement(req, node, gpu, &p, &start, &slot))
