@@ -64,15 +64,6 @@ bool KeyOf(const ContainerInfo& c, RunKey* key) {
   return true;
 }
 
-// Log text as the report's JSON carries it: each byte that is not UTF-8 replaced by U+FFFD
-// here rather than when the report is written, so that the stderr spans' offsets hold.
-void MakeValidUtf8(std::string* text) {
-  if (std::all_of(text->begin(), text->end(), [](char c) { return (c & 0x80) == 0; })) return;
-  *text = nlohmann::json::parse(
-              nlohmann::json(*text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
-              .get<std::string>();
-}
-
 // What a byte of (valid UTF-8) log text takes of a report's JSON, at most: a control
 // character escaped (\u001b), a quote or backslash doubled. Counted, with each line's stderr
 // span ("[from,to],"), so that a report of binary output, or of lines that switch stream at
@@ -1052,7 +1043,9 @@ class Agent {
             if (const auto p = phases_.find(key); p != phases_.end()) p->second = c.phases;
           }
         }
-        for (LogLine& line : lines) MakeValidUtf8(&line.text);
+        // Made valid here rather than when the report is written, so that the stderr spans'
+        // offsets hold.
+        for (LogLine& line : lines) line.text = ValidUtf8(std::move(line.text));
         size_t fit = LinesThatFit(lines, log_budget, log_budget == kMaxReportLogBytes);
         if (listed.running) fit = std::min(fit, SettledLines(lines));
         more = more || fit < lines.size();

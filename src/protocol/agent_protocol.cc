@@ -413,11 +413,16 @@ Json ToJson(const AgentReport& r) {
   return out;
 }
 
+std::string ValidUtf8(std::string text) {
+  if (std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; })) return text;
+  return Json::parse(Json(text).dump(-1, ' ', false, Json::error_handler_t::replace))
+      .get<std::string>();
+}
+
 std::string RuntimeErrorLine(std::string error) {
   for (char& c : error)
     if ((c >= 0 && c < 0x20) || c == 0x7f) c = ' ';
-  error = Json::parse(Json(error).dump(-1, ' ', false, Json::error_handler_t::replace))
-              .get<std::string>();
+  error = ValidUtf8(std::move(error));
   size_t keep = std::min(error.size(), kMaxRuntimeError);
   while (keep > 0 && keep < error.size() && (error[keep] & 0xC0) == 0x80) --keep;
   error.resize(keep);

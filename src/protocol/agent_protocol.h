@@ -199,6 +199,9 @@ struct AgentReport {
 // trailing zeros). "" when `ts` is not one.
 std::string NormalizedTimestamp(const std::string& ts);
 
+// `text` with each byte that is not UTF-8 replaced by U+FFFD, as a report's JSON carries it.
+std::string ValidUtf8(std::string text);
+
 // `error` as AgentReport::runtime_error takes it: control characters made spaces, invalid UTF-8
 // replaced, and cut between characters to kMaxRuntimeError bytes.
 std::string RuntimeErrorLine(std::string error);

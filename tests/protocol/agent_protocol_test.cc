@@ -262,6 +262,12 @@ TEST(AgentProtocolTest, ARuntimeErrorLineIsOneLineTheServerTakes) {
   EXPECT_NE(RuntimeErrorLine("bad \xff byte").find("\xef\xbf\xbd"), std::string::npos);
 }
 
+TEST(AgentProtocolTest, ValidUtf8ReplacesOnlyTheBytesThatAreNot) {
+  EXPECT_EQ(ValidUtf8("plain ascii\n"), "plain ascii\n");
+  EXPECT_EQ(ValidUtf8("caf\xc3\xa9 \xff!"), "caf\xc3\xa9 \xef\xbf\xbd!");
+  EXPECT_EQ(ValidUtf8("cut \xc3"), "cut \xef\xbf\xbd");
+}
+
 TEST(AgentProtocolTest, AReportsImagesRoundTripAndAreBounded) {
   AgentReport r = SampleReport();
   r.images = std::vector<ReportedImage>{
