@@ -383,14 +383,12 @@ void AddPsRow(const std::vector<std::string_view>& cells, TextTable* table) {
 }
 
 void Ps(const PsArgs& a) {
-  std::string not_ended;
-  for (const std::string& state : ControlPlane::JobStates())
-    if (!ControlPlane::Ended(state)) not_ended += (not_ended.empty() ? "" : ",") + state;
   const auto page_path = [&](const Json& after) {
     std::string path = "/v1/jobs?limit=10000&after=" + after.dump();
     if (!a.queue.empty()) path += "&queue=" + httplib::detail::encode_query_param(a.queue);
-    // Without -a, the server leaves the ended jobs out: a long history costs nothing here.
-    if (!a.all) path += "&state=" + not_ended;
+    // Without -a, the server leaves the ended jobs out (but those still stopping): a long
+    // history costs nothing here.
+    if (!a.all) path += "&live=1";
     return path;
   };
   if (a.format == "json") {

@@ -697,6 +697,7 @@ void ControlPlane::List(
       const StoredJob& j = it->second.stored;
       if ((filter.queue.empty() || j.queue == filter.queue) &&
           (filter.states.empty() || filter.states.count(j.state) > 0) &&
+          (!filter.live || !Ended(j.state) || stopping_.count(j.id) > 0) &&
           (filter.user.empty() || j.user == filter.user)) {
         const bool waits = j.state == "pending" && !it->second.waiting.empty();
         visit(j, waits ? it->second.waiting : j.reason);

@@ -75,7 +75,8 @@ struct ApiError : std::runtime_error {
 struct JobFilter {
   std::string queue, user;       // "" matches any
   std::set<std::string> states;  // empty matches any
-  int64_t after = 0;             // ids above this only (paging)
+  bool live = false;  // only jobs not ended, and stopped ones whose containers still stop
+  int64_t after = 0;  // ids above this only (paging)
   size_t limit = 1000;
 };
 

@@ -91,6 +91,9 @@ JobFilter ListFilter(const httplib::Request& req) {
         filter.states.insert(state);
         start = end + 1;
       }
+    } else if (key == "live") {
+      if (value != "1" && value != "0") throw ApiError(400, "live: expected 1 or 0");
+      filter.live = value == "1";
     } else if (key == "user")
       filter.user = value;
     else if (key == "limit")

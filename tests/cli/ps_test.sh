@@ -27,6 +27,9 @@ bad=$(tail -n +2 "$TMP/table" |
 ! "$BERTH" ps -q | grep -qx 1 || fail "ps lists the stopped job 1"
 [ "$("$BERTH" ps -q | wc -l)" -eq 10049 ] || fail "ps without -a: $("$BERTH" ps -q | wc -l) jobs"
 [ -z "$("$BERTH" ps -q --queue nosuch)" ] || fail "ps --queue nosuch lists jobs"
+code=$(curl -s -o "$TMP/live.json" -w '%{http_code}' "http://$BERTH_ADDR/v1/jobs?live=yes")
+[ "$code" = 400 ] && grep -q 'live: expected 1 or 0' "$TMP/live.json" ||
+  fail "live=yes: $code $(cat "$TMP/live.json")"
 
 # A name with a backslash and spaces (control characters are refused at submission; the
 # escaping of tabs and newlines, which reasons may hold, is tested in job_listing_test): shown

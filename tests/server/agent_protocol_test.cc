@@ -750,11 +750,23 @@ TEST_F(ControlPlaneAgentTest, AStoppedJobHoldsItsGpusUntilItsContainersAreGone) 
   std::string message;
   EXPECT_EQ(Status([&] { plane_->Remove(id); }, &message), 409);  // its container still runs
   EXPECT_TRUE(Has(message, "containers are still stopping")) << message;
+  // What berth ps lists (live=1): the jobs not ended, and this one while it still stops.
+  JobFilter live;
+  live.live = true;
+  auto listed = [&](int64_t job) {
+    for (const StoredJob& j : plane_->List(live))
+      if (j.id == job) return true;
+    return false;
+  };
+  EXPECT_TRUE(listed(id));
+  EXPECT_TRUE(listed(next));
   // Gone: freed, and the next job is placed. The stopped job stays stopped, and says so.
   ReportNone("dgx-0", Set("dgx-0").version);
   plane_->Cycle();
   EXPECT_EQ(State(next), "scheduled");
   EXPECT_EQ(State(id), "stopped");
+  EXPECT_FALSE(listed(id));  // ended now: only berth ps -a lists it
+  EXPECT_TRUE(listed(next));
   EXPECT_TRUE(Has(plane_->Get(id).reason, "its GPUs are free")) << plane_->Get(id).reason;
   // A job stopped before its node's agent ever ran it, or with no agent, frees at once.
   plane_->Stop(next);
