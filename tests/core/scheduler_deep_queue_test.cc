@@ -114,36 +114,51 @@ TEST(SchedulerDeepQueueTest, AJobSmallerThanEveryFailureOnOneDimensionStillStart
   EXPECT_EQ(d.Running("a"), 2);
 }
 
-// Work conservation under a deep queue of many shapes: after every cycle, no pending job fits
-// anywhere (a dry run on each node finds none), so no job that a try would have placed was
-// skipped as known to fail. One queue, one priority, no reservations: nothing else holds a job
-// back.
-TEST(SchedulerDeepQueueTest, AfterEveryCycleNoPendingJobFitsAnywhere) {
-  Policy policy = Driver::Berth();
-  policy.reserve_after_s = 1e9;
-  Driver d(4, 4, {Queue("a")}, policy);
-  std::mt19937 rng(5);
+// Work conservation under a deep queue of many shapes (1-8 GPUs, several CPU and memory sizes,
+// a few users, over `queues`), for `cycles` cycles with arrivals between them: after every
+// cycle, no pending job fits anywhere (a dry run on each node finds none), so no job that a try
+// would have placed was skipped as known to fail. Returns how many jobs started guaranteed.
+int RunConservingWork(Driver& d, const std::vector<std::string>& queues, unsigned seed, int waiting,
+                      int cycles) {
+  std::mt19937 rng(seed);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   auto submit = [&] {
-    JobSpec spec = Job("a", pick(1, 8), "u" + std::to_string(pick(0, 5)));
+    const std::string& queue = queues[pick(0, static_cast<int>(queues.size()) - 1)];
+    JobSpec spec = Job(queue, pick(1, 8), "u" + std::to_string(pick(0, 5)));
     spec.groups[0].demand.cpu_milli = 8000 * pick(1, 8);
     spec.groups[0].demand.memory_mib = 128 * 1024 * pick(1, 8);
     d.Submit(spec, pick(1, 4));
   };
   std::vector<int> nodes;
   for (int n = 0; n < static_cast<int>(d.cluster_.nodes.size()); ++n) nodes.push_back(n);
-  for (int i = 0; i < 150; ++i) submit();
-  for (int cycle = 0; cycle < 12; ++cycle) {
-    d.Handle(d.s_.Schedule(d.now_));
+  for (int i = 0; i < waiting; ++i) submit();
+  int guaranteed_starts = 0;
+  for (int cycle = 0; cycle < cycles; ++cycle) {
+    const std::vector<Decision> decisions = d.s_.Schedule(d.now_);
+    for (const Decision& decision : decisions)
+      if (decision.kind == Decision::Kind::kStart && !d.J(decision.job).borrowed)
+        ++guaranteed_starts;
+    d.Handle(decisions);
     d.Check();
-    for (int id : d.s_.pending(0))
-      for (const NodeVerdict& v : d.s_.Evaluate(d.J(id).spec, nodes))
-        EXPECT_FALSE(v.feasible) << "cycle " << cycle << ": job " << id << " ("
-                                 << d.J(id).spec.groups[0].demand.gpus << " GPUs) fits node "
-                                 << v.node << " but waits: " << d.J(id).reason;
-    for (int i = 0; i < 6; ++i) submit();
+    for (size_t q = 0; q < queues.size(); ++q)
+      for (int id : d.s_.pending(static_cast<int>(q)))
+        for (const NodeVerdict& v : d.s_.Evaluate(d.J(id).spec, nodes))
+          EXPECT_FALSE(v.feasible)
+              << "cycle " << cycle << ": job " << id << " of queue " << queues[q] << " ("
+              << d.J(id).spec.groups[0].demand.gpus << " GPUs) fits node " << v.node
+              << " but waits: " << d.J(id).reason;
+    for (int i = 0; i < waiting / 25; ++i) submit();
     d.Cycle(1);  // nothing starts at this cycle's time: its jobs run on, some end meanwhile
   }
+  return guaranteed_starts;
+}
+
+// One queue, one priority, no reservations: nothing else holds a job back.
+TEST(SchedulerDeepQueueTest, AfterEveryCycleNoPendingJobFitsAnywhere) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 1e9;
+  Driver d(4, 4, {Queue("a")}, policy);
+  RunConservingWork(d, {"a"}, 5, 150, 12);
 }
 
 // The same with guarantees: queues a and b have guarantee room now and then (their guaranteed
@@ -155,37 +170,8 @@ TEST(SchedulerDeepQueueTest, WithGuaranteesAfterEveryCycleNoPendingJobFitsAnywhe
   Policy policy = Driver::Berth();
   policy.reserve_after_s = 1e9;
   Driver d(6, 2, {Queue("a", 2), Queue("b", 1), Queue("c")}, policy);
-  std::mt19937 rng(9);
-  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  const std::string queues[] = {"a", "b", "c"};
-  auto submit = [&] {
-    JobSpec spec = Job(queues[pick(0, 2)], pick(1, 8), "u" + std::to_string(pick(0, 3)));
-    spec.groups[0].demand.cpu_milli = 8000 * pick(1, 8);
-    spec.groups[0].demand.memory_mib = 128 * 1024 * pick(1, 8);
-    d.Submit(spec, pick(1, 4));
-  };
-  std::vector<int> nodes;
-  for (int n = 0; n < static_cast<int>(d.cluster_.nodes.size()); ++n) nodes.push_back(n);
-  for (int i = 0; i < 300; ++i) submit();
-  int guaranteed_starts = 0;
-  for (int cycle = 0; cycle < 30; ++cycle) {
-    const std::vector<Decision> decisions = d.s_.Schedule(d.now_);
-    for (const Decision& decision : decisions)
-      if (decision.kind == Decision::Kind::kStart && !d.J(decision.job).borrowed)
-        ++guaranteed_starts;
-    d.Handle(decisions);
-    d.Check();
-    for (int q = 0; q < 3; ++q)
-      for (int id : d.s_.pending(q))
-        for (const NodeVerdict& v : d.s_.Evaluate(d.J(id).spec, nodes))
-          EXPECT_FALSE(v.feasible)
-              << "cycle " << cycle << ": job " << id << " of queue " << queues[q] << " ("
-              << d.J(id).spec.groups[0].demand.gpus << " GPUs) fits node " << v.node
-              << " but waits: " << d.J(id).reason;
-    for (int i = 0; i < 10; ++i) submit();
-    d.Cycle(1);
-  }
-  EXPECT_GT(guaranteed_starts, 30);  // the guarantees were used, not only the borrowing pass
+  // The guarantees were used, not only the borrowing pass.
+  EXPECT_GT(RunConservingWork(d, {"a", "b", "c"}, 9, 300, 30), 30);
 }
 
 }  // namespace
