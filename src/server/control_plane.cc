@@ -172,9 +172,10 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
     recovery_summary_ += "; " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") +
                          " joined" + joined_left_out;
     // A node that joined before is watched from now: one whose agent never comes back turns
-    // unhealthy, then lost. Until its agent registers again it takes no new jobs (they would
-    // wait for it, and for nothing if it is gone): the server's cordon, which registering
-    // lifts. Its GPUs stay its own: no other node may register their UUIDs meanwhile.
+    // unhealthy, then lost. Until its agent is back it takes no new jobs (they would wait for
+    // it, and for nothing if it is gone): the server's cordon, which the agent's first report
+    // with its containers lifts (registering says nothing of its container engine). Its GPUs
+    // stay its own: no other node may register their UUIDs meanwhile.
     for (size_t n = 0; n < agents_.size(); ++n) {
       agents_[n].expected = true;
       agents_[n].last_seen = now_();
@@ -1267,11 +1268,8 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   // A node down (unhealthy or lost) comes back with its agent's first report, which says whether
   // it reaches its container engine: registering says nothing of it, so the outage goes on.
   if (!agent.unhealthy && !agent.lost) agent.last_seen = now;
-  // Back after a restart before its node turned unhealthy.
-  if (agent.cordoned_by_us && !agent.unhealthy && !agent.lost) {
-    Apply(engine_->SetNodeCordoned(n, false, now), &writes);
-    agent.cordoned_by_us = false;
-  }
+  // Back after a restart: the server's cordon stays until its first report, which says whether
+  // it reaches its container engine.
   writes.push_back(StoreWrite::Node(
       {node, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us}, "agent-registered",
       now,

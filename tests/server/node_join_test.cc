@@ -391,6 +391,7 @@ TEST_F(NodeJoinPlaneTest, ACordonHoldsForANodeLeftOutUntilItJoinsAgain) {
       << plane_->recovery_summary();
   plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  plane_->Report("gpu-a", AgentReport());
   ASSERT_EQ(plane_->Nodes().size(), 2u);
   EXPECT_FALSE(plane_->Nodes()[0].cordoned);
   EXPECT_TRUE(plane_->Nodes()[1].cordoned);
@@ -427,6 +428,7 @@ TEST_F(NodeJoinPlaneTest, TheCordonOfANodeLeftOutCanBeChanged) {
   EXPECT_FALSE(Has(plane_->recovery_summary(), "node gpu-a when")) << plane_->recovery_summary();
   plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  plane_->Report("gpu-a", AgentReport());
   ASSERT_EQ(plane_->Nodes().size(), 2u);
   EXPECT_FALSE(plane_->Nodes()[0].cordoned);
   EXPECT_TRUE(plane_->Nodes()[1].cordoned);
@@ -584,8 +586,9 @@ TEST_F(NodeJoinPlaneTest, ANodeWhoseAgentNeverReturnsIsLost) {
   EXPECT_TRUE(lost);
 }
 
-// After a restart a joined node takes no new jobs until its agent registers again: they would
-// wait for an agent that may be gone. The operator's cordon is not the server's: it stays.
+// After a restart a joined node takes no new jobs until its agent is back, registered and
+// reporting with its container engine: they would wait for an agent that may be gone, or that
+// cannot run them. The operator's cordon is not the server's: it stays.
 TEST_F(NodeJoinPlaneTest, AJoinedNodeTakesNewJobsOnlyOnceItsAgentIsBack) {
   Open();
   plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
@@ -600,6 +603,14 @@ TEST_F(NodeJoinPlaneTest, AJoinedNodeTakesNewJobsOnlyOnceItsAgentIsBack) {
   plane_->Cycle();
   EXPECT_EQ(plane_->Get(job).state, "pending");  // gpu-a stays cordoned: the operator's
   plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  EXPECT_TRUE(plane_->Nodes()[1].cordoned);  // registering says nothing of its engine
+  AgentReport no_engine;
+  no_engine.runtime_error = "Cannot connect to the Docker daemon";
+  plane_->Report("gpu-b", no_engine);
+  plane_->Cycle();
+  EXPECT_TRUE(plane_->Nodes()[1].cordoned);
+  EXPECT_EQ(plane_->Get(job).state, "pending");
+  plane_->Report("gpu-b", AgentReport());
   EXPECT_FALSE(plane_->Nodes()[1].cordoned);
   plane_->Cycle();
   EXPECT_EQ(plane_->Get(job).state, "scheduled");
@@ -608,8 +619,10 @@ TEST_F(NodeJoinPlaneTest, AJoinedNodeTakesNewJobsOnlyOnceItsAgentIsBack) {
   // The server's cordon is not kept as the node's mark: after another restart and both agents
   // back, gpu-b takes jobs and gpu-a does not.
   Open();
-  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
-  plane_->RegisterAgent("gpu-b", Declared("gpu-b"));
+  for (const char* node : {"gpu-a", "gpu-b"}) {
+    plane_->RegisterAgent(node, Declared(node));
+    plane_->Report(node, AgentReport());
+  }
   EXPECT_TRUE(plane_->Nodes()[0].cordoned);
   EXPECT_FALSE(plane_->Nodes()[1].cordoned);
   // An agent that comes back only after its node turned unhealthy lifts it all the same, with
