@@ -956,7 +956,7 @@ TEST(SchedulerDynamics, DISABLED_SharesSettleAtTheWaterFillWithoutThrash) {
     const auto [job, stops] = d.most_stopped();
     if (stops > kMaxStopsPerJob)
       d.Fail("job " + std::to_string(job) + " was stopped " + std::to_string(stops) +
-             " times under steady demand" + [&] { std::string w; for (const EngineEvent& e : d.s().EventsSince(0)) if (e.time > 890 && (e.job == job || e.reason.find("(job " + std::to_string(job) + ")") != std::string::npos || e.kind == "start" || e.kind == "preempt" || e.kind == "waiting" || e.kind == "pending")) w += "\n   " + std::to_string(e.time) + " job " + std::to_string(e.job) + " " + e.kind + ": " + e.reason; return w; }());
+             " times under steady demand");
     for (const auto& [preemptor, since] : d.waiting_preemptors())
       d.Fail("preemptor job " + std::to_string(preemptor) + " (preempt decided at " +
              std::to_string(since) + " s) has not started");
