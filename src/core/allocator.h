@@ -199,6 +199,7 @@ class Allocator {
   // filter keeps others away from: the node then offers every cell that fits, not only the best
   // fit, so that a job the reservation keeps away still finds the node's other free GPUs.
   void SetNodeReserved(int node, bool reserved);
+  bool node_reserved(int node) const { return reserved_nodes_[node]; }
   // Every GPU of the node usable (none bad, not cordoned): O(1), for per-candidate checks.
   bool node_healthy(int node) const { return !cordoned_[node] && bad_gpus_[node] == 0; }
 

@@ -640,6 +640,7 @@ void Scheduler::DropPreemptor(JobRecord& p) {
   }
   p.waiting_for.clear();
   p.preempting = false;
+  p.planned.clear();
   UncommitWaiting(p);
   // What it held back (its plan, or a starving reservation) is open to others again.
   if (reservations_.Of(p.id)) ++version_;
@@ -965,6 +966,18 @@ bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* 
     while (most > p.spec.min_replicas && JobGpus(p.spec, most) > p.committed_gpus + kEps) --most;
   UncommitWaiting(p);
   ++version_;  // what it binds or leaves free may fit jobs that failed before
+  // Exactly where its plan placed it, while its reservation holds (every GPU of the plan is its
+  // own then): a fresh placement's candidates may be another preemptor's reserved GPUs.
+  std::vector<ReplicaPlacement> planned = std::move(p.planned);
+  p.planned.clear();
+  if (reservations_.Of(p.id) && static_cast<int>(planned.size()) == most) {
+    std::vector<int> ids;
+    std::vector<ReplicaPlacement> placed;
+    if (TryPlace(p, guaranteed, most, *allocator_, &ids, &placed, &planned)) {
+      Run(p, guaranteed, most, std::move(ids), std::move(placed), now, out);
+      return true;
+    }
+  }
   if (Start(p, guaranteed, now, out, most)) return true;
   // The plan broke (hardware failed under it, or guaranteed work took a borrower's plan): the
   // job waits like any other.
@@ -1587,6 +1600,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       job.waiting_for.push_back(victim->id);
     }
     CommitWaiting(job, plan_need, plan.guaranteed);
+    job.planned = found->placement.where;
     // A borrower's plan this guaranteed one overlaps loses its reservation; its victims still
     // stop, and it then starts wherever it fits.
     Reservations::Reservation kind;
@@ -1966,6 +1980,9 @@ std::string Scheduler::CheckConsistency() const {
     if (!j || j->state != JobState::kPending)
       return "reservation of job " + std::to_string(id) + ", which is not pending";
   }
+  for (int n = 0; n < static_cast<int>(allocator_->cluster().nodes.size()); ++n)
+    if (allocator_->node_reserved(n) != reservations_.reserved(n))
+      return "node " + std::to_string(n) + "'s reserved mark differs from the reservations";
   if (running_.size() !=
       static_cast<size_t>(std::count_if(jobs_.begin(), jobs_.end(), [](const auto& e) {
         return e.second.state == JobState::kRunning || e.second.state == JobState::kStopping;

@@ -134,6 +134,7 @@ struct JobRecord {
   std::vector<int> waiting_for;      // a preemptor: victims still stopping
   bool preempting = false;           // a preemptor waiting for its victims
   bool reserved_guaranteed = false;  // a waiting preemptor: its plan is inside the guarantee
+  std::vector<ReplicaPlacement> planned;  // a waiting preemptor: where its plan places it
   double committed_gpus = 0;         // a waiting preemptor: GPUs counted as committed
   int preemptions = 0;               // times this job was preempted or evicted
   double shrunk_at = -1;             // an elastic job's last shrink: it does not regrow then

@@ -102,7 +102,7 @@ JobFilter ListFilter(const httplib::Request& req) {
       filter.after = IntParam("after", value, 0, INT64_MAX);
     else
       throw ApiError(400, "unknown parameter \"" + key.substr(0, 40) +
-                              "\"; known: queue, state, user, limit, after");
+                              "\"; known: queue, state, user, live, limit, after");
   }
   return filter;
 }

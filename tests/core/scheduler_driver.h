@@ -61,7 +61,9 @@ inline std::vector<const JobRecord*> RunningGuaranteedFirst(const Scheduler& s) 
 class Driver {
  public:
   Driver(int nodes, int per_rack, const std::vector<QueueSpec>& queues, Policy policy = Berth())
-      : cluster_(SyntheticDgxCluster(nodes, per_rack, 0)), s_(&cluster_, queues, policy) {
+      : Driver(SyntheticDgxCluster(nodes, per_rack, 0), queues, std::move(policy)) {}
+  Driver(Cluster cluster, const std::vector<QueueSpec>& queues, Policy policy = Berth())
+      : cluster_(std::move(cluster)), s_(&cluster_, queues, policy) {
     EXPECT_EQ(s_.error(), "");
   }
   static Policy Berth() {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "config/cluster_file.h"
 #include "core/scheduler.h"
 #include "core/synthetic_cluster.h"
 #include "scheduler_driver.h"
@@ -99,6 +100,65 @@ TEST(SchedulerOverTimeTest, APreemptorStartsOnItsPlanBesideAnotherPreemptorsFree
     EXPECT_EQ(d.preempted_[fast], 1);
   }
   EXPECT_EQ(halves, (std::set<int>{0, 4}));
+}
+
+// The same inside one PCIe switch of four GPUs, where a replica of two is no cell of its own:
+// a fresh placement's candidate in the switch is its first free GPUs, which were the other
+// preemptor's plan (a break-it review's reproduction). The preemptor starts exactly on its plan.
+TEST(SchedulerOverTimeTest, APreemptorStartsOnItsPlanInsideASwitchAnotherPlanShares) {
+  const Cluster cluster = ParseClusterYaml(R"(name: pcie
+gpuModels:
+  - {name: A100-80GB, memoryMiB: 81920}
+nodeShapes:
+  s:
+    gpuModel: A100-80GB
+    sockets:
+      - {cpus: "0-63", memoryMiB: 1048576, switches: [4]}
+      - {cpus: "64-127", memoryMiB: 1048576, switches: [4]}
+nodes:
+  - {namePrefix: n-, count: 2, shape: s}
+)",
+                                           "pcie.yaml");
+  Policy policy;
+  ASSERT_TRUE(BuiltinPolicy("bestfit", &policy));
+  Driver d(cluster, {Queue("a")}, policy);
+  auto job = [](int gpus, int priority, double grace, bool preemptible) {
+    JobSpec spec = Job("a", gpus);
+    spec.priority = priority;
+    spec.grace_period_s = grace;
+    spec.preemptible = preemptible;
+    return spec;
+  };
+  constexpr double kLong = 36000;
+  d.Submit(job(4, 0, 30, false), kLong);                    // n-0: one switch
+  const int blocker = d.Submit(job(2, 0, 30, false), 100);  // n-0: half the other
+  d.Cycle();
+  const int fast = d.Submit(job(2, 0, 300, true), kLong);  // n-0: its other half
+  d.Cycle();
+  d.Submit(job(4, 0, 30, false), kLong);  // n-1 the same, with a slow victim
+  d.Submit(job(2, 0, 30, false), kLong);
+  d.Cycle();
+  const int slow = d.Submit(job(2, 6, 1000, true), kLong);
+  d.Cycle();
+  ASSERT_EQ(d.J(fast).placements.front().node, 0);
+  ASSERT_EQ(d.J(slow).placements.front().node, 1);
+  for (int i = 0; i < 50; ++i) d.Cycle();
+  // The first preemptor plans the fast victim's GPUs; once the blocker ends, the gang plans
+  // the blocker's (the switch's first) and the slow victim's.
+  const int first = d.Submit(job(2, 5, 30, true), 3600);
+  d.Cycle();
+  ASSERT_EQ(d.J(fast).state, JobState::kStopping);
+  for (int i = 0; i < 100; ++i) d.Cycle();
+  ASSERT_EQ(d.J(blocker).state, JobState::kDone);
+  JobSpec gang = job(2, 9, 30, true);
+  gang.groups[0].replicas = 2;
+  const int second = d.Submit(gang, 3600);
+  d.Cycle();
+  ASSERT_EQ(d.J(slow).state, JobState::kStopping);
+  for (int i = 0; i < 250; ++i) d.Cycle();  // past the fast victim's grace period
+  EXPECT_EQ(d.J(first).state, JobState::kRunning) << d.J(first).reason;
+  EXPECT_EQ(d.J(second).state, JobState::kPending);  // its slow victim is still stopping
+  EXPECT_EQ(d.preempted_[fast], 1);
 }
 
 // Bug 2: reclaim read running usage only, so every pending job of the queue below its share
