@@ -218,6 +218,8 @@ void Scheduler::Install(Rebuilt& rebuilt, const std::vector<int>& node_map) {
     j->allocations = std::move(rebuilt.allocations.at(id));
     j->placements = std::move(rebuilt.placements.at(id));
   }
+  // Preemptors' exact plans name nodes by index, which may have moved: they are placed afresh.
+  for (auto& [id, j] : jobs_) j.planned.clear();
   // Reservations follow their GPUs; one that touches a node that is gone is dropped whole.
   Reservations moved;
   for (const auto& [job, r] : reservations_.all()) {
