@@ -970,14 +970,16 @@ bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* 
   ++version_;  // what it binds or leaves free may fit jobs that failed before
   // Exactly where its plan placed it, while its reservation holds (every GPU of the plan is its
   // own then): a fresh placement's candidates may be another preemptor's reserved GPUs. Not on
-  // a GPU observed crowded since: placed afresh, the filters of observed use judge it.
+  // a GPU observed crowded since, nor in a queue with model caps (exact placements are not
+  // steered by them): placed afresh, the filters and caps judge it.
   std::vector<ReplicaPlacement> planned = std::move(p.planned);
   p.planned.clear();
   const bool crowded = std::any_of(planned.begin(), planned.end(), [&](const ReplicaPlacement& r) {
     return std::any_of(r.gpus.begin(), r.gpus.end(),
                        [&](int g) { return allocator_->gpu_crowded(r.node, g); });
   });
-  if (reservations_.Of(p.id) && static_cast<int>(planned.size()) == most && !crowded) {
+  if (reservations_.Of(p.id) && static_cast<int>(planned.size()) == most && !crowded &&
+      queues_[p.queue].spec.model_caps.empty()) {
     std::vector<int> ids;
     std::vector<ReplicaPlacement> placed;
     if (TryPlace(p, guaranteed, most, *allocator_, &ids, &placed, &planned)) {
