@@ -135,9 +135,9 @@ struct JobRecord {
   bool preempting = false;           // a preemptor waiting for its victims
   bool reserved_guaranteed = false;  // a waiting preemptor: its plan is inside the guarantee
   std::vector<ReplicaPlacement> planned;  // a waiting preemptor: where its plan places it
-  double committed_gpus = 0;         // a waiting preemptor: GPUs counted as committed
-  int preemptions = 0;               // times this job was preempted or evicted
-  double shrunk_at = -1;             // an elastic job's last shrink: it does not regrow then
+  double committed_gpus = 0;              // a waiting preemptor: GPUs counted as committed
+  int preemptions = 0;                    // times this job was preempted or evicted
+  double shrunk_at = -1;                  // an elastic job's last shrink: it does not regrow then
   // The scheduler's state version when the job last failed to fit; it is retried only after
   // capacity was freed, health changed, new victims appeared or a fair share grew, since nothing
   // else can help.
