@@ -83,14 +83,18 @@ std::vector<TypicalPod> TypicalPods(const std::vector<PodShape>& pods,
 
   std::vector<TypicalPod> out;
   out.reserve(taken);
-  for (size_t i = 0; i < taken; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const auto& [key, shape] = order[i];
+    const bool rare = i >= taken;
+    if (rare && !(options.rare_min_gpus > 0 && std::get<2>(*key) >= options.rare_min_gpus))
+      continue;
     TypicalPod pod;
     pod.cpu_milli = std::get<0>(*key);
     pod.gpu_milli = std::get<1>(*key);
     pod.gpus = std::get<2>(*key);
     pod.models = shape->models;
     pod.frequency = shape->count / denominator;
+    pod.rare = rare;
     out.push_back(std::move(pod));
   }
   return out;
@@ -161,7 +165,7 @@ FragmentationModel::FragmentationModel(const Cluster* cluster, std::vector<Typic
         ok = ok || (m < models && !name.empty() && name == cluster_->models[m].name);
       accepts_[static_cast<size_t>(t) * (models + 1) + m] = ok;
     }
-    if (pod.gpu_milli > 0) thresholds_.push_back(pod.gpu_milli);
+    if (pod.gpu_milli > 0 && !pod.rare) thresholds_.push_back(pod.gpu_milli);
   }
   std::sort(thresholds_.begin(), thresholds_.end());
   thresholds_.erase(std::unique(thresholds_.begin(), thresholds_.end()), thresholds_.end());
@@ -171,6 +175,7 @@ FragmentationModel::FragmentationModel(const Cluster* cluster, std::vector<Typic
   for (int m = 0; m <= models; ++m) {
     for (int t = 0; t < pods; ++t) {
       const TypicalPod& pod = typical_pods_[t];
+      if (pod.rare) continue;
       if (pod.gpu_milli <= 0 || !accepts_[static_cast<size_t>(t) * (models + 1) + m]) {
         rejected_frequency_[m] += pod.frequency;  // all free GPU milli is fragment
         continue;

@@ -46,6 +46,11 @@ struct TypicalPodsOptions {
   bool include_cpu_pods = false;  // IsInvolvedCpuPods
   double coverage_percent = 60;   // PodPopularityThreshold: stop once this share is covered
   int step = 10;                  // PodIncreaseStep: shapes taken per round
+  // Also the shapes of at least this many GPUs past the coverage, marked rare (0: none). Each
+  // is too rare to weigh in FGD's expected fragment, yet its pods start only on a node with
+  // that many GPUs free, the nodes that small pods break first; the scarcity score keeps their
+  // hosts (packing mode).
+  int rare_min_gpus = 0;
 };
 
 // The options the paper's published runs used (scripts/generate_config_and_run.py writes them
@@ -58,7 +63,8 @@ TypicalPodsOptions PaperTypicalPodsOptions();
 // larger CPU, then GPU milli, then GPU count, then "|"-joined model list first), and takes
 // options.step shapes at a time until they cover at least options.coverage_percent of the
 // counted pods. Frequencies are the shapes' counts over the counted pods, renormalized to sum
-// to 1 over the shapes taken (as the reference does after chopping the list).
+// to 1 over the shapes taken (as the reference does after chopping the list); rare shapes
+// (options.rare_min_gpus) follow, on the same scale.
 std::vector<TypicalPod> TypicalPods(const std::vector<PodShape>& pods,
                                     const TypicalPodsOptions& options = {});
 
@@ -110,7 +116,8 @@ class FragmentationModel {
   // Sum over all nodes (the simulator's frag_amount).
   double ClusterFragmentation(const Allocator& alloc) const;
 
-  // Whether typical pod `t` accepts GPU model `model` (an index into Cluster::models).
+  // Whether typical pod `t` accepts GPU model `model` (an index into Cluster::models). Rare
+  // typical pods are answered here too; everything else in the model leaves them out.
   bool Accepts(int t, int model) const;
 
  private:

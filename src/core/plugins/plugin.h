@@ -32,6 +32,9 @@ struct TypicalPod {
   int gpu_milli = 0;                // per GPU, 1..1000
   std::vector<std::string> models;  // allowed models; empty: any
   double frequency = 0;
+  // Past the typical pods' coverage: FGD's expected fragment leaves it out (TypicalPodsOptions::
+  // rare_min_gpus), the scarcity score still keeps its hosts.
+  bool rare = false;
 };
 
 // Everything a plugin may read about the decision at hand.

@@ -3,23 +3,28 @@
 // still host it: breaking the last empty 8-GPU node costs it no more than breaking the first
 // of three hundred. This score charges a placement, for every typical GPU pod shape the node
 // could host before it and cannot after it, the shape's frequency / the number of nodes that
-// host it now, in milli (a pod's worth, 1000, per pod that can no longer start):
+// host it now, in milli (a pod's worth, 1000, per pod that can no longer start, times the
+// square root of its GPUs by default):
 //
-//   lost = sum over shapes t hostable before and not after of f_t x 1000 / H_t
+//   lost = sum over shapes t hostable before and not after of f_t x 1000 x gpus_t^e / H_t
 //   score = 100 x scale / (scale + lost)
-//
-// A lost pod counts once whatever its GPUs: weighing by GPUs (f x gpus x milli) made the
-// 8-GPU shapes drown out the common small ones, so a node was kept for a rare big pod at the
-// cost of many small ones that then found no host (docs/simulator.md).
 //
 // so that, late in a fill, the few nodes left for large or model-constrained pods are taken
 // last. A node hosts shape t when t accepts its GPU model, its free CPU covers t's, and t's
 // GPUs each find t's milli free (the fragmentation measure's test, fragmentation.h).
 //
+// The shapes are the typical pods and the rare big ones past their coverage (TypicalPod::rare):
+// counting only typical ones, no shape held the empty 8-GPU nodes, so among FGD's ties this
+// score opened fresh nodes rather than fill used ones, and 8-GPU pods were turned away from
+// 80% arrived on (FGD turns none away before 94%). The exponent e (`gpuExponent`) weighs big
+// pods between a pod's worth (0: empty 8-GPU nodes were still broken too early) and their
+// GPUs' worth (1: the 8-GPU shapes drown out the common small ones); docs/simulator.md.
+//
 // Reads the nodes from ctx.fragmentation; without it every candidate scores 100 (neutral). The
 // counts H_t are kept per node with the node's view and brought up to date before each
 // replica's candidates are scored (PreScore), for the nodes whose view changed.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -34,7 +39,8 @@ namespace {
 
 class ScarcityScore : public ScorePlugin {
  public:
-  ScarcityScore(double scale, double from) : scale_(scale), from_(from) {}
+  ScarcityScore(double scale, double from, double gpu_exponent)
+      : scale_(scale), from_(from), gpu_exponent_(gpu_exponent) {}
 
   double Score(const PlacementContext& ctx, const Candidate& c) const override {
     const FragmentationTracker* tracker = ctx.fragmentation;
@@ -59,8 +65,7 @@ class ScarcityScore : public ScorePlugin {
     const char* was = &hosts_[static_cast<size_t>(c.node) * shapes];
     for (int t = 0; t < shapes; ++t) {
       if (!was[t] || Hosts(model, t, after)) continue;
-      const TypicalPod& p = pods[t];
-      lost += p.frequency * 1000 / std::max(1, count_[t]);
+      lost += worth_[t] / std::max(1, count_[t]);
     }
     return 100 * scale_ / (scale_ + lost);
   }
@@ -91,6 +96,9 @@ class ScarcityScore : public ScorePlugin {
       views_.assign(nodes, NodeView());
       hosts_.assign(static_cast<size_t>(nodes) * shapes, 0);
       count_.assign(shapes, 0);
+      worth_.clear();
+      for (const TypicalPod& p : model.typical_pods())
+        worth_.push_back(p.frequency * 1000 * std::pow(std::max(p.gpus, 1), gpu_exponent_));
       seen_.assign(nodes, 0);
       free_milli_ = total_milli_ = 0;
     }
@@ -114,19 +122,21 @@ class ScarcityScore : public ScorePlugin {
 
   const double scale_;
   const double from_;  // the share of the cluster's GPU milli allocated from which it counts
+  const double gpu_exponent_;
   mutable std::mutex mu_;
   mutable const FragmentationModel* model_ = nullptr;
   mutable std::vector<NodeView> views_;  // per node: the view its hosts_ row was counted from
   mutable std::vector<char> seen_;       // per node: counted at least once
   mutable std::vector<char> hosts_;      // [node * shapes + t]: the node hosts shape t
   mutable std::vector<int> count_;       // per shape: nodes hosting it
+  mutable std::vector<double> worth_;    // per shape: what losing all its hosts costs x H_t
   mutable double free_milli_ = 0, total_milli_ = 0;  // the cluster's GPU milli, as counted
 };
 
 }  // namespace
 
 std::unique_ptr<ScorePlugin> MakeScarcityScore(const PluginConfig& config, std::string* error) {
-  if (!CheckParams(config, {"scale", "from"}, error)) return nullptr;
+  if (!CheckParams(config, {"scale", "from", "gpuExponent"}, error)) return nullptr;
   const double scale = Param(config, "scale", 10);
   if (!(scale > 0 && scale <= kMostWeight)) {
     if (error) *error = "parameter \"scale\" must be > 0 and at most 1e6";
@@ -137,7 +147,15 @@ std::unique_ptr<ScorePlugin> MakeScarcityScore(const PluginConfig& config, std::
     if (error) *error = "parameter \"from\" must be from 0 to 1 (a share of the GPUs allocated)";
     return nullptr;
   }
-  return std::make_unique<ScarcityScore>(scale, from);
+  const double gpu_exponent = Param(config, "gpuExponent", 0.5);
+  if (!(gpu_exponent >= 0 && gpu_exponent <= 2)) {
+    if (error)
+      *error =
+          "parameter \"gpuExponent\" must be from 0 to 2 (how a lost pod's worth grows with its "
+          "GPUs)";
+    return nullptr;
+  }
+  return std::make_unique<ScarcityScore>(scale, from, gpu_exponent);
 }
 
 }  // namespace berth

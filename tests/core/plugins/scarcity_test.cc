@@ -10,10 +10,11 @@
 namespace berth {
 namespace {
 
-std::unique_ptr<ScorePlugin> Scarcity(double scale, double from = 0) {
+// gpu_exponent 0: a lost pod counts one pod's worth whatever its GPUs.
+std::unique_ptr<ScorePlugin> Scarcity(double scale, double from = 0, double gpu_exponent = 0) {
   PluginConfig config;
   config.name = "scarcity";
-  config.params = {{"scale", scale}, {"from", from}};
+  config.params = {{"scale", scale}, {"from", from}, {"gpuExponent", gpu_exponent}};
   std::string error;
   auto plugin = MakeScore(config, &error);
   EXPECT_NE(plugin, nullptr) << error;
@@ -47,6 +48,32 @@ TEST(ScarcityTest, KeepsTheLastHostOfAScarceShape) {
   EXPECT_EQ(scarcity->Score(ctx, GpuCandidate(0, {1})), 100);
   // lost = .2 x 1000 / 1 host = 200 (one pod's worth, whatever its 4 GPUs): 100 x 10 / 210.
   EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 1000.0 / 210, 1e-9);
+  // By default a lost pod is worth the square root of its GPUs: 200 x 2 = 400.
+  const auto by_default = MakeScoreOrDie("scarcity");
+  by_default->PreScore(ctx);
+  EXPECT_NEAR(by_default->Score(ctx, GpuCandidate(1, {0})), 1000.0 / 410, 1e-9);
+}
+
+TEST(ScarcityTest, KeepsTheHostsOfRareMultiGpuShapes) {
+  // The 8-GPU shape is past the typical pods' coverage (rare): FGD leaves it out, scarcity
+  // keeps its last host. Node 0 has one GPU taken; node 1 is the last empty 8-GPU node.
+  const Cluster cluster = OpenbTestCluster({{.gpus = 8}, {.gpus = 8}});
+  Allocator alloc(&cluster, {});
+  ASSERT_EQ(alloc.error(), "");
+  Place(&alloc, 0, WholeDemand(1));
+  TypicalPod rare = Typical(8, 1000, .01);
+  rare.rare = true;
+  const FragmentationModel model(&cluster, {Typical(1, 1000, 1), rare});
+  const FragmentationTracker tracker(&model, alloc);
+  TaskGroup group;
+  group.demand = WholeDemand(1);
+  PlacementContext ctx = ContextFor(alloc, group);
+  ctx.fragmentation = &tracker;
+  const auto scarcity = Scarcity(10);
+  scarcity->PreScore(ctx);
+  EXPECT_EQ(scarcity->Score(ctx, GpuCandidate(0, {1})), 100);
+  // lost = .01 x 1000 / 1 host = 10: 100 x 10 / 20.
+  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 50, 1e-9);
 }
 
 TEST(ScarcityTest, CountsFollowTheCluster) {
@@ -104,6 +131,9 @@ TEST(ScarcityTest, RejectsABadScale) {
   config.params = {{"from", 1.5}};
   EXPECT_EQ(MakeScore(config, &error), nullptr);
   EXPECT_NE(error.find("\"from\" must be from 0 to 1"), std::string::npos) << error;
+  config.params = {{"gpuExponent", -1}};
+  EXPECT_EQ(MakeScore(config, &error), nullptr);
+  EXPECT_NE(error.find("\"gpuExponent\" must be from 0 to 2"), std::string::npos) << error;
 }
 
 }  // namespace
