@@ -3,8 +3,8 @@
 // still host it: breaking the last empty 8-GPU node costs it no more than breaking the first
 // of three hundred. This score charges a placement, for every typical GPU pod shape the node
 // could host before it and cannot after it, the shape's frequency / the number of nodes that
-// host it now, in milli (a pod's worth, 1000, per pod that can no longer start, times the
-// square root of its GPUs by default):
+// host it now, in milli (a pod's worth, 1000, per pod that can no longer start, times its
+// GPUs to the power 0.75 by default):
 //
 //   lost = sum over shapes t hostable before and not after of f_t x 1000 x gpus_t^e / H_t
 //   score = 100 x scale / (scale + lost)
@@ -147,7 +147,7 @@ std::unique_ptr<ScorePlugin> MakeScarcityScore(const PluginConfig& config, std::
     if (error) *error = "parameter \"from\" must be from 0 to 1 (a share of the GPUs allocated)";
     return nullptr;
   }
-  const double gpu_exponent = Param(config, "gpuExponent", 0.5);
+  const double gpu_exponent = Param(config, "gpuExponent", 0.75);
   if (!(gpu_exponent >= 0 && gpu_exponent <= 2)) {
     if (error)
       *error =

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,10 +49,11 @@ TEST(ScarcityTest, KeepsTheLastHostOfAScarceShape) {
   EXPECT_EQ(scarcity->Score(ctx, GpuCandidate(0, {1})), 100);
   // lost = .2 x 1000 / 1 host = 200 (one pod's worth, whatever its 4 GPUs): 100 x 10 / 210.
   EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 1000.0 / 210, 1e-9);
-  // By default a lost pod is worth the square root of its GPUs: 200 x 2 = 400.
+  // By default a lost pod is worth its GPUs to the power .75: 200 x 4^.75 = 565.7.
   const auto by_default = MakeScoreOrDie("scarcity");
   by_default->PreScore(ctx);
-  EXPECT_NEAR(by_default->Score(ctx, GpuCandidate(1, {0})), 1000.0 / 410, 1e-9);
+  EXPECT_NEAR(by_default->Score(ctx, GpuCandidate(1, {0})), 1000 / (10 + 200 * std::pow(4, .75)),
+              1e-9);
 }
 
 TEST(ScarcityTest, KeepsTheHostsOfRareMultiGpuShapes) {
