@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,10 +62,20 @@ class ScarcityScore : public ScorePlugin {
     else if (d.gpu_milli > 0 && c.gpus.size() == 1)
       after.set_free_milli(c.gpus[0], after.free_milli(c.gpus[0]) - d.gpu_milli);
 
+    // A shape the node hosted accepts its model; after the placement it still fits when the
+    // CPU left covers it and its GPUs-th largest free GPU its milli.
+    largest_.resize(after.gpu_count());
+    for (int g = 0; g < after.gpu_count(); ++g) largest_[g] = after.free_milli(g);
+    std::sort(largest_.begin(), largest_.end(), std::greater<int>());
     double lost = 0;
     const char* was = &hosts_[static_cast<size_t>(c.node) * shapes];
     for (int t = 0; t < shapes; ++t) {
-      if (!was[t] || Hosts(model, t, after)) continue;
+      if (!was[t]) continue;
+      const TypicalPod& p = pods[t];
+      const size_t need = static_cast<size_t>(std::max(p.gpus, 1));
+      if (after.free_cpu_milli >= p.cpu_milli && need <= largest_.size() &&
+          largest_[need - 1] >= p.gpu_milli)
+        continue;
       lost += worth_[t] / std::max(1, count_[t]);
     }
     return 100 * scale_ / (scale_ + lost);
@@ -129,6 +140,7 @@ class ScarcityScore : public ScorePlugin {
   mutable std::vector<char> seen_;       // per node: counted at least once
   mutable std::vector<char> hosts_;      // [node * shapes + t]: the node hosts shape t
   mutable std::vector<int> count_;       // per shape: nodes hosting it
+  mutable std::vector<int> largest_;     // Score's buffer: a view's free milli, largest first
   mutable std::vector<double> worth_;    // per shape: what losing all its hosts costs x H_t
   mutable double free_milli_ = 0, total_milli_ = 0;  // the cluster's GPU milli, as counted
 };
