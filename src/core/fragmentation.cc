@@ -86,8 +86,10 @@ std::vector<TypicalPod> TypicalPods(const std::vector<PodShape>& pods,
   for (size_t i = 0; i < n; ++i) {
     const auto& [key, shape] = order[i];
     const bool rare = i >= taken;
-    if (rare && !(options.rare_min_gpus > 0 && std::get<2>(*key) >= options.rare_min_gpus))
-      continue;
+    const bool few_hosts =
+        (options.rare_min_gpus > 0 && std::get<2>(*key) >= options.rare_min_gpus) ||
+        (options.rare_bound && !shape->models.empty());
+    if (rare && !few_hosts) continue;
     TypicalPod pod;
     pod.cpu_milli = std::get<0>(*key);
     pod.gpu_milli = std::get<1>(*key);

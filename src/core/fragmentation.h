@@ -46,11 +46,13 @@ struct TypicalPodsOptions {
   bool include_cpu_pods = false;  // IsInvolvedCpuPods
   double coverage_percent = 60;   // PodPopularityThreshold: stop once this share is covered
   int step = 10;                  // PodIncreaseStep: shapes taken per round
-  // Also the shapes of at least this many GPUs past the coverage, marked rare (0: none). Each
-  // is too rare to weigh in FGD's expected fragment, yet its pods start only on a node with
-  // that many GPUs free, the nodes that small pods break first; the scarcity score keeps their
-  // hosts (packing mode).
+  // Also, past the coverage, the shapes whose hosts are few, marked rare: those of at least
+  // rare_min_gpus GPUs (0: none), and with rare_bound those bound to GPU models. Each is too
+  // rare to weigh in FGD's expected fragment, yet its pods start only on a node with that
+  // many GPUs free (the nodes that small pods break first) or of its model; the scarcity
+  // score keeps their hosts (packing mode).
   int rare_min_gpus = 0;
+  bool rare_bound = false;
 };
 
 // The options the paper's published runs used (scripts/generate_config_and_run.py writes them
@@ -64,7 +66,7 @@ TypicalPodsOptions PaperTypicalPodsOptions();
 // options.step shapes at a time until they cover at least options.coverage_percent of the
 // counted pods. Frequencies are the shapes' counts over the counted pods, renormalized to sum
 // to 1 over the shapes taken (as the reference does after chopping the list); rare shapes
-// (options.rare_min_gpus) follow, on the same scale.
+// (options.rare_min_gpus, rare_bound) follow, on the same scale.
 std::vector<TypicalPod> TypicalPods(const std::vector<PodShape>& pods,
                                     const TypicalPodsOptions& options = {});
 

@@ -18,8 +18,10 @@ std::vector<TypicalPod> WorkloadTypicalPods(const std::vector<TracePod>& pods) {
   for (const TracePod& p : pods) shapes.push_back({p.cpu_milli, p.gpus, p.gpu_milli, p.models});
   TypicalPodsOptions options = PaperTypicalPodsOptions();
   // Hosts of 2 GPUs are everywhere (1,189 of the openb cluster's 1,213 nodes): counting 2-GPU
-  // shapes as rare cost the share-heavy mixes (docs/simulator.md).
+  // shapes as rare cost the share-heavy mixes; model-bound ones have only their model's nodes
+  // (docs/simulator.md).
   options.rare_min_gpus = 4;
+  options.rare_bound = true;
   return TypicalPods(shapes, options);
 }
 

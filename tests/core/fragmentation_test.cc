@@ -185,22 +185,28 @@ TEST(TypicalPodsTest, CoverageTakesStepsOfShapes) {
 }
 
 // With rare_min_gpus the shapes of that many GPUs past the coverage follow, marked rare, on the
-// same scale; smaller shapes past it stay out. FGD's fragment does not count rare ones.
-TEST(TypicalPodsTest, RareMultiGpuShapesFollowTheTypicalOnes) {
-  std::vector<PodShape> pods;
-  for (const auto& batch : {Repeat(Shape(1000, 1, 1000), 6), Repeat(Shape(2000, 1, 500), 2),
-                            Repeat(Shape(3000, 8, 1000), 1), Repeat(Shape(1000, 2, 250), 1)})
-    pods.insert(pods.end(), batch.begin(), batch.end());
+// same scale, and with rare_bound those bound to GPU models; other shapes past it stay out.
+// FGD's fragment does not count rare ones.
+TEST(TypicalPodsTest, RareShapesFollowTheTypicalOnes) {
+  std::vector<PodShape> pods = Repeat(Shape(1000, 1, 1000), 7);
+  for (const PodShape& p : {Shape(2000, 1, 500), Shape(3000, 8, 1000), Shape(1000, 2, 250),
+                            Shape(1000, 1, 1000, {"A"})})
+    pods.push_back(p);
   TypicalPodsOptions options{.include_cpu_pods = false, .coverage_percent = 60, .step = 1};
   ASSERT_EQ(TypicalPods(pods, options).size(), 1u);
   options.rare_min_gpus = 4;
-  const std::vector<TypicalPod> typical = TypicalPods(pods, options);
+  std::vector<TypicalPod> typical = TypicalPods(pods, options);
   ASSERT_EQ(typical.size(), 2u);
   EXPECT_FALSE(typical[0].rare);
   EXPECT_DOUBLE_EQ(typical[0].frequency, 1);
   EXPECT_TRUE(typical[1].rare);
   EXPECT_EQ(typical[1].gpus, 8);
-  EXPECT_DOUBLE_EQ(typical[1].frequency, 1.0 / 6);
+  EXPECT_DOUBLE_EQ(typical[1].frequency, 1.0 / 7);
+  options.rare_bound = true;
+  typical = TypicalPods(pods, options);
+  ASSERT_EQ(typical.size(), 3u);
+  EXPECT_TRUE(typical[2].rare);
+  EXPECT_EQ(typical[2].models, (std::vector<std::string>{"A"}));
 
   const Cluster cluster = OpenbTestCluster({{.cpu_milli = 32000, .gpus = 8}});
   const FragmentationModel with_rare(&cluster, typical);
@@ -209,6 +215,8 @@ TEST(TypicalPodsTest, RareMultiGpuShapesFollowTheTypicalOnes) {
                                NodeView(0, 32000, {300, 1000, 0, 0, 0, 0, 0, 0})})
     EXPECT_DOUBLE_EQ(with_rare.Fragmentation(view), without.Fragmentation(view));
   EXPECT_TRUE(with_rare.Accepts(1, 0));
+  EXPECT_TRUE(with_rare.Accepts(2, 0));   // bound to "A", model 0
+  EXPECT_FALSE(with_rare.Accepts(2, 1));  // "B"
 }
 
 TEST(TypicalPodsTest, TiesOrderByCpuThenMilliThenGpusThenModels) {

@@ -62,6 +62,24 @@ TEST(PackingBoundTest, TheUpperBoundIsCapacityDemandModelsAndSizes) {
   EXPECT_EQ(FluidUpperBoundMilli(one, Ptrs({Pod(0, 0)})), 0);
 }
 
+// Packing's workload model keeps, past the typical pods' coverage, the shapes whose hosts are
+// few (4 GPUs or more, or bound to GPU models) for the scarcity score; 2-GPU ones stay out.
+TEST(PackingBoundTest, WorkloadTypicalPodsKeepRareBigAndBoundShapes) {
+  std::vector<TracePod> pods;
+  for (int i = 0; i < 100; ++i) pods.push_back(Pod(1, 1000));
+  pods.push_back(Pod(8, 1000));
+  pods.push_back(Pod(2, 1000));
+  pods.push_back(Pod(1, 1000, {"T4"}));
+  const std::vector<TypicalPod> typical = WorkloadTypicalPods(pods);
+  ASSERT_EQ(typical.size(), 3u);
+  EXPECT_FALSE(typical[0].rare);
+  EXPECT_TRUE(typical[1].rare);
+  EXPECT_EQ(typical[1].gpus, 8);
+  EXPECT_DOUBLE_EQ(typical[1].frequency, 1.0 / 100);
+  EXPECT_TRUE(typical[2].rare);
+  EXPECT_EQ(typical[2].models, std::vector<std::string>{"T4"});
+}
+
 TEST(PackingBoundTest, OfflinePlacesLargestFirstWhereOnlineCannot) {
   // One GPU; 400, 400, then 600 milli arrive. Online the 600 no longer fits (800 placed);
   // offline, 600 then 400 fill the GPU.

@@ -33,7 +33,7 @@ struct TypicalPod {
   std::vector<std::string> models;  // allowed models; empty: any
   double frequency = 0;
   // Past the typical pods' coverage: FGD's expected fragment leaves it out (TypicalPodsOptions::
-  // rare_min_gpus), the scarcity score still keeps its hosts.
+  // rare_min_gpus, rare_bound), the scarcity score still keeps its hosts.
   bool rare = false;
 };
 

@@ -1,7 +1,7 @@
 // scarcity score: keep the hosts of scarce pod shapes. FGD (fgd.cc) weighs a node's loss of a
 // typical pod shape by how often the shape occurs, but not by how many other nodes could
 // still host it: breaking the last empty 8-GPU node costs it no more than breaking the first
-// of three hundred. This score charges a placement, for every typical GPU pod shape the node
+// of three hundred. This score charges a placement, for every GPU pod shape the node
 // could host before it and cannot after it, the shape's frequency / the number of nodes that
 // host it now, in milli (a pod's worth, 1000, per pod that can no longer start, times its
 // GPUs to the power 0.75 by default):
@@ -13,10 +13,11 @@
 // last. A node hosts shape t when t accepts its GPU model, its free CPU covers t's, and t's
 // GPUs each find t's milli free (the fragmentation measure's test, fragmentation.h).
 //
-// The shapes are the typical pods and the rare big ones past their coverage (TypicalPod::rare):
-// counting only typical ones, no shape held the empty 8-GPU nodes, so among FGD's ties this
-// score opened fresh nodes rather than fill used ones, and 8-GPU pods were turned away from
-// 80% arrived on (FGD turns none away before 94%). The exponent e (`gpuExponent`) weighs big
+// The shapes are the typical pods and the rare ones past their coverage whose hosts are few
+// (TypicalPod::rare: big, or bound to GPU models). Counting only typical ones, no shape held
+// the empty 8-GPU nodes, so among FGD's ties this score opened fresh nodes rather than fill
+// used ones, and 8-GPU pods were turned away from 80% arrived on (FGD turns none away before
+// 94%). The exponent e (`gpuExponent`) weighs big
 // pods between a pod's worth (0: empty 8-GPU nodes were still broken too early) and their
 // GPUs' worth (1: the 8-GPU shapes drown out the common small ones); docs/simulator.md.
 //

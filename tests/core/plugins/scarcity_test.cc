@@ -133,9 +133,11 @@ TEST(ScarcityTest, RejectsABadScale) {
   config.params = {{"from", 1.5}};
   EXPECT_EQ(MakeScore(config, &error), nullptr);
   EXPECT_NE(error.find("\"from\" must be from 0 to 1"), std::string::npos) << error;
-  config.params = {{"gpuExponent", -1}};
-  EXPECT_EQ(MakeScore(config, &error), nullptr);
-  EXPECT_NE(error.find("\"gpuExponent\" must be from 0 to 2"), std::string::npos) << error;
+  for (double bad : {-1.0, 2.5, std::nan("")}) {
+    config.params = {{"gpuExponent", bad}};
+    EXPECT_EQ(MakeScore(config, &error), nullptr) << bad;
+    EXPECT_NE(error.find("\"gpuExponent\" must be from 0 to 2"), std::string::npos) << error;
+  }
 }
 
 }  // namespace
