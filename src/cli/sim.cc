@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -257,6 +258,31 @@ void RunSimPacking(const PackingArgs& a) {
     std::cout << "\n";
   }
 
+  // Against fgd before the cluster is full: a policy that wins at the end may still turn pods
+  // away earlier than fgd (docs/simulator.md). The lowest policy - fgd over 1..99% arrived.
+  const PackingResult* fgd = nullptr;
+  for (const PackingResult& r : results)
+    if (r.policy == "fgd") fgd = &r;
+  std::map<std::string, std::pair<double, int>> lowest_vs_fgd;  // policy: (points, at %)
+  if (fgd != nullptr && results.size() > 1 && points > 1) {
+    std::cout << "against fgd before 100% arrived: the lowest policy - fgd, and where:\n"
+              << std::left << std::setw(16) << "policy" << std::right << std::setw(8) << "lowest"
+              << std::setw(8) << "at %\n";
+    for (const PackingResult& r : results) {
+      if (&r == fgd) continue;
+      std::pair<double, int> low{0, 0};
+      for (int x = 1; x <= std::min(99, points); ++x) {
+        const double d = r.mean.alloc_ratio[x] - fgd->mean.alloc_ratio[x];
+        if (low.second == 0 || d < low.first) low = {d, x};
+      }
+      if (low.first >= 0) low.second = 0;  // never behind
+      lowest_vs_fgd[r.policy] = low;
+      std::cout << std::left << std::setw(16) << r.policy << std::right << std::setprecision(2)
+                << std::setw(8) << low.first << std::setw(7)
+                << (low.second > 0 ? std::to_string(low.second) : "-") << "\n";
+    }
+  }
+
   // The best packing of the same arrivals, at 100% arrived and at the end.
   nlohmann::json reference;
   if (a.bound) {
@@ -264,9 +290,6 @@ void RunSimPacking(const PackingArgs& a) {
     for (int x : {100, points})
       if (x <= points && (at.empty() || at.back() != x)) at.push_back(x);
     const PackingReference ref = RunPackingReference(cluster, pods, seeds, a.tune, at);
-    const PackingResult* fgd = nullptr;
-    for (const PackingResult& r : results)
-      if (r.policy == "fgd") fgd = &r;
     std::cout << "\nthe best packing of the same arrivals, GPU allocation (%) by arrived workload "
                  "(%):\n"
               << std::left << std::setw(16) << "" << std::right;
@@ -345,6 +368,10 @@ void RunSimPacking(const PackingArgs& a) {
            {{"multi_gpu", r.mean.dropped_gpus[0]},
             {"one_gpu", r.mean.dropped_gpus[1]},
             {"gpu_share", r.mean.dropped_gpus[2]}}}};
+      if (const auto low = lowest_vs_fgd.find(r.policy); low != lowest_vs_fgd.end())
+        j["policies"][r.policy]["lowest_vs_fgd_below_100"] = {
+            {"points", low->second.first},
+            {"at", low->second.second > 0 ? nlohmann::json(low->second.second) : nullptr}};
     }
     WriteOutput(*json_out, "--json", a.json, JsonText(j) + "\n");
   }

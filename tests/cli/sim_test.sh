@@ -42,6 +42,13 @@ grep -q "variant gpuspec20-d2 (held out): 8152 pods" "$TMP/v.txt" || fail "varia
   fail "bound >= offline best, near the policies: $(jq -c .reference "$TMP/v.json")"
 [ "$(json_get "$TMP/v.json" '.reference.gap_closed_vs_fgd.bestfit | has("upper_bound")')" = true ] ||
   fail "gap closed vs fgd"
+# The lowest bestfit - fgd before 100% arrived, and where: as the curves say.
+[ "$(json_get "$TMP/v.json" '.policies as $p | [range(1; 51) | tostring | $p.bestfit.alloc_ratio[.] -
+  $p.fgd.alloc_ratio[.]] as $diff | $p.bestfit.lowest_vs_fgd_below_100 as $got |
+  ($got.points - ($diff | min) | fabs) < 1e-9 and ($got.points - $diff[$got.at - 1] | fabs) < 1e-9
+  and $got.points < 0')" = true ] ||
+  fail "lowest vs fgd: $(jq -c .policies.bestfit.lowest_vs_fgd_below_100 "$TMP/v.json")"
+grep -q "against fgd before 100% arrived" "$TMP/v.txt" || fail "lowest vs fgd printed"
 [ "$(grep -c '<g transform' "$TMP/v.svg")" = 2 ] || fail "two chart panels"
 grep -q "zoomed on 85-100% allocated" "$TMP/v.svg" || fail "zoomed panel title"
 [ "$("$BERTH" sim variants | grep -c ' held out ')" = 28 ] || fail "28 held-out variants listed"
