@@ -12,9 +12,8 @@ build_test_image berth-test:1
 # The exporter: busybox httpd serving the capture (GPU 0 holds 77,303 MiB, GPU 1 none).
 mkdir -p "$TMP/www"
 cp tests/data/agent/dcgm/metrics.txt "$TMP/www/metrics"
-port=$(( 20000 + RANDOM % 20000 ))
-busybox httpd -f -p "127.0.0.1:$port" -h "$TMP/www" &
-HTTPD=$!
+serve_dir "$TMP/www"
+port=$HTTPD_PORT
 
 export CLUSTER=tests/agent/data/one.yaml
 start_server

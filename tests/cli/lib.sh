@@ -64,6 +64,25 @@ start_server() {
   export BERTH_ADDR
 }
 
+# serve_dir DIR: busybox httpd serving DIR on a free loopback port; sets HTTPD (its pid) and
+# HTTPD_PORT. A random port may be taken (httpd then exits at once): another is tried.
+serve_dir() {
+  for _ in $(seq 20); do
+    HTTPD_PORT=$((20000 + RANDOM % 40000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$HTTPD_PORT") 2>/dev/null && continue  # taken
+    busybox httpd -f -p "127.0.0.1:$HTTPD_PORT" -h "$1" &
+    HTTPD=$!
+    for _ in $(seq 50); do
+      kill -0 "$HTTPD" 2>/dev/null || break
+      (exec 3<>"/dev/tcp/127.0.0.1/$HTTPD_PORT") 2>/dev/null && return 0
+      sleep 0.1
+    done
+    kill "$HTTPD" 2>/dev/null || true
+    wait "$HTTPD" 2>/dev/null || true
+  done
+  fail "busybox httpd found no free port"
+}
+
 # wait_state ID STATE: until the job is in STATE (a scheduling cycle runs every 0.1 s).
 wait_state() {
   for _ in $(seq 100); do

@@ -45,13 +45,10 @@ row=$("$BERTH" ps | grep -F "$name") || fail "ps lost the name: $("$BERTH" ps | 
 # an empty table.
 mkdir -p "$TMP/www/v1"
 printf 'hello garbage\n' > "$TMP/www/v1/jobs"
-port=$((20000 + RANDOM % 20000))
-busybox httpd -f -p "127.0.0.1:$port" -h "$TMP/www" &
-httpd=$!
-for _ in $(seq 50); do (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && break; sleep 0.1; done
+serve_dir "$TMP/www"
 rc=0
-out=$(BERTH_ADDR=127.0.0.1:$port "$BERTH" ps 2>&1) || rc=$?
-kill "$httpd"
+out=$(BERTH_ADDR=127.0.0.1:$HTTPD_PORT "$BERTH" ps 2>&1) || rc=$?
+kill "$HTTPD"
 [ "$rc" -eq 1 ] && grep -q "is it a berth server?" <<<"$out" ||
   fail "ps against a web server that is not berth: exit $rc: $out"
 echo "ps: ok"
