@@ -4,7 +4,7 @@
 // of three hundred. This score charges a placement, for every GPU pod shape the node
 // could host before it and cannot after it, the shape's frequency / the number of nodes that
 // host it now, in milli (a pod's worth, 1000, per pod that can no longer start, times its
-// GPUs to the power 0.75 by default):
+// GPUs to the power e, 0.75 by default):
 //
 //   lost = sum over shapes t hostable before and not after of f_t x 1000 x gpus_t^e / H_t
 //   score = 100 x scale / (scale + lost)
@@ -17,9 +17,9 @@
 // (TypicalPod::rare: big, or bound to GPU models). Counting only typical ones, no shape held
 // the empty 8-GPU nodes, so among FGD's ties this score opened fresh nodes rather than fill
 // used ones, and 8-GPU pods were turned away from 80% arrived on (FGD turns none away before
-// 94%). The exponent e (`gpuExponent`) weighs big
-// pods between a pod's worth (0: empty 8-GPU nodes were still broken too early) and their
-// GPUs' worth (1: the 8-GPU shapes drown out the common small ones); docs/simulator.md.
+// 94%). The exponent e (`gpuExponent`) weighs big pods between a pod's worth (0: empty 8-GPU
+// nodes were still broken too early) and their GPUs' worth (1: the 8-GPU shapes drown out the
+// common small ones); docs/simulator.md.
 //
 // Reads the nodes from ctx.fragmentation; without it every candidate scores 100 (neutral). The
 // counts H_t are kept per node with the node's view and brought up to date before each

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/fragmentation.h"
@@ -31,51 +32,46 @@ TEST(ScarcityTest, NeutralWithoutAFragmentationTracker) {
   EXPECT_EQ(MakeScoreOrDie("scarcity")->Score(ctx, GpuCandidate(0, {0})), 100);
 }
 
-TEST(ScarcityTest, KeepsTheLastHostOfAScarceShape) {
-  // Node 0 has 4 GPUs with one taken: it no longer hosts the 4-GPU shape. Node 1 is the last
-  // node that does. A 1-GPU pod costs nothing on node 0 and breaks the last 4-GPU host on node 1.
-  const Cluster cluster = OpenbTestCluster({{.gpus = 4}, {.gpus = 4}});
+// Two nodes of `gpus` GPUs, one GPU of node 0 taken: `score`'s verdicts on a 1-GPU pod on node
+// 0's next GPU and on node 1, the last empty node.
+std::pair<double, double> BesideAUsedNode(int gpus, std::vector<TypicalPod> shapes,
+                                          const ScorePlugin& score) {
+  const Cluster cluster = OpenbTestCluster({{.gpus = gpus}, {.gpus = gpus}});
   Allocator alloc(&cluster, {});
-  ASSERT_EQ(alloc.error(), "");
+  EXPECT_EQ(alloc.error(), "");
   Place(&alloc, 0, WholeDemand(1));
-  const FragmentationModel model(&cluster, {Typical(1, 1000, .8), Typical(4, 1000, .2)});
+  const FragmentationModel model(&cluster, std::move(shapes));
   const FragmentationTracker tracker(&model, alloc);
   TaskGroup group;
   group.demand = WholeDemand(1);
   PlacementContext ctx = ContextFor(alloc, group);
   ctx.fragmentation = &tracker;
-  const auto scarcity = Scarcity(10);
-  scarcity->PreScore(ctx);
-  EXPECT_EQ(scarcity->Score(ctx, GpuCandidate(0, {1})), 100);
+  score.PreScore(ctx);
+  return {score.Score(ctx, GpuCandidate(0, {1})), score.Score(ctx, GpuCandidate(1, {0}))};
+}
+
+TEST(ScarcityTest, KeepsTheLastHostOfAScarceShape) {
+  // Node 0 no longer hosts the 4-GPU shape; node 1 is the last node that does. A 1-GPU pod
+  // costs nothing on node 0 and breaks the last 4-GPU host on node 1.
+  const std::vector<TypicalPod> shapes = {Typical(1, 1000, .8), Typical(4, 1000, .2)};
+  const auto [used, last] = BesideAUsedNode(4, shapes, *Scarcity(10));
+  EXPECT_EQ(used, 100);
   // lost = .2 x 1000 / 1 host = 200 (one pod's worth, whatever its 4 GPUs): 100 x 10 / 210.
-  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 1000.0 / 210, 1e-9);
+  EXPECT_NEAR(last, 1000.0 / 210, 1e-9);
   // By default a lost pod is worth its GPUs to the power .75: 200 x 4^.75 = 565.7.
-  const auto by_default = MakeScoreOrDie("scarcity");
-  by_default->PreScore(ctx);
-  EXPECT_NEAR(by_default->Score(ctx, GpuCandidate(1, {0})), 1000 / (10 + 200 * std::pow(4, .75)),
-              1e-9);
+  EXPECT_NEAR(BesideAUsedNode(4, shapes, *MakeScoreOrDie("scarcity")).second,
+              1000 / (10 + 200 * std::pow(4, .75)), 1e-9);
 }
 
 TEST(ScarcityTest, KeepsTheHostsOfRareMultiGpuShapes) {
   // The 8-GPU shape is past the typical pods' coverage (rare): FGD leaves it out, scarcity
-  // keeps its last host. Node 0 has one GPU taken; node 1 is the last empty 8-GPU node.
-  const Cluster cluster = OpenbTestCluster({{.gpus = 8}, {.gpus = 8}});
-  Allocator alloc(&cluster, {});
-  ASSERT_EQ(alloc.error(), "");
-  Place(&alloc, 0, WholeDemand(1));
+  // keeps its last host, the empty node 1.
   TypicalPod rare = Typical(8, 1000, .01);
   rare.rare = true;
-  const FragmentationModel model(&cluster, {Typical(1, 1000, 1), rare});
-  const FragmentationTracker tracker(&model, alloc);
-  TaskGroup group;
-  group.demand = WholeDemand(1);
-  PlacementContext ctx = ContextFor(alloc, group);
-  ctx.fragmentation = &tracker;
-  const auto scarcity = Scarcity(10);
-  scarcity->PreScore(ctx);
-  EXPECT_EQ(scarcity->Score(ctx, GpuCandidate(0, {1})), 100);
+  const auto [used, last] = BesideAUsedNode(8, {Typical(1, 1000, 1), rare}, *Scarcity(10));
+  EXPECT_EQ(used, 100);
   // lost = .01 x 1000 / 1 host = 10: 100 x 10 / 20.
-  EXPECT_NEAR(scarcity->Score(ctx, GpuCandidate(1, {0})), 50, 1e-9);
+  EXPECT_NEAR(last, 50, 1e-9);
 }
 
 TEST(ScarcityTest, CountsFollowTheCluster) {
