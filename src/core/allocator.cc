@@ -65,8 +65,12 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
   backable_children_.assign(cell_count, 0);
   available_.assign(tree_->types().size(), 0);
   for (int c = cell_count - 1; c >= 0; --c) SetBackable(c, ComputeBackable(c, backable_children_));
-  for (const VirtualCluster& vc : vcs_)
-    for (int unlent : vc.unlent_counts) keeps_unlent_ = keeps_unlent_ || unlent > 0;
+  for (size_t v = 0; v < vcs_.size(); ++v) {
+    bool lends = true;
+    for (int unlent : vcs_[v].unlent_counts) lends = lends && unlent == 0;
+    keeps_unlent_ = keeps_unlent_ || !lends;
+    if (lends) lending_pools_.push_back(static_cast<int>(v) + 1);
+  }
 }
 
 const Allocation* Allocator::Find(int id) const {
@@ -420,9 +424,10 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
                              const std::vector<ReplicaPlacement>& placed, ReplicaPlacement* out,
                              Allocation* taken, int id, std::string* why) {
   const Demand& d = req.demand;
-  // A later replica continues the scan of the one before, unless a bind added nodes since.
+  // A later replica continues the scan of the one before (of the same pool), unless a bind
+  // added nodes since.
   bool next_replica = !placed.empty();
-  auto place = [&] {
+  auto place_in = [&](int pool) {
     if (req.exact) {
       Candidate c;
       if (placed.size() >= req.exact->size() ||
@@ -432,7 +437,8 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
       return true;
     }
     if (chooser) {
-      const CandidateList& candidates = Enumerate(req, pool, limit, next_replica);
+      const CandidateList& candidates =
+          Enumerate(req, pool, limit, next_replica && enumerated_.pool == pool);
       if (candidates.empty()) return false;
       int pick = chooser->Choose(req, candidates, placed, 0);
       // Nodes the filters refuse (a node selector, a spread constraint, telemetry) do not count
@@ -452,6 +458,7 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
     if (!d.mig_profile.empty()) return PlaceMig(req, pool, out);
     return PlaceCpuOnly(req, out);
   };
+  auto place = [&] { return place_in(pool); };
   bool ok = place();
   // A VC whose bound cells are full binds another cell of its guarantee, if it has one left.
   if (!ok && req.exact && pool != BuddyAllocator::kPhysicalPool &&
@@ -461,6 +468,18 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
          BindFor(req, taken)) {
     next_replica = false;
     ok = place();
+  }
+  if (!ok && req.opportunistic && req.lent && d.gpus > 0 && pool == BuddyAllocator::kPhysicalPool &&
+      within < 0) {
+    if (req.exact) {
+      // Re-created where it was decided, in whichever pool its GPUs lie now.
+      const int lent = placed.size() < req.exact->size() ? ExactPool((*req.exact)[placed.size()])
+                                                         : BuddyAllocator::kPhysicalPool;
+      if (lent != BuddyAllocator::kPhysicalPool) ok = place_in(lent);
+    } else {
+      for (int lending : lending_pools_)
+        if (!ok && lending != req.vc + 1) ok = place_in(lending);
+    }
   }
   if (!ok) {
     *why = "no capacity fits the job";
@@ -752,6 +771,7 @@ void Allocator::StartScan(const AllocationRequest& req, int pool, int limit) {
   e.scanned = 0;
   e.first = 0;
   e.limit = 0;
+  e.pool = pool;
   if (limit > 0 && static_cast<int>(roots.size()) > limit) {
     // Bounded: nodes in rotation, from node `rotation_` on, so that successive decisions look
     // at different nodes.
@@ -930,10 +950,44 @@ void Allocator::RefreshBacking(int cell) {
   }
 }
 
-int Allocator::FreeGpusOn(int node, int vc) const {
-  const int pool = vc < 0 ? BuddyAllocator::kPhysicalPool : vc + 1;
+int Allocator::BoundVcOfGpu(int node, int gpu) const {
+  const int leaf = tree_->gpu_cell(node, gpu);
+  return leaf < 0 ? -1 : BoundVc(leaf);
+}
+
+int Allocator::FreeGpusOn(int node, int vc, bool borrowed_free) const {
   const int cell = tree_->node_cell(node);
   if (cell < 0) return 0;
+  if (vc < 0) {
+    int free = FreeInPool(node, cell, BuddyAllocator::kPhysicalPool);
+    for (int pool : lending_pools_) {
+      const std::vector<int>& bound = vcs_[pool - 1].bound_nodes;
+      if (std::binary_search(bound.begin(), bound.end(), node))
+        free += FreeInPool(node, cell, pool);
+    }
+    return free;
+  }
+  if (!borrowed_free) return FreeInPool(node, cell, vc + 1);
+  int free = 0;
+  for (size_t g = 0; g < gpus_[node].size(); ++g) {
+    const int leaf = tree_->gpu_cell(node, static_cast<int>(g));
+    if (leaf < 0 || buddy_.pool(leaf) != vc + 1) continue;
+    const int holder = gpus_[node][g].holder;
+    if (gpu_free(node, static_cast<int>(g)) ||
+        (holder >= 0 && allocations_.at(holder)->preemptible))
+      ++free;
+  }
+  return free;
+}
+
+int Allocator::ExactPool(const ReplicaPlacement& target) const {
+  if (target.node < 0 || target.node >= static_cast<int>(gpus_.size()) || target.gpus.empty() ||
+      target.gpus[0] < 0 || target.gpus[0] >= static_cast<int>(gpus_[target.node].size()))
+    return BuddyAllocator::kPhysicalPool;
+  return BoundVcOfGpu(target.node, target.gpus[0]) + 1;
+}
+
+int Allocator::FreeInPool(int node, int cell, int pool) const {
   if (buddy_.pool(cell) == pool) {
     // Counts below a cell taken whole are not kept up to date: nothing is free there.
     for (int a = cell; a >= 0 && buddy_.pool(a) == pool; a = tree_->cells()[a].parent)
@@ -970,6 +1024,17 @@ void Allocator::NodesWithFree(int vc, int gpus, std::vector<int>* nodes) const {
     for (int type : node_types_)
       buddy_.CellsWithFree(BuddyAllocator::kPhysicalPool, type, gpus, &cells);
     for (int cell : cells) nodes->push_back(tree_->cells()[cell].node);
+    // Borrowers may also take the free GPUs of lending VCs' cells.
+    bool more = false;
+    for (int pool : lending_pools_) {
+      const std::vector<int>& bound = vcs_[pool - 1].bound_nodes;
+      nodes->insert(nodes->end(), bound.begin(), bound.end());
+      more = more || !bound.empty();
+    }
+    if (more) {
+      std::sort(nodes->begin(), nodes->end());
+      nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
+    }
   } else {
     *nodes = vcs_[vc].bound_nodes;  // the VC's free GPUs lie on the nodes of its bound cells
   }
@@ -986,12 +1051,12 @@ void Allocator::ListBoundNodes(int vc) {
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
 }
 
-int Allocator::ReplicaSlots(int vc, int gpus, int enough) const {
+int Allocator::ReplicaSlots(int vc, int gpus, int enough, bool borrowed_free) const {
   thread_local std::vector<int> nodes;
   NodesWithFree(vc, gpus, &nodes);
   int slots = 0;
   for (size_t i = 0; i < nodes.size() && slots < enough; ++i)
-    slots += FreeGpusOn(nodes[i], vc) / gpus;
+    slots += FreeGpusOn(nodes[i], vc, borrowed_free) / gpus;
   return slots;
 }
 
@@ -1244,7 +1309,8 @@ void Allocator::UndoCells(Allocation* taken, int vc) {
         gpus_[cells[c].node][cells[c].gpu].holder = kBad;
         RefreshBacking(c);
       }
-    if (vc >= 0 && buddy_.pool(cell) == vc + 1) MaybeUnbind(vc, cell);
+    // A borrower's cells may lie in a VC's bound cell too.
+    if (buddy_.pool(cell) != BuddyAllocator::kPhysicalPool) MaybeUnbind(BoundVc(cell), cell);
   }
   for (int cell : taken->bound_here)
     if (vc >= 0 && std::find(vcs_[vc].bound_cells.begin(), vcs_[vc].bound_cells.end(), cell) !=

@@ -11,6 +11,12 @@
 //    count as free when VC safety is checked, so reclaiming them restores every guarantee.
 //    They never take the free cells that back the unlent part of a guarantee (its cells past
 //    the lending limit): those stay free for their VC.
+//  - A replica of whole GPUs that no free physical cell holds borrows the free GPUs of cells
+//    bound to another VC (`lent`), so that a guarantee's idle GPUs are lent too: the VC's few
+//    small jobs would otherwise keep whole nodes idle. Never those of a VC with a lending
+//    limit, nor of the borrower's own VC (its guaranteed work would find them held by its own
+//    borrowers, whom no reclaim stops). The VC reclaims them like any borrowed GPU; a bound
+//    cell goes back to the physical pool once every GPU of it is free.
 //  - Bad GPUs and cordoned nodes are never handed out.
 //  - Releasing every allocation restores the initial free lists exactly.
 #pragma once
@@ -58,7 +64,10 @@ struct AllocationRequest {
   std::optional<Level> gang_affinity;
   int vc = -1;                 // index into the VCs; -1: none
   bool opportunistic = false;  // borrow any free cell; the allocation is preemptible
-  int only_node = -1;          // >= 0: place every replica on this node
+  // Opportunistic: may borrow the free GPUs of other VCs' bound cells. Off for placements that
+  // wait (a preemption plan, a reservation): the VC's guaranteed work may take them first.
+  bool lent = true;
+  int only_node = -1;  // >= 0: place every replica on this node
   // Set: replica i goes exactly where (*exact)[i] says (node, GPUs, MIG start), or the request
   // fails: crash recovery re-creates placements decided before. A guaranteed request binds the
   // guarantee cell holding its GPUs when they are not bound yet, so adopt guaranteed work
@@ -188,6 +197,8 @@ class Allocator {
   bool gpu_idle(int node, int gpu) const {  // held by nobody, usable or not
     return gpus_[node][gpu].holder == kFree || gpus_[node][gpu].holder == kBad;
   }
+  // The allocation holding the whole GPU; < 0 when none does (free, shared, MIG, bad).
+  int gpu_holder(int node, int gpu) const { return gpus_[node][gpu].holder; }
   bool node_cordoned(int node) const { return cordoned_[node]; }
   bool gpu_bad(int node, int gpu) const { return gpus_[node][gpu].bad; }
   // A GPU observed nearly full (processes berth does not know about, or tenants over what they
@@ -213,11 +224,15 @@ class Allocator {
   };
   std::vector<GuaranteeStatus> VcStatus(int vc) const;
 
-  // Whole free GPUs on a node in the cells bound to vc, or (vc < 0) in the physical pool.
-  int FreeGpusOn(int node, int vc) const;
+  // Whole free GPUs on a node in the cells bound to vc, or (vc < 0) those a borrower may take:
+  // the physical pool's and those of cells bound to VCs that lend. With `borrowed_free`, GPUs
+  // of vc's cells that borrowers hold count as free (what reclaiming them would give vc).
+  int FreeGpusOn(int node, int vc, bool borrowed_free = false) const;
+  // The VC whose bound cells hold the GPU, -1 for the physical pool.
+  int BoundVcOfGpu(int node, int gpu) const;
   // How many replicas of `gpus` whole GPUs (> 0) those free GPUs could hold, node by node (each
   // node's FreeGpusOn / gpus), counted up to `enough`. Visits only the nodes with that many free.
-  int ReplicaSlots(int vc, int gpus, int enough) const;
+  int ReplicaSlots(int vc, int gpus, int enough, bool borrowed_free = false) const;
   // The nodes that may have at least `gpus` (> 0) of those free GPUs, each once: every node
   // where FreeGpusOn(node, vc) >= gpus is among them (others may be).
   void NodesWithFree(int vc, int gpus, std::vector<int>* nodes) const;
@@ -340,12 +355,17 @@ class Allocator {
   void RefreshBacking(int cell);  // after a change to the cell's subtree (holders, pool, health)
   bool Counted(int cell) const;   // backable, and its parent is not
   int BoundVc(int cell) const;    // VC owning the pool of a cell, -1 for the physical pool
+  // Whole free GPUs of the node in `pool`; `cell` is the node's cell.
+  int FreeInPool(int node, int cell, int pool) const;
+  // The pool of an exact placement's first GPU (the physical pool when it names none).
+  int ExactPool(const ReplicaPlacement& target) const;
 
   const Cluster* cluster_;
   std::shared_ptr<CellTree> tree_;  // immutable once built; copies of the allocator share it
   std::string error_;
   std::vector<VirtualCluster> vcs_;
-  bool keeps_unlent_ = false;  // a guarantee has a lending limit: borrowers are checked
+  bool keeps_unlent_ = false;       // a guarantee has a lending limit: borrowers are checked
+  std::vector<int> lending_pools_;  // pools of the VCs without a lending limit
   BuddyAllocator buddy_;
   NodeResources resources_;
   std::vector<std::vector<GpuState>> gpus_;               // [node][gpu]
@@ -401,6 +421,7 @@ class Allocator {
     // `limit` nodes (0: all) offer candidates.
     std::vector<std::pair<int, int>> roots;
     int first = 0, scanned = 0, limit = 0;
+    int pool = -1;           // the pool scanned
     std::vector<int> types;  // WholeTypes of the demand
     int row = 0;             // RowOf the demand
     struct Pick {

@@ -10,7 +10,8 @@
 
 namespace berth {
 
-ReplicaBound::ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc) : vc_(vc) {
+ReplicaBound::ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc)
+    : alloc_(&alloc), vc_(vc) {
   if (!Measure(alloc, spec)) return;
   std::vector<int> nodes;
   for (int pool : {kPhysical, kOwn}) {
@@ -27,7 +28,7 @@ ReplicaBound::ReplicaBound(const Allocator& alloc, const JobSpec& spec, int vc) 
 }
 
 bool ReplicaBound::MayFitNow(const Allocator& alloc, const JobSpec& spec, int vc) {
-  ReplicaBound b(vc);
+  ReplicaBound b(alloc, vc);
   return !b.Measure(alloc, spec) || b.SlotsReachReplicas(alloc);
 }
 
@@ -36,7 +37,7 @@ bool ReplicaBound::MayFitNow(const Allocator& alloc, int gpus, int replicas, int
 }
 
 bool ReplicaBound::MayFitReclaiming(const Allocator& alloc, const JobSpec& spec, int vc) {
-  ReplicaBound b(vc);
+  ReplicaBound b(alloc, vc);
   return !b.Measure(alloc, spec) || b.ReclaimReachesReplicas(alloc);
 }
 
@@ -45,7 +46,7 @@ bool ReplicaBound::MayFitReclaiming(const Allocator& alloc, int gpus, int replic
 }
 
 ReplicaBound ReplicaBound::Sized(const Allocator& alloc, int gpus, int replicas, int vc) {
-  ReplicaBound b(vc);
+  ReplicaBound b(alloc, vc);
   b.smallest_ = gpus;
   b.replicas_ = replicas;
   b.SetPhysicalCap(alloc);
@@ -53,7 +54,7 @@ ReplicaBound ReplicaBound::Sized(const Allocator& alloc, int gpus, int replicas,
 }
 
 bool ReplicaBound::ReclaimReachesReplicas(const Allocator& alloc) {
-  slots_[kOwn] = alloc.ReplicaSlots(vc_, smallest_, replicas_);
+  slots_[kOwn] = alloc.ReplicaSlots(vc_, smallest_, replicas_, /*borrowed_free=*/true);
   slots_[kPhysical] = INT_MAX;  // every borrower gone: only the cap counts
   return may_fit();
 }
@@ -66,11 +67,14 @@ bool ReplicaBound::SlotsReachReplicas(const Allocator& alloc) {
 }
 
 // A released cell of the VC's own may go back to the physical pool; counting it in either is
-// still an upper bound.
+// still an upper bound. A borrower frees the VC's own cells where it borrowed GPUs of them.
 void ReplicaBound::Free(const JobRecord& victim) {
   if (smallest_ == 0) return;
-  const int pool = vc_ >= 0 && !victim.borrowed && victim.queue == vc_ ? kOwn : kPhysical;
   for (const ReplicaPlacement& r : victim.placements) {
+    const bool own = vc_ >= 0 && (victim.borrowed ? !r.gpus.empty() && alloc_->BoundVcOfGpu(
+                                                                           r.node, r.gpus[0]) == vc_
+                                                  : victim.queue == vc_);
+    const int pool = own ? kOwn : kPhysical;
     int& free = free_[pool][r.node];
     slots_[pool] -= free / smallest_;
     free += static_cast<int>(r.gpus.size());

@@ -37,9 +37,9 @@ class ReplicaBound {
   // The same for `replicas` replicas of `gpus` whole GPUs each.
   static bool MayFitNow(const Allocator& alloc, int gpus, int replicas, int vc);
   // Whether a guaranteed placement in `vc` may fit once every borrower has left: borrowers free
-  // only physical GPUs, of which the VC may bind no more than its unbound guarantee, so no
-  // reclaim of borrowed GPUs can help past its own free slots plus that. Asked before the
-  // running jobs are looked at.
+  // the GPUs they borrowed in the VC's own cells, and physical GPUs, of which the VC may bind no
+  // more than its unbound guarantee, so no reclaim of borrowed GPUs can help past its own cells'
+  // slots plus that. Asked before the running jobs are looked at.
   static bool MayFitReclaiming(const Allocator& alloc, const JobSpec& spec, int vc);
   static bool MayFitReclaiming(const Allocator& alloc, int gpus, int replicas, int vc);
   int free_on(int node) const {
@@ -55,7 +55,7 @@ class ReplicaBound {
 
  private:
   enum { kPhysical = 0, kOwn = 1 };  // the physical pool; the VC's bound cells
-  explicit ReplicaBound(int vc) : vc_(vc) {}
+  ReplicaBound(const Allocator& alloc, int vc) : alloc_(&alloc), vc_(vc) {}
   // Measured for `replicas` replicas of `gpus` (> 0) whole GPUs each, with nothing counted yet.
   static ReplicaBound Sized(const Allocator& alloc, int gpus, int replicas, int vc);
   // The smallest replica, the replica count and the physical cap; false when unbounded.
@@ -63,6 +63,7 @@ class ReplicaBound {
   void SetPhysicalCap(const Allocator& alloc);
   bool SlotsReachReplicas(const Allocator& alloc);      // MayFitNow once measured
   bool ReclaimReachesReplicas(const Allocator& alloc);  // MayFitReclaiming once measured
+  const Allocator* alloc_;
   int vc_;
   int smallest_ = 0, replicas_ = 0, physical_cap_ = 0;  // smallest_ 0: unbounded
   std::vector<int> free_[2];                            // [pool][node] free GPUs

@@ -765,6 +765,7 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     req.gang_affinity = job.spec.gang_affinity;
     req.vc = job.queue;
     req.opportunistic = !guaranteed;
+    req.lent = !placing_plan_;
     req.only_node = only_node;
     PlacementContext ctx;
     ctx.alloc = &alloc;
@@ -1364,7 +1365,9 @@ bool Scheduler::TryPlaceOn(JobRecord& job, bool guaranteed, int replicas, Alloca
                            const std::map<std::string, double>& freed, TrialPlacement* placement) {
   std::vector<int> ids;
   model_credit_ = freed;
+  placing_plan_ = true;
   const bool placed = TryPlace(job, guaranteed, replicas, trial, &ids, &placement->where);
+  placing_plan_ = false;
   model_credit_.clear();
   if (!placed) return false;
   placement->bound_gpus.clear();

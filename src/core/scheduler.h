@@ -495,8 +495,9 @@ class Scheduler {
                           // fair share grows
   std::deque<EngineEvent> events_;
   uint64_t next_event_ = 1;
-  double now_ = 0;                              // the clock of the latest call that passed one
-  bool planning_reservation_ = false;           // TryReserve's trials: every reservation blocks
+  double now_ = 0;                     // the clock of the latest call that passed one
+  bool planning_reservation_ = false;  // TryReserve's trials: every reservation blocks
+  bool placing_plan_ = false;  // TryPlaceOn's trials: a plan that waits borrows no lent GPUs
   std::map<std::string, double> model_credit_;  // TryPlaceOn's `freed`, while it places
   bool preempt_deferred_ = false;               // TryPreempt passed over a job started in this call
 };
