@@ -933,6 +933,55 @@ TEST_F(AllocatorTest, OpportunisticAllocationsArePreemptibleAndBorrowAnything) {
   ExpectInitial();
 }
 
+TEST_F(AllocatorTest, BorrowersTakeAnotherVcsIdleBoundGpusOnlyWhenNoFreeCellHolds) {
+  // Two DGX nodes; A is guaranteed one. A's single small job binds a whole node.
+  Use(SyntheticDgxCluster(2, 2, 0), {{"A", {{"dgx-a100/node", 1}}}, {"B", {}}});
+  const int a = Alloc(ForVc(WholeGpus(1), 0));
+  const int bound = R(a).node;
+  const int filler = Alloc(ForVc(WholeGpus(8), 1, true));
+  EXPECT_NE(R(filler).node, bound) << "the physical pool goes first";
+  EXPECT_EQ(PoolOf(R(filler)), 0);
+  // No free cell is left. A plan that waits, and A's own borrowing, never take A's idle GPUs.
+  AllocationRequest waits = ForVc(WholeGpus(4), 1, true);
+  waits.lent = false;
+  Refused(waits);
+  Refused(ForVc(WholeGpus(1), 0, true));
+  EXPECT_EQ(a_->FreeGpusOn(bound, -1), 7);
+  const int lent = Alloc(ForVc(WholeGpus(4), 1, true));
+  EXPECT_EQ(R(lent).node, bound);
+  EXPECT_EQ(PoolOf(R(lent)), 1) << "inside A's bound cell";
+  EXPECT_TRUE(a_->Find(lent)->preemptible);
+  EXPECT_EQ(a_->FreeGpusOn(bound, -1), 3);
+  EXPECT_EQ(a_->FreeGpusOn(bound, 0), 3);
+  EXPECT_EQ(a_->FreeGpusOn(bound, 0, true), 7) << "reclaiming the borrower gives A its GPUs";
+  EXPECT_EQ(a_->BoundVcOfGpu(bound, R(lent).gpus[0]), 0);
+  EXPECT_EQ(a_->GuaranteeShortfallGpus(), 0);
+  // A's own work still fits beside the borrower.
+  const int a2 = Alloc(ForVc(WholeGpus(2), 0));
+  EXPECT_EQ(R(a2).node, bound);
+  // A's jobs end: the cell stays A's while the borrower runs there, then goes back.
+  Release(a);
+  Release(a2);
+  EXPECT_EQ(a_->vcs()[0].bound_cells.size(), 1u);
+  Release(lent);
+  EXPECT_TRUE(a_->vcs()[0].bound_cells.empty());
+  Release(filler);
+  ExpectInitial();
+
+  // With a lending limit A lends none of its bound cells' idle GPUs, not even the part that it
+  // may lend while unbound.
+  VcGuarantee limited{"dgx-a100/node", 2};
+  limited.lending_limit = 1;
+  Use(SyntheticDgxCluster(2, 2, 0), {{"A", {limited}}, {"B", {}}});
+  const int small = Alloc(ForVc(WholeGpus(1), 0));  // binds the node A keeps unlent
+  const int other = Alloc(ForVc(WholeGpus(8), 1, true));
+  EXPECT_NE(R(other).node, R(small).node);
+  Refused(ForVc(WholeGpus(1), 1, true));
+  EXPECT_EQ(a_->FreeGpusOn(R(small).node, -1), 0);
+  ReleaseAll();
+  ExpectInitial();
+}
+
 TEST_F(AllocatorTest, WorkOutsideVcsCannotTakeGuaranteedCells) {
   UseExample("multi-rack.yaml", ExampleVcs());
   AllocationRequest dgx = WholeGpus(8);

@@ -155,6 +155,29 @@ TEST_F(SchedulerTest, ReclaimsTheGuaranteeFromABorrower) {
   ExpectConsistent();
 }
 
+TEST_F(SchedulerTest, BorrowersUseTheIdleGpusOfAGuaranteeCellAndGiveThemBack) {
+  Make(2, 2, {Queue("a"), Queue("b", 1)});
+  // b's one small job binds a whole node; a fills the other node, then borrows b's idle GPUs.
+  const int b1 = Submit(Job("b", 1));
+  EXPECT_EQ(Started(s_->Schedule(0)), std::vector<int>{b1});
+  const int bound = J(b1).placements[0].node;
+  const int a1 = Submit(Job("a", 8), 1);
+  const int a2 = Submit(Job("a", 4), 1);
+  EXPECT_EQ(Started(s_->Schedule(1)), (std::vector<int>{a1, a2}));
+  EXPECT_NE(J(a1).placements[0].node, bound);
+  EXPECT_EQ(J(a2).placements[0].node, bound);
+  EXPECT_TRUE(J(a2).borrowed);
+  // b wants its guarantee back: it reclaims the lent GPUs, and starts as the borrower stops.
+  const int b2 = Submit(Job("b", 7), 10);
+  EXPECT_EQ(Preempted(s_->Schedule(10)), std::vector<int>{a2});
+  EXPECT_EQ(Started(s_->Stopped(a2, 20)), std::vector<int>{b2});
+  EXPECT_FALSE(J(b2).borrowed);
+  // Then nothing moves: b holds its guarantee, a its fair share (8 of 16).
+  for (double t = 21; t < 400; t += 7) EXPECT_TRUE(s_->Schedule(t).empty()) << t;
+  EXPECT_EQ(J(a2).state, JobState::kPending);
+  ExpectConsistent();
+}
+
 TEST_F(SchedulerTest, NoReclaimFromJobsThatCannotBePreempted) {
   Make(2, 2, {Queue("a"), Queue("b", 1)});
   // Node-sized holes are what b needs: two 4-GPU jobs share a node, one not preemptible.
