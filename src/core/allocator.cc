@@ -950,6 +950,16 @@ void Allocator::RefreshBacking(int cell) {
   }
 }
 
+void Allocator::Promise(int vc, const std::vector<int>& cells, int sign) {
+  VirtualCluster& v = vcs_[vc];
+  for (int cell : cells)
+    for (size_t i = 0; i < v.guarantee_types.size(); ++i)
+      if (v.guarantee_types[i] == tree_->cells()[cell].type) {
+        v.promised_counts[i] += sign;
+        break;
+      }
+}
+
 int Allocator::BoundVcOfGpu(int node, int gpu) const {
   const int leaf = tree_->gpu_cell(node, gpu);
   return leaf < 0 ? -1 : BoundVc(leaf);
@@ -1095,7 +1105,7 @@ bool Allocator::BindFor(const AllocationRequest& req, Allocation* taken) {
   // The smallest guarantee type with cells left that can hold the replica.
   int pick = -1;
   for (size_t i = 0; i < vc.guarantee_types.size(); ++i) {
-    if (vc.bound_counts[i] >= vc.guarantee_counts[i]) continue;
+    if (vc.bound_counts[i] + vc.promised_counts[i] >= vc.guarantee_counts[i]) continue;
     const int g = vc.guarantee_types[i];
     const bool useful =
         std::any_of(wanted.begin(), wanted.end(), [&](int t) { return tree_->Contains(g, t); });

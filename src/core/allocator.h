@@ -224,6 +224,10 @@ class Allocator {
   };
   std::vector<GuaranteeStatus> VcStatus(int vc) const;
 
+  // Guarantee cells that a plan which waits (a guaranteed preemptor's) binds once its victims
+  // have stopped: `sign` +1 promises them to it, -1 takes the promise back. A fresh bind of vc
+  // leaves as many of its unbound cells as are promised (a plan binds them exactly).
+  void Promise(int vc, const std::vector<int>& cells, int sign);
   // Whole free GPUs on a node in the cells bound to vc, or (vc < 0) those a borrower may take:
   // the physical pool's and those of cells bound to VCs that lend. With `borrowed_free`, GPUs
   // of vc's cells that borrowers hold count as free (what reclaiming them would give vc).

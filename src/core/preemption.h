@@ -75,6 +75,7 @@ class ReplicaBound {
 struct TrialPlacement {
   std::vector<ReplicaPlacement> where;
   std::vector<std::pair<int, int>> bound_gpus;  // (node, gpu)
+  std::vector<int> bound_cells;                 // the guarantee cells it binds
 };
 
 struct VictimPlan {

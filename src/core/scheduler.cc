@@ -219,7 +219,11 @@ void Scheduler::Install(Rebuilt& rebuilt, const std::vector<int>& node_map) {
     j->placements = std::move(rebuilt.placements.at(id));
   }
   // Preemptors' exact plans name nodes by index, which may have moved: they are placed afresh.
-  for (auto& [id, j] : jobs_) j.planned.clear();
+  // The fresh allocator holds no promises either.
+  for (auto& [id, j] : jobs_) {
+    j.planned.clear();
+    j.promised_cells.clear();
+  }
   // Reservations follow their GPUs; one that touches a node that is gone is dropped whole.
   Reservations moved;
   for (const auto& [job, r] : reservations_.all()) {
@@ -533,8 +537,13 @@ void Scheduler::CountPriority(Queue& q, int priority, int sign) {
   if (n == 0) q.committed_by_priority.erase(priority);
 }
 
-void Scheduler::CommitWaiting(JobRecord& p, double gpus, bool guaranteed) {
+void Scheduler::CommitWaiting(JobRecord& p, double gpus, bool guaranteed,
+                              const std::vector<int>& binds) {
   Queue& q = queues_[p.queue];
+  // The guarantee cells its plan binds stay unbound for it: its queue's other guaranteed work
+  // binding them first would break the plan after its victims had stopped.
+  p.promised_cells = binds;
+  allocator_->Promise(p.queue, binds, +1);
   p.committed_gpus = gpus;
   p.reserved_guaranteed = guaranteed;
   q.waiting_gpus += gpus;
@@ -544,6 +553,8 @@ void Scheduler::CommitWaiting(JobRecord& p, double gpus, bool guaranteed) {
 
 void Scheduler::UncommitWaiting(JobRecord& p) {
   Queue& q = queues_[p.queue];
+  allocator_->Promise(p.queue, p.promised_cells, -1);
+  p.promised_cells.clear();
   q.committed.gpu -= p.committed_gpus;
   q.waiting_gpus -= p.committed_gpus;
   if (p.reserved_guaranteed) q.committed_guaranteed -= p.committed_gpus;
@@ -1371,11 +1382,14 @@ bool Scheduler::TryPlaceOn(JobRecord& job, bool guaranteed, int replicas, Alloca
   model_credit_.clear();
   if (!placed) return false;
   placement->bound_gpus.clear();
+  placement->bound_cells.clear();
   const auto& cells = trial.tree().cells();
   for (int id : ids)
-    for (int bound : trial.Find(id)->bound_here)
+    for (int bound : trial.Find(id)->bound_here) {
+      placement->bound_cells.push_back(bound);
       for (int c = bound; c < trial.tree().subtree_end(bound); ++c)
         if (cells[c].gpu >= 0) placement->bound_gpus.push_back({cells[c].node, cells[c].gpu});
+    }
   return true;
 }
 
@@ -1611,7 +1625,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
                  why + queue.spec.name + " (job " + std::to_string(job.id) + ")", now, out);
       job.waiting_for.push_back(victim->id);
     }
-    CommitWaiting(job, plan_need, plan.guaranteed);
+    CommitWaiting(job, plan_need, plan.guaranteed, found->placement.bound_cells);
     job.planned = found->placement.where;
     // A borrower's plan this guaranteed one overlaps loses its reservation; its victims still
     // stop, and it then starts wherever it fits.
@@ -1987,6 +2001,12 @@ std::string Scheduler::CheckConsistency() const {
     if (have.committed_by_priority != w.committed_by_priority)
       return name + "running jobs by priority differ";
   }
+  // The allocator's promised guarantee cells are the waiting preemptors' plans'.
+  Allocator promised = *allocator_;
+  for (const auto& [id, j] : jobs_) promised.Promise(j.queue, j.promised_cells, -1);
+  for (const VirtualCluster& vc : promised.vcs())
+    for (int left : vc.promised_counts)
+      if (left != 0) return "VC " + vc.name + ": promised cells differ from the plans'";
   for (const auto& [id, r] : reservations_.all()) {
     const JobRecord* j = job(id);
     if (!j || j->state != JobState::kPending)

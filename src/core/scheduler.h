@@ -30,9 +30,10 @@
 //
 // Contract, over time (what holds cycle after cycle; tests/core/scheduler_dynamics_test.cc):
 //  - No thrash. A preemptor's planned placement (its victims' GPUs and the free GPUs of its
-//    plan) is reserved for it until it starts or goes away; nobody else is placed there, so it
-//    starts as soon as its last victim stops. Victims are chosen only for a preemptor that then
-//    fits.
+//    plan) is reserved for it until it starts or goes away; nobody else is placed there, and
+//    the guarantee cells the plan binds stay unbound for it (its queue's other work binds no
+//    cell in their stead), so it starts as soon as its last victim stops. Victims are chosen only
+//    for a preemptor that then fits.
 //  - Shares settle. Guarantee and fair-share checks count *committed* usage: running jobs that
 //    are not stopping, plus preemptors waiting for their victims. A queue reclaims its fair
 //    share only while it stays within that share after the start; a queue is reclaimed from
@@ -135,6 +136,7 @@ struct JobRecord {
   bool preempting = false;           // a preemptor waiting for its victims
   bool reserved_guaranteed = false;  // a waiting preemptor: its plan is inside the guarantee
   std::vector<ReplicaPlacement> planned;  // a waiting preemptor: where its plan places it
+  std::vector<int> promised_cells;        // the guarantee cells that plan binds (Promise)
   double committed_gpus = 0;              // a waiting preemptor: GPUs counted as committed
   int preemptions = 0;                    // times this job was preempted or evicted
   double shrunk_at = -1;                  // an elastic job's last shrink: it does not regrow then
@@ -416,7 +418,8 @@ class Scheduler {
   void Account(const JobRecord& job, int sign);  // held and committed, while running
   void Uncommit(const JobRecord& job);           // a running job was told to stop
   static void CountPriority(Queue& q, int priority, int sign);
-  void CommitWaiting(JobRecord& preemptor, double gpus, bool guaranteed);
+  void CommitWaiting(JobRecord& preemptor, double gpus, bool guaranteed,
+                     const std::vector<int>& binds);
   void UncommitWaiting(JobRecord& preemptor);
   void Release(JobRecord& job);
   void ToPending(JobRecord& job, double now, const std::string& why);

@@ -116,6 +116,7 @@ std::string ResolveVirtualClusters(const Cluster& cluster, const CellTree& tree,
       vc.guarantee_types.push_back(type);
       vc.guarantee_counts.push_back(cells);
       vc.bound_counts.push_back(0);
+      vc.promised_counts.push_back(0);
       vc.unlent_counts.push_back(unlent);
       needed[type] += cells;
     }

@@ -42,6 +42,7 @@ struct VirtualCluster {
   std::vector<int> guarantee_types;   // cell type ids
   std::vector<int> guarantee_counts;  // parallel to guarantee_types
   std::vector<int> bound_counts;      // parallel: cells of that type bound now
+  std::vector<int> promised_counts;   // parallel: unbound cells promised to plans that wait
   std::vector<int> unlent_counts;     // parallel: cells never lent (bound, or kept free)
   std::vector<int> bound_cells;
   std::vector<int> bound_nodes;  // the nodes under bound_cells, sorted, each once

@@ -335,6 +335,8 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
               (j.state == JobState::kRunning || j.state == JobState::kStopping))
             for (int a : j.allocations) unborrowed->Release(a);
       }
+      // A waiting preemptor's own plan promises it the cells it binds.
+      unborrowed->Promise(job.queue, job.promised_cells, -1);
       std::vector<int> taken;
       for (const TaskGroup& g : job.spec.groups) {
         AllocationRequest req;
@@ -347,6 +349,7 @@ ReplayResult RunReplay(const Cluster& cluster, const std::vector<QueueSpec>& que
         taken.push_back(*a);
       }
       for (int a : taken) unborrowed->Release(a);
+      unborrowed->Promise(job.queue, job.promised_cells, +1);
       return taken.size() == job.spec.groups.size();
     };
     std::set<int> waiting;

@@ -178,6 +178,32 @@ TEST_F(SchedulerTest, BorrowersUseTheIdleGpusOfAGuaranteeCellAndGiveThemBack) {
   ExpectConsistent();
 }
 
+TEST_F(SchedulerTest, AWaitingPreemptorKeepsTheGuaranteeCellItsPlanBinds) {
+  // b is guaranteed two of three nodes. b1 binds one; a fills the rest, a3 on b1's idle GPUs.
+  Make(3, 3, {Queue("a"), Queue("b", 2)});
+  const int b1 = Submit(Job("b", 4));
+  EXPECT_EQ(Started(s_->Schedule(0)), std::vector<int>{b1});
+  const int a1 = Submit(Job("a", 8), 1), a2 = Submit(Job("a", 8), 1), a3 = Submit(Job("a", 4), 1);
+  EXPECT_EQ(Started(s_->Schedule(1)), (std::vector<int>{a1, a2, a3}));
+  // b2 reclaims a whole node: its plan binds b's second (last) cell there.
+  const int b2 = Submit(Job("b", 8), 10);
+  const std::vector<int> victims = Preempted(s_->Schedule(10));
+  ASSERT_EQ(victims.size(), 1u);
+  const int victim = victims[0], other = victim == a1 ? a2 : a1;
+  ASSERT_TRUE(victim == a1 || victim == a2);
+  // Another node frees up while b2 waits; b's next guaranteed job does not bind it.
+  s_->Finish(other, 12);
+  const int b3 = Submit(Job("b", 1), 13);
+  s_->Schedule(13);
+  EXPECT_EQ(s_->allocator().vcs()[1].bound_cells.size(), 1u);
+  ExpectConsistent();
+  // b2 starts as its victim stops, on the cell it was promised.
+  EXPECT_EQ(Started(s_->Stopped(victim, 20)), std::vector<int>{b2});
+  EXPECT_FALSE(J(b2).borrowed);
+  EXPECT_NE(J(b3).state, JobState::kDone);
+  ExpectConsistent();
+}
+
 TEST_F(SchedulerTest, NoReclaimFromJobsThatCannotBePreempted) {
   Make(2, 2, {Queue("a"), Queue("b", 1)});
   // Node-sized holes are what b needs: two 4-GPU jobs share a node, one not preemptible.
