@@ -430,8 +430,17 @@ class Driver {
     bool fail_start = false;
     int started_call = -1;      // the engine call that started its current run
     double start_priority = 0;  // its priority with aging (since submit) when it started
-    int stops = 0;              // preempt, evict and shrink decisions since StartPhase
+    // Steps with a preempt, evict or shrink decision for it since StartPhase: one cycle's
+    // reclaims that cut it in several pieces (shrinks, then a preemption) stop it once.
+    int stops = 0;
+    int stop_step = -1;  // the step of the last one
   };
+
+  void CountStop(Tracked& t) {
+    if (t.stop_step != step_) ++t.stops;
+    t.stop_step = step_;
+    last_stop_step_ = step_;
+  }
 
   static std::string Time(double t) {
     std::ostringstream out;
@@ -518,8 +527,7 @@ class Driver {
           t.phase = Phase::kStopping;
           t.deadline = at + d.grace_period_s;
           t.stop_at = rng_.Chance(never_stop) ? kNever : at + rng_.Uniform(0, d.grace_period_s);
-          ++t.stops;
-          last_stop_step_ = step_;
+          CountStop(t);
           preemptors_.emplace(d.preemptor, at);
           break;
         }
@@ -531,8 +539,7 @@ class Driver {
             if (t.phase != Phase::kStopping) return Fail(job + " killed but never told to stop");
             t.killed = true;
           } else {
-            ++t.stops;
-            last_stop_step_ = step_;
+            CountStop(t);
           }
           t.phase = Phase::kStopping;
           t.stop_at = std::min(t.stop_at, at + rng_.Uniform(0, 3));
@@ -549,10 +556,7 @@ class Driver {
             return Fail(job + " resized to " + std::to_string(j->replicas) + " replicas");
           if (!grow && t.started_call == call_)
             return Fail(job + " was started and shrunk in one call");
-          if (!grow) {  // a shrink stops replicas: it counts against thrash as a stop does
-            ++t.stops;
-            last_stop_step_ = step_;
-          }
+          if (!grow) CountStop(t);  // a shrink stops replicas: it counts against thrash
           for (const ReplicaPlacement& r : d.placements) {
             bool held = false;
             for (const ReplicaPlacement& h : j->placements)
@@ -858,15 +862,13 @@ TEST(SchedulerDynamics, ChurnKeepsThePerCallContractAndEveryJobEnds) {
 
 // --- Shares settle, no thrash --------------------------------------------------------------
 
-// Disabled: under random mixes of gangs, shares, caps and guarantees, 5 seeds in 200 (8, 43,
-// 55, 157, 189) end with a queue well under its water-fill share and no preemption left to
-// make: its 8-GPU jobs need a whole node, while the GPUs left are fragmented by gangs of an
-// over-share queue spread across nodes (a reclaim would take more than that queue's excess) or
-// by the queue's own small jobs (nothing ends under steady demand; it needs defragmentation).
-// Crediting the victims' queue with the GPUs it frees beyond the preemptor's need fixes 8 and
-// 43 but makes a job thrash (seed 96). The fixed scenarios of scheduler_over_time_test.cc
-// settle; this one stays open in issue 9. Run it with --gtest_also_run_disabled_tests.
-TEST(SchedulerDynamics, DISABLED_SharesSettleAtTheWaterFillWithoutThrash) {
+// Random queues (guarantees, weights, caps) churn with health changes, then hold a steady
+// demand (1.3 times the capacity, nothing ends) for kCycles cycles. Checked over the last
+// kSettled: nothing is preempted, evicted or shrunk, the engine's fair shares are the
+// water-fill's, and with `usage_near_share` each queue's usage is within one job's size (plus
+// the hysteresis) of its share. Over the whole steady phase no job is stopped in more than
+// kMaxStopsPerJob steps and every preemptor starts.
+void SteadyDemandSettles(bool usage_near_share) {
   constexpr int kCycles = 700, kSettled = 150;  // the last kSettled cycles must be still
   for (uint64_t seed : Seeds()) {
     Rng rng(seed);
@@ -913,7 +915,7 @@ TEST(SchedulerDynamics, DISABLED_SharesSettleAtTheWaterFillWithoutThrash) {
       const std::vector<QueueStatus> status = d.s().Queues();
       for (size_t q = 0; q < share.size(); ++q) {
         const double slack = largest + d.s().policy().reclaim_hysteresis * share[q] + kEps;
-        if (std::abs(usage[q] - share[q]) > slack) {
+        if (usage_near_share && std::abs(usage[q] - share[q]) > slack) {
           // Why its pending jobs wait says which mechanism held the share back.
           std::string waiting;
           for (int id : d.s().pending(static_cast<int>(q))) {
@@ -963,6 +965,19 @@ TEST(SchedulerDynamics, DISABLED_SharesSettleAtTheWaterFillWithoutThrash) {
     EXPECT_EQ(d.failure(), "");
   }
 }
+
+TEST(SchedulerDynamics, SteadyDemandSettlesWithoutThrash) { SteadyDemandSettles(false); }
+
+// Disabled: 9 seeds in 400 (3, 58, 67, 93, 145, 230, 248, 271, 334) end with a queue well
+// under its water-fill share and no preemption left to make: its 8-GPU or gang jobs need whole
+// nodes, while the GPUs left are fragmented by gangs of an over-share queue spread across
+// nodes (a reclaim would take more than that queue's excess, or every node holds a GPU of a
+// queue under its share) or by the queue's own elastic jobs (nothing ends under steady demand;
+// it needs defragmentation: moving jobs, or shrinking other replicas than the last). Lending
+// the idle GPUs of guarantee cells fixed the seeds where borrowers found no cell at all. The
+// fixed scenarios of scheduler_over_time_test.cc settle; this stays open in issue 9. Run it
+// with --gtest_also_run_disabled_tests (BERTH_DYNAMICS_SEEDS for more seeds).
+TEST(SchedulerDynamics, DISABLED_UsageSettlesAtTheWaterFill) { SteadyDemandSettles(true); }
 
 // --- Nothing starves -------------------------------------------------------------------------
 
