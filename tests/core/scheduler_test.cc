@@ -167,6 +167,19 @@ TEST_F(SchedulerTest, BorrowersUseTheIdleGpusOfAGuaranteeCellAndGiveThemBack) {
   EXPECT_NE(J(a1).placements[0].node, bound);
   EXPECT_EQ(J(a2).placements[0].node, bound);
   EXPECT_TRUE(J(a2).borrowed);
+  // A rebuild (the queues set again) and a restarted engine adopting the running jobs
+  // (guaranteed first) both keep the borrower on b's cell.
+  const std::vector<ReplicaPlacement> lent = J(a2).placements;
+  ASSERT_EQ(s_->SetQueues({Queue("a"), Queue("b", 1)}), "");
+  EXPECT_EQ(J(a2).placements[0].gpus, lent[0].gpus);
+  ExpectConsistent();
+  Scheduler fresh(cluster_.get(), {Queue("a"), Queue("b", 1)}, BerthPolicy());
+  std::string why;
+  for (int id : {b1, a1, a2})
+    EXPECT_GE(fresh.Adopt(J(id).spec, J(id).placements, J(id).borrowed, 0, 1, &why), 0) << why;
+  EXPECT_EQ(fresh.allocator().CheckConsistency(), "");
+  EXPECT_EQ(fresh.CheckConsistency(), "");
+  EXPECT_EQ(fresh.allocator().BoundVcOfGpu(bound, lent[0].gpus[0]), 1);
   // b wants its guarantee back: it reclaims the lent GPUs, and starts as the borrower stops.
   const int b2 = Submit(Job("b", 7), 10);
   EXPECT_EQ(Preempted(s_->Schedule(10)), std::vector<int>{a2});
