@@ -69,8 +69,16 @@ Allocator::Allocator(const Cluster* cluster, const std::vector<VirtualClusterSpe
     bool lends = true;
     for (int unlent : vcs_[v].unlent_counts) lends = lends && unlent == 0;
     keeps_unlent_ = keeps_unlent_ || !lends;
-    if (lends) lending_pools_.push_back(static_cast<int>(v) + 1);
+    if (!lends) continue;
+    lending_pools_.push_back(static_cast<int>(v) + 1);
+    std::vector<int>& types = lent_types_.emplace_back(node_types_);
+    for (int t : vcs_[v].guarantee_types)
+      if (tree_->types()[t].level < Level::kNode &&
+          std::find(types.begin(), types.end(), t) == types.end())
+        types.push_back(t);
   }
+  lent_node_.assign(cluster->nodes.size(), 0);
+  lent_held_.assign(cluster->nodes.size(), 0);
 }
 
 const Allocation* Allocator::Find(int id) const {
@@ -107,8 +115,14 @@ bool Allocator::FitsNode(const AllocationRequest& req, int node,
 
 void Allocator::HoldGpus(int cell, int holder) {
   const auto& cells = tree_->cells();
-  for (int c = cell; c < tree_->subtree_end(cell); ++c)
-    if (cells[c].gpu >= 0) gpus_[cells[c].node][cells[c].gpu].holder = holder;
+  auto borrowed = [&](int h) { return h >= 0 && allocations_.at(h)->preemptible; };
+  const bool lent = buddy_.pool(cell) != BuddyAllocator::kPhysicalPool;
+  for (int c = cell; c < tree_->subtree_end(cell); ++c) {
+    if (cells[c].gpu < 0) continue;
+    int& held = gpus_[cells[c].node][cells[c].gpu].holder;
+    if (lent) lent_held_[cells[c].node] += borrowed(holder) - borrowed(held);
+    held = holder;
+  }
   RefreshBacking(cell);
   TouchCell(cell);
 }
@@ -477,8 +491,9 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
                                                          : BuddyAllocator::kPhysicalPool;
       if (lent != BuddyAllocator::kPhysicalPool) ok = place_in(lent);
     } else {
-      for (int lending : lending_pools_)
-        if (!ok && lending != req.vc + 1) ok = place_in(lending);
+      for (size_t i = 0; i < lending_pools_.size() && !ok; ++i)
+        if (lending_pools_[i] != req.vc + 1 && LentRoom(i, d.gpus))
+          ok = place_in(lending_pools_[i]);
     }
   }
   if (!ok) {
@@ -970,6 +985,7 @@ int Allocator::FreeGpusOn(int node, int vc, bool borrowed_free) const {
   if (cell < 0) return 0;
   if (vc < 0) {
     int free = FreeInPool(node, cell, BuddyAllocator::kPhysicalPool);
+    if (!lent_node_[node]) return free;
     for (int pool : lending_pools_) {
       const std::vector<int>& bound = vcs_[pool - 1].bound_nodes;
       if (std::binary_search(bound.begin(), bound.end(), node))
@@ -977,7 +993,7 @@ int Allocator::FreeGpusOn(int node, int vc, bool borrowed_free) const {
     }
     return free;
   }
-  if (!borrowed_free) return FreeInPool(node, cell, vc + 1);
+  if (!borrowed_free || lent_held_[node] == 0) return FreeInPool(node, cell, vc + 1);
   int free = 0;
   for (size_t g = 0; g < gpus_[node].size(); ++g) {
     const int leaf = tree_->gpu_cell(node, static_cast<int>(g));
@@ -988,6 +1004,14 @@ int Allocator::FreeGpusOn(int node, int vc, bool borrowed_free) const {
       ++free;
   }
   return free;
+}
+
+bool Allocator::LentRoom(size_t lending, int gpus) const {
+  for (int type : lent_types_[lending])
+    if (buddy_.FindFast(lending_pools_[lending], type,
+                        tree_->types()[type].level < Level::kNode ? 1 : gpus) >= 0)
+      return true;
+  return false;
 }
 
 int Allocator::ExactPool(const ReplicaPlacement& target) const {
@@ -1034,17 +1058,24 @@ void Allocator::NodesWithFree(int vc, int gpus, std::vector<int>* nodes) const {
     for (int type : node_types_)
       buddy_.CellsWithFree(BuddyAllocator::kPhysicalPool, type, gpus, &cells);
     for (int cell : cells) nodes->push_back(tree_->cells()[cell].node);
-    // Borrowers may also take the free GPUs of lending VCs' cells.
-    bool more = false;
-    for (int pool : lending_pools_) {
-      const std::vector<int>& bound = vcs_[pool - 1].bound_nodes;
-      nodes->insert(nodes->end(), bound.begin(), bound.end());
-      more = more || !bound.empty();
+    // Borrowers may also take the free GPUs of lending VCs' cells: those of a node-sized cell
+    // with enough of them, or any below a node (several small cells may add up), each node once.
+    cells.clear();
+    for (size_t i = 0; i < lending_pools_.size(); ++i)
+      if (!vcs_[lending_pools_[i] - 1].bound_cells.empty())
+        for (int type : lent_types_[i])
+          buddy_.CellsWithFree(lending_pools_[i], type,
+                               tree_->types()[type].level < Level::kNode ? 1 : gpus, &cells);
+    if (cells.empty()) return;
+    thread_local std::vector<char> listed;  // all 0 between calls
+    if (listed.size() < cluster_->nodes.size()) listed.resize(cluster_->nodes.size(), 0);
+    for (int n : *nodes) listed[n] = 1;
+    for (int cell : cells) {
+      const int n = tree_->cells()[cell].node;
+      if (!listed[n]) nodes->push_back(n);
+      listed[n] = 1;
     }
-    if (more) {
-      std::sort(nodes->begin(), nodes->end());
-      nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
-    }
+    for (int n : *nodes) listed[n] = 0;
   } else {
     *nodes = vcs_[vc].bound_nodes;  // the VC's free GPUs lie on the nodes of its bound cells
   }
@@ -1059,6 +1090,11 @@ void Allocator::ListBoundNodes(int vc) {
   for (const auto& [node, root] : roots) nodes.push_back(node);
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  if (std::find(lending_pools_.begin(), lending_pools_.end(), vc + 1) == lending_pools_.end())
+    return;
+  std::fill(lent_node_.begin(), lent_node_.end(), 0);
+  for (int pool : lending_pools_)
+    for (int n : vcs_[pool - 1].bound_nodes) lent_node_[n] = 1;
 }
 
 int Allocator::ReplicaSlots(int vc, int gpus, int enough, bool borrowed_free) const {
@@ -1118,7 +1154,21 @@ bool Allocator::BindFor(const AllocationRequest& req, Allocation* taken) {
   const int before = GuaranteeShortfallGpus();
   // Another VC's unlent cells stay free for it: this VC reclaims a borrowed cell instead.
   const int unlent_before = keeps_unlent_ ? UnlentShortfallGpus(req.vc) : -1;
-  const int cell = buddy_.TakeType(BuddyAllocator::kPhysicalPool, vc.guarantee_types[pick]);
+  // A free cell on a node no reservation touches first: binding one under a borrower's reserved
+  // GPUs would break that borrower's plan after its victims had stopped.
+  const int type = vc.guarantee_types[pick];
+  int cell = -1;
+  for (int c : buddy_.free_list(BuddyAllocator::kPhysicalPool, type)) {
+    const int node = tree_->cells()[c].node;
+    if (node >= 0 && !reserved_nodes_[node]) {
+      cell = c;
+      break;
+    }
+  }
+  if (cell >= 0)
+    buddy_.TakeCell(cell);
+  else
+    cell = buddy_.TakeType(BuddyAllocator::kPhysicalPool, type);
   return cell >= 0 && BindCell(req, pick, cell, before, unlent_before, taken);
 }
 
@@ -1230,15 +1280,27 @@ void Allocator::MaybeUnbind(int vc, int cell) {
   while (cells[root].parent >= 0 && buddy_.pool(cells[root].parent) == pool)
     root = cells[root].parent;
   if (buddy_.pool(root) != pool) return;
-  // Idle GPUs out of use (bad, or on a cordoned node) do not keep the cell bound: the VC may
-  // then bind a usable cell for its guarantee, and they stay out of the physical free space.
-  std::vector<int> out_of_use;
-  if (!buddy_.listed(root))
+  // Only the VC's own work keeps the cell bound. Idle GPUs out of use (bad, or on a cordoned
+  // node) do not: the VC may then bind a usable cell for its guarantee, and they stay out of the
+  // physical free space. Nor do GPUs lent to borrowers: they stay theirs, in the physical pool,
+  // and the VC binds a free cell instead of reclaiming them.
+  std::vector<int> kept;  // cells taken whole that stay taken (bad GPUs, borrowers' cells)
+  if (!buddy_.listed(root)) {
     for (int c = root; c < tree_->subtree_end(root); ++c) {
       if (cells[c].gpu < 0) continue;
-      if (!gpu_idle(cells[c].node, cells[c].gpu)) return;  // still in use
-      if (gpus_[cells[c].node][cells[c].gpu].holder == kBad) out_of_use.push_back(c);
+      const int holder = gpus_[cells[c].node][cells[c].gpu].holder;
+      const bool lent = holder >= 0 && allocations_.at(holder)->preemptible;
+      if (!gpu_idle(cells[c].node, cells[c].gpu) && !lent) return;  // still in use
     }
+    for (int c = root; c < tree_->subtree_end(root);) {
+      if (!buddy_.taken(c)) {
+        ++c;
+        continue;
+      }
+      kept.push_back(c);
+      c = tree_->subtree_end(c);  // counts below a cell taken whole are not kept
+    }
+  }
   VirtualCluster& v = vcs_[vc];
   auto it = std::find(v.bound_cells.begin(), v.bound_cells.end(), root);
   if (it == v.bound_cells.end()) return;
@@ -1249,12 +1311,17 @@ void Allocator::MaybeUnbind(int vc, int cell) {
       --v.bound_counts[i];
       break;
     }
-  for (int c : out_of_use) buddy_.Give(c);
+  for (int c : kept) buddy_.Give(c);
   buddy_.Unbind(root);
   buddy_.Give(root);
-  for (int c : out_of_use) buddy_.TakeCell(c);
+  for (int c : kept) buddy_.TakeCell(c);
+  for (int c = root; c < tree_->subtree_end(root); ++c) {
+    if (cells[c].gpu < 0) continue;
+    const int holder = gpus_[cells[c].node][cells[c].gpu].holder;
+    if (holder >= 0) --lent_held_[cells[c].node];  // a borrower's, no longer lent
+  }
   RefreshBacking(root);
-  for (int c : out_of_use) RefreshBacking(c);
+  for (int c : kept) RefreshBacking(c);
   TouchCell(root);
 }
 
@@ -1594,6 +1661,16 @@ std::string Allocator::CheckConsistency() const {
       if (in_taken != (st.holder != kFree)) return where() + ": buddy state disagrees with holder";
     }
   }
+  // Borrowers' GPUs in bound cells, counted per node, agree with the holders.
+  std::vector<int> lent_held(cluster_->nodes.size(), 0);
+  for (size_t n = 0; n < gpus_.size(); ++n)
+    for (size_t g = 0; g < gpus_[n].size(); ++g) {
+      const int leaf = tree_->gpu_cell(static_cast<int>(n), static_cast<int>(g));
+      const int holder = gpus_[n][g].holder;
+      lent_held[n] += leaf >= 0 && buddy_.pool(leaf) != BuddyAllocator::kPhysicalPool &&
+                      holder >= 0 && allocations_.at(holder)->preemptible;
+    }
+  if (lent_held != lent_held_) return "borrowed GPUs of bound cells are miscounted";
   // The guarantee backing kept up to date agrees with one computed from scratch.
   const int n = static_cast<int>(cells.size());
   std::vector<char> backable(n, 0);

@@ -361,6 +361,9 @@ class Allocator {
   int BoundVc(int cell) const;    // VC owning the pool of a cell, -1 for the physical pool
   // Whole free GPUs of the node in `pool`; `cell` is the node's cell.
   int FreeInPool(int node, int cell, int pool) const;
+  // Whether lending_pools_[lending] may hold a replica of `gpus` whole GPUs: a cell with room
+  // (any free GPU in cells below a node). Spares a scan of its bound cells when it has none.
+  bool LentRoom(size_t lending, int gpus) const;
   // The pool of an exact placement's first GPU (the physical pool when it names none).
   int ExactPool(const ReplicaPlacement& target) const;
 
@@ -370,6 +373,11 @@ class Allocator {
   std::vector<VirtualCluster> vcs_;
   bool keeps_unlent_ = false;       // a guarantee has a lending limit: borrowers are checked
   std::vector<int> lending_pools_;  // pools of the VCs without a lending limit
+  // [pool] the cell types whose free cells name the nodes with lent GPUs: whole nodes, and the
+  // VC's guarantee types below a node.
+  std::vector<std::vector<int>> lent_types_;
+  std::vector<char> lent_node_;  // [node] under a cell bound to a VC that lends
+  std::vector<int> lent_held_;   // [node] GPUs of cells bound to a VC that borrowers hold
   BuddyAllocator buddy_;
   NodeResources resources_;
   std::vector<std::vector<GpuState>> gpus_;               // [node][gpu]

@@ -542,8 +542,11 @@ void Scheduler::CommitWaiting(JobRecord& p, double gpus, bool guaranteed,
   Queue& q = queues_[p.queue];
   // The guarantee cells its plan binds stay unbound for it: its queue's other guaranteed work
   // binding them first would break the plan after its victims had stopped.
-  p.promised_cells = binds;
-  allocator_->Promise(p.queue, binds, +1);
+  // (A cell bound to the queue now, which the plan's trial unbound and bound again, needs none.)
+  p.promised_cells.clear();
+  for (int cell : binds)
+    if (allocator_->buddy().pool(cell) != p.queue + 1) p.promised_cells.push_back(cell);
+  allocator_->Promise(p.queue, p.promised_cells, +1);
   p.committed_gpus = gpus;
   p.reserved_guaranteed = guaranteed;
   q.waiting_gpus += gpus;
@@ -776,7 +779,8 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     req.gang_affinity = job.spec.gang_affinity;
     req.vc = job.queue;
     req.opportunistic = !guaranteed;
-    req.lent = !placing_plan_;
+    // A job that cannot be preempted would keep lent GPUs from the VC that lends them.
+    req.lent = !placing_plan_ && job.spec.preemptible;
     req.only_node = only_node;
     PlacementContext ctx;
     ctx.alloc = &alloc;
@@ -1645,7 +1649,11 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
 
 void Scheduler::Reserve(int job, const std::vector<std::pair<int, int>>& gpus,
                         const Reservations::Reservation& kind) {
-  reservations_.Reserve(job, gpus, kind, cluster_->nodes.size());
+  // A reservation displaced here (guaranteed work's plan over a borrower's) is told why: its
+  // victims stopped for nothing, and it waits like any other job.
+  for (int displaced : reservations_.Reserve(job, gpus, kind, cluster_->nodes.size()))
+    Emit(now_, displaced, "plan-displaced",
+         "its reserved GPUs went to the plan of job " + std::to_string(job));
   MarkReservedNodes();  // reservations it displaced may have left other nodes
 }
 

@@ -959,12 +959,16 @@ TEST_F(AllocatorTest, BorrowersTakeAnotherVcsIdleBoundGpusOnlyWhenNoFreeCellHold
   // A's own work still fits beside the borrower.
   const int a2 = Alloc(ForVc(WholeGpus(2), 0));
   EXPECT_EQ(R(a2).node, bound);
-  // A's jobs end: the cell stays A's while the borrower runs there, then goes back.
+  // A's jobs end: the cell goes back to the physical pool at once, the borrower with it (A
+  // would bind a free cell rather than reclaim it).
   Release(a);
-  Release(a2);
   EXPECT_EQ(a_->vcs()[0].bound_cells.size(), 1u);
-  Release(lent);
+  Release(a2);
   EXPECT_TRUE(a_->vcs()[0].bound_cells.empty());
+  EXPECT_EQ(PoolOf(R(lent)), 0);
+  EXPECT_EQ(a_->FreeGpusOn(bound, -1), 4);
+  EXPECT_EQ(a_->GuaranteeShortfallGpus(), 0);
+  Release(lent);
   Release(filler);
   ExpectInitial();
 
