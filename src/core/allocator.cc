@@ -1289,7 +1289,10 @@ void Allocator::MaybeUnbind(int vc, int cell) {
     for (int c = root; c < tree_->subtree_end(root); ++c) {
       if (cells[c].gpu < 0) continue;
       const int holder = gpus_[cells[c].node][cells[c].gpu].holder;
-      const bool lent = holder >= 0 && allocations_.at(holder)->preemptible;
+      // A reservation on the node (a plan that waits may be placed inside the cell) keeps
+      // the cell bound while borrowers hold part of it: the plan could no longer bind it.
+      const bool lent =
+          holder >= 0 && allocations_.at(holder)->preemptible && !reserved_nodes_[cells[c].node];
       if (!gpu_idle(cells[c].node, cells[c].gpu) && !lent) return;  // still in use
     }
     for (int c = root; c < tree_->subtree_end(root);) {

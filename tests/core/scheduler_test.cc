@@ -191,6 +191,28 @@ TEST_F(SchedulerTest, BorrowersUseTheIdleGpusOfAGuaranteeCellAndGiveThemBack) {
   ExpectConsistent();
 }
 
+TEST_F(SchedulerTest, AGuaranteeCellLeftToBorrowersStaysBoundForAPlanInsideIt) {
+  // a is guaranteed one node: j1 binds it, b borrows the other node and two pairs of j1's
+  // idle GPUs. p reclaims one pair; j1 ends while that borrower stops.
+  Make(2, 2, {Queue("a", 1), Queue("b")});
+  const int j1 = Submit(Job("a", 4));
+  EXPECT_EQ(Started(s_->Schedule(0)), std::vector<int>{j1});
+  const int b1 = Submit(Job("b", 8), 1), b2 = Submit(Job("b", 2), 1), b3 = Submit(Job("b", 2), 1);
+  EXPECT_EQ(Started(s_->Schedule(1)), (std::vector<int>{b1, b2, b3}));
+  const int cell = J(j1).placements[0].node;
+  ASSERT_EQ(J(b2).placements[0].node, cell);
+  ASSERT_EQ(J(b3).placements[0].node, cell);
+  const int p = Submit(Job("a", 2), 10);
+  const std::vector<int> victims = Preempted(s_->Schedule(10));
+  ASSERT_EQ(victims.size(), 1u);
+  s_->Finish(j1, 20);
+  // Its plan lies in a's cell: the cell stays a's, and p starts as its victim stops.
+  EXPECT_EQ(s_->allocator().vcs()[0].bound_cells.size(), 1u);
+  EXPECT_EQ(Started(s_->Stopped(victims[0], 30)), std::vector<int>{p});
+  EXPECT_FALSE(J(p).borrowed);
+  ExpectConsistent();
+}
+
 TEST_F(SchedulerTest, AWaitingPreemptorKeepsTheGuaranteeCellItsPlanBinds) {
   // b is guaranteed two of three nodes. b1 binds one; a fills the rest, a3 on b1's idle GPUs.
   Make(3, 3, {Queue("a"), Queue("b", 2)});
