@@ -391,12 +391,30 @@ void Ps(const PsArgs& a) {
     if (!a.all) path += "&live=1";
     return path;
   };
+  const auto not_berth = [](const std::string& what) {
+    Exit(1,
+         "the server at " + ServerAddressFromEnv().text + " " + what + "; is it a berth server?");
+  };
+  const auto ask = [&a](const std::string& path, const httplib::Headers& headers) {
+    ServerAnswer answer = AskServer("GET", path, "", headers);
+    // A server older than `live` refuses it by name.
+    if (answer.exit_code == 2 && !a.all && answer.error.find("\"live\"") != std::string::npos)
+      answer.error += " (the server is older than this berth: `berth ps -a` works with it)";
+    if (answer.exit_code != 0) Exit(answer.exit_code, answer.error);
+    return std::move(answer.response);
+  };
   if (a.format == "json") {
     Json jobs = Json::array();
     for (Json after = 0; !after.is_null();) {
-      Json page = CallServer("GET", page_path(after));
+      Json page = Json::parse(ask(page_path(after), {}).body, nullptr, false);
+      if (!page.is_object() || !page["jobs"].is_array())
+        not_berth("answered with something other than a listing of jobs");
       for (Json& j : page["jobs"]) jobs.push_back(std::move(j));
-      after = page["next"];
+      // Pages move forward by id, or the listing would never end.
+      const Json& next = page["next"];
+      if (!next.is_null() && (!next.is_number_integer() || next <= after))
+        not_berth("gave a next page that does not move forward");
+      after = next;
     }
     std::cout << JsonText(jobs) << "\n";
     return;
@@ -407,17 +425,12 @@ void Ps(const PsArgs& a) {
   ::mallopt(M_MMAP_THRESHOLD, 256 << 20);
   // Each page is fetched while the one before it is read.
   const auto fetch = [&](int64_t after) {
-    return std::async(std::launch::async, [&page_path, after] {
-      return CallServerAnswer("GET", page_path(after), "",
-                              {{"Accept", "text/tab-separated-values"}});
+    return std::async(std::launch::async, [&page_path, &ask, after] {
+      return ask(page_path(after), {{"Accept", "text/tab-separated-values"}});
     });
   };
   TextTable table({"ID", "NAME", "QUEUE", "USER", "STATE", "GPUS", "AGE", "REASON"});
   std::string ids;
-  const auto not_berth = [](const std::string& what) {
-    Exit(1,
-         "the server at " + ServerAddressFromEnv().text + " " + what + "; is it a berth server?");
-  };
   std::vector<std::string_view> cells;
   int64_t after = 0;
   for (std::future<httplib::Response> next = fetch(after); next.valid();) {

@@ -458,11 +458,16 @@ AgentReport ParseReport(const Json& j) {
       if (!phases->is_object() || phases->size() > 8)
         throw ProtocolError(c.Field("phases") + ": expected at most 8 named durations");
       for (const auto& [name, seconds] : phases->items()) {
-        // Not cut to fit: a cut could split a character, and the refusal goes back as JSON.
-        if (name.size() > 20)
-          throw ProtocolError(c.Field("phases") + ": a phase name longer than 20 bytes");
-        if (!seconds.is_number())
-          throw ProtocolError(c.Field("phases") + "." + name + ": expected seconds");
+        // A name goes into refusals, `berth inspect` and metric labels: a short word only. Not
+        // echoed when refused (it could hold anything).
+        if (name.empty() || name.size() > 20 ||
+            name.find_first_not_of(
+                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+                std::string::npos)
+          throw ProtocolError(c.Field("phases") +
+                              ": a phase name must be 1-20 letters, digits or '_'");
+        if (!seconds.is_number() || seconds.get<double>() < 0 || seconds.get<double>() > 1e9)
+          throw ProtocolError(c.Field("phases") + "." + name + ": expected seconds (0 to 1e9)");
         x.phases[name] = seconds.get<double>();
       }
     }

@@ -51,4 +51,24 @@ out=$(BERTH_ADDR=127.0.0.1:$HTTPD_PORT "$BERTH" ps 2>&1) || rc=$?
 kill "$HTTPD"
 [ "$rc" -eq 1 ] && grep -q "is it a berth server?" <<<"$out" ||
   fail "ps against a web server that is not berth: exit $rc: $out"
+# A server older than `live` (its refusal, served by busybox nc): ps says what works with it.
+body='{"error":"unknown parameter \"live\"; known: queue, state, user, limit, after"}'
+printf 'HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n\r\n%s' \
+  "${#body}" "Connection: close" "$body" > "$TMP/old-answer"
+for _ in $(seq 20); do
+  port=$((20000 + RANDOM % 40000))
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue  # taken
+  busybox nc -ll -p "$port" -e cat "$TMP/old-answer" &
+  NC=$!
+  for _ in $(seq 50); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.1
+  done
+  kill -0 "$NC" 2>/dev/null && break
+done
+rc=0
+out=$(BERTH_ADDR=127.0.0.1:$port "$BERTH" ps 2>&1) || rc=$?
+kill "$NC"
+[ "$rc" -eq 2 ] && grep -qF 'older than this berth: `berth ps -a` works with it' <<<"$out" ||
+  fail "ps against a server older than live: exit $rc: $out"
 echo "ps: ok"

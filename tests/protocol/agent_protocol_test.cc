@@ -479,8 +479,17 @@ TEST(AgentProtocolTest, ReportsRefuseMistakesNamingThePath) {
   // A long name was cut at byte 20, through the middle of its "é": the refusal, sent back as
   // JSON, was not UTF-8 (found by fuzz/agent_protocol_fuzz.cc).
   e = with([](Json& j) { j["containers"][0]["phases"]["aaaaaaaaaaaaaaaaaaa\xc3\xa9"] = 1; });
-  EXPECT_TRUE(Has(e, "containers[0].phases: a phase name longer than 20 bytes")) << e;
+  EXPECT_TRUE(Has(e, "containers[0].phases: a phase name must be 1-20 letters, digits or '_'"))
+      << e;
   EXPECT_NO_THROW((void)Json(e).dump()) << e;
+  // A name with a space made the refusal read as if it named a field "containers[0].phases.crea
+  // x" (found by fuzz/agent_protocol_fuzz.cc); such a name is no phase the agent reports.
+  e = with([](Json& j) { j["containers"][0]["phases"]["crea x"] = "slow"; });
+  EXPECT_TRUE(Has(e, "containers[0].phases: a phase name must be 1-20 letters")) << e;
+  e = with([](Json& j) { j["containers"][0]["phases"][""] = 1; });
+  EXPECT_TRUE(Has(e, "containers[0].phases: a phase name must be 1-20 letters")) << e;
+  e = with([](Json& j) { j["containers"][0]["phases"]["pull"] = -1; });
+  EXPECT_TRUE(Has(e, "containers[0].phases.pull: expected seconds (0 to 1e9)")) << e;
   e = with([](Json& j) {
     for (int i = 0; i < 9; ++i) j["containers"][0]["phases"]["p" + std::to_string(i)] = 1;
   });
