@@ -830,6 +830,7 @@ void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<i
   if (job.borrowed) ++version_;
   RemovePending(job);
   DropReservation(job.id);
+  if (guaranteed) DisplaceYieldingPlans(job, job.placements, now);
   job.preempting = false;
   Decision d;
   d.kind = Decision::Kind::kStart;
@@ -928,6 +929,7 @@ bool Scheduler::Resize(JobRecord& job, int replicas, double now, std::vector<Dec
   const std::vector<ReplicaPlacement>& longer = replicas > before ? placed : job.placements;
   d.placements.assign(longer.begin() + lo, longer.begin() + hi);
   d.gpu_ids = GpuIds(d.placements);
+  if (replicas > before && !job.borrowed) DisplaceYieldingPlans(job, d.placements, now);
   Account(job, -1);
   job.allocations = std::move(ids);
   job.placements = std::move(placed);
@@ -1636,6 +1638,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     Reservations::Reservation kind;
     kind.yields = !plan.guaranteed;
     kind.for_preemption = true;
+    kind.queue = job.queue;
     Reserve(job.id, ReservedGpus(found->placement), kind);
     job.preempting = true;
     job.reason =
@@ -1655,6 +1658,22 @@ void Scheduler::Reserve(int job, const std::vector<std::pair<int, int>>& gpus,
     Emit(now_, displaced, "plan-displaced",
          "its reserved GPUs went to the plan of job " + std::to_string(job));
   MarkReservedNodes();  // reservations it displaced may have left other nodes
+}
+
+void Scheduler::DisplaceYieldingPlans(const JobRecord& job,
+                                      const std::vector<ReplicaPlacement>& placements, double now) {
+  std::set<int> displaced;
+  for (const ReplicaPlacement& r : placements)
+    for (int g : r.gpus)
+      if (const int owner = reservations_.OwnerOf(r.node, g); owner >= 0 && owner != job.id) {
+        const Reservations::Reservation* plan = reservations_.Of(owner);
+        if (plan->yields && plan->queue != job.queue) displaced.insert(owner);
+      }
+  for (int owner : displaced) {
+    DropReservation(owner);
+    Emit(now, owner, "plan-displaced",
+         "its reserved GPUs went to guaranteed job " + std::to_string(job.id));
+  }
 }
 
 void Scheduler::DropReservation(int job) {

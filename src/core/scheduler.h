@@ -414,6 +414,10 @@ class Scheduler {
   void Reserve(int job, const std::vector<std::pair<int, int>>& gpus,
                const Reservations::Reservation& kind);
   void DropReservation(int job);
+  // Guaranteed `job` placed at `placements` ends the yielding plans (reservation.h) it took
+  // GPUs of, saying so: their victims stopped for nothing, and they wait like any other job.
+  void DisplaceYieldingPlans(const JobRecord& job, const std::vector<ReplicaPlacement>& placements,
+                             double now);
   void MarkReservedNodes();
   void Account(const JobRecord& job, int sign);  // held and committed, while running
   void Uncommit(const JobRecord& job);           // a running job was told to stop

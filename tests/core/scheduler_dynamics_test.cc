@@ -973,8 +973,10 @@ void SteadyDemandSettles(bool usage_near_share) {
 }
 
 // Of seeds 1-1000, 3 fail: 944 and 701, where an elastic job grows into GPUs the pending jobs
-// left free and is cut again by the next reclaims (5 and 4 stopping steps), and 588, where a
-// preemptor's plan breaks without guaranteed work displacing it. Still open in issue 9.
+// left free and is cut again by the next reclaims (5 and 4 stopping steps), and 588, where an
+// elastic job is preempted by priority, reclaimed for a guarantee, restarts borrowed while its
+// queue's preemptor is still stopping, and is preempted for it again (4 stops). Still open in
+// issue 9.
 TEST(SchedulerDynamics, SteadyDemandSettlesWithoutThrash) { SteadyDemandSettles(false); }
 
 // Disabled: 12 seeds in 400 (58, 67, 93, 144, 189, 228, 248, 293, 312, 333, 334, 376) end with a

@@ -42,6 +42,87 @@ TEST(SchedulerOverTimeTest, APreemptorsPlannedFreeGpusAreHeldForIt) {
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
 }
 
+// A borrower's plan yields to other queues' guaranteed work (reservation.h). Such work that
+// starts on its free GPUs ends the plan there and then, saying so: the preemptor kept the rest of
+// its plan reserved until its victim stopped, then found it broken with nothing saying why (the
+// dynamics test's seed 588).
+TEST(SchedulerOverTimeTest, GuaranteedWorkOnABorrowersPlanDisplacesItAtOnce) {
+  Driver d(2, 2, {Queue("a"), Queue("b", 1), Queue("c", 1)});
+  auto job = [](const std::string& queue, int gpus, int priority, double grace,
+                bool preemptible = true) {
+    JobSpec spec = Job(queue, gpus);
+    spec.priority = priority;
+    spec.grace_period_s = grace;
+    spec.preemptible = preemptible;
+    return spec;
+  };
+  // b's guaranteed node holds a slow victim (half of it); the other node is free.
+  const int low = d.Submit(job("b", 4, 0, 1000));
+  d.Cycle();
+  ASSERT_EQ(d.J(low).state, JobState::kRunning);
+  ASSERT_FALSE(d.J(low).borrowed);
+  // A gang of three 4-GPU replicas, more than b's guarantee: borrowed, it may not use the idle
+  // half of b's own node, so it plans over b's node (the slow victim and the free half) and
+  // half the other node.
+  JobSpec gang = job("b", 4, 9, 30);
+  gang.groups[0].replicas = 3;
+  const int high = d.Submit(gang);
+  d.Cycle(0);
+  ASSERT_EQ(d.J(low).state, JobState::kStopping) << d.J(high).reason;
+  ASSERT_NE(d.s_.reservations().Of(high), nullptr);
+  ASSERT_TRUE(d.s_.reservations().Of(high)->yields);
+  // c's guaranteed work: the other node, whole.
+  const int guaranteed = d.Submit(job("c", 8, 0, 30));
+  d.Cycle(0);
+  ASSERT_EQ(d.J(guaranteed).state, JobState::kRunning) << d.J(guaranteed).reason;
+  ASSERT_FALSE(d.J(guaranteed).borrowed);
+  EXPECT_EQ(d.s_.reservations().Of(high), nullptr);
+  std::vector<std::string> told;
+  for (const EngineEvent& e : d.s_.EventsSince(0))
+    if (e.job == high && e.kind == "plan-displaced") told.push_back(e.reason);
+  EXPECT_EQ(told, std::vector<std::string>{"its reserved GPUs went to guaranteed job " +
+                                           std::to_string(guaranteed)});
+  // The gang no longer fits: nobody is preempted for it again.
+  for (int i = 0; i < 3000; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(low).state, JobState::kRunning);
+  EXPECT_EQ(d.J(guaranteed).state, JobState::kRunning);
+  EXPECT_EQ(d.J(high).state, JobState::kPending);
+  EXPECT_EQ(d.preempted_[low], 1);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
+}
+
+// The same queue's guaranteed work of lower priority waits for the plan: else the plan's
+// victims, once stopped, started again on its GPUs as guaranteed work, and were preempted for it
+// again, forever.
+TEST(SchedulerOverTimeTest, APlansOwnQueueDoesNotTakeItsGpusBack) {
+  Driver d(2, 2, {Queue("a"), Queue("b", 1)});
+  auto job = [](const std::string& queue, int gpus, int priority, double grace,
+                bool preemptible = true) {
+    JobSpec spec = Job(queue, gpus);
+    spec.priority = priority;
+    spec.grace_period_s = grace;
+    spec.preemptible = preemptible;
+    return spec;
+  };
+  const int low = d.Submit(job("b", 4, 0, 1000));
+  d.Cycle();
+  d.Submit(job("a", 4, 0, 30, false));
+  d.Cycle();
+  JobSpec gang = job("b", 4, 9, 30);
+  gang.groups[0].replicas = 3;
+  const int high = d.Submit(gang);
+  d.Cycle(0);
+  ASSERT_EQ(d.J(low).state, JobState::kStopping) << d.J(high).reason;
+  ASSERT_TRUE(d.s_.reservations().Of(high) && d.s_.reservations().Of(high)->yields);
+  const int other = d.Submit(job("b", 2, 0, 30));  // b's guaranteed work, lower priority
+  for (int i = 0; i < 3000; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(high).state, JobState::kRunning) << d.J(high).reason;
+  EXPECT_EQ(d.starts_[high], 1);
+  EXPECT_EQ(d.preempted_[low], 1);
+  EXPECT_EQ(d.preempted_[other], 0);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
+}
+
 // Two preemptors plan on one node: the first on the half its victim holds, the second on the
 // other half (freed since) and a slow victim elsewhere. When the first one's victim stops, the
 // whole node is free, and its best-fit cell may be the half reserved for the second: the first
