@@ -42,29 +42,31 @@ TEST(SchedulerOverTimeTest, APreemptorsPlannedFreeGpusAreHeldForIt) {
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
 }
 
+// A job of `queue` with a priority and a grace period.
+JobSpec Ranked(const std::string& queue, int gpus, int priority, double grace,
+               bool preemptible = true) {
+  JobSpec spec = Job(queue, gpus);
+  spec.priority = priority;
+  spec.grace_period_s = grace;
+  spec.preemptible = preemptible;
+  return spec;
+}
+
 // A borrower's plan yields to other queues' guaranteed work (reservation.h). Such work that
 // starts on its free GPUs ends the plan there and then, saying so: the preemptor kept the rest of
 // its plan reserved until its victim stopped, then found it broken with nothing saying why (the
 // dynamics test's seed 588).
 TEST(SchedulerOverTimeTest, GuaranteedWorkOnABorrowersPlanDisplacesItAtOnce) {
   Driver d(2, 2, {Queue("a"), Queue("b", 1), Queue("c", 1)});
-  auto job = [](const std::string& queue, int gpus, int priority, double grace,
-                bool preemptible = true) {
-    JobSpec spec = Job(queue, gpus);
-    spec.priority = priority;
-    spec.grace_period_s = grace;
-    spec.preemptible = preemptible;
-    return spec;
-  };
   // b's guaranteed node holds a slow victim (half of it); the other node is free.
-  const int low = d.Submit(job("b", 4, 0, 1000));
+  const int low = d.Submit(Ranked("b", 4, 0, 1000));
   d.Cycle();
   ASSERT_EQ(d.J(low).state, JobState::kRunning);
   ASSERT_FALSE(d.J(low).borrowed);
   // A gang of three 4-GPU replicas, more than b's guarantee: borrowed, it may not use the idle
   // half of b's own node, so it plans over b's node (the slow victim and the free half) and
   // half the other node.
-  JobSpec gang = job("b", 4, 9, 30);
+  JobSpec gang = Ranked("b", 4, 9, 30);
   gang.groups[0].replicas = 3;
   const int high = d.Submit(gang);
   d.Cycle(0);
@@ -72,7 +74,7 @@ TEST(SchedulerOverTimeTest, GuaranteedWorkOnABorrowersPlanDisplacesItAtOnce) {
   ASSERT_NE(d.s_.reservations().Of(high), nullptr);
   ASSERT_TRUE(d.s_.reservations().Of(high)->yields);
   // c's guaranteed work: the other node, whole.
-  const int guaranteed = d.Submit(job("c", 8, 0, 30));
+  const int guaranteed = d.Submit(Ranked("c", 8, 0, 30));
   d.Cycle(0);
   ASSERT_EQ(d.J(guaranteed).state, JobState::kRunning) << d.J(guaranteed).reason;
   ASSERT_FALSE(d.J(guaranteed).borrowed);
@@ -96,25 +98,17 @@ TEST(SchedulerOverTimeTest, GuaranteedWorkOnABorrowersPlanDisplacesItAtOnce) {
 // again, forever.
 TEST(SchedulerOverTimeTest, APlansOwnQueueDoesNotTakeItsGpusBack) {
   Driver d(2, 2, {Queue("a"), Queue("b", 1)});
-  auto job = [](const std::string& queue, int gpus, int priority, double grace,
-                bool preemptible = true) {
-    JobSpec spec = Job(queue, gpus);
-    spec.priority = priority;
-    spec.grace_period_s = grace;
-    spec.preemptible = preemptible;
-    return spec;
-  };
-  const int low = d.Submit(job("b", 4, 0, 1000));
+  const int low = d.Submit(Ranked("b", 4, 0, 1000));
   d.Cycle();
-  d.Submit(job("a", 4, 0, 30, false));
+  d.Submit(Ranked("a", 4, 0, 30, false));
   d.Cycle();
-  JobSpec gang = job("b", 4, 9, 30);
+  JobSpec gang = Ranked("b", 4, 9, 30);
   gang.groups[0].replicas = 3;
   const int high = d.Submit(gang);
   d.Cycle(0);
   ASSERT_EQ(d.J(low).state, JobState::kStopping) << d.J(high).reason;
   ASSERT_TRUE(d.s_.reservations().Of(high) && d.s_.reservations().Of(high)->yields);
-  const int other = d.Submit(job("b", 2, 0, 30));  // b's guaranteed work, lower priority
+  const int other = d.Submit(Ranked("b", 2, 0, 30));  // b's guaranteed work, lower priority
   for (int i = 0; i < 3000; ++i) d.Cycle(1);
   EXPECT_EQ(d.J(high).state, JobState::kRunning) << d.J(high).reason;
   EXPECT_EQ(d.starts_[high], 1);
