@@ -41,7 +41,7 @@ bool Reservations::BlocksOnNode(const Candidate& c, int job, int queue, bool gua
     auto it = owners_.find({c.node, g});
     if (it == owners_.end() || it->second == job) continue;
     const Reservation& r = by_job_.at(it->second);
-    if ((guaranteed && r.yields && queue != r.queue) ||
+    if ((guaranteed && r.yields && (queue != r.queue || !r.for_preemption)) ||
         (!r.for_preemption && queue == r.queue && priority > r.priority))
       continue;
     return true;

@@ -2,11 +2,11 @@
 // and the free GPUs of its plan), or a starving job's reservation. Nobody but the owner is
 // placed on a reserved GPU, so the capacity a job was promised cannot be taken while it waits.
 //
-// A reservation that *yields* (made for borrowed work) does not block guaranteed placements of
-// other queues: a queue's guarantee comes before another queue's borrowing. The engine drops a
-// yielding reservation when such work takes one of its GPUs. Its own queue's guaranteed work
-// waits like any other: priority orders a queue's jobs, and a plan's victims of lower priority
-// would otherwise start again on its GPUs as guaranteed work, then be preempted again, forever.
+// A reservation that *yields* (made for borrowed work) does not block guaranteed placements: a
+// queue's guarantee comes before borrowing. A preemptor's yielding plan yields only to other
+// queues' guaranteed work, and the engine drops it when such work takes one of its GPUs. Its
+// own queue's guaranteed work waits for it: the plan's victims (of lower priority) would
+// otherwise start again on its GPUs as guaranteed work, then be preempted again, forever.
 //
 // A starving job's reservation also gives way to jobs of its own queue of strictly higher
 // priority (its own, aging included, re-read every cycle): a reservation keeps later work of

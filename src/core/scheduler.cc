@@ -1633,8 +1633,9 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     }
     CommitWaiting(job, plan_need, plan.guaranteed, found->placement.bound_cells);
     job.planned = found->placement.where;
-    // A borrower's plan this guaranteed one overlaps loses its reservation; its victims still
-    // stop, and it then starts wherever it fits.
+    // A borrower's plan this guaranteed one overlaps (another queue's: the search goes around
+    // its own queue's) loses its reservation; its victims still stop, and it then starts
+    // wherever it fits.
     Reservations::Reservation kind;
     kind.yields = !plan.guaranteed;
     kind.for_preemption = true;
@@ -1667,8 +1668,10 @@ void Scheduler::DisplaceYieldingPlans(const JobRecord& job,
     for (int g : r.gpus)
       if (const int owner = reservations_.OwnerOf(r.node, g); owner >= 0 && owner != job.id) {
         const Reservations::Reservation* plan = reservations_.Of(owner);
-        if (plan->yields && plan->queue != job.queue) displaced.insert(owner);
+        if (plan->for_preemption && plan->yields && plan->queue != job.queue)
+          displaced.insert(owner);
       }
+  if (!displaced.empty()) ++version_;  // jobs its GPUs turned away may fit now
   for (int owner : displaced) {
     DropReservation(owner);
     Emit(now, owner, "plan-displaced",
