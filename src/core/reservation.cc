@@ -41,8 +41,9 @@ bool Reservations::BlocksOnNode(const Candidate& c, int job, int queue, bool gua
     auto it = owners_.find({c.node, g});
     if (it == owners_.end() || it->second == job) continue;
     const Reservation& r = by_job_.at(it->second);
-    if ((guaranteed && r.yields && (queue != r.queue || !r.for_preemption)) ||
-        (!r.for_preemption && queue == r.queue && priority > r.priority))
+    const bool outranks = queue == r.queue && priority > r.priority;
+    if ((guaranteed && r.yields && (queue != r.queue || !r.for_preemption || outranks)) ||
+        (!r.for_preemption && outranks))
       continue;
     return true;
   }

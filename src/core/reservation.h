@@ -4,9 +4,10 @@
 //
 // A reservation that *yields* (made for borrowed work) does not block guaranteed placements: a
 // queue's guarantee comes before borrowing. A preemptor's yielding plan yields only to other
-// queues' guaranteed work, and the engine drops it when such work takes one of its GPUs. Its
-// own queue's guaranteed work waits for it: the plan's victims (of lower priority) would
-// otherwise start again on its GPUs as guaranteed work, then be preempted again, forever.
+// queues' guaranteed work and to its own queue's of strictly higher priority, and the engine
+// drops it when such work takes one of its GPUs. Its own queue's other guaranteed work waits
+// for it: the plan's victims (of lower priority) would otherwise start again on its GPUs as
+// guaranteed work, then be preempted again, forever.
 //
 // A starving job's reservation also gives way to jobs of its own queue of strictly higher
 // priority (its own, aging included, re-read every cycle): a reservation keeps later work of
@@ -31,7 +32,7 @@ class Reservations {
     std::vector<std::pair<int, int>> gpus;  // (node, gpu)
     bool yields = false;
     bool for_preemption = false;  // a preemptor's plan (else a starving job's)
-    double priority = 0;          // a starving job's: its queue's jobs above it are not blocked
+    double priority = 0;          // the owner's, aging included: see above
     int queue = -1;               // the owner's queue
   };
 

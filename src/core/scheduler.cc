@@ -1096,9 +1096,9 @@ std::vector<Decision> Scheduler::Schedule(double now) {
   std::vector<Decision> out;
   now_ = now;
   if (!crowding_known_) MarkCrowdedGpus();
-  // A starving job's reservation keeps away what its owner now outranks: it ages as all do.
+  // A reservation keeps away what its owner now outranks: it ages as all do.
   for (const auto& [id, r] : reservations_.all())
-    if (!r.for_preemption) reservations_.SetPriority(id, WholePriority(jobs_.at(id), now));
+    reservations_.SetPriority(id, WholePriority(jobs_.at(id), now));
   // Victims past their grace deadline are killed (once).
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     const int id = deadlines_.begin()->second;
@@ -1633,12 +1633,13 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     }
     CommitWaiting(job, plan_need, plan.guaranteed, found->placement.bound_cells);
     job.planned = found->placement.where;
-    // A borrower's plan this guaranteed one overlaps (another queue's: the search goes around
-    // its own queue's) loses its reservation; its victims still stop, and it then starts
-    // wherever it fits.
+    // A borrower's plan this guaranteed one overlaps (another queue's, or its own queue's of
+    // lower priority: the search goes around the rest) loses its reservation; its victims still
+    // stop, and it then starts wherever it fits.
     Reservations::Reservation kind;
     kind.yields = !plan.guaranteed;
     kind.for_preemption = true;
+    kind.priority = WholePriority(job, now);
     kind.queue = job.queue;
     Reserve(job.id, ReservedGpus(found->placement), kind);
     job.preempting = true;
@@ -1668,7 +1669,8 @@ void Scheduler::DisplaceYieldingPlans(const JobRecord& job,
     for (int g : r.gpus)
       if (const int owner = reservations_.OwnerOf(r.node, g); owner >= 0 && owner != job.id) {
         const Reservations::Reservation* plan = reservations_.Of(owner);
-        if (plan->for_preemption && plan->yields && plan->queue != job.queue)
+        if (plan->for_preemption && plan->yields &&
+            (plan->queue != job.queue || WholePriority(job, now) > plan->priority))
           displaced.insert(owner);
       }
   if (!displaced.empty()) ++version_;  // jobs its GPUs turned away may fit now

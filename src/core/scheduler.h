@@ -414,8 +414,8 @@ class Scheduler {
   void Reserve(int job, const std::vector<std::pair<int, int>>& gpus,
                const Reservations::Reservation& kind);
   void DropReservation(int job);
-  // Guaranteed `job` placed at `placements` ends the yielding preemptor plans of other queues
-  // (reservation.h) it took GPUs of, saying so: their victims stopped for nothing, and they
+  // Guaranteed `job` placed at `placements` ends the yielding preemptor plans it passed
+  // (reservation.h) and took GPUs of, saying so: their victims stopped for nothing, and they
   // wait like any other job.
   void DisplaceYieldingPlans(const JobRecord& job, const std::vector<ReplicaPlacement>& placements,
                              double now);

@@ -117,6 +117,40 @@ TEST(SchedulerOverTimeTest, APlansOwnQueueDoesNotTakeItsGpusBack) {
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
 }
 
+// Its own queue's guaranteed work of higher priority does not wait for the plan (the plan's
+// victims are all below its owner, so this one is none of them): it starts at once on the
+// plan's GPUs, and the plan ends, saying so.
+TEST(SchedulerOverTimeTest, APlansOwnQueueOfHigherPriorityPassesIt) {
+  Driver d(2, 2, {Queue("a"), Queue("b", 1)});
+  const int low = d.Submit(Ranked("b", 4, 0, 1000));
+  d.Cycle();
+  d.Submit(Ranked("a", 4, 0, 30, false));
+  d.Cycle();
+  JobSpec gang = Ranked("b", 4, 9, 30);
+  gang.groups[0].replicas = 3;
+  const int high = d.Submit(gang);
+  d.Cycle(0);
+  ASSERT_EQ(d.J(low).state, JobState::kStopping) << d.J(high).reason;
+  ASSERT_TRUE(d.s_.reservations().Of(high) && d.s_.reservations().Of(high)->yields);
+  const int urgent = d.Submit(Ranked("b", 4, 20, 30));  // b's guaranteed work, above the plan
+  d.Cycle(0);
+  ASSERT_EQ(d.J(urgent).state, JobState::kRunning) << d.J(urgent).reason;
+  ASSERT_FALSE(d.J(urgent).borrowed);
+  EXPECT_EQ(d.s_.reservations().Of(high), nullptr);
+  std::vector<std::string> told;
+  for (const EngineEvent& e : d.s_.EventsSince(0))
+    if (e.job == high && e.kind == "plan-displaced") told.push_back(e.reason);
+  EXPECT_EQ(told, std::vector<std::string>{"its reserved GPUs went to guaranteed job " +
+                                           std::to_string(urgent)});
+  // The gang no longer fits even with its victim gone: nobody is preempted for it again.
+  for (int i = 0; i < 3000; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(urgent).state, JobState::kRunning);
+  EXPECT_EQ(d.J(high).state, JobState::kPending);
+  EXPECT_EQ(d.starts_[urgent], 1);
+  EXPECT_EQ(d.preempted_[low], 1);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
+}
+
 // Two preemptors plan on one node: the first on the half its victim holds, the second on the
 // other half (freed since) and a slow victim elsewhere. When the first one's victim stops, the
 // whole node is free, and its best-fit cell may be the half reserved for the second: the first
