@@ -944,8 +944,10 @@ bool Scheduler::Resize(JobRecord& job, int replicas, double now, std::vector<Dec
 
 // Elastic jobs below their full size grow into what the pending jobs left free, the queue
 // furthest below its share first; within the guarantee for guaranteed jobs, under the cap
-// for borrowers.
-void Scheduler::GrowElastic(double now, std::vector<Decision>* out) {
+// and within the band over the fair share that reclaim leaves alone for borrowers: growing
+// past it, they were cut again by the next fair-share reclaim, cycle after cycle.
+void Scheduler::GrowElastic(const std::vector<double>& fair, double now,
+                            std::vector<Decision>* out) {
   std::vector<JobRecord*> growing;
   for (int id : elastic_running_) {
     JobRecord* j = running_.at(id);
@@ -961,7 +963,12 @@ void Scheduler::GrowElastic(double now, std::vector<Decision>* out) {
                    [&](const JobRecord* a, const JobRecord* b) { return share(a) < share(b); });
   for (JobRecord* j : growing) {
     const int before = j->replicas;
-    const int most = j->borrowed ? MostUnderCap(*j) : TotalReplicas(j->spec);
+    int most = j->borrowed ? MostUnderCap(*j) : TotalReplicas(j->spec);
+    if (j->borrowed) {
+      const double band = fair[j->queue] * (1 + pipeline_->policy().reclaim_hysteresis) -
+                          queues_[j->queue].committed.gpu + j->gpu_equivalents;
+      while (most > before && JobGpus(j->spec, most) > band + kEps) --most;
+    }
     if (most <= before) continue;
     // Probes place the added replicas and take them back; the largest that fits is kept.
     const int grown = LargestFitting(before + 1, most, [&](int n) {
@@ -1167,7 +1174,7 @@ std::vector<Decision> Scheduler::Schedule(double now) {
         order.Exhaust(job.queue, StillWorthTrying(job.queue, now));
     }
   }
-  GrowElastic(now, &out);
+  GrowElastic(fair, now, &out);
   return out;
 }
 

@@ -13,7 +13,9 @@
 //    and borrowed jobs are preemptible. Priority < 0 jobs always borrow.
 //  - Gangs are all-or-nothing. Elastic jobs (min_replicas > 0) start with as many replicas as
 //    fit (and as the queue's cap leaves room for), at least min_replicas. At the end of each
-//    cycle, running elastic jobs below full size grow into what pending jobs left free (kGrow).
+//    cycle, running elastic jobs below full size grow into what pending jobs left free (kGrow):
+//    a borrower only while its queue stays within (1 + reclaim_hysteresis) x its fair share, so
+//    that no reclaim cuts it back (GPUs another queue's waiting work will take stay free).
 //    Before whole jobs are preempted, elastic victims give back replicas, one at a time down to
 //    their minimum (kShrink, at once), and the preemptor starts on what they freed. An elastic
 //    preemptor reclaims at the size its fair share, or its queue's guarantee, leaves room for,
@@ -374,7 +376,7 @@ class Scheduler {
   // A running elastic job to `replicas`: grown where more fit, or shrunk keeping its first
   // replicas where they are. False when nothing changed.
   bool Resize(JobRecord& job, int replicas, double now, std::vector<Decision>* out);
-  void GrowElastic(double now, std::vector<Decision>* out);
+  void GrowElastic(const std::vector<double>& fair, double now, std::vector<Decision>* out);
   std::vector<std::string> GpuIds(const std::vector<ReplicaPlacement>& placements) const;
   void Run(JobRecord& job, bool guaranteed, int replicas, std::vector<int> ids,
            std::vector<ReplicaPlacement> placements, double now, std::vector<Decision>* out);

@@ -220,7 +220,11 @@ httplib::Server::HandlerWithContentReader BodyRoute(ApiContext& api, Handle hand
       return !too_big;
     });
     if (!whole && !too_big) {
-      Reply(res, 400, {{"error", "the request body could not be read"}});
+      // The server's read timeout (a dropped connection reads the same, but nobody hears it).
+      Reply(res, 408,
+            {{"error",
+              "the request body stopped arriving (nothing came for 10 s): send it whole, "
+              "as fast as the network allows"}});
       return;
     }
     Handling(api, req);

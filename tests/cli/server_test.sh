@@ -178,6 +178,16 @@ submitted=$("$BERTH" run -d --format json --name scripted --gpus 1 trainer:1)
   [ "$(jq -r .id <<<"$submitted")" -gt 1 ] || fail "run -d --format json: $submitted"
 expect_exit2 "goes with -d" run --format json trainer:1
 
+# A client that stops mid-body (under the request deadline) is told its body timed out.
+stop_server
+start_server
+exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
+printf 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{' >&3
+reply=$(timeout 20 cat <&3 || true)
+exec 3>&-
+grep -q '^HTTP/1.1 408' <<<"$reply" && grep -q 'stopped arriving' <<<"$reply" ||
+  fail "a stalled body: $reply"
+
 kill -TERM "$SERVER"
 wait "$SERVER" || fail "the server did not stop cleanly on SIGTERM"
 SERVER=

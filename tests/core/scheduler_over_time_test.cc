@@ -771,6 +771,37 @@ TEST(SchedulerOverTimeTest, ElasticJobsShrinkBeforeWholeJobsArePreempted) {
   d.Check();
 }
 
+// A borrowing elastic job grows only within the band over its fair share that reclaim leaves
+// alone: past it, every grow into GPUs another queue's pending work left free for a moment (here
+// a start that failed and waits out its back-off) was cut again by the next fair-share reclaim
+// (the dynamics test's seeds 588 and 944).
+TEST(SchedulerOverTimeTest, AnElasticJobDoesNotGrowPastItsFairShare) {
+  Driver d(2, 2, {Queue("a"), Queue("b")});
+  const int e = d.Submit(Elastic("a", 16, 2));
+  d.Cycle();
+  ASSERT_EQ(d.J(e).replicas, 16);
+  const int b1 = d.Submit(Job("b", 8));
+  d.Cycle();
+  ASSERT_EQ(d.J(b1).state, JobState::kRunning);
+  ASSERT_EQ(d.J(e).replicas, 8);
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    d.s_.StartFailed(b1, d.now_, "image pull failed");
+    for (int i = 0; i < 3; ++i) d.Cycle();
+    ASSERT_EQ(d.J(b1).state, JobState::kPending);
+    EXPECT_EQ(d.J(e).replicas, 8);  // b's share is 8 while b1 waits: its GPUs stay free
+    for (int i = 0; i < 100 && d.J(b1).state != JobState::kRunning; ++i) d.Cycle(10);
+    ASSERT_EQ(d.J(b1).state, JobState::kRunning) << d.J(b1).reason;
+  }
+  EXPECT_EQ(d.count_[Decision::Kind::kGrow], 0);
+  EXPECT_EQ(d.count_[Decision::Kind::kShrink], 1);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 0);
+  // b's work ends: its share goes back to a, and e grows to its full size.
+  d.s_.Finish(b1, d.now_);
+  d.Cycle();
+  EXPECT_EQ(d.J(e).replicas, 16);
+  d.Check();
+}
+
 // A lending limit keeps part of a guarantee free for its queue: borrowers never take it, so the
 // queue's work starts there at once, with no reclaim.
 TEST(SchedulerOverTimeTest, ALendingLimitKeepsPartOfTheGuaranteeFree) {
