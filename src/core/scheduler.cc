@@ -866,6 +866,16 @@ int Scheduler::MostUnderCap(const JobRecord& job) const {
   return most;
 }
 
+int Scheduler::MostInShareBand(const JobRecord& job, const std::vector<double>& fair) const {
+  const int total = TotalReplicas(job.spec);
+  if (job.spec.min_replicas == 0) return total;
+  const double room = fair[job.queue] * (1 + pipeline_->policy().reclaim_hysteresis) -
+                      queues_[job.queue].committed.gpu + job.gpu_equivalents + kEps;
+  int most = total;
+  while (most > job.spec.min_replicas && JobGpus(job.spec, most) > room) --most;
+  return most;
+}
+
 bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out,
                       int most) {
   if (most < 0) most = TotalReplicas(job.spec);
@@ -944,8 +954,7 @@ bool Scheduler::Resize(JobRecord& job, int replicas, double now, std::vector<Dec
 
 // Elastic jobs below their full size grow into what the pending jobs left free, the queue
 // furthest below its share first; within the guarantee for guaranteed jobs, under the cap
-// and within the band over the fair share that reclaim leaves alone for borrowers: growing
-// past it, they were cut again by the next fair-share reclaim, cycle after cycle.
+// and within the share band for borrowers.
 void Scheduler::GrowElastic(const std::vector<double>& fair, double now,
                             std::vector<Decision>* out) {
   std::vector<JobRecord*> growing;
@@ -963,12 +972,8 @@ void Scheduler::GrowElastic(const std::vector<double>& fair, double now,
                    [&](const JobRecord* a, const JobRecord* b) { return share(a) < share(b); });
   for (JobRecord* j : growing) {
     const int before = j->replicas;
-    int most = j->borrowed ? MostUnderCap(*j) : TotalReplicas(j->spec);
-    if (j->borrowed) {
-      const double band = fair[j->queue] * (1 + pipeline_->policy().reclaim_hysteresis) -
-                          queues_[j->queue].committed.gpu + j->gpu_equivalents;
-      while (most > before && JobGpus(j->spec, most) > band + kEps) --most;
-    }
+    const int most = j->borrowed ? std::min(MostUnderCap(*j), MostInShareBand(*j, fair))
+                                 : TotalReplicas(j->spec);
     if (most <= before) continue;
     // Probes place the added replicas and take them back; the largest that fits is kept.
     const int grown = LargestFitting(before + 1, most, [&](int n) {
@@ -1326,7 +1331,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   }
   if (!started && under_cap && worth_trying(false)) {
     tried = true;
-    started = Start(job, false, now, out, most);
+    started = Start(job, false, now, out, std::min(most, MostInShareBand(job, fair)));
   }
   if (started) return true;
   if (tried && pipeline_->refused_by_retryable()) {

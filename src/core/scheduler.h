@@ -13,9 +13,9 @@
 //    and borrowed jobs are preemptible. Priority < 0 jobs always borrow.
 //  - Gangs are all-or-nothing. Elastic jobs (min_replicas > 0) start with as many replicas as
 //    fit (and as the queue's cap leaves room for), at least min_replicas. At the end of each
-//    cycle, running elastic jobs below full size grow into what pending jobs left free (kGrow):
-//    a borrower only while its queue stays within (1 + reclaim_hysteresis) x its fair share, so
-//    that no reclaim cuts it back (GPUs another queue's waiting work will take stay free).
+//    cycle, running elastic jobs below full size grow into what pending jobs left free (kGrow).
+//    A borrower starts or grows past its minimum only while its queue stays within
+//    (1 + reclaim_hysteresis) x its fair share, so that no reclaim cuts it back.
 //    Before whole jobs are preempted, elastic victims give back replicas, one at a time down to
 //    their minimum (kShrink, at once), and the preemptor starts on what they freed. An elastic
 //    preemptor reclaims at the size its fair share, or its queue's guarantee, leaves room for,
@@ -370,6 +370,11 @@ class Scheduler {
   // least, then bisecting), or -1; and the most replicas the queue's cap leaves room for.
   static int LargestFitting(int least, int most, const std::function<bool(int)>& fits);
   int MostUnderCap(const JobRecord& job) const;
+  // A borrowing elastic job's most replicas (at least its minimum) that keep its queue within
+  // (1 + reclaim_hysteresis) x its fair share: past that band the next fair-share reclaim cuts
+  // them again, so they are not started or grown into (GPUs other queues' waiting work will
+  // take stay free).
+  int MostInShareBand(const JobRecord& job, const std::vector<double>& fair) const;
   // most < 0: the job's full size.
   bool Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out,
              int most = -1);

@@ -972,16 +972,15 @@ void SteadyDemandSettles(bool usage_near_share) {
   }
 }
 
-// Of seeds 1-1000, 1 fails: 701, where an elastic job is stopped 4 times. 588 and 944 (an
-// elastic job grew past its queue's fair share into GPUs the pending jobs left free, and was
-// cut again by the next reclaims) pass since borrowers grow only within the reclaim band.
-// Still open in issue 9.
+// Seeds 1-1000 pass. The last three to fail (588, 701, 944) had an elastic job start or grow
+// past its queue's fair share into GPUs other queues' waiting work left free, then be cut again
+// by the next reclaims: borrowers now start and grow only within the reclaim band.
 TEST(SchedulerDynamics, SteadyDemandSettlesWithoutThrash) { SteadyDemandSettles(false); }
 
-// Disabled: 11 seeds in 400 (58, 67, 93, 144, 228, 248, 293, 312, 333, 376, 394) end with a
-// queue well under its water-fill share and no preemption left to make: its 8-GPU or gang jobs need
-// whole nodes, while the GPUs left are fragmented by gangs of an over-share queue spread across
-// nodes (a reclaim would take more than that queue's excess, or every node holds a GPU of a
+// Disabled: 12 seeds in 400 (58, 63, 67, 93, 144, 225, 228, 230, 248, 312, 333, 376) end with
+// a queue well under its water-fill share and no preemption left to make: its 8-GPU or gang jobs
+// need whole nodes, while the GPUs left are fragmented by gangs of an over-share queue spread
+// across nodes (a reclaim would take more than that queue's excess, or every node holds a GPU of a
 // queue under its share) or by the queue's own elastic jobs (nothing ends under steady demand;
 // it needs defragmentation: moving jobs, or shrinking other replicas than the last). Lending
 // the idle GPUs of guarantee cells fixed the seeds where borrowers found no cell at all. The

@@ -802,6 +802,31 @@ TEST(SchedulerOverTimeTest, AnElasticJobDoesNotGrowPastItsFairShare) {
   d.Check();
 }
 
+// Nor does one start past that band: it starts at the size its share leaves room for, and
+// grows once the other queue's work is gone (the dynamics test's seed 701: started whole into
+// GPUs a failed start left free, it was cut twice, then preempted).
+TEST(SchedulerOverTimeTest, AnElasticJobStartsWithinItsFairShare) {
+  Driver d(2, 2, {Queue("a"), Queue("b")});
+  const int a1 = d.Submit(Job("a", 8));
+  const int b1 = d.Submit(Job("b", 6));
+  d.Cycle();
+  ASSERT_EQ(d.J(a1).state, JobState::kRunning);
+  ASSERT_EQ(d.J(b1).state, JobState::kRunning);
+  d.s_.StartFailed(b1, d.now_, "image pull failed");
+  const int e = d.Submit(Elastic("a", 8, 1));
+  d.Cycle();
+  ASSERT_EQ(d.J(e).state, JobState::kRunning);
+  EXPECT_EQ(d.J(e).replicas, 2);  // a's share: 10 of 16 (b waits for 6)
+  for (int i = 0; i < 100 && d.J(b1).state != JobState::kRunning; ++i) d.Cycle(10);
+  ASSERT_EQ(d.J(b1).state, JobState::kRunning) << d.J(b1).reason;
+  EXPECT_EQ(d.count_[Decision::Kind::kShrink], 0);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 0);
+  d.s_.Finish(b1, d.now_);
+  d.Cycle();
+  EXPECT_EQ(d.J(e).replicas, 8);
+  d.Check();
+}
+
 // A lending limit keeps part of a guarantee free for its queue: borrowers never take it, so the
 // queue's work starts there at once, with no reclaim.
 TEST(SchedulerOverTimeTest, ALendingLimitKeepsPartOfTheGuaranteeFree) {
