@@ -1620,6 +1620,10 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   if (agent.cordoned_by_us && !agent.unhealthy && !agent.lost) {
     Apply(engine_->SetNodeCordoned(n, false, now), &writes);
     agent.cordoned_by_us = false;
+    writes.push_back(StoreWrite::Node(
+        {node, engine_->allocator().node_cordoned(n)}, "healthy", now,
+        "its agent reports again after the server's restart, with its containers: it takes new "
+        "jobs again"));
   }
   std::map<std::pair<int64_t, int>, const ContainerReport*> mine;
   std::vector<std::string> off_gpus;  // the node's containers left away from their GPUs

@@ -612,6 +612,12 @@ TEST_F(NodeJoinPlaneTest, AJoinedNodeTakesNewJobsOnlyOnceItsAgentIsBack) {
   EXPECT_EQ(plane_->Get(job).state, "pending");
   plane_->Report("gpu-b", AgentReport());
   EXPECT_FALSE(plane_->Nodes()[1].cordoned);
+  // The event log says why it takes jobs again (the server's cordon left none).
+  std::vector<std::string> back;
+  for (const StoredEvent& e : plane_->EventsAfter(0, 1000, Caller(), 0).events)
+    if (e.node == "gpu-b" && e.state == "healthy") back.push_back(e.reason);
+  EXPECT_EQ(back, std::vector<std::string>{"its agent reports again after the server's restart, "
+                                           "with its containers: it takes new jobs again"});
   plane_->Cycle();
   EXPECT_EQ(plane_->Get(job).state, "scheduled");
   EXPECT_EQ(plane_->Assignments("gpu-b", 1, 0).assignments.size(), 1u);
