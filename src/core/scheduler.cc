@@ -789,6 +789,7 @@ bool Scheduler::TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocato
     ctx.group = &group;
     ctx.job_placed = placements;
     ctx.typical_pods = typical_pods_.empty() ? nullptr : &typical_pods_;
+    ctx.typical_pods_version = typical_pods_version_;
     ctx.gpus_by_priority = &gpus_by_priority_;
     ctx.reservations = reservations_.size() > 0 ? &reservations_ : nullptr;
     ctx.job_id = job.id;

@@ -287,7 +287,10 @@ class Scheduler {
     crowding_known_ = false;
     ++version_;
   }
-  void SetWorkloadModel(const std::vector<TypicalPod>& pods) { typical_pods_ = pods; }
+  void SetWorkloadModel(const std::vector<TypicalPod>& pods) {
+    typical_pods_ = pods;
+    ++typical_pods_version_;
+  }
 
   const JobRecord* job(int id) const;
   const std::map<int, JobRecord>& jobs() const { return jobs_; }
@@ -492,6 +495,7 @@ class Scheduler {
   double crowded_ratio_ = -1;
   void MarkCrowdedGpus();
   std::vector<TypicalPod> typical_pods_;
+  uint64_t typical_pods_version_ = 0;  // PlacementContext::typical_pods_version
   ResourceVector capacity_;
   int next_job_ = 1;
   std::map<int, JobRecord*> running_;  // running and stopping jobs (preemption candidates)

@@ -192,7 +192,8 @@ TEST_F(ExtenderServerTest, PodGroupGangWaitsForMinMember) {
   json waiting;
   ASSERT_TRUE(WaitFor([&] {
     waiting = berth.Call("filter", NodeNamesArgs(first, names));
-    return waiting.dump().find("waiting for gang") != std::string::npos;
+    // The PodGroup's watch may come after the pod's: until then the gang's size is unknown.
+    return waiting.dump().find("waiting for gang ml/pg: 1 of 2") != std::string::npos;
   }));
   EXPECT_TRUE(waiting["NodeNames"].empty());
   EXPECT_NE(waiting["FailedNodes"]["gpu-0"].get<std::string>().find("waiting for gang ml/pg"),

@@ -46,13 +46,15 @@ double FgdScore(double frag_before, double frag_after, double resolution) {
   return resolution > 0 ? std::floor(score * resolution) / resolution : score;
 }
 
-// Which typical pod list the cached model was built from: its address and size (a caller that
-// changes the workload model passes a new list).
+// Which typical pod list the cached model was built from (PlacementContext::typical_pods_version).
 struct PodsKey {
   const std::vector<TypicalPod>* pods = nullptr;
   size_t size = 0;
+  uint64_t version = 0;
 
-  static PodsKey Of(const std::vector<TypicalPod>* pods) { return {pods, pods->size()}; }
+  static PodsKey Of(const PlacementContext& ctx) {
+    return {ctx.typical_pods, ctx.typical_pods->size(), ctx.typical_pods_version};
+  }
   bool operator==(const PodsKey&) const = default;
 };
 
@@ -137,7 +139,7 @@ class FgdScorePlugin : public ScorePlugin {
                 std::shared_ptr<const FragmentationModel>* model, NodeView* view) const {
     std::lock_guard<std::mutex> lock(mu_);
     const Cluster* cluster = &ctx.alloc->cluster();
-    const PodsKey key = PodsKey::Of(ctx.typical_pods);
+    const PodsKey key = PodsKey::Of(ctx);
     if (model_ == nullptr || &model_->cluster() != cluster || !(key == key_) ||
         views_.size() != cluster->nodes.size() || models_ != cluster->models.size()) {
       model_ = std::make_shared<const FragmentationModel>(cluster, *ctx.typical_pods);

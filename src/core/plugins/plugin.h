@@ -49,6 +49,9 @@ struct PlacementContext {
   // every replica of the job placed so far.
   const std::vector<ReplicaPlacement>* job_placed = nullptr;
   const std::vector<TypicalPod>* typical_pods = nullptr;  // workload model (fgd); may be null
+  // Another value whenever the list's contents change in place (plugins cache what they build
+  // from it, keyed by its address, size and this).
+  uint64_t typical_pods_version = 0;
   // The workload's fragmentation per node, current with `alloc` (the caller refreshes every
   // node it changes before the next decision). When set, fgd reads the nodes from it instead of
   // compiling typical_pods and comparing each node with the allocator; may be null.

@@ -103,6 +103,12 @@ TEST_F(FgdTest, FollowsChangesOfTheTypicalPods) {
   // Only 1000 pods: {600, 1000} has 600 fragment; {500, 1000} 500: a gain of 100.
   pods = {Typical(1, 1000, 1)};
   EXPECT_EQ(fgd_->Score(ctx, GpuCandidate(0, {used})), Expected(100));
+  // Changed in place, at the same size, as its version says: 550 pods fit {600, 1000} whole,
+  // and {500, 1000} leaves 500 fragment, a loss of 500 (the fresh GPU, {600, 900}, loses
+  // nothing: the reference takes it).
+  pods[0] = Typical(1, 550, 1);
+  ctx.typical_pods_version = 1;
+  EXPECT_DOUBLE_EQ(fgd_->Score(ctx, GpuCandidate(0, {used})), Expected(-500) - kOtherGpuPenalty);
 }
 
 // Scores every candidate twice, from a FragmentationTracker and from the plugin's own view of
