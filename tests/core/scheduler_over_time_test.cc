@@ -52,6 +52,14 @@ JobSpec Ranked(const std::string& queue, int gpus, int priority, double grace,
   return spec;
 }
 
+// Why `job`'s plan was displaced, each time it was.
+std::vector<std::string> Displaced(Driver& d, int job) {
+  std::vector<std::string> told;
+  for (const EngineEvent& e : d.s_.EventsSince(0))
+    if (e.job == job && e.kind == "plan-displaced") told.push_back(e.reason);
+  return told;
+}
+
 // A borrower's plan yields to other queues' guaranteed work (reservation.h). Such work that
 // starts on its free GPUs ends the plan there and then, saying so: the preemptor kept the rest of
 // its plan reserved until its victim stopped, then found it broken with nothing saying why (the
@@ -79,11 +87,9 @@ TEST(SchedulerOverTimeTest, GuaranteedWorkOnABorrowersPlanDisplacesItAtOnce) {
   ASSERT_EQ(d.J(guaranteed).state, JobState::kRunning) << d.J(guaranteed).reason;
   ASSERT_FALSE(d.J(guaranteed).borrowed);
   EXPECT_EQ(d.s_.reservations().Of(high), nullptr);
-  std::vector<std::string> told;
-  for (const EngineEvent& e : d.s_.EventsSince(0))
-    if (e.job == high && e.kind == "plan-displaced") told.push_back(e.reason);
-  EXPECT_EQ(told, std::vector<std::string>{"its reserved GPUs went to guaranteed job " +
-                                           std::to_string(guaranteed)});
+  EXPECT_EQ(Displaced(d, high),
+            std::vector<std::string>{"its reserved GPUs went to guaranteed job " +
+                                     std::to_string(guaranteed)});
   // The gang no longer fits: nobody is preempted for it again.
   for (int i = 0; i < 3000; ++i) d.Cycle(1);
   EXPECT_EQ(d.J(low).state, JobState::kRunning);
@@ -93,21 +99,29 @@ TEST(SchedulerOverTimeTest, GuaranteedWorkOnABorrowersPlanDisplacesItAtOnce) {
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
 }
 
-// The same queue's guaranteed work of lower priority waits for the plan: else the plan's
-// victims, once stopped, started again on its GPUs as guaranteed work, and were preempted for it
-// again, forever.
-TEST(SchedulerOverTimeTest, APlansOwnQueueDoesNotTakeItsGpusBack) {
-  Driver d(2, 2, {Queue("a"), Queue("b", 1)});
-  const int low = d.Submit(Ranked("b", 4, 0, 1000));
+// Queue b (guaranteed one node) runs a slow victim on half its node, and queue a a job nobody
+// may preempt on half the other; a borrowed gang of b of 3 x 4 GPUs at priority 9 then plans
+// over the victim, the free half of b's node and the free half of the other.
+void PlanOverAGuaranteedVictim(Driver& d, int* low, int* high) {
+  *low = d.Submit(Ranked("b", 4, 0, 1000));
   d.Cycle();
   d.Submit(Ranked("a", 4, 0, 30, false));
   d.Cycle();
   JobSpec gang = Ranked("b", 4, 9, 30);
   gang.groups[0].replicas = 3;
-  const int high = d.Submit(gang);
+  *high = d.Submit(gang);
   d.Cycle(0);
-  ASSERT_EQ(d.J(low).state, JobState::kStopping) << d.J(high).reason;
-  ASSERT_TRUE(d.s_.reservations().Of(high) && d.s_.reservations().Of(high)->yields);
+  ASSERT_EQ(d.J(*low).state, JobState::kStopping) << d.J(*high).reason;
+  ASSERT_TRUE(d.s_.reservations().Of(*high) && d.s_.reservations().Of(*high)->yields);
+}
+
+// The same queue's guaranteed work of lower priority waits for the plan: else the plan's
+// victims, once stopped, started again on its GPUs as guaranteed work, and were preempted for it
+// again, forever.
+TEST(SchedulerOverTimeTest, APlansOwnQueueDoesNotTakeItsGpusBack) {
+  Driver d(2, 2, {Queue("a"), Queue("b", 1)});
+  int low = -1, high = -1;
+  ASSERT_NO_FATAL_FAILURE(PlanOverAGuaranteedVictim(d, &low, &high));
   const int other = d.Submit(Ranked("b", 2, 0, 30));  // b's guaranteed work, lower priority
   for (int i = 0; i < 3000; ++i) d.Cycle(1);
   EXPECT_EQ(d.J(high).state, JobState::kRunning) << d.J(high).reason;
@@ -122,26 +136,16 @@ TEST(SchedulerOverTimeTest, APlansOwnQueueDoesNotTakeItsGpusBack) {
 // plan's GPUs, and the plan ends, saying so.
 TEST(SchedulerOverTimeTest, APlansOwnQueueOfHigherPriorityPassesIt) {
   Driver d(2, 2, {Queue("a"), Queue("b", 1)});
-  const int low = d.Submit(Ranked("b", 4, 0, 1000));
-  d.Cycle();
-  d.Submit(Ranked("a", 4, 0, 30, false));
-  d.Cycle();
-  JobSpec gang = Ranked("b", 4, 9, 30);
-  gang.groups[0].replicas = 3;
-  const int high = d.Submit(gang);
-  d.Cycle(0);
-  ASSERT_EQ(d.J(low).state, JobState::kStopping) << d.J(high).reason;
-  ASSERT_TRUE(d.s_.reservations().Of(high) && d.s_.reservations().Of(high)->yields);
+  int low = -1, high = -1;
+  ASSERT_NO_FATAL_FAILURE(PlanOverAGuaranteedVictim(d, &low, &high));
   const int urgent = d.Submit(Ranked("b", 4, 20, 30));  // b's guaranteed work, above the plan
   d.Cycle(0);
   ASSERT_EQ(d.J(urgent).state, JobState::kRunning) << d.J(urgent).reason;
   ASSERT_FALSE(d.J(urgent).borrowed);
   EXPECT_EQ(d.s_.reservations().Of(high), nullptr);
-  std::vector<std::string> told;
-  for (const EngineEvent& e : d.s_.EventsSince(0))
-    if (e.job == high && e.kind == "plan-displaced") told.push_back(e.reason);
-  EXPECT_EQ(told, std::vector<std::string>{"its reserved GPUs went to guaranteed job " +
-                                           std::to_string(urgent)});
+  EXPECT_EQ(Displaced(d, high),
+            std::vector<std::string>{"its reserved GPUs went to guaranteed job " +
+                                     std::to_string(urgent)});
   // The gang no longer fits even with its victim gone: nobody is preempted for it again.
   for (int i = 0; i < 3000; ++i) d.Cycle(1);
   EXPECT_EQ(d.J(urgent).state, JobState::kRunning);
@@ -771,6 +775,12 @@ TEST(SchedulerOverTimeTest, ElasticJobsShrinkBeforeWholeJobsArePreempted) {
   d.Check();
 }
 
+// Cycles of 10 s until `job` runs (a failed start waits out its back-off).
+void UntilRunning(Driver& d, int job) {
+  for (int i = 0; i < 100 && d.J(job).state != JobState::kRunning; ++i) d.Cycle(10);
+  ASSERT_EQ(d.J(job).state, JobState::kRunning) << d.J(job).reason;
+}
+
 // A borrowing elastic job grows only within the band over its fair share that reclaim leaves
 // alone: past it, every grow into GPUs another queue's pending work left free for a moment (here
 // a start that failed and waits out its back-off) was cut again by the next fair-share reclaim
@@ -789,8 +799,7 @@ TEST(SchedulerOverTimeTest, AnElasticJobDoesNotGrowPastItsFairShare) {
     for (int i = 0; i < 3; ++i) d.Cycle();
     ASSERT_EQ(d.J(b1).state, JobState::kPending);
     EXPECT_EQ(d.J(e).replicas, 8);  // b's share is 8 while b1 waits: its GPUs stay free
-    for (int i = 0; i < 100 && d.J(b1).state != JobState::kRunning; ++i) d.Cycle(10);
-    ASSERT_EQ(d.J(b1).state, JobState::kRunning) << d.J(b1).reason;
+    ASSERT_NO_FATAL_FAILURE(UntilRunning(d, b1));
   }
   EXPECT_EQ(d.count_[Decision::Kind::kGrow], 0);
   EXPECT_EQ(d.count_[Decision::Kind::kShrink], 1);
@@ -817,8 +826,7 @@ TEST(SchedulerOverTimeTest, AnElasticJobStartsWithinItsFairShare) {
   d.Cycle();
   ASSERT_EQ(d.J(e).state, JobState::kRunning);
   EXPECT_EQ(d.J(e).replicas, 2);  // a's share: 10 of 16 (b waits for 6)
-  for (int i = 0; i < 100 && d.J(b1).state != JobState::kRunning; ++i) d.Cycle(10);
-  ASSERT_EQ(d.J(b1).state, JobState::kRunning) << d.J(b1).reason;
+  ASSERT_NO_FATAL_FAILURE(UntilRunning(d, b1));
   EXPECT_EQ(d.count_[Decision::Kind::kShrink], 0);
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 0);
   d.s_.Finish(b1, d.now_);
