@@ -867,14 +867,35 @@ int Scheduler::MostUnderCap(const JobRecord& job) const {
   return most;
 }
 
-int Scheduler::MostInShareBand(const JobRecord& job, const std::vector<double>& fair) const {
+int Scheduler::MostInShareBand(const JobRecord& job, const std::vector<double>& fair,
+                               double now) const {
   const int total = TotalReplicas(job.spec);
-  if (job.spec.min_replicas == 0) return total;
+  if (job.spec.min_replicas == 0 || !OthersWaitOutABackOff(job.queue, fair, now)) return total;
   const double room = fair[job.queue] * (1 + pipeline_->policy().reclaim_hysteresis) -
                       queues_[job.queue].committed.gpu + job.gpu_equivalents + kEps;
   int most = total;
   while (most > job.spec.min_replicas && JobGpus(job.spec, most) > room) --most;
   return most;
+}
+
+bool Scheduler::OthersWaitOutABackOff(int queue, const std::vector<double>& fair,
+                                      double now) const {
+  // Which queues do is read once a cycle (Schedule clears it): a deep queue is not walked for
+  // every elastic job; a back-off that begins later in the cycle counts from the next.
+  if (backing_off_.empty()) {
+    backing_off_.assign(queues_.size(), false);
+    for (size_t q = 0; q < queues_.size(); ++q)
+      for (const JobRecord* j : queues_[q].pending)
+        if (j->next_try > now) {
+          backing_off_[q] = true;
+          break;
+        }
+  }
+  for (size_t q = 0; q < queues_.size(); ++q)
+    if (static_cast<int>(q) != queue && backing_off_[q] &&
+        queues_[q].committed.gpu + kEps < fair[q])
+      return true;
+  return false;
 }
 
 bool Scheduler::Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out,
@@ -955,7 +976,7 @@ bool Scheduler::Resize(JobRecord& job, int replicas, double now, std::vector<Dec
 
 // Elastic jobs below their full size grow into what the pending jobs left free, the queue
 // furthest below its share first; within the guarantee for guaranteed jobs, under the cap
-// and within the share band for borrowers.
+// and within MostInShareBand for borrowers.
 void Scheduler::GrowElastic(const std::vector<double>& fair, double now,
                             std::vector<Decision>* out) {
   std::vector<JobRecord*> growing;
@@ -973,7 +994,7 @@ void Scheduler::GrowElastic(const std::vector<double>& fair, double now,
                    [&](const JobRecord* a, const JobRecord* b) { return share(a) < share(b); });
   for (JobRecord* j : growing) {
     const int before = j->replicas;
-    const int most = j->borrowed ? std::min(MostUnderCap(*j), MostInShareBand(*j, fair))
+    const int most = j->borrowed ? std::min(MostUnderCap(*j), MostInShareBand(*j, fair, now))
                                  : TotalReplicas(j->spec);
     if (most <= before) continue;
     // Probes place the added replicas and take them back; the largest that fits is kept.
@@ -1108,6 +1129,7 @@ void Scheduler::MarkCrowdedGpus() {
 std::vector<Decision> Scheduler::Schedule(double now) {
   std::vector<Decision> out;
   now_ = now;
+  backing_off_.clear();
   if (!crowding_known_) MarkCrowdedGpus();
   // A reservation keeps away what its owner now outranks: it ages as all do.
   for (const auto& [id, r] : reservations_.all())
@@ -1332,7 +1354,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   }
   if (!started && under_cap && worth_trying(false)) {
     tried = true;
-    started = Start(job, false, now, out, std::min(most, MostInShareBand(job, fair)));
+    started = Start(job, false, now, out, std::min(most, MostInShareBand(job, fair, now)));
   }
   if (started) return true;
   if (tried && pipeline_->refused_by_retryable()) {

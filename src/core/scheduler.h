@@ -14,8 +14,10 @@
 //  - Gangs are all-or-nothing. Elastic jobs (min_replicas > 0) start with as many replicas as
 //    fit (and as the queue's cap leaves room for), at least min_replicas. At the end of each
 //    cycle, running elastic jobs below full size grow into what pending jobs left free (kGrow).
-//    A borrower starts or grows past its minimum only while its queue stays within
-//    (1 + reclaim_hysteresis) x its fair share, so that no reclaim cuts it back.
+//    While another queue under its fair share has work waiting out a back-off, a borrower
+//    starts or grows past its minimum only within (1 + reclaim_hysteresis) x its own queue's
+//    share: the GPUs it would take are that work's when the back-off ends, and a reclaim would
+//    cut it back. Free GPUs that nobody waits for this way are taken whole.
 //    Before whole jobs are preempted, elastic victims give back replicas, one at a time down to
 //    their minimum (kShrink, at once), and the preemptor starts on what they freed. An elastic
 //    preemptor reclaims at the size its fair share, or its queue's guarantee, leaves room for,
@@ -373,11 +375,11 @@ class Scheduler {
   // least, then bisecting), or -1; and the most replicas the queue's cap leaves room for.
   static int LargestFitting(int least, int most, const std::function<bool(int)>& fits);
   int MostUnderCap(const JobRecord& job) const;
-  // A borrowing elastic job's most replicas (at least its minimum) that keep its queue within
-  // (1 + reclaim_hysteresis) x its fair share: past that band the next fair-share reclaim cuts
-  // them again, so they are not started or grown into (GPUs other queues' waiting work will
-  // take stay free).
-  int MostInShareBand(const JobRecord& job, const std::vector<double>& fair) const;
+  // A borrowing elastic job's most replicas: while another queue under its fair share has
+  // work waiting out a back-off (OthersWaitOutABackOff), those (at least its minimum) that keep
+  // its queue within (1 + reclaim_hysteresis) x its fair share, else its full size.
+  int MostInShareBand(const JobRecord& job, const std::vector<double>& fair, double now) const;
+  bool OthersWaitOutABackOff(int queue, const std::vector<double>& fair, double now) const;
   // most < 0: the job's full size.
   bool Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out,
              int most = -1);
@@ -514,8 +516,9 @@ class Scheduler {
                           // fair share grows
   std::deque<EngineEvent> events_;
   uint64_t next_event_ = 1;
-  double now_ = 0;                     // the clock of the latest call that passed one
-  bool planning_reservation_ = false;  // TryReserve's trials: every reservation blocks
+  double now_ = 0;                         // the clock of the latest call that passed one
+  mutable std::vector<bool> backing_off_;  // [queue] has pending work in back-off, this cycle
+  bool planning_reservation_ = false;      // TryReserve's trials: every reservation blocks
   bool placing_plan_ = false;  // TryPlaceOn's trials: a plan that waits borrows no lent GPUs
   std::map<std::string, double> model_credit_;  // TryPlaceOn's `freed`, while it places
   bool preempt_deferred_ = false;               // TryPreempt passed over a job started in this call

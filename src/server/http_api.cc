@@ -212,6 +212,7 @@ httplib::Server::HandlerWithContentReader BodyRoute(ApiContext& api, Handle hand
     });
     if (!known) return;
     std::string body;
+    const auto reading_since = std::chrono::steady_clock::now();
     bool too_big = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) >
                    kMaxRequestBytes;
     const bool whole = !too_big && read([&](const char* data, size_t size) {
@@ -220,11 +221,17 @@ httplib::Server::HandlerWithContentReader BodyRoute(ApiContext& api, Handle hand
       return !too_big;
     });
     if (!whole && !too_big) {
-      // The server's read timeout (a dropped connection reads the same, but nobody hears it).
-      Reply(res, 408,
-            {{"error",
-              "the request body stopped arriving (nothing came for 10 s): send it whole, "
-              "as fast as the network allows"}});
+      // The read timed out, or the body's framing was broken (a dropped connection reads the
+      // same, but nobody hears the answer).
+      if (std::chrono::steady_clock::now() - reading_since >= std::chrono::seconds(kReadTimeoutS)) {
+        Reply(res, 408,
+              {{"error", "the request body stopped arriving (nothing came for " +
+                             std::to_string(kReadTimeoutS) +
+                             " s): send it whole, as fast as the network allows"}});
+      } else {
+        Reply(res, 400,
+              {{"error", "the request body could not be read: its chunked framing is broken"}});
+      }
       return;
     }
     Handling(api, req);

@@ -26,6 +26,7 @@ constexpr int kMaxWatchesPerUser = 8;         // of them, held by one token's us
 constexpr int kWatchHeartbeatS = 5;           // an empty line after this long without events
 constexpr int kPlainFollowQuietS = 60;        // a plain-text log follow ends after this quiet
 constexpr int kMaxAssignmentWaitS = 30;       // an agent's watch of its assignments
+constexpr int kReadTimeoutS = 10;             // a stalled request's wait for more data
 
 // The bounded watches (event watches and log follows), each holding a worker while it lasts:
 // kMaxWatches in all, and kMaxWatchesPerUser for one user of a token, so that one user's

@@ -59,7 +59,7 @@ int RunServer(ServerOptions options) {
   server.new_task_queue = [nodes] { return new httplib::ThreadPool(64 + kMaxWatches + nodes); };
   server.set_payload_max_length(kMaxRequestBytes);
   // A client that stalls mid-request is dropped instead of holding a worker.
-  server.set_read_timeout(10);
+  server.set_read_timeout(kReadTimeoutS);
   server.set_write_timeout(10);
   server.set_keep_alive_max_count(1000);
   // Without it, Nagle and delayed ACKs hold each small reply for 40 ms.

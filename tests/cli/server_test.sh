@@ -187,6 +187,13 @@ reply=$(timeout 20 cat <&3 || true)
 exec 3>&-
 grep -q '^HTTP/1.1 408' <<<"$reply" && grep -q 'stopped arriving' <<<"$reply" ||
   fail "a stalled body: $reply"
+# Broken chunked framing is the client's error, said at once, not a timeout.
+exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
+printf 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n' >&3
+reply=$(timeout 5 cat <&3 || true)
+exec 3>&-
+grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'chunked framing is broken' <<<"$reply" ||
+  fail "a body with broken chunks: $reply"
 
 kill -TERM "$SERVER"
 wait "$SERVER" || fail "the server did not stop cleanly on SIGTERM"

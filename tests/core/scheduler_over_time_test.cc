@@ -781,10 +781,10 @@ void UntilRunning(Driver& d, int job) {
   ASSERT_EQ(d.J(job).state, JobState::kRunning) << d.J(job).reason;
 }
 
-// A borrowing elastic job grows only within the band over its fair share that reclaim leaves
-// alone: past it, every grow into GPUs another queue's pending work left free for a moment (here
-// a start that failed and waits out its back-off) was cut again by the next fair-share reclaim
-// (the dynamics test's seeds 588 and 944).
+// While another queue's work waits out a back-off (here a start that failed), a borrowing
+// elastic job grows only within the band over its fair share that reclaim leaves alone: past
+// it, every grow into the GPUs that work left free for a moment was cut again by the next
+// fair-share reclaim (the dynamics test's seeds 588 and 944).
 TEST(SchedulerOverTimeTest, AnElasticJobDoesNotGrowPastItsFairShare) {
   Driver d(2, 2, {Queue("a"), Queue("b")});
   const int e = d.Submit(Elastic("a", 16, 2));
@@ -832,6 +832,19 @@ TEST(SchedulerOverTimeTest, AnElasticJobStartsWithinItsFairShare) {
   d.s_.Finish(b1, d.now_);
   d.Cycle();
   EXPECT_EQ(d.J(e).replicas, 8);
+  d.Check();
+}
+
+// The band holds only while another queue's work waits out a back-off: work that cannot use the
+// free GPUs (too big for any node here, or bound elsewhere) keeps nobody from them (review: an
+// elastic job stayed at half its size for 20 h beside 8 idle GPUs).
+TEST(SchedulerOverTimeTest, AnElasticJobGrowsIntoWhatOtherQueuesCannotUse) {
+  Driver d(2, 2, {Queue("a"), Queue("b")});
+  const int b1 = d.Submit(Job("b", 16));  // no node has 16 GPUs
+  const int e = d.Submit(Elastic("a", 16, 1));
+  d.Cycle();
+  EXPECT_EQ(d.J(b1).state, JobState::kPending);
+  EXPECT_EQ(d.J(e).replicas, 16);
   d.Check();
 }
 
