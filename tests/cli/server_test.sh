@@ -178,20 +178,22 @@ submitted=$("$BERTH" run -d --format json --name scripted --gpus 1 trainer:1)
   [ "$(jq -r .id <<<"$submitted")" -gt 1 ] || fail "run -d --format json: $submitted"
 expect_exit2 "goes with -d" run --format json trainer:1
 
-# A client that stops mid-body (under the request deadline) is told its body timed out.
+# raw_reply SECONDS REQUEST: the server's whole answer to REQUEST sent as is on a new connection,
+# as far as it comes within SECONDS.
+raw_reply() {
+  exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
+  printf '%b' "$2" >&3
+  timeout "$1" cat <&3 || true
+  exec 3>&-
+}
+# A client that stops mid-body (under the request deadline) is told its body timed out; broken
+# chunked framing is the client's error, said at once.
 stop_server
 start_server
-exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
-printf 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{' >&3
-reply=$(timeout 20 cat <&3 || true)
-exec 3>&-
+reply=$(raw_reply 20 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{')
 grep -q '^HTTP/1.1 408' <<<"$reply" && grep -q 'stopped arriving' <<<"$reply" ||
   fail "a stalled body: $reply"
-# Broken chunked framing is the client's error, said at once, not a timeout.
-exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
-printf 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n' >&3
-reply=$(timeout 5 cat <&3 || true)
-exec 3>&-
+reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n')
 grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'chunked framing is broken' <<<"$reply" ||
   fail "a body with broken chunks: $reply"
 
