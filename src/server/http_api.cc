@@ -228,9 +228,15 @@ httplib::Server::HandlerWithContentReader BodyRoute(ApiContext& api, Handle hand
               {{"error", "the request body stopped arriving (nothing came for " +
                              std::to_string(kReadTimeoutS) +
                              " s): send it whole, as fast as the network allows"}});
-      } else {
+      } else if (req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos) {
         Reply(res, 400,
               {{"error", "the request body could not be read: its chunked framing is broken"}});
+      } else {
+        Reply(res, 400,
+              {{"error",
+                "the request body could not be read: it ended before its Content-Length "
+                "of " +
+                    req.get_header_value("Content-Length") + " bytes"}});
       }
       return;
     }
