@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -152,6 +153,15 @@ class Backoff {
   std::mt19937 rng_{std::random_device{}()};
 };
 
+// 16 random hex digits.
+std::string NewInstance() {
+  std::random_device device;
+  const uint64_t value = (static_cast<uint64_t>(device()) << 32) ^ device();
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
 class Agent {
  public:
   Agent(const AgentOptions& options, const std::atomic<bool>& stop)
@@ -275,6 +285,8 @@ class Agent {
     registration.migs = options_.migs;
     registration.simulated = options_.simulated;
     registration.agent_version = "berth";
+    registration.instance = instance_;
+    registration.report_every_ms = std::llround(options_.heartbeat_s * 1000);
     registration.found = options_.found;
     registration.declared = options_.declared;
     registration.models = options_.models;
@@ -1118,7 +1130,8 @@ class Agent {
   }
 
   enum class Posted { kTaken, kRegisteredAgain, kFailed };
-  Posted PostReport(const AgentReport& report) {
+  Posted PostReport(AgentReport report) {
+    report.instance = instance_;
     const auto client = Connect(30);
     const httplib::Result res =
         client->Post("/v1/agents/" + options_.node + "/report",
@@ -1138,6 +1151,8 @@ class Agent {
 
   const AgentOptions& options_;
   const std::atomic<bool>& stop_;
+  // This process, to the server: a second agent started under the same node name is told apart.
+  const std::string instance_ = NewInstance();
   DockerClient docker_;  // the converging thread's; the heartbeat and stops use their own
   std::mutex mu_;
   std::condition_variable changed_;

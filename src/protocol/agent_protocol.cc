@@ -129,8 +129,11 @@ std::string NormalizedTimestamp(const std::string& ts) {
 }
 
 Json ToJson(const NodeRegistration& r) {
-  Json j = {
-      {"gpuUuids", r.gpu_uuids}, {"simulated", r.simulated}, {"agentVersion", r.agent_version}};
+  Json j = {{"gpuUuids", r.gpu_uuids},
+            {"simulated", r.simulated},
+            {"agentVersion", r.agent_version},
+            {"instance", r.instance},
+            {"reportEveryMs", r.report_every_ms}};
   if (!r.migs.empty()) {
     Json& migs = j["migs"] = Json::array();
     for (const RegisteredMig& m : r.migs)
@@ -255,6 +258,15 @@ void CheckUuid(const std::string& uuid, const std::string& at) {
                         "or comma");
 }
 
+// An agent process's name: 1-64 letters, digits, '-' or '_'; "" when not sent.
+std::string Instance(const Reader& r) {
+  std::string instance = r.Text("instance", 64);
+  for (char c : instance)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
+      throw ProtocolError(r.Field("instance") + ": expected letters, digits, '-' or '_'");
+  return instance;
+}
+
 }  // namespace
 
 NodeRegistration ParseRegistration(const Json& j) {
@@ -277,6 +289,8 @@ NodeRegistration ParseRegistration(const Json& j) {
   });
   out.simulated = r.Bool("simulated");
   out.agent_version = r.Text("agentVersion", 200);
+  out.instance = Instance(r);
+  out.report_every_ms = r.Int("reportEveryMs", 0, 3600 * 1000);
   r.Object("found",
            [&](const Json& e, const std::string& path) { out.found = ParseNode(e, path); });
   r.Object("declared",
@@ -395,7 +409,8 @@ Json ToJson(const AgentReport& r) {
                     {"utilPercent", g.util_percent},
                     {"smActive", g.sm_active},
                     {"xid", g.xid}});
-  Json out = {{"appliedVersion", r.applied_version},
+  Json out = {{"instance", r.instance},
+              {"appliedVersion", r.applied_version},
               {"containers", containers},
               {"logs", logs},
               {"gpus", gpus}};
@@ -432,6 +447,7 @@ std::string RuntimeErrorLine(std::string error) {
 AgentReport ParseReport(const Json& j) {
   const Reader r(j);
   AgentReport out;
+  out.instance = Instance(r);
   out.applied_version = r.Version("appliedVersion");
   out.runtime_error = r.Text("runtimeError", kMaxRuntimeError);
   // Shown in tables and events: one line.

@@ -81,6 +81,11 @@ struct NodeRegistration {
   std::vector<RegisteredMig> migs;     // at most kMaxRegisteredGpus x kMigComputeSlices
   bool simulated = false;              // GPUs declared (--declare), not found on the host
   std::string agent_version;
+  // The agent process (random, drawn at its start; "" from older agents) and how often it
+  // reports (0: not said). A second process registering under a node name whose agent still
+  // reports is refused: the node's jobs would run on both.
+  std::string instance;
+  int64_t report_every_ms = 0;
   // The node as the agent found it on the host (GPU discovery): its labels (berth agent
   // --label), sockets (NUMA nodes) with their CPUs, PCIe switches, and GPUs with model, switch,
   // NVLink domain, MIG mode and layout. None for declared GPUs. The server compares it with the
@@ -180,6 +185,7 @@ struct LogChunk {
 };
 
 struct AgentReport {
+  std::string instance;          // the reporting agent process (NodeRegistration::instance)
   uint64_t applied_version = 0;  // every assignment of this version has been acted on
   std::vector<ContainerReport> containers;
   std::vector<LogChunk> logs;

@@ -167,6 +167,16 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
                                  joined_left_out + ")");
   }
   recovery_summary_ += "; policy \"" + policy_name + "\"" + policy_from + "; " + queues_from;
+  if (!nodes_join_) {
+    // A cluster file's node where jobs run or stop is watched from now: its agent is expected
+    // back, and one that never comes turns the node unhealthy, then lost (its jobs placed again).
+    for (int64_t id : stopping_)
+      for (int n : NodesOf(jobs_.at(id).stored.placements)) agents_[n].expected = true;
+    for (size_t n = 0; n < agents_.size(); ++n) {
+      agents_[n].expected = agents_[n].expected || !on_node_[n].empty();
+      if (agents_[n].expected) agents_[n].last_seen = now_();
+    }
+  }
   if (nodes_join_) {
     const size_t nodes = cluster_now().nodes.size();
     recovery_summary_ += "; " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") +
@@ -1213,6 +1223,32 @@ std::vector<std::string> MigMismatch(const Cluster& cluster, int n, const Node& 
 
 }  // namespace
 
+void ControlPlane::RefuseASecondAgent(const AgentNode& agent, const std::string& node,
+                                      const NodeRegistration& registration, double now) const {
+  const std::string& current = agent.registration.instance;
+  if (!agent.registered || agent.unhealthy || agent.lost || current.empty() ||
+      registration.instance.empty() || registration.instance == current)
+    return;
+  // Its agent still reports: a restarted agent gets in once the old process has missed three
+  // reports (1 s apart unless it said otherwise), long before the node would turn unhealthy.
+  const double every_s =
+      agent.registration.report_every_ms > 0 ? agent.registration.report_every_ms / 1000.0 : 1.0;
+  const double silent = now - agent.last_seen;
+  if (silent >= std::min(3 * every_s, unhealthy_after_s_)) return;
+  throw ApiError(409, "node " + node + " has an agent that reported " + Seconds(silent) +
+                          " s ago (process " + current + "); is one agent started twice under " +
+                          "one --node name? Stop one: the node's jobs would run on both");
+}
+
+void ControlPlane::RefuseASupersededAgent(const AgentNode& agent, const std::string& node,
+                                          const std::string& instance) const {
+  if (instance.empty() || agent.registration.instance.empty() ||
+      instance == agent.registration.instance)
+    return;
+  throw ApiError(409, "node " + node + " has registered another agent (process " +
+                          agent.registration.instance + ") since this one; register again");
+}
+
 uint64_t ControlPlane::RegisterAgent(const std::string& node,
                                      const NodeRegistration& registration) {
   RefuseIfBroken();
@@ -1248,6 +1284,7 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
                                         "'s (it joined before the server restarted and is left "
                                         "out until its agent registers again)");
   int n = cluster_now().FindNode(node);
+  if (n >= 0) RefuseASecondAgent(agents_[n], node, registration, now);
   // A node joins, or its shape follows what its agent found (a GPU lost, MIG laid out anew).
   if (nodes_join_ && (n < 0 || registration.found || registration.declared))
     n = Join(node, registration, now, &writes);
@@ -1268,6 +1305,7 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   // A node down (unhealthy or lost) comes back with its agent's first report, which says whether
   // it reaches its container engine: registering says nothing of it, so the outage goes on.
   if (!agent.unhealthy && !agent.lost) agent.last_seen = now;
+  agent.registered_at = now;
   // Back after a restart: the server's cordon stays until its first report, which says whether
   // it reaches its container engine.
   writes.push_back(StoreWrite::Node(
@@ -1562,6 +1600,7 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
       std::lock_guard<std::mutex> lock(mu_);
       const int n = cluster_now().FindNode(node);
       if (n < 0) RefuseUnknownNode(node);
+      RefuseASupersededAgent(agents_[n], node, report.instance);
       for (const LogChunk& chunk : report.logs) {
         const auto job = jobs_.find(chunk.job);
         // Only the output of the job's latest placement, from a node of it.
@@ -1582,6 +1621,7 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
   AgentNode& agent = agents_[n];
   if (!agent.registered)
     throw ApiError(409, "node " + node + " has not registered with this server; register first");
+  RefuseASupersededAgent(agent, node, report.instance);
   const double now = now_();
   std::vector<StoreWrite> writes;
   const double silent_since = agent.last_seen;
@@ -1890,7 +1930,10 @@ void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
                             " s: no new jobs go there; its jobs are placed elsewhere after " +
                             Seconds(lost_after_s_) + " s");
     }
-    if (down >= lost_after_s_ && !agent.lost) {
+    // An agent that registered since is back, its first report moments away: not lost.
+    const double unheard =
+        std::max(now - std::max(agent.last_seen, agent.registered_at), engine_away);
+    if (unheard >= lost_after_s_ && !agent.lost) {
       agent.lost = true;
       mark("lost", cause + " for " + Seconds(down) + " s: its jobs are placed again elsewhere");
       const std::set<int64_t> placed = on_node_[n];

@@ -292,6 +292,8 @@ class ControlPlane {
     bool expected = false;
     NodeRegistration registration;
     double last_seen = 0;
+    // Its agent's last registration: contact, though not a report (which lifts an outage).
+    double registered_at = -1;
     bool unhealthy = false, lost = false;
     // Since when its agent says it cannot reach its container engine (-1: it can), and why
     // (AgentReport::runtime_error); counted as silence is.
@@ -410,6 +412,13 @@ class ControlPlane {
                std::vector<StoreWrite>* writes, bool node_lost = false);
   // Unhealthy and lost nodes (Cycle, both locks held).
   void CheckAgents(double now, std::vector<StoreWrite>* writes);
+  // ApiError 409 for a registration of another agent process while the node's agent still
+  // reports (two agents under one --node name would run the node's jobs twice), and for a
+  // report of a process that another one has replaced since.
+  void RefuseASecondAgent(const AgentNode& agent, const std::string& node,
+                          const NodeRegistration& registration, double now) const;
+  void RefuseASupersededAgent(const AgentNode& agent, const std::string& node,
+                              const std::string& instance) const;
   // Copies each pending job's reason from the engine (Job::waiting), at most once a second:
   // a pass over every engine job. Both locks held.
   void RefreshWaiting(double now);

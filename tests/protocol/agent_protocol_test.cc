@@ -94,7 +94,11 @@ TEST(AgentProtocolTest, RegistrationRoundTrips) {
   r.gpu_uuids = {"GPU-0", "GPU-1", "GPU-2"};
   r.simulated = true;
   r.agent_version = "berth 1.2.3";
+  r.instance = "0123abcd-_";
+  r.report_every_ms = 2500;
   const NodeRegistration back = ParseRegistration(Wire(ToJson(r)));
+  EXPECT_EQ(back.instance, "0123abcd-_");
+  EXPECT_EQ(back.report_every_ms, 2500);
   EXPECT_EQ(back.gpu_uuids, r.gpu_uuids);
   EXPECT_TRUE(back.simulated);
   EXPECT_EQ(back.agent_version, "berth 1.2.3");
@@ -317,6 +321,15 @@ TEST(AgentProtocolTest, RegistrationRefusesWrongTypesAndTooManyGpus) {
   EXPECT_TRUE(Has(e, "gpuUuids[1]: expected a string")) << e;
   e = ErrorOf([] { ParseRegistration({{"simulated", "yes"}}); });
   EXPECT_TRUE(Has(e, "simulated: expected true or false")) << e;
+  // The agent process's name: shown in a refusal, so plain.
+  e = ErrorOf([] { ParseRegistration({{"instance", "a b"}}); });
+  EXPECT_TRUE(Has(e, "instance: expected letters, digits, '-' or '_'")) << e;
+  e = ErrorOf([] { ParseRegistration({{"instance", std::string(65, 'a')}}); });
+  EXPECT_TRUE(Has(e, "instance: longer than 64 bytes")) << e;
+  e = ErrorOf([] { ParseReport({{"instance", "a\n"}}); });
+  EXPECT_TRUE(Has(e, "instance: expected letters")) << e;
+  e = ErrorOf([] { ParseRegistration({{"reportEveryMs", -1}}); });
+  EXPECT_TRUE(Has(e, "reportEveryMs: expected an integer from 0 to 3600000")) << e;
   e = ErrorOf([] { ParseRegistration({{"agentVersion", std::string(201, 'v')}}); });
   EXPECT_TRUE(Has(e, "agentVersion: longer than 200 bytes")) << e;
   Json many = {{"gpuUuids", std::vector<std::string>(kMaxRegisteredGpus + 1, "GPU")}};

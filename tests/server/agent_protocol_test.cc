@@ -88,10 +88,11 @@ class ControlPlaneAgentTest : public ::testing::Test {
     for (int g = 0; g < gpus; ++g) out.push_back("GPU-" + node + "-" + std::to_string(g));
     return out;
   }
-  uint64_t Register(const std::string& node, int gpus = 8) {
+  uint64_t Register(const std::string& node, int gpus = 8, const std::string& instance = "") {
     NodeRegistration r;
     r.gpu_uuids = Uuids(node, gpus);
     r.agent_version = "test";
+    r.instance = instance;
     return plane_->RegisterAgent(node, r);
   }
   // The node's assignments now (a `since` no version has).
@@ -1325,7 +1326,109 @@ TEST_F(ControlPlaneAgentTest, TheUnhealthyCordonIsNotKeptAcrossARestart) {
   EXPECT_FALSE(plane_->Nodes()[0].cordoned);
 }
 
+// Two agents under one node name (one started twice by mistake, with its own Docker engine)
+// would run the node's jobs twice: the second is refused while the first reports, and let in
+// once the first has missed three reports (an agent restarted after a kill -9); the process it
+// replaced is refused from then on.
+TEST_F(ControlPlaneAgentTest, ASecondAgentUnderOneNodeNameIsRefusedWhileTheFirstReports) {
+  Open(Dgx(1), 15, 120);
+  Register("dgx-0", 8, "first");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  ASSERT_EQ(State(id), "running");
+  std::string message;
+  for (int i = 0; i < 10; ++i) {
+    now_ += 1;
+    ReportAll("dgx-0", "running");
+    plane_->Cycle();
+    EXPECT_EQ(Status([&] { Register("dgx-0", 8, "second"); }, &message), 409);
+  }
+  EXPECT_TRUE(Has(message, "started twice")) << message;
+  EXPECT_EQ(Status([&] { Register("dgx-0", 8, "first"); }, &message), 200) << message;
+
+  // The first goes silent: after three missed reports the second gets in.
+  now_ += 2.5;
+  EXPECT_EQ(Status([&] { Register("dgx-0", 8, "second"); }, &message), 409);
+  now_ += 0.5;
+  EXPECT_EQ(Status([&] { Register("dgx-0", 8, "second"); }, &message), 200) << message;
+  AgentReport old;
+  old.instance = "first";
+  old.applied_version = Set("dgx-0").version;
+  EXPECT_EQ(Status([&] { plane_->Report("dgx-0", old); }, &message), 409);
+  EXPECT_TRUE(Has(message, "another agent")) << message;
+  AgentReport adopted = old;
+  adopted.instance = "second";
+  adopted.containers = {Container(Of("dgx-0", id).at(0), "running")};
+  EXPECT_EQ(Status([&] { plane_->Report("dgx-0", adopted); }, &message), 200) << message;
+  EXPECT_EQ(State(id), "running");
+  // An agent that says it reports every 5 s is waited for three times as long.
+  Open(Dgx(1), 15, 120);
+  NodeRegistration slow;
+  slow.gpu_uuids = Uuids("dgx-0", 8);
+  slow.instance = "slow";
+  slow.report_every_ms = 5000;
+  plane_->RegisterAgent("dgx-0", slow);
+  now_ += 14;
+  EXPECT_EQ(Status([&] { Register("dgx-0", 8, "other"); }, &message), 409);
+  now_ += 1;
+  EXPECT_EQ(Status([&] { Register("dgx-0", 8, "other"); }, &message), 200) << message;
+}
+
+// An agent that registers again just before its node would be lost is back: the report that
+// follows its registration lifts the outage, and its jobs are not placed again (review: they
+// were, and a healthy container was stopped and started anew).
+TEST_F(ControlPlaneAgentTest, AnAgentThatRegistersBeforeTheLostDeadlineKeepsItsJobs) {
+  std::string at, other;
+  int x = 0;
+  const int64_t id = PlaceOnOneOfTwo(8, &at, &other, &x);
+  ReportAll(at, "running");
+  now_ += 119;
+  ReportAll(other, "running");
+  plane_->Cycle();
+  ASSERT_TRUE(plane_->Agents()[x].unhealthy);
+  Register(at);
+  now_ += 2;
+  ReportAll(other, "running");
+  plane_->Cycle();
+  EXPECT_FALSE(plane_->Agents()[x].lost);
+  ReportAll(at, "running");
+  plane_->Cycle();
+  EXPECT_FALSE(plane_->Agents()[x].unhealthy);
+  EXPECT_EQ(State(id), "running");
+  for (const std::string& state : States(id)) EXPECT_NE(state, "lost");
+  // Registered, then silent again: lost once as long has passed since the registration.
+  now_ += 121;
+  plane_->Cycle();
+  EXPECT_TRUE(plane_->Agents()[x].lost);
+}
+
 // --- Restart -----------------------------------------------------------------------------------
+
+// With a cluster file, a node where jobs ran before a restart and whose agent never comes back
+// turns unhealthy, then lost, and its jobs are placed again (review: they read `running` for
+// ever, and new jobs were placed on it).
+TEST_F(ControlPlaneAgentTest, AClusterFileNodeWhoseAgentNeverComesBackIsLostAfterARestart) {
+  std::string at, other;
+  int x = 0;
+  const int64_t id = PlaceOnOneOfTwo(8, &at, &other, &x);
+  ReportAll(at, "running");
+  ASSERT_EQ(State(id), "running");
+  Open(Dgx(2), 15, 120);
+  Register(other);
+  for (int i = 0; i < 26; ++i) {
+    now_ += 5;
+    ReportAll(other, "running");
+    plane_->Cycle();
+  }
+  EXPECT_TRUE(plane_->Agents()[x].lost);
+  EXPECT_TRUE(plane_->Nodes()[x].cordoned);
+  std::vector<std::string> states = States(id);
+  EXPECT_NE(std::find(states.begin(), states.end(), "lost"), states.end());
+  EXPECT_FALSE(Of(other, id).empty());  // placed again on the node whose agent is back
+  // The other node was never down.
+  EXPECT_FALSE(plane_->Agents()[1 - x].unhealthy);
+}
 
 TEST_F(ControlPlaneAgentTest, ARestartAdoptsRunningJobsWithTheirPlacements) {
   Open(Dgx(2));
