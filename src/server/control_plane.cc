@@ -168,14 +168,20 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
   }
   recovery_summary_ += "; policy \"" + policy_name + "\"" + policy_from + "; " + queues_from;
   if (!nodes_join_) {
-    // A cluster file's node where jobs run or stop is watched from now: its agent is expected
-    // back, and one that never comes turns the node unhealthy, then lost (its jobs placed again).
-    for (int64_t id : stopping_)
-      for (int n : NodesOf(jobs_.at(id).stored.placements)) agents_[n].expected = true;
-    for (size_t n = 0; n < agents_.size(); ++n) {
-      agents_[n].expected = agents_[n].expected || !on_node_[n].empty();
-      if (agents_[n].expected) agents_[n].last_seen = now_();
-    }
+    // A cluster file's node where jobs ran (an agent reported them) is watched from now: its
+    // agent is expected back, and one that never comes turns the node unhealthy, then lost
+    // (its jobs placed again). Jobs only scheduled say nothing of an agent.
+    const auto ran_on = [&](int64_t id) {
+      const std::string& state = jobs_.at(id).stored.state;
+      if (state != "starting" && state != "running") return;
+      for (int n : NodesOf(jobs_.at(id).stored.placements)) {
+        agents_[n].expected = true;
+        agents_[n].last_seen = now_();
+      }
+    };
+    for (int64_t id : stopping_) ran_on(id);
+    for (const std::set<int64_t>& on : on_node_)
+      for (int64_t id : on) ran_on(id);
   }
   if (nodes_join_) {
     const size_t nodes = cluster_now().nodes.size();
