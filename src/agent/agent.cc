@@ -490,9 +490,9 @@ class Agent {
       });
       if (it == found.end() && earlier_run)
         done = false;
-      else if (it == found.end())
-        to_start.push_back({a, key});
-      else if (it->second.status == "created" && !StartCreated(it->second))
+      else if (it == found.end()) {
+        if (!a.ran) to_start.push_back({a, key});  // else reported gone: placed again
+      } else if (it->second.status == "created" && !StartCreated(it->second))
         done = false;  // created again by the next pass: not acted on until it starts
       else if (it->second.running)
         Rebind(it->second, a);

@@ -330,7 +330,8 @@ Json ToJson(const AssignmentSet& s) {
                     {"cpusetCpus", a.cpuset_cpus},
                     {"cpusetMems", a.cpuset_mems},
                     {"graceSeconds", a.grace_s},
-                    {"logSince", a.log_since}});
+                    {"logSince", a.log_since},
+                    {"ran", a.ran}});
   }
   return {{"version", s.version}, {"assignments", list}, {"prefetch", s.prefetch}};
 }
@@ -364,6 +365,7 @@ AssignmentSet ParseAssignments(const Json& j) {
     x.cpuset_mems = a.Text("cpusetMems");
     x.grace_s = static_cast<int>(a.Int("graceSeconds", 0, 86400));
     x.log_since = a.Text("logSince", 64);
+    x.ran = a.Bool("ran");
     out.assignments.push_back(std::move(x));
   });
   out.prefetch = r.Texts("prefetch", kMaxPrefetchImages);

@@ -126,6 +126,10 @@ struct Assignment {
   std::string cpuset_cpus, cpuset_mems;  // the GPUs' NUMA-local CPUs and memory
   int grace_s = 30;
   std::string log_since;  // the last log timestamp the server holds of this replica
+  // The server has had a report of this run's container: an agent that finds none (removed
+  // while the agent was down) does not make another but reports it gone, so that the job is
+  // placed again as `lost` rather than run a second time under the same placement unseen.
+  bool ran = false;
 };
 
 struct AssignmentSet {

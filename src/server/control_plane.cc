@@ -1593,6 +1593,8 @@ void ControlPlane::AssignmentsOf(const Job& job, int node, std::vector<Assignmen
     }
     a.grace_s = static_cast<int>(std::ceil(job.spec.grace_period_s));
     if (logs_ != nullptr) a.log_since = logs_->Cursor(a.job, a.replica, a.placement);
+    const auto reported = job.replicas.find(a.replica);
+    a.ran = reported != job.replicas.end() && reported->second.placement == a.placement;
     out->push_back(std::move(a));
   }
 }

@@ -2,7 +2,7 @@
 # tests/agent/data/fleet.yaml) on one private Docker engine, each agent managing only its own
 # containers. Through berth: exit codes, logs, GPU ids and CPU sets; preemption within the
 # grace period; kill -9 of an agent and of the server; a lost node; dockerd stopped and started;
-# images pulled ahead for a job waiting to land.
+# images pulled ahead for a job waiting to land; a container removed while its agent is down.
 source "$(dirname "$0")/../cli/lib.sh"
 source "$SRC/tests/docker/dockerd.sh"
 DK=$(mktemp -d /tmp/berth-fleet.XXXXXX)
@@ -175,11 +175,35 @@ for n in n0 n1 n2; do kill -0 "${AGENT[$n]}" || fail "agent $n died with dockerd
 out=$("$BERTH" run --gpus 1 --priority 20 berth-test:1 echo back) || fail "a job after dockerd's restart: $out"
 [ "$out" = back ] || fail "after dockerd's restart berth run printed '$out'"
 
-echo "fleet: part 8" >&2
-# 8. A preemptor waits out its victim's grace period: the node it will land on, and only that
-#    one, pulls its image meanwhile (from a registry that is not there: tried, and failing).
 for j in $("$BERTH" ps -q); do "$BERTH" stop "$j" > /dev/null; done
 wait_for 15 "every container stopped" eval '[ -z "$(_dk ps -q)" ]'
+
+echo "fleet: part 8" >&2
+# 8. A job's container removed while its agent is down: the agent, back, does not make it again
+#    under the same placement (unseen, as if it had never run) but reports it gone: the job is
+#    lost, placed again after its back-off, and runs once.
+gone=$("$BERTH" run -d --gpus 4 berth-test:1 sh -c 'echo up; sleep 1000')
+wait_for 15 "job $gone running" state_is "$gone" running
+first=$(container_of "$gone")
+gnode=$(_dk inspect -f '{{index .Config.Labels "berth.node"}}' "$first")
+kill -9 "${AGENT[$gnode]}"; wait "${AGENT[$gnode]}" 2>/dev/null || true
+_dk rm -f "$first" > /dev/null
+start_agent "$gnode"
+lost_as_gone() {
+  "$BERTH" inspect "$gone" |
+    jq -e '[.events[] | select(.state == "lost") | .reason] | any(test("is gone"))'
+}
+wait_for 10 "job $gone lost with its container" lost_as_gone
+wait_for 40 "job $gone running again (after its back-off)" state_is "$gone" running
+[ "$(_dk ps -q --filter "label=berth.job=$gone" | wc -l)" -eq 1 ] ||
+  fail "job $gone should run once: $(_dk ps --filter "label=berth.job=$gone")"
+"$BERTH" stop "$gone" > /dev/null
+wait_for 40 "job $gone's container stopped (its shell ignores SIGTERM: after the grace period)" \
+  eval '[ -z "$(_dk ps -q)" ]'
+
+echo "fleet: part 9" >&2
+# 9. A preemptor waits out its victim's grace period: the node it will land on, and only that
+#    one, pulls its image meanwhile (from a registry that is not there: tried, and failing).
 cat > "$TMP/term-deaf.yaml" <<'YAML'
 gpus: 4
 gracePeriodSeconds: 8

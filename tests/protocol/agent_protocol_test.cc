@@ -49,6 +49,7 @@ AssignmentSet SampleSet() {
   a.cpuset_mems = "1";
   a.grace_s = 45;
   a.log_since = "2026-12-02T03:40:46.898183200Z";
+  a.ran = true;
   s.assignments.push_back(a);
   Assignment b;
   b.job = 43;
@@ -189,6 +190,7 @@ TEST(AgentProtocolTest, AssignmentSetRoundTrips) {
   EXPECT_EQ(a.cpuset_mems, want.cpuset_mems);
   EXPECT_EQ(a.grace_s, 45);
   EXPECT_EQ(a.log_since, want.log_since);
+  EXPECT_TRUE(a.ran);
   EXPECT_EQ(a.mig_profile, "");  // a whole GPU's
   EXPECT_EQ(a.mig_start, -1);
   EXPECT_EQ(back.assignments[1].job, 43);

@@ -818,8 +818,12 @@ TEST_F(ControlPlaneAgentTest, AContainerMissingFromAnActedOnVersionIsLost) {
   EXPECT_EQ(State(id), "scheduled");
   ReportNone("dgx-0", 0);
   EXPECT_EQ(State(id), "scheduled");
+  // The assignment says whether the server has seen its container: an agent back from a crash
+  // that finds none reports it gone rather than start it again unseen.
+  EXPECT_FALSE(Of("dgx-0", id).at(0).ran);
   ReportAll("dgx-0", "running");
   ASSERT_EQ(State(id), "running");
+  EXPECT_TRUE(Of("dgx-0", id).at(0).ran);
   // A container of an earlier placement of the job, or of another job, is not it.
   AgentReport r;
   r.applied_version = version;
@@ -844,6 +848,7 @@ TEST_F(ControlPlaneAgentTest, AContainerMissingFromAnActedOnVersionIsLost) {
   plane_->Cycle();
   ASSERT_EQ(State(id), "scheduled");
   EXPECT_NE(Of("dgx-0", id).at(0).placement, token);
+  EXPECT_FALSE(Of("dgx-0", id).at(0).ran);
 }
 
 // --- Preemption with an agent ------------------------------------------------------------------
