@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -293,20 +294,29 @@ EventsQuery EventsParams(const httplib::Request& req) {
   return query;
 }
 
+// Whether the reader of the stream that answers `req` has closed its connection (a stream
+// learns it otherwise only when a write fails, and a quiet plain log follow writes nothing).
+std::function<bool()> ReaderGone(const ApiContext& api, const httplib::Request& req) {
+  return [deadline = api.deadline, address = req.remote_addr, port = req.remote_port] {
+    return deadline != nullptr && deadline->PeerClosed(address, port);
+  };
+}
+
 // A watch of the event log: one JSON event per line as they are committed, from after
 // `since`, until the client goes or the server stops. An empty line every few seconds of
 // quiet finds a client that has gone without a word, and frees its worker.
 void StreamEvents(httplib::Server& server, ControlPlane& plane, const Caller& caller, int64_t since,
-                  WatchSlots& watches, httplib::Response& res) {
+                  WatchSlots& watches, const std::function<bool()>& gone, httplib::Response& res) {
   auto last = std::make_shared<int64_t>(since);
   auto quiet = std::make_shared<int>(0);
   res.set_chunked_content_provider(
       "application/x-ndjson",
-      [&server, &plane, caller, last, quiet](size_t, httplib::DataSink& sink) {
+      [&server, &plane, caller, last, quiet, gone](size_t, httplib::DataSink& sink) {
         if (!server.is_running()) {
           sink.done();
           return true;
         }
+        if (gone()) return false;
         const EventPage page = plane.EventsAfter(*last, 1000, caller, 1.0);
         std::string lines;
         for (const StoredEvent& e : page.events)
@@ -351,16 +361,18 @@ const char* LogContentType(bool frames) {
 // nothing can be written that is not output, is ended after a quiet minute (it asks again
 // from the byte it got to). Either way a gone follower's watch is given back.
 void StreamLogs(httplib::Server& server, ControlPlane& plane, int64_t id, int64_t offset,
-                bool frames, const Caller& caller, WatchSlots& watches, httplib::Response& res) {
+                bool frames, const Caller& caller, WatchSlots& watches,
+                const std::function<bool()>& gone, httplib::Response& res) {
   auto next = std::make_shared<int64_t>(offset);
   auto quiet = std::make_shared<int>(0);  // seconds, about: each call waits up to one
   res.set_chunked_content_provider(
       LogContentType(frames),
-      [&server, &plane, id, next, frames, quiet](size_t, httplib::DataSink& sink) {
+      [&server, &plane, id, next, frames, quiet, gone](size_t, httplib::DataSink& sink) {
         if (!server.is_running()) {
           sink.done();
           return true;
         }
+        if (gone()) return false;
         // Whether it ended is read before the text: output stored before the end is sent.
         bool ended = false;
         try {
@@ -603,7 +615,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
           // Each watch holds a worker while it lasts: bounded, so that watchers cannot
           // take every worker from the other requests.
           watches.Take(caller.user);
-          StreamEvents(server, plane, caller, query.since, watches, res);
+          StreamEvents(server, plane, caller, query.since, watches, ReaderGone(api, req), res);
           return;
         }
         Reply(res, 200, PageJson(first));
@@ -654,7 +666,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
         const int64_t id = VisibleJob(plane, caller, JobId(req)).id;
         if (follow) {
           watches.Take(caller.user);
-          StreamLogs(server, plane, id, offset, frames, caller, watches, res);
+          StreamLogs(server, plane, id, offset, frames, caller, watches, ReaderGone(api, req), res);
           return;
         }
         int64_t next = offset;

@@ -87,6 +87,11 @@ void RequestDeadline::Answered(const std::string& address, int port) {
   reading_[key] = Now();
 }
 
+bool RequestDeadline::PeerClosed(const std::string& address, int port) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_.count(PeerKey(address, port)) > 0;
+}
+
 long RequestDeadline::dropped() const {
   std::lock_guard<std::mutex> lock(mu_);
   return dropped_;
@@ -104,6 +109,7 @@ void RequestDeadline::Watch() {
 void RequestDeadline::Sweep() {
   const double now = Now();
   std::map<std::string, double> seen;  // the connections open now, with their clocks
+  std::set<std::string> closed;
   std::vector<std::pair<int, std::string>> late;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -114,8 +120,13 @@ void RequestDeadline::Sweep() {
       const double since = known == reading_.end() ? now : known->second;
       seen[peer] = since;
       if (handling_.count(peer) == 0 && now - since > seconds_) late.emplace_back(fd, peer);
+      // Handled, and the end of its stream is all there is to read: the peer has gone.
+      char next = 0;
+      if (handling_.count(peer) != 0 && recv(fd, &next, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+        closed.insert(peer);
     }
     reading_ = std::move(seen);  // a closed connection's clock goes with it
+    closed_ = std::move(closed);
     // A connection that closed while handled (its answer never written) leaves its mark;
     // dropped once a sweep no longer sees it, unless it is newer than the listing.
     for (auto it = handling_.begin(); it != handling_.end();)

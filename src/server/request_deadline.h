@@ -9,12 +9,15 @@
 // TCP sockets on the server's port, by peer address, and shuts down those that have been
 // reading for too long. A connection whose request is being handled (the route calls
 // Handling) is exempt until its answer is written (Answered): a long event watch is not a
-// slow client. An idle keep-alive connection is closed by the library after 5 s anyway.
+// slow client; but one whose peer has closed its end (a killed follower) is noted, so that a
+// stream that writes nothing for long (a plain log follow) learns that its reader is gone. An idle
+// keep-alive connection is closed by the library after 5 s anyway.
 #pragma once
 
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -32,6 +35,10 @@ class RequestDeadline {
   void Handling(const std::string& address, int port);
   // Its answer is written; the next request's time starts now.
   void Answered(const std::string& address, int port);
+  // Whether the peer of a request being handled has closed its connection, as of the last
+  // sweep (a second ago at most): a stream to it (a watch, a log follow) may end, although
+  // nothing written to it has failed yet.
+  bool PeerClosed(const std::string& address, int port) const;
   // Connections shut down for being too slow, so far.
   long dropped() const;
 
@@ -46,6 +53,7 @@ class RequestDeadline {
   bool stopping_ = false;
   std::map<std::string, double> handling_;  // peers whose request is being handled, since
   std::map<std::string, double> reading_;   // peer -> when its current request began
+  std::set<std::string> closed_;            // peers being handled that closed their end
   long dropped_ = 0;
   std::thread watcher_;
 };

@@ -197,6 +197,26 @@ reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: cl
 grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'chunked framing is broken' <<<"$reply" ||
   fail "a body with broken chunks: $reply"
 
+# Watches are 32 at most. Followers that are killed give theirs back within seconds, plain log
+# follows of a quiet job too, to which nothing is written that could fail (review: a minute).
+quiet=$("$BERTH" run -d --gpus 1 quiet:1 true)
+follow_code() {
+  curl -s -o /dev/null -w '%{http_code}' --max-time 1 \
+    "http://$BERTH_ADDR/v1/jobs/$quiet/logs?follow=1" || true
+}
+followers=()
+for _ in $(seq 32); do
+  curl -sN -o /dev/null "http://$BERTH_ADDR/v1/jobs/$quiet/logs?follow=1" &
+  followers+=($!)
+done
+for _ in $(seq 50); do [ "$(follow_code)" = 503 ] && break; sleep 0.1; done
+[ "$(follow_code)" = 503 ] || fail "a 33rd watch should be refused"
+kill -9 "${followers[@]}"
+wait "${followers[@]}" 2>/dev/null || true
+back=""
+for _ in $(seq 10); do [ "$(follow_code)" = 200 ] && back=1 && break; sleep 0.5; done
+[ -n "$back" ] || fail "killed plain log followers still hold the watches"
+
 kill -TERM "$SERVER"
 wait "$SERVER" || fail "the server did not stop cleanly on SIGTERM"
 SERVER=
