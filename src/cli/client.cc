@@ -510,7 +510,8 @@ std::string RefusalMessage(const std::string& body, int status) {
 }
 
 // A streamed GET: each chunk of a 200 answer goes to `on_data`; a 4xx ends the process with the
-// server's message (exit 2), then `after_refusal`.
+// server's message (exit 2), then, unless what was asked for does not exist (404),
+// `after_refusal`.
 StreamAnswer StreamGet(httplib::Client& client, const std::string& path,
                        const std::function<void(const char*, size_t)>& on_data,
                        const std::string& after_refusal = "") {
@@ -529,7 +530,8 @@ StreamAnswer StreamGet(httplib::Client& client, const std::string& path,
           refusal.append(data, std::min(size, size_t{4096}));
         return true;
       });
-  if (status >= 400 && status < 500) Exit(2, RefusalMessage(refusal, status) + after_refusal);
+  if (status >= 400 && status < 500)
+    Exit(2, RefusalMessage(refusal, status) + (status == 404 ? "" : after_refusal));
   return {std::move(res), status, status == 200 ? "" : RefusalMessage(refusal, status)};
 }
 

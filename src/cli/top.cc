@@ -1,7 +1,10 @@
 // `berth top`: a live view of the cluster in the terminal, as top shows processes: each node's
 // GPUs as a row of cells (held, free, bad), and each queue's usage against its fair share and
-// guarantee. It redraws every --interval seconds until interrupted; --once draws one frame
-// (scripts, tests), and --format json prints once what a frame is drawn from.
+// guarantee. It redraws every --interval seconds until interrupted (into a pipe or a file it
+// writes each frame after the last, without terminal codes); --once draws one frame (scripts,
+// tests), and --format json prints once what a frame is drawn from.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -103,7 +106,8 @@ void AddTopCommand(CLI::App& app) {
         std::cout << frame << std::flush;
         return;
       }
-      std::cout << "\033[H\033[2J" << frame << std::flush;
+      // Into a pipe or a file, frames follow one another; only a terminal is redrawn.
+      std::cout << (isatty(STDOUT_FILENO) ? "\033[H\033[2J" : "\n") << frame << std::flush;
       std::this_thread::sleep_for(std::chrono::duration<double>(a->interval_s));
     }
   });

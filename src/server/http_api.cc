@@ -447,8 +447,17 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
   ControlPlane& plane = api.plane;
   WatchSlots& watches = api.watches;
   // Every request is timed for the metrics, and its answer restarts the connection's deadline.
-  server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+  server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     NoteRequestStart();
+    // A body without Content-Length or chunks ends only when the client closes its side:
+    // the library would wait the read timeout for that. Said at once instead.
+    const bool with_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+    if (with_body && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+      Reply(res, 411,
+            {{"error", req.method + " without Content-Length: send Content-Length: 0 for no "
+                                    "body (curl: -d '' or --json)"}});
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return httplib::Server::HandlerResponse::Unhandled;
   });
   server.set_logger([&api](const httplib::Request& req, const httplib::Response& res) {
@@ -749,9 +758,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                            " bytes"}});
     else if (res.status == 400)
       Reply(res, 400,
-            {{"error",
-              "the request could not be read: a malformed request line or header, or a "
-              "POST without Content-Length (send Content-Length: 0 for no body)"}});
+            {{"error", "the request could not be read: a malformed request line or header"}});
     else if (res.status == 414)
       Reply(res, 414, {{"error", "the request's path is too long"}});
   });

@@ -24,6 +24,10 @@ top=$("$BERTH" top --once)
 grep -qE '^dgx-[0-3] +########$' <<<"$top" || fail "top shows no full node: $top"
 [ "$(grep -cE '^dgx-[0-3] +\.{8}$' <<<"$top")" = 3 ] || fail "top: the other nodes: $top"
 grep -qE '^default +\[#{8}[|-]*\] +8\.0 / ' <<<"$top" || fail "top: the queue's usage: $top"
+# Live into a pipe: frame after frame, with no terminal codes.
+piped=$(timeout 2.5 "$BERTH" top --interval 1 | cat || true)
+[ "$(grep -cE '^dgx-[0-3] +########$' <<<"$piped")" -ge 2 ] || fail "top into a pipe: $piped"
+grep -q $'\033' <<<"$piped" && fail "top into a pipe wrote terminal codes: $(od -c <<<"$piped" | head)"
 # --format json on every verb that shows the server's state: its answer, for scripts.
 [ "$("$BERTH" queues --format json | jq -r '.queues[] | select(.name == "default") | .usageGpus')" = 8 ] ||
   fail "queues --format json: $("$BERTH" queues --format json)"
@@ -63,6 +67,8 @@ head -c 2000000 /dev/zero | tr '\0' ' ' > "$TMP/big.yaml"
 expect_exit2 "over the server's limit of 1048576 bytes" run -d -f "$TMP/big.yaml"
 expect_exit2 "expected a job id" inspect train
 expect_exit2 "no job 99" inspect 99
+out=$("$BERTH" logs -f 99 2>&1) && fail "berth logs -f of no job should fail"
+[ "$out" = "berth: no job 99" ] || fail "berth logs -f of no job: $out"
 expect_exit2 "is scheduled; stop it first" rm 1
 [ "$("$BERTH" ps -a -q | wc -l)" -eq 1 ] || fail "a refused job was kept: $("$BERTH" ps -a)"
 
@@ -187,7 +193,7 @@ raw_reply() {
   exec 3>&-
 }
 # A client that stops mid-body (under the request deadline) is told its body timed out; broken
-# chunked framing is the client's error, said at once.
+# chunked framing and a missing length are the client's errors, said at once.
 stop_server
 start_server
 reply=$(raw_reply 20 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{')
@@ -196,6 +202,11 @@ grep -q '^HTTP/1.1 408' <<<"$reply" && grep -q 'stopped arriving' <<<"$reply" ||
 reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n')
 grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'chunked framing is broken' <<<"$reply" ||
   fail "a body with broken chunks: $reply"
+# A POST with neither Content-Length nor chunks (curl -X POST without -d) is told so at once,
+# not after the read timeout.
+reply=$(raw_reply 5 'POST /v1/jobs/1/stop HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')
+grep -q '^HTTP/1.1 411' <<<"$reply" && grep -q 'send Content-Length: 0' <<<"$reply" ||
+  fail "a POST without Content-Length: $reply"
 
 # Watches are 32 at most. Followers that are killed give theirs back within seconds, plain log
 # follows of a quiet job too, to which nothing is written that could fail (review: a minute).
