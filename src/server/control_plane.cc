@@ -1231,17 +1231,18 @@ std::vector<std::string> MigMismatch(const Cluster& cluster, int n, const Node& 
 
 void ControlPlane::RefuseASecondAgent(const AgentNode& agent, const std::string& node,
                                       const NodeRegistration& registration, double now) const {
+  // A registration without a name (an older agent) is another process too: it must not erase
+  // the name of the one that reports (review).
   const std::string& current = agent.registration.instance;
-  if (!agent.registered || agent.unhealthy || agent.lost || current.empty() ||
-      registration.instance.empty() || registration.instance == current)
-    return;
-  // Its agent still reports: a restarted agent gets in once the old process has missed three
-  // reports (1 s apart unless it said otherwise), long before the node would turn unhealthy.
+  if (!agent.registered || current.empty() || registration.instance == current) return;
+  // Its agent is in touch (it reports, or registered; a node down for want of its container
+  // engine included): a restarted agent gets in once the old process has missed three reports
+  // (1 s apart unless it said otherwise), long before the node would turn unhealthy.
   const double every_s =
       agent.registration.report_every_ms > 0 ? agent.registration.report_every_ms / 1000.0 : 1.0;
-  const double silent = now - agent.last_seen;
+  const double silent = now - std::max(agent.last_seen, agent.registered_at);
   if (silent >= std::min(3 * every_s, unhealthy_after_s_)) return;
-  throw ApiError(409, "node " + node + " has an agent that reported " + Seconds(silent) +
+  throw ApiError(409, "node " + node + " has an agent that was in touch " + Seconds(silent) +
                           " s ago (process " + current + "); is one agent started twice under " +
                           "one --node name? Stop one: the node's jobs would run on both");
 }
@@ -1310,7 +1311,9 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   agent.registration = registration;
   // A node down (unhealthy or lost) comes back with its agent's first report, which says whether
   // it reaches its container engine: registering says nothing of it, so the outage goes on.
-  if (!agent.unhealthy && !agent.lost) agent.last_seen = now;
+  // Registering again does not keep a node healthy: only reports do (review: an agent that
+  // only registered kept its node ready). The first registration starts the clock.
+  if (!again && !agent.unhealthy && !agent.lost) agent.last_seen = now;
   agent.registered_at = now;
   // Back after a restart: the server's cordon stays until its first report, which says whether
   // it reaches its container engine.

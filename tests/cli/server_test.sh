@@ -207,6 +207,8 @@ grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'chunked framing is broken' <<<"$
 reply=$(raw_reply 5 'POST /v1/jobs/1/stop HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')
 grep -q '^HTTP/1.1 411' <<<"$reply" && grep -q 'send Content-Length: 0' <<<"$reply" ||
   fail "a POST without Content-Length: $reply"
+reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: gzip\r\n\r\n{}')
+grep -q '^HTTP/1.1 411' <<<"$reply" || fail "a POST neither chunked nor with a length: $reply"
 
 # Watches are 32 at most. Followers that are killed give theirs back within seconds, plain log
 # follows of a quiet job too, to which nothing is written that could fail (review: a minute).

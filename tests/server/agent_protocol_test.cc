@@ -1350,6 +1350,8 @@ TEST_F(ControlPlaneAgentTest, ASecondAgentUnderOneNodeNameIsRefusedWhileTheFirst
     EXPECT_EQ(Status([&] { Register("dgx-0", 8, "second"); }, &message), 409);
   }
   EXPECT_TRUE(Has(message, "started twice")) << message;
+  // One without a name (an older agent) is another process too, and erases nothing.
+  EXPECT_EQ(Status([&] { Register("dgx-0", 8, ""); }, &message), 409);
   EXPECT_EQ(Status([&] { Register("dgx-0", 8, "first"); }, &message), 200) << message;
 
   // The first goes silent: after three missed reports the second gets in.
@@ -1378,6 +1380,28 @@ TEST_F(ControlPlaneAgentTest, ASecondAgentUnderOneNodeNameIsRefusedWhileTheFirst
   EXPECT_EQ(Status([&] { Register("dgx-0", 8, "other"); }, &message), 409);
   now_ += 1;
   EXPECT_EQ(Status([&] { Register("dgx-0", 8, "other"); }, &message), 200) << message;
+  // A node down for want of its container engine still has its agent in touch: a twin is
+  // refused there too (review: two such agents pushed each other out twice a second).
+  AgentReport away;
+  away.instance = "other";
+  away.runtime_error = "cannot reach the Docker engine";
+  for (int i = 0; i < 20; ++i) {
+    now_ += 1;
+    away.applied_version = Set("dgx-0").version;
+    plane_->Report("dgx-0", away);
+    plane_->Cycle();
+  }
+  ASSERT_TRUE(plane_->Agents()[0].unhealthy);
+  EXPECT_EQ(Status([&] { Register("dgx-0", 8, "twin"); }, &message), 409);
+  // Registering again, without reports, does not keep a node healthy (review: it did).
+  Open(Dgx(1), 15, 120);
+  Register("dgx-0", 8, "lone");
+  for (int i = 0; i < 8; ++i) {
+    now_ += 2;
+    Register("dgx-0", 8, "lone");
+    plane_->Cycle();
+  }
+  EXPECT_TRUE(plane_->Agents()[0].unhealthy);
 }
 
 // An agent that registers again just before its node would be lost is back: the report that
