@@ -1130,7 +1130,7 @@ class Agent {
   }
 
   enum class Posted { kTaken, kRegisteredAgain, kFailed };
-  Posted PostReport(AgentReport report) {
+  Posted PostReport(AgentReport& report) {  // not a copy: a report may carry a MiB of logs
     report.instance = instance_;
     const auto client = Connect(30);
     const httplib::Result res =

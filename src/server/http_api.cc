@@ -363,7 +363,8 @@ const char* LogContentType(bool frames) {
 // (as frames: protocol/log_frames.h). A client that goes is found only by writing to it, so a
 // quiet job's follower gets an empty frame every few seconds; a plain-text follower, to which
 // nothing can be written that is not output, is ended after a quiet minute (it asks again
-// from the byte it got to). Either way a gone follower's watch is given back.
+// from the byte it got to), or as soon as the connection watchdog sees its reader gone
+// (`gone`). Either way a gone follower's watch is given back.
 void StreamLogs(httplib::Server& server, ControlPlane& plane, int64_t id, int64_t offset,
                 bool frames, const Caller& caller, WatchSlots& watches,
                 const std::function<bool()>& gone, httplib::Response& res) {
