@@ -165,7 +165,7 @@ std::string NewInstance() {
 class Agent {
  public:
   Agent(const AgentOptions& options, const std::atomic<bool>& stop)
-      : options_(options), stop_(stop), docker_(options.docker_socket) {
+      : options_(options), stop_requested_(stop), docker_(options.docker_socket) {
     try {
       const HostTopology host = ReadHostTopology();
       host_cpus_ = host.cpus;
@@ -188,7 +188,7 @@ class Agent {
   // others are starting starts at once, not after them (a burst of short jobs keeps every GPU
   // busy).
   int Run() {
-    if (!Register()) return stop_ ? 0 : 1;
+    if (!Register()) return stop_requested_ ? 0 : 1;
     std::thread watch([this] { Watch(); });
     std::thread heartbeat([this] { Heartbeat(); });
     std::thread exits([this] { WatchExits(); });
@@ -202,7 +202,7 @@ class Agent {
     std::vector<std::thread> starters;
     for (int w = 0; w < kParallelStarts; ++w) starters.emplace_back([this] { StartWorker(); });
     Backoff docker_backoff;
-    while (!stop_) {
+    while (!Stopping()) {
       try {
         const bool done = Reconcile();
         docker_backoff.Reset();
@@ -220,7 +220,8 @@ class Agent {
       // cannot notify, so it is looked at every 0.2 s.
       const auto due = Clock::now() + std::chrono::duration<double>(options_.heartbeat_s);
       std::unique_lock<std::mutex> lock(mu_);
-      while (!stop_ && set_.version == reconciled_version_ && !start_ended_ && Clock::now() < due)
+      while (!Stopping() && set_.version == reconciled_version_ && !start_ended_ &&
+             Clock::now() < due)
         changed_.wait_for(lock, std::chrono::milliseconds(200));
       start_ended_ = false;
     }
@@ -241,12 +242,91 @@ class Agent {
     prefetch.join();
     for (std::thread& t : starters) t.join();
     // Stops under way use this agent: they end within their grace period.
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait(lock, [&] { return stopping_.empty(); });
-    return 0;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      changed_.wait(lock, [&] { return stopping_.empty(); });
+      if (replaced_by_.empty()) return 0;
+    }
+    LeaveTheNode();
+    return 1;
   }
 
  private:
+  bool Stopping() {
+    if (stop_requested_) ending_ = true;
+    return ending_;
+  }
+
+  // True when the server refused a call because another agent process has registered for the
+  // node since this one (ControlPlane::RefuseASupersededAgent): this agent then ends.
+  bool ReplacedIn(const httplib::Result& res) {
+    if (!res || res->status != 409) return false;
+    const Json body = Json::parse(res->body, nullptr, false);
+    if (!body.is_object() || !body.contains("replacedBy") || !body["replacedBy"].is_object())
+      return false;
+    const Json& by = body["replacedBy"];
+    std::lock_guard<std::mutex> lock(mu_);
+    if (replaced_by_.empty()) {
+      replaced_by_ = by.value("instance", std::string("?"));
+      if (replaced_by_.empty()) replaced_by_ = "?";
+      replacing_engine_ = by.value("engine", std::string());
+      Log("another agent (process " + replaced_by_ + ") has registered as node " + options_.node +
+          " since this one (" + instance_ + ") last reached the server; this one stops");
+    }
+    ending_ = true;
+    changed_.notify_all();
+    return true;
+  }
+
+  // A replaced agent's last act. The node's jobs now run where the new agent is: on this
+  // Docker engine the new agent has adopted the containers; on another engine these
+  // containers would run the node's jobs a second time, so they are stopped and removed (a
+  // stopped one left here would read as the job's exit to an agent started here later).
+  void LeaveTheNode() {
+    std::string mine;
+    try {
+      mine = docker_.EngineIdentity();
+    } catch (const DockerError& e) {
+      Log(std::string("cannot reach the Docker engine to see whether the new agent shares it: ") +
+          e.what());
+    }
+    const std::string list = "docker ps -a --filter label=berth.node=" + options_.node;
+    if (!mine.empty() && mine == replacing_engine_) {
+      Log("the new agent runs on this Docker engine and keeps the node's containers");
+      return;
+    }
+    if (mine.empty() || replacing_engine_.empty()) {
+      Log("cannot tell whether the new agent runs on this Docker engine: the node's containers "
+          "are left running here; if the node moved to another host, remove them (" +
+          list + ")");
+      return;
+    }
+    std::vector<ContainerInfo> containers;
+    try {
+      containers = docker_.List("berth.node=" + options_.node);
+    } catch (const DockerError& e) {
+      Log(std::string("the new agent runs on another Docker engine, and the node's containers "
+                      "here cannot be listed to be stopped (") +
+          e.what() + "); remove them (" + list + ")");
+      return;
+    }
+    Log("the new agent runs on another Docker engine: stopping the " +
+        std::to_string(containers.size()) + " containers of node " + options_.node +
+        " here, so that its jobs run once");
+    std::vector<std::thread> removals;
+    for (const ContainerInfo& c : containers)
+      removals.emplace_back([this, c] {
+        try {
+          DockerClient docker(options_.docker_socket);  // one client a thread
+          docker.Stop(c.id, GraceOf(c));
+          docker.Remove(c.id, true);
+        } catch (const DockerError& e) {
+          Log("cannot remove container " + c.id.substr(0, 12) + ": " + e.what());
+        }
+      });
+    for (std::thread& t : removals) t.join();
+  }
+
   void Log(const std::string& line) {
     std::lock_guard<std::mutex> lock(log_mu_);  // lines from several threads stay whole
     if (options_.log)
@@ -258,7 +338,8 @@ class Agent {
   void Sleep(double seconds) {
     const auto until = Clock::now() + std::chrono::duration<double>(seconds);
     std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_ && Clock::now() < until) changed_.wait_for(lock, std::chrono::milliseconds(200));
+    while (!Stopping() && Clock::now() < until)
+      changed_.wait_for(lock, std::chrono::milliseconds(200));
   }
 
   std::unique_ptr<httplib::Client> Connect(int read_timeout_s) const {
@@ -287,6 +368,13 @@ class Agent {
     registration.agent_version = "berth";
     registration.instance = instance_;
     registration.report_every_ms = std::llround(options_.heartbeat_s * 1000);
+    try {
+      DockerClient docker(options_.docker_socket);  // registering again is the heartbeat's
+      registration.engine = docker.EngineIdentity();
+    } catch (const DockerError&) {
+      // Not known: a replaced agent then leaves its containers (LeaveTheNode); the first
+      // report says the engine is away.
+    }
     registration.found = options_.found;
     registration.declared = options_.declared;
     registration.models = options_.models;
@@ -294,11 +382,21 @@ class Agent {
     const std::string body =
         ToJson(registration).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     Backoff backoff;
-    while (!stop_) {
+    while (!Stopping()) {
       const auto client = Connect(10);
+      const auto sent = Clock::now();
       const httplib::Result res =
           client->Post("/v1/agents/" + options_.node + "/register", body, "application/json");
       if (res && res->status == 200) {
+        const Json answer = Json::parse(res->body, nullptr, false);
+        const auto given = answer.is_object() ? answer.find("replaceableAfterMs") : answer.end();
+        const double after_ms =
+            given != answer.end() && given->is_number() ? given->get<double>() : 0;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          reached_server_ = sent;
+          if (after_ms > 0) replaceable_after_ = std::chrono::duration<double>(after_ms / 1000);
+        }
         Log("registered with " + options_.server + " (" +
             std::to_string(options_.gpu_uuids.size()) + (options_.simulated ? " simulated" : "") +
             " GPUs)");
@@ -325,15 +423,16 @@ class Agent {
       std::lock_guard<std::mutex> lock(mu_);
       watch_client_ = client.get();
     }
-    while (!stop_) {
+    while (!Stopping()) {
       uint64_t since = 0;
       {
         std::lock_guard<std::mutex> lock(mu_);
         since = set_.version;
       }
-      const httplib::Result res = client->Get("/v1/agents/" + options_.node +
-                                              "/assignments?since=" + std::to_string(since) +
-                                              "&wait=" + std::to_string(kAssignmentWaitS));
+      const httplib::Result res = client->Get(
+          "/v1/agents/" + options_.node + "/assignments?since=" + std::to_string(since) +
+          "&wait=" + std::to_string(kAssignmentWaitS) + "&instance=" + instance_);
+      if (ReplacedIn(res)) break;
       AssignmentSet set;
       try {
         if (!res || res->status != 200) throw ProtocolError(ErrorOf(res));
@@ -356,7 +455,7 @@ class Agent {
     DockerClient docker(options_.docker_socket);  // this thread's own
     Backoff backoff;
     bool engine_away = false;  // said once an outage
-    while (!stop_) {
+    while (!Stopping()) {
       bool sent = false;
       try {
         sent = SendReport(docker);
@@ -381,7 +480,7 @@ class Agent {
       // GPUs go to the next job, without waiting for the heartbeat.
       const auto due = Clock::now() + std::chrono::duration<double>(options_.heartbeat_s);
       std::unique_lock<std::mutex> lock(mu_);
-      while (!stop_ && !exited_ && Clock::now() < due)
+      while (!Stopping() && !exited_ && Clock::now() < due)
         changed_.wait_for(lock, std::chrono::milliseconds(200));
       exited_ = false;
     }
@@ -392,7 +491,7 @@ class Agent {
     DockerClient docker(options_.docker_socket);  // this thread's own
     Backoff backoff;
     int64_t after_ns = 0;  // the last exit seen
-    while (!stop_) {
+    while (!Stopping()) {
       try {
         if (docker.WaitForExit("berth.node=" + options_.node, 1, &after_ns)) {
           std::lock_guard<std::mutex> lock(mu_);
@@ -414,12 +513,12 @@ class Agent {
     DockerClient docker(options_.docker_socket);      // this thread's own
     std::map<std::string, Clock::time_point> failed;  // image: when its pull failed
     uint64_t seen = 0;
-    while (!stop_) {
+    while (!Stopping()) {
       std::vector<std::string> images;
       {
         std::unique_lock<std::mutex> lock(mu_);
         const auto due = Clock::now() + std::chrono::seconds(10);
-        while (!stop_ && set_.version == seen && Clock::now() < due)
+        while (!Stopping() && set_.version == seen && Clock::now() < due)
           changed_.wait_for(lock, std::chrono::milliseconds(200));
         seen = set_.version;
         images = set_.prefetch;
@@ -429,14 +528,14 @@ class Agent {
                std::find(images.begin(), images.end(), f.first) == images.end();
       });
       for (const std::string& image : images) {
-        if (stop_) break;
+        if (Stopping()) break;
         if (failed.count(image)) continue;
         try {
           if (docker.HasImage(image)) continue;
           Log("prefetching " + image + " for a job waiting to run here");
           const auto began = Clock::now();
           docker.Pull(
-              image, [&](const std::string& line) { Log(image + ": " + line); }, &stop_);
+              image, [&](const std::string& line) { Log(image + ": " + line); }, &ending_);
           char took[32];
           std::snprintf(took, sizeof took, "%.1f", SecondsSince(began));
           Log("prefetched " + image + " in " + took + " s");
@@ -460,6 +559,10 @@ class Agent {
       // Before the first answer nothing is known to be unwanted: a restarted agent must not
       // stop the containers it is about to adopt.
       if (set_.version == 0) return true;
+      // Out of touch for three reports, another agent may have replaced this one (the server
+      // takes a new one then): what it would stop or start may be that one's. It acts again
+      // once a report is taken, or ends when the server says it was replaced.
+      if (Clock::now() - reached_server_ >= replaceable_after_) return false;
       set = set_;
       for (const auto& [key, version] : in_flight_) in_flight.insert(key);
     }
@@ -592,9 +695,9 @@ class Agent {
       StartTask task;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        while (!stop_ && start_queue_.empty())
+        while (!Stopping() && start_queue_.empty())
           changed_.wait_for(lock, std::chrono::milliseconds(200));
-        if (stop_) return;
+        if (Stopping()) return;
         task = std::move(start_queue_.front());
         start_queue_.pop_front();
         const auto& assigned = set_.assignments;
@@ -666,7 +769,7 @@ class Agent {
       if (!docker.HasImage(a.image)) {
         Log("pulling " + a.image + " for job " + std::to_string(a.job));
         docker.Pull(
-            a.image, [&](const std::string& line) { Log(a.image + ": " + line); }, &stop_);
+            a.image, [&](const std::string& line) { Log(a.image + ": " + line); }, &ending_);
         phases["pull"] = SecondsSince(step);
         step = Clock::now();
       }
@@ -800,14 +903,18 @@ class Agent {
     return have.empty() ? "" : FormatCpuList(have);
   }
 
+  // The job's grace period, as its container was labelled when created.
+  static int GraceOf(const ContainerInfo& c) {
+    const auto g = c.labels.find("berth.grace");
+    return g == c.labels.end() ? 30 : std::clamp(std::atoi(g->second.c_str()), 0, 86400);
+  }
+
   void StopInBackground(const ContainerInfo& c) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!stopping_.insert(c.id).second) return;  // already being stopped
     }
-    int grace = 30;
-    if (const auto g = c.labels.find("berth.grace"); g != c.labels.end())
-      grace = std::clamp(std::atoi(g->second.c_str()), 0, 86400);
+    const int grace = GraceOf(c);
     Log("stopping container " + c.id.substr(0, 12) + " (grace " + std::to_string(grace) + " s)");
     std::thread([this, id = c.id, grace] {
       try {
@@ -1132,11 +1239,13 @@ class Agent {
   enum class Posted { kTaken, kRegisteredAgain, kFailed };
   Posted PostReport(AgentReport& report) {  // not a copy: a report may carry a MiB of logs
     report.instance = instance_;
+    const auto sent = Clock::now();
     const auto client = Connect(30);
     const httplib::Result res =
         client->Post("/v1/agents/" + options_.node + "/report",
                      ToJson(report).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                      "application/json");
+    if (ReplacedIn(res)) return Posted::kFailed;
     if (res && res->status == 409) {  // a restarted server: register again
       Log("the server does not know this agent (it restarted); registering again");
       images_sent_.clear();  // the new server has none of them
@@ -1146,11 +1255,16 @@ class Agent {
       Log("reporting failed (" + ErrorOf(res) + "); retrying");
       return Posted::kFailed;
     }
+    std::lock_guard<std::mutex> lock(mu_);
+    reached_server_ = sent;
     return Posted::kTaken;
   }
 
   const AgentOptions& options_;
-  const std::atomic<bool>& stop_;
+  const std::atomic<bool>& stop_requested_;  // set by a signal handler: looked at, never waited on
+  // The agent ends: stop was requested, or another agent process replaced this one. Pulls are
+  // cancelled through it.
+  std::atomic<bool> ending_{false};
   // This process, to the server: a second agent started under the same node name is told apart.
   const std::string instance_ = NewInstance();
   DockerClient docker_;  // the converging thread's; the heartbeat and stops use their own
@@ -1158,6 +1272,12 @@ class Agent {
   std::condition_variable changed_;
   AssignmentSet set_;                // under mu_
   uint64_t reconciled_version_ = 0;  // under mu_
+  // When the last report the server took (or registration) was sent; under mu_. The server
+  // replaces an agent only after three report periods without one.
+  Clock::time_point reached_server_;
+  // How long the server waits for it (its registration answer says; three report periods
+  // unless it did not); under mu_.
+  std::chrono::duration<double> replaceable_after_{3 * options_.heartbeat_s};
   // Replicas to start, and every replica queued or being started with the last version
   // reconciled before it was assigned; under mu_.
   struct StartTask {
@@ -1170,6 +1290,8 @@ class Agent {
   bool start_ended_ = false;                 // under mu_: a start ended since the last pass
   bool exited_ = false;                      // under mu_: a container exited since the report
   std::set<std::string> stopping_;           // container ids, under mu_
+  // The agent process that replaced this one, and its engine's identity; under mu_.
+  std::string replaced_by_, replacing_engine_;
   std::map<std::string, std::string> rebind_refused_;  // container id: CPU set refused; the
                                                        // converging thread's
   httplib::Client* watch_client_ = nullptr;  // under mu_: stopped to end the watch at once

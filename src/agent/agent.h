@@ -18,6 +18,7 @@
 //    assigned, else removed; one the engine cannot start is removed and created again.
 //  - After a restart the agent adopts the containers it finds by their labels: nothing is
 //    started twice, and its log cursors come back from the server.
+//  - A replaced agent (another process registered as the node) ends: see RunAgent.
 //  - Lost connections are retried with jittered back-off (0.1 s doubling to 10 s), so that
 //    agents do not reconnect in step after a server restart; so is a stopped Docker engine.
 //  - Telemetry with each heartbeat: each GPU as a DCGM exporter sees it (matched to the node's
@@ -63,7 +64,12 @@ struct AgentOptions {
 };
 
 // Runs until `stop` is set. Returns 0, or 1 when the server refuses the node for good (not in
-// its cluster, other GPUs), having said why through `log`.
+// its cluster, other GPUs) or another agent process has registered as the node since this one
+// last reached the server (it was paused, or cut off, for three report periods), having said
+// why through `log`. A replaced agent stops converging at once; when the new agent runs on
+// another Docker engine, it stops and removes the node's containers on its own engine first,
+// so that the node's jobs run once.
+
 int RunAgent(const AgentOptions& options, const std::atomic<bool>& stop);
 
 }  // namespace berth

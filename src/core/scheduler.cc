@@ -687,8 +687,19 @@ void Scheduler::WakePreemptor(JobRecord& victim) {
 
 void Scheduler::Stopping(int id, double now, const std::string& why) {
   auto it = jobs_.find(id);
-  if (it == jobs_.end() || it->second.state != JobState::kRunning) return;
+  if (it == jobs_.end()) return;
   JobRecord& job = it->second;
+  if (job.state == JobState::kStopping) {
+    // A victim stopped for good: killed at no deadline, and never back to pending (review: its
+    // grace period's end brought it back to run again). Its preemptor still waits for its
+    // GPUs: Finish wakes it.
+    if (job.stop_deadline >= 0) deadlines_.erase({job.stop_deadline, job.id});
+    job.stop_deadline = -1;
+    job.reason = why;
+    Emit(now, id, "stopping", why);
+    return;
+  }
+  if (job.state != JobState::kRunning) return;
   Uncommit(job);
   job.state = JobState::kStopping;
   job.preempted_by = -1;

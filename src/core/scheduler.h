@@ -240,7 +240,9 @@ class Scheduler {
   void Finish(int job, double now, JobEnd end = JobEnd::kSucceeded, int exit_code = 0);
   // A running job told to stop for good (a user's stop): it stops (no victim, no decision)
   // but keeps what it holds until the adapter says its containers are gone (Finish), so that
-  // nothing starts on its GPUs while it still runs there.
+  // nothing starts on its GPUs while it still runs there. A victim being stopped (preempted,
+  // evicted) is stopped for good the same way: it is not killed at its grace deadline, and
+  // does not go back to pending.
   void Stopping(int job, double now, const std::string& why);
   // A job told to stop (preempt, evict, kill) has stopped: it goes back to pending, and a
   // preemptor whose victims have all stopped is placed at once. Returns the start decisions.

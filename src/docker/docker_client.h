@@ -109,6 +109,10 @@ class DockerClient {
 
   // The version agreed on ("1.41"); the engine's own version string in `engine_version`.
   std::string Negotiate(std::string* engine_version = nullptr);
+  // The engine's identity (16 hex digits): a digest of its ID, host name and data root (GET
+  // /info). Two clients of one engine get the same; two engines differ, also on one host or
+  // where a host's disk was cloned with its engine's ID.
+  std::string EngineIdentity();
 
   std::string Create(const ContainerSpec& spec);  // the new container's id
   void Start(const std::string& id);              // already running: no error

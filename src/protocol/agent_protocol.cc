@@ -133,7 +133,8 @@ Json ToJson(const NodeRegistration& r) {
             {"simulated", r.simulated},
             {"agentVersion", r.agent_version},
             {"instance", r.instance},
-            {"reportEveryMs", r.report_every_ms}};
+            {"reportEveryMs", r.report_every_ms},
+            {"engine", r.engine}};
   if (!r.migs.empty()) {
     Json& migs = j["migs"] = Json::array();
     for (const RegisteredMig& m : r.migs)
@@ -291,6 +292,7 @@ NodeRegistration ParseRegistration(const Json& j) {
   out.agent_version = r.Text("agentVersion", 200);
   out.instance = Instance(r);
   out.report_every_ms = r.Int("reportEveryMs", 0, 3600 * 1000);
+  out.engine = PrintableText(r, "engine", 200, "the agent's Docker engine's identity");
   r.Object("found",
            [&](const Json& e, const std::string& path) { out.found = ParseNode(e, path); });
   r.Object("declared",

@@ -1238,13 +1238,17 @@ void ControlPlane::RefuseASecondAgent(const AgentNode& agent, const std::string&
   // Its agent is in touch (it reports, or registered; a node down for want of its container
   // engine included): a restarted agent gets in once the old process has missed three reports
   // (1 s apart unless it said otherwise), long before the node would turn unhealthy.
-  const double every_s =
-      agent.registration.report_every_ms > 0 ? agent.registration.report_every_ms / 1000.0 : 1.0;
   const double silent = now - std::max(agent.last_seen, agent.registered_at);
-  if (silent >= std::min(3 * every_s, unhealthy_after_s_)) return;
+  if (silent >= ReplaceableAfterS(agent.registration)) return;
   throw ApiError(409, "node " + node + " has an agent that was in touch " + Seconds(silent) +
                           " s ago (process " + current + "); is one agent started twice under " +
                           "one --node name? Stop one: the node's jobs would run on both");
+}
+
+double ControlPlane::ReplaceableAfterS(const NodeRegistration& registration) const {
+  const double every_s =
+      registration.report_every_ms > 0 ? registration.report_every_ms / 1000.0 : 1.0;
+  return std::min(3 * every_s, unhealthy_after_s_);
 }
 
 void ControlPlane::RefuseASupersededAgent(const AgentNode& agent, const std::string& node,
@@ -1252,8 +1256,12 @@ void ControlPlane::RefuseASupersededAgent(const AgentNode& agent, const std::str
   if (instance.empty() || agent.registration.instance.empty() ||
       instance == agent.registration.instance)
     return;
-  throw ApiError(409, "node " + node + " has registered another agent (process " +
-                          agent.registration.instance + ") since this one; register again");
+  throw ApiError(
+      409,
+      "node " + node + " has registered another agent (process " + agent.registration.instance +
+          ") since this one; this one must stop, or its jobs run on both",
+      {{"replacedBy",
+        {{"instance", agent.registration.instance}, {"engine", agent.registration.engine}}}});
 }
 
 uint64_t ControlPlane::RegisterAgent(const std::string& node,
@@ -1308,6 +1316,8 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   AgentNode& agent = agents_[n];
   const bool again = agent.registered;
   agent.registered = true;
+  // A replaced process's watch ends now, with its refusal (Assignments).
+  if (registration.instance != agent.registration.instance) assignments_changed_.notify_all();
   agent.registration = registration;
   // A node down (unhealthy or lost) comes back with its agent's first report, which says whether
   // it reaches its container engine: registering says nothing of it, so the outage goes on.
@@ -1517,8 +1527,8 @@ void ControlPlane::StopWatches() {
   assignments_changed_.notify_all();
 }
 
-AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
-                                        double wait_s) const {
+AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since, double wait_s,
+                                        const std::string& instance) const {
   std::unique_lock<std::mutex> lock(mu_);
   int n = cluster_now().FindNode(node);
   if (n < 0) RefuseUnknownNode(node);
@@ -1528,14 +1538,18 @@ AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
                             ": its agent has not registered with this server since it started; "
                             "register first (POST /v1/agents/" +
                             node + "/register)");
+  RefuseASupersededAgent(agents_[n], node, instance);
   const uint64_t removed = nodes_removed_;
+  const std::string current = agents_[n].registration.instance;
   assignments_changed_.wait_for(lock, std::chrono::duration<double>(wait_s), [&] {
-    return nodes_removed_ != removed || agents_[n].version != since || broken_ || watches_stopped_;
+    return nodes_removed_ != removed || agents_[n].version != since || broken_ ||
+           watches_stopped_ || agents_[n].registration.instance != current;
   });
   if (nodes_removed_ != removed) {  // this node may be gone, or at another index
     n = cluster_now().FindNode(node);
     if (n < 0) RefuseUnknownNode(node);
   }
+  RefuseASupersededAgent(agents_[n], node, instance);
   AssignmentSet set;
   set.version = agents_[n].version;
   for (int64_t id : on_node_[n]) AssignmentsOf(jobs_.at(id), n, &set.assignments);

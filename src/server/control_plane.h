@@ -68,8 +68,10 @@ namespace berth {
 
 // A request the control plane refuses: the HTTP status and what to tell the client.
 struct ApiError : std::runtime_error {
-  ApiError(int status, const std::string& message) : std::runtime_error(message), status(status) {}
+  ApiError(int status, const std::string& message, nlohmann::json detail = nlohmann::json::object())
+      : std::runtime_error(message), status(status), detail(std::move(detail)) {}
   int status;
+  nlohmann::json detail;  // fields a program reads, sent beside "error"
 };
 
 struct JobFilter {
@@ -206,9 +208,15 @@ class ControlPlane {
   // then it joins, or 400 says why it cannot); 409 when the agent's GPUs are not the cluster's
   // (count), naming both.
   uint64_t RegisterAgent(const std::string& node, const NodeRegistration& registration);
+  // How long the agent that registered so may go without reaching the server before another
+  // process may register as its node (three report periods, at most --node-unhealthy-after).
+  // The agent holds its hand for as long (it cannot tell whether it was replaced).
+  double ReplaceableAfterS(const NodeRegistration& registration) const;
   // The node's assignments; waits up to `wait_s` while their version is still `since`, unless
-  // the watches were stopped.
-  AssignmentSet Assignments(const std::string& node, uint64_t since, double wait_s) const;
+  // the watches were stopped. The watch of an agent process (`instance`; "": not said) that
+  // another has replaced is refused, and ends when that happens (RefuseASupersededAgent).
+  AssignmentSet Assignments(const std::string& node, uint64_t since, double wait_s,
+                            const std::string& instance = "") const;
   // Ends the assignment watches now, and later ones answer at once: the server is stopping.
   void StopWatches();
   // A heartbeat: the node's containers and new log lines. ApiError 409 when the agent has not
@@ -414,7 +422,8 @@ class ControlPlane {
   void CheckAgents(double now, std::vector<StoreWrite>* writes);
   // ApiError 409 for a registration of another agent process while the node's agent still
   // reports (two agents under one --node name would run the node's jobs twice), and for a
-  // report of a process that another one has replaced since.
+  // report or watch of a process that another one has replaced since: its detail
+  // `replacedBy` names the new process and its engine, so that the old one stops its work.
   void RefuseASecondAgent(const AgentNode& agent, const std::string& node,
                           const NodeRegistration& registration, double now) const;
   void RefuseASupersededAgent(const AgentNode& agent, const std::string& node,

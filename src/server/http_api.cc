@@ -114,7 +114,9 @@ void Answer(httplib::Response& res, Handle handle) {
   try {
     handle();
   } catch (const ApiError& e) {
-    Reply(res, e.status, {{"error", e.what()}});
+    Json body = e.detail;
+    body["error"] = e.what();
+    Reply(res, e.status, body);
     if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
   } catch (const StoreError& e) {
     Reply(res, 503, {{"error", std::string("the state store failed: ") + e.what()}});
@@ -700,9 +702,12 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                   api,
                   [&](const httplib::Request& req, httplib::Response& res, const Caller&,
                       const std::string& body) {
-                    const uint64_t version =
-                        plane.RegisterAgent(req.matches[1], Message(body, ParseRegistration));
-                    Reply(res, 200, {{"version", version}});
+                    const NodeRegistration registration = Message(body, ParseRegistration);
+                    const uint64_t version = plane.RegisterAgent(req.matches[1], registration);
+                    Reply(res, 200,
+                          {{"version", version},
+                           {"replaceableAfterMs",
+                            std::llround(plane.ReplaceableAfterS(registration) * 1000)}});
                   },
                   true));
   server.Get(R"(/v1/agents/([^/]+)/assignments)",
@@ -711,20 +716,24 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                  [&](const httplib::Request& req, httplib::Response& res, const Caller&) {
                    uint64_t since = 0;
                    double wait = 0;
+                   std::string instance;
                    for (const auto& [key, value] : req.params) {
                      if (key == "since")
                        since = static_cast<uint64_t>(IntParam("since", value, 0, INT64_MAX));
                      else if (key == "wait")
                        wait = static_cast<double>(IntParam("wait", value, 0, kMaxAssignmentWaitS));
+                     else if (key == "instance")
+                       instance = value;
                      else
                        throw ApiError(400, "unknown parameter \"" + key.substr(0, 40) +
-                                               "\"; known: since, wait");
+                                               "\"; known: since, wait, instance");
                    }
                    // One waiting watch a node (its agent's); more would hold workers the others
                    // need.
                    if (++api.assignment_watches > api.max_assignment_watches) wait = 0;
                    try {
-                     Reply(res, 200, ToJson(plane.Assignments(req.matches[1], since, wait)));
+                     Reply(res, 200,
+                           ToJson(plane.Assignments(req.matches[1], since, wait, instance)));
                    } catch (...) {
                      --api.assignment_watches;
                      throw;

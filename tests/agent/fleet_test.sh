@@ -2,7 +2,8 @@
 # tests/agent/data/fleet.yaml) on one private Docker engine, each agent managing only its own
 # containers. Through berth: exit codes, logs, GPU ids and CPU sets; preemption within the
 # grace period; kill -9 of an agent and of the server; a lost node; dockerd stopped and started;
-# images pulled ahead for a job waiting to land; a container removed while its agent is down.
+# images pulled ahead for a job waiting to land; a container removed while its agent is down;
+# a paused agent replaced by another process, on the same engine and on a second one.
 source "$(dirname "$0")/../cli/lib.sh"
 source "$SRC/tests/docker/dockerd.sh"
 DK=$(mktemp -d /tmp/berth-fleet.XXXXXX)
@@ -15,7 +16,13 @@ stop_agents() {
     wait "$p" 2>/dev/null || true
   done
 }
-trap 'stop_agents; stop_server; stop_dockerd; rm -rf "$TMP"' EXIT
+DK2=$(mktemp -d /tmp/berth-fleet2.XXXXXX)
+# Runs a command against a second private engine (another host's, in part 11).
+second_engine() {
+  local DOCKERD_DIR=$DK2 DOCKER_SOCK=$DK2/docker.sock
+  "$@"
+}
+trap 'stop_agents; stop_server; stop_dockerd; second_engine stop_dockerd; rm -rf "$TMP"' EXIT
 start_dockerd "$DK"
 build_test_image berth-test:1
 FLEET=tests/agent/data/fleet.yaml
@@ -190,10 +197,10 @@ kill -9 "${AGENT[$gnode]}"; wait "${AGENT[$gnode]}" 2>/dev/null || true
 _dk rm -f "$first" > /dev/null
 start_agent "$gnode"
 lost_as_gone() {
-  "$BERTH" inspect "$gone" |
+  "$BERTH" inspect "$1" |
     jq -e '[.events[] | select(.state == "lost") | .reason] | any(test("is gone"))'
 }
-wait_for 10 "job $gone lost with its container" lost_as_gone
+wait_for 10 "job $gone lost with its container" lost_as_gone "$gone"
 wait_for 40 "job $gone running again (after its back-off)" state_is "$gone" running
 [ "$(_dk ps -q --filter "label=berth.job=$gone" | wc -l)" -eq 1 ] ||
   fail "job $gone should run once: $(_dk ps --filter "label=berth.job=$gone")"
@@ -218,4 +225,69 @@ prefetching() { [ "$(grep -l "prefetching $far" "$TMP"/agent-n*.log | wc -l)" -e
 wait_for 5 "the preemptor's node prefetching its image" prefetching
 state_is "$pre" pending || fail "the preemptor should wait for its victim: $("$BERTH" inspect "$pre")"
 wait_for 5 "the prefetch failing" grep -q "cannot prefetch $far" "$TMP"/agent-n*.log
+# A victim stopped during its grace period stays stopped (review: it ran again once its grace
+# period ended).
+for j in $("$BERTH" ps -q); do "$BERTH" stop "$j" > /dev/null; done
+for _ in $(seq 200); do [ -z "$(_dk ps -q)" ] && break; sleep 0.1; done
+[ -z "$(_dk ps -q)" ] || fail "containers run on: $(_dk ps -a; "$BERTH" ps -a; for j in $("$BERTH" ps -q); do "$BERTH" inspect $j | jq -c .events; done)"
+
+# An agent process: ended (a zombie until waited for counts as ended).
+ended() { ! kill -0 "$1" 2> /dev/null || [ "$(awk '{print $3}' "/proc/$1/stat" 2> /dev/null)" = Z ]; }
+registrations() { grep -c "registered with" "$TMP/agent-$1.log" || true; }
+# replace_paused NODE [second_engine]: pauses NODE's agent past three report periods (0.2 s
+# each), starts another under its name (on the second engine when asked) and, once that one has
+# registered, wakes the first. Sets OLD to the first one's pid.
+replace_paused() {
+  local node=$1 before; shift
+  OLD=${AGENT[$node]}
+  before=$(registrations "$node")
+  kill -STOP "$OLD"
+  sleep 1
+  "$@" start_agent "$node"
+  wait_for 10 "a second agent registering as $node" eval "[ \$(registrations $node) -gt $before ]"
+  kill -CONT "$OLD"
+  wait_for 10 "the replaced agent of $node ending" ended "$OLD"
+  local rc=0
+  wait "$OLD" || rc=$?
+  [ "$rc" -eq 1 ] || fail "a replaced agent should exit 1, exited $rc: $(tail "$TMP/agent-$node.log")"
+}
+
+echo "fleet: part 10" >&2
+# 10. An agent paused past three report periods while another process registers under its node
+#     name on the same engine: the new one adopts the node's container; the old one, woken, is
+#     told it was replaced and ends without touching it. The job runs once throughout.
+shared=$("$BERTH" run -d --gpus 4 berth-test:1 sh -c "$TRAPPER")
+wait_for 15 "job $shared running" state_is "$shared" running
+c=$(container_of "$shared")
+snode=$(_dk inspect -f '{{index .Config.Labels "berth.node"}}' "$c")
+replace_paused "$snode"
+grep -q "this one stops" "$TMP/agent-$snode.log" || fail "the replaced agent did not say why: $(tail "$TMP/agent-$snode.log")"
+grep -q "runs on this Docker engine and keeps the node's containers" "$TMP/agent-$snode.log" ||
+  fail "the replaced agent should leave the containers to the new one: $(tail "$TMP/agent-$snode.log")"
+sleep 1
+[ "$(container_of "$shared")" = "$c" ] || fail "job $shared's container was replaced"
+[ "$(_dk inspect -f '{{.State.Running}}' "$c")" = true ] || fail "job $shared's container was stopped"
+state_is "$shared" running || fail "job $shared should run on: $("$BERTH" inspect "$shared")"
+[ "$("$BERTH" logs "$shared" | grep -c started)" -eq 1 ] || fail "job $shared started more than once"
+"$BERTH" stop "$shared" > /dev/null
+wait_for 10 "job $shared's container gone (stopped by the new agent)" no_containers "berth.job=$shared"
+
+echo "fleet: part 11" >&2
+# 11. The same with the new agent on another engine (the node's name moved to another host):
+#     the old one, woken, stops and removes the node's container on its own engine, so the job
+#     does not run twice; the job, gone from the node's new engine, is lost and runs once again.
+second_engine start_dockerd "$DK2"
+second_engine build_test_image berth-test:1
+moved=$("$BERTH" run -d --gpus 4 berth-test:1 sh -c "$TRAPPER")
+wait_for 15 "job $moved running" state_is "$moved" running
+mnode=$(_dk inspect -f '{{index .Config.Labels "berth.node"}}' "$(container_of "$moved")")
+replace_paused "$mnode" second_engine
+grep -q "runs on another Docker engine: stopping the 1 containers of node $mnode" "$TMP/agent-$mnode.log" ||
+  fail "the replaced agent should stop its container: $(tail "$TMP/agent-$mnode.log")"
+no_containers "berth.node=$mnode" || fail "node $mnode's old engine still has: $(_dk ps -a)"
+wait_for 10 "job $moved lost with its container" lost_as_gone "$moved"
+wait_for 40 "job $moved running again (after its back-off)" state_is "$moved" running
+runs=$(( $(_dk ps -q --filter "label=berth.job=$moved" | wc -l) +
+  $(second_engine _dk ps -q --filter "label=berth.job=$moved" | wc -l) ))
+[ "$runs" -eq 1 ] || fail "job $moved should run once over both engines, runs $runs times"
 echo "fleet: ok"

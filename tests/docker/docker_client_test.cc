@@ -177,6 +177,16 @@ TEST_F(EngineTest, NegotiatesAVersionBothSpeak) {
   EXPECT_FALSE(engine.empty());
 }
 
+// Every client of one engine names it alike (a replaced agent compares them: the fleet test
+// has two engines whose IDs are alike and whose identities differ).
+TEST_F(EngineTest, AnEnginesIdentityIsTheSameForEachOfItsClients) {
+  const std::string identity = docker_->EngineIdentity();
+  EXPECT_EQ(identity.size(), 16u) << identity;
+  EXPECT_EQ(identity.find_first_not_of("0123456789abcdef"), std::string::npos) << identity;
+  DockerClient other(std::getenv("BERTH_DOCKER_SOCK"));
+  EXPECT_EQ(other.EngineIdentity(), identity);
+}
+
 TEST_F(EngineTest, RunsAContainerAndReadsItsState) {
   ContainerSpec spec = Spec("echo out; echo err >&2; exit 3");
   spec.name = "berth-test-" + std::to_string(getpid());

@@ -97,8 +97,10 @@ TEST(AgentProtocolTest, RegistrationRoundTrips) {
   r.agent_version = "berth 1.2.3";
   r.instance = "0123abcd-_";
   r.report_every_ms = 2500;
+  r.engine = "7TRN:IPZB:QYBB:VPBQ";
   const NodeRegistration back = ParseRegistration(Wire(ToJson(r)));
   EXPECT_EQ(back.instance, "0123abcd-_");
+  EXPECT_EQ(back.engine, "7TRN:IPZB:QYBB:VPBQ");
   EXPECT_EQ(back.report_every_ms, 2500);
   EXPECT_EQ(back.gpu_uuids, r.gpu_uuids);
   EXPECT_TRUE(back.simulated);
@@ -330,6 +332,11 @@ TEST(AgentProtocolTest, RegistrationRefusesWrongTypesAndTooManyGpus) {
   EXPECT_TRUE(Has(e, "instance: longer than 64 bytes")) << e;
   e = ErrorOf([] { ParseReport({{"instance", "a\n"}}); });
   EXPECT_TRUE(Has(e, "instance: expected letters")) << e;
+  e = ErrorOf([] { ParseRegistration({{"engine", "id\x1b[2J"}}); });
+  EXPECT_TRUE(Has(e, "engine: expected printable ASCII, as the agent's Docker engine's identity"))
+      << e;
+  e = ErrorOf([] { ParseRegistration({{"engine", std::string(201, 'e')}}); });
+  EXPECT_TRUE(Has(e, "engine: longer than 200 bytes")) << e;
   e = ErrorOf([] { ParseRegistration({{"reportEveryMs", -1}}); });
   EXPECT_TRUE(Has(e, "reportEveryMs: expected an integer from 0 to 3600000")) << e;
   e = ErrorOf([] { ParseRegistration({{"agentVersion", std::string(201, 'v')}}); });

@@ -1404,6 +1404,124 @@ TEST_F(ControlPlaneAgentTest, ASecondAgentUnderOneNodeNameIsRefusedWhileTheFirst
   EXPECT_TRUE(plane_->Agents()[0].unhealthy);
 }
 
+// A job stopped while its preemption waits out its grace period stays stopped, whatever
+// becomes of its preemptor (found by the fleet test: a victim stopped, then its preemptor
+// stopped, went back to running).
+TEST_F(ControlPlaneAgentTest, AVictimStoppedDuringItsGracePeriodStaysStopped) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t victim =
+      plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1, "gracePeriodSeconds": 30})");
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  const Assignment old = Of("dgx-0", victim).at(0);
+  const int64_t preemptor = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1000})");
+  for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
+    now_ += 1;
+    plane_->Cycle();
+  }
+  ASSERT_EQ(State(victim), "preempted");
+  plane_->Stop(victim);
+  plane_->Stop(preemptor);
+  AgentReport running;
+  running.containers = {Container(old, "running")};
+  for (int i = 0; i < 40; ++i) {  // past the grace period (30 s): the container ignores SIGTERM
+    now_ += 1;
+    running.applied_version = Set("dgx-0").version;
+    plane_->Report("dgx-0", running);
+    plane_->Cycle();
+    ASSERT_EQ(State(victim), "stopped") << "cycle " << i;
+    ASSERT_TRUE(Of("dgx-0", victim).empty()) << "cycle " << i;
+  }
+  AgentReport stopped;
+  stopped.applied_version = Set("dgx-0").version;
+  stopped.containers = {Container(old, "exited", 137)};
+  plane_->Report("dgx-0", stopped);
+  plane_->Cycle();
+  EXPECT_EQ(State(victim), "stopped");
+  EXPECT_EQ(plane_->Nodes()[0].free_gpus, 8);
+}
+
+// The same with the preemptor left waiting: it is placed once the victim's container is gone.
+TEST_F(ControlPlaneAgentTest, APreemptorOfAVictimStoppedForGoodRunsOnceItsContainerIsGone) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t victim =
+      plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1, "gracePeriodSeconds": 30})");
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  const Assignment old = Of("dgx-0", victim).at(0);
+  const int64_t preemptor = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1000})");
+  for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
+    now_ += 1;
+    plane_->Cycle();
+  }
+  ASSERT_EQ(State(victim), "preempted");
+  plane_->Stop(victim);
+  AgentReport running;
+  running.containers = {Container(old, "running")};
+  for (int i = 0; i < 40; ++i) {
+    now_ += 1;
+    running.applied_version = Set("dgx-0").version;
+    plane_->Report("dgx-0", running);
+    plane_->Cycle();
+    ASSERT_EQ(State(victim), "stopped") << "cycle " << i;
+    ASSERT_EQ(State(preemptor), "pending") << "cycle " << i;
+  }
+  AgentReport stopped;
+  stopped.applied_version = Set("dgx-0").version;
+  stopped.containers = {Container(old, "exited", 137)};
+  plane_->Report("dgx-0", stopped);
+  plane_->Cycle();
+  EXPECT_EQ(State(victim), "stopped");
+  EXPECT_EQ(State(preemptor), "scheduled");
+}
+
+// A replaced agent process learns it from its watch too, and at once where it waits: the
+// refusal names the new process and its engine, so that the old one stops its work (review: it
+// followed its watch and kept starting containers, so a job could run on two engines).
+TEST_F(ControlPlaneAgentTest, AReplacedAgentsWatchEndsWithWhoReplacedIt) {
+  Open(Dgx(1), 15, 120);
+  Register("dgx-0", 8, "first");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  const uint64_t version = plane_->Assignments("dgx-0", 0, 0, "first").version;
+  // The first agent's watch waits; another process registers once it has been silent 3 s.
+  auto watch = std::async(std::launch::async, [&] {
+    try {
+      plane_->Assignments("dgx-0", version, 30, "first");
+    } catch (const ApiError& e) {
+      return e;
+    }
+    return ApiError(200, "the watch ended without a refusal");
+  });
+  now_ += 3;
+  NodeRegistration second;
+  second.gpu_uuids = Uuids("dgx-0", 8);
+  second.instance = "second";
+  second.engine = "engine-B";
+  plane_->RegisterAgent("dgx-0", second);
+  ASSERT_EQ(watch.wait_for(std::chrono::seconds(5)), std::future_status::ready)
+      << "the replaced agent's watch goes on";
+  const ApiError refused = watch.get();
+  EXPECT_EQ(refused.status, 409) << refused.what();
+  EXPECT_EQ(refused.detail["replacedBy"]["instance"], "second") << refused.detail.dump();
+  EXPECT_EQ(refused.detail["replacedBy"]["engine"], "engine-B") << refused.detail.dump();
+  // A new watch of the old process is refused at once; the new one's and an unnamed one's
+  // (an older agent) are served.
+  std::string message;
+  EXPECT_EQ(Status([&] { plane_->Assignments("dgx-0", 0, 0, "first"); }, &message), 409);
+  EXPECT_TRUE(Has(message, "this one must stop")) << message;
+  EXPECT_EQ(plane_->Assignments("dgx-0", 0, 0, "second").assignments.size(), 1u);
+  EXPECT_EQ(plane_->Assignments("dgx-0", 0, 0).assignments.size(), 1u);
+  EXPECT_EQ(State(id), "running");
+  // How long an agent goes silent before it may be replaced, which the agent is told.
+  EXPECT_DOUBLE_EQ(plane_->ReplaceableAfterS(second), 3);
+  second.report_every_ms = 10000;
+  EXPECT_DOUBLE_EQ(plane_->ReplaceableAfterS(second), 15);  // --node-unhealthy-after
+}
+
 // An agent that registers again just before its node would be lost is back: the report that
 // follows its registration lifts the outage, and its jobs are not placed again (review: they
 // were, and a healthy container was stopped and started anew).
