@@ -643,7 +643,8 @@ void Scheduler::TellToStop(JobRecord& job, Decision::Kind kind, int preemptor,
   d.preemptor = preemptor;
   d.grace_period_s = kind == Decision::Kind::kPreempt ? job.spec.grace_period_s : 0;
   d.reason = why;
-  Emit(now, job.id, DecisionKindName(kind), why);
+  Emit(now, job.id, DecisionKindName(kind),
+       preemptor >= 0 ? why + " (job " + std::to_string(preemptor) + ")" : why);
   out->push_back(std::move(d));
 }
 
@@ -1673,8 +1674,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
                                                     : "preempted by higher priority in queue ";
     job.waiting_for.clear();
     for (JobRecord* victim : found->victims) {
-      TellToStop(*victim, Decision::Kind::kPreempt, job.id,
-                 why + queue.spec.name + " (job " + std::to_string(job.id) + ")", now, out);
+      TellToStop(*victim, Decision::Kind::kPreempt, job.id, why + queue.spec.name, now, out);
       job.waiting_for.push_back(victim->id);
     }
     CommitWaiting(job, plan_need, plan.guaranteed, found->placement.bound_cells);

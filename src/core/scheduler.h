@@ -167,8 +167,8 @@ struct Decision {
   int job = -1;
   std::vector<ReplicaPlacement> placements;  // kStart, kGrow, kShrink: the replicas concerned
   std::vector<std::string> gpu_ids;          // their GPUs, "node/index", in placement order
-  int preemptor = -1;                        // kPreempt
-  double grace_period_s = 0;                 // kPreempt: the victim's grace period
+  int preemptor = -1;         // kPreempt; the reason does not name it (an adapter has its own ids)
+  double grace_period_s = 0;  // kPreempt: the victim's grace period
   std::string reason;
 };
 const char* DecisionKindName(Decision::Kind kind);

@@ -1041,18 +1041,22 @@ void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<Sto
       case Decision::Kind::kPreempt:
       case Decision::Kind::kEvict:
       case Decision::Kind::kKill: {
+        // The preemptor by the id users know (review: the engine's own id named another job).
+        std::string reason = d.reason;
+        if (const auto p = by_engine_id_.find(d.preemptor); p != by_engine_id_.end())
+          reason += " (job " + std::to_string(p->second) + ")";
         if (HasAgent(job)) {
           // Its agents stop the containers (a kill comes with their stop's grace period) and
           // report them gone: then Report tells the engine it stopped.
           if (job.stored.state != "preempted") {
-            Record(job, "preempted", d.reason, writes);
+            Record(job, "preempted", reason, writes);
             ++preemptions_;
           }
           break;
         }
         // Nothing runs it: it has stopped now.
         job.stored.placements.clear();
-        Record(job, "preempted", d.reason, writes);
+        Record(job, "preempted", reason, writes);
         ++preemptions_;
         const std::vector<Decision> starts = engine_->Stopped(d.job, now_());
         Record(job, "pending", "waiting again after it was preempted", writes);

@@ -1421,6 +1421,9 @@ TEST_F(ControlPlaneAgentTest, AVictimStoppedDuringItsGracePeriodStaysStopped) {
     plane_->Cycle();
   }
   ASSERT_EQ(State(victim), "preempted");
+  // Named by the id users know (review: the engine's own id named another job).
+  EXPECT_TRUE(Has(plane_->Get(victim).reason, "(job " + std::to_string(preemptor) + ")"))
+      << plane_->Get(victim).reason;
   plane_->Stop(victim);
   plane_->Stop(preemptor);
   AgentReport running;
