@@ -6,9 +6,11 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -86,8 +88,17 @@ std::unique_ptr<httplib::Client> ConnectToServer(const ServerAddress& server) {
           "token alone");
     client->set_bearer_token_auth(token);
   }
-  if (const char* ca = std::getenv("BERTH_CACERT"); server.tls && ca != nullptr && *ca != '\0')
+  if (const char* ca = std::getenv("BERTH_CACERT"); server.tls && ca != nullptr && *ca != '\0') {
+    // The library reads the file only as it connects, and fails as if no server were there.
+    if (std::FILE* file = std::fopen(ca, "r"))
+      std::fclose(file);
+    else
+      throw ConfigError(std::string("BERTH_CACERT: cannot read ") + ca + ": " +
+                        std::strerror(errno) +
+                        "; set it to the PEM file of the CA (or self-signed certificate) that "
+                        "signed the server's certificate");
     client->set_ca_cert_path(ca);
+  }
   client->set_connection_timeout(5);
   client->set_tcp_nodelay(true);
   return client;

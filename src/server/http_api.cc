@@ -186,6 +186,17 @@ void Handling(ApiContext& api, const httplib::Request& req) {
   if (api.deadline != nullptr) api.deadline->Handling(req.remote_addr, req.remote_port);
 }
 
+// A parameter given twice is refused: which one counts would be the server's guess.
+void RefuseRepeatedParameters(const httplib::Request& req) {
+  for (auto it = req.params.begin(); it != req.params.end();) {
+    const auto next = req.params.upper_bound(it->first);
+    if (std::next(it) != next)
+      throw ApiError(400, "parameter \"" + it->first.substr(0, 40) +
+                              "\" is given more than once; give it once");
+    it = next;
+  }
+}
+
 // A route for users: `handle(req, res, caller)` runs once the token is known.
 // `for_agents`: a route of the agent API (AgentCaller) instead.
 template <typename Handle>
@@ -193,7 +204,9 @@ httplib::Server::Handler Route(ApiContext& api, Handle handle, bool for_agents =
   return [&api, handle, for_agents](const httplib::Request& req, httplib::Response& res) {
     Handling(api, req);
     Answer(res, [&] {
-      handle(req, res, for_agents ? AgentCaller(api.access, req) : UserCaller(api.access, req));
+      const Caller caller = for_agents ? AgentCaller(api.access, req) : UserCaller(api.access, req);
+      RefuseRepeatedParameters(req);
+      handle(req, res, caller);
     });
   };
 }
@@ -216,6 +229,7 @@ httplib::Server::HandlerWithContentReader BodyRoute(ApiContext& api, Handle hand
     bool known = false;
     Answer(res, [&] {
       caller = for_agents ? AgentCaller(api.access, req) : UserCaller(api.access, req);
+      RefuseRepeatedParameters(req);
       known = true;
     });
     if (!known) return;

@@ -56,6 +56,11 @@ grep -q "answers only requests addressed to the loopback" "$TMP/host.json" ||
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: localhost:${addr##*:}" "http://$addr/v1/jobs")" = 200 ] ||
   fail "localhost should be answered"
 [ "$("$BERTH" ps -a -q | wc -l)" -eq 1 ] || fail "a refused job was kept: $("$BERTH" ps -a)"
+# A parameter given twice is refused, not read one way or the other.
+[ "$(curl -s -o "$TMP/twice.json" -w '%{http_code}' "http://$addr/v1/jobs?limit=1&limit=1000")" = 400 ] ||
+  fail "a repeated parameter should be a 400: $(cat "$TMP/twice.json")"
+grep -q 'parameter \\"limit\\" is given more than once' "$TMP/twice.json" ||
+  fail "the refusal should name the parameter: $(cat "$TMP/twice.json")"
 
 # Refusals name the field and change nothing.
 expect_exit2 "no node of this cluster can ever hold it" run -d --gpus 9 trainer:1
