@@ -1788,7 +1788,7 @@ bool ControlPlane::StoppedEverywhere(const Job& job) const {
 
 void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
                             const std::map<std::pair<int64_t, int>, const ContainerReport*>& mine,
-                            double now, std::vector<StoreWrite>* writes) {
+                            double now, std::vector<StoreWrite>* writes, bool lost) {
   const auto placements = ParsePlacements(job.stored.placements);
   if (!placements) return;
   const std::string& name = cluster_now().nodes[node].name;
@@ -1809,12 +1809,20 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
     if (!StoppedEverywhere(job)) return;
     if (job.stored.state == "stopped") {
       FinishStopped(job);
-      Record(job, "stopped", "its containers have stopped; its GPUs are free", writes);
+      // On a lost node nobody saw them stop (review: it said they had).
+      Record(job, "stopped",
+             lost ? "its GPUs are free: node " + name +
+                        " was lost (an agent that comes back there stops its containers)"
+                  : "its containers have stopped; its GPUs are free",
+             writes);
       return;
     }
     const std::vector<Decision> starts = engine_->Stopped(job.engine_id, now);
     job.stored.placements.clear();
-    Record(job, "pending", "its containers stopped after its preemption; waiting again", writes);
+    Record(job, "pending",
+           lost ? "node " + name + " was lost after its preemption; waiting again"
+                : "its containers stopped after its preemption; waiting again",
+           writes);
     Apply(starts, writes);
     return;
   }
@@ -1973,7 +1981,7 @@ void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
       AgentReport none;
       none.applied_version = UINT64_MAX;
       const std::set<int64_t> stopping = stopping_;
-      for (int64_t id : stopping) ReportOn(jobs_.at(id), n, none, {}, now, writes);
+      for (int64_t id : stopping) ReportOn(jobs_.at(id), n, none, {}, now, writes, /*lost=*/true);
     }
   }
 }

@@ -406,9 +406,11 @@ class ControlPlane {
   void ObserveNode(int n, bool images, Telemetry* t) const;
   // Every image some node holds, by normalized name, with its layers.
   std::map<std::string, std::vector<ImageLayer>> KnownImageLayers() const;
+  // What the agent's `report` says of the job's replicas on `node`; `lost`: the node was lost
+  // (no report: its containers count as stopped).
   void ReportOn(Job& job, int node, const AgentReport& report,
                 const std::map<std::pair<int64_t, int>, const ContainerReport*>& mine, double now,
-                std::vector<StoreWrite>* writes);
+                std::vector<StoreWrite>* writes, bool lost = false);
   // A job stopped on request whose containers are gone: the engine frees its GPUs.
   void FinishStopped(Job& job);
   // Whether every replica of the job's placement has stopped: reported ended, or on a node

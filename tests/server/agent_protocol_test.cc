@@ -777,6 +777,28 @@ TEST_F(ControlPlaneAgentTest, AStoppedJobHoldsItsGpusUntilItsContainersAreGone) 
   EXPECT_EQ(State(third), "scheduled");
 }
 
+// A job stopped on a node that is then lost ends stopped without anyone seeing its containers
+// stop, and says so (review: it said its containers had stopped).
+TEST_F(ControlPlaneAgentTest, AStoppedJobOnALostNodeSaysTheNodeWasLost) {
+  Open(Dgx(1), 15, 120);
+  Register("dgx-0");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  plane_->Stop(id);
+  now_ += 60;
+  plane_->Cycle();
+  EXPECT_TRUE(Has(plane_->Get(id).reason, "held until its containers stop"))
+      << plane_->Get(id).reason;
+  now_ += 61;
+  plane_->Cycle();
+  ASSERT_TRUE(plane_->Agents()[0].lost);
+  EXPECT_EQ(State(id), "stopped");
+  EXPECT_TRUE(Has(plane_->Get(id).reason, "node dgx-0 was lost")) << plane_->Get(id).reason;
+  std::string message;
+  EXPECT_EQ(Status([&] { plane_->Remove(id); }, &message), 200) << message;
+}
+
 // Across a restart too: a stopped job whose containers were still stopping holds its GPUs
 // until the agent, back, reports them gone (a preempted one: ARestartWhileAJobStops...).
 TEST_F(ControlPlaneAgentTest, AJobStillStoppingAtARestartHoldsItsGpusUntilItsContainersAreGone) {
