@@ -3,6 +3,7 @@
 // guarantee. It redraws every --interval seconds until interrupted (into a pipe or a file it
 // writes each frame after the last, without terminal codes); --once draws one frame (scripts,
 // tests), and --format json prints once what a frame is drawn from.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/commands.h"
 
@@ -83,6 +85,27 @@ std::string Frame() {
   return out.str();
 }
 
+// The frame cut to a terminal of `rows` x `cols`: a taller frame would scroll its head away at
+// each redraw, and a wider line would wrap. The last row then says what was left out.
+std::string FitToTerminal(const std::string& frame, int rows, int cols) {
+  std::vector<std::string> lines;
+  std::istringstream in(frame);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  const size_t keep_rows = static_cast<size_t>(std::max(rows, 2));
+  const size_t left_out = lines.size() > keep_rows ? lines.size() - (keep_rows - 1) : 0;
+  if (left_out > 0) {
+    lines.resize(keep_rows - 1);
+    lines.push_back("... " + std::to_string(left_out) +
+                    " more lines: a taller terminal, or berth top --once | less");
+  }
+  std::string out;
+  for (std::string& line : lines) {
+    if (cols > 0 && line.size() > static_cast<size_t>(cols)) line.resize(cols);
+    out += line + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 void AddTopCommand(CLI::App& app) {
@@ -106,8 +129,13 @@ void AddTopCommand(CLI::App& app) {
         std::cout << frame << std::flush;
         return;
       }
-      // Into a pipe or a file, frames follow one another; only a terminal is redrawn.
-      std::cout << (isatty(STDOUT_FILENO) ? "\033[H\033[2J" : "\n") << frame << std::flush;
+      // Into a pipe or a file, frames follow one another whole; only a terminal is redrawn.
+      winsize size{};
+      if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_row > 0)
+        std::cout << "\033[H\033[2J" << FitToTerminal(frame, size.ws_row, size.ws_col);
+      else
+        std::cout << (isatty(STDOUT_FILENO) ? "\033[H\033[2J" : "\n") << frame;
+      std::cout << std::flush;
       std::this_thread::sleep_for(std::chrono::duration<double>(a->interval_s));
     }
   });

@@ -28,6 +28,12 @@ grep -qE '^default +\[#{8}[|-]*\] +8\.0 / ' <<<"$top" || fail "top: the queue's 
 piped=$(timeout 2.5 "$BERTH" top --interval 1 | cat || true)
 [ "$(grep -cE '^dgx-[0-3] +########$' <<<"$piped")" -ge 2 ] || fail "top into a pipe: $piped"
 grep -q $'\033' <<<"$piped" && fail "top into a pipe wrote terminal codes: $(od -c <<<"$piped" | head)"
+# In a terminal smaller than a frame (script gives it one): cut to its rows and columns, the
+# last row saying what was left out, so that the head of the frame does not scroll away.
+small=$(timeout 2.5 script -qec "stty rows 5 cols 40; $BERTH top --interval 1" /dev/null | tr -d '\r' |
+  sed 's/\x1b\[[0-9;]*[A-Za-z]//g' || true)
+grep -q '^\.\.\. [0-9]* more lines: a taller terminal' <<<"$small" || fail "top in a small terminal: $small"
+[ "$(awk 'length > 40' <<<"$small" | wc -l)" -eq 0 ] || fail "top wrote lines wider than the terminal: $small"
 # --format json on every verb that shows the server's state: its answer, for scripts.
 [ "$("$BERTH" queues --format json | jq -r '.queues[] | select(.name == "default") | .usageGpus')" = 8 ] ||
   fail "queues --format json: $("$BERTH" queues --format json)"
