@@ -308,6 +308,29 @@ TEST_F(SchedulerTest, AVictimThatFinishesWhileStoppingReleasesItsPreemptor) {
   ExpectConsistent();
 }
 
+// A victim told to stop for good during its grace period (a user's stop) is not killed at its
+// deadline and never waits again; its preemptor starts once it has finished.
+TEST_F(SchedulerTest, AVictimStoppedForGoodIsNotKilledAndReleasesItsPreemptorOnceDone) {
+  Make(2, 2, {Queue("a"), Queue("b", 1)});
+  Submit(Job("a", 8));
+  Submit(Job("a", 8));
+  s_->Schedule(0);
+  const int b = Submit(Job("b", 8), 1);
+  const std::vector<int> victims = Preempted(s_->Schedule(1));
+  ASSERT_EQ(victims.size(), 1u);
+  s_->Stopping(victims[0], 2, "stopped on request");
+  EXPECT_EQ(J(victims[0]).state, JobState::kStopping);
+  // Long past its grace period: no kill, and b still waits for its GPUs.
+  for (double t = 3; t < 200; t += 10)
+    for (const Decision& d : s_->Schedule(t)) {
+      EXPECT_NE(d.job, victims[0]) << DecisionKindName(d.kind) << " at " << t;
+      EXPECT_NE(d.job, b) << DecisionKindName(d.kind) << " at " << t;
+    }
+  s_->Finish(victims[0], 200, JobEnd::kCancelled);
+  EXPECT_EQ(Started(s_->Schedule(201)), std::vector<int>{b});
+  ExpectConsistent();
+}
+
 TEST_F(SchedulerTest, APreemptorThatGoesAwayFreesItsVictims) {
   Make(2, 2, {Queue("a"), Queue("b", 1)});
   for (int i = 0; i < 4; ++i) Submit(Job("a", 4));
