@@ -252,6 +252,22 @@ class Agent {
   }
 
  private:
+  // Out of touch for as long as the server waits before letting another process register as
+  // the node, another agent may have replaced this one: what it would start or stop may be
+  // that one's. It acts again once a report is taken, or ends when the server says it was
+  // replaced. Said once each time it begins. Under mu_.
+  bool OutOfTouch() {
+    const bool out = Clock::now() - reached_server_ >= replaceable_after_;
+    if (out && !holding_)
+      Log("no report taken for " + std::to_string(std::lround(SecondsSince(reached_server_))) +
+          " s: starting and stopping no containers until one is (another agent may have "
+          "registered as node " +
+          options_.node + " meanwhile)");
+    if (!out && holding_) Log("a report was taken: starting and stopping containers again");
+    holding_ = out;
+    return out;
+  }
+
   bool Stopping() {
     if (stop_requested_) ending_ = true;
     return ending_;
@@ -283,6 +299,17 @@ class Agent {
   // containers would run the node's jobs a second time, so they are stopped and removed (a
   // stopped one left here would read as the job's exit to an agent started here later).
   void LeaveTheNode() {
+    // The refusal that ended this agent may have waited in its socket while it was paused: the
+    // process it names may itself have been replaced since (review: a job ran on two engines,
+    // or the current agent's container was stopped). The server says who holds the node now.
+    const std::string holder = CurrentHolder();
+    if (holder.empty()) {
+      Log("cannot ask the server which agent holds node " + options_.node +
+          " now: the node's containers are left here; once another agent runs the node "
+          "elsewhere, remove them (docker ps -a --filter label=berth.node=" +
+          options_.node + ")");
+      return;
+    }
     std::string mine;
     try {
       mine = docker_.EngineIdentity();
@@ -325,6 +352,32 @@ class Agent {
         }
       });
     for (std::thread& t : removals) t.join();
+  }
+
+  // The engine of the agent process that holds the node now, from a fresh refusal of this
+  // one's watch (RefuseASupersededAgent); sets replacing_engine_. "" when the server cannot be
+  // asked. Several tries, 10 s in all: the agent is ending.
+  std::string CurrentHolder() {
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(std::chrono::seconds(2));
+      const auto client = Connect(5);
+      const httplib::Result res = client->Get("/v1/agents/" + options_.node +
+                                              "/assignments?since=0&wait=0&instance=" + instance_);
+      if (!res) continue;
+      const Json body = Json::parse(res->body, nullptr, false);
+      if (res->status != 409 || !body.is_object() || !body.contains("replacedBy") ||
+          !body["replacedBy"].is_object())
+        continue;
+      const Json& by = body["replacedBy"];
+      std::lock_guard<std::mutex> lock(mu_);
+      const std::string now_by = by.value("instance", std::string("?"));
+      if (now_by != replaced_by_)
+        Log("since then process " + now_by + " has registered as node " + options_.node);
+      replaced_by_ = now_by;
+      replacing_engine_ = by.value("engine", std::string());
+      return replaced_by_;
+    }
+    return "";
   }
 
   void Log(const std::string& line) {
@@ -559,10 +612,7 @@ class Agent {
       // Before the first answer nothing is known to be unwanted: a restarted agent must not
       // stop the containers it is about to adopt.
       if (set_.version == 0) return true;
-      // Out of touch for three reports, another agent may have replaced this one (the server
-      // takes a new one then): what it would stop or start may be that one's. It acts again
-      // once a report is taken, or ends when the server says it was replaced.
-      if (Clock::now() - reached_server_ >= replaceable_after_) return false;
+      if (OutOfTouch()) return false;
       set = set_;
       for (const auto& [key, version] : in_flight_) in_flight.insert(key);
     }
@@ -704,6 +754,15 @@ class Agent {
         if (std::none_of(assigned.begin(), assigned.end(), [&](const Assignment& a) {
               return RunKey{a.job, a.replica, a.placement} == task.key;
             })) {
+          in_flight_.erase(task.key);
+          start_ended_ = true;
+          changed_.notify_all();
+          continue;
+        }
+        // Queued before the agent fell out of touch: made again by a pass once it is back
+        // (review: a woken agent started a queued container before it learned it was replaced).
+        if (OutOfTouch()) {
+          retry_before_[task.key] = in_flight_[task.key];
           in_flight_.erase(task.key);
           start_ended_ = true;
           changed_.notify_all();
@@ -1275,6 +1334,7 @@ class Agent {
   // When the last report the server took (or registration) was sent; under mu_. The server
   // replaces an agent only after three report periods without one.
   Clock::time_point reached_server_;
+  bool holding_ = false;  // under mu_: OutOfTouch said so
   // How long the server waits for it (its registration answer says; three report periods
   // unless it did not); under mu_.
   std::chrono::duration<double> replaceable_after_{3 * options_.heartbeat_s};

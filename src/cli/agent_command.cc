@@ -320,7 +320,7 @@ void AddAgentCommands(CLI::App& app) {
       agent.migs = migs;
       agent.simulated = simulated;
       if (!simulated) agent.nvml_library = kNvmlLibrary;
-      RunAgent(agent, stop);
+      return RunAgent(agent, stop);
     };
     try {
       const int code = RunServer(std::move(options));

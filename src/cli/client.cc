@@ -90,13 +90,21 @@ std::unique_ptr<httplib::Client> ConnectToServer(const ServerAddress& server) {
   }
   if (const char* ca = std::getenv("BERTH_CACERT"); server.tls && ca != nullptr && *ca != '\0') {
     // The library reads the file only as it connects, and fails as if no server were there.
-    if (std::FILE* file = std::fopen(ca, "r"))
-      std::fclose(file);
-    else
+    const std::string fix =
+        "; set it to the PEM file of the CA (or self-signed certificate) that signed the "
+        "server's certificate";
+    std::FILE* file = std::fopen(ca, "r");
+    if (file == nullptr)
       throw ConfigError(std::string("BERTH_CACERT: cannot read ") + ca + ": " +
-                        std::strerror(errno) +
-                        "; set it to the PEM file of the CA (or self-signed certificate) that "
-                        "signed the server's certificate");
+                        std::strerror(errno) + fix);
+    char head[1 << 16];
+    const size_t got = std::fread(head, 1, sizeof head, file);
+    std::fclose(file);
+    if (std::string(head, got).find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+      throw ConfigError(std::string("BERTH_CACERT: ") + ca +
+                        " holds no PEM certificate (a directory, an empty file, or another "
+                        "format?)" +
+                        fix);
     client->set_ca_cert_path(ca);
   }
   client->set_connection_timeout(5);

@@ -91,7 +91,8 @@ std::string FitToTerminal(const std::string& frame, int rows, int cols) {
   std::vector<std::string> lines;
   std::istringstream in(frame);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  const size_t keep_rows = static_cast<size_t>(std::max(rows, 2));
+  // Every line ends in a newline, so the last row stays empty: a newline there would scroll.
+  const size_t keep_rows = static_cast<size_t>(std::max(rows - 1, 1));
   const size_t left_out = lines.size() > keep_rows ? lines.size() - (keep_rows - 1) : 0;
   if (left_out > 0) {
     lines.resize(keep_rows - 1);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -186,14 +187,22 @@ void Handling(ApiContext& api, const httplib::Request& req) {
   if (api.deadline != nullptr) api.deadline->Handling(req.remote_addr, req.remote_port);
 }
 
-// A parameter given twice is refused: which one counts would be the server's guess.
+// A parameter given twice is refused: which one counts would be the server's guess. Read from
+// the request line, as the library keeps one of two equal `key=value` pairs.
 void RefuseRepeatedParameters(const httplib::Request& req) {
-  for (auto it = req.params.begin(); it != req.params.end();) {
-    const auto next = req.params.upper_bound(it->first);
-    if (std::next(it) != next)
-      throw ApiError(400, "parameter \"" + it->first.substr(0, 40) +
-                              "\" is given more than once; give it once");
-    it = next;
+  const size_t query = req.target.find('?');
+  if (query == std::string::npos) return;
+  std::set<std::string> seen;
+  size_t at = query + 1;
+  while (at <= req.target.size()) {
+    size_t end = req.target.find('&', at);
+    if (end == std::string::npos) end = req.target.size();
+    const std::string pair = req.target.substr(at, end - at);
+    const std::string key = httplib::detail::decode_url(pair.substr(0, pair.find('=')), true);
+    if (!pair.empty() && !seen.insert(key).second)
+      throw ApiError(
+          400, "parameter \"" + key.substr(0, 40) + "\" is given more than once; give it once");
+    at = end + 1;
   }
 }
 
@@ -232,7 +241,11 @@ httplib::Server::HandlerWithContentReader BodyRoute(ApiContext& api, Handle hand
       RefuseRepeatedParameters(req);
       known = true;
     });
-    if (!known) return;
+    if (!known) {
+      // The body is left unread: on a kept-alive connection it would read as the next request.
+      res.set_header("Connection", "close");
+      return;
+    }
     std::string body;
     const auto reading_since = std::chrono::steady_clock::now();
     bool too_big = std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) >

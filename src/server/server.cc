@@ -97,7 +97,14 @@ int RunServer(ServerOptions options) {
             << (access.enabled() ? "tokens required" : "no tokens: loopback only") << "; "
             << plane.recovery_summary() << ")" << std::endl;
   std::thread companion;
-  if (options.companion) companion = std::thread([&] { options.companion(url, g_stop); });
+  std::atomic<bool> companion_ended{false};
+  if (options.companion)
+    companion = std::thread([&] {
+      if (options.companion(url, g_stop) != 0 && !g_stop) {
+        companion_ended = true;
+        g_stop = true;
+      }
+    });
   server.listen_after_bind();
   const bool asked = g_stop;  // else the library's accept loop gave up on its own
   g_stop = true;
@@ -105,6 +112,10 @@ int RunServer(ServerOptions options) {
   if (companion.joinable()) companion.join();
   if (plane.broken()) {
     std::cerr << "berth server: stopped: the state store failed; restart to rebuild from it\n";
+    return 1;
+  }
+  if (companion_ended) {
+    std::cerr << "berth server: stopped: what ran beside it ended (said why above)\n";
     return 1;
   }
   if (!asked) {

@@ -28,8 +28,10 @@ struct ServerOptions {
   // body; a slower client is disconnected (request_deadline.h).
   double request_timeout_s = 30;
   // Run beside the server once it listens (berth up: the local node's agent), given the API's
-  // URL; it returns once `stop` is set, and the server waits for it before returning.
-  std::function<void(const std::string& url, const std::atomic<bool>& stop)> companion;
+  // URL; it returns once `stop` is set, and the server waits for it before returning. One that
+  // returns non-zero before (it had to end: an agent replaced by another process) stops the
+  // server, which then returns 1.
+  std::function<int(const std::string& url, const std::atomic<bool>& stop)> companion;
 };
 
 // Serves until a signal stops it; returns the process exit code. Prints where it listens on

@@ -287,7 +287,39 @@ grep -q "runs on another Docker engine: stopping the 1 containers of node $mnode
 no_containers "berth.node=$mnode" || fail "node $mnode's old engine still has: $(_dk ps -a)"
 wait_for 10 "job $moved lost with its container" lost_as_gone "$moved"
 wait_for 40 "job $moved running again (after its back-off)" state_is "$moved" running
-runs=$(( $(_dk ps -q --filter "label=berth.job=$moved" | wc -l) +
-  $(second_engine _dk ps -q --filter "label=berth.job=$moved" | wc -l) ))
-[ "$runs" -eq 1 ] || fail "job $moved should run once over both engines, runs $runs times"
+# Running containers of job $1 over both engines.
+runs_of() {
+  echo $(( $(_dk ps -q --filter "label=berth.job=$1" | wc -l) +
+    $(second_engine _dk ps -q --filter "label=berth.job=$1" | wc -l) ))
+}
+[ "$(runs_of "$moved")" -eq 1 ] || fail "job $moved should run once over both engines: $(runs_of "$moved")"
+
+echo "fleet: part 12" >&2
+# 12. The refusal a paused agent wakes to may be stale: the process it names was itself
+#     replaced since, by one on the other engine. The woken agent asks the server who holds the
+#     node now and removes its containers (review: it kept them, and the job ran twice).
+stale=$("$BERTH" run -d --gpus 4 berth-test:1 sh -c "$TRAPPER")
+wait_for 15 "job $stale running" state_is "$stale" running
+here=""; there=second_engine  # the engine the job runs on, and the other one
+[ "$(containers "berth.job=$stale")" -eq 1 ] || { here=second_engine; there=""; }
+tnode=$($here _dk inspect -f '{{index .Config.Labels "berth.node"}}' \
+  "$($here _dk ps -q --filter "label=berth.job=$stale")")
+OLD=${AGENT[$tnode]}
+before=$(registrations "$tnode")
+kill -STOP "$OLD"
+sleep 1
+$here start_agent "$tnode"  # on the same engine: it adopts the container, then goes
+wait_for 10 "a second agent registering as $tnode" eval "[ \$(registrations $tnode) -gt $before ]"
+kill -TERM "${AGENT[$tnode]}"; wait "${AGENT[$tnode]}" || true
+sleep 1
+before=$(registrations "$tnode")
+$there start_agent "$tnode"
+wait_for 10 "a third agent registering as $tnode" eval "[ \$(registrations $tnode) -gt $before ]"
+kill -CONT "$OLD"
+wait_for 15 "the first agent of $tnode ending" ended "$OLD"
+wait "$OLD" || true
+[ "$($here containers "berth.node=$tnode")" -eq 0 ] ||
+  fail "the first agent left its containers: $(tail "$TMP/agent-$tnode.log")"
+wait_for 40 "job $stale running again" state_is "$stale" running
+[ "$(runs_of "$stale")" -eq 1 ] || fail "job $stale should run once over both engines: $(runs_of "$stale")"
 echo "fleet: ok"

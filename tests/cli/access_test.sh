@@ -55,6 +55,7 @@ BERTH_ADDR=https://127.0.0.1:${BERTH_ADDR##*:}
 expect_error "is not trusted: set BERTH_CACERT" "$BERTH" ps
 # A CA file that is not there is named, not taken for a server that is not there.
 BERTH_CACERT=$TMP/absent.pem expect_exit2 "BERTH_CACERT: cannot read $TMP/absent.pem: No such file" ps
+BERTH_CACERT=$TMP expect_exit2 "BERTH_CACERT: $TMP holds no PEM certificate" ps
 export BERTH_CACERT=$TMP/cert.pem
 BERTH_ADDR=${BERTH_ADDR#https://} expect_error \
   "closed the connection without an answer (it stopped, or it is not a berth server, or it serves HTTPS: then set BERTH_ADDR=https://" "$BERTH" ps
