@@ -100,6 +100,20 @@ class SchedulerTest : public ::testing::Test {
     return *j;
   }
 
+  // Two whole-node jobs of queue a on two nodes; queue b, guaranteed a node, submits one
+  // (returned) that reclaims one of them (*victim).
+  int ReclaimOneOfTwoWholeNodes(int* victim) {
+    Make(2, 2, {Queue("a"), Queue("b", 1)});
+    Submit(Job("a", 8));
+    Submit(Job("a", 8));
+    s_->Schedule(0);
+    const int b = Submit(Job("b", 8), 1);
+    const std::vector<int> victims = Preempted(s_->Schedule(1));
+    EXPECT_EQ(victims.size(), 1u);
+    *victim = victims.empty() ? -1 : victims[0];
+    return b;
+  }
+
   void ExpectConsistent() {
     EXPECT_EQ(s_->allocator().CheckConsistency(), "");
     EXPECT_EQ(s_->CheckConsistency(), "");
@@ -290,16 +304,12 @@ TEST_F(SchedulerTest, StoppedVictimsStayHeldForTheirPreemptor) {
 }
 
 TEST_F(SchedulerTest, AVictimThatFinishesWhileStoppingReleasesItsPreemptor) {
-  Make(2, 2, {Queue("a"), Queue("b", 1)});
-  Submit(Job("a", 8));
-  Submit(Job("a", 8));
-  s_->Schedule(0);
-  const int b = Submit(Job("b", 8), 1);
-  const std::vector<int> victims = Preempted(s_->Schedule(1));
-  ASSERT_EQ(victims.size(), 1u);
+  int victim = -1;
+  const int b = ReclaimOneOfTwoWholeNodes(&victim);
+  ASSERT_GE(victim, 0);
   // The victim completes during its grace period instead of stopping.
-  s_->Finish(victims[0], 2);
-  EXPECT_EQ(J(victims[0]).state, JobState::kDone);
+  s_->Finish(victim, 2);
+  EXPECT_EQ(J(victim).state, JobState::kDone);
   EXPECT_TRUE(J(b).waiting_for.empty());
   // Nobody else takes its GPUs first: b starts in the next cycle.
   Submit(Job("a", 8), 3);
@@ -311,22 +321,18 @@ TEST_F(SchedulerTest, AVictimThatFinishesWhileStoppingReleasesItsPreemptor) {
 // A victim told to stop for good during its grace period (a user's stop) is not killed at its
 // deadline and never waits again; its preemptor starts once it has finished.
 TEST_F(SchedulerTest, AVictimStoppedForGoodIsNotKilledAndReleasesItsPreemptorOnceDone) {
-  Make(2, 2, {Queue("a"), Queue("b", 1)});
-  Submit(Job("a", 8));
-  Submit(Job("a", 8));
-  s_->Schedule(0);
-  const int b = Submit(Job("b", 8), 1);
-  const std::vector<int> victims = Preempted(s_->Schedule(1));
-  ASSERT_EQ(victims.size(), 1u);
-  s_->Stopping(victims[0], 2, "stopped on request");
-  EXPECT_EQ(J(victims[0]).state, JobState::kStopping);
+  int victim = -1;
+  const int b = ReclaimOneOfTwoWholeNodes(&victim);
+  ASSERT_GE(victim, 0);
+  s_->Stopping(victim, 2, "stopped on request");
+  EXPECT_EQ(J(victim).state, JobState::kStopping);
   // Long past its grace period: no kill, and b still waits for its GPUs.
   for (double t = 3; t < 200; t += 10)
     for (const Decision& d : s_->Schedule(t)) {
-      EXPECT_NE(d.job, victims[0]) << DecisionKindName(d.kind) << " at " << t;
+      EXPECT_NE(d.job, victim) << DecisionKindName(d.kind) << " at " << t;
       EXPECT_NE(d.job, b) << DecisionKindName(d.kind) << " at " << t;
     }
-  s_->Finish(victims[0], 200, JobEnd::kCancelled);
+  s_->Finish(victim, 200, JobEnd::kCancelled);
   EXPECT_EQ(Started(s_->Schedule(201)), std::vector<int>{b});
   ExpectConsistent();
 }

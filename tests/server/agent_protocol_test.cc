@@ -125,6 +125,27 @@ class ControlPlaneAgentTest : public ::testing::Test {
     plane_->Report(node, r);
   }
 
+  // One DGX whose job (priority 1, grace period 30 s) runs there, and a job of priority 1000
+  // (*preemptor) that preempts it: returns that victim; *old is its assignment, *before (when
+  // given) the node's assignment version before the preemption.
+  int64_t PreemptAWholeNodeJob(Assignment* old, int64_t* preemptor, uint64_t* before = nullptr) {
+    Open(Dgx(1));
+    Register("dgx-0");
+    const int64_t victim =
+        plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1, "gracePeriodSeconds": 30})");
+    plane_->Cycle();
+    ReportAll("dgx-0", "running");
+    EXPECT_EQ(State(victim), "running");
+    *old = Of("dgx-0", victim).at(0);
+    if (before != nullptr) *before = Set("dgx-0").version;
+    *preemptor = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1000})");
+    for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
+      now_ += 1;
+      plane_->Cycle();
+    }
+    return victim;
+  }
+
   // The assignments of `job` on `node`.
   std::vector<Assignment> Of(const std::string& node, int64_t job) const {
     std::vector<Assignment> out;
@@ -876,21 +897,10 @@ TEST_F(ControlPlaneAgentTest, AContainerMissingFromAnActedOnVersionIsLost) {
 // --- Preemption with an agent ------------------------------------------------------------------
 
 TEST_F(ControlPlaneAgentTest, APreemptedJobKeepsItsGpusUntilItsAgentStopsIt) {
-  Open(Dgx(1));
-  Register("dgx-0");
-  const int64_t victim =
-      plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1, "gracePeriodSeconds": 30})");
-  plane_->Cycle();
-  ReportAll("dgx-0", "running");
-  ASSERT_EQ(State(victim), "running");
-  const Assignment old = Of("dgx-0", victim).at(0);
-  const uint64_t before_stop = Set("dgx-0").version;
-
-  const int64_t preemptor = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1000})");
-  for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
-    now_ += 1;
-    plane_->Cycle();
-  }
+  Assignment old;
+  int64_t preemptor = 0;
+  uint64_t before_stop = 0;
+  const int64_t victim = PreemptAWholeNodeJob(&old, &preemptor, &before_stop);
   ASSERT_EQ(State(victim), "preempted");
   // Its agent is told to stop it: it is off the node's set, at a new version.
   const AssignmentSet stop = Set("dgx-0");
@@ -1428,78 +1438,39 @@ TEST_F(ControlPlaneAgentTest, ASecondAgentUnderOneNodeNameIsRefusedWhileTheFirst
 
 // A job stopped while its preemption waits out its grace period stays stopped, whatever
 // becomes of its preemptor (found by the fleet test: a victim stopped, then its preemptor
-// stopped, went back to running).
+// stopped, went back to running). A preemptor left waiting is placed once the victim's
+// container is gone.
 TEST_F(ControlPlaneAgentTest, AVictimStoppedDuringItsGracePeriodStaysStopped) {
-  Open(Dgx(1));
-  Register("dgx-0");
-  const int64_t victim =
-      plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1, "gracePeriodSeconds": 30})");
-  plane_->Cycle();
-  ReportAll("dgx-0", "running");
-  const Assignment old = Of("dgx-0", victim).at(0);
-  const int64_t preemptor = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1000})");
-  for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
-    now_ += 1;
+  for (const bool preemptor_stopped : {true, false}) {
+    SCOPED_TRACE(preemptor_stopped ? "preemptor stopped too" : "preemptor waiting");
+    Assignment old;
+    int64_t preemptor = 0;
+    const int64_t victim = PreemptAWholeNodeJob(&old, &preemptor);
+    ASSERT_EQ(State(victim), "preempted");
+    // Named by the id users know (review: the engine's own id named another job).
+    EXPECT_TRUE(Has(plane_->Get(victim).reason, "(job " + std::to_string(preemptor) + ")"))
+        << plane_->Get(victim).reason;
+    plane_->Stop(victim);
+    if (preemptor_stopped) plane_->Stop(preemptor);
+    AgentReport running;
+    running.containers = {Container(old, "running")};
+    for (int i = 0; i < 40; ++i) {  // past the grace period (30 s): the container ignores SIGTERM
+      now_ += 1;
+      running.applied_version = Set("dgx-0").version;
+      plane_->Report("dgx-0", running);
+      plane_->Cycle();
+      ASSERT_EQ(State(victim), "stopped") << "cycle " << i;
+      ASSERT_TRUE(Of("dgx-0", victim).empty()) << "cycle " << i;
+      ASSERT_EQ(State(preemptor), preemptor_stopped ? "stopped" : "pending") << "cycle " << i;
+    }
+    AgentReport stopped;
+    stopped.applied_version = Set("dgx-0").version;
+    stopped.containers = {Container(old, "exited", 137)};
+    plane_->Report("dgx-0", stopped);
     plane_->Cycle();
+    EXPECT_EQ(State(victim), "stopped");
+    EXPECT_EQ(State(preemptor), preemptor_stopped ? "stopped" : "scheduled");
   }
-  ASSERT_EQ(State(victim), "preempted");
-  // Named by the id users know (review: the engine's own id named another job).
-  EXPECT_TRUE(Has(plane_->Get(victim).reason, "(job " + std::to_string(preemptor) + ")"))
-      << plane_->Get(victim).reason;
-  plane_->Stop(victim);
-  plane_->Stop(preemptor);
-  AgentReport running;
-  running.containers = {Container(old, "running")};
-  for (int i = 0; i < 40; ++i) {  // past the grace period (30 s): the container ignores SIGTERM
-    now_ += 1;
-    running.applied_version = Set("dgx-0").version;
-    plane_->Report("dgx-0", running);
-    plane_->Cycle();
-    ASSERT_EQ(State(victim), "stopped") << "cycle " << i;
-    ASSERT_TRUE(Of("dgx-0", victim).empty()) << "cycle " << i;
-  }
-  AgentReport stopped;
-  stopped.applied_version = Set("dgx-0").version;
-  stopped.containers = {Container(old, "exited", 137)};
-  plane_->Report("dgx-0", stopped);
-  plane_->Cycle();
-  EXPECT_EQ(State(victim), "stopped");
-  EXPECT_EQ(plane_->Nodes()[0].free_gpus, 8);
-}
-
-// The same with the preemptor left waiting: it is placed once the victim's container is gone.
-TEST_F(ControlPlaneAgentTest, APreemptorOfAVictimStoppedForGoodRunsOnceItsContainerIsGone) {
-  Open(Dgx(1));
-  Register("dgx-0");
-  const int64_t victim =
-      plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1, "gracePeriodSeconds": 30})");
-  plane_->Cycle();
-  ReportAll("dgx-0", "running");
-  const Assignment old = Of("dgx-0", victim).at(0);
-  const int64_t preemptor = plane_->Submit(R"({"image": "x", "gpus": 8, "priority": 1000})");
-  for (int i = 0; i < 3 && State(victim) != "preempted"; ++i) {
-    now_ += 1;
-    plane_->Cycle();
-  }
-  ASSERT_EQ(State(victim), "preempted");
-  plane_->Stop(victim);
-  AgentReport running;
-  running.containers = {Container(old, "running")};
-  for (int i = 0; i < 40; ++i) {
-    now_ += 1;
-    running.applied_version = Set("dgx-0").version;
-    plane_->Report("dgx-0", running);
-    plane_->Cycle();
-    ASSERT_EQ(State(victim), "stopped") << "cycle " << i;
-    ASSERT_EQ(State(preemptor), "pending") << "cycle " << i;
-  }
-  AgentReport stopped;
-  stopped.applied_version = Set("dgx-0").version;
-  stopped.containers = {Container(old, "exited", 137)};
-  plane_->Report("dgx-0", stopped);
-  plane_->Cycle();
-  EXPECT_EQ(State(victim), "stopped");
-  EXPECT_EQ(State(preemptor), "scheduled");
 }
 
 // A replaced agent process learns it from its watch too, and at once where it waits: the
