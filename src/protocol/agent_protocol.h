@@ -87,8 +87,8 @@ struct NodeRegistration {
   std::string instance;
   int64_t report_every_ms = 0;
   // The Docker engine the agent runs containers on (DockerClient::EngineIdentity; "" when it
-  // could not be reached). An agent replaced by another process learns whether that one shares its engine:
-  // on a shared engine the new agent adopts the containers; on another, the old agent's
+  // could not be reached). An agent replaced by another process learns whether that one shares its
+  // engine: on a shared engine the new agent adopts the containers; on another, the old agent's
   // containers would run the node's jobs a second time, so it stops them.
   std::string engine;
   // The node as the agent found it on the host (GPU discovery): its labels (berth agent
