@@ -356,26 +356,29 @@ class Agent {
 
   // The engine of the agent process that holds the node now, from a fresh refusal of this
   // one's watch (RefuseASupersededAgent); sets replacing_engine_. "" when the server cannot be
-  // asked. Several tries, 10 s in all: the agent is ending.
+  // asked: 5 tries, 2 s apart. A server that answers but knows no agent of the node yet (it
+  // restarted) is asked for up to a minute, every agent's longest reconnect back-off several
+  // times over (review: this agent gave up and left a job running on two engines).
   std::string CurrentHolder() {
-    for (int attempt = 0; attempt < 5; ++attempt) {
-      if (attempt > 0) std::this_thread::sleep_for(std::chrono::seconds(2));
+    const auto until = Clock::now() + std::chrono::minutes(1);
+    for (int unanswered = 0; unanswered < 5 && Clock::now() < until;) {
       const auto client = Connect(5);
       const httplib::Result res = client->Get("/v1/agents/" + options_.node +
                                               "/assignments?since=0&wait=0&instance=" + instance_);
-      if (!res) continue;
-      const Json body = Json::parse(res->body, nullptr, false);
-      if (res->status != 409 || !body.is_object() || !body.contains("replacedBy") ||
-          !body["replacedBy"].is_object())
-        continue;
-      const Json& by = body["replacedBy"];
-      std::lock_guard<std::mutex> lock(mu_);
-      const std::string now_by = by.value("instance", std::string("?"));
-      if (now_by != replaced_by_)
-        Log("since then process " + now_by + " has registered as node " + options_.node);
-      replaced_by_ = now_by;
-      replacing_engine_ = by.value("engine", std::string());
-      return replaced_by_;
+      const Json body = res ? Json::parse(res->body, nullptr, false) : Json();
+      if (res && res->status == 409 && body.is_object() && body.contains("replacedBy") &&
+          body["replacedBy"].is_object()) {
+        const Json& by = body["replacedBy"];
+        std::lock_guard<std::mutex> lock(mu_);
+        const std::string now_by = by.value("instance", std::string("?"));
+        if (now_by != replaced_by_)
+          Log("since then process " + now_by + " has registered as node " + options_.node);
+        replaced_by_ = now_by;
+        replacing_engine_ = by.value("engine", std::string());
+        return replaced_by_;
+      }
+      if (!res || res->status >= 500) ++unanswered;
+      std::this_thread::sleep_for(std::chrono::seconds(2));
     }
     return "";
   }

@@ -320,7 +320,12 @@ void AddAgentCommands(CLI::App& app) {
       agent.migs = migs;
       agent.simulated = simulated;
       if (!simulated) agent.nvml_library = kNvmlLibrary;
-      return RunAgent(agent, stop);
+      const int code = RunAgent(agent, stop);
+      if (code != 0 && !stop)
+        std::cerr << "berth up: this machine's agent has ended (said why above), so berth up "
+                     "stops; start it again to run jobs here"
+                  << std::endl;
+      return code;
     };
     try {
       const int code = RunServer(std::move(options));
