@@ -146,6 +146,19 @@ Cluster DiscoveredCluster(const DiscoveredNode& discovered) {
   return c;
 }
 
+std::string FirstRunGpuFlags(const Node& node, const std::vector<GpuModel>& models) {
+  const auto whole = std::count_if(node.gpus.begin(), node.gpus.end(),
+                                   [](const Gpu& g) { return !g.mig_enabled; });
+  if (whole > 0) return "--gpus " + std::to_string(std::min<long>(whole, 2));
+  for (const Gpu& gpu : node.gpus) {
+    if (!gpu.mig_layout.empty())
+      return "--mig " + gpu.mig_layout[0].substr(0, gpu.mig_layout[0].find('@'));
+    for (const GpuModel& m : models)
+      if (m.name == gpu.model && !m.mig_profiles.empty()) return "--mig " + m.mig_profiles[0].name;
+  }
+  return "--gpus 1";
+}
+
 std::string HostNodeName() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "local";

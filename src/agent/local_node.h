@@ -30,6 +30,11 @@ std::vector<std::string> SimulatedUuids(const std::string& node_name, size_t gpu
 // A cluster of just `discovered` (berth up on a GPU host).
 Cluster DiscoveredCluster(const DiscoveredNode& discovered);
 
+// The GPU flags of a first `berth run` that fits the empty `node` (berth up prints it): "--gpus
+// 2", "--gpus 1" on a one-GPU host, or "--mig PROFILE" (its smallest) when every GPU is in MIG
+// mode; `models` gives MIG profiles for GPUs berth carves on demand.
+std::string FirstRunGpuFlags(const Node& node, const std::vector<GpuModel>& models);
+
 // The host's name as a node name: letters, digits and dashes ("local" when it has none).
 std::string HostNodeName();
 

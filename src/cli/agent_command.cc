@@ -305,12 +305,15 @@ void AddAgentCommands(CLI::App& app) {
       gpus_are = std::to_string(u->gpus) + " simulated GPUs (" + why + ")";
     }
     const bool simulated = !found;
+    const std::string gpu_flags =
+        FirstRunGpuFlags(options.config.cluster.nodes[0], options.config.cluster.models);
     const std::string socket = u->docker_socket;
-    options.companion = [node, uuids, migs, simulated, gpus_are, socket](
+    options.companion = [node, uuids, migs, simulated, gpus_are, gpu_flags, socket](
                             const std::string& url, const std::atomic<bool>& stop) {
       std::cout << "berth up: node " << node << " with " << gpus_are << "\n"
                 << "berth up: API at " << url << "; next, in another terminal:\n"
-                << "  berth run --gpus 2 IMAGE CMD...   (an image docker has, e.g. busybox)\n"
+                << "  berth run " << gpu_flags
+                << " IMAGE CMD...   (an image docker has, e.g. busybox)\n"
                 << "  berth ps -a; berth logs JOB; berth nodes" << std::endl;
       AgentOptions agent;
       agent.server = url;

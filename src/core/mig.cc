@@ -48,9 +48,10 @@ std::vector<MigProfile> BuiltinMigProfiles(const std::string& model) {
   // H100 NVL sizes are the advertised GB figures; NVML's exact MiB values are not published.
   if (has("H100") && has("NVL"))
     return Table({"12gb", "24gb", "47gb", "94gb", 12288, 24576, 48128, 96256});
-  if (has("H100")) return Table({"10gb", "20gb", "40gb", "80gb", 10240, 20480, 40960, 81920});
-  // As the driver (580) lists them on a real H200 (tests/data/agent/h200-vm/mig-lgip.txt):
-  // 16, 32.5, 69.75 and 140 GiB, below the names' advertised GB (NVML's mock GPUs say more).
+  // H100 and H200 as the driver (580) lists them on real GPUs (tests/data/agent/h100-vm and
+  // h200-vm, mig-lgip.txt), below the names' advertised GB (NVML's mock GPUs say more): the
+  // H100's 7g.80gb has 79.25 GiB, less than the GPU's 81559 MiB, where 80 GiB would not fit.
+  if (has("H100")) return Table({"10gb", "20gb", "40gb", "80gb", 9984, 20096, 40448, 81152});
   if (has("H200")) return Table({"18gb", "35gb", "71gb", "141gb", 16384, 33280, 71424, 143360});
   return {};
 }

@@ -372,23 +372,33 @@ TEST(BuildNodeTest, MigOnH100) {
   ExpectValid(d);
 }
 
-// A real H200 (a cloud VM with one GPU, driver 580.159.04), captured on a device run: topo -m
-// with the GPU NUMA ID column and no NIC. NVML found the same node there.
-TEST(BuildNodeTest, ARealH200Vm) {
-  const DiscoveredNode d = Discover("h200-vm", OneNumaHost("0-15"), true);
+// Real cloud VMs with one GPU (driver 580.159.04), captured on device runs: topo -m with the
+// GPU NUMA ID column and no NIC. NVML found the same node there as nvidia-smi's output does.
+void ExpectARealOneGpuVm(const std::string& dir, const std::string& model, int64_t memory_mib,
+                         const std::string& uuid) {
+  const DiscoveredNode d = Discover(dir, OneNumaHost("0-15"), true);
   EXPECT_TRUE(d.conditions.empty());
   ASSERT_EQ(d.node.gpus.size(), 1u);
-  EXPECT_EQ(d.node.gpus[0].model, "H200");
+  EXPECT_EQ(d.node.gpus[0].model, model);
   EXPECT_FALSE(d.node.gpus[0].mig_enabled);
   EXPECT_EQ(d.node.gpus[0].nvlink_domain, -1);
   ASSERT_EQ(d.models.size(), 1u);
-  EXPECT_EQ(d.models[0].memory_mib, 143771);
+  EXPECT_EQ(d.models[0].memory_mib, memory_mib);
   ASSERT_TRUE(d.models[0].mig_capable());
   for (const MigProfile& p : d.models[0].mig_profiles)  // a slice fits in its GPU
     EXPECT_LE(p.memory_mib, d.models[0].memory_mib) << p.name;
-  EXPECT_EQ(d.gpu_uuids, std::vector<std::string>{"GPU-2b45063c-bc98-6c10-8466-94f9d81d6671"});
+  EXPECT_EQ(d.gpu_uuids, std::vector<std::string>{uuid});
   EXPECT_EQ(d.node.cpu_milli, 16000);
   ExpectValid(d);
+}
+
+TEST(BuildNodeTest, ARealH200Vm) {
+  ExpectARealOneGpuVm("h200-vm", "H200", 143771, "GPU-2b45063c-bc98-6c10-8466-94f9d81d6671");
+}
+
+TEST(BuildNodeTest, ARealH100Vm) {
+  ExpectARealOneGpuVm("h100-vm", "H100-80GB-HBM3", 81559,
+                      "GPU-b5ac8b54-90c4-5697-add2-7dfd3329aa09");
 }
 
 TEST(BuildNodeTest, MigOnAModelWithoutProfilesIsOfferedWhole) {

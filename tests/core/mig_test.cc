@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -78,8 +79,8 @@ TEST(MigProfilesTest, HopperTables) {
   EXPECT_EQ(Names(BuiltinMigProfiles("H100-SXM5-80GB")), h100);
   EXPECT_EQ(Names(BuiltinMigProfiles("H100-PCIE")), h100);
   const std::vector<MigProfile> h = BuiltinMigProfiles("H100-80GB");
-  EXPECT_EQ(h[Profile(h, "1g.10gb")].memory_mib, 10240);
-  EXPECT_EQ(h[Profile(h, "7g.80gb")].memory_mib, 81920);
+  EXPECT_EQ(h[Profile(h, "1g.10gb")].memory_mib, 9984);
+  EXPECT_EQ(h[Profile(h, "7g.80gb")].memory_mib, 81152);
 
   const std::vector<std::string> h200 = {"1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb",
                                          "3g.71gb", "4g.71gb",    "7g.141gb"};
@@ -95,12 +96,12 @@ TEST(MigProfilesTest, HopperTables) {
   EXPECT_EQ(Names(BuiltinMigProfiles("H100-NVL")), nvl);
 }
 
-// The H200 table against what the driver listed on a real H200 (`nvidia-smi mig -lgip`, driver
-// 580.159.04): each profile's name, instance count and memory (GiB, two decimals).
-TEST(MigProfilesTest, TheH200TableIsWhatARealH200Lists) {
-  std::ifstream in(std::string(BERTH_SOURCE_DIR) + "/tests/data/agent/h200-vm/mig-lgip.txt");
+// A table against what the driver listed on a real GPU (`nvidia-smi mig -lgip`, driver
+// 580.159.04): each profile's name, instance count and memory, in GiB as nvidia-smi prints it.
+void ExpectTheTableOfARealGpu(const std::string& capture, const std::string& model) {
+  std::ifstream in(std::string(BERTH_SOURCE_DIR) + "/tests/data/agent/" + capture);
   ASSERT_TRUE(in) << "the capture is missing";
-  const std::vector<MigProfile> table = BuiltinMigProfiles("NVIDIA H200");
+  const std::vector<MigProfile> table = BuiltinMigProfiles(model);
   std::set<std::string> listed;
   const std::regex row(R"(\|\s+0\s+MIG (\S+)\s+\d+\s+(\d+)/(\d+)\s+([0-9.]+)\s)");
   for (std::string line; std::getline(in, line);) {
@@ -109,10 +110,20 @@ TEST(MigProfilesTest, TheH200TableIsWhatARealH200Lists) {
     const int p = FindMigProfile(table, m[1]);
     ASSERT_GE(p, 0) << m[1];
     EXPECT_EQ(table[p].max_instances, std::stoi(m[3])) << m[1];
-    EXPECT_NEAR(table[p].memory_mib / 1024.0, std::stod(m[4]), 0.005) << m[1];
+    char gib[32];
+    std::snprintf(gib, sizeof gib, "%.2f", table[p].memory_mib / 1024.0);
+    EXPECT_EQ(gib, m[4].str()) << m[1];
     listed.insert(m[1]);
   }
   EXPECT_EQ(listed.size(), table.size());
+}
+
+TEST(MigProfilesTest, TheH200TableIsWhatARealH200Lists) {
+  ExpectTheTableOfARealGpu("h200-vm/mig-lgip.txt", "NVIDIA H200");
+}
+
+TEST(MigProfilesTest, TheH100TableIsWhatARealH100Lists) {
+  ExpectTheTableOfARealGpu("h100-vm/mig-lgip.txt", "NVIDIA H100 80GB HBM3");
 }
 
 TEST(MigProfilesTest, UnknownModelsHaveNoTable) {
