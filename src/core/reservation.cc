@@ -19,7 +19,7 @@ std::vector<int> Reservations::Reserve(int job, const std::vector<std::pair<int,
     ++reserved_on_[node];
     kind.gpus.push_back({node, gpu});
   }
-  if (!kind.for_preemption) ++starving_;
+  if (kind.starving()) ++starving_;
   by_job_[job] = std::move(kind);
   return dropped;
 }
@@ -31,7 +31,7 @@ void Reservations::Drop(int job) {
     owners_.erase({node, gpu});
     --reserved_on_[node];
   }
-  if (!it->second.for_preemption) --starving_;
+  if (it->second.starving()) --starving_;
   by_job_.erase(it);
 }
 
@@ -43,7 +43,7 @@ bool Reservations::BlocksOnNode(const Candidate& c, int job, int queue, bool gua
     const Reservation& r = by_job_.at(it->second);
     const bool outranks = queue == r.queue && priority > r.priority;
     if ((guaranteed && r.yields && (queue != r.queue || !r.for_preemption || outranks)) ||
-        (!r.for_preemption && outranks))
+        (r.starving() && outranks))
       continue;
     return true;
   }

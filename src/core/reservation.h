@@ -9,6 +9,10 @@
 // for it: the plan's victims (of lower priority) would otherwise start again on its GPUs as
 // guaranteed work, then be preempted again, forever.
 //
+// A moved job's destination (the scheduler moves running jobs off a starving job's reserved
+// GPUs when they fit elsewhere) is held from the moment it is told to stop until it starts
+// again, and gives way to nobody, as a preemptor's plan does.
+//
 // A starving job's reservation also gives way to jobs of its own queue of strictly higher
 // priority (its own, aging included, re-read every cycle): a reservation keeps later work of
 // the same or lower priority away, not more urgent work. Priorities order jobs within a queue
@@ -31,9 +35,12 @@ class Reservations {
   struct Reservation {
     std::vector<std::pair<int, int>> gpus;  // (node, gpu)
     bool yields = false;
-    bool for_preemption = false;  // a preemptor's plan (else a starving job's)
+    bool for_preemption = false;  // a preemptor's plan
+    bool for_move = false;        // a moved job's destination (neither: a starving job's)
     double priority = 0;          // the owner's, aging included: see above
     int queue = -1;               // the owner's queue
+    double since = 0;             // when it was made
+    bool starving() const { return !for_preemption && !for_move; }
   };
 
   // `nodes`: the cluster's node count. Reserves `gpus` (node, gpu) for `job` (replacing what it

@@ -716,7 +716,11 @@ void Scheduler::Finish(int id, double now, JobEnd end, int exit_code) {
   Queue& queue = queues_[job.queue];
   // A victim that ends while stopping frees its preemptor as if it had stopped; the preemptor
   // starts first thing in the next cycle (Finish returns no decisions).
-  if (job.state == JobState::kStopping) WakePreemptor(job);
+  if (job.state == JobState::kStopping) {
+    WakePreemptor(job);
+    UncommitWaiting(job);  // a moved job's destination goes with it
+    DropReservation(job.id);
+  }
   if (job.state == JobState::kRunning || job.state == JobState::kStopping) Release(job);
   if (job.state == JobState::kPending) {
     RemovePending(job);
@@ -1214,6 +1218,7 @@ std::vector<Decision> Scheduler::Schedule(double now) {
         order.Exhaust(job.queue, StillWorthTrying(job.queue, now));
     }
   }
+  MoveForReservations(fair, now, &out);
   GrowElastic(fair, now, &out);
   return out;
 }
@@ -1319,8 +1324,13 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
       !job.never_fits.empty())
     return false;
   if (job.failed_at == version_) {
-    // Nothing that could help changed since it failed: its shape fails in this cycle too.
+    // Nothing that could help changed since it failed: its shape fails in this cycle too. It
+    // may have waited long enough to reserve since (nothing changes in a steady cluster).
     failed_shapes_.Add(job.shape_class, job.shape, priority, version_);
+    if (now - job.pending_since >= pipeline_->policy().reserve_after_s &&
+        reservations_.starving() < pipeline_->policy().max_reservations &&
+        LongestWaitingUnreserved(job.queue) == &job)
+      TryReserve(job, now);
     return false;
   }
   // A job with a reservation may use GPUs the failed jobs could not: it is never skipped.
@@ -1741,6 +1751,12 @@ void Scheduler::MarkReservedNodes() {
   for (int n = 0; n < nodes; ++n) allocator_->SetNodeReserved(n, reservations_.reserved(n));
 }
 
+const JobRecord* Scheduler::LongestWaitingUnreserved(int queue) const {
+  for (const JobRecord* j : queues_[queue].pending)  // longest waiting first
+    if (!reservations_.Of(j->id) && j->never_fits.empty()) return j;
+  return nullptr;
+}
+
 // A job that has waited long enough reserves the GPUs of a placement whose occupants are the
 // fewest and cheapest; as they end, nobody else is placed there, so it starts.
 void Scheduler::TryReserve(JobRecord& job, double now) {
@@ -1785,10 +1801,149 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   kind.yields = !guaranteed;
   kind.priority = priority;
   kind.queue = job.queue;
+  kind.since = now;
   Reserve(job.id, ReservedGpus(found->placement), kind);
   job.reason = "reserved GPUs, waiting for " + std::to_string(found->victims.size()) +
                " job(s) on them to end";
   Emit(now, job.id, "reserved", job.reason);
+}
+
+void Scheduler::MoveForReservations(const std::vector<double>& fair, double now,
+                                    std::vector<Decision>* out) {
+  const double after = pipeline_->policy().reserve_after_s;
+  std::vector<int> due;
+  for (const auto& [id, r] : reservations_.all()) {
+    const JobRecord& j = jobs_.at(id);
+    if (r.starving() && now - r.since >= after && j.state == JobState::kPending &&
+        j.waiting_for.empty() && j.next_try <= now && j.move_tried_at != version_)
+      due.push_back(id);
+  }
+  for (int id : due) {
+    JobRecord& job = jobs_.at(id);
+    job.move_tried_at = version_;
+    if (const Reservations::Reservation* r = reservations_.Of(id))
+      TryMoveFor(job, *r, fair, now, out);
+  }
+}
+
+// Under steady demand nothing ends: a reservation waiting for its occupants would wait for
+// ever while the GPUs they could use sit idle elsewhere (fragmentation). Moving them costs each
+// one restart, once in its life; a job is moved only for a job whose queue then stays within
+// its guarantee or fair share, so moves do not feed reclaims.
+bool Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
+                           const std::vector<double>& fair, double now,
+                           std::vector<Decision>* out) {
+  const Queue& queue = queues_[job.queue];
+  const double need = JobGpus(job.spec, TotalReplicas(job.spec));
+  const bool guaranteed = job.spec.priority >= 0 && MayGuarantee(job, need);
+  if (!guaranteed && (!UnderCap(job, need, nullptr) ||
+                      queue.committed.gpu + need >
+                          fair[job.queue] * (1 + pipeline_->policy().reclaim_hysteresis) + kEps))
+    return false;
+  const std::set<std::pair<int, int>> reserved(r.gpus.begin(), r.gpus.end());
+  std::vector<JobRecord*> occupants;
+  for (const auto& [id, o] : running_) {
+    const bool on_it = std::any_of(o->placements.begin(), o->placements.end(), [&](const auto& p) {
+      return std::any_of(p.gpus.begin(), p.gpus.end(), [&](int g) {
+        return reserved.count({p.node, g}) > 0;
+      });
+    });
+    if (!on_it) continue;
+    // Only work that may be stopped and restarted, once, and that is the job's own queue's or
+    // borrowed (another queue's guaranteed work stays in its cells).
+    if (o->state != JobState::kRunning || o->moved || !o->spec.preemptible ||
+        (o->queue != job.queue && !o->borrowed))
+      return false;
+    occupants.push_back(o);
+  }
+  if (occupants.empty()) return false;  // it starts as soon as its turn comes
+  // Starving reservations of the job's queue that rank no higher give way to the occupants'
+  // destinations (two of them could each hold the GPUs the other's occupants would move to);
+  // one a destination takes is dropped whole (Reserve) and planned anew.
+  std::vector<std::pair<int, Reservations::Reservation>> set_aside;
+  const double rank = WholePriority(job, now);
+  for (const auto& [id, other] : reservations_.all())
+    if (id != job.id && other.starving() && other.queue == job.queue &&
+        (other.priority < rank ||
+         (other.priority == rank && jobs_.at(id).pending_since > job.pending_since)))
+      set_aside.push_back({id, other});
+  for (const auto& [id, other] : set_aside) reservations_.Drop(id);
+  auto restore = [&] {
+    for (const auto& [id, other] : set_aside)
+      reservations_.Reserve(id, other.gpus, other, cluster_->nodes.size());
+  };
+  // The job first, on what the occupants leave; then each occupant where it fits now.
+  Allocator trial = *allocator_;
+  for (const JobRecord* o : occupants)
+    for (int a : o->allocations) trial.Release(a);
+  TrialPlacement where;
+  std::vector<std::vector<ReplicaPlacement>> destinations;
+  bool fits = TryPlaceOn(job, guaranteed, TotalReplicas(job.spec), trial,
+                         FreedByModel(job.queue, occupants), &where);
+  for (size_t i = 0; fits && i < occupants.size(); ++i) {
+    JobRecord& o = *occupants[i];
+    std::vector<int> ids;
+    std::vector<ReplicaPlacement> placed;
+    // Guaranteed work that finds no guarantee cell left may borrow, as it would if it started
+    // now.
+    fits = (!o.borrowed && TryPlace(o, true, o.replicas, trial, &ids, &placed)) ||
+           TryPlace(o, false, o.replicas, trial, &ids, &placed);
+    destinations.push_back(std::move(placed));
+  }
+  restore();
+  if (!fits) return false;
+  // Nobody else's reserved GPUs but those set aside (an occupant outranking a reservation may
+  // be placed on it).
+  auto others = [&](const std::vector<std::pair<int, int>>& gpus) {
+    return std::any_of(gpus.begin(), gpus.end(), [&](const auto& ng) {
+      const int owner = reservations_.OwnerOf(ng.first, ng.second);
+      return owner >= 0 && owner != job.id &&
+             std::none_of(set_aside.begin(), set_aside.end(),
+                          [&](const auto& a) { return a.first == owner; });
+    });
+  };
+  std::vector<std::vector<std::pair<int, int>>> destination_gpus;
+  for (const std::vector<ReplicaPlacement>& d : destinations) {
+    destination_gpus.emplace_back();
+    for (const ReplicaPlacement& p : d)
+      for (int g : p.gpus) destination_gpus.back().push_back({p.node, g});
+    if (others(destination_gpus.back())) return false;
+  }
+  const std::vector<std::pair<int, int>> plan_gpus = ReservedGpus(where);
+  if (others(plan_gpus)) return false;
+  job.waiting_for.clear();
+  for (size_t i = 0; i < occupants.size(); ++i) {
+    JobRecord& o = *occupants[i];
+    const bool o_guaranteed = !o.borrowed;
+    const double holds = o.gpu_equivalents;
+    TellToStop(o, Decision::Kind::kPreempt, job.id,
+               "moved to free the GPUs reserved for a long-waiting job", now, out);
+    o.moved = true;
+    // Its queue keeps what it holds counted while it stops (no reclaim for a dip that ends
+    // when it starts again), and its destination is held for it.
+    CommitWaiting(o, holds, o_guaranteed, {});
+    Reservations::Reservation kind;
+    kind.for_move = true;
+    kind.priority = WholePriority(o, now);
+    kind.queue = o.queue;
+    kind.since = now;
+    Reserve(o.id, destination_gpus[i], kind);
+    job.waiting_for.push_back(o.id);
+  }
+  CommitWaiting(job, need, guaranteed, where.bound_cells);
+  job.planned = where.where;
+  Reservations::Reservation kind;
+  kind.yields = !guaranteed;
+  kind.for_preemption = true;
+  kind.priority = WholePriority(job, now);
+  kind.queue = job.queue;
+  kind.since = now;
+  Reserve(job.id, plan_gpus, kind);
+  job.preempting = true;
+  job.reason = "waiting for " + std::to_string(occupants.size()) +
+               " job(s) moved off its reserved GPUs to stop";
+  Emit(now, job.id, "waiting", job.reason);
+  return true;
 }
 
 std::vector<Decision> Scheduler::Stopped(int id, double now) {
@@ -1807,6 +1962,7 @@ std::vector<Decision> Scheduler::Stopped(int id, double now) {
     victim.preempted_by = -1;
   }
   Release(victim);
+  UncommitWaiting(victim);  // a moved job's: it now waits to start at its destination
   ++victim.preemptions;
   Emit(now, id, "stopped", victim.reason);
   ToPending(victim, now, "stopped: " + victim.reason);
@@ -2019,12 +2175,13 @@ std::string Scheduler::CheckConsistency() const {
     if (j.state == JobState::kDone) continue;
     Queue& q = want[j.queue];
     q.demand_gpus += JobGpus(j.spec, TotalReplicas(j.spec));
+    // Waiting preemptors, and moved jobs while they stop, commit what they will hold.
+    q.committed.gpu += j.committed_gpus;
+    q.waiting_gpus += j.committed_gpus;
+    if (j.reserved_guaranteed) q.committed_guaranteed += j.committed_gpus;
     if (j.state == JobState::kPending) {
       q.pending.push_back(const_cast<JobRecord*>(&j));
       q.pending_gpus += JobGpus(j.spec, TotalReplicas(j.spec));
-      q.committed.gpu += j.committed_gpus;
-      q.waiting_gpus += j.committed_gpus;
-      if (j.reserved_guaranteed) q.committed_guaranteed += j.committed_gpus;
       continue;
     }
     const ResourceVector r = JobResources(j);
@@ -2087,7 +2244,7 @@ std::string Scheduler::CheckConsistency() const {
       if (left != 0) return "VC " + vc.name + ": promised cells differ from the plans'";
   for (const auto& [id, r] : reservations_.all()) {
     const JobRecord* j = job(id);
-    if (!j || j->state != JobState::kPending)
+    if (!j || (j->state != JobState::kPending && !(r.for_move && j->state == JobState::kStopping)))
       return "reservation of job " + std::to_string(id) + ", which is not pending";
   }
   for (int n = 0; n < static_cast<int>(allocator_->cluster().nodes.size()); ++n)

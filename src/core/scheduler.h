@@ -62,6 +62,11 @@
 //    priority. A borrowing job whose queue has no cap room for it now reserves nothing (it
 //    could not start there): in a queue kept at its cap by its own small jobs, a big job
 //    waits for cap room, not for GPUs, and this bound does not cover it.
+//    Under steady demand occupants never end: a reservation that has waited reserve_after_s
+//    more moves them (MoveForReservations) when each fits elsewhere now and the job's queue
+//    then stays within its guarantee or fair share band. Each occupant is preempted once in its
+//    life, its destination is reserved for it until it starts again, and the job waits for them
+//    as a preemptor does. Only the job's own queue's work and borrowed work are moved.
 //  - Guarantees first. Each cycle places jobs within their queue's guarantee (reclaiming for
 //    them) before any job borrows, so nothing is started and then preempted in one cycle.
 //    Priority preemption inside a queue compares the same whole points (aging included) that
@@ -143,7 +148,9 @@ struct JobRecord {
   std::vector<int> promised_cells;        // the guarantee cells that plan binds (Promise)
   double committed_gpus = 0;              // a waiting preemptor: GPUs counted as committed
   int preemptions = 0;                    // times this job was preempted or evicted
-  double shrunk_at = -1;                  // an elastic job's last shrink: it does not regrow then
+  bool moved = false;  // moved once off a starving job's reserved GPUs: never again
+  uint64_t move_tried_at = UINT64_MAX;  // a starving job: the version its occupants were judged
+  double shrunk_at = -1;                // an elastic job's last shrink: it does not regrow then
   // The scheduler's state version when the job last failed to fit; it is retried only after
   // capacity was freed, health changed, new victims appeared or a fair share grew, since nothing
   // else can help.
@@ -423,6 +430,15 @@ class Scheduler {
   static std::vector<std::pair<int, int>> ReservedGpus(const TrialPlacement& placement);
   const JobRecord* CellBeingReclaimed(int queue) const;
   void TryReserve(JobRecord& job, double now);
+  // The job of `queue` that has waited longest and holds no reservation (reservations go
+  // oldest first).
+  const JobRecord* LongestWaitingUnreserved(int queue) const;
+  // Starving jobs whose reservations have waited reserve_after_s for their occupants: the
+  // occupants are moved (preempted, their destinations held for them) when each fits elsewhere
+  // now, and the job waits for them as a preemptor does.
+  void MoveForReservations(const std::vector<double>& fair, double now, std::vector<Decision>* out);
+  bool TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
+                  const std::vector<double>& fair, double now, std::vector<Decision>* out);
   // Reservations change through these, which keep the allocator's reserved nodes
   // (Allocator::SetNodeReserved) in step with them.
   void Reserve(int job, const std::vector<std::pair<int, int>>& gpus,

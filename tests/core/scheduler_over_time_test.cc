@@ -390,6 +390,62 @@ TEST(SchedulerOverTimeTest, AReservationDoesNotBlockHigherPriorityWork) {
   EXPECT_EQ(d.J(small).state, JobState::kRunning);
 }
 
+// Under steady demand nothing ends: a reservation waiting for its occupants waits for ever
+// while the GPUs they could use sit free on another node. After reserve_after_s more, the
+// occupants are moved there (each once in its life), and the big job starts.
+TEST(SchedulerOverTimeTest, AReservationsOccupantsMoveWhereTheyFitAndTheBigJobStarts) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 60;
+  Driver d(2, 2, {Queue("a")}, policy);
+  const int ends = d.Submit(Job("a", 5), 10);
+  d.Cycle();
+  const int small = d.Submit(Job("a", 3));  // packed beside it, on node 0
+  d.Cycle();
+  const int other = d.Submit(Job("a", 5));  // node 1: 3 GPUs left there
+  d.Cycle(20);
+  ASSERT_EQ(d.J(ends).state, JobState::kDone);
+  ASSERT_EQ(d.J(small).placements.at(0).node, 0);
+  ASSERT_EQ(d.J(other).placements.at(0).node, 1);
+  const int big = d.Submit(Job("a", 8));
+  for (int i = 0; i < 70; ++i) d.Cycle(1);
+  ASSERT_NE(d.s_.reservations().Of(big), nullptr) << d.J(big).reason;
+  EXPECT_EQ(d.J(small).state, JobState::kRunning);  // no move before it has waited again
+  for (int i = 0; i < 100 && d.J(big).state != JobState::kRunning; ++i) d.Cycle(1);
+  ASSERT_EQ(d.J(big).state, JobState::kRunning) << d.J(big).reason;
+  EXPECT_EQ(d.J(big).placements.at(0).node, 0);
+  for (int i = 0; i < 5; ++i) d.Cycle(1);
+  ASSERT_EQ(d.J(small).state, JobState::kRunning) << d.J(small).reason;
+  EXPECT_EQ(d.J(small).placements.at(0).node, 1);
+  EXPECT_EQ(d.J(small).preemptions, 1);
+  EXPECT_EQ(d.J(other).preemptions, 0);
+  bool said = false;
+  for (const EngineEvent& e : d.s_.EventsSince(0))
+    said = said || (e.job == small && e.reason.find("moved") != std::string::npos);
+  EXPECT_TRUE(said);
+  // Another big job finds no room; nobody is moved again for it, however long it waits.
+  const int next = d.Submit(Job("a", 8));
+  for (int i = 0; i < 1000; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(next).state, JobState::kPending);
+  EXPECT_EQ(d.J(small).preemptions, 1);
+  EXPECT_EQ(d.J(other).preemptions, 0);
+  EXPECT_EQ(d.J(big).preemptions, 0);
+}
+
+// A move needs every occupant to fit elsewhere now: with no room, the reservation waits.
+TEST(SchedulerOverTimeTest, NoOccupantIsMovedWhenNotAllFitElsewhere) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 60;
+  Driver d(2, 2, {Queue("a")}, policy);
+  const int a = d.Submit(Job("a", 6));
+  const int b = d.Submit(Job("a", 6));
+  d.Cycle();
+  const int big = d.Submit(Job("a", 8));
+  for (int i = 0; i < 500; ++i) d.Cycle(1);
+  EXPECT_NE(d.s_.reservations().Of(big), nullptr);
+  EXPECT_EQ(d.J(big).state, JobState::kPending);
+  EXPECT_EQ(d.J(a).preemptions + d.J(b).preemptions, 0);
+}
+
 // Bug 6: health changes did not wake pending jobs, and jobs on bad hardware got no decision.
 TEST(SchedulerOverTimeTest, UncordonWakesAPendingJob) {
   Driver d(1, 1, {Queue("a")});
