@@ -23,6 +23,7 @@
 
 #include "agent/cgroup_stats.h"
 #include "agent/dcgm_metrics.h"
+#include "agent/host_paths.h"
 #include "agent/host_topology.h"
 #include "agent/nvml.h"
 #include "config/config_error.h"
@@ -52,16 +53,27 @@ double WallSeconds() {
 }
 
 // The run a container of ours belongs to; false for one without berth's labels.
+// A container carries its run in labels, as the server's protocol bounds them; one whose labels
+// do not read so (made by hand or by another tool) is not berth's and is left alone: reported,
+// it would be refused, and with it every report of the node (review: a container labelled
+// berth.job=-5 made the node lost, and its job ran a second time elsewhere).
 bool KeyOf(const ContainerInfo& c, RunKey* key) {
   const auto job = c.labels.find("berth.job"), replica = c.labels.find("berth.replica"),
              placement = c.labels.find("berth.placement");
   if (job == c.labels.end() || replica == c.labels.end() || placement == c.labels.end())
     return false;
-  try {
-    *key = {std::stoll(job->second), std::stoi(replica->second), placement->second};
-  } catch (const std::exception&) {
+  auto whole = [](const std::string& text, int64_t least, int64_t most, int64_t* out) {
+    if (text.empty() || text.size() > 18 ||
+        !std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+      return false;
+    *out = std::stoll(text);
+    return *out >= least && *out <= most;
+  };
+  int64_t job_id = 0, replica_index = 0;
+  if (!whole(job->second, 1, INT64_MAX, &job_id) ||
+      !whole(replica->second, 0, 1 << 20, &replica_index) || placement->second.size() > 64)
     return false;
-  }
+  *key = {job_id, static_cast<int>(replica_index), placement->second};
   return true;
 }
 
@@ -70,6 +82,7 @@ bool KeyOf(const ContainerInfo& c, RunKey* key) {
 // span ("[from,to],"), so that a report of binary output, or of lines that switch stream at
 // every line, still fits the server's request limit.
 constexpr size_t kStderrSpanCost = 18;
+constexpr size_t kMaxDcgmBytes = 16 << 20;  // a DCGM exporter's answer, at most
 constexpr size_t kLogLookahead = 64 << 10;
 
 size_t ReportCost(unsigned char c) {
@@ -630,10 +643,12 @@ class Agent {
     for (const Assignment& a : set.assignments) {
       const RunKey key{a.job, a.replica, a.placement};
       wanted.insert(key);
+      bool started_here = false;
       {
         std::lock_guard<std::mutex> lock(books_mu_);
         log_cursor_.try_emplace(key, a.log_since);
         if (failed_.count(key)) continue;  // reported; the server re-places it
+        started_here = started_at_.count(key) > 0;
       }
       if (in_flight.count(key)) continue;
       const auto it = found.find(key);
@@ -647,7 +662,10 @@ class Agent {
       if (it == found.end() && earlier_run)
         done = false;
       else if (it == found.end()) {
-        if (!a.ran) to_start.push_back({a, key});  // else reported gone: placed again
+        // A run that started (the server saw it, or this agent started it) and is gone was
+        // removed by hand or lost by the engine: it is reported gone and placed again. Made
+        // again here, it would run a second time that nobody sees (review).
+        if (!a.ran && !started_here) to_start.push_back({a, key});
       } else if (it->second.status == "created" && !StartCreated(it->second))
         done = false;  // created again by the next pass: not acted on until it starts
       else if (it->second.running)
@@ -820,7 +838,11 @@ class Agent {
         agent->starting_.erase(key);
       }
     } started{this, key};
-    if (const std::string why = MigProblem(a); !why.empty()) {
+    std::string why = MigProblem(a);
+    for (const Mounted& m : a.mounts)
+      if (const std::string link = WhyHostPathIsNotPlain(m.host); why.empty() && !link.empty())
+        why = "volume " + m.host + ": " + link;
+    if (!why.empty()) {
       std::lock_guard<std::mutex> lock(books_mu_);
       failed_[key] = why;
       Log("job " + std::to_string(a.job) + " could not be started: " + why);
@@ -1072,19 +1094,32 @@ class Agent {
     const std::string& url = options_.dcgm_url;
     const size_t scheme = url.find("://");
     const size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+    // The scrape runs in the report's path: bounded in time and size, so that an exporter
+    // answering slowly, or without end, delays a report by 2 s at most and never grows the
+    // agent (review: the node went lost, and its job ran twice).
     httplib::Client client(url.substr(0, slash));
-    client.set_connection_timeout(2);
-    client.set_read_timeout(5);
+    client.set_connection_timeout(1);
+    client.set_read_timeout(1);
+    const auto deadline = Clock::now() + std::chrono::seconds(2);
+    std::string body;
+    bool cut = false;
     const httplib::Result res =
-        client.Get(slash == std::string::npos ? "/metrics" : url.substr(slash));
-    if (!res || res->status != 200) {
+        client.Get(slash == std::string::npos ? "/metrics" : url.substr(slash),
+                   [&](const char* data, size_t size) {
+                     cut = body.size() + size > kMaxDcgmBytes || Clock::now() > deadline;
+                     if (!cut) body.append(data, size);
+                     return !cut;
+                   });
+    if (cut || !res || res->status != 200) {
       if (warned_.insert("dcgm").second)
-        Log("the DCGM exporter at " + url + " does not answer (" + ErrorOf(res) + ")");
+        Log("the DCGM exporter at " + url + " does not answer" +
+            (cut ? " within 2 s and " + std::to_string(kMaxDcgmBytes >> 20) + " MiB"
+                 : " (" + ErrorOf(res) + ")"));
       return out;
     }
     DcgmScrape scrape;
     try {
-      scrape = ParseDcgmMetrics(res->body, url);
+      scrape = ParseDcgmMetrics(body, url);
     } catch (const ConfigError& e) {
       if (warned_.insert("dcgm").second) Log(e.what());
       return out;

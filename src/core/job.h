@@ -26,7 +26,7 @@ struct SpreadConstraint {
 
 // A host directory that a group's containers see, as docker's -v HOST:CONTAINER[:ro]. The
 // server accepts only host paths under its --allow-mount prefixes, compared lexically; the agent
-// that mounts it resolves symbolic links and checks again.
+// that mounts it refuses a path with a symbolic link on it (agent/host_paths.h).
 struct Mount {
   std::string host, container;  // absolute and lexically normal (config/mount_path.h)
   bool read_only = false;

@@ -208,6 +208,33 @@ wait_for 40 "job $gone running again (after its back-off)" state_is "$gone" runn
 wait_for 40 "job $gone's container stopped (its shell ignores SIGTERM: after the grace period)" \
   eval '[ -z "$(_dk ps -q)" ]'
 
+echo "fleet: part 8b" >&2
+# 8b. The same while its agent runs: the agent started that run, so it does not make it again
+#     either (review: it did at once, and the job ran three times, once unseen).
+again=$("$BERTH" run -d --gpus 4 berth-test:1 sh -c 'echo up; sleep 1000')
+wait_for 15 "job $again running" state_is "$again" running
+wait_for 10 "job $again's first line" eval '"$BERTH" logs "$again" | grep -q up'
+_dk rm -f "$(container_of "$again")" > /dev/null
+wait_for 10 "job $again lost with its container" lost_as_gone "$again"
+wait_for 40 "job $again running again (after its back-off)" state_is "$again" running
+wait_for 10 "job $again's second run's first line" \
+  eval '[ "$("$BERTH" logs "$again" | grep -c up)" -ge 2 ]'
+sleep 1
+[ "$("$BERTH" logs "$again" | grep -c up)" -eq 2 ] ||
+  fail "job $again should have run twice (once placed again): $("$BERTH" logs "$again")"
+"$BERTH" stop "$again" > /dev/null
+
+# 8c. A container with berth's labels that berth did not make, its job id one no server gives:
+#     left alone, and the node's reports are still taken (review: each was refused, the node
+#     was lost, and its job ran a second time elsewhere).
+_dk run -d --name not-berths --label berth.node=n0 --label berth.job=-5 \
+  --label berth.replica=0 --label berth.placement=p1 berth-test:1 sleep 1000 > /dev/null
+sleep 3  # past --node-unhealthy-after
+node_agent_is n0 ready || fail "n0 is not ready: $("$BERTH" nodes); $(tail -3 "$TMP/agent-n0.log")"
+[ "$(_dk inspect -f '{{.State.Running}}' not-berths)" = true ] || fail "the agent stopped a container not its own"
+_dk rm -f not-berths > /dev/null
+wait_for 40 "job $again's container stopped" eval '[ -z "$(_dk ps -q)" ]'
+
 echo "fleet: part 9" >&2
 # 9. A preemptor waits out its victim's grace period: the node it will land on, and only that
 #    one, pulls its image meanwhile (from a registry that is not there: tried, and failing).
