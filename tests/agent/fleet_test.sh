@@ -3,7 +3,8 @@
 # containers. Through berth: exit codes, logs, GPU ids and CPU sets; preemption within the
 # grace period; kill -9 of an agent and of the server; a lost node; dockerd stopped and started;
 # images pulled ahead for a job waiting to land; a container removed while its agent is down;
-# a paused agent replaced by another process, on the same engine and on a second one.
+# a paused agent replaced by another process, on the same engine and on a second one; volumes,
+# and a symbolic link out of an allowed directory.
 source "$(dirname "$0")/../cli/lib.sh"
 source "$SRC/tests/docker/dockerd.sh"
 DK=$(mktemp -d /tmp/berth-fleet.XXXXXX)
@@ -349,4 +350,23 @@ wait "$OLD" || true
   fail "the first agent left its containers: $(tail "$TMP/agent-$tnode.log")"
 wait_for 40 "job $stale running again" state_is "$stale" running
 [ "$(runs_of "$stale")" -eq 1 ] || fail "job $stale should run once over both engines: $(runs_of "$stale")"
+
+echo "fleet: part 13" >&2
+# 13. Volumes: a job writes to a host directory under one the server allows. A symbolic link
+#     there (a job may make one) is not followed out of it: the server checks the path as
+#     written, so the agent refuses a path with a link on it (review: a link to /etc, mounted
+#     by a second job, gave write access to the host).
+mkdir -p "$TMP/mnt/data" "$TMP/outside"
+stop_server
+start_server --listen "$BERTH_ADDR" --node-unhealthy-after 2 --node-lost-after 4 \
+  --allow-mount "$TMP/mnt"
+"$BERTH" run --gpus 1 -v "$TMP/mnt/data:/data" berth-test:1 sh -c 'echo hi > /data/written' ||
+  fail "a job writing to its volume failed"
+[ "$(cat "$TMP/mnt/data/written")" = hi ] || fail "the job's volume is not the host directory"
+ln -s "$TMP/outside" "$TMP/mnt/data/esc"
+link=$("$BERTH" run -d --gpus 1 -v "$TMP/mnt/data/esc:/host" berth-test:1 sh -c 'echo out > /host/written')
+refused() { "$BERTH" inspect "$1" | grep -q 'esc is a symbolic link'; }
+wait_for 30 "job $link refused for its link" refused "$link"
+[ ! -e "$TMP/outside/written" ] || fail "a job wrote through a symbolic link out of the allowed directory"
+"$BERTH" stop "$link" > /dev/null 2>&1 || true
 echo "fleet: ok"
