@@ -52,11 +52,11 @@ double WallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// The run a container of ours belongs to; false for one without berth's labels.
-// A container carries its run in labels, as the server's protocol bounds them; one whose labels
-// do not read so (made by hand or by another tool) is not berth's and is left alone: reported,
-// it would be refused, and with it every report of the node (review: a container labelled
-// berth.job=-5 made the node lost, and its job ran a second time elsewhere).
+// The run a container of ours belongs to, from its labels as the server's protocol bounds
+// them; false for one without them. One whose labels do not read so (made by hand or by another
+// tool) is not berth's and is left alone: reported, it would be refused, and with it every
+// report of the node (review: a container labelled berth.job=-5 made the node lost, and its job
+// ran a second time elsewhere).
 bool KeyOf(const ContainerInfo& c, RunKey* key) {
   const auto job = c.labels.find("berth.job"), replica = c.labels.find("berth.replica"),
              placement = c.labels.find("berth.placement");

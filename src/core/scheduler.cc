@@ -300,6 +300,7 @@ std::string Scheduler::SetCluster(const Cluster* cluster, double now) {
       if (node_map[r.node] < 0) node = cluster_->nodes[r.node].name;
     if (job.state == JobState::kStopping) WakePreemptor(job);
     Release(job);
+    UncommitWaiting(job);  // a moved job's, while it stopped (review)
     Emit(now, id, "lost", "node " + node + " was removed or changed under it");
     ToPending(job, now, "lost: node " + node + " was removed or changed under it");
   }
@@ -1753,7 +1754,9 @@ void Scheduler::MarkReservedNodes() {
 
 const JobRecord* Scheduler::LongestWaitingUnreserved(int queue) const {
   for (const JobRecord* j : queues_[queue].pending)  // longest waiting first
-    if (!reservations_.Of(j->id) && j->never_fits.empty()) return j;
+    if (!reservations_.Of(j->id) && j->never_fits.empty() && j->next_try <= now_ &&
+        j->waiting_for.empty())
+      return j;
   return nullptr;
 }
 
@@ -1851,8 +1854,9 @@ bool Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
     if (!on_it) continue;
     // Only work that may be stopped and restarted, once, and that is the job's own queue's or
     // borrowed (another queue's guaranteed work stays in its cells).
+    // ... and none started in this cycle: nothing is started and stopped in one cycle (review).
     if (o->state != JobState::kRunning || o->moved || !o->spec.preemptible ||
-        (o->queue != job.queue && !o->borrowed))
+        (o->queue != job.queue && !o->borrowed) || o->start_time >= now)
       return false;
     occupants.push_back(o);
   }
@@ -1886,8 +1890,12 @@ bool Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
     std::vector<ReplicaPlacement> placed;
     // Guaranteed work that finds no guarantee cell left may borrow, as it would if it started
     // now.
+    // Its destination is held while it stops, as a plan is: no lent GPUs, whose owner would
+    // reclaim them (review).
+    placing_plan_ = true;
     fits = (!o.borrowed && TryPlace(o, true, o.replicas, trial, &ids, &placed)) ||
            TryPlace(o, false, o.replicas, trial, &ids, &placed);
+    placing_plan_ = false;
     destinations.push_back(std::move(placed));
   }
   restore();
@@ -1911,6 +1919,12 @@ bool Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
   }
   const std::vector<std::pair<int, int>> plan_gpus = ReservedGpus(where);
   if (others(plan_gpus)) return false;
+  // A destination inside a guarantee cell the plan binds would be taken back by the plan's
+  // reservation (review).
+  const std::set<std::pair<int, int>> planned(plan_gpus.begin(), plan_gpus.end());
+  for (const auto& gpus : destination_gpus)
+    for (const auto& ng : gpus)
+      if (planned.count(ng)) return false;
   job.waiting_for.clear();
   for (size_t i = 0; i < occupants.size(); ++i) {
     JobRecord& o = *occupants[i];

@@ -430,8 +430,8 @@ class Scheduler {
   static std::vector<std::pair<int, int>> ReservedGpus(const TrialPlacement& placement);
   const JobRecord* CellBeingReclaimed(int queue) const;
   void TryReserve(JobRecord& job, double now);
-  // The job of `queue` that has waited longest and holds no reservation (reservations go
-  // oldest first).
+  // The job of `queue` that has waited longest, holds no reservation and may reserve now (not
+  // backing off nor waiting for victims): reservations go oldest first.
   const JobRecord* LongestWaitingUnreserved(int queue) const;
   // Starving jobs whose reservations have waited reserve_after_s for their occupants: the
   // occupants are moved (preempted, their destinations held for them) when each fits elsewhere

@@ -360,6 +360,8 @@ mkdir -p "$TMP/mnt/data" "$TMP/outside"
 stop_server
 start_server --listen "$BERTH_ADDR" --node-unhealthy-after 2 --node-lost-after 4 \
   --allow-mount "$TMP/mnt"
+some_agent_ready() { "$BERTH" nodes --format json | jq -e '[.nodes[].agent] | index("ready")'; }
+wait_for 15 "an agent reconnecting" some_agent_ready
 "$BERTH" run --gpus 1 -v "$TMP/mnt/data:/data" berth-test:1 sh -c 'echo hi > /data/written' ||
   fail "a job writing to its volume failed"
 [ "$(cat "$TMP/mnt/data/written")" = hi ] || fail "the job's volume is not the host directory"
