@@ -1271,6 +1271,20 @@ void ControlPlane::RefuseASupersededAgent(const AgentNode& agent, const std::str
 uint64_t ControlPlane::RegisterAgent(const std::string& node,
                                      const NodeRegistration& registration) {
   RefuseIfBroken();
+  // An agent reporting less often than twice in the unhealthy window reads as silent between
+  // its reports: its node would turn unhealthy, then lost, and its jobs would run twice
+  // (review: --heartbeat 20 against --node-lost-after 12 registered fine).
+  if (const double every_s = registration.report_every_ms / 1000.0;
+      2 * every_s > unhealthy_after_s_ + 1e-9) {
+    char most[32];
+    std::snprintf(most, sizeof most, "%g", unhealthy_after_s_ / 2);
+    throw ApiError(400, "reportEveryMs: node " + node + "'s agent reports every " +
+                            Seconds(every_s) + " s, and this server takes a node whose agent " +
+                            "is silent for " + Seconds(unhealthy_after_s_) +
+                            " s as unhealthy (berth server --node-unhealthy-after); report at " +
+                            "least twice in that time (berth agent --heartbeat " + most +
+                            " or less)");
+  }
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::unique_lock<std::mutex> lock(mu_);
   const double now = now_();

@@ -1403,6 +1403,15 @@ TEST_F(ControlPlaneAgentTest, ASecondAgentUnderOneNodeNameIsRefusedWhileTheFirst
   EXPECT_EQ(State(id), "running");
   // An agent that says it reports every 5 s is waited for three times as long.
   Open(Dgx(1), 15, 120);
+  // One that reports less often than twice in the unhealthy window is refused: between its
+  // reports its node would turn unhealthy, then lost (review).
+  NodeRegistration rare;
+  rare.gpu_uuids = Uuids("dgx-0", 8);
+  rare.instance = "rare";
+  rare.report_every_ms = 8000;
+  EXPECT_EQ(Status([&] { plane_->RegisterAgent("dgx-0", rare); }, &message), 400);
+  EXPECT_TRUE(Has(message, "reportEveryMs: node dgx-0's agent reports every 8 s")) << message;
+  EXPECT_TRUE(Has(message, "berth agent --heartbeat 7.5 or less")) << message;
   NodeRegistration slow;
   slow.gpu_uuids = Uuids("dgx-0", 8);
   slow.instance = "slow";
