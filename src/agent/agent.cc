@@ -1230,7 +1230,7 @@ class Agent {
       // the server drops what it already holds.
       std::string cursor = cursors.try_emplace(key, "").first->second;
       bool drained = false;  // a read after its last line found nothing more
-      LogChunk chunk{c.job, c.replica, c.placement, "", "", {}};
+      LogChunk chunk{c.job, c.replica, c.placement, cursor, "", "", {}};
       // A running container is read once a report. A stopped one is read until a read
       // reaches the end of its log, so that its job can end with this report rather than the
       // next. Only a read with the whole budget may cut a line (one longer than the budget):
@@ -1310,9 +1310,16 @@ class Agent {
       c.error = error;
       report.containers.push_back(std::move(c));
     }
-    if (const Posted posted = PostReport(report); posted != Posted::kTaken)
+    ReportReply reply;
+    if (const Posted posted = PostReport(report, &reply); posted != Posted::kTaken)
       return posted == Posted::kRegisteredAgain;
     if (report.images) images_sent_ = images_now;
+    // A chunk not taken did not start where the server's copy ends: read again from there.
+    for (const LogCursor& c : reply.log_cursors) {
+      const RunKey key{c.job, c.replica, c.placement};
+      if (new_cursor.count(key)) new_cursor[key] = c.cursor;
+      ended.erase(key);
+    }
     std::lock_guard<std::mutex> lock(books_mu_);
     for (const auto& [key, until] : new_cursor) log_cursor_[key] = until;
     all_logs_sent_.insert(ended.begin(), ended.end());
@@ -1334,7 +1341,9 @@ class Agent {
   }
 
   enum class Posted { kTaken, kRegisteredAgain, kFailed };
-  Posted PostReport(AgentReport& report) {  // not a copy: a report may carry a MiB of logs
+  // Not a copy: a report may carry a MiB of logs. `reply`, when given, is the server's answer
+  // to a report it took.
+  Posted PostReport(AgentReport& report, ReportReply* reply = nullptr) {
     report.instance = instance_;
     const auto sent = Clock::now();
     const auto client = Connect(30);
@@ -1351,6 +1360,13 @@ class Agent {
     if (!res || res->status != 200) {
       Log("reporting failed (" + ErrorOf(res) + "); retrying");
       return Posted::kFailed;
+    }
+    if (reply != nullptr) {
+      try {
+        *reply = ParseReportReply(Json::parse(res->body));
+      } catch (const std::exception& e) {  // taken all the same: the next report reads on
+        Log(std::string("the server's answer to a report is not one: ") + e.what());
+      }
     }
     std::lock_guard<std::mutex> lock(mu_);
     reached_server_ = sent;

@@ -401,6 +401,7 @@ Json ToJson(const AgentReport& r) {
     logs.push_back({{"job", l.job},
                     {"replica", l.replica},
                     {"placement", l.placement},
+                    {"from", l.from},
                     {"until", l.until},
                     {"text", l.text},
                     {"stderr", std::move(spans)}});
@@ -430,6 +431,14 @@ Json ToJson(const AgentReport& r) {
   }
   if (!r.runtime_error.empty()) out["runtimeError"] = r.runtime_error;
   return out;
+}
+
+Json ToJson(const ReportReply& r) {
+  Json cursors = Json::array();
+  for (const LogCursor& c : r.log_cursors)
+    cursors.push_back(
+        {{"job", c.job}, {"replica", c.replica}, {"placement", c.placement}, {"cursor", c.cursor}});
+  return {{"ok", true}, {"logCursors", std::move(cursors)}};
 }
 
 std::string ValidUtf8(std::string text) {
@@ -537,6 +546,7 @@ AgentReport ParseReport(const Json& j) {
     x.job = l.Int("job", 1, INT64_MAX, true);
     x.replica = static_cast<int>(l.Int("replica", 0, 1 << 20));
     x.placement = l.Text("placement", 64);
+    x.from = l.Text("from", 64);
     x.until = l.Text("until", 64);
     x.text = l.Text("text", kMaxReportLogBytes);
     // Each span [from, to) inside the text, after the one before it.
@@ -558,6 +568,18 @@ AgentReport ParseReport(const Json& j) {
       throw ProtocolError(path + ".text: the report's logs pass " +
                           std::to_string(kMaxReportLogBytes) + " bytes; send the rest next time");
     out.logs.push_back(std::move(x));
+  });
+  return out;
+}
+
+ReportReply ParseReportReply(const Json& j) {
+  const Reader r(j);
+  ReportReply out;
+  r.List("logCursors", kMaxReportContainers, [&](const Json& e, const std::string& path) {
+    const Reader c(e, path);
+    out.log_cursors.push_back({c.Int("job", 1, INT64_MAX, true),
+                               static_cast<int>(c.Int("replica", 0, 1 << 20)),
+                               c.Text("placement", 64), c.Text("cursor", 64)});
   });
   return out;
 }

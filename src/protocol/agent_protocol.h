@@ -188,6 +188,11 @@ struct LogChunk {
   int64_t job = 0;
   int replica = 0;
   std::string placement;
+  // The timestamp the agent read on from: where it last knew the server's copy to end ("" for
+  // the run's start). The server takes the chunk only when its copy ends there, so that a chunk
+  // overlapping what it holds (a report it took whose answer the agent never got) repeats no
+  // line; otherwise it answers where its copy ends (ReportReply), and the agent reads from there.
+  std::string from;
   std::string until;  // the timestamp of the chunk's last line
   std::string text;
   StderrSpans stderr_spans;  // what of `text` the job wrote to stderr
@@ -209,6 +214,21 @@ struct AgentReport {
   std::string runtime_error;
 };
 
+// Where the server's copy of a replica run's log ends (its last line's timestamp; "" for none).
+struct LogCursor {
+  int64_t job = 0;
+  int replica = 0;
+  std::string placement;
+  std::string cursor;
+};
+
+// The server's answer to a report it took: the runs whose chunk it did not take because the
+// chunk did not start where its copy ends. A run named here has not sent all its output, even
+// when its container has exited.
+struct ReportReply {
+  std::vector<LogCursor> log_cursors;
+};
+
 // An RFC 3339 UTC timestamp with its fraction padded to nine digits
 // ("2026-12-02T03:40:46.898183200Z"), so that timestamps compare as strings (the engine trims
 // trailing zeros). "" when `ts` is not one.
@@ -224,9 +244,11 @@ std::string RuntimeErrorLine(std::string error);
 nlohmann::json ToJson(const NodeRegistration& r);
 nlohmann::json ToJson(const AssignmentSet& s);
 nlohmann::json ToJson(const AgentReport& r);
+nlohmann::json ToJson(const ReportReply& r);
 // Throw ProtocolError naming the field.
 NodeRegistration ParseRegistration(const nlohmann::json& j);
 AssignmentSet ParseAssignments(const nlohmann::json& j);
 AgentReport ParseReport(const nlohmann::json& j);
+ReportReply ParseReportReply(const nlohmann::json& j);
 
 }  // namespace berth

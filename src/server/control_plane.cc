@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "config/berth_trace.h"
@@ -1634,8 +1635,9 @@ void ControlPlane::AssignmentsOf(const Job& job, int node, std::vector<Assignmen
   }
 }
 
-void ControlPlane::Report(const std::string& node, const AgentReport& report) {
+ReportReply ControlPlane::Report(const std::string& node, AgentReport report) {
   RefuseIfBroken();
+  ReportReply reply;
   // The node's index is looked up under each hold of mu_: a removal moves the nodes after it.
   if (logs_ != nullptr) {
     std::vector<const LogChunk*> chunks;
@@ -1654,8 +1656,14 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
     }
     // Written before the states below: a job seen to end has its whole output stored.
     for (const LogChunk* c : chunks)
-      logs_->Append(c->job, c->replica, c->placement, NormalizedTimestamp(c->until), c->text,
-                    c->stderr_spans);
+      if (!logs_->Append(c->job, c->replica, c->placement, NormalizedTimestamp(c->from),
+                         NormalizedTimestamp(c->until), c->text, c->stderr_spans))
+        reply.log_cursors.push_back(
+            {c->job, c->replica, c->placement, logs_->Cursor(c->job, c->replica, c->placement)});
+    std::set<std::tuple<int64_t, int, std::string>> behind;
+    for (const LogCursor& c : reply.log_cursors) behind.emplace(c.job, c.replica, c.placement);
+    for (ContainerReport& c : report.containers)
+      if (c.state == "exited" && behind.count({c.job, c.replica, c.placement})) c.state = "running";
   }
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::unique_lock<std::mutex> lock(mu_);
@@ -1694,7 +1702,7 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
     agent.engine_error = report.runtime_error;
     CheckAgents(now, &writes);
     Commit({&engine_lock, &lock}, std::move(writes));
-    return;
+    return reply;
   }
   agent.engine_away_since = -1;
   agent.engine_error.clear();
@@ -1740,6 +1748,7 @@ void ControlPlane::Report(const std::string& node, const AgentReport& report) {
     if (job != jobs_.end()) ReportOn(job->second, n, report, mine, now, &writes);
   }
   Commit({&engine_lock, &lock}, std::move(writes));
+  return reply;
 }
 
 Telemetry ControlPlane::ObservedTelemetry() const {

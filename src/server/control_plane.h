@@ -220,8 +220,10 @@ class ControlPlane {
   // Ends the assignment watches now, and later ones answer at once: the server is stopping.
   void StopWatches();
   // A heartbeat: the node's containers and new log lines. ApiError 409 when the agent has not
-  // registered since the server started (it should register again).
-  void Report(const std::string& node, const AgentReport& report);
+  // registered since the server started (it should register again). The reply names the runs
+  // whose chunk was not taken (LogChunk::from); such a run's exited container counts as running
+  // until its output is all in.
+  ReportReply Report(const std::string& node, AgentReport report);
   // Up to `max` bytes of the job's output from `offset` (`*next`: the offset after them);
   // waits up to `wait_s` for some when there are none yet. With `stderr_spans`, also what of
   // them the job wrote to stderr.

@@ -773,8 +773,8 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                   api,
                   [&](const httplib::Request& req, httplib::Response& res, const Caller&,
                       const std::string& body) {
-                    plane.Report(req.matches[1], Message(body, ParseReport));
-                    Reply(res, 200, {{"ok", true}});
+                    Reply(res, 200,
+                          ToJson(plane.Report(req.matches[1], Message(body, ParseReport))));
                   },
                   true));
   server.Get("/v1/cells", Route(api, [&](const httplib::Request&, httplib::Response& res,

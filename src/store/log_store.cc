@@ -108,21 +108,23 @@ void LogStore::LoadCursors(int64_t job) {
   while (in >> replica >> placement >> until) cursors_[{job, replica, placement}] = until;
 }
 
-void LogStore::Append(int64_t job, int replica, const std::string& placement,
-                      const std::string& until, const std::string& chunk,
+bool LogStore::Append(int64_t job, int replica, const std::string& placement,
+                      const std::string& from, const std::string& until, const std::string& chunk,
                       const StderrSpans& chunk_spans) {
   std::lock_guard<std::mutex> lock(mu_);
   LoadCursors(job);
+  // A placement with a space or a newline would break the cursor file.
+  if (placement.empty() || placement.find_first_of(" \n") != std::string::npos) return true;
   const Run run{job, replica, placement};
+  const auto stored = cursors_.find(run);
+  if (from != (stored == cursors_.end() ? "" : stored->second)) return false;
+  if (until.empty() || until <= from) return true;
   std::string& cursor = cursors_[run];
-  if (until.empty() || until <= cursor || placement.empty() ||
-      placement.find_first_of(" \n") != std::string::npos)
-    return;
   std::string text;
   StderrSpans stderr_spans;
   if (const auto mid = mid_line_.find(job); mid != mid_line_.end() && mid->second != run) {
     text = "\n";  // ends the other run's line
-    for (const auto& [from, to] : chunk_spans) stderr_spans.emplace_back(from + 1, to + 1);
+    for (const auto& [begin, end] : chunk_spans) stderr_spans.emplace_back(begin + 1, end + 1);
   } else {
     stderr_spans = chunk_spans;
   }
@@ -161,6 +163,7 @@ void LogStore::Append(int64_t job, int replica, const std::string& placement,
   }
   std::rename(tmp.c_str(), CursorPath(job).c_str());
   grew_.notify_all();
+  return true;
 }
 
 std::string LogStore::Cursor(int64_t job, int replica, const std::string& placement) {

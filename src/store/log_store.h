@@ -1,7 +1,7 @@
 // Jobs' container output, as node agents send it: one file per job under DIR (DIR/<job>.log,
 // the replicas' lines in the order they arrive), and beside it the last timestamp stored of each
 // replica run (DIR/<job>.cursor), so that an agent that resends, or that starts again after a
-// restart of either side, neither repeats nor loses lines.
+// restart of either side, neither repeats nor loses lines (Append).
 //
 // Which bytes a job wrote to stderr is kept beside its log too (DIR/<job>.streams: the offsets
 // where the text switches stream, as 8-byte little-endian integers; a log starts on stdout),
@@ -36,10 +36,15 @@ class LogStore {
 
   explicit LogStore(std::string dir);  // creates DIR; throws StoreError when it cannot
 
-  // Appends a chunk of a replica run whose last line is stamped `until` (a normalized
-  // timestamp, agent_protocol.h); a chunk not after the stored cursor is a resend and dropped.
-  void Append(int64_t job, int replica, const std::string& placement, const std::string& until,
-              const std::string& text, const StderrSpans& stderr_spans = {});
+  // Appends a chunk of a replica run read on from `from` (the cursor as its sender knew it; ""
+  // for the run's start) whose last line is stamped `until` (normalized timestamps,
+  // agent_protocol.h). False, appending nothing, when the stored cursor is not `from`: the sender
+  // is to read again from Cursor(), so that a chunk overlapping what is stored (a resend, or more
+  // lines after one) repeats no line, and a tail lost in a crash is sent again. A chunk not past
+  // `from`, or without a time or a placement, is dropped.
+  bool Append(int64_t job, int replica, const std::string& placement, const std::string& from,
+              const std::string& until, const std::string& text,
+              const StderrSpans& stderr_spans = {});
   // The last timestamp stored of the replica run; "" when none.
   std::string Cursor(int64_t job, int replica, const std::string& placement);
   // Up to `max` bytes of the job's log from `offset`; `*next` is the offset after them. With

@@ -81,7 +81,13 @@ AgentReport SampleReport() {
   d.exit_code = 3;
   d.error = "boom";
   r.containers.push_back(d);
-  r.logs.push_back({42, 1, "p1", "2026-12-02T03:40:46.8981Z", "hello\nworld\n", {{6, 12}}});
+  r.logs.push_back({42,
+                    1,
+                    "p1",
+                    "2026-12-02T03:40:45Z",
+                    "2026-12-02T03:40:46.8981Z",
+                    "hello\nworld\n",
+                    {{6, 12}}});
   return r;
 }
 
@@ -230,10 +236,31 @@ TEST(AgentProtocolTest, ReportRoundTrips) {
   EXPECT_EQ(back.logs[0].job, 42);
   EXPECT_EQ(back.logs[0].replica, 1);
   EXPECT_EQ(back.logs[0].placement, "p1");
+  EXPECT_EQ(back.logs[0].from, "2026-12-02T03:40:45Z");
   EXPECT_EQ(back.logs[0].until, "2026-12-02T03:40:46.8981Z");
   EXPECT_EQ(back.logs[0].text, "hello\nworld\n");
   EXPECT_EQ(back.logs[0].stderr_spans, (StderrSpans{{6, 12}}));
   EXPECT_FALSE(back.images);  // none sent: as last reported
+}
+
+TEST(AgentProtocolTest, AReportReplyRoundTripsAndIsBounded) {
+  ReportReply r;
+  r.log_cursors.push_back({42, 1, "p1", "2026-12-02T03:40:46.898100000Z"});
+  r.log_cursors.push_back({43, 0, "p2", ""});
+  const ReportReply back = ParseReportReply(Wire(ToJson(r)));
+  ASSERT_EQ(back.log_cursors.size(), 2u);
+  EXPECT_EQ(back.log_cursors[0].job, 42);
+  EXPECT_EQ(back.log_cursors[0].replica, 1);
+  EXPECT_EQ(back.log_cursors[0].placement, "p1");
+  EXPECT_EQ(back.log_cursors[0].cursor, "2026-12-02T03:40:46.898100000Z");
+  EXPECT_EQ(back.log_cursors[1].cursor, "");
+  EXPECT_TRUE(ParseReportReply(Wire(Json{{"ok", true}})).log_cursors.empty());
+  Json j = ToJson(r);
+  j["logCursors"][0]["cursor"] = std::string(65, '9');
+  EXPECT_THROW(ParseReportReply(j), ProtocolError);
+  j = ToJson(r);
+  j["logCursors"][0]["job"] = 0;
+  EXPECT_THROW(ParseReportReply(j), ProtocolError);
 }
 
 TEST(AgentProtocolTest, AReportOfAnEngineAwayRoundTripsAndIsBounded) {

@@ -1683,7 +1683,9 @@ TEST_F(ControlPlaneAgentTest, LogsOfTheJobsPlacementAreKept) {
     AgentReport r;
     r.applied_version = Set(node).version;
     r.containers = {Container(a, "running")};
-    r.logs = {{id, a.replica, placement, until, text, stderr_spans}};
+    // As an agent in step with the server sends it: read on from where the server's copy ends.
+    const std::string from = logs_->Cursor(id, a.replica, placement);
+    r.logs = {{id, a.replica, placement, from, until, text, stderr_spans}};
     return r;
   };
   plane_->Report(node, chunk(a.placement, "2026-12-02T03:40:46.1Z", "one\n"));
@@ -1728,6 +1730,41 @@ TEST_F(ControlPlaneAgentTest, LogsOfTheJobsPlacementAreKept) {
   plane_->Remove(id);
   EXPECT_EQ(logs_->Read(id, 0, 100, &next), "");
   EXPECT_EQ(logs_->Cursor(id, a.replica, a.placement), "");
+}
+
+// A report the server took whose answer the agent never got (the server was killed as it
+// answered, the connection broke): the agent reads on from its older cursor, so its next chunk
+// repeats lines the server holds. The server takes none of it, says where its copy ends, and
+// holds the job running though its container exited, until the rest comes from there.
+TEST_F(ControlPlaneAgentTest, AChunkOverlappingTheServersCopyIsRefusedAndTheJobWaitsForTheRest) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  const Assignment a = Of("dgx-0", id).at(0);
+  const auto chunk = [&](const std::string& from, const std::string& until, const std::string& text,
+                         const std::string& state) {
+    AgentReport r;
+    r.applied_version = Set("dgx-0").version;
+    r.containers = {Container(a, state, 0)};
+    r.logs = {{id, a.replica, a.placement, from, until, text, {}}};
+    return r;
+  };
+  const std::string t1 = "2026-12-02T03:40:46.100000000Z", t2 = "2026-12-02T03:40:47.000000000Z";
+  EXPECT_TRUE(plane_->Report("dgx-0", chunk("", t1, "one\n", "running")).log_cursors.empty());
+  // The agent missed that answer: it sends from the start again, now with the end.
+  const ReportReply reply = plane_->Report("dgx-0", chunk("", t2, "one\ntwo\n", "exited"));
+  ASSERT_EQ(reply.log_cursors.size(), 1u);
+  EXPECT_EQ(reply.log_cursors[0].job, id);
+  EXPECT_EQ(reply.log_cursors[0].placement, a.placement);
+  EXPECT_EQ(reply.log_cursors[0].cursor, t1);
+  int64_t next = -1;
+  EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next), "one\n");
+  EXPECT_EQ(State(id), "running");  // not ended without its last line
+  // From where the server's copy ends: taken, and the job ends with all of it.
+  EXPECT_TRUE(plane_->Report("dgx-0", chunk(t1, t2, "two\n", "exited")).log_cursors.empty());
+  EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next), "one\ntwo\n");
+  EXPECT_EQ(State(id), "succeeded");
 }
 
 }  // namespace
