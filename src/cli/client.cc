@@ -241,6 +241,7 @@ int64_t MemoryMiB(const std::string& text) {
     Exit(2, "--memory: expected a size such as 16g or 512m, got \"" + text + "\"");
   if (end == text.c_str() || !std::isfinite(mib) || mib < 0 || mib > 1e12)
     Exit(2, "--memory: expected a size such as 16g or 512m, got \"" + text + "\"");
+  if (mib < 6) Exit(2, "--memory: a container takes at least 6m, got \"" + text + "\"");
   return static_cast<int64_t>(mib);
 }
 
@@ -280,6 +281,7 @@ std::string RunSpec(const RunArgs& a) {
   if (a.replicas != 1) spec["replicas"] = a.replicas;
   if (a.min_replicas > 0) spec["minReplicas"] = a.min_replicas;
   if (!a.affinity.empty()) spec["affinity"] = a.affinity;
+  if (a.cpus > 0 && a.cpus < 0.01) Exit(2, "--cpus: a container takes at least 0.01");
   if (a.cpus > 0) spec["cpuMilli"] = static_cast<int64_t>(std::llround(a.cpus * 1000));
   if (!a.memory.empty()) spec["memoryMiB"] = MemoryMiB(a.memory);
   Json env = Json::object();
@@ -776,6 +778,7 @@ void AddClientCommands(CLI::App& app) {
   run->callback([r] {
     if (!r->detach && r->format == "json")
       Exit(2, "run: --format json goes with -d (a run in the foreground prints the job's output)");
+    const std::string spec = RunSpec(*r);  // its mistakes are told before any server's
     if (!r->detach) {
       const Json nodes = CallServer("GET", "/v1/nodes")["nodes"];
       if (std::none_of(nodes.begin(), nodes.end(), [](const Json& n) {
@@ -792,7 +795,6 @@ void AddClientCommands(CLI::App& app) {
              "submit with -d");
       }
     }
-    const std::string spec = RunSpec(*r);
     if (spec.size() > kMaxRequestBytes)
       Exit(2, "the job spec has " + std::to_string(spec.size()) +
                   " bytes, over the server's limit of " + std::to_string(kMaxRequestBytes) +

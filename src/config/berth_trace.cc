@@ -32,6 +32,10 @@ constexpr int64_t kMaxPriority = 1000000000;
 constexpr double kMaxWeight = 1e6;
 constexpr double kMaxGpus = 1e9;
 constexpr int kDefaultPriority = 100;  // the built-in policies' "default" class
+// The least a container may be given: a CPU quota under 1 ms a 100 ms period is refused by the
+// kernel, and Docker refuses a memory limit under 6 MiB.
+constexpr int64_t kMinContainerCpuMilli = 10;
+constexpr int64_t kMinContainerMemoryMiB = 6;
 
 // The fields of a task group; on a job without `groups` they describe its one group.
 const std::vector<std::string> kGroupFields = {
@@ -401,6 +405,15 @@ class TraceParser {
                 "\"" + group->image +
                     "\" is not an image reference; write it as docker run "
                     "takes it, e.g. \"pytorch:2.3\" or \"registry.example.com/team/trainer:1\"");
+      // Refused here rather than by the engine when the job starts, after its wait.
+      if (d.cpu_milli > 0 && d.cpu_milli < kMinContainerCpuMilli)
+        r_.Fail(g["cpuMilli"], field("cpuMilli"),
+                "a container takes at least " + std::to_string(kMinContainerCpuMilli) +
+                    " (0.01 CPU); give more, or leave it out for no limit");
+      if (d.memory_mib > 0 && d.memory_mib < kMinContainerMemoryMiB)
+        r_.Fail(g["memoryMiB"], field("memoryMiB"),
+                "a container takes at least " + std::to_string(kMinContainerMemoryMiB) +
+                    " MiB; give more, or leave it out for no limit");
     }
     if (const YAML::Node command = g["command"]) {
       const std::string command_path = field("command");

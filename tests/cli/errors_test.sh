@@ -192,4 +192,8 @@ printf '%s\n1,1,2,8,16\n' "$C" > "$TMP/$(printf 'esc\033[31m')".csv
 printf 'jobs:\n  - {name: a, submit: 0, duration: 999999999, gpus: 1}\n' > "$TMP/long.yaml"
 row=$("$BERTH" sim replay --format berth --trace "$TMP/long.yaml" | grep '^berth ')
 [ "$(wc -w <<<"$row")" -eq 10 ] || fail "replay table columns run together: $row"
+
+# What a container cannot be given is refused before any server is asked (none runs here).
+expect_exit2 "--cpus: a container takes at least 0.01" run --cpus 0.001 busybox true
+expect_exit2 "--memory: a container takes at least 6m" run --memory 1m busybox true
 echo "1 passed, 0 failed"

@@ -369,6 +369,22 @@ TEST(JobSubmissionTest, BadShmSizes) {
             int64_t{1} << 30);
 }
 
+// What the engine would refuse when the job starts, after its wait, is refused at submission.
+TEST(JobSubmissionTest, LimitsBelowWhatAContainerTakesAreRefused) {
+  EXPECT_TRUE(SubmissionFailsAt("image: x\ncpuMilli: 9\n", "cpuMilli",
+                                {"cpuMilli: a container takes at least 10 (0.01 CPU)"}));
+  EXPECT_TRUE(SubmissionFailsAt("image: x\nmemoryMiB: 5\n", "memoryMiB",
+                                {"memoryMiB: a container takes at least 6 MiB"}));
+  EXPECT_TRUE(SubmissionFailsAt("groups:\n  - {image: x}\n  - {image: y, cpuMilli: 1}\n",
+                                "cpuMilli", {"groups[1].cpuMilli: a container takes at least 10"}));
+  const JobSpec least = Submission("image: x\ncpuMilli: 10\nmemoryMiB: 6\n");
+  EXPECT_EQ(least.groups[0].demand.cpu_milli, 10);
+  EXPECT_EQ(least.groups[0].demand.memory_mib, 6);
+  // 0 is no limit; a group without a container (a trace's) is not held to it.
+  EXPECT_EQ(Submission("image: x\ncpuMilli: 0\nmemoryMiB: 0\n").groups[0].demand.cpu_milli, 0);
+  EXPECT_EQ(Submission("gpus: 1\ncpuMilli: 1\n").groups[0].demand.cpu_milli, 1);
+}
+
 // Arguments and variables are any text a program can take: escapes and other control
 // characters pass, a NUL (which would cut the string short) does not.
 TEST(JobSubmissionTest, ANulInACommandOrVariableIsRefused) {
