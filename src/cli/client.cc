@@ -564,6 +564,14 @@ void SayWhyWaiting(const StreamAnswer& answer, bool* said) {
   *said = true;
 }
 
+// Says, on standard error, that the server cannot be reached, once the pauses between tries
+// have grown to seconds (a restart takes less): a follower should not wait in silence.
+void SayIfNoServer(const StreamAnswer& answer, const ServerAddress& server, double pause_s) {
+  if (!answer.res && answer.status == 0 && pause_s >= 5)
+    std::cerr << "berth: no server at " << server.text << " ("
+              << httplib::to_string(answer.res.error()) << "); trying again" << std::endl;
+}
+
 // The log from `since`; with -f, a watch that follows it, resumed from the last event seen
 // when the connection drops (the server restarted), with a growing, jittered pause between
 // tries so that many followers do not come back at once.
@@ -599,9 +607,7 @@ void Events(const EventsArgs& a) {
                       pause_s = 0.1;
                     }
                   });
-    if (!answer.res && answer.status == 0 && pause_s >= 5)
-      std::cerr << "berth: no server at " << server.text << " ("
-                << httplib::to_string(answer.res.error()) << "); trying again\n";
+    SayIfNoServer(answer, server, pause_s);
     SayWhyWaiting(answer, &said);
     std::this_thread::sleep_for(std::chrono::duration<double>(
         pause_s * std::uniform_real_distribution<double>(0.5, 1.5)(jitter)));
@@ -658,6 +664,7 @@ Json FollowLogs(const std::string& job) {
           pause_s = 0.1;
         },
         " (job " + job + " goes on; follow it later with `berth logs -f " + job + "`)");
+    SayIfNoServer(answer, server, pause_s);
     SayWhyWaiting(answer, &said);
     if (answer.status == 200) {
       // The stream ends once the job has, or when the server goes (asked again then); what

@@ -196,4 +196,15 @@ row=$("$BERTH" sim replay --format berth --trace "$TMP/long.yaml" | grep '^berth
 # What a container cannot be given is refused before any server is asked (none runs here).
 expect_exit2 "--cpus: a container takes at least 0.01" run --cpus 0.001 busybox true
 expect_exit2 "--memory: a container takes at least 6m" run --memory 1m busybox true
+# A follower whose server is gone says so rather than wait in silence (here, none ever was).
+BERTH_ADDR=127.0.0.1:9 "$BERTH" logs -f 1 > "$TMP/follow.out" 2>&1 &
+follower=$!
+for _ in $(seq 300); do
+  grep -qF "berth: no server at 127.0.0.1:9" "$TMP/follow.out" && break
+  sleep 0.1
+done
+kill "$follower"
+wait "$follower" 2>/dev/null || true
+grep -qF "berth: no server at 127.0.0.1:9" "$TMP/follow.out" ||
+  fail "berth logs -f waited in silence: $(cat "$TMP/follow.out")"
 echo "1 passed, 0 failed"
