@@ -84,6 +84,10 @@ bool KeyOf(const ContainerInfo& c, RunKey* key) {
 constexpr size_t kStderrSpanCost = 18;
 constexpr size_t kMaxDcgmBytes = 16 << 20;  // a DCGM exporter's answer, at most
 constexpr size_t kLogLookahead = 64 << 10;
+// An exited container's log is read this much at a time, and the reports that send it take
+// from that read (ReadExited); at most kMaxReadAheadBytes of such reads are held at once.
+constexpr size_t kReadAheadBytes = 8 << 20;
+constexpr size_t kMaxReadAheadBytes = 64 << 20;
 
 size_t ReportCost(unsigned char c) {
   return c == '\n' || c == '\t' || c == '\r' || c == '"' || c == '\\' ? 2 : c < 0x20 ? 6 : 1;
@@ -546,8 +550,10 @@ class Agent {
       }
       backoff.Reset();
       // Until the next heartbeat, or sooner when a container exits: its job ends, and its
-      // GPUs go to the next job, without waiting for the heartbeat.
-      const auto due = Clock::now() + std::chrono::duration<double>(options_.heartbeat_s);
+      // GPUs go to the next job, without waiting for the heartbeat. Output that did not fit the
+      // report goes at once: an exited container's job holds its GPUs until all of it is sent.
+      const auto due =
+          Clock::now() + std::chrono::duration<double>(log_backlog_ ? 0.0 : options_.heartbeat_s);
       std::unique_lock<std::mutex> lock(mu_);
       while (!Stopping() && !exited_ && Clock::now() < due)
         changed_.wait_for(lock, std::chrono::milliseconds(200));
@@ -714,6 +720,7 @@ class Agent {
       lock.lock();
       all_logs_sent_.erase(key);
       log_cursor_.erase(key);
+      logs_full_.erase(key);
     }
     {  // What no longer runs needs no more bookkeeping.
       std::lock_guard<std::mutex> lock(books_mu_);
@@ -723,6 +730,7 @@ class Agent {
       const auto gone = [&](const RunKey& key) { return !wanted.count(key) && !found.count(key); };
       std::erase_if(log_cursor_, [&](const auto& l) { return gone(l.first); });
       std::erase_if(all_logs_sent_, gone);
+      std::erase_if(logs_full_, gone);
     }
     if (!done) return false;
     std::lock_guard<std::mutex> lock(mu_);
@@ -1198,10 +1206,11 @@ class Agent {
     std::map<RunKey, std::string> failed, cursors, off_gpus;
     std::map<RunKey, std::map<std::string, double>> phases;
     std::map<RunKey, double> started_at;
-    std::set<RunKey> starting;
+    std::set<RunKey> starting, logs_full;
     {
       std::lock_guard<std::mutex> lock(books_mu_);
       failed = failed_;
+      logs_full = logs_full_;
       off_gpus = off_gpus_;
       started_at = started_at_;
       cursors = log_cursor_;
@@ -1209,7 +1218,10 @@ class Agent {
       starting = starting_;
     }
     size_t log_budget = kMaxReportLogBytes;
-    std::set<RunKey> ended;  // stopped containers whose every line this report sends
+    log_backlog_ = false;
+    std::set<RunKey> ended;          // stopped containers whose every line this report sends
+    std::map<RunKey, size_t> taken;  // of an exited container's read ahead, lines sent
+    std::set<RunKey> exited;         // the containers listed exited
     std::set<std::string> seen;
     for (const ContainerInfo& listed : docker.List("berth.node=" + options_.node)) {
       RunKey key;
@@ -1224,12 +1236,14 @@ class Agent {
       c.exit_code = std::clamp(listed.exit_code, 0, 255);
       if (const auto p = phases.find(key); p != phases.end()) c.phases = p->second;
       if (listed.running) Contention(listed.id, &c);
+      if (!listed.running) exited.insert(key);
       if (const auto o = off_gpus.find(key); o != off_gpus.end() && listed.running)
         c.off_gpus = o->second;
       // A container of a run not assigned here (an adopted leftover) is read from its start;
-      // the server drops what it already holds.
+      // the server refuses what it already holds and says where to read from.
       std::string cursor = cursors.try_emplace(key, "").first->second;
-      bool drained = false;  // a read after its last line found nothing more
+      // A read after its last line found nothing more, or there is nothing more to send.
+      bool drained = logs_full.count(key) > 0;
       LogChunk chunk{c.job, c.replica, c.placement, cursor, "", "", {}};
       // A running container is read once a report. A stopped one is read until a read
       // reaches the end of its log, so that its job can end with this report rather than the
@@ -1237,13 +1251,16 @@ class Agent {
       // with less, a long line waits whole for the next report.
       // Not read while its start has not returned (its books are not written yet): its first
       // line then still times the firstLog phase, next report.
-      while (log_budget > 0 && !starting.count(key)) {
+      while (log_budget > 0 && !starting.count(key) && !drained) {
         std::vector<LogLine> lines;
         bool more = false;
         try {
           // Read past the budget: the lines after it tell where the read may stop (SafeStop).
-          lines = docker.Logs(listed.id, cursor, log_budget + kLogLookahead, &more,
-                              log_budget == kMaxReportLogBytes);
+          const size_t most = log_budget + kLogLookahead;
+          const bool cut = log_budget == kMaxReportLogBytes;
+          lines = listed.running ? docker.Logs(listed.id, cursor, most, &more, cut)
+                                 : ReadExited(docker, listed.id, key, chunk.from, taken[key], most,
+                                              &more, cut);
         } catch (const DockerError& e) {
           if (e.status == 0) throw;  // the engine is gone: no report
           // Being removed, or gone since the listing: the others are still reported.
@@ -1263,9 +1280,11 @@ class Agent {
         // offsets hold.
         for (LogLine& line : lines) line.text = ValidUtf8(std::move(line.text));
         size_t fit = LinesThatFit(lines, log_budget, log_budget == kMaxReportLogBytes);
+        if (fit < lines.size()) log_backlog_ = true;
         if (listed.running) fit = std::min(fit, SettledLines(lines));
         more = more || fit < lines.size();
         lines.resize(fit);
+        if (!listed.running) taken[key] += fit;
         for (const LogLine& line : lines) {
           // The engine's stdout and stderr are not merged in time order: the cursor is the
           // latest line sent, so that it only moves on (a chunk not after the server's cursor
@@ -1293,6 +1312,7 @@ class Agent {
       // and `berth logs` after the end miss nothing.
       if (c.state == "exited" && drained) ended.insert(key);
       if (c.state == "exited" && !drained) c.state = "running";
+      if (log_budget == 0 && !drained) log_backlog_ = true;  // not read, or read in part
       report.containers.push_back(std::move(c));
     }
     report.gpus = ScrapeGpus();
@@ -1310,20 +1330,58 @@ class Agent {
       c.error = error;
       report.containers.push_back(std::move(c));
     }
+    // Reads ahead of containers gone are not needed.
+    std::erase_if(read_ahead_, [&](const auto& r) { return !exited.count(r.first); });
     ReportReply reply;
     if (const Posted posted = PostReport(report, &reply); posted != Posted::kTaken)
       return posted == Posted::kRegisteredAgain;
+    for (const auto& [key, lines] : taken) {  // sent: what is left follows the new cursor
+      const auto ahead = read_ahead_.find(key);
+      const auto sent_until = new_cursor.find(key);
+      if (ahead == read_ahead_.end() || sent_until == new_cursor.end()) continue;
+      std::vector<LogLine>& left = ahead->second.lines;
+      left.erase(left.begin(), left.begin() + static_cast<ptrdiff_t>(std::min(lines, left.size())));
+      ahead->second.after = sent_until->second;
+    }
     if (report.images) images_sent_ = images_now;
     // A chunk not taken did not start where the server's copy ends: read again from there.
     for (const LogCursor& c : reply.log_cursors) {
       const RunKey key{c.job, c.replica, c.placement};
       if (new_cursor.count(key)) new_cursor[key] = c.cursor;
       ended.erase(key);
+      read_ahead_.erase(key);
     }
     std::lock_guard<std::mutex> lock(books_mu_);
+    for (const LogCursor& c : reply.logs_full) logs_full_.insert({c.job, c.replica, c.placement});
     for (const auto& [key, until] : new_cursor) log_cursor_[key] = until;
     all_logs_sent_.insert(ended.begin(), ended.end());
     return true;
+  }
+
+  // An exited container's lines after `from` (the report's cursor), past the `taken` this
+  // report has already. Its log no longer changes, so one large read serves the reports that
+  // send it: the engine reads a log from its start to find the cursor, and reading a 64 MiB
+  // log 512 KiB a report took minutes while its job held the GPUs. `max_bytes`, `more` and
+  // `cut` are as DockerClient::Logs's.
+  std::vector<LogLine> ReadExited(DockerClient& docker, const std::string& id, const RunKey& key,
+                                  const std::string& from, size_t taken, size_t max_bytes,
+                                  bool* more, bool cut) {
+    ReadAhead& ahead = read_ahead_[key];
+    if (!ahead.read || ahead.after != from || (ahead.lines.empty() && ahead.more)) {
+      size_t held = 0;
+      for (const auto& [other, r] : read_ahead_)
+        for (const LogLine& line : r.lines) held += line.text.size();
+      const size_t most =
+          held < kMaxReadAheadBytes ? std::max(max_bytes, kReadAheadBytes) : max_bytes;
+      bool after_them = false;
+      std::vector<LogLine> lines = docker.Logs(id, from, most, &after_them, cut);
+      ahead = {from, std::move(lines), after_them, true};
+    }
+    *more = ahead.more;
+    if (taken < ahead.lines.size())
+      return {ahead.lines.begin() + static_cast<ptrdiff_t>(taken), ahead.lines.end()};
+    if (ahead.more) log_backlog_ = true;  // the next report reads on at once
+    return {};
   }
 
   // Tells the server the engine cannot be reached (AgentReport::runtime_error).
@@ -1418,7 +1476,16 @@ class Agent {
   std::set<RunKey> starting_;            // being started: reported starting until its phases are in
   std::map<RunKey, std::string> log_cursor_;  // the last log line's timestamp sent
   std::set<RunKey> all_logs_sent_;            // stopped, and the server has every line
-  std::vector<int> host_cpus_, host_mems_;    // online, ascending
+  std::set<RunKey> logs_full_;                // the server keeps no more of its job's log
+  bool log_backlog_ = false;  // the heartbeat thread's: the last report left lines unsent
+  struct ReadAhead {
+    std::string after;           // the cursor the lines follow
+    std::vector<LogLine> lines;  // in the engine's order
+    bool more = false;           // the engine has lines after them
+    bool read = false;
+  };
+  std::map<RunKey, ReadAhead> read_ahead_;  // the heartbeat thread's: exited containers'
+  std::vector<int> host_cpus_, host_mems_;  // online, ascending
   NodeCapacity capacity_;  // what a container without a quota or limit is measured against
   // Each running container's last cgroup sample, and when it was taken.
   std::map<std::string, std::pair<Clock::time_point, CgroupSample>> samples_;

@@ -434,11 +434,16 @@ Json ToJson(const AgentReport& r) {
 }
 
 Json ToJson(const ReportReply& r) {
-  Json cursors = Json::array();
-  for (const LogCursor& c : r.log_cursors)
-    cursors.push_back(
-        {{"job", c.job}, {"replica", c.replica}, {"placement", c.placement}, {"cursor", c.cursor}});
-  return {{"ok", true}, {"logCursors", std::move(cursors)}};
+  const auto list = [](const std::vector<LogCursor>& cursors) {
+    Json out = Json::array();
+    for (const LogCursor& c : cursors)
+      out.push_back({{"job", c.job},
+                     {"replica", c.replica},
+                     {"placement", c.placement},
+                     {"cursor", c.cursor}});
+    return out;
+  };
+  return {{"ok", true}, {"logCursors", list(r.log_cursors)}, {"logsFull", list(r.logs_full)}};
 }
 
 std::string ValidUtf8(std::string text) {
@@ -575,12 +580,16 @@ AgentReport ParseReport(const Json& j) {
 ReportReply ParseReportReply(const Json& j) {
   const Reader r(j);
   ReportReply out;
-  r.List("logCursors", kMaxReportContainers, [&](const Json& e, const std::string& path) {
-    const Reader c(e, path);
-    out.log_cursors.push_back({c.Int("job", 1, INT64_MAX, true),
-                               static_cast<int>(c.Int("replica", 0, 1 << 20)),
-                               c.Text("placement", 64), c.Text("cursor", 64)});
-  });
+  const auto list = [&](const char* key, std::vector<LogCursor>* cursors) {
+    r.List(key, kMaxReportContainers, [&](const Json& e, const std::string& path) {
+      const Reader c(e, path);
+      cursors->push_back({c.Int("job", 1, INT64_MAX, true),
+                          static_cast<int>(c.Int("replica", 0, 1 << 20)), c.Text("placement", 64),
+                          c.Text("cursor", 64)});
+    });
+  };
+  list("logCursors", &out.log_cursors);
+  list("logsFull", &out.logs_full);
   return out;
 }
 

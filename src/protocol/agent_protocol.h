@@ -222,11 +222,14 @@ struct LogCursor {
   std::string cursor;
 };
 
-// The server's answer to a report it took: the runs whose chunk it did not take because the
-// chunk did not start where its copy ends. A run named here has not sent all its output, even
-// when its container has exited.
+// The server's answer to a report it took.
 struct ReportReply {
+  // The runs whose chunk it did not take because the chunk did not start where its copy ends.
+  // A run named here has not sent all its output, even when its container has exited.
   std::vector<LogCursor> log_cursors;
+  // The runs of the report's chunks whose job's log is full (LogStore::kMaxJobLogBytes): the
+  // server keeps no more of it, and the agent need read and send no more.
+  std::vector<LogCursor> logs_full;
 };
 
 // An RFC 3339 UTC timestamp with its fraction padded to nine digits

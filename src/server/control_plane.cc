@@ -1655,11 +1655,17 @@ ReportReply ControlPlane::Report(const std::string& node, AgentReport report) {
       }
     }
     // Written before the states below: a job seen to end has its whole output stored.
-    for (const LogChunk* c : chunks)
-      if (!logs_->Append(c->job, c->replica, c->placement, NormalizedTimestamp(c->from),
-                         NormalizedTimestamp(c->until), c->text, c->stderr_spans))
-        reply.log_cursors.push_back(
-            {c->job, c->replica, c->placement, logs_->Cursor(c->job, c->replica, c->placement)});
+    for (const LogChunk* c : chunks) {
+      const bool taken =
+          logs_->Append(c->job, c->replica, c->placement, NormalizedTimestamp(c->from),
+                        NormalizedTimestamp(c->until), c->text, c->stderr_spans);
+      const LogCursor at{c->job, c->replica, c->placement,
+                         logs_->Cursor(c->job, c->replica, c->placement)};
+      if (logs_->Full(c->job))
+        reply.logs_full.push_back(at);
+      else if (!taken)
+        reply.log_cursors.push_back(at);
+    }
     std::set<std::tuple<int64_t, int, std::string>> behind;
     for (const LogCursor& c : reply.log_cursors) behind.emplace(c.job, c.replica, c.placement);
     for (ContainerReport& c : report.containers)

@@ -166,6 +166,11 @@ bool LogStore::Append(int64_t job, int replica, const std::string& placement,
   return true;
 }
 
+bool LogStore::Full(int64_t job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return FileSize(LogPath(job)) >= kMaxJobLogBytes;
+}
+
 std::string LogStore::Cursor(int64_t job, int replica, const std::string& placement) {
   std::lock_guard<std::mutex> lock(mu_);
   LoadCursors(job);

@@ -45,6 +45,8 @@ class LogStore {
   bool Append(int64_t job, int replica, const std::string& placement, const std::string& from,
               const std::string& until, const std::string& text,
               const StderrSpans& stderr_spans = {});
+  // The job's log has reached kMaxJobLogBytes: it keeps no more.
+  bool Full(int64_t job) const;
   // The last timestamp stored of the replica run; "" when none.
   std::string Cursor(int64_t job, int replica, const std::string& placement);
   // Up to `max` bytes of the job's log from `offset`; `*next` is the offset after them. With

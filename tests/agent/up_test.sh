@@ -103,6 +103,15 @@ rc=0
   fail "every line of the noisy job should arrive once, on its stream: $(grep -cx err-line "$TMP/noisy.err") on stderr, $(grep -cx out-line "$TMP/noisy.out") on stdout, $(grep -cx err-line "$TMP/noisy.out") err-lines on stdout, $(grep -cx out-line "$TMP/noisy.err") out-lines on stderr"
 "$BERTH" nodes | grep -q unhealthy && fail "the node should stay healthy: $("$BERTH" nodes)"
 
+# A job's large output reaches berth run soon after the job exits (the agent read an exited
+# container's log 512 KiB a heartbeat, each read making the engine scan the log from its start:
+# 24 MiB took minutes while the job held its GPU; now about 10 s here), every line once.
+timeout 120 "$BERTH" run --gpus 1 berth-test:1 sh -c \
+  'awk "BEGIN{for(i=0;i<251658;i++) printf \"%099d\n\", i}"' > "$TMP/large.out" ||
+  fail "a job printing 24 MiB should end within 2 minutes, with all of it"
+[ "$(wc -l < "$TMP/large.out")" -eq 251658 ] && [ "$(sort -u "$TMP/large.out" | wc -l)" -eq 251658 ] ||
+  fail "every line of the large output should arrive once: $(wc -l < "$TMP/large.out") lines"
+
 # berth bench run: containers through berth against the engine alone, on this engine.
 bench=$("$BERTH" bench run --image berth-test:1 --docker-socket "$DOCKER_SOCK" --repeat 1 --jobs 12 \
   --json) || fail "bench run failed: $bench"

@@ -247,7 +247,12 @@ TEST(AgentProtocolTest, AReportReplyRoundTripsAndIsBounded) {
   ReportReply r;
   r.log_cursors.push_back({42, 1, "p1", "2026-12-02T03:40:46.898100000Z"});
   r.log_cursors.push_back({43, 0, "p2", ""});
+  r.logs_full.push_back({44, 2, "p3", "2026-12-02T03:40:47.000000000Z"});
   const ReportReply back = ParseReportReply(Wire(ToJson(r)));
+  ASSERT_EQ(back.logs_full.size(), 1u);
+  EXPECT_EQ(back.logs_full[0].job, 44);
+  EXPECT_EQ(back.logs_full[0].replica, 2);
+  EXPECT_EQ(back.logs_full[0].placement, "p3");
   ASSERT_EQ(back.log_cursors.size(), 2u);
   EXPECT_EQ(back.log_cursors[0].job, 42);
   EXPECT_EQ(back.log_cursors[0].replica, 1);

@@ -1767,5 +1767,38 @@ TEST_F(ControlPlaneAgentTest, AChunkOverlappingTheServersCopyIsRefusedAndTheJobW
   EXPECT_EQ(State(id), "succeeded");
 }
 
+// A job's log past its bound: the server keeps no more, and says so, so that the agent reads
+// and sends no more of it (it shipped a job's whole output, however large, while the job held
+// its GPUs).
+TEST_F(ControlPlaneAgentTest, TheAgentIsToldWhenAJobsLogIsFull) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  const Assignment a = Of("dgx-0", id).at(0);
+  AgentReport r;
+  r.applied_version = Set("dgx-0").version;
+  r.containers = {Container(a, "running")};
+  r.logs = {{id, a.replica, a.placement, "", "2026-12-02T03:40:46.1Z", "small\n", {}}};
+  EXPECT_TRUE(plane_->Report("dgx-0", r).logs_full.empty());
+  r.logs = {{id,
+             a.replica,
+             a.placement,
+             "2026-12-02T03:40:46.100000000Z",
+             "2026-12-02T03:40:47Z",
+             std::string(LogStore::kMaxJobLogBytes, 'x'),
+             {}}};
+  const ReportReply reply = plane_->Report("dgx-0", r);
+  ASSERT_EQ(reply.logs_full.size(), 1u);
+  EXPECT_EQ(reply.logs_full[0].job, id);
+  EXPECT_EQ(reply.logs_full[0].placement, a.placement);
+  EXPECT_TRUE(reply.log_cursors.empty());
+  // Any chunk after it is answered the same way, and the job ends when its container does.
+  r.containers = {Container(a, "exited", 0)};
+  r.logs = {{id, a.replica, a.placement, "", "2026-12-02T03:40:48Z", "more\n", {}}};
+  EXPECT_EQ(plane_->Report("dgx-0", r).logs_full.size(), 1u);
+  EXPECT_EQ(State(id), "succeeded");
+}
+
 }  // namespace
 }  // namespace berth
