@@ -1223,7 +1223,12 @@ class Agent {
     std::map<RunKey, size_t> taken;  // of an exited container's read ahead, lines sent
     std::set<RunKey> exited;         // the containers listed exited
     std::set<std::string> seen;
-    for (const ContainerInfo& listed : docker.List("berth.node=" + options_.node)) {
+    // Exited containers first: their jobs hold their GPUs until all their output is in, and a
+    // chatty running one read first took the report's whole budget every time.
+    std::vector<ContainerInfo> listing = docker.List("berth.node=" + options_.node);
+    std::stable_partition(listing.begin(), listing.end(),
+                          [](const ContainerInfo& c) { return !c.running; });
+    for (const ContainerInfo& listed : listing) {
       RunKey key;
       if (!KeyOf(listed, &key)) continue;
       seen.insert(listed.id);
@@ -1259,7 +1264,7 @@ class Agent {
           const size_t most = log_budget + kLogLookahead;
           const bool cut = log_budget == kMaxReportLogBytes;
           lines = listed.running ? docker.Logs(listed.id, cursor, most, &more, cut)
-                                 : ReadExited(docker, listed.id, key, chunk.from, taken[key], most,
+                                 : ReadExited(docker, listed.id, key, *chunk.from, taken[key], most,
                                               &more, cut);
         } catch (const DockerError& e) {
           if (e.status == 0) throw;  // the engine is gone: no report

@@ -241,7 +241,8 @@ int64_t MemoryMiB(const std::string& text) {
     Exit(2, "--memory: expected a size such as 16g or 512m, got \"" + text + "\"");
   if (end == text.c_str() || !std::isfinite(mib) || mib < 0 || mib > 1e12)
     Exit(2, "--memory: expected a size such as 16g or 512m, got \"" + text + "\"");
-  if (mib < 6) Exit(2, "--memory: a container takes at least 6m, got \"" + text + "\"");
+  if (mib > 0 && mib < 6)
+    Exit(2, "--memory: a container takes at least 6m (0: no limit), got \"" + text + "\"");
   return static_cast<int64_t>(mib);
 }
 
@@ -281,7 +282,8 @@ std::string RunSpec(const RunArgs& a) {
   if (a.replicas != 1) spec["replicas"] = a.replicas;
   if (a.min_replicas > 0) spec["minReplicas"] = a.min_replicas;
   if (!a.affinity.empty()) spec["affinity"] = a.affinity;
-  if (a.cpus > 0 && a.cpus < 0.01) Exit(2, "--cpus: a container takes at least 0.01");
+  if (!std::isfinite(a.cpus) || (a.cpus > 0 && a.cpus < 0.01))
+    Exit(2, "--cpus: a container takes at least 0.01 (0: no limit)");
   if (a.cpus > 0) spec["cpuMilli"] = static_cast<int64_t>(std::llround(a.cpus * 1000));
   if (!a.memory.empty()) spec["memoryMiB"] = MemoryMiB(a.memory);
   Json env = Json::object();

@@ -398,13 +398,10 @@ Json ToJson(const AgentReport& r) {
   for (const LogChunk& l : r.logs) {
     Json spans = Json::array();
     for (const auto& [from, to] : l.stderr_spans) spans.push_back({from, to});
-    logs.push_back({{"job", l.job},
-                    {"replica", l.replica},
-                    {"placement", l.placement},
-                    {"from", l.from},
-                    {"until", l.until},
-                    {"text", l.text},
-                    {"stderr", std::move(spans)}});
+    Json chunk = {{"job", l.job},     {"replica", l.replica}, {"placement", l.placement},
+                  {"until", l.until}, {"text", l.text},       {"stderr", std::move(spans)}};
+    if (l.from) chunk["from"] = *l.from;
+    logs.push_back(std::move(chunk));
   }
   Json gpus = Json::array();
   for (const GpuReport& g : r.gpus)
@@ -551,7 +548,7 @@ AgentReport ParseReport(const Json& j) {
     x.job = l.Int("job", 1, INT64_MAX, true);
     x.replica = static_cast<int>(l.Int("replica", 0, 1 << 20));
     x.placement = l.Text("placement", 64);
-    x.from = l.Text("from", 64);
+    if (e.contains("from")) x.from = l.Text("from", 64);
     x.until = l.Text("until", 64);
     x.text = l.Text("text", kMaxReportLogBytes);
     // Each span [from, to) inside the text, after the one before it.

@@ -192,7 +192,8 @@ struct LogChunk {
   // the run's start). The server takes the chunk only when its copy ends there, so that a chunk
   // overlapping what it holds (a report it took whose answer the agent never got) repeats no
   // line; otherwise it answers where its copy ends (ReportReply), and the agent reads from there.
-  std::string from;
+  // None from an agent older than that: its chunk is taken when it ends after the server's copy.
+  std::optional<std::string> from;
   std::string until;  // the timestamp of the chunk's last line
   std::string text;
   StderrSpans stderr_spans;  // what of `text` the job wrote to stderr

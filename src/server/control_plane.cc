@@ -1656,9 +1656,11 @@ ReportReply ControlPlane::Report(const std::string& node, AgentReport report) {
     }
     // Written before the states below: a job seen to end has its whole output stored.
     for (const LogChunk* c : chunks) {
-      const bool taken =
-          logs_->Append(c->job, c->replica, c->placement, NormalizedTimestamp(c->from),
-                        NormalizedTimestamp(c->until), c->text, c->stderr_spans);
+      // A chunk without `from` (an older agent) goes on from the server's copy.
+      const std::string from =
+          c->from ? NormalizedTimestamp(*c->from) : logs_->Cursor(c->job, c->replica, c->placement);
+      const bool taken = logs_->Append(c->job, c->replica, c->placement, from,
+                                       NormalizedTimestamp(c->until), c->text, c->stderr_spans);
       const LogCursor at{c->job, c->replica, c->placement,
                          logs_->Cursor(c->job, c->replica, c->placement)};
       if (logs_->Full(c->job))

@@ -15,14 +15,6 @@
 
 namespace berth {
 
-LogStore::LogStore(std::string dir) : dir_(std::move(dir)) {
-  std::error_code error;
-  std::filesystem::create_directories(dir_, error);
-  if (error)
-    throw StoreError("cannot create the log directory " + dir_ + ": " + error.message() +
-                     "; check the state directory's permissions");
-}
-
 std::string LogStore::LogPath(int64_t job) const {
   return dir_ + "/" + std::to_string(job) + ".log";
 }
@@ -62,6 +54,30 @@ int64_t FileSize(const std::string& path) {
 
 }  // namespace
 
+LogStore::LogStore(std::string dir) : dir_(std::move(dir)) {
+  std::error_code error;
+  std::filesystem::create_directories(dir_, error);
+  if (error)
+    throw StoreError("cannot create the log directory " + dir_ + ": " + error.message() +
+                     "; check the state directory's permissions");
+  // Text appended after the last cursor written (a crash between the two writes) was never
+  // taken: its sender sends it again, from the cursor.
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, error)) {
+    const std::filesystem::path& path = entry.path();
+    if (path.extension() != ".log") continue;
+    int64_t job = 0;
+    try {
+      job = std::stoll(path.stem().string());
+    } catch (const std::exception&) {
+      continue;  // not one of ours
+    }
+    std::error_code ignored;
+    if (const int64_t committed = CommittedLength(job);
+        committed >= 0 && FileSize(path) > committed)
+      std::filesystem::resize_file(path, static_cast<uintmax_t>(committed), ignored);
+  }
+}
+
 void LogStore::AddSwitches(int64_t job, int64_t size, const std::string& text,
                            const StderrSpans& stderr_spans) {
   const std::string path = StreamsPath(job);
@@ -98,14 +114,26 @@ void LogStore::AddSwitches(int64_t job, int64_t size, const std::string& text,
   out << switches;
 }
 
+// The cursor file: "length N" (the log's length when it was written), then one line per
+// replica run, "REPLICA PLACEMENT TIMESTAMP".
 void LogStore::LoadCursors(int64_t job) {
   if (loaded_[job]) return;
   loaded_[job] = true;
-  // One line per replica run: "REPLICA PLACEMENT TIMESTAMP".
   std::ifstream in(CursorPath(job));
-  int replica = 0;
-  std::string placement, until;
-  while (in >> replica >> placement >> until) cursors_[{job, replica, placement}] = until;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    int replica = 0;
+    std::string placement, until;
+    if (fields >> replica >> placement >> until) cursors_[{job, replica, placement}] = until;
+  }
+}
+
+int64_t LogStore::CommittedLength(int64_t job) const {
+  std::ifstream in(CursorPath(job));
+  if (!in) return 0;  // no chunk was taken
+  std::string word;
+  int64_t length = 0;
+  return in >> word >> length && word == "length" ? length : -1;
 }
 
 bool LogStore::Append(int64_t job, int replica, const std::string& placement,
@@ -153,6 +181,7 @@ bool LogStore::Append(int64_t job, int replica, const std::string& placement,
   }
   cursor = until;
   std::ostringstream cursors;
+  cursors << "length " << FileSize(LogPath(job)) << '\n';
   for (auto it = cursors_.lower_bound({job, 0, ""});
        it != cursors_.end() && std::get<0>(it->first) == job; ++it)
     cursors << std::get<1>(it->first) << ' ' << std::get<2>(it->first) << ' ' << it->second << '\n';

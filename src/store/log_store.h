@@ -12,8 +12,9 @@
 // mid-line), starts on a new line.
 //
 // Bounded: a job's log stops growing at kMaxJobLogBytes, with a last line saying so. Not
-// synced to disk: output is not state, and a lost tail is sent again (the cursor is written
-// after the text, so a crash between repeats a chunk rather than losing it).
+// synced to disk: output is not state, and a lost tail is sent again. The cursor file, written
+// after the text, holds the log's length: a store that starts cuts text past it (a crash
+// between the two writes), which its sender sends again from the cursor.
 //
 // Thread-safe.
 #pragma once
@@ -66,6 +67,9 @@ class LogStore {
   void AddSwitches(int64_t job, int64_t size, const std::string& text,
                    const StderrSpans& stderr_spans);  // mu_ held
   void LoadCursors(int64_t job);                      // mu_ held
+  // The log's length when its cursors were last written: text past it was never taken. 0
+  // without a cursor file; -1 for one that does not say (written by an older berth).
+  int64_t CommittedLength(int64_t job) const;
 
   const std::string dir_;
   mutable std::mutex mu_;

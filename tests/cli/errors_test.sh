@@ -195,6 +195,7 @@ row=$("$BERTH" sim replay --format berth --trace "$TMP/long.yaml" | grep '^berth
 
 # What a container cannot be given is refused before any server is asked (none runs here).
 expect_exit2 "--cpus: a container takes at least 0.01" run --cpus 0.001 busybox true
+expect_exit2 "--cpus: a container takes at least 0.01" run --cpus nan busybox true
 expect_exit2 "--memory: a container takes at least 6m" run --memory 1m busybox true
 # A follower whose server is gone says so rather than wait in silence (here, none ever was).
 BERTH_ADDR=127.0.0.1:9 "$BERTH" logs -f 1 > "$TMP/follow.out" 2>&1 &

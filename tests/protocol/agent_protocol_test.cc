@@ -237,6 +237,10 @@ TEST(AgentProtocolTest, ReportRoundTrips) {
   EXPECT_EQ(back.logs[0].replica, 1);
   EXPECT_EQ(back.logs[0].placement, "p1");
   EXPECT_EQ(back.logs[0].from, "2026-12-02T03:40:45Z");
+  AgentReport without_from = r;  // an older agent's
+  without_from.logs[0].from.reset();
+  EXPECT_FALSE(ToJson(without_from)["logs"][0].contains("from"));
+  EXPECT_FALSE(ParseReport(Wire(ToJson(without_from))).logs[0].from.has_value());
   EXPECT_EQ(back.logs[0].until, "2026-12-02T03:40:46.8981Z");
   EXPECT_EQ(back.logs[0].text, "hello\nworld\n");
   EXPECT_EQ(back.logs[0].stderr_spans, (StderrSpans{{6, 12}}));

@@ -1765,6 +1765,11 @@ TEST_F(ControlPlaneAgentTest, AChunkOverlappingTheServersCopyIsRefusedAndTheJobW
   EXPECT_TRUE(plane_->Report("dgx-0", chunk(t1, t2, "two\n", "exited")).log_cursors.empty());
   EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next), "one\ntwo\n");
   EXPECT_EQ(State(id), "succeeded");
+  // An agent older than `from` sends none: its chunk goes on from the server's copy, as it did.
+  AgentReport older = chunk("", "2026-12-02T03:40:48Z", "three\n", "exited");
+  older.logs[0].from.reset();
+  EXPECT_TRUE(plane_->Report("dgx-0", older).log_cursors.empty());
+  EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &next), "one\ntwo\nthree\n");
 }
 
 // A job's log past its bound: the server keeps no more, and says so, so that the agent reads

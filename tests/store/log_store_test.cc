@@ -107,6 +107,26 @@ TEST_F(LogStoreTest, AChunkThatDoesNotStartAtTheCursorIsRefused) {
   EXPECT_EQ(All(1), "one\ntwo\nthree\nother\n");
 }
 
+// A crash between the two writes of an append (the text, then the cursor) leaves text its
+// sender was never told was taken, and sends again from the cursor: a store that starts cuts
+// it, so that the resend is not stored twice.
+TEST_F(LogStoreTest, TextPastTheLastCursorWrittenIsCutAtAStart) {
+  ASSERT_TRUE(logs_->Append(1, 0, "p1", "", kT1, "one\n"));
+  std::ofstream(dir_ + "/1.log", std::ios::app) << "two\n";  // its cursor never written
+  std::ofstream(dir_ + "/2.log") << "never taken\n";         // nor the first one's
+  std::ofstream(dir_ + "/3.log") << "an older berth's\n";    // whose cursor has no length
+  std::ofstream(dir_ + "/3.cursor") << "0 p1 " << kT1 << "\n";
+  logs_ = std::make_unique<LogStore>(dir_);
+  EXPECT_EQ(All(1), "one\n");
+  EXPECT_EQ(All(2), "");
+  EXPECT_EQ(All(3), "an older berth's\n");
+  EXPECT_EQ(logs_->Cursor(3, 0, "p1"), kT1);
+  EXPECT_TRUE(logs_->Append(1, 0, "p1", kT1, kT2, "two\n"));
+  EXPECT_EQ(All(1), "one\ntwo\n");
+  logs_ = std::make_unique<LogStore>(dir_);  // a clean restart cuts nothing
+  EXPECT_EQ(All(1), "one\ntwo\n");
+}
+
 TEST_F(LogStoreTest, CursorsSurviveANewStoreOverTheDirectory) {
   Send(5, 0, "p1", kT1, "one\n");
   Send(5, 2, "p1", kT2, "two\n");
