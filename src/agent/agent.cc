@@ -23,6 +23,7 @@
 
 #include "agent/cgroup_stats.h"
 #include "agent/dcgm_metrics.h"
+#include "agent/exit_cause.h"
 #include "agent/host_paths.h"
 #include "agent/host_topology.h"
 #include "agent/nvml.h"
@@ -561,22 +562,34 @@ class Agent {
     }
   }
 
-  // Wakes the heartbeat when one of the node's containers exits (the engine's events).
+  // Wakes the heartbeat when one of the node's containers exits (the engine's events), and
+  // notes the containers the engine signalled, so that an exit the agent did not ask for is
+  // told from the job's own (SendReport). The engine streams its events live while it shuts
+  // down, so its own stops are seen before it goes; an agent restarted meanwhile misses them.
   void WatchExits() {
     DockerClient docker(options_.docker_socket);  // this thread's own
     Backoff backoff;
-    int64_t after_ns = 0;  // the last exit seen
+    int64_t after_ns = 0;  // the last event seen
     while (!Stopping()) {
+      EngineEventsSeen seen;
+      bool exited = false, away = false;
       try {
-        if (docker.WaitForExit("berth.node=" + options_.node, 1, &after_ns)) {
-          std::lock_guard<std::mutex> lock(mu_);
-          exited_ = true;
-          changed_.notify_all();
-        }
+        exited = docker.WaitForExit("berth.node=" + options_.node, 1, &after_ns, &seen);
         backoff.Reset();
       } catch (const DockerError&) {
-        Sleep(backoff.Next());  // the engine is away: the heartbeat says so
+        away = true;  // the heartbeat says so
       }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const auto& [id, at] : seen.signalled) engine_signalled_[id] = at;
+        if (!away) events_seen_until_ns_ = seen.until_ns;
+        if (exited || (!away && exit_held_)) {
+          exited_ = true;
+          exit_held_ = false;
+          changed_.notify_all();
+        }
+      }
+      if (away) Sleep(backoff.Next());
     }
   }
 
@@ -1004,6 +1017,7 @@ class Agent {
   void StopInBackground(const ContainerInfo& c) {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      stopped_by_us_[c.id] = Clock::now();         // before the engine's kill event can be seen
       if (!stopping_.insert(c.id).second) return;  // already being stopped
     }
     const int grace = GraceOf(c);
@@ -1207,6 +1221,16 @@ class Agent {
     std::map<RunKey, std::map<std::string, double>> phases;
     std::map<RunKey, double> started_at;
     std::set<RunKey> starting, logs_full;
+    std::map<std::string, int64_t> signalled;                // container id: by the engine, when
+    std::map<std::string, Clock::time_point> stopped_by_us;  // container id: when
+    int64_t events_seen_until_ns = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      signalled = engine_signalled_;
+      stopped_by_us = stopped_by_us_;
+      events_seen_until_ns = events_seen_until_ns_;
+    }
+    bool hold_exits = false;
     {
       std::lock_guard<std::mutex> lock(books_mu_);
       failed = failed_;
@@ -1239,6 +1263,21 @@ class Agent {
                 : listed.running                                  ? "running"
                                                                   : "exited";
       c.exit_code = std::clamp(listed.exit_code, 0, 255);
+      if (c.state == "exited") {
+        ExitEvidence evidence;
+        evidence.finished_s = EngineSeconds(listed.finished_at);
+        if (const auto at = signalled.find(listed.id); at != signalled.end())
+          evidence.signalled_s = at->second / 1e9;
+        evidence.stopped_by_agent = stopped_by_us.count(listed.id) > 0;
+        evidence.grace_s = GraceOf(listed);
+        evidence.events_seen_until_s = events_seen_until_ns / 1e9;
+        evidence.now_s = WallSeconds();
+        const ExitCause cause = ExitCauseOf(evidence);
+        if (cause == ExitCause::kNotKnownYet) hold_exits = true;
+        c.state = cause == ExitCause::kNotKnownYet ? "running"
+                  : cause == ExitCause::kEngine    ? "interrupted"
+                                                   : "exited";
+      }
       if (const auto p = phases.find(key); p != phases.end()) c.phases = p->second;
       if (listed.running) Contention(listed.id, &c);
       if (!listed.running) exited.insert(key);
@@ -1315,8 +1354,9 @@ class Agent {
       // A stopped container has sent everything once drained; until then it is reported
       // running: the server ends a job only once its whole output is in, so that `berth run`
       // and `berth logs` after the end miss nothing.
-      if (c.state == "exited" && drained) ended.insert(key);
-      if (c.state == "exited" && !drained) c.state = "running";
+      const bool stopped = c.state == "exited" || c.state == "interrupted";
+      if (stopped && drained) ended.insert(key);
+      if (stopped && !drained) c.state = "running";
       if (log_budget == 0 && !drained) log_backlog_ = true;  // not read, or read in part
       report.containers.push_back(std::move(c));
     }
@@ -1337,6 +1377,19 @@ class Agent {
     }
     // Reads ahead of containers gone are not needed.
     std::erase_if(read_ahead_, [&](const auto& r) { return !exited.count(r.first); });
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      exit_held_ = exit_held_ || hold_exits;
+      // Nor are the signals of containers gone a while (a container made after this listing
+      // may already be stopping).
+      const double a_minute_ago = WallSeconds() - 60;
+      std::erase_if(engine_signalled_, [&](const auto& s) {
+        return !seen.count(s.first) && s.second / 1e9 < a_minute_ago;
+      });
+      std::erase_if(stopped_by_us_, [&](const auto& s) {
+        return !seen.count(s.first) && Clock::now() - s.second > std::chrono::minutes(1);
+      });
+    }
     ReportReply reply;
     if (const Posted posted = PostReport(report, &reply); posted != Posted::kTaken)
       return posted == Posted::kRegisteredAgain;
@@ -1467,6 +1520,14 @@ class Agent {
   bool start_ended_ = false;                 // under mu_: a start ended since the last pass
   bool exited_ = false;                      // under mu_: a container exited since the report
   std::set<std::string> stopping_;           // container ids, under mu_
+  // Under mu_: the containers the engine signalled (its kill events: container id, when), and
+  // those the agent asked it to stop (id, when asked), so that an exit the agent did not ask
+  // for is told apart (ExitCauseOf); every engine event before events_seen_until_ns_ has been
+  // seen, and a report held an exit back until its events are (exit_held_).
+  std::map<std::string, int64_t> engine_signalled_;
+  std::map<std::string, Clock::time_point> stopped_by_us_;
+  int64_t events_seen_until_ns_ = 0;
+  bool exit_held_ = false;
   // The agent process that replaced this one, and its engine's identity; under mu_.
   std::string replaced_by_, replacing_engine_;
   std::map<std::string, std::string> rebind_refused_;  // container id: CPU set refused; the

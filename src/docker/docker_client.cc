@@ -489,36 +489,50 @@ std::vector<LogLine> DockerClient::Logs(const std::string& id, const std::string
   return reader.Finish(cut, more);
 }
 
-bool DockerClient::WaitForExit(const std::string& label, int seconds, int64_t* after_ns) {
+bool DockerClient::WaitForExit(const std::string& label, int seconds, int64_t* after_ns,
+                               EngineEventsSeen* seen) {
   seconds = std::clamp(seconds, 1, 60);
   const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
   if (*after_ns <= 0) *after_ns = now_ns;
+  const int64_t until_ns = now_ns + int64_t{seconds} * 1000000000;
   const auto decimal = [](int64_t ns) {  // the engine's seconds.nanoseconds
     char text[32];
     std::snprintf(text, sizeof text, "%lld.%09lld", static_cast<long long>(ns / 1000000000),
                   static_cast<long long>(ns % 1000000000));
     return std::string(text);
   };
-  const json filters = {{"type", {"container"}}, {"event", {"die"}}, {"label", {label}}};
+  const json filters = {{"type", {"container"}}, {"event", {"die", "kill"}}, {"label", {label}}};
   // With `until` ahead, the engine streams each event as it happens and ends the answer then.
   // An event is a line of JSON; its timeNano moves the cursor past it.
   bool died = false;
   std::string line;
   Call("GET",
-       Path("/events?since=" + decimal(*after_ns + 1) + "&until=" +
-            decimal(now_ns + int64_t{seconds} * 1000000000) + "&filters=" + Escape(filters.dump())),
+       Path("/events?since=" + decimal(*after_ns + 1) + "&until=" + decimal(until_ns) +
+            "&filters=" + Escape(filters.dump())),
        "", seconds + kCallTimeoutS, [&](const char* data, size_t size) {
          line.append(data, size);
-         const size_t end = line.find('\n');
-         if (end == std::string::npos) return line.size() < (1 << 20);  // an event is small
-         const json event = json::parse(line.substr(0, end), nullptr, false);
-         const int64_t at = event.is_object() ? event.value("timeNano", int64_t{0}) : 0;
-         *after_ns = std::max(*after_ns, at);
-         died = true;
-         return false;  // one is enough
+         for (size_t end; (end = line.find('\n')) != std::string::npos;) {
+           const json event = json::parse(line.substr(0, end), nullptr, false);
+           line.erase(0, end + 1);
+           if (!event.is_object()) continue;
+           const int64_t at = event.value("timeNano", int64_t{0});
+           *after_ns = std::max(*after_ns, at);
+           const std::string action = event.value("Action", "");
+           if (action == "die") {
+             died = true;
+             return false;  // one is enough
+           }
+           const json actor = event.value("Actor", json::object());
+           const json id = actor.is_object() ? actor.value("ID", json()) : json();
+           if (action == "kill" && seen != nullptr && id.is_string() &&
+               seen->signalled.size() < 4096)
+             seen->signalled.emplace_back(id.get<std::string>(), at);
+         }
+         return line.size() < (1 << 20);  // an event is small
        });
+  if (seen != nullptr) seen->until_ns = died ? *after_ns : until_ns;
   return died;
 }
 

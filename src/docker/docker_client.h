@@ -20,6 +20,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/telemetry.h"
@@ -82,6 +83,15 @@ struct LogLine {
 // in time order, so a line after the stop may be stamped earlier than one before it.
 size_t SafeStop(const std::vector<LogLine>& lines, size_t most);
 
+// What a wait on the engine's events (DockerClient::WaitForExit) saw on the way.
+struct EngineEventsSeen {
+  // The containers the engine sent a signal ("kill" events: a stop, a kill, or the engine's
+  // own shutdown, whoever asked for it), in order, with when (nanoseconds since the epoch).
+  std::vector<std::pair<std::string, int64_t>> signalled;
+  // Every event stamped before this (nanoseconds since the epoch) has been seen.
+  int64_t until_ns = 0;
+};
+
 struct ImageInfo {
   std::string id;
   std::vector<std::string> names;  // RepoTags, and RepoDigests ("name@sha256:...")
@@ -142,10 +152,11 @@ class DockerClient {
 
   // Waits up to `seconds` (1 to 60) for a container carrying `label` ("key=value") to exit
   // after `*after_ns` (nanoseconds since the epoch; 0: from now), through the engine's event
-  // stream. True as soon as one does, with `*after_ns` moved to that exit, so that the next
-  // call waits for a later one (none is missed between calls, none counted twice); false when
-  // none did.
-  bool WaitForExit(const std::string& label, int seconds, int64_t* after_ns);
+  // stream. True as soon as one does, false when none did. `*after_ns` moves to the last event
+  // seen, so that the next call waits for later ones (none is missed between calls, none
+  // counted twice). `seen` (when given) gets what else the wait saw.
+  bool WaitForExit(const std::string& label, int seconds, int64_t* after_ns,
+                   EngineEventsSeen* seen = nullptr);
 
   bool HasImage(const std::string& image);
   ImageInfo InspectImage(const std::string& image);  // DockerError 404 when absent

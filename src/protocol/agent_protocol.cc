@@ -477,9 +477,10 @@ AgentReport ParseReport(const Json& j) {
     x.replica = static_cast<int>(c.Int("replica", 0, 1 << 20));
     x.placement = c.Text("placement", 64);
     x.state = c.Text("state", 20);
-    if (x.state != "starting" && x.state != "running" && x.state != "exited" && x.state != "failed")
+    if (x.state != "starting" && x.state != "running" && x.state != "exited" &&
+        x.state != "failed" && x.state != "interrupted")
       throw ProtocolError(c.Field("state") +
-                          ": expected starting, running, exited or failed, got \"" +
+                          ": expected starting, running, exited, failed or interrupted, got \"" +
                           x.state.substr(0, 20) + "\"");
     x.exit_code = static_cast<int>(c.Int("exitCode", 0, 255));
     x.error = c.Text("error", 4096);

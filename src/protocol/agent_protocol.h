@@ -150,8 +150,11 @@ struct ContainerReport {
   int64_t job = 0;
   int replica = 0;
   std::string placement;
-  // "starting" (pulling or creating), "running", "exited", or "failed" (could not be
-  // started: `error` says why).
+  // "starting" (pulling or creating), "running", "exited", "failed" (could not be started:
+  // `error` says why), or "interrupted": it exited after its engine signalled it unasked by
+  // the agent (the engine's own shutdown stops its containers unless it runs with
+  // live-restore; or a `docker stop` by hand), so its exit says nothing of the job, which is
+  // placed again.
   std::string state;
   int exit_code = 0;
   std::string error;

@@ -1671,7 +1671,9 @@ ReportReply ControlPlane::Report(const std::string& node, AgentReport report) {
     std::set<std::tuple<int64_t, int, std::string>> behind;
     for (const LogCursor& c : reply.log_cursors) behind.emplace(c.job, c.replica, c.placement);
     for (ContainerReport& c : report.containers)
-      if (c.state == "exited" && behind.count({c.job, c.replica, c.placement})) c.state = "running";
+      if ((c.state == "exited" || c.state == "interrupted") &&
+          behind.count({c.job, c.replica, c.placement}))
+        c.state = "running";
   }
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
   std::unique_lock<std::mutex> lock(mu_);
@@ -1892,6 +1894,14 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
              "could not be started " + std::to_string(kMaxStartFailures) + " times; last, on " +
                  name + ": " + last.error.substr(0, 500),
              writes);
+      return;
+    }
+    if (last.state == "interrupted") {
+      Requeue(job, "lost",
+              "its container on " + name + " (replica " + std::to_string(i) +
+                  ") was stopped by the node's container engine, not by berth (the engine's "
+                  "shutdown, or a docker stop by hand); running it again",
+              now, writes, true);
       return;
     }
     if (last.state == "failed") {

@@ -172,6 +172,9 @@ echo "fleet: part 7" >&2
 #    Meanwhile each node says its agent cannot reach the engine.
 engines_away() { "$BERTH" nodes --format json | jq -e '[.nodes[].engineError] | map(length > 0) | all' > /dev/null; }
 engines_back() { "$BERTH" nodes --format json | jq -e '[.nodes[].engineError] | map(length == 0) | all' > /dev/null; }
+was_running=()
+for j in $("$BERTH" ps -q); do state_is "$j" running && was_running+=("$j"); done
+[ ${#was_running[@]} -ge 2 ] || fail "two jobs should run before dockerd stops: $("$BERTH" ps)"
 _kill_pidfile "$DOCKERD_DIR/dockerd.pid" dockerd
 wait_for 30 "the agents saying the engine is away" engines_away
 nodes_text=$("$BERTH" nodes)
@@ -182,6 +185,16 @@ wait_for 30 "the agents reaching the engine again" engines_back
 for n in n0 n1 n2; do kill -0 "${AGENT[$n]}" || fail "agent $n died with dockerd: $(cat "$TMP/agent-$n.log")"; done
 out=$("$BERTH" run --gpus 1 --priority 20 berth-test:1 echo back) || fail "a job after dockerd's restart: $out"
 [ "$out" = back ] || fail "after dockerd's restart berth run printed '$out'"
+# The engine stopped the running jobs' containers as it stopped (their traps exit 0 on SIGTERM):
+# that says nothing of the jobs, which run again rather than end.
+for j in "${was_running[@]}"; do
+  wait_for 30 "job $j running again after the engine's restart" state_is "$j" running
+  states=$("$BERTH" inspect "$j" | jq -r '.events[].state')
+  ! grep -qxE 'succeeded|failed' <<<"$states" || fail "job $j ended when its engine stopped: $states"
+  "$BERTH" inspect "$j" | jq -r '.events[] | select(.state == "lost") | .reason' |
+    grep -q "stopped by the node's container engine, not by berth" ||
+    fail "job $j's events should say its engine stopped it: $("$BERTH" inspect "$j")"
+done
 
 for j in $("$BERTH" ps -q); do "$BERTH" stop "$j" > /dev/null; done
 wait_for 15 "every container stopped" eval '[ -z "$(_dk ps -q)" ]'
@@ -348,6 +361,8 @@ wait_for 15 "the first agent of $tnode ending" ended "$OLD"
 wait "$OLD" || true
 [ "$($here containers "berth.node=$tnode")" -eq 0 ] ||
   fail "the first agent left its containers: $(tail "$TMP/agent-$tnode.log")"
+# Still "running" until the new agent's report says the container is gone from its engine.
+wait_for 10 "job $stale lost with its container" lost_as_gone "$stale"
 wait_for 40 "job $stale running again" state_is "$stale" running
 [ "$(runs_of "$stale")" -eq 1 ] || fail "job $stale should run once over both engines: $(runs_of "$stale")"
 

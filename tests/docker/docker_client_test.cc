@@ -400,6 +400,32 @@ TEST_F(EngineTest, WaitsForAContainerToExit) {
   docker_->Remove(c, true);
 }
 
+TEST_F(EngineTest, AWaitSaysWhichContainersTheEngineSignalled) {
+  const std::string c = Run(Spec("trap 'exit 0' TERM; while true; do sleep 0.1; done"));
+  int64_t after = 0;
+  EngineEventsSeen seen;
+  EXPECT_FALSE(docker_->WaitForExit(label_, 1, &after, &seen));
+  EXPECT_TRUE(seen.signalled.empty());
+  EXPECT_GE(seen.until_ns, after);  // the whole wait was seen
+  docker_->Stop(c, 10);
+  // The stop's SIGTERM comes before the exit that ends the wait.
+  seen = {};
+  const int64_t before = after;
+  EXPECT_TRUE(docker_->WaitForExit(label_, 10, &after, &seen));
+  ASSERT_EQ(seen.signalled.size(), 1u);
+  EXPECT_EQ(seen.signalled[0].first, c);
+  EXPECT_GT(seen.signalled[0].second, before);
+  EXPECT_LE(seen.signalled[0].second, after);
+  EXPECT_EQ(seen.until_ns, after);  // up to the exit
+  // On the engine's clock, as the container's end is.
+  EXPECT_NEAR(EngineSeconds(docker_->Inspect(c).finished_at), seen.signalled[0].second / 1e9, 5);
+  // Seen once.
+  seen = {};
+  EXPECT_FALSE(docker_->WaitForExit(label_, 1, &after, &seen));
+  EXPECT_TRUE(seen.signalled.empty());
+  docker_->Remove(c, true);
+}
+
 TEST_F(EngineTest, StopsWithinTheGrace) {
   // sleep as PID 1 has no handler for SIGTERM: killed when the grace is over.
   std::string stubborn = Run(Spec("exec sleep 1000"));

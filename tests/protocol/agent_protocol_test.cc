@@ -518,7 +518,9 @@ TEST(AgentProtocolTest, ReportsRefuseMistakesNamingThePath) {
   e = with([](Json& j) { j["containers"][1].erase("job"); });
   EXPECT_TRUE(Has(e, "containers[1].job: missing")) << e;
   e = with([](Json& j) { j["containers"][0]["state"] = "sleeping"; });
-  EXPECT_TRUE(Has(e, "containers[0].state: expected starting, running, exited or failed")) << e;
+  EXPECT_TRUE(
+      Has(e, "containers[0].state: expected starting, running, exited, failed or interrupted"))
+      << e;
   EXPECT_TRUE(Has(e, "\"sleeping\"")) << e;
   e = with([](Json& j) { j["containers"][0].erase("state"); });
   EXPECT_TRUE(Has(e, "containers[0].state: expected starting")) << e;

@@ -1805,5 +1805,32 @@ TEST_F(ControlPlaneAgentTest, TheAgentIsToldWhenAJobsLogIsFull) {
   EXPECT_EQ(State(id), "succeeded");
 }
 
+// A container its engine stopped unasked by the agent (the engine's shutdown) says nothing of
+// the job: the job is placed again rather than failed with the code of the engine's signal.
+TEST_F(ControlPlaneAgentTest, AContainerStoppedByItsEngineGetsItsJobPlacedAgain) {
+  Open(Dgx(1));
+  Register("dgx-0");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  const Assignment a = Of("dgx-0", id).at(0);
+  AgentReport r;
+  r.applied_version = Set("dgx-0").version;
+  r.containers = {Container(a, "running")};
+  plane_->Report("dgx-0", r);
+  ASSERT_EQ(State(id), "running");
+  r.containers = {Container(a, "interrupted", 143)};
+  plane_->Report("dgx-0", r);
+  const std::vector<std::string> states = States(id);
+  ASSERT_GE(states.size(), 2u);
+  EXPECT_EQ(states[states.size() - 2], "lost");
+  EXPECT_EQ(states.back(), "pending");
+  EXPECT_TRUE(Has(plane_->Events(id).events[states.size() - 2].reason,
+                  "was stopped by the node's container engine, not by berth"));
+  EXPECT_TRUE(Of("dgx-0", id).empty());
+  plane_->Cycle();  // no back-off: nothing was wrong with the job
+  EXPECT_EQ(State(id), "scheduled");
+  EXPECT_EQ(Of("dgx-0", id).size(), 1u);
+}
+
 }  // namespace
 }  // namespace berth
