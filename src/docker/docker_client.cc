@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -19,6 +20,8 @@ namespace {
 using nlohmann::json;
 
 constexpr long kCallTimeoutS = 30;
+// A read after a cursor first asks for the log's last this many messages (DockerClient::Logs).
+constexpr size_t kTailMessages = 4096;
 constexpr long kPullTimeoutS = 3600;
 constexpr long kPullStallS = 300;  // a registry that sends nothing for this long has stalled
 
@@ -184,6 +187,8 @@ class LogReader {
   }
   // A header that is not one: the rest of the stream cannot be read.
   bool not_frames() const { return not_frames_; }
+  size_t messages() const { return messages_; }  // the engine's log messages (frames) read
+  bool full() const { return full_; }
 
   // The end of the stream ends a last line without a newline. A read stopped by max_bytes
   // gives back the lines of its last timestamp (see DockerClient::Logs).
@@ -242,8 +247,10 @@ class LogReader {
   int64_t since_s_ = 0, since_ns_ = 0;
   // The engine writes one log message per frame: a frame's end also ends a line.
   FrameReader frames_{[this](bool err, const char* data, size_t size) {
+    ++messages_;
     AddPayload(err, data, size) && EndLine(err);
   }};
+  size_t messages_ = 0;
   bool not_frames_ = false;
   std::string pending_[2];  // the line being read on stdout, stderr
   std::vector<LogLine> lines_;
@@ -470,8 +477,7 @@ void DockerClient::UpdateCpuset(const std::string& id, const std::string& cpus,
 
 std::vector<LogLine> DockerClient::Logs(const std::string& id, const std::string& since,
                                         size_t max_bytes, bool* more, bool cut) {
-  bool raw = Inspect(id).tty;
-  LogReader reader(raw, since, max_bytes);
+  const bool raw = Inspect(id).tty;
   std::string query = "?stdout=1&stderr=1&timestamps=1";
   int64_t s, ns;
   if (!since.empty() && ParseTime(since, &s, &ns)) {
@@ -482,11 +488,24 @@ std::vector<LogLine> DockerClient::Logs(const std::string& id, const std::string
              static_cast<long long>(ns));
     query += "&since=" + std::string(value);
   }
-  Call("GET", Path("/containers/" + Escape(id) + "/logs" + query), "", kCallTimeoutS,
-       [&](const char* data, size_t size) { return reader.Add(data, size); });
-  if (reader.not_frames())
-    throw DockerError(502, "docker logs " + id + ": the engine's answer is not in frames");
-  return reader.Finish(cut, more);
+  const auto read = [&](const std::string& tail) {
+    auto reader = std::make_unique<LogReader>(raw, since, max_bytes);
+    Call("GET", Path("/containers/" + Escape(id) + "/logs" + query + tail), "", kCallTimeoutS,
+         [&](const char* data, size_t size) { return reader->Add(data, size); });
+    if (reader->not_frames())
+      throw DockerError(502, "docker logs " + id + ": the engine's answer is not in frames");
+    return reader;
+  };
+  // The engine finds `since` by reading the log from its start (most of a second for a 60 MB
+  // log, every report of a job that keeps printing), but reads its last messages from the end.
+  // When fewer than kTailMessages of those came after `since`, and the read was not cut short,
+  // they are all there are. Else (or for a TTY's raw stream, whose messages are not framed and
+  // so not counted) the log is read from its start.
+  if (!since.empty() && !raw) {
+    std::unique_ptr<LogReader> tail = read("&tail=" + std::to_string(kTailMessages));
+    if (tail->messages() < kTailMessages && !tail->full()) return tail->Finish(cut, more);
+  }
+  return read("")->Finish(cut, more);
 }
 
 bool DockerClient::WaitForExit(const std::string& label, int seconds, int64_t* after_ns,

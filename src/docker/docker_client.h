@@ -146,7 +146,9 @@ class DockerClient {
   // gives every 16 KiB piece of a longer line one timestamp and a next read from it would miss
   // the rest; when that would leave nothing, the pieces come back cut to max_bytes if `cut`,
   // else nothing does. `*more` (when given) says whether the read stopped before the end.
-  // std::invalid_argument when `since` is not an RFC 3339 timestamp.
+  // A read after `since` with few lines after it costs the engine little however long the log
+  // (it reads them from the log's end). std::invalid_argument when `since` is not an RFC 3339
+  // timestamp.
   std::vector<LogLine> Logs(const std::string& id, const std::string& since, size_t max_bytes,
                             bool* more = nullptr, bool cut = true);
 

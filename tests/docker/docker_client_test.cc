@@ -321,6 +321,28 @@ TEST_F(EngineTest, LogsAfterATimestampAndWithinABound) {
   EXPECT_TRUE(more);
 }
 
+TEST_F(EngineTest, LogsAfterATimestampFarFromTheEndMissNothing) {
+  // More lines after the cursor than a read from the log's end asks for: those are read from
+  // the log's start, and a cursor near the end gets only the lines after it.
+  std::string id = Run(Spec("i=0; while [ $i -lt 6000 ]; do i=$((i+1)); echo $i; done"));
+  WaitExited(id);
+  const std::vector<LogLine> all = docker_->Logs(id, "", 1 << 20);
+  ASSERT_EQ(all.size(), 6000u);
+  for (size_t cursor : {9, 1500, 5989}) {
+    std::vector<std::string> after;
+    for (size_t i = cursor + 1; i < all.size(); ++i)
+      if (all[i].timestamp != all[cursor].timestamp) after.push_back(all[i].text);
+    bool more = true;
+    EXPECT_EQ(Texts(docker_->Logs(id, all[cursor].timestamp, 1 << 20, &more)), after) << cursor;
+    EXPECT_FALSE(more);
+    // Bounded: the first lines after the cursor, not the last.
+    const std::vector<LogLine> some = docker_->Logs(id, all[cursor].timestamp, 40, &more);
+    ASSERT_FALSE(some.empty());
+    EXPECT_EQ(some.front().text, after.front()) << cursor;
+    EXPECT_TRUE(more);
+  }
+}
+
 TEST_F(EngineTest, LogsOfATtyContainerAreOneStream) {
   // The client has no Tty option (jobs need none); docker's own CLI makes one here.
   ASSERT_EQ(
