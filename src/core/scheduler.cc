@@ -1833,7 +1833,7 @@ void Scheduler::MoveForReservations(const std::vector<double>& fair, double now,
 // ever while the GPUs they could use sit idle elsewhere (fragmentation). Moving them costs each
 // one restart, once in its life; a job is moved only for a job whose queue then stays within
 // its guarantee or fair share, so moves do not feed reclaims.
-bool Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
+void Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
                            const std::vector<double>& fair, double now,
                            std::vector<Decision>* out) {
   const Queue& queue = queues_[job.queue];
@@ -1842,7 +1842,7 @@ bool Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
   if (!guaranteed && (!UnderCap(job, need, nullptr) ||
                       queue.committed.gpu + need >
                           fair[job.queue] * (1 + pipeline_->policy().reclaim_hysteresis) + kEps))
-    return false;
+    return;
   const std::set<std::pair<int, int>> reserved(r.gpus.begin(), r.gpus.end());
   std::vector<JobRecord*> occupants;
   for (const auto& [id, o] : running_) {
@@ -1857,10 +1857,10 @@ bool Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
     // ... and none started in this cycle: nothing is started and stopped in one cycle (review).
     if (o->state != JobState::kRunning || o->moved || !o->spec.preemptible ||
         (o->queue != job.queue && !o->borrowed) || o->start_time >= now)
-      return false;
+      return;
     occupants.push_back(o);
   }
-  if (occupants.empty()) return false;  // it starts as soon as its turn comes
+  if (occupants.empty()) return;  // it starts as soon as its turn comes
   // Starving reservations of the job's queue that rank no higher give way to the occupants'
   // destinations (two of them could each hold the GPUs the other's occupants would move to);
   // one a destination takes is dropped whole (Reserve) and planned anew.
@@ -1899,7 +1899,7 @@ bool Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
     destinations.push_back(std::move(placed));
   }
   restore();
-  if (!fits) return false;
+  if (!fits) return;
   // Nobody else's reserved GPUs but those set aside (an occupant outranking a reservation may
   // be placed on it).
   auto others = [&](const std::vector<std::pair<int, int>>& gpus) {
@@ -1915,16 +1915,16 @@ bool Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
     destination_gpus.emplace_back();
     for (const ReplicaPlacement& p : d)
       for (int g : p.gpus) destination_gpus.back().push_back({p.node, g});
-    if (others(destination_gpus.back())) return false;
+    if (others(destination_gpus.back())) return;
   }
   const std::vector<std::pair<int, int>> plan_gpus = ReservedGpus(where);
-  if (others(plan_gpus)) return false;
+  if (others(plan_gpus)) return;
   // A destination inside a guarantee cell the plan binds would be taken back by the plan's
   // reservation (review).
   const std::set<std::pair<int, int>> planned(plan_gpus.begin(), plan_gpus.end());
   for (const auto& gpus : destination_gpus)
     for (const auto& ng : gpus)
-      if (planned.count(ng)) return false;
+      if (planned.count(ng)) return;
   job.waiting_for.clear();
   for (size_t i = 0; i < occupants.size(); ++i) {
     JobRecord& o = *occupants[i];
@@ -1957,7 +1957,6 @@ bool Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
   job.reason = "waiting for " + std::to_string(occupants.size()) +
                " job(s) moved off its reserved GPUs to stop";
   Emit(now, job.id, "waiting", job.reason);
-  return true;
 }
 
 std::vector<Decision> Scheduler::Stopped(int id, double now) {

@@ -437,7 +437,7 @@ class Scheduler {
   // occupants are moved (preempted, their destinations held for them) when each fits elsewhere
   // now, and the job waits for them as a preemptor does.
   void MoveForReservations(const std::vector<double>& fair, double now, std::vector<Decision>* out);
-  bool TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
+  void TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
                   const std::vector<double>& fair, double now, std::vector<Decision>* out);
   // Reservations change through these, which keep the allocator's reserved nodes
   // (Allocator::SetNodeReserved) in step with them.
