@@ -65,4 +65,30 @@ counted() {  # (grep -q on a pipe would end curl early: a failure under pipefail
 }
 for _ in $(seq 50); do counted && break; sleep 0.1; done
 counted || fail "network metrics: $(metrics | grep '^berth_container_network')"
+# An exporter that answers without end (a CGI trickling a line every half second) delays each
+# report by the scrape's bound (2 s), not for ever: the node's reports keep coming, and its
+# jobs run (review: the heartbeat waited on the scrape, the node went lost, its job ran twice).
+kill -9 "$AGENT" "$HTTPD"; wait "$AGENT" "$HTTPD" 2>/dev/null || true
+mkdir -p "$TMP/endless/cgi-bin"
+printf '#!/bin/sh\nprintf "Content-Type: text/plain\\r\\n\\r\\n"\nfor i in $(seq 40); do echo "# more"; sleep 0.5; done\n' \
+  > "$TMP/endless/cgi-bin/metrics"
+chmod +x "$TMP/endless/cgi-bin/metrics"
+serve_dir "$TMP/endless"
+: > "$TMP/agent.log"
+"$BERTH" agent --server "http://$BERTH_ADDR" --node n0 --declare "$CLUSTER" \
+  --docker-socket "$DOCKER_SOCK" --heartbeat 0.2 \
+  --dcgm-url "http://127.0.0.1:$HTTPD_PORT/cgi-bin/metrics" >> "$TMP/agent.log" 2>&1 &
+AGENT=$!
+for _ in $(seq 100); do grep -q "does not answer within 2 s" "$TMP/agent.log" && break; sleep 0.1; done
+grep -q "does not answer within 2 s" "$TMP/agent.log" ||
+  fail "the agent should say the exporter does not answer in time: $(cat "$TMP/agent.log")"
+oldest=0
+for _ in $(seq 16); do
+  age=$("$BERTH" nodes --format json | jq '.nodes[0].heartbeatAgeSeconds')
+  oldest=$(jq -n "[$oldest, $age] | max")
+  sleep 0.5
+done
+jq -e -n "$oldest < 5" > /dev/null ||
+  fail "with an endless exporter the node's reports came $oldest s apart: $(cat "$TMP/agent.log")"
+"$BERTH" nodes | grep -q ' ready' || fail "the node should stay ready: $("$BERTH" nodes)"
 echo "telemetry: ok"
