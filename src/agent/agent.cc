@@ -20,6 +20,7 @@
 #include <set>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "agent/cgroup_stats.h"
 #include "agent/dcgm_metrics.h"
@@ -211,9 +212,12 @@ class Agent {
     std::thread heartbeat([this] { Heartbeat(); });
     std::thread exits([this] { WatchExits(); });
     std::thread prefetch([this] { Prefetch(); });
-    if (options_.dcgm_url.empty() && !options_.nvml_library.empty()) {
-      nvml_->sampling = true;
-      std::thread(SampleNvml, nvml_, options_.nvml_library, options_.gpu_uuids,
+    std::thread dcgm;
+    if (!options_.dcgm_url.empty()) {
+      dcgm = std::thread([this] { SampleDcgm(); });
+    } else if (!options_.nvml_library.empty()) {
+      gpu_samples_->sampling = true;
+      std::thread(SampleNvml, gpu_samples_, options_.nvml_library, options_.gpu_uuids,
                   options_.heartbeat_s)
           .detach();
     }
@@ -249,11 +253,13 @@ class Agent {
     }
     {
       // NVML is shut down before the agent ends, unless a GPU holds it in the driver.
-      std::unique_lock<std::mutex> lock(nvml_->mu);
-      nvml_->stop = true;
-      nvml_->wake.notify_all();
-      nvml_->wake.wait_for(lock, std::chrono::seconds(5), [&] { return !nvml_->sampling; });
+      std::unique_lock<std::mutex> lock(gpu_samples_->mu);
+      gpu_samples_->stop = true;
+      gpu_samples_->wake.notify_all();
+      gpu_samples_->wake.wait_for(lock, std::chrono::seconds(5),
+                                  [&] { return !gpu_samples_->sampling; });
     }
+    if (dcgm.joinable()) dcgm.join();
     watch.join();
     heartbeat.join();
     exits.join();
@@ -1064,32 +1070,33 @@ class Agent {
     }
   }
 
-  // The node's GPUs as the DCGM exporter sees them; none without one, or when it does not
-  // answer (said once).
-  struct NvmlSamples {
+  // The node's GPUs as last sampled, from a DCGM exporter or NVML, by a thread of their own, so
+  // that neither an exporter answering slowly nor NVML held in the driver delays a report.
+  struct GpuSamples {
     std::mutex mu;
     std::condition_variable wake;  // at `stop`, and when sampling ends
     bool stop = false;
     bool sampling = false;  // the sampler thread runs
-    std::string why;        // NVML is not usable
+    std::string why;        // NVML is not usable (said once)
     std::vector<GpuReport> gpus;
     Clock::time_point at;  // of `gpus`
   };
 
-  // The GPUs as NVML last saw them (SampleNvml), while that is recent.
-  std::vector<GpuReport> NvmlGpus() {
-    std::lock_guard<std::mutex> lock(nvml_->mu);
-    if (!nvml_->why.empty() && warned_.insert("nvml").second)
-      Log("no GPU telemetry (" + nvml_->why + "); give a DCGM exporter with --dcgm-url");
+  // The GPUs as last sampled (SampleDcgm, SampleNvml), while that is recent; none without a
+  // source.
+  std::vector<GpuReport> LatestGpus() {
+    std::lock_guard<std::mutex> lock(gpu_samples_->mu);
+    if (!gpu_samples_->why.empty() && warned_.insert("nvml").second)
+      Log("no GPU telemetry (" + gpu_samples_->why + "); give a DCGM exporter with --dcgm-url");
     const auto stale = std::chrono::duration<double>(3 * options_.heartbeat_s + 5);
-    if (Clock::now() - nvml_->at > stale) return {};
-    return nvml_->gpus;
+    if (Clock::now() - gpu_samples_->at > stale) return {};
+    return gpu_samples_->gpus;
   }
 
   // Samples the GPUs through NVML every `period_s` until stopped. A thread of its own, detached
   // and holding only `samples`: a GPU fallen off the bus can keep NVML in the driver for ever,
   // and then its samples go stale instead of the heartbeat stalling.
-  static void SampleNvml(std::shared_ptr<NvmlSamples> samples, std::string library,
+  static void SampleNvml(std::shared_ptr<GpuSamples> samples, std::string library,
                          std::vector<std::string> uuids, double period_s) {
     std::string why;
     std::unique_ptr<NvmlSampler> sampler = NvmlSampler::Open(library, uuids, &why);
@@ -1110,15 +1117,28 @@ class Agent {
     samples->wake.notify_all();
   }
 
-  std::vector<GpuReport> ScrapeGpus() {
+  // Scrapes the DCGM exporter every heartbeat until the agent ends.
+  void SampleDcgm() {
+    while (!Stopping()) {
+      std::vector<GpuReport> gpus = ScrapeDcgm();
+      {
+        std::lock_guard<std::mutex> lock(gpu_samples_->mu);
+        gpu_samples_->gpus = std::move(gpus);
+        gpu_samples_->at = Clock::now();
+      }
+      Sleep(options_.heartbeat_s);
+    }
+  }
+
+  // The node's GPUs as the DCGM exporter sees them; none when it does not answer (said once).
+  std::vector<GpuReport> ScrapeDcgm() {
     std::vector<GpuReport> out;
-    if (options_.dcgm_url.empty()) return options_.nvml_library.empty() ? out : NvmlGpus();
     const std::string& url = options_.dcgm_url;
     const size_t scheme = url.find("://");
     const size_t slash = url.find('/', scheme == std::string::npos ? 0 : scheme + 3);
-    // The scrape runs in the report's path: bounded in time and size, so that an exporter
-    // answering slowly, or without end, delays a report by 2 s at most and never grows the
-    // agent (review: the node went lost, and its job ran twice).
+    // Bounded in time and size, so that an exporter answering slowly, or without end, leaves
+    // samples 2 s late at most and never grows the agent (review: when the scrape ran in the
+    // report's path, the node went lost, and its job ran twice).
     httplib::Client client(url.substr(0, slash));
     client.set_connection_timeout(1);
     client.set_read_timeout(1);
@@ -1133,7 +1153,7 @@ class Agent {
                      return !cut;
                    });
     if (cut || !res || res->status != 200) {
-      if (warned_.insert("dcgm").second)
+      if (!std::exchange(dcgm_warned_, true))
         Log("the DCGM exporter at " + url + " does not answer" +
             (cut ? " within 2 s and " + std::to_string(kMaxDcgmBytes >> 20) + " MiB"
                  : " (" + ErrorOf(res) + ")"));
@@ -1143,7 +1163,7 @@ class Agent {
     try {
       scrape = ParseDcgmMetrics(body, url);
     } catch (const ConfigError& e) {
-      if (warned_.insert("dcgm").second) Log(e.what());
+      if (!std::exchange(dcgm_warned_, true)) Log(e.what());
       return out;
     }
     const std::vector<std::string>& uuids = options_.gpu_uuids;
@@ -1360,7 +1380,7 @@ class Agent {
       if (log_budget == 0 && !drained) log_backlog_ = true;  // not read, or read in part
       report.containers.push_back(std::move(c));
     }
-    report.gpus = ScrapeGpus();
+    report.gpus = LatestGpus();
     // The images every 10 s (they change with pulls and builds only), and until sent once.
     std::string images_now;
     if (images_sent_.empty() || Clock::now() - images_listed_ > std::chrono::seconds(10)) {
@@ -1452,7 +1472,7 @@ class Agent {
       report.applied_version = AppliedVersion();
     }
     report.runtime_error = RuntimeErrorLine(error);
-    report.gpus = ScrapeGpus();
+    report.gpus = LatestGpus();
     return PostReport(report) != Posted::kFailed;
   }
 
@@ -1558,7 +1578,8 @@ class Agent {
   std::mutex log_mu_;
   std::set<std::string> pinning_warned_;  // CPU lists already said not to be here, under log_mu_
   std::set<std::string> warned_;          // the heartbeat's problems already said
-  const std::shared_ptr<NvmlSamples> nvml_ = std::make_shared<NvmlSamples>();
+  const std::shared_ptr<GpuSamples> gpu_samples_ = std::make_shared<GpuSamples>();
+  bool dcgm_warned_ = false;  // SampleDcgm's: a scrape's failure was said
   // The heartbeat's: the images as the server was last sent them (ChangedImages), and each
   // image's layers by id, so that only new images are inspected.
   std::string images_sent_;

@@ -65,9 +65,10 @@ counted() {  # (grep -q on a pipe would end curl early: a failure under pipefail
 }
 for _ in $(seq 50); do counted && break; sleep 0.1; done
 counted || fail "network metrics: $(metrics | grep '^berth_container_network')"
-# An exporter that answers without end (a CGI trickling a line every half second) delays each
-# report by the scrape's bound (2 s), not for ever: the node's reports keep coming, and its
-# jobs run (review: the heartbeat waited on the scrape, the node went lost, its job ran twice).
+# An exporter that answers without end (a CGI trickling a line every half second) delays no
+# report: the scrape has a thread of its own and gives up after 2 s (review: the heartbeat
+# waited on the scrape, the node went lost, its job ran twice; later each report still waited
+# the scrape's 2 s).
 kill -9 "$AGENT" "$HTTPD"; wait "$AGENT" "$HTTPD" 2>/dev/null || true
 mkdir -p "$TMP/endless/cgi-bin"
 printf '#!/bin/sh\nprintf "Content-Type: text/plain\\r\\n\\r\\n"\nfor i in $(seq 40); do echo "# more"; sleep 0.5; done\n' \
@@ -88,7 +89,7 @@ for _ in $(seq 16); do
   oldest=$(jq -n "[$oldest, $age] | max")
   sleep 0.5
 done
-jq -e -n "$oldest < 5" > /dev/null ||
+jq -e -n "$oldest < 1.8" > /dev/null ||
   fail "with an endless exporter the node's reports came $oldest s apart: $(cat "$TMP/agent.log")"
 "$BERTH" nodes | grep -q ' ready' || fail "the node should stay ready: $("$BERTH" nodes)"
 echo "telemetry: ok"
