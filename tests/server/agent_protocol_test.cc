@@ -1808,16 +1808,10 @@ TEST_F(ControlPlaneAgentTest, TheAgentIsToldWhenAJobsLogIsFull) {
 // A container its engine stopped unasked by the agent (the engine's shutdown) says nothing of
 // the job: the job is placed again rather than failed with the code of the engine's signal.
 TEST_F(ControlPlaneAgentTest, AContainerStoppedByItsEngineGetsItsJobPlacedAgain) {
-  Open(Dgx(1));
-  Register("dgx-0");
-  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8})");
-  plane_->Cycle();
-  const Assignment a = Of("dgx-0", id).at(0);
+  Assignment a;
+  const int64_t id = RunWholeNodeJob(&a);
   AgentReport r;
   r.applied_version = Set("dgx-0").version;
-  r.containers = {Container(a, "running")};
-  plane_->Report("dgx-0", r);
-  ASSERT_EQ(State(id), "running");
   r.containers = {Container(a, "interrupted", 143)};
   plane_->Report("dgx-0", r);
   const std::vector<std::string> states = States(id);
