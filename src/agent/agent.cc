@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <exception>
@@ -91,8 +92,12 @@ constexpr size_t kLogLookahead = 64 << 10;
 constexpr size_t kReadAheadBytes = 8 << 20;
 constexpr size_t kMaxReadAheadBytes = 64 << 20;
 
+// What a byte of log text may take in the report's JSON: escaped, or in a chunk sent in base64
+// (a byte that is not ASCII may make it so: 4/3 each).
 size_t ReportCost(unsigned char c) {
-  return c == '\n' || c == '\t' || c == '\r' || c == '"' || c == '\\' ? 2 : c < 0x20 ? 6 : 1;
+  return c == '\n' || c == '\t' || c == '\r' || c == '"' || c == '\\' || c >= 0x80 ? 2
+         : c < 0x20                                                                ? 6
+                                                                                   : 1;
 }
 
 size_t ReportCost(const LogLine& line) {
@@ -472,9 +477,16 @@ class Agent {
         const auto given = answer.is_object() ? answer.find("replaceableAfterMs") : answer.end();
         const double after_ms =
             given != answer.end() && given->is_number() ? given->get<double>() : 0;
+        // What a server older than these parts of the protocol does not take is not sent.
+        const auto says = [&](const char* key) {
+          const auto it = answer.is_object() ? answer.find(key) : answer.end();
+          return it != answer.end() && *it == true;
+        };
         {
           std::lock_guard<std::mutex> lock(mu_);
           reached_server_ = sent;
+          binary_logs_ = says("binaryLogs");
+          interrupted_state_ = says("interruptedState");
           if (after_ms > 0) replaceable_after_ = std::chrono::duration<double>(after_ms / 1000);
         }
         Log("registered with " + options_.server + " (" +
@@ -574,20 +586,21 @@ class Agent {
   // down, so its own stops are seen before it goes; an agent restarted meanwhile misses them.
   void WatchExits() {
     DockerClient docker(options_.docker_socket);  // this thread's own
-    Backoff backoff;
-    int64_t after_ns = 0;  // the last event seen
+    int64_t after_ns = 0;                         // the last event seen
     while (!Stopping()) {
       EngineEventsSeen seen;
       bool exited = false, away = false;
       try {
         exited = docker.WaitForExit("berth.node=" + options_.node, 1, &after_ns, &seen);
-        backoff.Reset();
       } catch (const DockerError&) {
         away = true;  // the heartbeat says so
       }
       {
         std::lock_guard<std::mutex> lock(mu_);
-        for (const auto& [id, at] : seen.signalled) engine_signalled_[id] = at;
+        for (const EngineEventsSeen::Signal& s : seen.signalled)
+          if (s.signal == SIGTERM || s.signal == SIGKILL || s.signal == SIGINT ||
+              s.signal == SIGQUIT)
+            engine_signalled_[s.container] = s.at_ns;
         if (!away) events_seen_until_ns_ = seen.until_ns;
         if (exited || (!away && exit_held_)) {
           exited_ = true;
@@ -595,7 +608,9 @@ class Agent {
           changed_.notify_all();
         }
       }
-      if (away) Sleep(backoff.Next());
+      // Tried again soon, without a growing back-off: the engine is a local socket, and
+      // exits seen once it is back wait for its events (ExitCauseOf).
+      if (away) Sleep(0.5);
     }
   }
 
@@ -1244,8 +1259,11 @@ class Agent {
     std::map<std::string, int64_t> signalled;                // container id: by the engine, when
     std::map<std::string, Clock::time_point> stopped_by_us;  // container id: when
     int64_t events_seen_until_ns = 0;
+    bool binary_logs = false, interrupted_state = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      binary_logs = binary_logs_;
+      interrupted_state = interrupted_state_;
       signalled = engine_signalled_;
       stopped_by_us = stopped_by_us_;
       events_seen_until_ns = events_seen_until_ns_;
@@ -1291,12 +1309,14 @@ class Agent {
         evidence.stopped_by_agent = stopped_by_us.count(listed.id) > 0;
         evidence.grace_s = GraceOf(listed);
         evidence.events_seen_until_s = events_seen_until_ns / 1e9;
-        evidence.now_s = WallSeconds();
+        evidence.seen_exited_s =
+            SecondsSince(first_seen_exited_.try_emplace(listed.id, Clock::now()).first->second);
         const ExitCause cause = ExitCauseOf(evidence);
         if (cause == ExitCause::kNotKnownYet) hold_exits = true;
-        c.state = cause == ExitCause::kNotKnownYet ? "running"
-                  : cause == ExitCause::kEngine    ? "interrupted"
-                                                   : "exited";
+        // A server older than the state takes it for an exit, as it was before.
+        c.state = cause == ExitCause::kNotKnownYet                   ? "running"
+                  : cause == ExitCause::kEngine && interrupted_state ? "interrupted"
+                                                                     : "exited";
       }
       if (const auto p = phases.find(key); p != phases.end()) c.phases = p->second;
       if (listed.running) Contention(listed.id, &c);
@@ -1340,9 +1360,10 @@ class Agent {
             if (const auto p = phases_.find(key); p != phases_.end()) p->second = c.phases;
           }
         }
-        // Made valid here rather than when the report is written, so that the stderr spans'
-        // offsets hold.
-        for (LogLine& line : lines) line.text = ValidUtf8(std::move(line.text));
+        // Made valid for a server that takes no base64 chunks here rather than when the report
+        // is written, so that the stderr spans' offsets hold.
+        if (!binary_logs)
+          for (LogLine& line : lines) line.text = ValidUtf8(std::move(line.text));
         size_t fit = LinesThatFit(lines, log_budget, log_budget == kMaxReportLogBytes);
         if (fit < lines.size()) log_backlog_ = true;
         if (listed.running) fit = std::min(fit, SettledLines(lines));
@@ -1388,6 +1409,7 @@ class Agent {
       report.images = ChangedImages(docker, &images_now);
     }
     std::erase_if(samples_, [&](const auto& s) { return !seen.count(s.first); });
+    std::erase_if(first_seen_exited_, [&](const auto& f) { return !seen.count(f.first); });
     for (const auto& [key, error] : failed) {
       ContainerReport c;
       std::tie(c.job, c.replica, c.placement) = key;
@@ -1525,6 +1547,10 @@ class Agent {
   // replaces an agent only after three report periods without one.
   Clock::time_point reached_server_;
   bool holding_ = false;  // under mu_: OutOfTouch said so
+  // Under mu_: the server takes log text that is not UTF-8 (in base64) as it is; an older one
+  // gets it made valid (ValidUtf8).
+  bool binary_logs_ = false;
+  bool interrupted_state_ = false;  // under mu_: the server takes the state "interrupted"
   // How long the server waits for it (its registration answer says; three report periods
   // unless it did not); under mu_.
   std::chrono::duration<double> replaceable_after_{3 * options_.heartbeat_s};
@@ -1575,6 +1601,8 @@ class Agent {
   NodeCapacity capacity_;  // what a container without a quota or limit is measured against
   // Each running container's last cgroup sample, and when it was taken.
   std::map<std::string, std::pair<Clock::time_point, CgroupSample>> samples_;
+  // The heartbeat's: when each exited container (by id) was first listed exited.
+  std::map<std::string, Clock::time_point> first_seen_exited_;
   std::mutex log_mu_;
   std::set<std::string> pinning_warned_;  // CPU lists already said not to be here, under log_mu_
   std::set<std::string> warned_;          // the heartbeat's problems already said

@@ -7,7 +7,7 @@ ExitCause ExitCauseOf(const ExitEvidence& e) {
   if (e.signalled_s && e.finished_s >= *e.signalled_s - kKillStampedLateS &&
       e.finished_s <= *e.signalled_s + e.grace_s + kSignalToExitSlackS)
     return ExitCause::kEngine;
-  if (e.finished_s > e.events_seen_until_s && e.now_s - e.finished_s < kEventWaitS)
+  if (e.finished_s > e.events_seen_until_s && e.seen_exited_s < kEventWaitS)
     return ExitCause::kNotKnownYet;
   return ExitCause::kJob;
 }

@@ -2,33 +2,16 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "config/config_error.h"
 #include "config/file_text.h"
 #include "config/yaml_reader.h"
+#include "protocol/base64.h"
 
 namespace berth {
 namespace {
-
-std::string Base64Decode(std::string_view text) {
-  static const std::string kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int bits = 0, value = 0;
-  for (char c : text) {
-    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
-    const size_t index = kAlphabet.find(c);
-    if (index == std::string::npos) throw ConfigError("not base64");
-    value = (value << 6) | static_cast<int>(index);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((value >> bits) & 0xff));
-    }
-  }
-  return out;
-}
 
 std::string TrimLineEnd(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
@@ -137,11 +120,10 @@ KubeConfig LoadKubeConfig(const std::string& path,
   config.ca_file = files.Path(cluster, "cluster", "certificate-authority");
   files.Text(cluster, "cluster", "certificate-authority");
   if (const YAML::Node data = cluster["certificate-authority-data"]) {
-    try {
-      config.ca_pem = Base64Decode(reader.String(data, "cluster.certificate-authority-data"));
-    } catch (const ConfigError&) {
-      reader.Fail(data, "cluster.certificate-authority-data", "expected base64 PEM");
-    }
+    const std::optional<std::string> pem =
+        Base64Decode(reader.String(data, "cluster.certificate-authority-data"));
+    if (!pem) reader.Fail(data, "cluster.certificate-authority-data", "expected base64 PEM");
+    config.ca_pem = *pem;
     if (config.ca_pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
       reader.Fail(data, "cluster.certificate-authority-data",
                   "expected a base64 PEM certificate (-----BEGIN CERTIFICATE-----)");

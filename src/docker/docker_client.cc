@@ -545,9 +545,14 @@ bool DockerClient::WaitForExit(const std::string& label, int seconds, int64_t* a
            }
            const json actor = event.value("Actor", json::object());
            const json id = actor.is_object() ? actor.value("ID", json()) : json();
+           const json attributes =
+               actor.is_object() ? actor.value("Attributes", json::object()) : json::object();
+           const json signal = attributes.is_object() ? attributes.value("signal", json()) : json();
            if (action == "kill" && seen != nullptr && id.is_string() &&
                seen->signalled.size() < 4096)
-             seen->signalled.emplace_back(id.get<std::string>(), at);
+             seen->signalled.push_back(
+                 {id.get<std::string>(), at,
+                  signal.is_string() ? std::atoi(signal.get<std::string>().c_str()) : 0});
          }
          return line.size() < (1 << 20);  // an event is small
        });

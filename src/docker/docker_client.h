@@ -20,7 +20,6 @@
 #include <map>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/telemetry.h"
@@ -85,9 +84,14 @@ size_t SafeStop(const std::vector<LogLine>& lines, size_t most);
 
 // What a wait on the engine's events (DockerClient::WaitForExit) saw on the way.
 struct EngineEventsSeen {
+  struct Signal {
+    std::string container;
+    int64_t at_ns = 0;  // nanoseconds since the epoch
+    int signal = 0;     // its number; 0 when the event did not say
+  };
   // The containers the engine sent a signal ("kill" events: a stop, a kill, or the engine's
-  // own shutdown, whoever asked for it), in order, with when (nanoseconds since the epoch).
-  std::vector<std::pair<std::string, int64_t>> signalled;
+  // own shutdown, whoever asked for it), in order.
+  std::vector<Signal> signalled;
   // Every event stamped before this (nanoseconds since the epoch) has been seen.
   int64_t until_ns = 0;
 };

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <utility>
+
+#include "protocol/base64.h"
 
 namespace berth {
 namespace {
@@ -398,8 +401,16 @@ Json ToJson(const AgentReport& r) {
   for (const LogChunk& l : r.logs) {
     Json spans = Json::array();
     for (const auto& [from, to] : l.stderr_spans) spans.push_back({from, to});
-    Json chunk = {{"job", l.job},     {"replica", l.replica}, {"placement", l.placement},
-                  {"until", l.until}, {"text", l.text},       {"stderr", std::move(spans)}};
+    Json chunk = {{"job", l.job},
+                  {"replica", l.replica},
+                  {"placement", l.placement},
+                  {"until", l.until},
+                  {"stderr", std::move(spans)}};
+    // JSON holds only UTF-8: other output travels in base64, byte for byte.
+    if (IsUtf8(l.text))
+      chunk["text"] = l.text;
+    else
+      chunk["textBase64"] = Base64Encode(l.text);
     if (l.from) chunk["from"] = *l.from;
     logs.push_back(std::move(chunk));
   }
@@ -441,6 +452,16 @@ Json ToJson(const ReportReply& r) {
     return out;
   };
   return {{"ok", true}, {"logCursors", list(r.log_cursors)}, {"logsFull", list(r.logs_full)}};
+}
+
+bool IsUtf8(const std::string& text) {
+  if (std::all_of(text.begin(), text.end(), [](char c) { return (c & 0x80) == 0; })) return true;
+  try {
+    (void)Json(text).dump();  // strict: throws at the first byte that is not UTF-8
+    return true;
+  } catch (const Json::type_error&) {
+    return false;
+  }
 }
 
 std::string ValidUtf8(std::string text) {
@@ -551,7 +572,16 @@ AgentReport ParseReport(const Json& j) {
     x.placement = l.Text("placement", 64);
     if (e.contains("from")) x.from = l.Text("from", 64);
     x.until = l.Text("until", 64);
-    x.text = l.Text("text", kMaxReportLogBytes);
+    if (e.contains("textBase64")) {
+      if (e.contains("text"))
+        throw ProtocolError(l.Field("text") + ": give text or textBase64, not both");
+      const std::optional<std::string> bytes =
+          Base64Decode(l.Text("textBase64", (kMaxReportLogBytes + 2) / 3 * 4));
+      if (!bytes) throw ProtocolError(l.Field("textBase64") + ": expected base64 (RFC 4648)");
+      x.text = *bytes;
+    } else {
+      x.text = l.Text("text", kMaxReportLogBytes);
+    }
     // Each span [from, to) inside the text, after the one before it.
     size_t end = 0;
     l.List("stderr", x.text.size(), [&](const Json& span, const std::string& at) {

@@ -197,8 +197,8 @@ struct LogChunk {
   // line; otherwise it answers where its copy ends (ReportReply), and the agent reads from there.
   // None from an agent older than that: its chunk is taken when it ends after the server's copy.
   std::optional<std::string> from;
-  std::string until;  // the timestamp of the chunk's last line
-  std::string text;
+  std::string until;         // the timestamp of the chunk's last line
+  std::string text;          // the bytes the job wrote (JSON: `text`, or `textBase64`)
   StderrSpans stderr_spans;  // what of `text` the job wrote to stderr
 };
 
@@ -241,7 +241,11 @@ struct ReportReply {
 // trailing zeros). "" when `ts` is not one.
 std::string NormalizedTimestamp(const std::string& ts);
 
-// `text` with each byte that is not UTF-8 replaced by U+FFFD, as a report's JSON carries it.
+// Whether `text` is all UTF-8. A report's JSON carries a log chunk's text as it is when it is,
+// else in base64 (`textBase64`), so that output reaches `berth logs` byte for byte.
+bool IsUtf8(const std::string& text);
+// `text` with each byte that is not UTF-8 replaced by U+FFFD: what an agent sends a server that
+// does not take base64 chunks (one older than the registration answer's `binaryLogs`).
 std::string ValidUtf8(std::string text);
 
 // `error` as AgentReport::runtime_error takes it: control characters made spaces, invalid UTF-8

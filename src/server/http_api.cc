@@ -734,7 +734,9 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                     Reply(res, 200,
                           {{"version", version},
                            {"replaceableAfterMs",
-                            std::llround(plane.ReplaceableAfterS(registration) * 1000)}});
+                            std::llround(plane.ReplaceableAfterS(registration) * 1000)},
+                           {"binaryLogs", true},
+                           {"interruptedState", true}});
                   },
                   true));
   server.Get(R"(/v1/agents/([^/]+)/assignments)",

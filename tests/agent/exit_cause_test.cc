@@ -10,7 +10,7 @@ ExitEvidence Exited() {
   ExitEvidence e;
   e.finished_s = 1000;
   e.events_seen_until_s = 1000.5;
-  e.now_s = 1001;
+  e.seen_exited_s = 0;
   return e;
 }
 
@@ -56,7 +56,12 @@ TEST(ExitCauseTest, AnExitPastTheEventsSeenWaitsForThemAFewSecondsAtMost) {
   e.signalled_s = 999.5;  // a signal already seen decides
   EXPECT_EQ(ExitCauseOf(e), ExitCause::kEngine);
   e.signalled_s.reset();
-  e.now_s = 1000 + kEventWaitS;  // a watch that cannot keep up does not hold the end for ever
+  // Counted from when the agent saw the exit: one the engine's API was away for is seen long
+  // after it happened, and still waits for the events (review: the watch was in its back-off,
+  // and jobs the engine stopped as it went ended succeeded).
+  e.seen_exited_s = kEventWaitS - 1;
+  EXPECT_EQ(ExitCauseOf(e), ExitCause::kNotKnownYet);
+  e.seen_exited_s = kEventWaitS;  // a watch that cannot keep up does not hold the end for ever
   EXPECT_EQ(ExitCauseOf(e), ExitCause::kJob);
 }
 

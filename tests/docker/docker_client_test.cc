@@ -435,12 +435,13 @@ TEST_F(EngineTest, AWaitSaysWhichContainersTheEngineSignalled) {
   const int64_t before = after;
   EXPECT_TRUE(docker_->WaitForExit(label_, 10, &after, &seen));
   ASSERT_EQ(seen.signalled.size(), 1u);
-  EXPECT_EQ(seen.signalled[0].first, c);
-  EXPECT_GT(seen.signalled[0].second, before);
-  EXPECT_LE(seen.signalled[0].second, after);
+  EXPECT_EQ(seen.signalled[0].container, c);
+  EXPECT_EQ(seen.signalled[0].signal, 15);  // SIGTERM
+  EXPECT_GT(seen.signalled[0].at_ns, before);
+  EXPECT_LE(seen.signalled[0].at_ns, after);
   EXPECT_EQ(seen.until_ns, after);  // up to the exit
   // On the engine's clock, as the container's end is.
-  EXPECT_NEAR(EngineSeconds(docker_->Inspect(c).finished_at), seen.signalled[0].second / 1e9, 5);
+  EXPECT_NEAR(EngineSeconds(docker_->Inspect(c).finished_at), seen.signalled[0].at_ns / 1e9, 5);
   // Seen once.
   seen = {};
   EXPECT_FALSE(docker_->WaitForExit(label_, 1, &after, &seen));

@@ -247,6 +247,41 @@ TEST(AgentProtocolTest, ReportRoundTrips) {
   EXPECT_FALSE(back.images);  // none sent: as last reported
 }
 
+// Output that is not UTF-8 (binary, or a line cut inside a character) goes in base64 and comes
+// back byte for byte; UTF-8 goes as it is.
+TEST(AgentProtocolTest, ALogChunkThatIsNotUtf8RoundTripsByteForByte) {
+  AgentReport r = SampleReport();
+  r.logs[0].text = std::string("\xff\xfe\x00bin\n\xe2\x82", 9) + "caf\xc3\xa9\n";
+  r.logs[0].stderr_spans = {{0, 3}};
+  const Json wire = Wire(ToJson(r));
+  EXPECT_FALSE(wire["logs"][0].contains("text"));
+  const AgentReport back = ParseReport(wire);
+  EXPECT_EQ(back.logs[0].text, r.logs[0].text);
+  EXPECT_EQ(back.logs[0].stderr_spans, (StderrSpans{{0, 3}}));
+  r.logs[0].text = "caf\xc3\xa9\n";
+  EXPECT_EQ(Wire(ToJson(r))["logs"][0]["text"], "caf\xc3\xa9\n");
+  EXPECT_FALSE(IsUtf8("\xc3"));
+  EXPECT_TRUE(IsUtf8("\xc3\xa9"));
+}
+
+TEST(AgentProtocolTest, ABase64ChunkIsCheckedAndBounded) {
+  Json j = Wire(ToJson(SampleReport()));
+  j["logs"][0].erase("text");
+  j["logs"][0]["textBase64"] = "aGk*";
+  std::string e = ErrorOf([&] { ParseReport(j); });
+  EXPECT_TRUE(Has(e, "logs[0].textBase64: expected base64")) << e;
+  j["logs"][0]["text"] = "hi";
+  e = ErrorOf([&] { ParseReport(j); });
+  EXPECT_TRUE(Has(e, "logs[0].text: give text or textBase64, not both")) << e;
+  j["logs"][0].erase("text");
+  j["logs"][0]["textBase64"] = std::string((kMaxReportLogBytes + 2) / 3 * 4 + 4, 'A');
+  e = ErrorOf([&] { ParseReport(j); });
+  EXPECT_TRUE(Has(e, "logs[0].textBase64")) << e;
+  j["logs"][0]["stderr"] = Json::array();
+  j["logs"][0]["textBase64"] = "/w==";  // one byte, 0xff
+  EXPECT_EQ(ParseReport(j).logs[0].text, "\xff");
+}
+
 TEST(AgentProtocolTest, AReportReplyRoundTripsAndIsBounded) {
   ReportReply r;
   r.log_cursors.push_back({42, 1, "p1", "2026-12-02T03:40:46.898100000Z"});
