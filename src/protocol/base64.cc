@@ -27,10 +27,16 @@ std::optional<std::string> Base64Decode(std::string_view text) {
   out.reserve(text.size() / 4 * 3);
   int bits = 0;
   uint32_t value = 0;
+  size_t symbols = 0, padding = 0;
   for (char c : text) {
-    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
+    if (c == '\n' || c == '\r' || c == ' ') continue;
+    ++symbols;
+    if (c == '=') {
+      ++padding;
+      continue;
+    }
     const size_t index = kAlphabet.find(c);
-    if (index == std::string_view::npos) return std::nullopt;
+    if (index == std::string_view::npos || padding > 0) return std::nullopt;
     value = ((value << 6) | static_cast<uint32_t>(index)) & 0xffffff;
     bits += 6;
     if (bits >= 8) {
@@ -38,6 +44,8 @@ std::optional<std::string> Base64Decode(std::string_view text) {
       out.push_back(static_cast<char>((value >> bits) & 0xff));
     }
   }
+  // Whole groups of four, padded at the end only, and no bits left over.
+  if (symbols % 4 != 0 || padding > 2 || (value & ((1u << bits) - 1)) != 0) return std::nullopt;
   return out;
 }
 

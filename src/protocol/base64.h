@@ -9,7 +9,8 @@
 namespace berth {
 
 std::string Base64Encode(std::string_view bytes);
-// None when `text` holds a character outside the alphabet; padding and line breaks are skipped.
+// None unless `text` is whole groups of four characters of the alphabet, padded with '=' at its
+// end only and with no bits left over; spaces and line breaks are skipped.
 std::optional<std::string> Base64Decode(std::string_view text);
 
 }  // namespace berth

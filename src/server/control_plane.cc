@@ -1900,8 +1900,8 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
       Requeue(job, "lost",
               "its container on " + name + " (replica " + std::to_string(i) +
                   ") was stopped by the node's container engine, not by berth (the engine's "
-                  "shutdown, or a docker stop by hand); running it again",
-              now, writes, true);
+                  "shutdown, or a docker stop by hand); running it again after a back-off",
+              now, writes);
       return;
     }
     if (last.state == "failed") {

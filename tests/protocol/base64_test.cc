@@ -35,6 +35,10 @@ TEST(Base64Test, DecodingSkipsLineBreaksAndRefusesOtherCharacters) {
   EXPECT_EQ(Base64Decode("Zm9v\nYmFy\r\n"), "foobar");
   EXPECT_FALSE(Base64Decode("Zm9v!"));
   EXPECT_FALSE(Base64Decode("Zm9v-_"));  // the URL alphabet is another one
+  // RFC 4648 as written: whole groups, padding at the end only, no bits left over.
+  for (const char* bad : {"a", "aGl", "=a=G=k=", "aGk=a", "Zg===", "Zh=="})
+    EXPECT_FALSE(Base64Decode(bad)) << bad;
+  EXPECT_EQ(Base64Decode("a G\nk="), "hi");
 }
 
 }  // namespace

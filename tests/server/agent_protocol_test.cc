@@ -1821,7 +1821,11 @@ TEST_F(ControlPlaneAgentTest, AContainerStoppedByItsEngineGetsItsJobPlacedAgain)
   EXPECT_TRUE(Has(plane_->Events(id).events[states.size() - 2].reason,
                   "was stopped by the node's container engine, not by berth"));
   EXPECT_TRUE(Of("dgx-0", id).empty());
-  plane_->Cycle();  // no back-off: nothing was wrong with the job
+  // After a back-off: placed at once, it went back to the engine still stopping (review).
+  plane_->Cycle();
+  EXPECT_EQ(State(id), "pending");
+  now_ += 400;
+  plane_->Cycle();
   EXPECT_EQ(State(id), "scheduled");
   EXPECT_EQ(Of("dgx-0", id).size(), 1u);
 }
