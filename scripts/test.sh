@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, builds and runs every test: the end-to-end tests (CLI, a real dockerd, the device
 # plugin over gRPC) on the normal build, the unit tests under AddressSanitizer +
-# UndefinedBehaviorSanitizer, then every fuzz target: its regression inputs, and 15 s of fresh
+# UndefinedBehaviorSanitizer, then every fuzz target: its regression inputs, and 12 s of fresh
 # fuzzing (scripts/fuzz.sh; run it longer by hand). The unit tests run once, sanitized: a second,
 # unsanitized build of them would cost CI minutes for little the sanitized run misses
 # (`ctest --test-dir build` still runs them on a developer's normal build).
