@@ -1540,7 +1540,8 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     Victims victims;
     bool guaranteed;
     Why why;
-    int replicas;  // the size the job is placed at
+    int replicas;         // the size the job is placed at
+    Victims movers = {};  // of `victims`, the job's own queue's, which start again elsewhere
   };
   Victims reclaim, fair_reclaim, lower;
   // Only the queues that may give a victim are visited: the job's own where lower priority runs
@@ -1591,7 +1592,54 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       plans.push_back({lower, true, Why::kPriority, full});
     plans.push_back({lower, false, Why::kPriority, full});
   }
+  // A starving job (MoveForReservations) may also move its own queue's jobs aside where a
+  // reclaim leaves room: the GPUs borrowers give back are often scattered between the queue's
+  // own small jobs, and under steady demand nothing else frees a whole node for it.
+  if (reclaim_with_moves_) {
+    Victims movers;
+    for (const auto& [id, v] : running_by_queue_[job.queue])
+      if (Movable(*v, job, now)) movers.push_back(v);
+    if (!movers.empty()) {
+      const size_t plain = plans.size();
+      for (size_t i = 0; i < plain; ++i)
+        if (plans[i].why != Why::kPriority) {
+          Plan moving = plans[i];
+          moving.victims.insert(moving.victims.end(), movers.begin(), movers.end());
+          moving.movers = movers;
+          plans.push_back(std::move(moving));
+        }
+    }
+  }
   for (const Plan& plan : plans) {
+    auto moves = [&](const JobRecord* v) {
+      return std::find(plan.movers.begin(), plan.movers.end(), v) != plan.movers.end();
+    };
+    // Where the movers go once the job is placed on `trial`, in the order of `gone`; false
+    // when one finds no place, or only one on the job's planned GPUs or another's reservation.
+    auto place_movers = [&](Allocator& trial, const Victims& gone, const TrialPlacement& where,
+                            std::vector<std::vector<std::pair<int, int>>>* destinations) {
+      const std::vector<std::pair<int, int>> planned_gpus = ReservedGpus(where);
+      const std::set<std::pair<int, int>> planned(planned_gpus.begin(), planned_gpus.end());
+      for (JobRecord* v : gone) {
+        if (!moves(v)) continue;
+        std::vector<ReplicaPlacement> placed;
+        if (!PlaceMoved(*v, trial, &placed)) return false;
+        destinations->emplace_back();
+        for (const ReplicaPlacement& r : placed)
+          for (int g : r.gpus) {
+            const int owner = reservations_.OwnerOf(r.node, g);
+            if (planned.count({r.node, g}) || (owner >= 0 && owner != job.id)) return false;
+            destinations->back().push_back({r.node, g});
+          }
+      }
+      return true;
+    };
+    auto stopping_for_good = [&](const Victims& gone) {
+      Victims out;
+      for (JobRecord* v : gone)
+        if (!moves(v)) out.push_back(v);
+      return out;
+    };
     const double plan_need = JobGpus(job.spec, plan.replicas);
     const JobSpec sized = FirstReplicas(job.spec, plan.replicas);  // what the search places
     // Whether the queue may hold the preemptor once `taken` GPUs (by queue) are given back, as
@@ -1653,7 +1701,9 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
                          TrialPlacement* where) {
       return fits(trial, FreedByModel(job.queue, shrinks), where);
     };
-    if (std::optional<ShrinkPlan> shrunk = FindShrinks(shrinking, plan.victims)) {
+    std::optional<ShrinkPlan> shrunk;
+    if (plan.movers.empty()) shrunk = FindShrinks(shrinking, plan.victims);
+    if (shrunk) {
       for (const Shrink& s : shrunk->shrinks) Resize(*s.job, s.replicas, now, out);
       if (Start(job, plan.guaranteed, now, out, plan.replicas)) return true;
     }
@@ -1666,14 +1716,27 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       std::map<int, double> taken;
       double own = 0, own_guaranteed = 0;
       for (const JobRecord* v : victims)
-        allowed_giving(*v, v->gpu_equivalents, taken, own, own_guaranteed);
+        if (!moves(v)) allowed_giving(*v, v->gpu_equivalents, taken, own, own_guaranteed);
       return allowed(taken, own, own_guaranteed);
     };
     search.fits = [&](Allocator& trial, const Victims& gone, TrialPlacement* where) {
-      return fits(trial, FreedByModel(job.queue, gone), where);
+      std::vector<std::vector<std::pair<int, int>>> destinations;
+      return fits(trial, FreedByModel(job.queue, stopping_for_good(gone)), where) &&
+             (plan.movers.empty() || place_movers(trial, gone, *where, &destinations));
     };
     std::optional<VictimPlan> found = FindVictims(search, plan.victims);
     if (!found) continue;
+    // The movers' destinations, found again as the search found them.
+    std::vector<std::vector<std::pair<int, int>>> destinations;
+    if (!plan.movers.empty()) {
+      Allocator trial = *allocator_;
+      for (const JobRecord* v : found->victims)
+        for (int a : v->allocations) trial.Release(a);
+      TrialPlacement where;
+      if (!fits(trial, FreedByModel(job.queue, stopping_for_good(found->victims)), &where) ||
+          !place_movers(trial, found->victims, where, &destinations))
+        continue;
+    }
     // It fits with no victim at all (an elastic job at the size it reclaims for, inside a
     // guarantee its full size would not fit): it starts now.
     if (found->victims.empty()) {
@@ -1684,8 +1747,15 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
                       : plan.why == Why::kFairShare ? "reclaimed for the fair share of queue "
                                                     : "preempted by higher priority in queue ";
     job.waiting_for.clear();
+    size_t moved = 0;
     for (JobRecord* victim : found->victims) {
-      TellToStop(*victim, Decision::Kind::kPreempt, job.id, why + queue.spec.name, now, out);
+      if (moves(victim))
+        MoveAway(*victim, job.id, destinations[moved++],
+                 "moved to make room for a long-waiting job of its queue where borrowed GPUs "
+                 "were reclaimed",
+                 now, out);
+      else
+        TellToStop(*victim, Decision::Kind::kPreempt, job.id, why + queue.spec.name, now, out);
       job.waiting_for.push_back(victim->id);
     }
     CommitWaiting(job, plan_need, plan.guaranteed, found->placement.bound_cells);
@@ -1824,26 +1894,118 @@ void Scheduler::MoveForReservations(const std::vector<double>& fair, double now,
   for (int id : due) {
     JobRecord& job = jobs_.at(id);
     job.move_tried_at = version_;
-    if (const Reservations::Reservation* r = reservations_.Of(id))
-      TryMoveFor(job, *r, fair, now, out);
+    const Reservations::Reservation* r = reservations_.Of(id);
+    if (r == nullptr || !MayMoveFor(job, fair)) continue;
+    const Reservations::Reservation held = *r;
+    // Occupants that cannot move never leave under steady demand: GPUs whose occupants can,
+    // or borrowed GPUs reclaimed where the queue's own jobs can move aside, are then the job's
+    // only way in.
+    if (TryMoveFor(job, held.gpus, now, out) || MoveOnOtherGpus(job, held, now, out)) continue;
+    reclaim_with_moves_ = true;
+    preempt_deferred_ = false;
+    TryPreempt(job, now, fair, false, out);
+    reclaim_with_moves_ = false;
   }
+}
+
+bool Scheduler::MoveOnOtherGpus(JobRecord& job, const Reservations::Reservation& held, double now,
+                                std::vector<Decision>* out) {
+  const std::optional<TrialPlacement> movable = PlanAmongMovable(job, now);
+  if (!movable) return false;
+  const std::vector<std::pair<int, int>> gpus = ReservedGpus(*movable);
+  // Taking another's reserved GPU would drop that reservation, which no undo brings back.
+  if (std::any_of(gpus.begin(), gpus.end(), [&](const auto& ng) {
+        const int owner = reservations_.OwnerOf(ng.first, ng.second);
+        return owner >= 0 && owner != job.id;
+      }))
+    return false;
+  // The reservation changes only when the moves are made.
+  Reserve(job.id, gpus, held);
+  if (TryMoveFor(job, gpus, now, out)) return true;
+  Reserve(job.id, held.gpus, held);
+  return false;
+}
+
+void Scheduler::MoveAway(JobRecord& o, int for_job,
+                         const std::vector<std::pair<int, int>>& destination,
+                         const std::string& why, double now, std::vector<Decision>* out) {
+  const bool guaranteed = !o.borrowed;
+  const double holds = o.gpu_equivalents;
+  TellToStop(o, Decision::Kind::kPreempt, for_job, why, now, out);
+  o.moved = true;
+  // Its queue keeps what it holds counted while it stops (no reclaim for a dip that ends when it
+  // starts again), and its destination is held for it.
+  CommitWaiting(o, holds, guaranteed, {});
+  Reservations::Reservation kind;
+  kind.for_move = true;
+  kind.priority = WholePriority(o, now);
+  kind.queue = o.queue;
+  kind.since = now;
+  Reserve(o.id, destination, kind);
+}
+
+bool Scheduler::MayMoveFor(const JobRecord& job, const std::vector<double>& fair) const {
+  const double need = JobGpus(job.spec, TotalReplicas(job.spec));
+  if (job.spec.priority >= 0 && MayGuarantee(job, need)) return true;
+  return UnderCap(job, need, nullptr) &&
+         queues_[job.queue].committed.gpu + need <=
+             fair[job.queue] * (1 + pipeline_->policy().reclaim_hysteresis) + kEps;
+}
+
+bool Scheduler::Movable(const JobRecord& o, const JobRecord& job, double now) {
+  // Work that may be stopped and restarted, once, and that is the job's own queue's or
+  // borrowed (another queue's guaranteed work stays in its cells); none started in this cycle:
+  // nothing is started and stopped in one cycle (review).
+  return o.state == JobState::kRunning && !o.moved && o.spec.preemptible &&
+         (o.queue == job.queue || o.borrowed) && o.start_time < now;
+}
+
+bool Scheduler::PlaceMoved(JobRecord& o, Allocator& trial, std::vector<ReplicaPlacement>* placed) {
+  std::vector<int> ids;
+  // Guaranteed work that finds no guarantee cell left may borrow, as it would if it started now.
+  placing_plan_ = true;
+  const bool fits = (!o.borrowed && TryPlace(o, true, o.replicas, trial, &ids, placed)) ||
+                    TryPlace(o, false, o.replicas, trial, &ids, placed);
+  placing_plan_ = false;
+  return fits;
+}
+
+std::optional<TrialPlacement> Scheduler::PlanAmongMovable(JobRecord& job, double now) {
+  const double need = JobGpus(job.spec, TotalReplicas(job.spec));
+  const bool guaranteed = job.spec.priority >= 0 && MayGuarantee(job, need);
+  std::vector<JobRecord*> movable;
+  for (const auto& [id, o] : running_)
+    if (Movable(*o, job, now)) movable.push_back(o);
+  VictimSearch search;
+  search.alloc = allocator_.get();
+  search.spec = &job.spec;
+  search.vc = guaranteed ? job.queue : -1;
+  search.now = now;
+  search.allowed = [](const std::vector<JobRecord*>&) { return true; };
+  search.fits = [&](Allocator& trial, const std::vector<JobRecord*>& gone, TrialPlacement* where) {
+    if (!TryPlaceOn(job, guaranteed, TotalReplicas(job.spec), trial, FreedByModel(job.queue, gone),
+                    where))
+      return false;
+    std::vector<ReplicaPlacement> placed;
+    return std::all_of(gone.begin(), gone.end(),
+                       [&](JobRecord* o) { return PlaceMoved(*o, trial, &placed); });
+  };
+  planning_reservation_ = true;
+  std::optional<VictimPlan> found = FindVictims(search, movable);
+  planning_reservation_ = false;
+  if (!found) return std::nullopt;
+  return found->placement;
 }
 
 // Under steady demand nothing ends: a reservation waiting for its occupants would wait for
 // ever while the GPUs they could use sit idle elsewhere (fragmentation). Moving them costs each
 // one restart, once in its life; a job is moved only for a job whose queue then stays within
 // its guarantee or fair share, so moves do not feed reclaims.
-void Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
-                           const std::vector<double>& fair, double now,
-                           std::vector<Decision>* out) {
-  const Queue& queue = queues_[job.queue];
+bool Scheduler::TryMoveFor(JobRecord& job, const std::vector<std::pair<int, int>>& reserved_gpus,
+                           double now, std::vector<Decision>* out) {
   const double need = JobGpus(job.spec, TotalReplicas(job.spec));
   const bool guaranteed = job.spec.priority >= 0 && MayGuarantee(job, need);
-  if (!guaranteed && (!UnderCap(job, need, nullptr) ||
-                      queue.committed.gpu + need >
-                          fair[job.queue] * (1 + pipeline_->policy().reclaim_hysteresis) + kEps))
-    return;
-  const std::set<std::pair<int, int>> reserved(r.gpus.begin(), r.gpus.end());
+  const std::set<std::pair<int, int>> reserved(reserved_gpus.begin(), reserved_gpus.end());
   std::vector<JobRecord*> occupants;
   for (const auto& [id, o] : running_) {
     const bool on_it = std::any_of(o->placements.begin(), o->placements.end(), [&](const auto& p) {
@@ -1852,15 +2014,10 @@ void Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
       });
     });
     if (!on_it) continue;
-    // Only work that may be stopped and restarted, once, and that is the job's own queue's or
-    // borrowed (another queue's guaranteed work stays in its cells).
-    // ... and none started in this cycle: nothing is started and stopped in one cycle (review).
-    if (o->state != JobState::kRunning || o->moved || !o->spec.preemptible ||
-        (o->queue != job.queue && !o->borrowed) || o->start_time >= now)
-      return;
+    if (!Movable(*o, job, now)) return false;
     occupants.push_back(o);
   }
-  if (occupants.empty()) return;  // it starts as soon as its turn comes
+  if (occupants.empty()) return true;  // it starts as soon as its turn comes
   // Starving reservations of the job's queue that rank no higher give way to the occupants'
   // destinations (two of them could each hold the GPUs the other's occupants would move to);
   // one a destination takes is dropped whole (Reserve) and planned anew.
@@ -1885,21 +2042,12 @@ void Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
   bool fits = TryPlaceOn(job, guaranteed, TotalReplicas(job.spec), trial,
                          FreedByModel(job.queue, occupants), &where);
   for (size_t i = 0; fits && i < occupants.size(); ++i) {
-    JobRecord& o = *occupants[i];
-    std::vector<int> ids;
     std::vector<ReplicaPlacement> placed;
-    // Guaranteed work that finds no guarantee cell left may borrow, as it would if it started
-    // now.
-    // Its destination is held while it stops, as a plan is: no lent GPUs, whose owner would
-    // reclaim them (review).
-    placing_plan_ = true;
-    fits = (!o.borrowed && TryPlace(o, true, o.replicas, trial, &ids, &placed)) ||
-           TryPlace(o, false, o.replicas, trial, &ids, &placed);
-    placing_plan_ = false;
+    fits = PlaceMoved(*occupants[i], trial, &placed);
     destinations.push_back(std::move(placed));
   }
   restore();
-  if (!fits) return;
+  if (!fits) return false;
   // Nobody else's reserved GPUs but those set aside (an occupant outranking a reservation may
   // be placed on it).
   auto others = [&](const std::vector<std::pair<int, int>>& gpus) {
@@ -1915,34 +2063,21 @@ void Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
     destination_gpus.emplace_back();
     for (const ReplicaPlacement& p : d)
       for (int g : p.gpus) destination_gpus.back().push_back({p.node, g});
-    if (others(destination_gpus.back())) return;
+    if (others(destination_gpus.back())) return false;
   }
   const std::vector<std::pair<int, int>> plan_gpus = ReservedGpus(where);
-  if (others(plan_gpus)) return;
+  if (others(plan_gpus)) return false;
   // A destination inside a guarantee cell the plan binds would be taken back by the plan's
   // reservation (review).
   const std::set<std::pair<int, int>> planned(plan_gpus.begin(), plan_gpus.end());
   for (const auto& gpus : destination_gpus)
     for (const auto& ng : gpus)
-      if (planned.count(ng)) return;
+      if (planned.count(ng)) return false;
   job.waiting_for.clear();
   for (size_t i = 0; i < occupants.size(); ++i) {
-    JobRecord& o = *occupants[i];
-    const bool o_guaranteed = !o.borrowed;
-    const double holds = o.gpu_equivalents;
-    TellToStop(o, Decision::Kind::kPreempt, job.id,
-               "moved to free the GPUs reserved for a long-waiting job", now, out);
-    o.moved = true;
-    // Its queue keeps what it holds counted while it stops (no reclaim for a dip that ends
-    // when it starts again), and its destination is held for it.
-    CommitWaiting(o, holds, o_guaranteed, {});
-    Reservations::Reservation kind;
-    kind.for_move = true;
-    kind.priority = WholePriority(o, now);
-    kind.queue = o.queue;
-    kind.since = now;
-    Reserve(o.id, destination_gpus[i], kind);
-    job.waiting_for.push_back(o.id);
+    MoveAway(*occupants[i], job.id, destination_gpus[i],
+             "moved to free the GPUs reserved for a long-waiting job", now, out);
+    job.waiting_for.push_back(occupants[i]->id);
   }
   CommitWaiting(job, need, guaranteed, where.bound_cells);
   job.planned = where.where;
@@ -1957,6 +2092,7 @@ void Scheduler::TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
   job.reason = "waiting for " + std::to_string(occupants.size()) +
                " job(s) moved off its reserved GPUs to stop";
   Emit(now, job.id, "waiting", job.reason);
+  return true;
 }
 
 std::vector<Decision> Scheduler::Stopped(int id, double now) {

@@ -435,10 +435,33 @@ class Scheduler {
   const JobRecord* LongestWaitingUnreserved(int queue) const;
   // Starving jobs whose reservations have waited reserve_after_s for their occupants: the
   // occupants are moved (preempted, their destinations held for them) when each fits elsewhere
-  // now, and the job waits for them as a preemptor does.
+  // now, and the job waits for them as a preemptor does. A reservation whose occupants cannot
+  // all move (another queue's guaranteed work, or nowhere for them to go) is planned anew on
+  // GPUs whose occupants can, when there are such GPUs.
   void MoveForReservations(const std::vector<double>& fair, double now, std::vector<Decision>* out);
-  void TryMoveFor(JobRecord& job, const Reservations::Reservation& r,
-                  const std::vector<double>& fair, double now, std::vector<Decision>* out);
+  // Whether the job's queue may hold it once started (moves are made only for such a job).
+  bool MayMoveFor(const JobRecord& job, const std::vector<double>& fair) const;
+  // Whether `o` may be moved for `job`: running, preemptible, not moved before, not started in
+  // this cycle, and the job's own queue's or borrowed.
+  static bool Movable(const JobRecord& o, const JobRecord& job, double now);
+  // Moves the occupants of `reserved_gpus` (the job's reservation) off them; false, doing
+  // nothing, when one of them cannot move or has nowhere to go. True also when none is there.
+  bool TryMoveFor(JobRecord& job, const std::vector<std::pair<int, int>>& reserved_gpus, double now,
+                  std::vector<Decision>* out);
+  // Moves the occupants of a placement whose occupants all fit elsewhere now, and moves the
+  // job's reservation there (`held`: the reservation it has); false, doing nothing, if none.
+  bool MoveOnOtherGpus(JobRecord& job, const Reservations::Reservation& held, double now,
+                       std::vector<Decision>* out);
+  // A placement for the job whose occupants all fit elsewhere now, fewest first; nullopt if none.
+  std::optional<TrialPlacement> PlanAmongMovable(JobRecord& job, double now);
+  // Places `o` on `trial` where its move would take it: its guarantee first, then borrowing,
+  // and no lent GPUs (their owner would take them back).
+  bool PlaceMoved(JobRecord& o, Allocator& trial, std::vector<ReplicaPlacement>* placed);
+  // While set, TryPreempt's reclaims may also move the job's own queue's jobs aside.
+  bool reclaim_with_moves_ = false;
+  // Tells `o` to stop for `for_job`, to start again on `destination`, which is held for it.
+  void MoveAway(JobRecord& o, int for_job, const std::vector<std::pair<int, int>>& destination,
+                const std::string& why, double now, std::vector<Decision>* out);
   // Reservations change through these, which keep the allocator's reserved nodes
   // (Allocator::SetNodeReserved) in step with them.
   void Reserve(int job, const std::vector<std::pair<int, int>>& gpus,

@@ -867,6 +867,49 @@ TEST(SchedulerDynamics, ChurnKeepsThePerCallContractAndEveryJobEnds) {
 
 // --- Shares settle, no thrash --------------------------------------------------------------
 
+// Jobs are placed whole: a capped queue whose cap has no room left for its smallest waiting job
+// holds all it can (it does not preempt its own work to repack), and what it leaves of its share
+// goes to the others. Its demand for the water-fill is then what it holds.
+std::vector<double> ReachableDemand(const Driver& d, const std::vector<double>& usage) {
+  std::vector<double> demand = d.Demand(), smallest_waiting(demand.size(), kNever);
+  for (const auto& [id, j] : d.s().jobs())
+    if (j.state == JobState::kPending) {
+      double& smallest = smallest_waiting[static_cast<size_t>(j.queue)];
+      smallest = std::min(smallest, FullGpus(j.spec));
+    }
+  for (size_t q = 0; q < demand.size(); ++q) {
+    const double cap = d.queues()[q].cap_gpus;
+    if (cap >= 0 && usage[q] + smallest_waiting[q] > cap + kEps) demand[q] = usage[q];
+  }
+  return demand;
+}
+
+// The queues as set and asked for, and which queue's running jobs sit on each GPU (a digit per
+// queue, '.' free, '+' several): what a reader of a share failure needs to see.
+std::string GpuMap(const Driver& d) {
+  std::string out;
+  const std::vector<double> demand = d.Demand();
+  for (size_t q = 0; q < d.queues().size(); ++q) {
+    const QueueSpec& spec = d.queues()[q];
+    out += "\n  queue " + spec.name + ": weight " + std::to_string(spec.weight).substr(0, 4) +
+           " cap " + std::to_string(spec.cap_gpus).substr(0, 5) + " guarantee " +
+           std::to_string(GuaranteeGpus(spec)).substr(0, 5) + " demand " +
+           std::to_string(demand[q]).substr(0, 5);
+  }
+  std::vector<std::string> rows(static_cast<size_t>(d.nodes()), std::string(kGpusPerNode, '.'));
+  for (const auto& [id, j] : d.s().jobs()) {
+    if (j.state == JobState::kPending || j.state == JobState::kDone) continue;
+    for (const ReplicaPlacement& p : j.placements)
+      for (int g : p.gpus) {
+        char& c = rows[static_cast<size_t>(p.node)][static_cast<size_t>(g)];
+        const char mark = static_cast<char>('0' + j.queue);
+        c = c == '.' || c == mark ? mark : '+';
+      }
+  }
+  for (size_t n = 0; n < rows.size(); ++n) out += "\n  node " + std::to_string(n) + ": " + rows[n];
+  return out;
+}
+
 // Random queues (guarantees, weights, caps) churn with health changes, then hold a steady
 // demand (1.3 times the capacity, nothing ends) for kCycles cycles. Checked over the last
 // kSettled: nothing is preempted, evicted or shrunk, the engine's fair shares are the
@@ -917,10 +960,12 @@ void SteadyDemandSettles(bool usage_near_share) {
       for (int id : d.live()) largest = std::max(largest, FullGpus(d.spec(id)));
       const std::vector<double> share = OracleShares(d.capacity(), d.queues(), d.Demand());
       const std::vector<double> usage = d.Usage();
+      const std::vector<double> reachable =
+          OracleShares(d.capacity(), d.queues(), ReachableDemand(d, usage));
       const std::vector<QueueStatus> status = d.s().Queues();
       for (size_t q = 0; q < share.size(); ++q) {
-        const double slack = largest + d.s().policy().reclaim_hysteresis * share[q] + kEps;
-        if (usage_near_share && std::abs(usage[q] - share[q]) > slack) {
+        const double slack = largest + d.s().policy().reclaim_hysteresis * reachable[q] + kEps;
+        if (usage_near_share && std::abs(usage[q] - reachable[q]) > slack) {
           // Why its pending jobs wait says which mechanism held the share back.
           std::string waiting;
           for (int id : d.s().pending(static_cast<int>(q))) {
@@ -951,8 +996,8 @@ void SteadyDemandSettles(bool usage_near_share) {
                        std::to_string(r.gpus.front().first) +
                        (r.for_preemption ? " (preemptor)" : "") + (r.yields ? " (yields)" : "");
           d.Fail("queue " + d.queues()[q].name + " holds " + std::to_string(usage[q]) +
-                 " GPUs, its water-fill share is " + std::to_string(share[q]) + " (slack " +
-                 std::to_string(slack) + ")" + waiting);
+                 " GPUs, its water-fill share is " + std::to_string(reachable[q]) + " (slack " +
+                 std::to_string(slack) + ")" + waiting + GpuMap(d));
         }
         if (std::abs(status[q].fair_share_gpus - share[q]) > kEps)
           d.Fail("queue " + d.queues()[q].name + ": the engine's fair share " +
