@@ -121,8 +121,13 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
     if (x->spec.priority != y->spec.priority) return x->spec.priority < y->spec.priority;
     return x->id < y->id;
   };
-  std::map<int, Victims> on_node;  // a victim counts on the node of its first replica
-  for (JobRecord* v : candidates) on_node[v->placements.front().node].push_back(v);
+  std::map<int, Victims> on_node;
+  for (JobRecord* v : candidates) {
+    std::set<int> nodes;
+    for (const ReplicaPlacement& r : v->placements)
+      if (search.every_node || nodes.empty()) nodes.insert(r.node);
+    for (int node : nodes) on_node[node].push_back(v);
+  }
   std::vector<std::tuple<size_t, double, int>> nodes;  // (victims needed, lost, node)
   for (auto& [node, victims] : on_node) {
     std::sort(victims.begin(), victims.end(), cheaper);
@@ -139,8 +144,10 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
   }
   std::sort(nodes.begin(), nodes.end());
   Victims ordered;
+  std::set<const JobRecord*> in_order;
   for (const auto& [needed, cost, node] : nodes)
-    ordered.insert(ordered.end(), on_node[node].begin(), on_node[node].end());
+    for (JobRecord* v : on_node[node])
+      if (in_order.insert(v).second) ordered.push_back(v);
 
   auto fits_without = [&](const Victims& victims, TrialPlacement* where) {
     if (!search.allowed(victims)) return false;

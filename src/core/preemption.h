@@ -89,6 +89,8 @@ struct VictimSearch {
   const JobSpec* spec = nullptr;
   int vc = -1;  // the VC whose bound cells the placement may use (-1: borrowing)
   double now = 0;
+  // Whether a victim counts on every node it has a replica on, or only on its first replica's.
+  bool every_node = false;
   // Whether the queue may hold the job once `victims` are gone.
   std::function<bool(const std::vector<JobRecord*>& victims)> allowed;
   // Places the job on `trial` (a what-if copy without `victims`); fills `placement` on success.

@@ -1712,6 +1712,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     search.spec = &sized;
     search.vc = plan.guaranteed ? job.queue : -1;
     search.now = now;
+    search.every_node = !plan.movers.empty();
     search.allowed = [&](const Victims& victims) {
       std::map<int, double> taken;
       double own = 0, own_guaranteed = 0;
@@ -1900,11 +1901,17 @@ void Scheduler::MoveForReservations(const std::vector<double>& fair, double now,
     // Occupants that cannot move never leave under steady demand: GPUs whose occupants can,
     // or borrowed GPUs reclaimed where the queue's own jobs can move aside, are then the job's
     // only way in.
-    if (TryMoveFor(job, held.gpus, now, out) || MoveOnOtherGpus(job, held, now, out)) continue;
-    reclaim_with_moves_ = true;
-    preempt_deferred_ = false;
-    TryPreempt(job, now, fair, false, out);
-    reclaim_with_moves_ = false;
+    if (TryMoveFor(job, held.gpus, now, out)) continue;
+    // Set aside meanwhile: the jobs that move for it may go to its reserved GPUs.
+    DropReservation(job.id);
+    if (!MoveOnOtherGpus(job, held, now, out)) {
+      reclaim_with_moves_ = true;
+      preempt_deferred_ = false;
+      TryPreempt(job, now, fair, false, out);
+      reclaim_with_moves_ = false;
+    }
+    if (job.state == JobState::kPending && !reservations_.Of(job.id))
+      Reserve(job.id, held.gpus, held);
   }
 }
 
@@ -1919,10 +1926,9 @@ bool Scheduler::MoveOnOtherGpus(JobRecord& job, const Reservations::Reservation&
         return owner >= 0 && owner != job.id;
       }))
     return false;
-  // The reservation changes only when the moves are made.
   Reserve(job.id, gpus, held);
   if (TryMoveFor(job, gpus, now, out)) return true;
-  Reserve(job.id, held.gpus, held);
+  DropReservation(job.id);
   return false;
 }
 
@@ -1981,6 +1987,7 @@ std::optional<TrialPlacement> Scheduler::PlanAmongMovable(JobRecord& job, double
   search.spec = &job.spec;
   search.vc = guaranteed ? job.queue : -1;
   search.now = now;
+  search.every_node = true;
   search.allowed = [](const std::vector<JobRecord*>&) { return true; };
   search.fits = [&](Allocator& trial, const std::vector<JobRecord*>& gone, TrialPlacement* where) {
     if (!TryPlaceOn(job, guaranteed, TotalReplicas(job.spec), trial, FreedByModel(job.queue, gone),

@@ -448,8 +448,8 @@ class Scheduler {
   // nothing, when one of them cannot move or has nowhere to go. True also when none is there.
   bool TryMoveFor(JobRecord& job, const std::vector<std::pair<int, int>>& reserved_gpus, double now,
                   std::vector<Decision>* out);
-  // Moves the occupants of a placement whose occupants all fit elsewhere now, and moves the
-  // job's reservation there (`held`: the reservation it has); false, doing nothing, if none.
+  // Moves the occupants of a placement whose occupants all fit elsewhere now, and reserves it
+  // for the job (`held`: the reservation it had, set aside); false, doing nothing, if none.
   bool MoveOnOtherGpus(JobRecord& job, const Reservations::Reservation& held, double now,
                        std::vector<Decision>* out);
   // A placement for the job whose occupants all fit elsewhere now, fewest first; nullopt if none.

@@ -78,6 +78,18 @@ class Driver {
     duration_[id] = duration;
     return id;
   }
+  // A job already running on `gpus` of `node` (as a restarted adapter hands it over), that runs
+  // until stopped: to lay a cluster out exactly.
+  int Adopt(const JobSpec& spec, int node, const std::vector<int>& gpus, bool borrowed) {
+    ReplicaPlacement at;
+    at.node = node;
+    at.gpus = gpus;
+    std::string why;
+    const int id = s_.Adopt(spec, {at}, borrowed, now_, now_, &why);
+    EXPECT_GE(id, 0) << why;
+    duration_[id] = 1e9;
+    return id;
+  }
   // One cycle at the current time, then the clock moves on by `step` seconds, carrying out
   // what fell due in between.
   void Cycle(double step = 1) {

@@ -1006,9 +1006,14 @@ void SteadyDemandSettles(bool usage_near_share) {
       }
     }
     const auto [job, stops] = d.most_stopped();
-    if (stops > kMaxStopsPerJob)
+    if (stops > kMaxStopsPerJob) {
+      std::string history;  // why it stopped each time
+      for (const EngineEvent& e : d.s().EventsSince(0))
+        if (e.job == job && history.size() < 4000)
+          history += "\n  t=" + std::to_string(e.time) + " " + e.kind + ": " + e.reason;
       d.Fail("job " + std::to_string(job) + " was stopped " + std::to_string(stops) +
-             " times under steady demand");
+             " times under steady demand" + history);
+    }
     // Every preemptor starts, but one whose plan guaranteed work took over (scheduler.h: a
     // guarantee does not wait for a borrower's plan), which the engine says.
     std::map<int, double> displaced;

@@ -446,6 +446,67 @@ TEST(SchedulerOverTimeTest, NoOccupantIsMovedWhenNotAllFitElsewhere) {
   EXPECT_EQ(d.J(a).preemptions + d.J(b).preemptions, 0);
 }
 
+// Under steady demand a reservation on another queue's guaranteed work waits for ever: it is
+// planned anew on GPUs whose occupants can all move, and the job starts there.
+TEST(SchedulerOverTimeTest, AReservationOnWorkThatCannotMoveGoesWhereOccupantsCan) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 60;
+  Driver d(3, 3, {Queue("a", 1), Queue("b")}, policy);
+  const int guaranteed = d.Adopt(Job("a", 8), 0, {0, 1, 2, 3, 4, 5, 6, 7}, false);
+  // One occupant on node 0; two on each of the others, which are the ones that can move.
+  const int one = d.Adopt(Job("b", 1), 1, {0}, true);
+  const int two = d.Adopt(Job("b", 1), 1, {1}, true);
+  const int three = d.Adopt(Job("b", 3), 2, {0, 1, 2}, true);
+  const int four = d.Adopt(Job("b", 2), 2, {3, 4}, true);
+  const int big = d.Submit(Job("b", 8));
+  for (int i = 0; i < 90; ++i) d.Cycle(1);
+  const Reservations::Reservation* r = d.s_.reservations().Of(big);
+  ASSERT_NE(r, nullptr) << d.J(big).reason;
+  ASSERT_EQ(r->gpus.front().first, 0);  // the fewest occupants: the one that cannot move
+  for (int i = 0; i < 200 && d.J(big).state != JobState::kRunning; ++i) d.Cycle(1);
+  ASSERT_EQ(d.J(big).state, JobState::kRunning) << d.J(big).reason;
+  EXPECT_EQ(d.NodeOf(big), 1);
+  for (int i = 0; i < 5; ++i) d.Cycle(1);
+  for (int moved : {one, two}) {
+    EXPECT_EQ(d.J(moved).state, JobState::kRunning) << d.J(moved).reason;
+    EXPECT_EQ(d.NodeOf(moved), 2);
+    EXPECT_EQ(d.J(moved).preemptions, 1);
+  }
+  for (int stays : {guaranteed, three, four}) EXPECT_EQ(d.J(stays).preemptions, 0);
+  // Steady from then on: nobody is stopped again.
+  for (int i = 0; i < 1000; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(one).preemptions + d.J(two).preemptions, 2);
+  EXPECT_EQ(d.J(big).preemptions + d.J(guaranteed).preemptions, 0);
+}
+
+// The GPUs a fair-share reclaim can give are scattered beside the queue's own small jobs: a
+// job that has waited reserve_after_s twice reclaims one node's borrowers and moves its own
+// queue's small job from there into a free GPU elsewhere.
+TEST(SchedulerOverTimeTest, AStarvingJobReclaimsWhereItsQueuesOwnJobCanMoveAside) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 60;
+  Driver d(2, 2, {Queue("a"), Queue("b", 0, 2)}, policy);
+  const int six = d.Adopt(Job("a", 6), 0, {0, 1, 2, 3, 4, 5}, true);
+  const int own = d.Adopt(Job("b", 1), 0, {6}, true);
+  const int seven = d.Adopt(Job("a", 7), 1, {0, 1, 2, 3, 4, 5, 6}, true);
+  const int aside = d.Adopt(Job("b", 1), 1, {7}, true);
+  // b's share is 10 (weight 2, demand 10) and a's 6: a holds 13.
+  const int big = d.Submit(Job("b", 8));
+  for (int i = 0; i < 300 && d.J(big).state != JobState::kRunning; ++i) d.Cycle(1);
+  ASSERT_EQ(d.J(big).state, JobState::kRunning) << d.J(big).reason;
+  EXPECT_EQ(d.NodeOf(big), 1);
+  for (int i = 0; i < 5; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(aside).state, JobState::kRunning) << d.J(aside).reason;
+  EXPECT_EQ(d.NodeOf(aside), 0);
+  EXPECT_EQ(d.J(seven).state, JobState::kPending);  // reclaimed: a is at its share
+  // Steady from then on: a holds its share, b its own, and nobody is stopped again.
+  for (int i = 0; i < 1000; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(six).preemptions + d.J(own).preemptions + d.J(big).preemptions, 0);
+  EXPECT_EQ(d.J(seven).preemptions, 1);
+  EXPECT_EQ(d.J(aside).preemptions, 1);
+  EXPECT_EQ(d.J(seven).state, JobState::kPending);
+}
+
 // Bug 6: health changes did not wake pending jobs, and jobs on bad hardware got no decision.
 TEST(SchedulerOverTimeTest, UncordonWakesAPendingJob) {
   Driver d(1, 1, {Queue("a")});
