@@ -66,7 +66,10 @@
 //    more moves them (MoveForReservations) when each fits elsewhere now and the job's queue
 //    then stays within its guarantee or fair share band. Each occupant is preempted once in its
 //    life, its destination is reserved for it until it starts again, and the job waits for them
-//    as a preemptor does. Only the job's own queue's work and borrowed work are moved.
+//    as a preemptor does. Only the job's own queue's work and borrowed work are moved. When the
+//    occupants cannot all move, the reservation goes to GPUs whose occupants can; failing that,
+//    the job's reclaims (the rules above) may move its own queue's jobs aside from the GPUs the
+//    borrowers give back. A moved job stays counted in its queue while it restarts elsewhere.
 //  - Guarantees first. Each cycle places jobs within their queue's guarantee (reclaiming for
 //    them) before any job borrows, so nothing is started and then preempted in one cycle.
 //    Priority preemption inside a queue compares the same whole points (aging included) that
