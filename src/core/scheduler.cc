@@ -1721,9 +1721,12 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       return allowed(taken, own, own_guaranteed);
     };
     search.fits = [&](Allocator& trial, const Victims& gone, TrialPlacement* where) {
+      if (plan.movers.empty()) return fits(trial, FreedByModel(job.queue, gone), where);
+      // On a copy, as in PlanAmongMovable: a refusal must leave `trial` as it was.
+      Allocator probe = trial;
       std::vector<std::vector<std::pair<int, int>>> destinations;
-      return fits(trial, FreedByModel(job.queue, stopping_for_good(gone)), where) &&
-             (plan.movers.empty() || place_movers(trial, gone, *where, &destinations));
+      return fits(probe, FreedByModel(job.queue, stopping_for_good(gone)), where) &&
+             place_movers(probe, gone, *where, &destinations);
     };
     std::optional<VictimPlan> found = FindVictims(search, plan.victims);
     if (!found) continue;
@@ -1990,12 +1993,15 @@ std::optional<TrialPlacement> Scheduler::PlanAmongMovable(JobRecord& job, double
   search.every_node = true;
   search.allowed = [](const std::vector<JobRecord*>&) { return true; };
   search.fits = [&](Allocator& trial, const std::vector<JobRecord*>& gone, TrialPlacement* where) {
-    if (!TryPlaceOn(job, guaranteed, TotalReplicas(job.spec), trial, FreedByModel(job.queue, gone),
+    // On a copy: a search that goes on after a refusal reuses `trial`, which must then hold
+    // neither the job nor the occupants placed before one found no room (review).
+    Allocator probe = trial;
+    if (!TryPlaceOn(job, guaranteed, TotalReplicas(job.spec), probe, FreedByModel(job.queue, gone),
                     where))
       return false;
     std::vector<ReplicaPlacement> placed;
     return std::all_of(gone.begin(), gone.end(),
-                       [&](JobRecord* o) { return PlaceMoved(*o, trial, &placed); });
+                       [&](JobRecord* o) { return PlaceMoved(*o, probe, &placed); });
   };
   planning_reservation_ = true;
   std::optional<VictimPlan> found = FindVictims(search, movable);
