@@ -1920,9 +1920,9 @@ void Scheduler::MoveForReservations(const std::vector<double>& fair, double now,
 
 bool Scheduler::MoveOnOtherGpus(JobRecord& job, const Reservations::Reservation& held, double now,
                                 std::vector<Decision>* out) {
-  const std::optional<TrialPlacement> movable = PlanAmongMovable(job, now);
+  const std::optional<VictimPlan> movable = PlanAmongMovable(job, now);
   if (!movable) return false;
-  const std::vector<std::pair<int, int>> gpus = ReservedGpus(*movable);
+  const std::vector<std::pair<int, int>> gpus = ReservedGpus(movable->placement);
   // Taking another's reserved GPU would drop that reservation, which no undo brings back.
   if (std::any_of(gpus.begin(), gpus.end(), [&](const auto& ng) {
         const int owner = reservations_.OwnerOf(ng.first, ng.second);
@@ -1930,7 +1930,8 @@ bool Scheduler::MoveOnOtherGpus(JobRecord& job, const Reservations::Reservation&
       }))
     return false;
   Reserve(job.id, gpus, held);
-  if (TryMoveFor(job, gpus, now, out)) return true;
+  // The plan may move a job off another node too, to make room for one moved off these GPUs.
+  if (TryMoveFor(job, gpus, now, out, movable->victims)) return true;
   DropReservation(job.id);
   return false;
 }
@@ -1979,7 +1980,7 @@ bool Scheduler::PlaceMoved(JobRecord& o, Allocator& trial, std::vector<ReplicaPl
   return fits;
 }
 
-std::optional<TrialPlacement> Scheduler::PlanAmongMovable(JobRecord& job, double now) {
+std::optional<VictimPlan> Scheduler::PlanAmongMovable(JobRecord& job, double now) {
   const double need = JobGpus(job.spec, TotalReplicas(job.spec));
   const bool guaranteed = job.spec.priority >= 0 && MayGuarantee(job, need);
   std::vector<JobRecord*> movable;
@@ -2006,8 +2007,7 @@ std::optional<TrialPlacement> Scheduler::PlanAmongMovable(JobRecord& job, double
   planning_reservation_ = true;
   std::optional<VictimPlan> found = FindVictims(search, movable);
   planning_reservation_ = false;
-  if (!found) return std::nullopt;
-  return found->placement;
+  return found;
 }
 
 // Under steady demand nothing ends: a reservation waiting for its occupants would wait for
@@ -2015,7 +2015,8 @@ std::optional<TrialPlacement> Scheduler::PlanAmongMovable(JobRecord& job, double
 // one restart, once in its life; a job is moved only for a job whose queue then stays within
 // its guarantee or fair share, so moves do not feed reclaims.
 bool Scheduler::TryMoveFor(JobRecord& job, const std::vector<std::pair<int, int>>& reserved_gpus,
-                           double now, std::vector<Decision>* out) {
+                           double now, std::vector<Decision>* out,
+                           const std::vector<JobRecord*>& also) {
   const double need = JobGpus(job.spec, TotalReplicas(job.spec));
   const bool guaranteed = job.spec.priority >= 0 && MayGuarantee(job, need);
   const std::set<std::pair<int, int>> reserved(reserved_gpus.begin(), reserved_gpus.end());
@@ -2030,6 +2031,11 @@ bool Scheduler::TryMoveFor(JobRecord& job, const std::vector<std::pair<int, int>
     if (!Movable(*o, job, now)) return false;
     occupants.push_back(o);
   }
+  for (JobRecord* o : also)
+    if (std::find(occupants.begin(), occupants.end(), o) == occupants.end()) {
+      if (!Movable(*o, job, now)) return false;
+      occupants.push_back(o);
+    }
   if (occupants.empty()) return true;  // it starts as soon as its turn comes
   // Starving reservations of the job's queue that rank no higher give way to the occupants'
   // destinations (two of them could each hold the GPUs the other's occupants would move to);

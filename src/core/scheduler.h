@@ -447,16 +447,18 @@ class Scheduler {
   // Whether `o` may be moved for `job`: running, preemptible, not moved before, not started in
   // this cycle, and the job's own queue's or borrowed.
   static bool Movable(const JobRecord& o, const JobRecord& job, double now);
-  // Moves the occupants of `reserved_gpus` (the job's reservation) off them; false, doing
-  // nothing, when one of them cannot move or has nowhere to go. True also when none is there.
+  // Moves the occupants of `reserved_gpus` (the job's reservation) off them, and the jobs in
+  // `also` (a chain: one moved elsewhere to make room for an occupant); false, doing nothing,
+  // when one of them cannot move or has nowhere to go. True also when none is there.
   bool TryMoveFor(JobRecord& job, const std::vector<std::pair<int, int>>& reserved_gpus, double now,
-                  std::vector<Decision>* out);
+                  std::vector<Decision>* out, const std::vector<JobRecord*>& also = {});
   // Moves the occupants of a placement whose occupants all fit elsewhere now, and reserves it
   // for the job (`held`: the reservation it had, set aside); false, doing nothing, if none.
   bool MoveOnOtherGpus(JobRecord& job, const Reservations::Reservation& held, double now,
                        std::vector<Decision>* out);
-  // A placement for the job whose occupants all fit elsewhere now, fewest first; nullopt if none.
-  std::optional<TrialPlacement> PlanAmongMovable(JobRecord& job, double now);
+  // A placement for the job whose occupants all fit elsewhere now, fewest first, with the jobs
+  // to move (occupants, and any whose GPUs an occupant needs); nullopt if none.
+  std::optional<VictimPlan> PlanAmongMovable(JobRecord& job, double now);
   // Places `o` on `trial` where its move would take it: its guarantee first, then borrowing,
   // and no lent GPUs (their owner would take them back).
   bool PlaceMoved(JobRecord& o, Allocator& trial, std::vector<ReplicaPlacement>* placed);

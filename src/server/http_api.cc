@@ -206,14 +206,34 @@ void RefuseRepeatedParameters(const httplib::Request& req) {
   }
 }
 
-// A route for users: `handle(req, res, caller)` runs once the token is known.
-// `for_agents`: a route of the agent API (AgentCaller) instead.
+// ApiError 403 unless the caller is an admin; `what` is what it asked to do ("drain a node").
+void RequireAdmin(const Caller& caller, const std::string& what) {
+  if (!caller.admin)
+    throw ApiError(403, "only an admin may " + what + "; " + caller.user + " is not one");
+}
+
+// Who may call a route. An admin route is refused to others before anything of the request is
+// looked at: a caller without the right hears 403, not what was wrong with the request.
+struct RouteAccess {
+  bool agents = false;    // the agent API (AgentCaller) instead of users'
+  std::string admin_for;  // not empty: admins only, to do this ("change the policy")
+};
+const RouteAccess kAgents{true, ""};
+RouteAccess AdminOnly(const std::string& what) { return {false, what}; }
+
+Caller Authorize(ApiContext& api, const httplib::Request& req, const RouteAccess& access) {
+  const Caller caller = access.agents ? AgentCaller(api.access, req) : UserCaller(api.access, req);
+  if (!access.admin_for.empty()) RequireAdmin(caller, access.admin_for);
+  return caller;
+}
+
+// A route for users: `handle(req, res, caller)` runs once the token is known and allowed.
 template <typename Handle>
-httplib::Server::Handler Route(ApiContext& api, Handle handle, bool for_agents = false) {
-  return [&api, handle, for_agents](const httplib::Request& req, httplib::Response& res) {
+httplib::Server::Handler Route(ApiContext& api, Handle handle, RouteAccess access = {}) {
+  return [&api, handle, access](const httplib::Request& req, httplib::Response& res) {
     Handling(api, req);
     Answer(res, [&] {
-      const Caller caller = for_agents ? AgentCaller(api.access, req) : UserCaller(api.access, req);
+      const Caller caller = Authorize(api, req, access);
       RefuseRepeatedParameters(req);
       handle(req, res, caller);
     });
@@ -231,13 +251,13 @@ bool Chunked(const httplib::Request& req) {
 // is checked before.
 template <typename Handle>
 httplib::Server::HandlerWithContentReader BodyRoute(ApiContext& api, Handle handle,
-                                                    bool for_agents = false) {
-  return [&api, handle, for_agents](const httplib::Request& req, httplib::Response& res,
-                                    const httplib::ContentReader& read) {
+                                                    RouteAccess access = {}) {
+  return [&api, handle, access](const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& read) {
     Caller caller;
     bool known = false;
     Answer(res, [&] {
-      caller = for_agents ? AgentCaller(api.access, req) : UserCaller(api.access, req);
+      caller = Authorize(api, req, access);
       RefuseRepeatedParameters(req);
       known = true;
     });
@@ -284,12 +304,6 @@ httplib::Server::HandlerWithContentReader BodyRoute(ApiContext& api, Handle hand
     }
     Answer(res, [&] { handle(req, res, caller, body); });
   };
-}
-
-// ApiError 403 unless the caller is an admin; `what` is what it asked to do ("drain a node").
-void RequireAdmin(const Caller& caller, const std::string& what) {
-  if (!caller.admin)
-    throw ApiError(403, "only an admin may " + what + "; " + caller.user + " is not one");
 }
 
 Json EventJson(const StoredEvent& e) {
@@ -666,33 +680,43 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
         }
         Reply(res, 200, PageJson(first));
       }));
-  server.Post(
-      R"(/v1/nodes/([^/]+)/([^/]+))",
-      Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
-        const std::string node = req.matches[1], action = req.matches[2];
-        RequireAdmin(caller, action.substr(0, 40) + " a node");
-        plane.NodeAction(node, action);
-        Reply(res, 200, {{"node", node}, {"action", action}});
-      }));
-  server.Delete(
-      R"(/v1/nodes/([^/]+))",
-      Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
-        const std::string node = req.matches[1];
-        RequireAdmin(caller, "remove a node");
-        Reply(res, 200, {{"node", node}, {"removed", true}, {"reason", plane.RemoveNode(node)}});
-      }));
-  server.Put(
-      "/v1/policy", BodyRoute(api, [&](const httplib::Request&, httplib::Response& res,
-                                       const Caller& caller, const std::string& body) {
-        RequireAdmin(caller, "change the policy");
-        Reply(res, 200, {{"applied", "policy"}, {"reason", plane.ApplyPolicy(body, caller.user)}});
-      }));
-  server.Put(
-      "/v1/queues", BodyRoute(api, [&](const httplib::Request&, httplib::Response& res,
-                                       const Caller& caller, const std::string& body) {
-        RequireAdmin(caller, "change the queues");
-        Reply(res, 200, {{"applied", "queues"}, {"reason", plane.ApplyQueues(body, caller.user)}});
-      }));
+  server.Post(R"(/v1/nodes/([^/]+)/([^/]+))",
+              Route(
+                  api,
+                  [&](const httplib::Request& req, httplib::Response& res, const Caller&) {
+                    const std::string node = req.matches[1], action = req.matches[2];
+                    plane.NodeAction(node, action);
+                    Reply(res, 200, {{"node", node}, {"action", action}});
+                  },
+                  AdminOnly("cordon, uncordon or drain a node")));
+  server.Delete(R"(/v1/nodes/([^/]+))",
+                Route(
+                    api,
+                    [&](const httplib::Request& req, httplib::Response& res, const Caller&) {
+                      const std::string node = req.matches[1];
+                      Reply(
+                          res, 200,
+                          {{"node", node}, {"removed", true}, {"reason", plane.RemoveNode(node)}});
+                    },
+                    AdminOnly("remove a node")));
+  server.Put("/v1/policy",
+             BodyRoute(
+                 api,
+                 [&](const httplib::Request&, httplib::Response& res, const Caller& caller,
+                     const std::string& body) {
+                   Reply(res, 200,
+                         {{"applied", "policy"}, {"reason", plane.ApplyPolicy(body, caller.user)}});
+                 },
+                 AdminOnly("change the policy")));
+  server.Put("/v1/queues",
+             BodyRoute(
+                 api,
+                 [&](const httplib::Request&, httplib::Response& res, const Caller& caller,
+                     const std::string& body) {
+                   Reply(res, 200,
+                         {{"applied", "queues"}, {"reason", plane.ApplyQueues(body, caller.user)}});
+                 },
+                 AdminOnly("change the queues")));
   server.Get(
       R"(/v1/jobs/(\d+)/logs)",
       Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
@@ -738,7 +762,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                            {"binaryLogs", true},
                            {"interruptedState", true}});
                   },
-                  true));
+                  kAgents));
   server.Get(R"(/v1/agents/([^/]+)/assignments)",
              Route(
                  api,
@@ -769,7 +793,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                    }
                    --api.assignment_watches;
                  },
-                 true));
+                 kAgents));
   server.Post(R"(/v1/agents/([^/]+)/report)",
               BodyRoute(
                   api,
@@ -778,7 +802,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                     Reply(res, 200,
                           ToJson(plane.Report(req.matches[1], Message(body, ParseReport))));
                   },
-                  true));
+                  kAgents));
   server.Get("/v1/cells", Route(api, [&](const httplib::Request&, httplib::Response& res,
                                          const Caller&) { Reply(res, 200, plane.Cells()); }));
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {

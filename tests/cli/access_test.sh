@@ -101,7 +101,15 @@ BERTH_TOKEN=$alice expect_exit2 "no job $b1" rm "$b1"
 as "$root" stop "$b1" > /dev/null
 [ "$(as "$bob" inspect "$b1" | jq -r .state)" = stopped ] || fail "the admin's stop"
 # Only admins act on nodes; everyone sees the nodes' events, and only their own jobs'.
-BERTH_TOKEN=$alice expect_exit2 "only an admin may cordon a node; alice is not one" node cordon dgx-3
+BERTH_TOKEN=$alice expect_exit2 "only an admin may cordon, uncordon or drain a node; alice is not one" \
+  node cordon dgx-3
+# Refused before the request is looked at: a wrong request from a non-admin hears 403 too.
+answer=$(code -X PUT -H "Authorization: Bearer $alice" --data-binary 'not: [a policy' \
+  "$BERTH_ADDR/v1/policy?x=1&x=2")
+[ "$answer" = 403 ] || fail "alice's malformed policy change: $answer"
+answer=$(code -X POST -H "Authorization: Bearer $alice" --data-binary "" \
+  "$BERTH_ADDR/v1/nodes/dgx-3/drain?x=1&x=2")
+[ "$answer" = 403 ] || fail "alice's malformed drain: $answer"
 as "$root" node cordon dgx-3 > /dev/null
 [ "$(as "$alice" events --format json | jq -r -s 'map(.job // .node) | unique | join(",")')" = \
   "$a1,dgx-3" ] || fail "alice's events: $(as "$alice" events)"

@@ -479,6 +479,41 @@ TEST(SchedulerOverTimeTest, AReservationOnWorkThatCannotMoveGoesWhereOccupantsCa
   EXPECT_EQ(d.J(big).preemptions + d.J(guaranteed).preemptions, 0);
 }
 
+// Only a chain of moves frees a node: the one job on node 1 fits nowhere else until another
+// small job moves out of the node where it would fit. Both move, once; the big job starts.
+TEST(SchedulerOverTimeTest, AReservationMovesAChainWhenOneMoveMakesRoomForAnother) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 60;
+  Driver d(3, 3, {Queue("a"), Queue("b")}, policy);
+  auto fixed = [](JobSpec spec) {
+    spec.preemptible = false;
+    return spec;
+  };
+  // Node 0: everything fixed but GPU 7. Node 2: everything fixed but GPU 0, and `small` on 1.
+  std::vector<int> stays = {d.Adopt(fixed(Job("a", 4)), 0, {0, 1, 2, 3}, true),
+                            d.Adopt(fixed(Job("a", 2)), 0, {4, 5}, true),
+                            d.Adopt(fixed(Job("a", 1)), 0, {6}, true),
+                            d.Adopt(fixed(Job("b", 2)), 2, {2, 3}, true),
+                            d.Adopt(fixed(Job("b", 4)), 2, {4, 5, 6, 7}, true)};
+  const int pair = d.Adopt(Job("b", 2), 1, {0, 1}, true);  // two GPUs: only node 2 could take it
+  const int small = d.Adopt(Job("b", 1), 2, {1}, true);
+  const int big = d.Submit(Job("b", 8));
+  for (int i = 0; i < 400 && d.J(big).state != JobState::kRunning; ++i) d.Cycle(1);
+  ASSERT_EQ(d.J(big).state, JobState::kRunning) << d.J(big).reason;
+  EXPECT_EQ(d.NodeOf(big), 1);
+  for (int i = 0; i < 5; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(pair).state, JobState::kRunning) << d.J(pair).reason;
+  EXPECT_EQ(d.NodeOf(pair), 2);
+  EXPECT_EQ(d.J(small).state, JobState::kRunning) << d.J(small).reason;
+  EXPECT_EQ(d.NodeOf(small), 0);
+  // Steady from then on: nobody is stopped again.
+  for (int i = 0; i < 1000; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(pair).preemptions, 1);
+  EXPECT_EQ(d.J(small).preemptions, 1);
+  EXPECT_EQ(d.J(big).preemptions, 0);
+  for (int id : stays) EXPECT_EQ(d.J(id).state, JobState::kRunning);
+}
+
 // The GPUs a fair-share reclaim can give are scattered beside the queue's own small jobs: a
 // job that has waited reserve_after_s twice reclaims one node's borrowers and moves its own
 // queue's small job from there into a free GPU elsewhere.
