@@ -1591,6 +1591,14 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     if (job.spec.priority >= 0 && queue.guarantee_gpus > 0)
       plans.push_back({lower, true, Why::kPriority, full});
     plans.push_back({lower, false, Why::kPriority, full});
+    // A reclaim may also take the queue's own lower-priority work: a node often holds some of
+    // each, and neither alone frees it.
+    for (size_t i = 0, reclaims = plans.size(); i < reclaims; ++i)
+      if (plans[i].why != Why::kPriority) {
+        Plan both = plans[i];
+        both.victims.insert(both.victims.end(), lower.begin(), lower.end());
+        plans.push_back(std::move(both));
+      }
   }
   // A starving job (MoveForReservations) may also move its own queue's jobs aside where a
   // reclaim leaves room: the GPUs borrowers give back are often scattered between the queue's
@@ -1599,16 +1607,17 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     Victims movers;
     for (const auto& [id, v] : running_by_queue_[job.queue])
       if (Movable(*v, job, now)) movers.push_back(v);
-    if (!movers.empty()) {
-      const size_t plain = plans.size();
-      for (size_t i = 0; i < plain; ++i)
-        if (plans[i].why != Why::kPriority) {
-          Plan moving = plans[i];
-          moving.victims.insert(moving.victims.end(), movers.begin(), movers.end());
-          moving.movers = movers;
-          plans.push_back(std::move(moving));
-        }
-    }
+    const size_t plain = plans.size();
+    for (size_t i = 0; i < plain; ++i)
+      if (plans[i].why != Why::kPriority) {
+        Plan moving = plans[i];
+        for (JobRecord* v : movers)  // one the plan stops already does not move
+          if (std::find(moving.victims.begin(), moving.victims.end(), v) == moving.victims.end()) {
+            moving.victims.push_back(v);
+            moving.movers.push_back(v);
+          }
+        if (!moving.movers.empty()) plans.push_back(std::move(moving));
+      }
   }
   for (const Plan& plan : plans) {
     auto moves = [&](const JobRecord* v) {
@@ -1740,6 +1749,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       if (!fits(trial, FreedByModel(job.queue, stopping_for_good(found->victims)), &where) ||
           !place_movers(trial, found->victims, where, &destinations))
         continue;
+      found->placement = where;  // the placement the destinations were checked against
     }
     // It fits with no victim at all (an elastic job at the size it reclaims for, inside a
     // guarantee its full size would not fit): it starts now.
@@ -1759,7 +1769,10 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
                  "were reclaimed",
                  now, out);
       else
-        TellToStop(*victim, Decision::Kind::kPreempt, job.id, why + queue.spec.name, now, out);
+        TellToStop(*victim, Decision::Kind::kPreempt, job.id,
+                   (victim->queue == job.queue ? "preempted by higher priority in queue " : why) +
+                       queue.spec.name,
+                   now, out);
       job.waiting_for.push_back(victim->id);
     }
     CommitWaiting(job, plan_need, plan.guaranteed, found->placement.bound_cells);

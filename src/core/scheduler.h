@@ -28,9 +28,10 @@
 //    submit time. A job that cannot be placed does not block the jobs behind it (backfill), but
 //    nobody is placed on GPUs reserved for another job.
 //  - Preemption (preemption.h): to reclaim a guarantee or a fair share from borrowers, or for a
-//    strictly higher priority inside one queue. Victims are whole jobs, chosen for fewest
-//    victims, then least GPU-time lost, then lowest priority, and only when the preemptor then
-//    fits within its guarantee or cap.
+//    strictly higher priority inside one queue, or both at once (a node often holds some of
+//    each, and neither alone frees it). Victims are whole jobs, chosen for fewest victims, then
+//    least GPU-time lost, then lowest priority, and only when the preemptor then fits within
+//    its guarantee or cap.
 //
 // Contract, over time (what holds cycle after cycle; tests/core/scheduler_dynamics_test.cc):
 //  - No thrash. A preemptor's planned placement (its victims' GPUs and the free GPUs of its
@@ -67,9 +68,11 @@
 //    then stays within its guarantee or fair share band. Each occupant is preempted once in its
 //    life, its destination is reserved for it until it starts again, and the job waits for them
 //    as a preemptor does. Only the job's own queue's work and borrowed work are moved. When the
-//    occupants cannot all move, the reservation goes to GPUs whose occupants can; failing that,
-//    the job's reclaims (the rules above) may move its own queue's jobs aside from the GPUs the
-//    borrowers give back. A moved job stays counted in its queue while it restarts elsewhere.
+//    occupants cannot all move, the reservation goes to GPUs whose occupants can (moving, when
+//    the plan needs it, a job off another node first to make room for one of them: a chain);
+//    failing that, the job's reclaims (the rules above) may move its own queue's jobs aside
+//    from the GPUs the borrowers give back. A moved job stays counted in its queue while it
+//    restarts elsewhere.
 //  - Guarantees first. Each cycle places jobs within their queue's guarantee (reclaiming for
 //    them) before any job borrows, so nothing is started and then preempted in one cycle.
 //    Priority preemption inside a queue compares the same whole points (aging included) that

@@ -542,6 +542,37 @@ TEST(SchedulerOverTimeTest, AStarvingJobReclaimsWhereItsQueuesOwnJobCanMoveAside
   EXPECT_EQ(d.J(seven).state, JobState::kPending);
 }
 
+// Each node holds another queue's borrower and a job of the queue's own of lower priority:
+// neither a reclaim nor a priority preemption alone frees a node, the two together do, at once
+// (no reservation needed).
+TEST(SchedulerOverTimeTest, AReclaimAlsoTakesTheQueuesOwnLowerPriorityWork) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 1e6;
+  Driver d(2, 2, {Queue("a"), Queue("b", 0, 2)}, policy);
+  JobSpec fixed = Job("a", 6);
+  fixed.preemptible = false;  // node 1 is the one to free
+  const int six = d.Adopt(fixed, 0, {0, 1, 2, 3, 4, 5}, true);
+  const int own = d.Adopt(Job("b", 1), 0, {6}, true);
+  const int seven = d.Adopt(Job("a", 7), 1, {0, 1, 2, 3, 4, 5, 6}, true);
+  const int low = d.Adopt(Job("b", 1), 1, {7}, true);
+  // b's share is 10 (weight 2, demand 10) and a's 6: a holds 13.
+  JobSpec urgent = Job("b", 8);
+  urgent.priority = 5;
+  const int big = d.Submit(urgent);
+  for (int i = 0; i < 60 && d.J(big).state != JobState::kRunning; ++i) d.Cycle(1);
+  ASSERT_EQ(d.J(big).state, JobState::kRunning) << d.J(big).reason;
+  EXPECT_EQ(d.NodeOf(big), 1);
+  for (int i = 0; i < 5; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(low).state, JobState::kRunning) << d.J(low).reason;  // into the free GPU
+  EXPECT_EQ(d.NodeOf(low), 0);
+  // Steady from then on: a holds its share, and nobody is stopped again.
+  for (int i = 0; i < 1000; ++i) d.Cycle(1);
+  EXPECT_EQ(d.J(seven).state, JobState::kPending);
+  EXPECT_EQ(d.J(seven).preemptions, 1);
+  EXPECT_EQ(d.J(low).preemptions, 1);
+  EXPECT_EQ(d.J(six).preemptions + d.J(own).preemptions + d.J(big).preemptions, 0);
+}
+
 // Bug 6: health changes did not wake pending jobs, and jobs on bad hardware got no decision.
 TEST(SchedulerOverTimeTest, UncordonWakesAPendingJob) {
   Driver d(1, 1, {Queue("a")});
