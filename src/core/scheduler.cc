@@ -1591,12 +1591,17 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     if (job.spec.priority >= 0 && queue.guarantee_gpus > 0)
       plans.push_back({lower, true, Why::kPriority, full});
     plans.push_back({lower, false, Why::kPriority, full});
-    // A reclaim may also take the queue's own lower-priority work: a node often holds some of
-    // each, and neither alone frees it.
-    for (size_t i = 0, reclaims = plans.size(); i < reclaims; ++i)
-      if (plans[i].why != Why::kPriority) {
+    // A fair-share reclaim may also take the queue's own borrowed lower-priority work: a node
+    // often holds some of each, and neither alone frees it. Not guaranteed work, nor for a
+    // guarantee reclaim: the queue's own victims would take its guarantee again as they
+    // restart, before the job, and break its plan (review: a preemption loop).
+    Victims borrowed_lower;
+    for (JobRecord* v : lower)
+      if (v->borrowed) borrowed_lower.push_back(v);
+    for (size_t i = 0, reclaims = plans.size(); i < reclaims && !borrowed_lower.empty(); ++i)
+      if (plans[i].why == Why::kFairShare) {
         Plan both = plans[i];
-        both.victims.insert(both.victims.end(), lower.begin(), lower.end());
+        both.victims.insert(both.victims.end(), borrowed_lower.begin(), borrowed_lower.end());
         plans.push_back(std::move(both));
       }
   }
@@ -2058,7 +2063,8 @@ bool Scheduler::TryMoveFor(JobRecord& job, const std::vector<std::pair<int, int>
   for (const auto& [id, other] : reservations_.all())
     if (id != job.id && other.starving() && other.queue == job.queue &&
         (other.priority < rank ||
-         (other.priority == rank && jobs_.at(id).pending_since > job.pending_since)))
+         (other.priority == rank &&
+          std::tie(jobs_.at(id).pending_since, id) > std::tie(job.pending_since, job.id))))
       set_aside.push_back({id, other});
   for (const auto& [id, other] : set_aside) reservations_.Drop(id);
   auto restore = [&] {

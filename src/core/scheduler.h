@@ -28,10 +28,10 @@
 //    submit time. A job that cannot be placed does not block the jobs behind it (backfill), but
 //    nobody is placed on GPUs reserved for another job.
 //  - Preemption (preemption.h): to reclaim a guarantee or a fair share from borrowers, or for a
-//    strictly higher priority inside one queue, or both at once (a node often holds some of
-//    each, and neither alone frees it). Victims are whole jobs, chosen for fewest victims, then
-//    least GPU-time lost, then lowest priority, and only when the preemptor then fits within
-//    its guarantee or cap.
+//    strictly higher priority inside one queue; a fair-share reclaim may also take the queue's
+//    own borrowed work of lower priority (a node often holds some of each, and neither alone
+//    frees it). Victims are whole jobs, chosen for fewest victims, then least GPU-time lost,
+//    then lowest priority, and only when the preemptor then fits within its guarantee or cap.
 //
 // Contract, over time (what holds cycle after cycle; tests/core/scheduler_dynamics_test.cc):
 //  - No thrash. A preemptor's planned placement (its victims' GPUs and the free GPUs of its

@@ -542,6 +542,26 @@ TEST(SchedulerOverTimeTest, AStarvingJobReclaimsWhereItsQueuesOwnJobCanMoveAside
   EXPECT_EQ(d.J(seven).state, JobState::kPending);
 }
 
+// Two starving jobs of one queue, equal in priority and age (submitted in the same second),
+// each reserve a node whose occupant could move only onto the other's: the later id gives way,
+// so one starts (review: neither did, each waiting for the other for ever).
+TEST(SchedulerOverTimeTest, TwoEqualStarvingJobsDoNotBlockEachOther) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 60;
+  Driver d(3, 3, {Queue("a"), Queue("b")}, policy);
+  JobSpec fixed = Job("a", 8);
+  fixed.preemptible = false;
+  d.Adopt(fixed, 0, {0, 1, 2, 3, 4, 5, 6, 7}, true);
+  const int one = d.Adopt(Job("b", 2), 1, {0, 1}, true);
+  const int two = d.Adopt(Job("b", 2), 2, {0, 1}, true);
+  const int first = d.Submit(Job("b", 8));
+  const int second = d.Submit(Job("b", 8));
+  for (int i = 0; i < 1000; ++i) d.Cycle(1);
+  EXPECT_EQ((d.J(first).state == JobState::kRunning) + (d.J(second).state == JobState::kRunning), 1)
+      << d.J(first).reason << " / " << d.J(second).reason;
+  EXPECT_EQ(d.J(one).preemptions + d.J(two).preemptions, 1);  // one moved, once
+}
+
 // Each node holds another queue's borrower and a job of the queue's own of lower priority:
 // neither a reclaim nor a priority preemption alone frees a node, the two together do, at once
 // (no reservation needed).
