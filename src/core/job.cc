@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
+
+#include "core/plugins/node_label.h"
 
 namespace berth {
 
@@ -37,11 +40,12 @@ int TotalReplicas(const JobSpec& spec) {
 
 namespace {
 
+// Read as the node-selector filter reads it ("node" and "rack" too), or a job pinned by name
+// would be refused as fitting no node.
 bool MatchesSelector(const Node& node, const TaskGroup& group) {
-  for (const auto& [key, value] : group.node_selector) {
-    auto it = node.labels.find(key);
-    if (it == node.labels.end() || it->second != value) return false;
-  }
+  std::string value;
+  for (const auto& [key, want] : group.node_selector)
+    if (!NodeLabel(node, key, &value) || value != want) return false;
   return true;
 }
 

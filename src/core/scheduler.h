@@ -280,6 +280,9 @@ class Scheduler {
   // counted as borrowed or not as before. Returns its id, or -1 with `why`.
   int Adopt(const JobSpec& spec, const std::vector<ReplicaPlacement>& placements, bool borrowed,
             double submit_time, double start_time, std::string* why);
+  // Crash recovery, after Adopt or Submit: the job was moved once before (JobRecord::moved), so
+  // it is never moved again.
+  void RememberMoved(int job) { jobs_.at(job).moved = true; }
   // Dry run (the Kubernetes extender's filter/prioritize): the job's placement on each of
   // `nodes` alone, nothing committed. Reservations of other jobs are honoured.
   std::vector<NodeVerdict> Evaluate(const JobSpec& spec, const std::vector<int>& nodes);

@@ -424,6 +424,7 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
         job.engine_id = out.engine->Adopt(job.spec, *placements, job.borrowed, job.stored.submitted,
                                           job.stored.updated, &why);
         if (job.engine_id >= 0) {
+          if (job.stored.moved) out.engine->RememberMoved(job.engine_id);
           if (Placed(job.stored.state)) {
             ++out.adopted;
           } else {
@@ -463,6 +464,7 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
       ++out.failed;
       Record(job, "failed", when + " the engine refuses it: " + why, &out.writes);
     } else {
+      if (job.stored.moved) out.engine->RememberMoved(job.engine_id);
       out.by_engine_id[job.engine_id] = job.stored.id;
       if (job.stored.state != "pending") Record(job, "pending", "queued again", &out.writes);
     }
@@ -1021,6 +1023,7 @@ void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<Sto
     if (id == by_engine_id_.end()) continue;  // not a job of this server (cannot happen)
     Job& job = jobs_.at(id->second);
     const JobRecord* record = engine_->job(d.job);
+    job.stored.moved = record->moved;  // kept across restarts and reloads: moved once in its life
     ++decisions_[d.kind];
     std::string gpus;
     for (const std::string& g : d.gpu_ids) gpus += (gpus.empty() ? "" : ", ") + g;

@@ -42,6 +42,8 @@ const char* const kMigrations[] = {
     "CREATE TABLE nodes (name TEXT PRIMARY KEY, cordoned INTEGER NOT NULL) WITHOUT ROWID;",
     // 3 -> 4: what admins applied through the API (the policy's and the queues' YAML).
     "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;",
+    // 4 -> 5: whether the engine moved the job once (a job is moved at most once in its life).
+    "ALTER TABLE jobs ADD COLUMN moved INTEGER NOT NULL DEFAULT 0;",
 };
 static_assert(std::size(kMigrations) == StateStore::kSchemaVersion);
 
@@ -242,8 +244,8 @@ std::string StateStore::WriteBatch(const std::vector<StoreWrite>& batch) {
     Exec(writer_, "BEGIN IMMEDIATE", "starting a commit");
     Statement put(writer_,
                   "INSERT OR REPLACE INTO jobs (id, name, queue, user, spec, state, reason, "
-                  "exit_code, submitted, updated, placements) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                  "exit_code, submitted, updated, placements, moved) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Statement event(writer_,
                     "INSERT INTO events (at, job, node, state, reason) VALUES (?, ?, ?, ?, ?)");
     Statement remove(writer_, "DELETE FROM jobs WHERE id = ?");
@@ -290,7 +292,8 @@ std::string StateStore::WriteBatch(const std::vector<StoreWrite>& batch) {
                .Bind(8, static_cast<int64_t>(j.exit_code))
                .Bind(9, j.submitted)
                .Bind(10, j.updated)
-               .Bind(11, j.placements));
+               .Bind(11, j.placements)
+               .Bind(12, static_cast<int64_t>(j.moved)));
       step(event.Bind(1, j.updated)
                .Bind(2, j.id)
                .Bind(3, std::string())
@@ -310,7 +313,7 @@ std::vector<StoredJob> StateStore::LoadJobs() const {
   std::lock_guard<std::mutex> lock(read_mu_);
   Statement s(reader_,
               "SELECT id, name, queue, user, spec, state, reason, exit_code, submitted, updated, "
-              "placements FROM jobs ORDER BY id");
+              "placements, moved FROM jobs ORDER BY id");
   std::vector<StoredJob> jobs;
   int rc;
   while ((rc = s.Step()) == SQLITE_ROW) {
@@ -326,6 +329,7 @@ std::vector<StoredJob> StateStore::LoadJobs() const {
     j.submitted = s.Real(8);
     j.updated = s.Real(9);
     j.placements = s.Text(10);
+    j.moved = s.Int(11) != 0;
     jobs.push_back(std::move(j));
   }
   if (rc != SQLITE_DONE) throw StoreError(path_ + ": reading jobs: " + sqlite3_errmsg(reader_));

@@ -46,6 +46,7 @@ struct StoredJob {
   double submitted = 0;  // seconds since the epoch
   double updated = 0;
   std::string placements;
+  bool moved = false;  // the engine moved it once to make room (JobRecord::moved): never again
 };
 
 // One entry of the event log: a job's state change (job set, node ""), a node's (job 0), or a
@@ -128,7 +129,7 @@ struct StoreWrite {
 class StateStore {
  public:
   // The schema this berth writes.
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Opens DIR/berth.db, creating DIR and the database when missing, and takes DIR/lock: one
   // server per state, since two would overwrite each other's jobs and hand out the same GPUs.

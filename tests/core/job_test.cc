@@ -55,5 +55,16 @@ TEST(JobTest, AnAffinityTighterThanEveryCellNeverFits) {
   EXPECT_TRUE(NeverFits(cluster, gang, "gangAffinity node puts on one node"));
 }
 
+// A node selector reads "node" as the node's name, as the node-selector filter does (review: a
+// job pinned to a node by name was refused as fitting no node, though the filter would take it).
+TEST(JobTest, ANodeSelectorOnTheNodesNameFits) {
+  const Cluster cluster = SyntheticDgxCluster(2, 2, 0);
+  JobSpec pinned = Whole(8);
+  pinned.groups[0].node_selector["node"] = "dgx-1";
+  EXPECT_EQ(WhyJobNeverFits(cluster, pinned), "");
+  pinned.groups[0].node_selector["node"] = "dgx-9";
+  EXPECT_TRUE(NeverFits(cluster, pinned, "matching its node selector"));
+}
+
 }  // namespace
 }  // namespace berth
