@@ -27,6 +27,15 @@ std::vector<double> WaterFill(double capacity, const std::vector<FairClaim>& cla
 struct ResourceVector {
   double gpu = 0, cpu_milli = 0, memory_mib = 0;
 };
+inline ResourceVector& operator+=(ResourceVector& a, const ResourceVector& b) {
+  a.gpu += b.gpu;
+  a.cpu_milli += b.cpu_milli;
+  a.memory_mib += b.memory_mib;
+  return a;
+}
+inline ResourceVector Scaled(const ResourceVector& r, double k) {
+  return {r.gpu * k, r.cpu_milli * k, r.memory_mib * k};
+}
 
 // max over resources of usage / capacity (resources with zero capacity are ignored).
 double DominantShare(const ResourceVector& usage, const ResourceVector& capacity);

@@ -331,6 +331,8 @@ class Scheduler {
 
   static constexpr size_t kKeptFinished = 4096;
   static constexpr size_t kKeptEvents = 65536;
+  // GPU-equivalents are sums of fractions (shares in milli-GPUs): compared with this slack.
+  static constexpr double kEps = 1e-9;
 
  private:
   struct Queue {
