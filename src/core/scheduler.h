@@ -427,9 +427,46 @@ class Scheduler {
   PreemptionRoom RoomToPreempt(int queue, int priority, double need, double share_need,
                                bool guarantee_only, const std::vector<double>& fair,
                                const std::function<bool()>& reclaim_may_fit) const;
-  // guarantee_only: reclaim for the guarantee, nothing else.
+  // guarantee_only: reclaim for the guarantee, nothing else. Tries each plan in turn; true when
+  // the job started or waits for its victims.
   bool TryPreempt(JobRecord& job, double now, const std::vector<double>& fair, bool guarantee_only,
                   std::vector<Decision>* out);
+  // The replicas a job is placed at when it reclaims its guarantee, toward its fair share, or
+  // for priority (an elastic job's may be fewer than its full size, down to its minimum).
+  struct PreemptionSizes {
+    int guarantee, share, full;
+  };
+  // One way to make room for a job: the jobs it may take, why, and where it then runs.
+  struct PreemptionPlan {
+    enum class Why { kGuarantee, kFairShare, kPriority };
+    std::vector<JobRecord*> victims;
+    bool guaranteed;  // placed inside its queue's guarantee
+    Why why;
+    int replicas;                         // the size the job is placed at
+    std::vector<JobRecord*> movers = {};  // of `victims`, its own queue's, restarted elsewhere
+  };
+  // The plans worth trying, in order: reclaims, priority, reclaims that also take the queue's
+  // own borrowed lower-priority work, then (for a starving job) reclaims that move its queue's
+  // jobs aside.
+  std::vector<PreemptionPlan> PreemptionPlans(const JobRecord& job, const PreemptionRoom& room,
+                                              const PreemptionSizes& sizes,
+                                              const std::vector<double>& fair, bool guarantee_only,
+                                              double now);
+  // Whether the queue may hold the job once `taken` GPUs (by queue) are given back, as Schedule
+  // asks of a start, and a fair-share reclaim moves the cluster toward the water-fill. `own`:
+  // the job's own queue's part of `taken`, `own_guaranteed` of it guaranteed.
+  bool PlanAllowed(const JobRecord& job, const PreemptionPlan& plan,
+                   const std::vector<double>& fair, const std::map<int, double>& taken, double own,
+                   double own_guaranteed) const;
+  // Elastic victims shrink if that is enough (the job starts now), else the fewest, cheapest
+  // whole victims are found; false when the plan finds none.
+  bool TryPreemptionPlan(JobRecord& job, const PreemptionPlan& plan,
+                         const std::vector<double>& fair, double now, std::vector<Decision>* out);
+  // Tells the plan's victims to stop (its movers to restart at `destinations`), and holds the
+  // placement and the guarantee cells it binds for the job until they have.
+  void WaitForVictims(JobRecord& job, const PreemptionPlan& plan, const VictimPlan& found,
+                      const std::vector<std::vector<std::pair<int, int>>>& destinations, double now,
+                      std::vector<Decision>* out);
   // The whole job on a what-if allocator, with the guarantee cells it binds. `freed`: the GPUs
   // by model that the job's own queue gave back on the trial, which no longer count toward its
   // model caps.

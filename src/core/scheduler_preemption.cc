@@ -187,25 +187,24 @@ Scheduler::PreemptionRoom Scheduler::RoomToPreempt(
 
 bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>& fair,
                            bool guarantee_only, std::vector<Decision>* out) {
-  Queue& queue = queues_[job.queue];
-  const Policy& policy = pipeline_->policy();
+  const Queue& queue = queues_[job.queue];
   const int full = TotalReplicas(job.spec);
   // An elastic job reclaims its guarantee at the size the guarantee leaves room for, and toward
   // its fair share at the size that share leaves room for, each down to its minimum: its full
   // size may be past them while its minimum is not.
-  int guarantee_replicas = full, share_replicas = full;
+  PreemptionSizes sizes{full, full, full};
   if (job.spec.min_replicas > 0) {
-    while (guarantee_replicas > job.spec.min_replicas &&
-           !MayGuarantee(job, JobGpus(job.spec, guarantee_replicas)))
-      --guarantee_replicas;
-    while (share_replicas > job.spec.min_replicas &&
-           queue.committed.gpu + JobGpus(job.spec, share_replicas) > fair[job.queue] + kEps)
-      --share_replicas;
+    while (sizes.guarantee > job.spec.min_replicas &&
+           !MayGuarantee(job, JobGpus(job.spec, sizes.guarantee)))
+      --sizes.guarantee;
+    while (sizes.share > job.spec.min_replicas &&
+           queue.committed.gpu + JobGpus(job.spec, sizes.share) > fair[job.queue] + kEps)
+      --sizes.share;
   }
-  const JobSpec guarantee_sized = FirstReplicas(job.spec, guarantee_replicas);
+  const JobSpec guarantee_sized = FirstReplicas(job.spec, sizes.guarantee);
   const PreemptionRoom room = RoomToPreempt(
-      job.queue, job.spec.priority, JobGpus(job.spec, guarantee_replicas),
-      JobGpus(job.spec, share_replicas), guarantee_only, fair,
+      job.queue, job.spec.priority, JobGpus(job.spec, sizes.guarantee),
+      JobGpus(job.spec, sizes.share), guarantee_only, fair,
       [&] { return ReplicaBound::MayFitReclaiming(*allocator_, guarantee_sized, job.queue); });
   // No victim can exist: the common case in a deep queue, answered without looking at the
   // running jobs.
@@ -213,34 +212,36 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     if (job.reason.empty()) job.reason = "no capacity fits the job";
     return false;
   }
-  const bool within_guarantee = room.within_guarantee, below_fair_share = room.below_fair_share;
-  if (within_guarantee) {
+  if (room.within_guarantee) {
     if (const JobRecord* p = CellBeingReclaimed(job.queue)) {
       job.reason = "waiting for the guarantee cell job " + std::to_string(p->id) + " reclaims";
       return false;
     }
   }
+  for (const PreemptionPlan& plan : PreemptionPlans(job, room, sizes, fair, guarantee_only, now))
+    if (TryPreemptionPlan(job, plan, fair, now, out)) return true;
+  if (job.reason.empty()) job.reason = "no capacity fits the job";
+  return false;
+}
 
+std::vector<Scheduler::PreemptionPlan> Scheduler::PreemptionPlans(const JobRecord& job,
+                                                                  const PreemptionRoom& room,
+                                                                  const PreemptionSizes& sizes,
+                                                                  const std::vector<double>& fair,
+                                                                  bool guarantee_only, double now) {
   using Victims = std::vector<JobRecord*>;
-  enum class Why { kGuarantee, kFairShare, kPriority };
-  struct Plan {
-    Victims victims;
-    bool guaranteed;
-    Why why;
-    int replicas;         // the size the job is placed at
-    Victims movers = {};  // of `victims`, the job's own queue's, which start again elsewhere
-  };
+  using Why = PreemptionPlan::Why;
+  const double hysteresis = pipeline_->policy().reclaim_hysteresis;
   Victims reclaim, fair_reclaim, lower;
   // Only the queues that may give a victim are visited: the job's own where lower priority runs
   // there, others when reclaiming the guarantee, and those above their share by the band for
   // the fair share.
   for (size_t q = 0; q < queues_.size(); ++q) {
-    const bool gives =
-        static_cast<int>(q) == job.queue
-            ? room.lower_exists
-            : within_guarantee ||
-                  (below_fair_share &&
-                   queues_[q].committed.gpu > fair[q] * (1 + policy.reclaim_hysteresis) + kEps);
+    const bool gives = static_cast<int>(q) == job.queue
+                           ? room.lower_exists
+                           : room.within_guarantee ||
+                                 (room.below_fair_share &&
+                                  queues_[q].committed.gpu > fair[q] * (1 + hysteresis) + kEps);
     if (!gives) continue;
     for (const auto& [id, v] : running_by_queue_[q]) {
       if (v->state != JobState::kRunning || !v->spec.preemptible) continue;
@@ -255,11 +256,10 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       };
       if (v->queue != job.queue && v->borrowed) {
         // (a) Reclaim the guarantee from borrowers; (a') restore the fair share from queues
-        // above theirs by the hysteresis band (how far, `allowed` checks for the whole set).
-        if (within_guarantee) add(reclaim);
+        // above theirs by the hysteresis band (how far, PlanAllowed checks for the whole set).
+        if (room.within_guarantee) add(reclaim);
         const Queue& other = queues_[v->queue];
-        if (below_fair_share &&
-            other.committed.gpu > fair[v->queue] * (1 + policy.reclaim_hysteresis) + kEps)
+        if (room.below_fair_share && other.committed.gpu > fair[v->queue] * (1 + hysteresis) + kEps)
           add(fair_reclaim);
       }
       // (b) Strictly lower priority inside the queue, by raw priority and by the whole points
@@ -269,15 +269,14 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
         add(lower);
     }
   }
-  std::vector<Plan> plans;
-  if (!reclaim.empty()) plans.push_back({reclaim, true, Why::kGuarantee, guarantee_replicas});
-  if (!fair_reclaim.empty())
-    plans.push_back({fair_reclaim, false, Why::kFairShare, share_replicas});
+  std::vector<PreemptionPlan> plans;
+  if (!reclaim.empty()) plans.push_back({reclaim, true, Why::kGuarantee, sizes.guarantee});
+  if (!fair_reclaim.empty()) plans.push_back({fair_reclaim, false, Why::kFairShare, sizes.share});
   if (!lower.empty()) {
     // Inside the guarantee when the victims' guaranteed GPUs make room there, else borrowing.
-    if (job.spec.priority >= 0 && queue.guarantee_gpus > 0)
-      plans.push_back({lower, true, Why::kPriority, full});
-    plans.push_back({lower, false, Why::kPriority, full});
+    if (job.spec.priority >= 0 && queues_[job.queue].guarantee_gpus > 0)
+      plans.push_back({lower, true, Why::kPriority, sizes.full});
+    plans.push_back({lower, false, Why::kPriority, sizes.full});
     // A fair-share reclaim may also take the queue's own borrowed lower-priority work: a node
     // often holds some of each, and neither alone frees it. Not guaranteed work, nor for a
     // guarantee reclaim: the queue's own victims would take its guarantee again as they
@@ -287,7 +286,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
       if (v->borrowed) borrowed_lower.push_back(v);
     for (size_t i = 0, reclaims = plans.size(); i < reclaims && !borrowed_lower.empty(); ++i)
       if (plans[i].why == Why::kFairShare) {
-        Plan both = plans[i];
+        PreemptionPlan both = plans[i];
         both.victims.insert(both.victims.end(), borrowed_lower.begin(), borrowed_lower.end());
         plans.push_back(std::move(both));
       }
@@ -302,7 +301,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
     const size_t plain = plans.size();
     for (size_t i = 0; i < plain; ++i)
       if (plans[i].why != Why::kPriority) {
-        Plan moving = plans[i];
+        PreemptionPlan moving = plans[i];
         for (JobRecord* v : movers)  // one the plan stops already does not move
           if (std::find(moving.victims.begin(), moving.victims.end(), v) == moving.victims.end()) {
             moving.victims.push_back(v);
@@ -311,181 +310,190 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
         if (!moving.movers.empty()) plans.push_back(std::move(moving));
       }
   }
-  for (const Plan& plan : plans) {
-    auto moves = [&](const JobRecord* v) {
-      return std::find(plan.movers.begin(), plan.movers.end(), v) != plan.movers.end();
-    };
-    // Where the movers go once the job is placed on `trial`, in the order of `gone`; false
-    // when one finds no place, or only one on the job's planned GPUs or another's reservation.
-    auto place_movers = [&](Allocator& trial, const Victims& gone, const TrialPlacement& where,
-                            std::vector<std::vector<std::pair<int, int>>>* destinations) {
-      const std::vector<std::pair<int, int>> planned_gpus = ReservedGpus(where);
-      const std::set<std::pair<int, int>> planned(planned_gpus.begin(), planned_gpus.end());
-      for (JobRecord* v : gone) {
-        if (!moves(v)) continue;
-        std::vector<ReplicaPlacement> placed;
-        if (!PlaceMoved(*v, trial, &placed)) return false;
-        destinations->emplace_back();
-        for (const ReplicaPlacement& r : placed)
-          for (int g : r.gpus) {
-            const int owner = reservations_.OwnerOf(r.node, g);
-            if (planned.count({r.node, g}) || (owner >= 0 && owner != job.id)) return false;
-            destinations->back().push_back({r.node, g});
-          }
-      }
-      return true;
-    };
-    auto stopping_for_good = [&](const Victims& gone) {
-      Victims out;
-      for (JobRecord* v : gone)
-        if (!moves(v)) out.push_back(v);
-      return out;
-    };
-    const double plan_need = JobGpus(job.spec, plan.replicas);
-    const JobSpec sized = FirstReplicas(job.spec, plan.replicas);  // what the search places
-    // Whether the queue may hold the preemptor once `taken` GPUs (by queue) are given back, as
-    // Schedule asks of a start; and for a fair-share reclaim, whether every victim's queue
-    // keeps its share. `own`: the preemptor's queue's part, `own_guaranteed` of it guaranteed.
-    auto allowed = [&](const std::map<int, double>& taken, double own, double own_guaranteed) {
-      // A fair-share reclaim must shrink the total shortfall below the shares by at least half
-      // of what the job gets (it gets all of `plan_need` toward its own share): a victim's queue
-      // may end a little below its share, when its excess was too fragmented to give whole
-      // jobs, but every reclaim moves the cluster toward the water-fill by a fixed amount, so
-      // reclaims end.
-      if (plan.why == Why::kFairShare) {
-        double shortfall_made = 0;
-        for (const auto& [q, gpus] : taken) {
-          const double held = queues_[q].committed.gpu;
-          shortfall_made += std::max(0.0, fair[q] - (held - gpus)) - std::max(0.0, fair[q] - held);
-        }
-        if (shortfall_made > plan_need / 2 + kEps) return false;
-      }
-      const bool under_cap =
-          queue.spec.cap_gpus < 0 ||
-          queue.held.gpu + queue.waiting_gpus - own + plan_need <= queue.spec.cap_gpus + kEps;
-      if (plan.guaranteed)
-        return job.spec.priority >= 0 && under_cap &&
-               queue.committed_guaranteed - own_guaranteed + plan_need <=
-                   queue.guarantee_gpus + kEps;
-      return under_cap;
-    };
-    auto allowed_giving = [&](const JobRecord& v, double gpus, std::map<int, double>& taken,
-                              double& own, double& own_guaranteed) {
-      taken[v.queue] += gpus;
-      if (v.queue != job.queue) return;
-      own += gpus;
-      if (!v.borrowed) own_guaranteed += gpus;
-    };
-    auto fits = [&](Allocator& trial, const std::map<std::string, double>& freed,
-                    TrialPlacement* where) {
-      return TryPlaceOn(job, plan.guaranteed, plan.replicas, trial, freed, where);
-    };
-    // Elastic victims give back replicas first; the job then starts at once on what they freed.
-    ShrinkSearch shrinking;
-    shrinking.alloc = allocator_.get();
-    shrinking.allowed = [&](const std::vector<Shrink>& shrinks) {
-      std::map<int, double> taken;
-      double own = 0, own_guaranteed = 0;
-      for (const Shrink& s : shrinks)
-        allowed_giving(*s.job, s.job->gpu_equivalents - JobGpus(s.job->spec, s.replicas), taken,
-                       own, own_guaranteed);
-      return allowed(taken, own, own_guaranteed);
-    };
-    shrinking.shrink = [&](Allocator& trial, const Shrink& s, std::vector<int>* ids) {
-      for (int a : *ids) trial.Release(a);
-      const std::vector<ReplicaPlacement> keep(s.job->placements.begin(),
-                                               s.job->placements.begin() + s.replicas);
-      std::vector<ReplicaPlacement> placed;
-      return TryPlace(*s.job, !s.job->borrowed, s.replicas, trial, ids, &placed, &keep);
-    };
-    shrinking.fits = [&](Allocator& trial, const std::vector<Shrink>& shrinks,
-                         TrialPlacement* where) {
-      return fits(trial, FreedByModel(job.queue, shrinks), where);
-    };
-    std::optional<ShrinkPlan> shrunk;
-    if (plan.movers.empty()) shrunk = FindShrinks(shrinking, plan.victims);
-    if (shrunk) {
-      for (const Shrink& s : shrunk->shrinks) Resize(*s.job, s.replicas, now, out);
-      if (Start(job, plan.guaranteed, now, out, plan.replicas)) return true;
+  return plans;
+}
+
+bool Scheduler::PlanAllowed(const JobRecord& job, const PreemptionPlan& plan,
+                            const std::vector<double>& fair, const std::map<int, double>& taken,
+                            double own, double own_guaranteed) const {
+  const Queue& queue = queues_[job.queue];
+  const double plan_need = JobGpus(job.spec, plan.replicas);
+  // A fair-share reclaim must shrink the total shortfall below the shares by at least half of
+  // what the job gets (it gets all of `plan_need` toward its own share): a victim's queue may
+  // end a little below its share, when its excess was too fragmented to give whole jobs, but
+  // every reclaim moves the cluster toward the water-fill by a fixed amount, so reclaims end.
+  if (plan.why == PreemptionPlan::Why::kFairShare) {
+    double shortfall_made = 0;
+    for (const auto& [q, gpus] : taken) {
+      const double held = queues_[q].committed.gpu;
+      shortfall_made += std::max(0.0, fair[q] - (held - gpus)) - std::max(0.0, fair[q] - held);
     }
-    VictimSearch search;
-    search.alloc = allocator_.get();
-    search.spec = &sized;
-    search.vc = plan.guaranteed ? job.queue : -1;
-    search.now = now;
-    search.every_node = !plan.movers.empty();
-    search.allowed = [&](const Victims& victims) {
-      std::map<int, double> taken;
-      double own = 0, own_guaranteed = 0;
-      for (const JobRecord* v : victims)
-        if (!moves(v)) allowed_giving(*v, v->gpu_equivalents, taken, own, own_guaranteed);
-      return allowed(taken, own, own_guaranteed);
-    };
-    search.fits = [&](Allocator& trial, const Victims& gone, TrialPlacement* where) {
-      if (plan.movers.empty()) return fits(trial, FreedByModel(job.queue, gone), where);
-      // On a copy, as in PlanAmongMovable: a refusal must leave `trial` as it was.
-      Allocator probe = trial;
-      std::vector<std::vector<std::pair<int, int>>> destinations;
-      return fits(probe, FreedByModel(job.queue, stopping_for_good(gone)), where) &&
-             place_movers(probe, gone, *where, &destinations);
-    };
-    std::optional<VictimPlan> found = FindVictims(search, plan.victims);
-    if (!found) continue;
-    // The movers' destinations, found again as the search found them.
-    std::vector<std::vector<std::pair<int, int>>> destinations;
-    if (!plan.movers.empty()) {
-      Allocator trial = *allocator_;
-      for (const JobRecord* v : found->victims)
-        for (int a : v->allocations) trial.Release(a);
-      TrialPlacement where;
-      if (!fits(trial, FreedByModel(job.queue, stopping_for_good(found->victims)), &where) ||
-          !place_movers(trial, found->victims, where, &destinations))
-        continue;
-      found->placement = where;  // the placement the destinations were checked against
-    }
-    // It fits with no victim at all (an elastic job at the size it reclaims for, inside a
-    // guarantee its full size would not fit): it starts now.
-    if (found->victims.empty()) {
-      if (Start(job, plan.guaranteed, now, out, plan.replicas)) return true;
-      continue;
-    }
-    const char* why = plan.why == Why::kGuarantee   ? "reclaimed for the guarantee of queue "
-                      : plan.why == Why::kFairShare ? "reclaimed for the fair share of queue "
-                                                    : "preempted by higher priority in queue ";
-    job.waiting_for.clear();
-    size_t moved = 0;
-    for (JobRecord* victim : found->victims) {
-      if (moves(victim))
-        MoveAway(*victim, job.id, destinations[moved++],
-                 "moved to make room for a long-waiting job of its queue where borrowed GPUs "
-                 "were reclaimed",
-                 now, out);
-      else
-        TellToStop(*victim, Decision::Kind::kPreempt, job.id,
-                   (victim->queue == job.queue ? "preempted by higher priority in queue " : why) +
-                       queue.spec.name,
-                   now, out);
-      job.waiting_for.push_back(victim->id);
-    }
-    CommitWaiting(job, plan_need, plan.guaranteed, found->placement.bound_cells);
-    job.planned = found->placement.where;
-    // A borrower's plan this guaranteed one overlaps (another queue's, or its own queue's of
-    // lower priority: the search goes around the rest) loses its reservation; its victims still
-    // stop, and it then starts wherever it fits.
-    Reservations::Reservation kind;
-    kind.yields = !plan.guaranteed;
-    kind.for_preemption = true;
-    kind.priority = WholePriority(job, now);
-    kind.queue = job.queue;
-    Reserve(job.id, ReservedGpus(found->placement), kind);
-    job.preempting = true;
-    job.reason =
-        "waiting for " + std::to_string(found->victims.size()) + " preempted job(s) to stop";
-    Emit(now, job.id, "waiting", job.reason);
-    return true;
+    if (shortfall_made > plan_need / 2 + kEps) return false;
   }
-  if (job.reason.empty()) job.reason = "no capacity fits the job";
-  return false;
+  const bool under_cap =
+      queue.spec.cap_gpus < 0 ||
+      queue.held.gpu + queue.waiting_gpus - own + plan_need <= queue.spec.cap_gpus + kEps;
+  if (plan.guaranteed)
+    return job.spec.priority >= 0 && under_cap &&
+           queue.committed_guaranteed - own_guaranteed + plan_need <= queue.guarantee_gpus + kEps;
+  return under_cap;
+}
+
+bool Scheduler::TryPreemptionPlan(JobRecord& job, const PreemptionPlan& plan,
+                                  const std::vector<double>& fair, double now,
+                                  std::vector<Decision>* out) {
+  using Victims = std::vector<JobRecord*>;
+  auto moves = [&](const JobRecord* v) {
+    return std::find(plan.movers.begin(), plan.movers.end(), v) != plan.movers.end();
+  };
+  // Where the movers go once the job is placed on `trial`, in the order of `gone`; false when
+  // one finds no place, or only one on the job's planned GPUs or another's reservation.
+  auto place_movers = [&](Allocator& trial, const Victims& gone, const TrialPlacement& where,
+                          std::vector<std::vector<std::pair<int, int>>>* destinations) {
+    const std::vector<std::pair<int, int>> planned_gpus = ReservedGpus(where);
+    const std::set<std::pair<int, int>> planned(planned_gpus.begin(), planned_gpus.end());
+    for (JobRecord* v : gone) {
+      if (!moves(v)) continue;
+      std::vector<ReplicaPlacement> placed;
+      if (!PlaceMoved(*v, trial, &placed)) return false;
+      destinations->emplace_back();
+      for (const ReplicaPlacement& r : placed)
+        for (int g : r.gpus) {
+          const int owner = reservations_.OwnerOf(r.node, g);
+          if (planned.count({r.node, g}) || (owner >= 0 && owner != job.id)) return false;
+          destinations->back().push_back({r.node, g});
+        }
+    }
+    return true;
+  };
+  auto stopping_for_good = [&](const Victims& gone) {
+    Victims out;
+    for (JobRecord* v : gone)
+      if (!moves(v)) out.push_back(v);
+    return out;
+  };
+  const JobSpec sized = FirstReplicas(job.spec, plan.replicas);  // what the search places
+  // What giving `gpus` of `v` takes from each queue, and from the job's own (`own`,
+  // `own_guaranteed` of it guaranteed), as PlanAllowed counts it.
+  auto giving = [&](const JobRecord& v, double gpus, std::map<int, double>& taken, double& own,
+                    double& own_guaranteed) {
+    taken[v.queue] += gpus;
+    if (v.queue != job.queue) return;
+    own += gpus;
+    if (!v.borrowed) own_guaranteed += gpus;
+  };
+  auto fits = [&](Allocator& trial, const std::map<std::string, double>& freed,
+                  TrialPlacement* where) {
+    return TryPlaceOn(job, plan.guaranteed, plan.replicas, trial, freed, where);
+  };
+  // Elastic victims give back replicas first; the job then starts at once on what they freed.
+  ShrinkSearch shrinking;
+  shrinking.alloc = allocator_.get();
+  shrinking.allowed = [&](const std::vector<Shrink>& shrinks) {
+    std::map<int, double> taken;
+    double own = 0, own_guaranteed = 0;
+    for (const Shrink& s : shrinks)
+      giving(*s.job, s.job->gpu_equivalents - JobGpus(s.job->spec, s.replicas), taken, own,
+             own_guaranteed);
+    return PlanAllowed(job, plan, fair, taken, own, own_guaranteed);
+  };
+  shrinking.shrink = [&](Allocator& trial, const Shrink& s, std::vector<int>* ids) {
+    for (int a : *ids) trial.Release(a);
+    const std::vector<ReplicaPlacement> keep(s.job->placements.begin(),
+                                             s.job->placements.begin() + s.replicas);
+    std::vector<ReplicaPlacement> placed;
+    return TryPlace(*s.job, !s.job->borrowed, s.replicas, trial, ids, &placed, &keep);
+  };
+  shrinking.fits = [&](Allocator& trial, const std::vector<Shrink>& shrinks,
+                       TrialPlacement* where) {
+    return fits(trial, FreedByModel(job.queue, shrinks), where);
+  };
+  std::optional<ShrinkPlan> shrunk;
+  if (plan.movers.empty()) shrunk = FindShrinks(shrinking, plan.victims);
+  if (shrunk) {
+    for (const Shrink& s : shrunk->shrinks) Resize(*s.job, s.replicas, now, out);
+    if (Start(job, plan.guaranteed, now, out, plan.replicas)) return true;
+  }
+  VictimSearch search;
+  search.alloc = allocator_.get();
+  search.spec = &sized;
+  search.vc = plan.guaranteed ? job.queue : -1;
+  search.now = now;
+  search.every_node = !plan.movers.empty();
+  search.allowed = [&](const Victims& victims) {
+    std::map<int, double> taken;
+    double own = 0, own_guaranteed = 0;
+    for (const JobRecord* v : victims)
+      if (!moves(v)) giving(*v, v->gpu_equivalents, taken, own, own_guaranteed);
+    return PlanAllowed(job, plan, fair, taken, own, own_guaranteed);
+  };
+  search.fits = [&](Allocator& trial, const Victims& gone, TrialPlacement* where) {
+    if (plan.movers.empty()) return fits(trial, FreedByModel(job.queue, gone), where);
+    // On a copy, as in PlanAmongMovable: a refusal must leave `trial` as it was.
+    Allocator probe = trial;
+    std::vector<std::vector<std::pair<int, int>>> destinations;
+    return fits(probe, FreedByModel(job.queue, stopping_for_good(gone)), where) &&
+           place_movers(probe, gone, *where, &destinations);
+  };
+  std::optional<VictimPlan> found = FindVictims(search, plan.victims);
+  if (!found) return false;
+  // The movers' destinations, found again as the search found them.
+  std::vector<std::vector<std::pair<int, int>>> destinations;
+  if (!plan.movers.empty()) {
+    Allocator trial = *allocator_;
+    for (const JobRecord* v : found->victims)
+      for (int a : v->allocations) trial.Release(a);
+    TrialPlacement where;
+    if (!fits(trial, FreedByModel(job.queue, stopping_for_good(found->victims)), &where) ||
+        !place_movers(trial, found->victims, where, &destinations))
+      return false;
+    found->placement = where;  // the placement the destinations were checked against
+  }
+  // It fits with no victim at all (an elastic job at the size it reclaims for, inside a
+  // guarantee its full size would not fit): it starts now.
+  if (found->victims.empty()) return Start(job, plan.guaranteed, now, out, plan.replicas);
+  WaitForVictims(job, plan, *found, destinations, now, out);
+  return true;
+}
+
+void Scheduler::WaitForVictims(JobRecord& job, const PreemptionPlan& plan, const VictimPlan& found,
+                               const std::vector<std::vector<std::pair<int, int>>>& destinations,
+                               double now, std::vector<Decision>* out) {
+  using Why = PreemptionPlan::Why;
+  const std::string& queue = queues_[job.queue].spec.name;
+  const char* why = plan.why == Why::kGuarantee   ? "reclaimed for the guarantee of queue "
+                    : plan.why == Why::kFairShare ? "reclaimed for the fair share of queue "
+                                                  : "preempted by higher priority in queue ";
+  job.waiting_for.clear();
+  size_t moved = 0;
+  for (JobRecord* victim : found.victims) {
+    if (std::find(plan.movers.begin(), plan.movers.end(), victim) != plan.movers.end())
+      MoveAway(*victim, job.id, destinations[moved++],
+               "moved to make room for a long-waiting job of its queue where borrowed GPUs "
+               "were reclaimed",
+               now, out);
+    else
+      TellToStop(
+          *victim, Decision::Kind::kPreempt, job.id,
+          (victim->queue == job.queue ? "preempted by higher priority in queue " : why) + queue,
+          now, out);
+    job.waiting_for.push_back(victim->id);
+  }
+  CommitWaiting(job, JobGpus(job.spec, plan.replicas), plan.guaranteed,
+                found.placement.bound_cells);
+  job.planned = found.placement.where;
+  // A borrower's plan this guaranteed one overlaps (another queue's, or its own queue's of
+  // lower priority: the search goes around the rest) loses its reservation; its victims still
+  // stop, and it then starts wherever it fits.
+  Reservations::Reservation kind;
+  kind.yields = !plan.guaranteed;
+  kind.for_preemption = true;
+  kind.priority = WholePriority(job, now);
+  kind.queue = job.queue;
+  Reserve(job.id, ReservedGpus(found.placement), kind);
+  job.preempting = true;
+  job.reason = "waiting for " + std::to_string(found.victims.size()) + " preempted job(s) to stop";
+  Emit(now, job.id, "waiting", job.reason);
 }
 
 }  // namespace berth
