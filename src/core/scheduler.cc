@@ -1,3 +1,12 @@
+// The engine's cycle (Schedule, TryJob) and a job's life from Submit to its end; scheduler.h
+// states the contract. The rest of the engine, by concept:
+//   scheduler_accounting.cc    what each queue holds and commits; guarantees, caps, fair shares
+//   scheduler_pending.cc       the pending lists; what a deep queue's cycle knows will fail
+//   scheduler_preemption.cc    victims and plans for a guarantee, a fair share, a priority
+//   scheduler_reservations.cc  reservations for starving jobs, and the moves they make
+//   scheduler_elastic.cc       elastic sizes: start, grow, shrink
+//   scheduler_changes.cc       cluster, queues, health, crash recovery, the extender's dry run
+//   scheduler_consistency.cc   the self-check the tests run
 #include "core/scheduler.h"
 
 #include <algorithm>
@@ -115,26 +124,6 @@ Scheduler::Scheduler(const Cluster* cluster, const std::vector<QueueSpec>& queue
   gpus_by_priority_.resize(cluster->nodes.size());
 }
 
-void Scheduler::CountGuarantees() {
-  const CellTree& tree = allocator_->tree();
-  for (size_t q = 0; q < queues_.size(); ++q) {
-    queues_[q].guarantee_gpus = 0;
-    const VirtualCluster& vc = allocator_->vcs()[q];
-    for (size_t i = 0; i < vc.guarantee_types.size(); ++i)
-      queues_[q].guarantee_gpus +=
-          vc.guarantee_counts[i] * tree.types()[vc.guarantee_types[i]].leaf_count;
-  }
-}
-
-void Scheduler::CountCapacity() {
-  capacity_ = {};
-  capacity_.gpu = cluster_->gpu_count();
-  for (const Node& node : cluster_->nodes) {
-    capacity_.cpu_milli += node.cpu_milli;
-    capacity_.memory_mib += node.memory_mib;
-  }
-}
-
 std::vector<std::string> Scheduler::SetPolicy(const Policy& policy) {
   std::vector<std::string> errors;
   auto next = PlacementPipeline::Make(policy, &errors);
@@ -169,20 +158,6 @@ std::vector<EngineEvent> Scheduler::EventsSince(uint64_t seq) const {
                              [](uint64_t s, const EngineEvent& e) { return s < e.seq; });
   out.assign(it, events_.end());
   return out;
-}
-
-double Scheduler::JobGpus(const JobSpec& spec, int replicas) const {
-  return GpuEquivalents(*cluster_, spec, replicas);
-}
-
-ResourceVector Scheduler::JobResources(const JobRecord& job) const {
-  ResourceVector r;
-  r.gpu = job.gpu_equivalents;
-  for (const ReplicaPlacement& p : job.placements) {
-    r.cpu_milli += p.cpu_milli;
-    r.memory_mib += p.memory_mib;
-  }
-  return r;
 }
 
 std::string WhyRefused(const Cluster& cluster, const Policy& policy, const QueueSpec& queue,
@@ -264,117 +239,6 @@ int Scheduler::Submit(const JobSpec& spec, double now, std::string* why) {
   return stored.id;
 }
 
-std::map<std::string, double> Scheduler::ModelGpus(const JobRecord& job) const {
-  return ModelGpus(job.spec, job.placements);
-}
-
-std::map<std::string, double> Scheduler::ModelGpus(
-    const JobSpec& spec, const std::vector<ReplicaPlacement>& placements) const {
-  std::map<std::string, double> by_model;
-  size_t next = 0;
-  for (const TaskGroup& g : spec.groups) {
-    const double each = GpuEquivalents(*cluster_, g.demand);
-    for (int i = 0; i < g.replicas && next < placements.size(); ++i, ++next) {
-      const ReplicaPlacement& r = placements[next];
-      if (!r.gpus.empty() && each > 0)
-        by_model[cluster_->nodes[r.node].gpus[r.gpus[0]].model] += each;
-    }
-  }
-  return by_model;
-}
-
-bool Scheduler::ModelsUnderCap(const JobRecord& job, double gpus, const Demand& demand,
-                               std::vector<std::string>* models, std::string* capped) const {
-  const Queue& q = queues_[job.queue];
-  models->clear();
-  std::string full;
-  for (const GpuModel& m : cluster_->models) {
-    if (!demand.models.empty() &&
-        std::find(demand.models.begin(), demand.models.end(), m.name) == demand.models.end())
-      continue;
-    auto cap = q.spec.model_caps.find(m.name);
-    auto held = q.held_by_model.find(m.name);
-    auto credit = model_credit_.find(m.name);
-    const double used = (held == q.held_by_model.end() ? 0 : held->second) -
-                        (credit == model_credit_.end() ? 0 : credit->second);
-    if (cap == q.spec.model_caps.end() || used + gpus <= cap->second + kEps) {
-      models->push_back(m.name);
-    } else {
-      char text[160];
-      std::snprintf(text, sizeof text, "%s%s holds %g of %g", full.empty() ? "" : ", ",
-                    m.name.c_str(), used, cap->second);
-      full += text;
-    }
-  }
-  if (full.empty()) return true;
-  char need[32];
-  std::snprintf(need, sizeof need, "%g", gpus);
-  *capped = "queue " + q.spec.name + "'s modelCaps: " + full + ", and the job needs " + need;
-  return !models->empty();
-}
-
-// Held counts running and stopping jobs; committed counts running jobs that are not stopping.
-void Scheduler::Account(const JobRecord& job, int sign) {
-  Queue& q = queues_[job.queue];
-  const ResourceVector r = Scaled(JobResources(job), sign);
-  q.held += r;
-  for (const auto& [model, gpus] : ModelGpus(job)) q.held_by_model[model] += sign * gpus;
-  q.committed += r;
-  if (!job.borrowed) q.committed_guaranteed += r.gpu;
-  q.user_usage[job.user] += r;
-  CountPriority(q, job.spec.priority, sign);
-  if (job.borrowed) q.borrowed_gpus += r.gpu;
-  q.running += sign;
-  for (const ReplicaPlacement& p : job.placements) {
-    auto& on_node = gpus_by_priority_[p.node];
-    double& gpus = on_node[job.spec.priority];
-    gpus += sign * job.gpu_equivalents / static_cast<double>(job.placements.size());
-    if (gpus < kEps) on_node.erase(job.spec.priority);
-  }
-}
-
-void Scheduler::Uncommit(const JobRecord& job) {
-  Queue& q = queues_[job.queue];
-  const ResourceVector r = Scaled(JobResources(job), -1);
-  q.committed += r;
-  if (!job.borrowed) q.committed_guaranteed += r.gpu;
-  q.user_usage[job.user] += r;
-  CountPriority(q, job.spec.priority, -1);
-}
-
-void Scheduler::CountPriority(Queue& q, int priority, int sign) {
-  int& n = q.committed_by_priority[priority];
-  n += sign;
-  if (n == 0) q.committed_by_priority.erase(priority);
-}
-
-void Scheduler::CommitWaiting(JobRecord& p, double gpus, bool guaranteed,
-                              const std::vector<int>& binds) {
-  Queue& q = queues_[p.queue];
-  // The guarantee cells its plan binds stay unbound for it: its queue's other guaranteed work
-  // binding them first would break the plan after its victims had stopped.
-  // (A cell bound to the queue now, which the plan's trial unbound and bound again, needs none.)
-  p.promised_cells.clear();
-  for (int cell : binds)
-    if (allocator_->buddy().pool(cell) != p.queue + 1) p.promised_cells.push_back(cell);
-  allocator_->Promise(p.queue, p.promised_cells, +1);
-  p.committed_gpus = gpus;
-  p.reserved_guaranteed = guaranteed;
-  q.waiting_gpus += gpus;
-  q.committed.gpu += gpus;
-  if (guaranteed) q.committed_guaranteed += gpus;
-}
-
-void Scheduler::UncommitWaiting(JobRecord& p) {
-  Queue& q = queues_[p.queue];
-  allocator_->Promise(p.queue, p.promised_cells, -1);
-  p.promised_cells.clear();
-  q.committed.gpu -= p.committed_gpus;
-  q.waiting_gpus -= p.committed_gpus;
-  if (p.reserved_guaranteed) q.committed_guaranteed -= p.committed_gpus;
-  p.committed_gpus = 0;
-}
-
 void Scheduler::Release(JobRecord& job) {
   Queue& q = queues_[job.queue];
   const ResourceVector r = Scaled(JobResources(job), -1);
@@ -401,31 +265,6 @@ void Scheduler::Release(JobRecord& job) {
   job.replicas = 0;
   job.gpu_equivalents = 0;
   job.borrowed = false;
-}
-
-WaitingJobs::Job Scheduler::WaitingOf(JobRecord& job) {
-  return {job.id, job.user, job.spec.priority, job.submit_time, job.shape_class, job.shape, &job};
-}
-
-WaitingJobs::Job Scheduler::WaitingOf(const JobRecord& job) {
-  return {job.id, job.user, job.spec.priority, job.submit_time, job.shape_class, job.shape};
-}
-
-void Scheduler::AddPending(JobRecord& job) {
-  Queue& queue = queues_[job.queue];
-  job.pending_at = queue.pending.insert(queue.pending.end(), &job);
-  queue.pending_gpus += JobGpus(job.spec, TotalReplicas(job.spec));
-  pending_by_id_[job.id] = &job;
-  if (job.never_fits.empty()) queue.waiting.Add(WaitingOf(job));
-}
-
-void Scheduler::RemovePending(JobRecord& job) {
-  Queue& queue = queues_[job.queue];
-  queue.pending.erase(job.pending_at);
-  queue.pending_gpus -= JobGpus(job.spec, TotalReplicas(job.spec));
-  if (queue.pending.empty()) queue.pending_gpus = 0;  // no rounding left behind
-  pending_by_id_.erase(job.id);
-  queue.waiting.Remove(WaitingOf(job));
 }
 
 void Scheduler::ToPending(JobRecord& job, double now, const std::string& why) {
@@ -653,54 +492,6 @@ std::vector<std::string> Scheduler::GpuIds(const std::vector<ReplicaPlacement>& 
   return ids;
 }
 
-bool Scheduler::MayGuarantee(const JobRecord& job, double need) const {
-  return MayGuarantee(job.queue, job.spec.priority, need);
-}
-
-bool Scheduler::MayGuarantee(int queue, int priority, double need) const {
-  const Queue& q = queues_[queue];
-  return priority >= 0 && q.committed_guaranteed + need <= q.guarantee_gpus + kEps &&
-         (q.spec.cap_gpus < 0 || q.held.gpu + q.waiting_gpus + need <= q.spec.cap_gpus + kEps);
-}
-
-bool Scheduler::UnderCap(const JobRecord& job, double need, std::string* why) const {
-  const Queue& q = queues_[job.queue];
-  if (q.spec.cap_gpus < 0 || q.held.gpu + q.waiting_gpus + need <= q.spec.cap_gpus + kEps)
-    return true;
-  if (why) {
-    char text[200];
-    std::snprintf(text, sizeof text,
-                  "queue %s is at its cap: it holds %g of %g GPUs and the job needs %g",
-                  q.spec.name.c_str(), q.held.gpu, q.spec.cap_gpus, need);
-    *why = text;
-  }
-  return false;
-}
-
-std::vector<double> Scheduler::FairShares() const {
-  std::vector<FairClaim> claims;
-  for (const Queue& q : queues_) {
-    FairClaim c;
-    c.weight = q.spec.weight;
-    c.guarantee = q.guarantee_gpus;
-    c.demand = q.demand_gpus;
-    if (q.spec.cap_gpus >= 0) c.cap = q.spec.cap_gpus;
-    claims.push_back(c);
-  }
-  return WaterFill(SharedGpus(), claims);
-}
-
-double Scheduler::SharedGpus() const {
-  double gpus = capacity_.gpu;
-  const Allocator& a = *allocator_;
-  for (int n = 0; n < static_cast<int>(cluster_->nodes.size()); ++n) {
-    if (a.node_healthy(n)) continue;
-    for (int g = 0; g < static_cast<int>(cluster_->nodes[n].gpus.size()); ++g)
-      if (a.gpu_idle(n, g) && !a.gpu_usable(n, g)) --gpus;
-  }
-  return gpus;
-}
-
 double Scheduler::WholePriority(int priority, double submit, double now) const {
   const Policy& p = pipeline_->policy();
   const double hours = std::max(0.0, now - submit) / 3600.0;
@@ -809,100 +600,6 @@ std::vector<Decision> Scheduler::Schedule(double now) {
   MoveForReservations(fair, now, &out);
   GrowElastic(fair, now, &out);
   return out;
-}
-
-bool Scheduler::KnownToFail(int cls, const ShapeSize& size, int priority, double submit,
-                            bool guarantee_pass, double now) const {
-  const double whole = WholePriority(priority, submit, now);
-  return failed_shapes_.Dominated(cls, size, whole) ||
-         (guarantee_pass && not_guaranteed_.Dominated(cls, size, whole));
-}
-
-bool Scheduler::ShapeFails(int queue, int cls, const ShapeSize& size, int priority, double submit,
-                           bool guarantee_pass, const std::vector<double>& fair, double now) {
-  if (KnownToFail(cls, size, priority, submit, guarantee_pass, now)) return true;
-  if (cls < 0 || !class_bounded_[cls] || size.units <= 0 || size.replicas <= 0) return false;
-  // What fails by the room to preempt and the free GPUs is known as a tried job's failure would
-  // be: for both passes, while what the cycle frees or makes later is tried in the next cycle
-  // (job_shape.h). An elastic shape counts its minimum.
-  const double gpus = static_cast<double>(size.units) * size.replicas;
-  auto reclaim_may_fit = [&] {
-    return ReplicaBound::MayFitReclaiming(*allocator_, size.units, size.replicas, queue);
-  };
-  auto may_preempt = [&](bool guarantee_only) {
-    return RoomToPreempt(queue, priority, gpus, gpus, guarantee_only, fair, reclaim_may_fit).any();
-  };
-  const double whole = WholePriority(priority, submit, now);
-  // The guarantee pass places only inside the guarantee and preempts only to reclaim for it: a
-  // shape too large for the guarantee room left (which only shrinks within a pass; an elastic
-  // shape's minimum failing says its full size does too) fails this pass, as does one that
-  // neither fits the queue's cells nor may reclaim.
-  if (guarantee_pass && !MayGuarantee(queue, priority, gpus)) {
-    not_guaranteed_.Add(cls, size, whole, version_);
-    return true;
-  }
-  const bool fits_guaranteed =
-      ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, queue);
-  if (!may_preempt(false) && !fits_guaranteed &&
-      !ReplicaBound::MayFitNow(*allocator_, size.units, size.replicas, -1)) {
-    failed_shapes_.Add(cls, size, whole, version_);
-    return true;
-  }
-  if (guarantee_pass && !fits_guaranteed && !may_preempt(true)) {
-    not_guaranteed_.Add(cls, size, whole, version_);
-    return true;
-  }
-  return false;
-}
-
-std::vector<WaitingJobs::Job> Scheduler::StillWorthTrying(int queue, double now) const {
-  std::vector<WaitingJobs::Job> still;
-  for (const auto& [id, r] : reservations_.all()) {
-    const JobRecord& j = jobs_.at(id);
-    if (j.queue == queue && j.never_fits.empty()) still.push_back(WaitingOf(j));
-  }
-  // While reservation slots are free, the first job of each shape without a reservation is
-  // offered once it has waited long enough, to reserve; it stands for its whole shape (no plan
-  // for it, none for the others), so a cycle costs the shapes waiting, not the jobs (a first
-  // job back from preemption delays its shape by reserveAfterSeconds at most). Longest waiting
-  // first, as when the whole queue was walked.
-  const Policy& policy = pipeline_->policy();
-  const auto& pending = queues_[queue].pending;  // longest waiting first
-  if (reservations_.starving() >= policy.max_reservations || pending.empty() ||
-      now - pending.front()->pending_since < policy.reserve_after_s)
-    return still;
-  std::vector<const JobRecord*> due;
-  queues_[queue].waiting.ForEachShape([&](int id) {
-    if (reservations_.Of(id)) return true;
-    const JobRecord& j = *pending_by_id_.at(id);
-    if (now - j.pending_since >= policy.reserve_after_s) due.push_back(&j);
-    return false;
-  });
-  std::sort(due.begin(), due.end(), [](const JobRecord* a, const JobRecord* b) {
-    return std::tie(a->pending_since, a->id) < std::tie(b->pending_since, b->id);
-  });
-  for (const JobRecord* j : due) still.push_back(WaitingOf(*j));
-  return still;
-}
-
-// The start of TryJob, for a job whose turn comes to nothing but what this does (noting that
-// it failed): true when TryJob would return false at once with nothing else to do, neither
-// noting a failure of its shape (which may end the queue's walk) nor trying to reserve.
-bool Scheduler::TurnComesToNothing(JobRecord& job, double priority, bool guarantee_pass,
-                                   double now) {
-  const Policy& policy = pipeline_->policy();
-  if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
-      !job.never_fits.empty())
-    return true;
-  if (job.failed_at == version_ || reservations_.Of(job.id)) return false;
-  if (uint64_t as_of; failed_shapes_.Dominated(job.shape_class, job.shape, priority, &as_of)) {
-    if (now - job.pending_since >= policy.reserve_after_s &&
-        reservations_.starving() < policy.max_reservations)
-      return false;  // TryReserve may plan one
-    job.failed_at = as_of;
-    return true;
-  }
-  return guarantee_pass && not_guaranteed_.Dominated(job.shape_class, job.shape, priority);
 }
 
 // One pending job's turn in a cycle; true when it started or preempted (usage changed).

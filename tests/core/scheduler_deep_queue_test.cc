@@ -1,6 +1,6 @@
 // Findings against the kept pending index and queue exhaustion (queue_order.h, scheduler.cc
-// Schedule / TryJob / AllFail / StillWorthTrying): each test is a behaviour the contract in
-// scheduler.h asks for that the cycle over the kept index gets wrong.
+// Schedule / TryJob, scheduler_pending.cc StillWorthTrying): each test is a behaviour the
+// contract in scheduler.h asks for that the cycle over the kept index gets wrong.
 #include <gtest/gtest.h>
 
 #include <random>
