@@ -335,6 +335,7 @@ class Scheduler {
   static constexpr double kEps = 1e-9;
 
  private:
+  // ---- The cycle and a job's life (scheduler.cc)
   struct Queue {
     QueueSpec spec;
     double guarantee_gpus = 0;
@@ -354,24 +355,34 @@ class Scheduler {
     double pending_gpus = 0;  // the full size of the pending jobs
     WaitingJobs waiting;      // the pending jobs a cycle may try, indexed for it
   };
+  // Places replicas [first, replicas) of the job on `alloc` (only on `only_node` when >= 0),
+  // appending to ids and placements (which hold the first ones), or leaves nothing new behind.
+  bool TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocator& alloc,
+                std::vector<int>* ids, std::vector<ReplicaPlacement>* placements,
+                const std::vector<ReplicaPlacement>* exact = nullptr, int only_node = -1,
+                int first = 0);
+  // most < 0: the job's full size.
+  bool Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out,
+             int most = -1);
+  std::vector<std::string> GpuIds(const std::vector<ReplicaPlacement>& placements) const;
+  void Run(JobRecord& job, bool guaranteed, int replicas, std::vector<int> ids,
+           std::vector<ReplicaPlacement> placements, double now, std::vector<Decision>* out);
+  bool TryJob(JobRecord& job, double priority, bool guarantee_pass, const std::vector<double>& fair,
+              double now, std::vector<Decision>* out);
+  void Release(JobRecord& job);
+  void ToPending(JobRecord& job, double now, const std::string& why);
+  void BackToPending(int id, double now, const std::string& reason, bool back_off);
+  // Not tried again before its back-off (doubled each time, up to the policy's most) ends.
+  void BackOff(JobRecord& job, double now) const;
+  // Priority plus aging, in whole points (aging reorders by points, not by seconds).
+  double WholePriority(const JobRecord& job, double now) const;
+  double WholePriority(int priority, double submit, double now) const;
+  void Emit(double now, int job, const std::string& kind, const std::string& reason = "");
+  void Forget(int job);
 
-  // A fresh allocator with every running job placed again where it runs (SetQueues,
-  // SetCluster).
-  struct Rebuilt {
-    std::unique_ptr<Allocator> allocator;
-    std::map<int, std::vector<int>> allocations;              // [job] ids there
-    std::map<int, std::vector<ReplicaPlacement>> placements;  // [job] on the new nodes
-    std::vector<int> lost;  // running jobs that could not be placed again
-  };
-  // `node_map`: old node index -> new (-1: gone). keep_all: a job that cannot be placed again
-  // refuses the rebuild, else it is lost.
-  std::string Rebuild(const Cluster* cluster, const std::vector<QueueSpec>& specs,
-                      const std::map<std::string, int>& index, const std::vector<int>& node_map,
-                      bool keep_all, Rebuilt* out);
-  void Install(Rebuilt& rebuilt, const std::vector<int>& node_map);
+  // ---- What each queue holds and commits, and the checks on it (scheduler_accounting.cc)
   void CountGuarantees();
   void CountCapacity();
-  void WakePreemptor(JobRecord& victim);  // a victim left: its preemptor stops waiting for it
   double JobGpus(const JobSpec& spec, int replicas) const;
   ResourceVector JobResources(const JobRecord& job) const;
   // The job's GPU-equivalents by the model of the GPUs each replica holds.
@@ -385,12 +396,39 @@ class Scheduler {
   bool MayGuarantee(const JobRecord& job, double need) const;
   bool MayGuarantee(int queue, int priority, double need) const;
   bool UnderCap(const JobRecord& job, double need, std::string* why) const;
-  // Places replicas [first, replicas) of the job on `alloc` (only on `only_node` when >= 0),
-  // appending to ids and placements (which hold the first ones), or leaves nothing new behind.
-  bool TryPlace(JobRecord& job, bool guaranteed, int replicas, Allocator& alloc,
-                std::vector<int>* ids, std::vector<ReplicaPlacement>* placements,
-                const std::vector<ReplicaPlacement>* exact = nullptr, int only_node = -1,
-                int first = 0);
+  void Account(const JobRecord& job, int sign);  // held and committed, while running
+  void Uncommit(const JobRecord& job);           // a running job was told to stop
+  static void CountPriority(Queue& q, int priority, int sign);
+  void CommitWaiting(JobRecord& preemptor, double gpus, bool guaranteed,
+                     const std::vector<int>& binds);
+  void UncommitWaiting(JobRecord& preemptor);
+  std::vector<double> FairShares() const;
+  // The GPUs fair shares divide: all but the idle ones no job may take (bad, or on a cordoned
+  // node). A held one counts, as its holder's usage does, wherever it is.
+  double SharedGpus() const;
+
+  // ---- Pending lists, and what a deep queue's cycle knows will fail (scheduler_pending.cc)
+  bool TurnComesToNothing(JobRecord& job, double priority, bool guarantee_pass, double now);
+  // Pending lists: every pending job is listed, and indexed unless it never fits.
+  static WaitingJobs::Job WaitingOf(JobRecord& job);
+  static WaitingJobs::Job WaitingOf(const JobRecord& job);  // no record: not for the index
+  void AddPending(JobRecord& job);
+  void RemovePending(JobRecord& job);
+  // Whether a job of class `cls`, `size`, raw `priority` and `submit` is known to fail in this
+  // pass (queue_order.h), and which jobs of an exhausted queue are tried anyway: reservation
+  // holders, and the first of each shape that is due one.
+  bool KnownToFail(int cls, const ShapeSize& size, int priority, double submit, bool guarantee_pass,
+                   double now) const;
+  std::vector<WaitingJobs::Job> StillWorthTrying(int queue, double now) const;
+  // KnownToFail, or else failing by bounds alone, which is then known (as a tried job's failure
+  // would be: job_shape.h): a class of one task group of whole GPUs whose shape no free GPUs
+  // could hold (guaranteed or borrowing) and for which no victim can exist. So a queue whose
+  // waiting shapes all fail ends its walk at its first failure instead of walking to a job of
+  // its smallest shape.
+  bool ShapeFails(int queue, int cls, const ShapeSize& size, int priority, double submit,
+                  bool guarantee_pass, const std::vector<double>& fair, double now);
+
+  // ---- Elastic jobs (scheduler_elastic.cc)
   // Elastic jobs: the largest replica count in [least, most] that `fits` (most first, then
   // least, then bisecting), or -1; and the most replicas the queue's cap leaves room for.
   static int LargestFitting(int least, int most, const std::function<bool(int)>& fits);
@@ -400,19 +438,13 @@ class Scheduler {
   // its queue within (1 + reclaim_hysteresis) x its fair share, else its full size.
   int MostInShareBand(const JobRecord& job, const std::vector<double>& fair, double now) const;
   bool OthersWaitOutABackOff(int queue, const std::vector<double>& fair, double now) const;
-  // most < 0: the job's full size.
-  bool Start(JobRecord& job, bool guaranteed, double now, std::vector<Decision>* out,
-             int most = -1);
   // A running elastic job to `replicas`: grown where more fit, or shrunk keeping its first
   // replicas where they are. False when nothing changed.
   bool Resize(JobRecord& job, int replicas, double now, std::vector<Decision>* out);
   void GrowElastic(const std::vector<double>& fair, double now, std::vector<Decision>* out);
-  std::vector<std::string> GpuIds(const std::vector<ReplicaPlacement>& placements) const;
-  void Run(JobRecord& job, bool guaranteed, int replicas, std::vector<int> ids,
-           std::vector<ReplicaPlacement> placements, double now, std::vector<Decision>* out);
-  bool TryJob(JobRecord& job, double priority, bool guarantee_pass, const std::vector<double>& fair,
-              double now, std::vector<Decision>* out);
-  bool TurnComesToNothing(JobRecord& job, double priority, bool guarantee_pass, double now);
+
+  // ---- Preemption (scheduler_preemption.cc)
+  void WakePreemptor(JobRecord& victim);  // a victim left: its preemptor stops waiting for it
   // Why TryPreempt might find victims for a job of `queue` at raw `priority` needing `need`
   // GPUs inside its guarantee (`share_need` toward its fair share: the sizes an elastic job
   // reclaims at); none: no victim can exist.
@@ -477,6 +509,12 @@ class Scheduler {
   std::map<std::string, double> FreedByModel(int queue, const std::vector<Shrink>& shrinks) const;
   static std::vector<std::pair<int, int>> ReservedGpus(const TrialPlacement& placement);
   const JobRecord* CellBeingReclaimed(int queue) const;
+  void TellToStop(JobRecord& job, Decision::Kind kind, int preemptor, const std::string& why,
+                  double now, std::vector<Decision>* out);
+  void DropPreemptor(JobRecord& preemptor);
+  bool StartPreemptor(JobRecord& preemptor, double now, std::vector<Decision>* out);
+
+  // ---- Reservations and moves (scheduler_reservations.cc)
   void TryReserve(JobRecord& job, double now);
   // The job of `queue` that has waited longest, holds no reservation and may reserve now (not
   // backing off nor waiting for victims): reservations go oldest first.
@@ -523,51 +561,26 @@ class Scheduler {
   void DisplaceYieldingPlans(const JobRecord& job, const std::vector<ReplicaPlacement>& placements,
                              double now);
   void MarkReservedNodes();
-  void Account(const JobRecord& job, int sign);  // held and committed, while running
-  void Uncommit(const JobRecord& job);           // a running job was told to stop
-  static void CountPriority(Queue& q, int priority, int sign);
-  void CommitWaiting(JobRecord& preemptor, double gpus, bool guaranteed,
-                     const std::vector<int>& binds);
-  void UncommitWaiting(JobRecord& preemptor);
-  void Release(JobRecord& job);
-  void ToPending(JobRecord& job, double now, const std::string& why);
-  void BackToPending(int id, double now, const std::string& reason, bool back_off);
-  // Not tried again before its back-off (doubled each time, up to the policy's most) ends.
-  void BackOff(JobRecord& job, double now) const;
-  void TellToStop(JobRecord& job, Decision::Kind kind, int preemptor, const std::string& why,
-                  double now, std::vector<Decision>* out);
-  void DropPreemptor(JobRecord& preemptor);
-  bool StartPreemptor(JobRecord& preemptor, double now, std::vector<Decision>* out);
+
+  // ---- Changes from outside: cluster, queues, health (scheduler_changes.cc)
+  // A fresh allocator with every running job placed again where it runs (SetQueues,
+  // SetCluster).
+  struct Rebuilt {
+    std::unique_ptr<Allocator> allocator;
+    std::map<int, std::vector<int>> allocations;              // [job] ids there
+    std::map<int, std::vector<ReplicaPlacement>> placements;  // [job] on the new nodes
+    std::vector<int> lost;  // running jobs that could not be placed again
+  };
+  // `node_map`: old node index -> new (-1: gone). keep_all: a job that cannot be placed again
+  // refuses the rebuild, else it is lost.
+  std::string Rebuild(const Cluster* cluster, const std::vector<QueueSpec>& specs,
+                      const std::map<std::string, int>& index, const std::vector<int>& node_map,
+                      bool keep_all, Rebuilt* out);
+  void Install(Rebuilt& rebuilt, const std::vector<int>& node_map);
   void EvictFrom(int node, int gpu, const std::string& why, double now, std::vector<Decision>* out);
   void HealthChanged(int node);
-  std::vector<double> FairShares() const;
-  // The GPUs fair shares divide: all but the idle ones no job may take (bad, or on a cordoned
-  // node). A held one counts, as its holder's usage does, wherever it is.
-  double SharedGpus() const;
-  // Priority plus aging, in whole points (aging reorders by points, not by seconds).
-  double WholePriority(const JobRecord& job, double now) const;
-  double WholePriority(int priority, double submit, double now) const;
-  // Pending lists: every pending job is listed, and indexed unless it never fits.
-  static WaitingJobs::Job WaitingOf(JobRecord& job);
-  static WaitingJobs::Job WaitingOf(const JobRecord& job);  // no record: not for the index
-  void AddPending(JobRecord& job);
-  void RemovePending(JobRecord& job);
-  // Whether a job of class `cls`, `size`, raw `priority` and `submit` is known to fail in this
-  // pass (queue_order.h), and which jobs of an exhausted queue are tried anyway: reservation
-  // holders, and the first of each shape that is due one.
-  bool KnownToFail(int cls, const ShapeSize& size, int priority, double submit, bool guarantee_pass,
-                   double now) const;
-  std::vector<WaitingJobs::Job> StillWorthTrying(int queue, double now) const;
-  // KnownToFail, or else failing by bounds alone, which is then known (as a tried job's failure
-  // would be: job_shape.h): a class of one task group of whole GPUs whose shape no free GPUs
-  // could hold (guaranteed or borrowing) and for which no victim can exist. So a queue whose
-  // waiting shapes all fail ends its walk at its first failure instead of walking to a job of
-  // its smallest shape.
-  bool ShapeFails(int queue, int cls, const ShapeSize& size, int priority, double submit,
-                  bool guarantee_pass, const std::vector<double>& fair, double now);
-  void Emit(double now, int job, const std::string& kind, const std::string& reason = "");
-  void Forget(int job);
 
+  // ---- State
   const Cluster* cluster_;
   std::string error_;
   std::unique_ptr<Allocator> allocator_;
