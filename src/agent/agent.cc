@@ -212,7 +212,10 @@ class Agent {
   // others are starting starts at once, not after them (a burst of short jobs keeps every GPU
   // busy).
   int Run() {
-    if (!Register()) return stop_requested_ ? 0 : 1;
+    if (!Register()) {
+      WaitForStops();  // a refusal's (StopWhatIsNotKept)
+      return stop_requested_ ? 0 : 1;
+    }
     std::thread watch([this] { Watch(); });
     std::thread heartbeat([this] { Heartbeat(); });
     std::thread exits([this] { WatchExits(); });
@@ -270,10 +273,9 @@ class Agent {
     exits.join();
     prefetch.join();
     for (std::thread& t : starters) t.join();
-    // Stops under way use this agent: they end within their grace period.
+    WaitForStops();
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      changed_.wait(lock, [&] { return stopping_.empty(); });
+      std::lock_guard<std::mutex> lock(mu_);
       if (replaced_by_.empty()) return 0;
     }
     LeaveTheNode();
@@ -281,6 +283,49 @@ class Agent {
   }
 
  private:
+  // Stops under way use this agent: they end within their grace period.
+  void WaitForStops() {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [&] { return stopping_.empty(); });
+  }
+
+  // The node's containers as a registration is sent; none when the engine does not answer.
+  std::vector<ContainerInfo> OursNow() const {
+    try {
+      return DockerClient(options_.docker_socket).List("berth.node=" + options_.node);
+    } catch (const DockerError&) {
+      return {};
+    }
+  }
+
+  // A refusal of the node's hardware (409) says which runs the server still places here
+  // (`keep`). The node's other running containers are stopped (not removed: once the agent gets
+  // in, it sends their last lines): their jobs were stopped, or were placed elsewhere once the
+  // node was lost, and would otherwise run twice. Only those listed before the try (`before`): a
+  // paused old agent that woke may have started runs since. A refusal without `keep` (another
+  // agent of the node is in touch: the containers may be its own) stops nothing.
+  void StopWhatIsNotKept(const httplib::Result& res, const std::vector<ContainerInfo>& before) {
+    const Json body = Json::parse(res->body, nullptr, false);
+    if (!body.is_object() || !body.contains("keep") || !body["keep"].is_array()) return;
+    std::set<RunKey> keep;
+    for (const Json& run : body["keep"]) {
+      if (!run.is_object() || !run.contains("job") || !run["job"].is_number_integer() ||
+          !run.contains("replica") || !run["replica"].is_number_integer() ||
+          !run.contains("placement") || !run["placement"].is_string())
+        return;  // not as this agent reads it: stop nothing rather than the wrong ones
+      keep.insert({run["job"].get<int64_t>(), run["replica"].get<int>(),
+                   run["placement"].get<std::string>()});
+    }
+    for (const ContainerInfo& c : before) {
+      RunKey key;
+      if (c.running && KeyOf(c, &key) && !keep.count(key)) {
+        Log("the server no longer places job " + std::to_string(std::get<0>(key)) +
+            " here (it refused this agent)");
+        StopInBackground(c);
+      }
+    }
+  }
+
   // Out of touch for as long as the server waits before letting another process register as
   // the node, another agent may have replaced this one: what it would start or stop may be
   // that one's. It acts again once a report is taken, or ends when the server says it was
@@ -468,6 +513,7 @@ class Agent {
         ToJson(registration).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     Backoff backoff;
     while (!Stopping()) {
+      const std::vector<ContainerInfo> before = OursNow();
       const auto client = Connect(10);
       const auto sent = Clock::now();
       const httplib::Result res =
@@ -495,13 +541,15 @@ class Agent {
         return true;
       }
       // 409 is a refusal for now (new hardware under placed jobs: it clears once they are
-      // drained): the agent stays, keeping its containers in its hands, and asks again.
+      // drained): the agent stays, keeping the containers the server still places here, and
+      // asks again.
       if (res && res->status >= 400 && res->status < 500 && res->status != 408 &&
           res->status != 409 && res->status != 429) {
         Log("the server refuses this node: " + ErrorOf(res));
         return false;
       }
       Log("cannot register with " + options_.server + " (" + ErrorOf(res) + "); retrying");
+      if (res && res->status == 409) StopWhatIsNotKept(res, before);
       Sleep(backoff.Next());
     }
     return false;

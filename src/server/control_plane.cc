@@ -1331,10 +1331,12 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
                             "agent with the --node name the cluster file gives this host");
   const size_t declared = cluster_now().nodes[n].gpus.size();
   if (registration.gpu_uuids.size() != declared)
-    throw ApiError(409, "node " + node + ": its agent has " +
-                            std::to_string(registration.gpu_uuids.size()) +
-                            " GPUs and the cluster file declares " + std::to_string(declared) +
-                            "; fix the cluster file, or the agent's --declare file");
+    throw ApiError(409,
+                   "node " + node + ": its agent has " +
+                       std::to_string(registration.gpu_uuids.size()) +
+                       " GPUs and the cluster file declares " + std::to_string(declared) +
+                       "; fix the cluster file, or the agent's --declare file",
+                   KeptRuns(n));
   AgentNode& agent = agents_[n];
   const bool again = agent.registered;
   agent.registered = true;
@@ -1412,14 +1414,16 @@ int ControlPlane::Join(const std::string& node, const NodeRegistration& registra
     for (const auto& [id, record] : engine_->jobs())
       for (const ReplicaPlacement& p : record.placements)
         if (p.node == before && record.state != JobState::kDone)
-          throw ApiError(409, "node " + node +
-                                  ": its agent found other hardware than the node joined with, "
-                                  "and jobs are placed on it or still stopping there; drain it "
-                                  "(berth node drain " +
-                                  node +
-                                  "), restart its agent once they have stopped, then uncordon "
-                                  "it (berth node uncordon " +
-                                  node + ")");
+          throw ApiError(409,
+                         "node " + node +
+                             ": its agent found other hardware than the node joined with, "
+                             "and jobs are placed on it or still stopping there; drain it "
+                             "(berth node drain " +
+                             node +
+                             "), restart its agent once they have stopped, then uncordon "
+                             "it (berth node uncordon " +
+                             node + ")",
+                         KeptRuns(before));
   if (why.empty()) why = engine_->SetCluster(grown.get(), now);
   if (!why.empty())
     throw ApiError(400, "node " + node.substr(0, 80) + " cannot join the cluster: " + why);
@@ -1581,6 +1585,15 @@ AssignmentSet ControlPlane::Assignments(const std::string& node, uint64_t since,
   lock.unlock();
   AwaitCommitted(seen);
   return set;
+}
+
+nlohmann::json ControlPlane::KeptRuns(int node) const {
+  std::vector<Assignment> runs;
+  for (int64_t id : on_node_[node]) AssignmentsOf(jobs_.at(id), node, &runs);
+  nlohmann::json keep = nlohmann::json::array();
+  for (const Assignment& a : runs)
+    keep.push_back({{"job", a.job}, {"replica", a.replica}, {"placement", a.placement}});
+  return {{"keep", keep}};
 }
 
 void ControlPlane::AssignmentsOf(const Job& job, int node, std::vector<Assignment>* out) const {

@@ -400,6 +400,11 @@ class ControlPlane {
   bool HasAgent(const Job& job) const;
   // The job's replicas on `node` as assignments (mu_ held).
   void AssignmentsOf(const Job& job, int node, std::vector<Assignment>* out) const;
+  // A refusal's detail for an agent that cannot register for now (its hardware): {"keep": the
+  // runs (job, replica, placement) still placed on `node`}. The agent stops its other containers
+  // (their jobs were stopped, or placed elsewhere once the node was lost): else a job could run
+  // here and elsewhere at once (mu_ held).
+  nlohmann::json KeptRuns(int node) const;
   // Applies a node's report to one job placed there, or stopping there (both locks held).
   // What the agents last reported of the GPUs and images, for the engine's telemetry plugins
   // (gpu-memory-threshold, load, image-locality). Under mu_.

@@ -167,6 +167,38 @@ wait_for 15 "job $running running again" state_is "$running" running
 [ "$(_dk ps -q --filter "label=berth.job=$running" | wc -l)" -eq 1 ] ||
   fail "job $running runs more than once: $(_dk ps -a)"
 
+echo "fleet: part 6b" >&2
+# 6b. An agent the server refuses for now (409: it finds 3 GPUs where the cluster file declares
+#     4) keeps the node's container while its job is placed there; once the node is lost and the
+#     job runs elsewhere, the refusal says so and the agent stops the old container: the job
+#     runs once (review: it ran on beside the new one for ever).
+held=$("$BERTH" run -d --gpus 1 berth-test:1 sh -c "$TRAPPER")
+wait_for 15 "job $held running" state_is "$held" running
+old=$(container_of "$held")
+rnode=$(_dk inspect -f '{{index .Config.Labels "berth.node"}}' "$old")
+sed '/cpus: "1"/s/switches: \[2\]/switches: [1]/' "$FLEET" > "$TMP/fewer.yaml"
+kill -9 "${AGENT[$rnode]}"; wait "${AGENT[$rnode]}" 2>/dev/null || true
+"$BERTH" agent --server "http://$BERTH_ADDR" --node "$rnode" --declare "$TMP/fewer.yaml" \
+  --docker-socket "$DOCKER_SOCK" --heartbeat 0.2 > "$TMP/refused.log" 2>&1 &
+AGENT[$rnode]=$!
+wait_line "$TMP/refused.log" "${AGENT[$rnode]}" "the cluster file declares 4"
+[ "$(_dk inspect -f '{{.State.Running}}' "$old")" = true ] ||
+  fail "job $held's container was stopped while its job is placed there: $(cat "$TMP/refused.log")"
+wait_for 10 "node $rnode lost" node_agent_is "$rnode" lost
+wait_for 20 "the refused agent stopping job $held's old container" \
+  eval "[ \"\$(_dk inspect -f '{{.State.Running}}' $old)\" = false ]"
+grep -q "the server no longer places job $held here" "$TMP/refused.log" ||
+  fail "the refused agent did not say why it stopped the container: $(cat "$TMP/refused.log")"
+wait_for 20 "job $held running elsewhere" state_is "$held" running
+[ "$(_dk ps -q --filter "label=berth.job=$held" | wc -l)" -eq 1 ] ||
+  fail "job $held runs more than once: $(_dk ps -a)"
+kill -0 "${AGENT[$rnode]}" || fail "the refused agent should keep asking: $(cat "$TMP/refused.log")"
+kill -9 "${AGENT[$rnode]}"; wait "${AGENT[$rnode]}" 2>/dev/null || true
+start_agent "$rnode"
+wait_for 15 "node $rnode back" node_agent_is "$rnode" ready
+"$BERTH" stop "$held" > /dev/null
+wait_for 15 "job $held's containers gone" no_containers "berth.job=$held"
+
 echo "fleet: part 7" >&2
 # 7. dockerd stopped under running agents, then started again: the agents carry on.
 #    Meanwhile each node says its agent cannot reach the engine.

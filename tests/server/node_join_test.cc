@@ -698,6 +698,35 @@ TEST_F(NodeJoinPlaneTest, ANodeWhoseHardwareChangedJoinsAgainOnceNothingRunsTher
   EXPECT_EQ(plane_->cluster()->nodes.size(), 1u);
 }
 
+// A refusal of the node's hardware names the runs still placed there, so that the refused agent
+// stops the others: a stopped job's container, or one whose job runs elsewhere once the node was
+// lost (review: they ran on, and a job ran on two nodes at once).
+TEST_F(NodeJoinPlaneTest, AHardwareRefusalNamesTheRunsTheNodeKeeps) {
+  Open();
+  plane_->RegisterAgent("gpu-a", Declared("gpu-a"));
+  const int64_t kept = plane_->Submit(R"({"gpus": 1, "image": "x"})");
+  const int64_t stopped = plane_->Submit(R"({"gpus": 1, "image": "x"})");
+  plane_->Cycle();
+  const std::vector<Assignment> runs = plane_->Assignments("gpu-a", 0, 0).assignments;
+  ASSERT_EQ(runs.size(), 2u);
+  const Assignment& run = runs[0].job == kept ? runs[0] : runs[1];
+  plane_->Stop(stopped);  // still stopping there: its container is to go
+  NodeRegistration fewer = Declared("gpu-a");
+  fewer.declared->gpus.pop_back();
+  fewer.gpu_uuids.pop_back();
+  try {
+    plane_->RegisterAgent("gpu-a", fewer);
+    ADD_FAILURE() << "its hardware changed under a placed job";
+  } catch (const ApiError& e) {
+    ASSERT_EQ(e.status, 409);
+    ASSERT_TRUE(e.detail.contains("keep")) << e.detail.dump();
+    ASSERT_EQ(e.detail["keep"].size(), 1u) << e.detail.dump();
+    EXPECT_EQ(e.detail["keep"][0]["job"], kept);
+    EXPECT_EQ(e.detail["keep"][0]["replica"], 0);
+    EXPECT_EQ(e.detail["keep"][0]["placement"], run.placement);
+  }
+}
+
 // An admin forgets a node whose agent is gone for good: refused while its agent reports or
 // jobs are placed there; once lost, it leaves the cluster (the nodes after it move up an index:
 // their jobs and watches follow), a restart does not bring it back, and its GPU UUIDs are free.
