@@ -326,6 +326,28 @@ class Agent {
     }
   }
 
+  // A refusal because another agent process holds the node (`heldBy`): when that one runs on
+  // another Docker engine (the node moved to another host while this one was down), the node's
+  // containers here are copies of jobs that now run there, or will: they are stopped and removed
+  // (a stopped one left would read as its job's exit to an agent that gets in here later). On
+  // the same engine, or when either engine is not known, they are left alone.
+  void LeaveToAnotherEngine(const httplib::Result& res, const std::string& mine,
+                            const std::vector<ContainerInfo>& before) {
+    const Json body = Json::parse(res->body, nullptr, false);
+    if (!body.is_object() || !body.contains("heldBy") || !body["heldBy"].is_object()) return;
+    const Json& by = body["heldBy"];
+    const auto text = [&](const char* key) {
+      const auto it = by.find(key);
+      return it != by.end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    const std::string theirs = text("engine");
+    if (mine.empty() || theirs.empty() || mine == theirs || before.empty()) return;
+    Log("node " + options_.node + " is held by an agent on another Docker engine (process " +
+        text("instance") + "): removing the " + std::to_string(before.size()) +
+        " containers of node " + options_.node + " here, so that its jobs run once");
+    RemoveContainers(before);
+  }
+
   // Out of touch for as long as the server waits before letting another process register as
   // the node, another agent may have replaced this one: what it would start or stop may be
   // that one's. It acts again once a report is taken, or ends when the server says it was
@@ -414,6 +436,11 @@ class Agent {
     Log("the new agent runs on another Docker engine: stopping the " +
         std::to_string(containers.size()) + " containers of node " + options_.node +
         " here, so that its jobs run once");
+    RemoveContainers(containers);
+  }
+
+  // Stops (within each one's grace period) and removes `containers`, all at once.
+  void RemoveContainers(const std::vector<ContainerInfo>& containers) {
     std::vector<std::thread> removals;
     for (const ContainerInfo& c : containers)
       removals.emplace_back([this, c] {
@@ -549,7 +576,10 @@ class Agent {
         return false;
       }
       Log("cannot register with " + options_.server + " (" + ErrorOf(res) + "); retrying");
-      if (res && res->status == 409) StopWhatIsNotKept(res, before);
+      if (res && res->status == 409) {
+        StopWhatIsNotKept(res, before);
+        LeaveToAnotherEngine(res, registration.engine, before);
+      }
       Sleep(backoff.Next());
     }
     return false;

@@ -411,6 +411,39 @@ wait_for 10 "job $stale lost with its container" lost_as_gone "$stale"
 wait_for 40 "job $stale running again" state_is "$stale" running
 [ "$(runs_of "$stale")" -eq 1 ] || fail "job $stale should run once over both engines: $(runs_of "$stale")"
 
+echo "fleet: part 12b" >&2
+# 12b. The node moved to the other engine while its agent here was down (kill -9), its
+#      container left here. The agent started here again is refused (another agent holds the
+#      node) and, since that one runs on another engine, removes the node's containers here: the
+#      job runs once (review: it ran here and on the other engine for as long as that agent
+#      lived).
+left=$("$BERTH" run -d --gpus 1 berth-test:1 sh -c "$TRAPPER")
+wait_for 15 "job $left running" state_is "$left" running
+here=""; there=second_engine
+[ "$(containers "berth.job=$left")" -eq 1 ] || { here=second_engine; there=""; }
+lnode=$($here _dk inspect -f '{{index .Config.Labels "berth.node"}}' \
+  "$($here _dk ps -q --filter "label=berth.job=$left")")
+kill -9 "${AGENT[$lnode]}"; wait "${AGENT[$lnode]}" 2>/dev/null || true
+before=$(registrations "$lnode")
+$there start_agent "$lnode"  # the job's container is not on that engine
+wait_for 10 "an agent registering as $lnode on the other engine" \
+  eval "[ \$(registrations $lnode) -gt $before ]"
+start_refused() {
+  "$BERTH" agent --server "http://$BERTH_ADDR" --node "$1" --declare "$FLEET" \
+    --docker-socket "$DOCKER_SOCK" --heartbeat 0.2 > "$TMP/refused-here.log" 2>&1 &
+  REFUSED=$!
+}
+$here start_refused "$lnode"
+wait_for 15 "the agent started here again removing node $lnode's containers" \
+  eval "[ \$($here containers berth.node=$lnode) -eq 0 ]"
+grep -q "is held by an agent on another Docker engine" "$TMP/refused-here.log" ||
+  fail "the refused agent did not say why it removed them: $(cat "$TMP/refused-here.log")"
+kill -9 "$REFUSED"; wait "$REFUSED" 2>/dev/null || true
+wait_for 10 "job $left lost with its container" lost_as_gone "$left"
+wait_for 40 "job $left running again" state_is "$left" running
+[ "$(runs_of "$left")" -eq 1 ] || fail "job $left should run once over both engines: $(runs_of "$left")"
+"$BERTH" stop "$left" > /dev/null
+
 echo "fleet: part 13" >&2
 # 13. Volumes: a job writes to a host directory under one the server allows. A symbolic link
 #     there (a job may make one) is not followed out of it: the server checks the path as

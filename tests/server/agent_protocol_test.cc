@@ -1363,6 +1363,31 @@ TEST_F(ControlPlaneAgentTest, TheUnhealthyCordonIsNotKeptAcrossARestart) {
   EXPECT_FALSE(plane_->Nodes()[0].cordoned);
 }
 
+// The refusal of a second agent names the one that holds the node and its Docker engine: a
+// refused agent on another engine (the node moved to another host while it was down) removes
+// its own copies of the node's containers, which would run the jobs twice.
+TEST_F(ControlPlaneAgentTest, ASecondAgentsRefusalNamesTheHoldersEngine) {
+  Open(Dgx(1), 15, 120);
+  NodeRegistration first;
+  first.gpu_uuids = Uuids("dgx-0", 8);
+  first.instance = "first";
+  first.engine = "engine-a";
+  plane_->RegisterAgent("dgx-0", first);
+  NodeRegistration second = first;
+  second.instance = "second";
+  second.engine = "engine-b";
+  try {
+    plane_->RegisterAgent("dgx-0", second);
+    ADD_FAILURE() << "a second agent got in while the first is in touch";
+  } catch (const ApiError& e) {
+    ASSERT_EQ(e.status, 409);
+    EXPECT_EQ(e.detail.value("heldBy", nlohmann::json()),
+              (nlohmann::json{{"instance", "first"}, {"engine", "engine-a"}}))
+        << e.detail.dump();
+    EXPECT_FALSE(e.detail.contains("keep")) << e.detail.dump();  // its containers: not ours to say
+  }
+}
+
 // Two agents under one node name (one started twice by mistake, with its own Docker engine)
 // would run the node's jobs twice: the second is refused while the first reports, and let in
 // once the first has missed three reports (an agent restarted after a kill -9); the process it
