@@ -539,8 +539,11 @@ class Agent {
     const std::string body =
         ToJson(registration).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     Backoff backoff;
+    bool refused = false;  // a 409 came: the node's containers are listed before each try
     while (!Stopping()) {
-      const std::vector<ContainerInfo> before = OursNow();
+      // What a refusal may stop is what ran before it was asked for (not on the first try: an
+      // agent that gets in at once lists nothing more).
+      const std::vector<ContainerInfo> before = refused ? OursNow() : std::vector<ContainerInfo>();
       const auto client = Connect(10);
       const auto sent = Clock::now();
       const httplib::Result res =
@@ -579,6 +582,7 @@ class Agent {
       if (res && res->status == 409) {
         StopWhatIsNotKept(res, before);
         LeaveToAnotherEngine(res, registration.engine, before);
+        refused = true;
       }
       Sleep(backoff.Next());
     }
