@@ -13,6 +13,7 @@
 #include <deque>
 #include <exception>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -289,10 +290,19 @@ class Agent {
     changed_.wait(lock, [&] { return stopping_.empty(); });
   }
 
-  // The node's containers as a registration is sent; none when the engine does not answer.
-  std::vector<ContainerInfo> OursNow() const {
+  // The node's containers as a registration is sent, and the engine's identity, from one
+  // client; nothing when the engine does not answer.
+  struct Ours {
+    std::string engine;
+    std::vector<ContainerInfo> containers;
+  };
+  Ours OursNow() const {
     try {
-      return DockerClient(options_.docker_socket).List("berth.node=" + options_.node);
+      DockerClient docker(options_.docker_socket);
+      Ours ours;
+      ours.engine = docker.EngineIdentity();
+      ours.containers = docker.List("berth.node=" + options_.node);
+      return ours;
     } catch (const DockerError&) {
       return {};
     }
@@ -313,7 +323,9 @@ class Agent {
           !run.contains("replica") || !run["replica"].is_number_integer() ||
           !run.contains("placement") || !run["placement"].is_string())
         return;  // not as this agent reads it: stop nothing rather than the wrong ones
-      keep.insert({run["job"].get<int64_t>(), run["replica"].get<int>(),
+      const int64_t replica = run["replica"].get<int64_t>();
+      if (replica < 0 || replica > std::numeric_limits<int>::max()) return;
+      keep.insert({run["job"].get<int64_t>(), static_cast<int>(replica),
                    run["placement"].get<std::string>()});
     }
     for (const ContainerInfo& c : before) {
@@ -330,9 +342,13 @@ class Agent {
   // another Docker engine (the node moved to another host while this one was down), the node's
   // containers here are copies of jobs that now run there, or will: they are stopped and removed
   // (a stopped one left would read as its job's exit to an agent that gets in here later). On
-  // the same engine, or when either engine is not known, they are left alone.
-  void LeaveToAnotherEngine(const httplib::Result& res, const std::string& mine,
-                            const std::vector<ContainerInfo>& before) {
+  // the same engine, or when either engine is not known, they are left alone. Only once the
+  // same holder has refused this agent for twice the time a silent agent keeps its node
+  // (`replaceableAfterMs`): a restarted agent is refused at first by its own dead predecessor,
+  // whose engine identity may read otherwise though it is this one (a host renamed since).
+  // `first_refused`: when each holder first refused this registration.
+  void LeaveToAnotherEngine(const httplib::Result& res, const Ours& before,
+                            std::map<std::string, Clock::time_point>* first_refused) {
     const Json body = Json::parse(res->body, nullptr, false);
     if (!body.is_object() || !body.contains("heldBy") || !body["heldBy"].is_object()) return;
     const Json& by = body["heldBy"];
@@ -340,12 +356,22 @@ class Agent {
       const auto it = by.find(key);
       return it != by.end() && it->is_string() ? it->get<std::string>() : std::string();
     };
-    const std::string theirs = text("engine");
-    if (mine.empty() || theirs.empty() || mine == theirs || before.empty()) return;
-    Log("node " + options_.node + " is held by an agent on another Docker engine (process " +
-        text("instance") + "): removing the " + std::to_string(before.size()) +
-        " containers of node " + options_.node + " here, so that its jobs run once");
-    RemoveContainers(before);
+    const auto after = by.find("replaceableAfterMs");
+    if (after == by.end() || !after->is_number() || !(after->get<double>() > 0)) return;
+    const std::string holder = text("instance"), theirs = text("engine");
+    const auto since = first_refused->try_emplace(holder, Clock::now()).first->second;
+    if (SecondsSince(since) < 2 * after->get<double>() / 1000) return;
+    if (before.engine.empty() || theirs.empty() || before.engine == theirs) return;
+    size_t running = 0;
+    for (const ContainerInfo& c : before.containers) {
+      running += c.running;
+      StopInBackground(c, /*remove=*/true);
+    }
+    if (!before.containers.empty())
+      Log("node " + options_.node + " is held by an agent on another Docker engine (process " +
+          holder + "): removing the " + std::to_string(before.containers.size()) +
+          " containers of node " + options_.node + " here (" + std::to_string(running) +
+          " running), so that its jobs run once");
   }
 
   // Out of touch for as long as the server waits before letting another process register as
@@ -540,10 +566,11 @@ class Agent {
         ToJson(registration).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     Backoff backoff;
     bool refused = false;  // a 409 came: the node's containers are listed before each try
+    std::map<std::string, Clock::time_point> first_refused;  // by holder (LeaveToAnotherEngine)
     while (!Stopping()) {
       // What a refusal may stop is what ran before it was asked for (not on the first try: an
       // agent that gets in at once lists nothing more).
-      const std::vector<ContainerInfo> before = refused ? OursNow() : std::vector<ContainerInfo>();
+      const Ours before = refused ? OursNow() : Ours();
       const auto client = Connect(10);
       const auto sent = Clock::now();
       const httplib::Result res =
@@ -580,8 +607,8 @@ class Agent {
       }
       Log("cannot register with " + options_.server + " (" + ErrorOf(res) + "); retrying");
       if (res && res->status == 409) {
-        StopWhatIsNotKept(res, before);
-        LeaveToAnotherEngine(res, registration.engine, before);
+        StopWhatIsNotKept(res, before.containers);
+        LeaveToAnotherEngine(res, before, &first_refused);
         refused = true;
       }
       Sleep(backoff.Next());
@@ -1117,7 +1144,8 @@ class Agent {
     return g == c.labels.end() ? 30 : std::clamp(std::atoi(g->second.c_str()), 0, 86400);
   }
 
-  void StopInBackground(const ContainerInfo& c) {
+  // `remove`: removed too once stopped (a copy of a job that runs on another engine now).
+  void StopInBackground(const ContainerInfo& c, bool remove = false) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopped_by_us_[c.id] = Clock::now();         // before the engine's kill event can be seen
@@ -1125,10 +1153,11 @@ class Agent {
     }
     const int grace = GraceOf(c);
     Log("stopping container " + c.id.substr(0, 12) + " (grace " + std::to_string(grace) + " s)");
-    std::thread([this, id = c.id, grace] {
+    std::thread([this, id = c.id, grace, remove] {
       try {
         DockerClient docker(options_.docker_socket);  // one client a thread
         docker.Stop(id, grace);
+        if (remove) docker.Remove(id, true);
       } catch (const DockerError& e) {
         Log(e.what());
       }

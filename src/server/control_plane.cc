@@ -1248,12 +1248,16 @@ void ControlPlane::RefuseASecondAgent(const AgentNode& agent, const std::string&
   // (1 s apart unless it said otherwise), long before the node would turn unhealthy.
   const double silent = now - std::max(agent.last_seen, agent.registered_at);
   if (silent >= ReplaceableAfterS(agent.registration)) return;
-  throw ApiError(409,
-                 "node " + node + " has an agent that was in touch " + Seconds(silent) +
-                     " s ago (process " + current + "); is one agent started twice under " +
-                     "one --node name? Stop one: the node's jobs would run on both",
-                 // Who holds the node: a refused agent on another engine removes its own copies.
-                 {{"heldBy", {{"instance", current}, {"engine", agent.registration.engine}}}});
+  throw ApiError(
+      409,
+      "node " + node + " has an agent that was in touch " + Seconds(silent) + " s ago (process " +
+          current + "); is one agent started twice under " +
+          "one --node name? Stop one: the node's jobs would run on both",
+      // Who holds the node: a refused agent on another engine removes its own copies.
+      {{"heldBy",
+        {{"instance", current},
+         {"engine", agent.registration.engine},
+         {"replaceableAfterMs", std::llround(ReplaceableAfterS(agent.registration) * 1000)}}}});
 }
 
 double ControlPlane::ReplaceableAfterS(const NodeRegistration& registration) const {

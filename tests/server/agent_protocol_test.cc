@@ -1382,7 +1382,8 @@ TEST_F(ControlPlaneAgentTest, ASecondAgentsRefusalNamesTheHoldersEngine) {
   } catch (const ApiError& e) {
     ASSERT_EQ(e.status, 409);
     EXPECT_EQ(e.detail.value("heldBy", nlohmann::json()),
-              (nlohmann::json{{"instance", "first"}, {"engine", "engine-a"}}))
+              (nlohmann::json{
+                  {"instance", "first"}, {"engine", "engine-a"}, {"replaceableAfterMs", 3000}}))
         << e.detail.dump();
     EXPECT_FALSE(e.detail.contains("keep")) << e.detail.dump();  // its containers: not ours to say
   }
