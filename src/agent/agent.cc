@@ -215,6 +215,7 @@ class Agent {
   int Run() {
     if (!Register()) {
       WaitForStops();  // a refusal's (StopWhatIsNotKept)
+      if (node_unknown_) LeaveAnUnknownNode();
       return stop_requested_ ? 0 : 1;
     }
     std::thread watch([this] { Watch(); });
@@ -275,6 +276,10 @@ class Agent {
     prefetch.join();
     for (std::thread& t : starters) t.join();
     WaitForStops();
+    if (node_unknown_) {
+      LeaveAnUnknownNode();
+      return 1;
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (replaced_by_.empty()) return 0;
@@ -393,6 +398,41 @@ class Agent {
   bool Stopping() {
     if (stop_requested_) ending_ = true;
     return ending_;
+  }
+
+  // True when the server says it has no such node (404 naming it: its cluster file no longer
+  // declares it, as of a restart): this agent then ends, and leaves the node (LeaveAnUnknownNode).
+  // Only a 404 that names the node: one from anything else on the way says nothing of it.
+  bool NodeUnknownIn(const httplib::Result& res) {
+    if (!res || res->status != 404) return false;
+    const Json body = Json::parse(res->body, nullptr, false);
+    const auto it = body.is_object() ? body.find("unknownNode") : body.end();
+    if (it == body.end() || !it->is_string() || *it != options_.node) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!node_unknown_)
+      Log("the server has no node " + options_.node + " (" + ErrorOf(res) + "); this one stops");
+    node_unknown_ = true;
+    ending_ = true;
+    changed_.notify_all();
+    return true;
+  }
+
+  // The server has no such node: whatever ran the node's jobs here, the server placed them
+  // elsewhere (a restart loses the jobs of a node its cluster file no longer declares), so the
+  // node's containers here are copies, stopped and removed so that the jobs run once.
+  void LeaveAnUnknownNode() {
+    std::vector<ContainerInfo> containers;
+    try {
+      containers = DockerClient(options_.docker_socket).List("berth.node=" + options_.node);
+    } catch (const DockerError& e) {
+      Log(std::string("cannot list the node's containers to remove them (") + e.what() +
+          "): remove them (docker ps -a --filter label=berth.node=" + options_.node + ")");
+      return;
+    }
+    if (containers.empty()) return;
+    Log("removing the " + std::to_string(containers.size()) + " containers of node " +
+        options_.node + " here, so that its jobs run once");
+    RemoveContainers(containers);
   }
 
   // True when the server refused a call because another agent process has registered for the
@@ -600,6 +640,7 @@ class Agent {
       // 409 is a refusal for now (new hardware under placed jobs: it clears once they are
       // drained): the agent stays, keeping the containers the server still places here, and
       // asks again.
+      if (NodeUnknownIn(res)) return false;
       if (res && res->status >= 400 && res->status < 500 && res->status != 408 &&
           res->status != 409 && res->status != 429) {
         Log("the server refuses this node: " + ErrorOf(res));
@@ -633,7 +674,7 @@ class Agent {
       const httplib::Result res = client->Get(
           "/v1/agents/" + options_.node + "/assignments?since=" + std::to_string(since) +
           "&wait=" + std::to_string(kAssignmentWaitS) + "&instance=" + instance_);
-      if (ReplacedIn(res)) break;
+      if (ReplacedIn(res) || NodeUnknownIn(res)) break;
       AssignmentSet set;
       try {
         if (!res || res->status != 200) throw ProtocolError(ErrorOf(res));
@@ -1620,7 +1661,7 @@ class Agent {
         client->Post("/v1/agents/" + options_.node + "/report",
                      ToJson(report).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                      "application/json");
-    if (ReplacedIn(res)) return Posted::kFailed;
+    if (ReplacedIn(res) || NodeUnknownIn(res)) return Posted::kFailed;
     if (res && res->status == 409) {  // a restarted server: register again
       Log("the server does not know this agent (it restarted); registering again");
       images_sent_.clear();  // the new server has none of them
@@ -1687,6 +1728,7 @@ class Agent {
   bool exit_held_ = false;
   // The agent process that replaced this one, and its engine's identity; under mu_.
   std::string replaced_by_, replacing_engine_;
+  bool node_unknown_ = false;  // the server has no such node (NodeUnknownIn): it is left
   std::map<std::string, std::string> rebind_refused_;  // container id: CPU set refused; the
                                                        // converging thread's
   httplib::Client* watch_client_ = nullptr;  // under mu_: stopped to end the watch at once

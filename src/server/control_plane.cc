@@ -1333,9 +1333,11 @@ uint64_t ControlPlane::RegisterAgent(const std::string& node,
   if (nodes_join_ && (n < 0 || registration.found || registration.declared))
     n = Join(node, registration, now, &writes);
   if (n < 0)
-    throw ApiError(404, "no node " + node.substr(0, 80) +
-                            " in the server's cluster; add it to the cluster file, or start the "
-                            "agent with the --node name the cluster file gives this host");
+    throw ApiError(404,
+                   "no node " + node.substr(0, 80) +
+                       " in the server's cluster; add it to the cluster file, or start the "
+                       "agent with the --node name the cluster file gives this host",
+                   {{"unknownNode", node}});
   const size_t declared = cluster_now().nodes[n].gpus.size();
   if (registration.gpu_uuids.size() != declared)
     throw ApiError(409,
@@ -1542,7 +1544,7 @@ void ControlPlane::RefuseUnknownNode(const std::string& node) const {
   if (nodes_join_)
     throw ApiError(409, "no node " + node.substr(0, 80) +
                             " in the cluster (yet); register first, and the node joins");
-  throw ApiError(404, "no node " + node.substr(0, 80));
+  throw ApiError(404, "no node " + node.substr(0, 80), {{"unknownNode", node}});
 }
 
 std::shared_ptr<const Cluster> ControlPlane::cluster() const {

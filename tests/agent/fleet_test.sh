@@ -464,4 +464,30 @@ refused() { "$BERTH" inspect "$1" | grep -q 'esc is a symbolic link'; }
 wait_for 30 "job $link refused for its link" refused "$link"
 [ ! -e "$TMP/outside/written" ] || fail "a job wrote through a symbolic link out of the allowed directory"
 "$BERTH" stop "$link" > /dev/null 2>&1 || true
+echo "fleet: part 14" >&2
+# 14. A node gone from the cluster file across a server restart: its job is lost and runs
+#     elsewhere; its agent, told the server has no such node, removes the node's containers and
+#     ends (review: it kept them running for ever, and the job ran twice).
+for j in "$moved" "$stale"; do "$BERTH" stop "$j" > /dev/null; done  # room to run again
+dropped=$("$BERTH" run -d --gpus 1 berth-test:1 sh -c "$TRAPPER")
+wait_for 15 "job $dropped running" state_is "$dropped" running
+here=""; [ "$(containers "berth.job=$dropped")" -eq 1 ] || here=second_engine
+dnode=$($here _dk inspect -f '{{index .Config.Labels "berth.node"}}' \
+  "$($here _dk ps -q --filter "label=berth.job=$dropped")")
+{ sed -n '1,/^nodes:/p' "$FLEET"
+  for n in n0 n1 n2; do [ "$n" = "$dnode" ] || echo "  - {name: $n, shape: small}"; done
+} > "$TMP/without.yaml"
+stop_server
+CLUSTER=$TMP/without.yaml start_server --listen "$BERTH_ADDR" --node-unhealthy-after 2 \
+  --node-lost-after 4 --allow-mount "$TMP/mnt"
+wait_for 20 "node $dnode's agent ending" ended "${AGENT[$dnode]}"
+grep -q "the server has no node $dnode" "$TMP/agent-$dnode.log" ||
+  fail "node $dnode's agent did not say why it ended: $(tail "$TMP/agent-$dnode.log")"
+[ "$($here containers "berth.node=$dnode")" -eq 0 ] ||
+  fail "node $dnode's containers are left: $($here _dk ps -a)"
+running_again() { state_is "$dropped" running; }
+for _ in $(seq 400); do running_again && break; sleep 0.1; done
+running_again || fail "job $dropped is not running again: $("$BERTH" inspect "$dropped" | jq -c '{state, reason, events: [.events[] | {state, reason}]}'); nodes: $("$BERTH" nodes)"
+[ "$(runs_of "$dropped")" -eq 1 ] || fail "job $dropped should run once: $(runs_of "$dropped")"
+
 echo "fleet: ok"
