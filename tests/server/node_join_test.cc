@@ -38,6 +38,14 @@ NodeRegistration Declared(const std::string& name, int64_t memory_mib = 81920) {
   return r;
 }
 
+// The same agent finding one GPU fewer (one fell off the bus).
+NodeRegistration OneGpuFewer(const std::string& name) {
+  NodeRegistration r = Declared(name);
+  r.declared->gpus.pop_back();
+  r.gpu_uuids.pop_back();
+  return r;
+}
+
 TEST(JoinNodeTest, AddsTheNodeAsTheAgentGivesItUnderItsOwnName) {
   Cluster cluster;
   ASSERT_EQ(JoinNode("gpu-a", Declared("gpu-a"), &cluster), "");
@@ -139,9 +147,7 @@ TEST(JoinNodeTest, ANodeThatJoinedAgainWithOtherHardwareIsReplacedInPlace) {
   Cluster cluster;
   ASSERT_EQ(JoinNode("gpu-a", Declared("gpu-a"), &cluster), "");
   ASSERT_EQ(JoinNode("gpu-b", Declared("gpu-b"), &cluster), "");
-  NodeRegistration fewer = Declared("gpu-a");
-  fewer.declared->gpus.pop_back();  // a GPU fell off the bus
-  fewer.gpu_uuids.pop_back();
+  const NodeRegistration fewer = OneGpuFewer("gpu-a");
   ASSERT_EQ(JoinNode("gpu-a", fewer, &cluster), "");
   ASSERT_EQ(cluster.nodes.size(), 2u);
   EXPECT_EQ(cluster.nodes[0].name, "gpu-a");
@@ -669,9 +675,7 @@ TEST_F(NodeJoinPlaneTest, ANodeWhoseHardwareChangedJoinsAgainOnceNothingRunsTher
   const int64_t job = plane_->Submit(R"({"gpus": 1, "image": "x"})");
   plane_->Cycle();
   ASSERT_EQ(plane_->Get(job).state, "scheduled");
-  NodeRegistration fewer = Declared("gpu-a");
-  fewer.declared->gpus.pop_back();
-  fewer.gpu_uuids.pop_back();
+  const NodeRegistration fewer = OneGpuFewer("gpu-a");
   try {
     plane_->RegisterAgent("gpu-a", fewer);
     ADD_FAILURE() << "its hardware changed under a placed job";
@@ -711,9 +715,7 @@ TEST_F(NodeJoinPlaneTest, AHardwareRefusalNamesTheRunsTheNodeKeeps) {
   ASSERT_EQ(runs.size(), 2u);
   const Assignment& run = runs[0].job == kept ? runs[0] : runs[1];
   plane_->Stop(stopped);  // still stopping there: its container is to go
-  NodeRegistration fewer = Declared("gpu-a");
-  fewer.declared->gpus.pop_back();
-  fewer.gpu_uuids.pop_back();
+  const NodeRegistration fewer = OneGpuFewer("gpu-a");
   try {
     plane_->RegisterAgent("gpu-a", fewer);
     ADD_FAILURE() << "its hardware changed under a placed job";
