@@ -401,17 +401,25 @@ class Agent {
   }
 
   // True when the server says it has no such node (404 naming it: its cluster file no longer
-  // declares it, as of a restart): this agent then ends, and leaves the node (LeaveAnUnknownNode).
-  // Only a 404 that names the node: one from anything else on the way says nothing of it.
+  // declares it, as of a restart): this agent then ends, and if that server took it before,
+  // leaves the node (LeaveAnUnknownNode). Only a 404 that names the node: one from anything
+  // else on the way says nothing of it.
   bool NodeUnknownIn(const httplib::Result& res) {
     if (!res || res->status != 404) return false;
     const Json body = Json::parse(res->body, nullptr, false);
     const auto it = body.is_object() ? body.find("unknownNode") : body.end();
     if (it == body.end() || !it->is_string() || *it != options_.node) return false;
     std::lock_guard<std::mutex> lock(mu_);
-    if (!node_unknown_)
+    // Only from a server that took this process before: one it never reached (a --server given
+    // wrong) says nothing of where the node's jobs run, and the containers are left.
+    if (!registered_once_ && !node_unknown_)
+      Log("the server has no node " + options_.node + " (" + ErrorOf(res) +
+          "); this one stops and leaves the node's containers: if its jobs run elsewhere now, "
+          "remove them (docker ps -a --filter label=berth.node=" +
+          options_.node + ")");
+    else if (!node_unknown_)
       Log("the server has no node " + options_.node + " (" + ErrorOf(res) + "); this one stops");
-    node_unknown_ = true;
+    node_unknown_ = registered_once_;
     ending_ = true;
     changed_.notify_all();
     return true;
@@ -628,6 +636,7 @@ class Agent {
         {
           std::lock_guard<std::mutex> lock(mu_);
           reached_server_ = sent;
+          registered_once_ = true;
           binary_logs_ = says("binaryLogs");
           interrupted_state_ = says("interruptedState");
           if (after_ms > 0) replaceable_after_ = std::chrono::duration<double>(after_ms / 1000);
@@ -1189,20 +1198,27 @@ class Agent {
   void StopInBackground(const ContainerInfo& c, bool remove = false) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stopped_by_us_[c.id] = Clock::now();         // before the engine's kill event can be seen
-      if (!stopping_.insert(c.id).second) return;  // already being stopped
+      stopped_by_us_[c.id] = Clock::now();  // before the engine's kill event can be seen
+      if (remove) remove_after_stop_.insert(c.id);
+      if (!stopping_.insert(c.id).second) return;  // already being stopped: it sees the set
     }
     const int grace = GraceOf(c);
     Log("stopping container " + c.id.substr(0, 12) + " (grace " + std::to_string(grace) + " s)");
-    std::thread([this, id = c.id, grace, remove] {
+    std::thread([this, id = c.id, grace] {
       try {
         DockerClient docker(options_.docker_socket);  // one client a thread
         docker.Stop(id, grace);
+        bool remove = false;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          remove = remove_after_stop_.erase(id) > 0;
+        }
         if (remove) docker.Remove(id, true);
       } catch (const DockerError& e) {
         Log(e.what());
       }
       std::lock_guard<std::mutex> lock(mu_);
+      remove_after_stop_.erase(id);
       stopping_.erase(id);
       changed_.notify_all();
     }).detach();
@@ -1718,6 +1734,7 @@ class Agent {
   bool start_ended_ = false;                 // under mu_: a start ended since the last pass
   bool exited_ = false;                      // under mu_: a container exited since the report
   std::set<std::string> stopping_;           // container ids, under mu_
+  std::set<std::string> remove_after_stop_;  // of those, to remove once stopped, under mu_
   // Under mu_: the containers the engine signalled (its kill events: container id, when), and
   // those the agent asked it to stop (id, when asked), so that an exit the agent did not ask
   // for is told apart (ExitCauseOf); every engine event before events_seen_until_ns_ has been
@@ -1728,7 +1745,8 @@ class Agent {
   bool exit_held_ = false;
   // The agent process that replaced this one, and its engine's identity; under mu_.
   std::string replaced_by_, replacing_engine_;
-  bool node_unknown_ = false;  // the server has no such node (NodeUnknownIn): it is left
+  bool node_unknown_ = false;     // the server has no such node (NodeUnknownIn): it is left
+  bool registered_once_ = false;  // a registration was taken, under mu_
   std::map<std::string, std::string> rebind_refused_;  // container id: CPU set refused; the
                                                        // converging thread's
   httplib::Client* watch_client_ = nullptr;  // under mu_: stopped to end the watch at once

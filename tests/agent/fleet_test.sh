@@ -489,5 +489,16 @@ running_again() { state_is "$dropped" running; }
 for _ in $(seq 400); do running_again && break; sleep 0.1; done
 running_again || fail "job $dropped is not running again: $("$BERTH" inspect "$dropped" | jq -c '{state, reason, events: [.events[] | {state, reason}]}'); nodes: $("$BERTH" nodes)"
 [ "$(runs_of "$dropped")" -eq 1 ] || fail "job $dropped should run once: $(runs_of "$dropped")"
+# An agent started against a server it never reached that has no such node (a --server given
+# wrong) says so and ends, and leaves the node's containers: that server knows nothing of them.
+$here _dk run -d --name left-here --label "berth.node=$dnode" --label berth.job=999 \
+  --label berth.replica=0 --label berth.placement=p1 berth-test:1 sleep 1000 > /dev/null
+$here start_agent "$dnode"
+wait_for 10 "node $dnode's new agent ending" ended "${AGENT[$dnode]}"
+grep -q "leaves the node's containers" "$TMP/agent-$dnode.log" ||
+  fail "the agent did not say it leaves them: $(tail -3 "$TMP/agent-$dnode.log")"
+[ "$($here _dk inspect -f '{{.State.Running}}' left-here)" = true ] ||
+  fail "an agent that never got in stopped the node's container"
+$here _dk rm -f left-here > /dev/null
 
 echo "fleet: ok"
