@@ -80,16 +80,25 @@ bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* 
     return std::any_of(r.gpus.begin(), r.gpus.end(),
                        [&](int g) { return allocator_->gpu_crowded(r.node, g); });
   });
-  if (reservations_.Of(p.id) && static_cast<int>(planned.size()) == most && !crowded &&
-      queues_[p.queue].spec.model_caps.empty()) {
+  const bool exact = reservations_.Of(p.id) && static_cast<int>(planned.size()) == most &&
+                     !crowded && queues_[p.queue].spec.model_caps.empty();
+  auto start_as_planned = [&](bool as_guaranteed) {
     std::vector<int> ids;
     std::vector<ReplicaPlacement> placed;
-    if (TryPlace(p, guaranteed, most, *allocator_, &ids, &placed, &planned)) {
-      Run(p, guaranteed, most, std::move(ids), std::move(placed), now, out);
-      return true;
-    }
-  }
+    if (!TryPlace(p, as_guaranteed, most, *allocator_, &ids, &placed, &planned)) return false;
+    Run(p, as_guaranteed, most, std::move(ids), std::move(placed), now, out);
+    return true;
+  };
+  if (exact && start_as_planned(guaranteed)) return true;
   if (Start(p, guaranteed, now, out, most)) return true;
+  // A guaranteed plan counts the queue's guarantee in GPUs, not in the cells it binds: another
+  // of the queue's guaranteed preemptors may have started on the cells this plan meant to bind.
+  // Its victims stopped for it and its GPUs are held for it: it runs there, borrowed, as far as
+  // its queue's cap allows.
+  std::string over_cap;
+  if (exact && guaranteed && UnderCap(p, JobGpus(p.spec, most), &over_cap) &&
+      start_as_planned(false))
+    return true;
   // The plan broke (hardware failed under it, or guaranteed work took a borrower's plan): the
   // job waits like any other.
   DropReservation(p.id);
