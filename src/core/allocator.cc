@@ -483,8 +483,8 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
     next_replica = false;
     ok = place();
   }
-  if (!ok && req.opportunistic && req.lent && (d.gpus > 0 || (req.exact && d.gpu_milli > 0)) &&
-      pool == BuddyAllocator::kPhysicalPool && within < 0) {
+  if (!ok && req.opportunistic && req.lent && d.gpus > 0 && pool == BuddyAllocator::kPhysicalPool &&
+      within < 0) {
     if (req.exact) {
       // Re-created where it was decided, in whichever pool its GPUs lie now.
       const int lent = placed.size() < req.exact->size() ? ExactPool((*req.exact)[placed.size()])

@@ -71,9 +71,7 @@ struct AllocationRequest {
   // Set: replica i goes exactly where (*exact)[i] says (node, GPUs, MIG start), or the request
   // fails: crash recovery re-creates placements decided before. A guaranteed request binds the
   // guarantee cell holding its GPUs when they are not bound yet, so adopt guaranteed work
-  // before borrowed work. An opportunistic one (whole GPUs or a share) goes into whichever
-  // pool its GPUs lie in now, its own VC's included: the cell may have been bound since the
-  // placement was decided (a plan's victims stopping). Chooser and candidate limit are not used.
+  // before borrowed work. Chooser and candidate limit are not used.
   const std::vector<ReplicaPlacement>* exact = nullptr;
 };
 

@@ -986,32 +986,6 @@ TEST_F(AllocatorTest, BorrowersTakeAnotherVcsIdleBoundGpusOnlyWhenNoFreeCellHold
   ExpectInitial();
 }
 
-TEST_F(AllocatorTest, AnExactBorrowedPlacementGoesWhereItWasDecidedInItsOwnVcsBoundCell) {
-  // A borrower's plan is decided on a free GPU; before its victims stop, its own VC's
-  // guaranteed work binds the cell around that GPU. The plan, carried out exactly, still fits
-  // there (whole GPUs or a share), while borrowing afresh never goes into the VC's own cell.
-  Use(SyntheticDgxCluster(2, 2, 0), {{"A", {{"dgx-a100/node", 1}}}, {"B", {}}});
-  const int a = Alloc(ForVc(WholeGpus(1), 0));
-  const int bound = R(a).node;
-  const int filler = Alloc(ForVc(WholeGpus(8), 1, true));
-  const int idle_gpu = R(a).gpus[0] == 0 ? 1 : 0;
-  Refused(ForVc(Share(500), 0, true));
-  for (const AllocationRequest& kind : {Share(500), WholeGpus(1)}) {
-    std::vector<ReplicaPlacement> plan(1);
-    plan[0].node = bound;
-    plan[0].gpus = {idle_gpu};
-    AllocationRequest req = ForVc(kind, 0, true);
-    req.exact = &plan;
-    const int id = Alloc(req);
-    EXPECT_EQ(Where(id), std::make_pair(bound, idle_gpu));
-    EXPECT_TRUE(a_->Find(id)->preemptible);
-    Release(id);
-  }
-  Release(filler);
-  Release(a);
-  ExpectInitial();
-}
-
 TEST_F(AllocatorTest, WorkOutsideVcsCannotTakeGuaranteedCells) {
   UseExample("multi-rack.yaml", ExampleVcs());
   AllocationRequest dgx = WholeGpus(8);
