@@ -38,8 +38,9 @@
 //    plan) is reserved for it until it starts or goes away; nobody else is placed there, and
 //    the guarantee cells the plan binds stay unbound for it (its queue's other work binds no
 //    cell in their stead), so it starts as soon as its last victim stops. Should its queue's
-//    guarantee be bound elsewhere by then all the same, it starts on its plan borrowed (within
-//    its cap), rather than leave its victims stopped for nothing. Victims are chosen only
+//    guarantee be bound elsewhere by then all the same, it starts on its plan borrowed where
+//    its cap and the allocator's borrowing rules allow (its share band is not applied), rather
+//    than leave its victims stopped for nothing. Victims are chosen only
 //    for a preemptor that then fits.
 //  - Shares settle. Guarantee and fair-share checks count *committed* usage: running jobs that
 //    are not stopping, plus preemptors waiting for their victims. A queue reclaims its fair

@@ -99,8 +99,9 @@ bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* 
   if (exact && guaranteed && UnderCap(p, JobGpus(p.spec, most), &over_cap) &&
       start_as_planned(false))
     return true;
-  // The plan broke (hardware failed under it, or guaranteed work took a borrower's plan): the
-  // job waits like any other.
+  // The plan broke (hardware failed under it, guaranteed work took a borrower's plan, or a
+  // guaranteed plan's cells were bound elsewhere and it may not borrow): the job waits like any
+  // other.
   DropReservation(p.id);
   p.preempting = false;
   p.reason = "its planned placement broke before its victims stopped; waiting again";

@@ -1023,7 +1023,7 @@ void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<Sto
     if (id == by_engine_id_.end()) continue;  // not a job of this server (cannot happen)
     Job& job = jobs_.at(id->second);
     const JobRecord* record = engine_->job(d.job);
-    if (record == nullptr) continue;   // the engine keeps every job it decides about
+    if (record == nullptr) continue;   // (cannot happen: it keeps every job it decides about)
     job.stored.moved = record->moved;  // kept across restarts and reloads: moved once in its life
     ++decisions_[d.kind];
     std::string gpus;
