@@ -40,8 +40,8 @@
 //    cell in their stead), so it starts as soon as its last victim stops. Should its queue's
 //    guarantee be bound elsewhere by then all the same, it starts on its plan borrowed where
 //    its cap and the allocator's borrowing rules allow (its share band is not applied), rather
-//    than leave its victims stopped for nothing. Victims are chosen only
-//    for a preemptor that then fits.
+//    than leave its victims stopped for nothing. Victims are chosen only for a preemptor that
+//    then fits.
 //  - Shares settle. Guarantee and fair-share checks count *committed* usage: running jobs that
 //    are not stopping, plus preemptors waiting for their victims. A queue reclaims its fair
 //    share only while it stays within that share after the start; a queue is reclaimed from

@@ -91,13 +91,10 @@ bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* 
   };
   if (exact && start_as_planned(guaranteed)) return true;
   if (Start(p, guaranteed, now, out, most)) return true;
-  // A guaranteed plan counts the queue's guarantee in GPUs, not in the cells it binds: another
-  // of the queue's guaranteed preemptors may have started on the cells this plan meant to bind.
-  // Its victims stopped for it and its GPUs are held for it: it runs there, borrowed, as far as
-  // its queue's cap allows.
-  std::string over_cap;
-  if (exact && guaranteed && UnderCap(p, JobGpus(p.spec, most), &over_cap) &&
-      start_as_planned(false))
+  // The queue's guarantee may be bound elsewhere by now, though the cells this plan binds were
+  // promised to it (seeds 6645 and 12002 of the steady-demand test). Its victims stopped for it
+  // and its GPUs are held for it: it runs there, borrowed, as far as its queue's cap allows.
+  if (exact && guaranteed && UnderCap(p, JobGpus(p.spec, most), nullptr) && start_as_planned(false))
     return true;
   // The plan broke (hardware failed under it, guaranteed work took a borrower's plan, or a
   // guaranteed plan's cells were bound elsewhere and it may not borrow): the job waits like any

@@ -1034,12 +1034,11 @@ void SteadyDemandSettles(bool usage_near_share, const std::vector<uint64_t>& see
 // that opens the steady phase, a borrower (elastic, or one that then preempts its own queue's
 // lower-priority work to come back) is reclaimed, restarts as shares move, and is shrunk or
 // reclaimed again, 4-5 times in all. 14086: a borrowed share's planned GPU was bound to its own
-// queue while its victims stopped, and a queue's borrowed shares never go into its own
-// cells (allocator.h lends only whole GPUs, and never to their own VC); the plan breaks and the
-// victims stopped for nothing. The last three of 1-1000 to fail (588, 701, 944)
-// had an elastic job start or grow past its queue's fair share into GPUs another queue's work left
-// free while it waited out a back-off, then be cut again by the next reclaims
-// (Scheduler::MostInShareBand).
+// queue while its victims stopped, and a queue's borrowed shares never go into its own cells
+// (allocator.h lends only whole GPUs, and never to their own VC); the plan breaks and the
+// victims stopped for nothing. The last three of 1-1000 to fail (588, 701, 944) had an elastic
+// job start or grow past its queue's fair share into GPUs another queue's work left free while
+// it waited out a back-off, then be cut again by the next reclaims (Scheduler::MostInShareBand).
 TEST(SchedulerDynamics, SteadyDemandSettlesWithoutThrash) { SteadyDemandSettles(false); }
 
 // Seeds past 1000 that failed, for a cause since fixed: two guaranteed preemptors of one queue
