@@ -230,6 +230,39 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
   return plan;
 }
 
+std::optional<VictimPlan> FindVictimsLowestFirst(
+    const VictimSearch& search, const std::vector<JobRecord*>& candidates,
+    const std::function<double(const JobRecord&)>& whole_priority,
+    const std::vector<JobRecord*>& movers) {
+  auto moves = [&](const JobRecord* v) {
+    return std::find(movers.begin(), movers.end(), v) != movers.end();
+  };
+  // Per queue, per raw priority: the lowest whole priority among the candidates.
+  std::map<int, std::map<int, double>> lowest;
+  for (const JobRecord* u : candidates) {
+    if (moves(u)) continue;
+    auto [it, added] = lowest[u->queue].emplace(u->spec.priority, whole_priority(*u));
+    if (!added) it->second = std::min(it->second, whole_priority(*u));
+  }
+  std::vector<size_t> tier(candidates.size(), 0);
+  size_t last = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const JobRecord& v = *candidates[i];
+    if (moves(&v)) continue;
+    const double whole = whole_priority(v);
+    for (const auto& [priority, least] : lowest[v.queue])
+      if (priority < v.spec.priority && least < whole) ++tier[i];
+    last = std::max(last, tier[i]);
+  }
+  for (size_t t = 0; t < last; ++t) {
+    std::vector<JobRecord*> within;
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (tier[i] <= t) within.push_back(candidates[i]);
+    if (std::optional<VictimPlan> found = FindVictims(search, within)) return found;
+  }
+  return FindVictims(search, candidates);
+}
+
 std::optional<ShrinkPlan> FindShrinks(const ShrinkSearch& search,
                                       std::vector<JobRecord*> candidates) {
   // A job on a cordoned node or a bad GPU cannot be placed again where it runs: it is left be.

@@ -2,7 +2,8 @@
 // who may be a victim (reclaim, priority) and what the queue may hold; this file finds the
 // cheapest set among those candidates and the placement the job then gets.
 //
-// Contract: victims are whole jobs. The set returned is small first (the fewest victims),
+// Contract: victims are whole jobs. FindVictimsLowestFirst (the engine's) takes each queue's
+// lowest priority first; within that, FindVictims returns a small set first (the fewest victims),
 // then cheap (the least GPU-time lost, then the lowest priority): candidates are grouped by
 // node, nodes that free a replica with the fewest victims first, so that a growing set empties
 // nodes one at a time instead of nibbling at every node; then victims the job does not need are
@@ -102,6 +103,17 @@ struct VictimSearch {
 // The cheapest set of `candidates` whose removal lets the job fit, or nullopt.
 std::optional<VictimPlan> FindVictims(const VictimSearch& search,
                                       std::vector<JobRecord*> candidates);
+
+// FindVictims, taking each queue's lowest priority first. A victim would come straight back
+// by preempting a candidate of its own queue below it (lower raw priority and lower
+// `whole_priority`, aging included: the engine's rule for priority preemption), stopping both.
+// So candidates are searched in tiers, tier t holding those with at most t distinct raw
+// priorities of their queue's candidates below them; the first tier that fits wins, the last
+// holds them all. `movers` restart elsewhere: they come back over nobody and count below none.
+std::optional<VictimPlan> FindVictimsLowestFirst(
+    const VictimSearch& search, const std::vector<JobRecord*>& candidates,
+    const std::function<double(const JobRecord&)>& whole_priority,
+    const std::vector<JobRecord*>& movers);
 
 // Elastic jobs give back replicas before whole jobs are preempted. A shrink keeps a job's
 // first replicas where they are and stops the rest at once.

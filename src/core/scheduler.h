@@ -30,8 +30,10 @@
 //  - Preemption (preemption.h): to reclaim a guarantee or a fair share from borrowers, or for a
 //    strictly higher priority inside one queue; a fair-share reclaim may also take the queue's
 //    own borrowed work of lower priority (a node often holds some of each, and neither alone
-//    frees it). Victims are whole jobs, chosen for fewest victims, then least GPU-time lost,
-//    then lowest priority, and only when the preemptor then fits within its guarantee or cap.
+//    frees it). Victims are whole jobs, each queue's lowest priority first (a victim above
+//    another candidate of its queue would come straight back by preempting it), then fewest
+//    victims, then least GPU-time lost, and only when the preemptor then fits within its
+//    guarantee or cap.
 //
 // Contract, over time (what holds cycle after cycle; tests/core/scheduler_dynamics_test.cc):
 //  - No thrash. A preemptor's planned placement (its victims' GPUs and the free GPUs of its

@@ -442,7 +442,8 @@ bool Scheduler::TryPreemptionPlan(JobRecord& job, const PreemptionPlan& plan,
     return fits(probe, FreedByModel(job.queue, stopping_for_good(gone)), where) &&
            place_movers(probe, gone, *where, &destinations);
   };
-  std::optional<VictimPlan> found = FindVictims(search, plan.victims);
+  std::optional<VictimPlan> found = FindVictimsLowestFirst(
+      search, plan.victims, [&](const JobRecord& v) { return WholePriority(v, now); }, plan.movers);
   if (!found) return false;
   // The movers' destinations, found again as the search found them.
   std::vector<std::vector<std::pair<int, int>>> destinations;
