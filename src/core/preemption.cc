@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -245,16 +246,17 @@ std::optional<VictimPlan> FindVictimsLowestFirst(
     if (!added) it->second = std::min(it->second, whole_priority(*u));
   }
   std::vector<size_t> tier(candidates.size(), 0);
-  size_t last = 0;
+  std::set<size_t> tiers = {0};  // those some candidate is in: aging may leave gaps
   for (size_t i = 0; i < candidates.size(); ++i) {
     const JobRecord& v = *candidates[i];
     if (moves(&v)) continue;
     const double whole = whole_priority(v);
     for (const auto& [priority, least] : lowest[v.queue])
       if (priority < v.spec.priority && least < whole) ++tier[i];
-    last = std::max(last, tier[i]);
+    tiers.insert(tier[i]);
   }
-  for (size_t t = 0; t < last; ++t) {
+  tiers.erase(std::prev(tiers.end()));  // the last holds them all: searched below
+  for (size_t t : tiers) {
     std::vector<JobRecord*> within;
     for (size_t i = 0; i < candidates.size(); ++i)
       if (tier[i] <= t) within.push_back(candidates[i]);
