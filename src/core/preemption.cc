@@ -256,6 +256,10 @@ std::optional<VictimPlan> FindVictimsLowestFirst(
     tiers.insert(tier[i]);
   }
   tiers.erase(std::prev(tiers.end()));  // the last holds them all: searched below
+  // Each tier is a whole search: with many priorities in a queue (Kubernetes priority classes)
+  // only the lowest few are searched alone.
+  constexpr size_t kMaxTiers = 3;
+  while (tiers.size() > kMaxTiers) tiers.erase(std::prev(tiers.end()));
   for (size_t t : tiers) {
     std::vector<JobRecord*> within;
     for (size_t i = 0; i < candidates.size(); ++i)

@@ -104,12 +104,14 @@ struct VictimSearch {
 std::optional<VictimPlan> FindVictims(const VictimSearch& search,
                                       std::vector<JobRecord*> candidates);
 
-// FindVictims, taking each queue's lowest priority first. A victim would come straight back
+// FindVictims, taking each queue's lowest priority first. A victim could come straight back
 // by preempting a candidate of its own queue below it (lower raw priority and lower
 // `whole_priority`, aging included: the engine's rule for priority preemption), stopping both.
 // So candidates are searched in tiers, tier t holding those with at most t distinct raw
-// priorities of their queue's candidates below them; the first tier that fits wins, the last
-// holds them all. `movers` restart elsewhere: they come back over nobody and count below none.
+// priorities of their queue's candidates below them; the first tier that fits wins, and after
+// the lowest three tiers a search of them all. Priority alone sorts the tiers: a victim that
+// could not fit on its queue's lower jobs' GPUs is still searched after them. `movers` restart
+// elsewhere: they come back over nobody and count below none.
 std::optional<VictimPlan> FindVictimsLowestFirst(
     const VictimSearch& search, const std::vector<JobRecord*>& candidates,
     const std::function<double(const JobRecord&)>& whole_priority,

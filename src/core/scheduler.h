@@ -31,7 +31,7 @@
 //    strictly higher priority inside one queue; a fair-share reclaim may also take the queue's
 //    own borrowed work of lower priority (a node often holds some of each, and neither alone
 //    frees it). Victims are whole jobs, each queue's lowest priority first (a victim above
-//    another candidate of its queue would come straight back by preempting it), then fewest
+//    another candidate of its queue could come straight back by preempting it), then fewest
 //    victims, then least GPU-time lost, and only when the preemptor then fits within its
 //    guarantee or cap.
 //

@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "allocator_test_util.h"
+#include "core/scheduler.h"
+#include "core/synthetic_cluster.h"
 
 namespace berth {
 namespace {
@@ -46,6 +51,117 @@ TEST(ReplicaBoundTest, AReclaimCanHelpOnlyAsFarAsTheGuaranteeHasCellsLeftToBind)
   share.groups[0].demand.gpus = 0;
   share.groups[0].demand.gpu_milli = 500;
   EXPECT_TRUE(ReplicaBound::MayFitReclaiming(a, share, research));
+}
+
+// A running job as the engine hands it to the search, placed on `node` by the allocator.
+JobRecord Running(Allocator& a, int id, int queue, int priority, int node, int gpus) {
+  JobRecord j;
+  j.id = id;
+  j.queue = queue;
+  j.spec.priority = priority;
+  j.state = JobState::kRunning;
+  j.start_time = 0;
+  const int allocation = Take(a, OnNode(WholeGpus(gpus), node));
+  j.allocations = {allocation};
+  j.placements = a.Find(allocation)->replicas;
+  j.replicas = 1;
+  j.gpu_equivalents = gpus;
+  return j;
+}
+
+// Node 0 holds queue 1's priority-5 job on `gpus` GPUs, node 1 `gpus` of its lower-priority
+// jobs on one GPU each; every other GPU is held by non-candidates. A job of `gpus` GPUs fits on
+// either node once that node's candidates are gone: one victim on node 0, `gpus` on node 1.
+class LowestFirstTest : public ::testing::Test {
+ protected:
+  LowestFirstTest() : cluster_(SyntheticDgxCluster(2, 2, 0)), alloc_(&cluster_, {}) {}
+  void Layout(int gpus, const std::vector<int>& low_priorities) {
+    alloc_ = Allocator(&cluster_, {});
+    low_.clear();
+    spec_ = JobSpec();
+    high_ = Running(alloc_, 1, 1, 5, 0, gpus);
+    for (size_t i = 0; i < low_priorities.size(); ++i)
+      low_.push_back(Running(alloc_, 2 + static_cast<int>(i), 1, low_priorities[i], 1, 1));
+    Take(alloc_, OnNode(WholeGpus(8 - gpus), 0));
+    Take(alloc_, OnNode(WholeGpus(8 - static_cast<int>(low_priorities.size())), 1));
+    spec_.groups.push_back(TaskGroup{});
+    spec_.groups[0].demand.gpus = gpus;
+    search_.alloc = &alloc_;
+    search_.spec = &spec_;
+    search_.now = 10;
+    search_.allowed = [](const std::vector<JobRecord*>&) { return true; };
+    search_.fits = [this](Allocator& trial, const std::vector<JobRecord*>&, TrialPlacement* where) {
+      std::string why;
+      const std::optional<int> id = trial.Allocate(WholeGpus(spec_.groups[0].demand.gpus), &why);
+      if (id) where->where = trial.Find(*id)->replicas;
+      return id.has_value();
+    };
+  }
+  std::vector<JobRecord*> Candidates() {
+    std::vector<JobRecord*> all = {&high_};
+    for (JobRecord& j : low_) all.push_back(&j);
+    return all;
+  }
+  static std::vector<int> Ids(const std::optional<VictimPlan>& plan) {
+    std::vector<int> ids;
+    if (plan)
+      for (const JobRecord* v : plan->victims) ids.push_back(v->id);
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+  static double Raw(const JobRecord& j) { return j.spec.priority; }
+
+  Cluster cluster_;
+  Allocator alloc_;
+  JobRecord high_;
+  std::vector<JobRecord> low_;
+  JobSpec spec_;
+  VictimSearch search_;
+};
+
+TEST_F(LowestFirstTest, TheFewestVictimsAloneTakeTheHigherPriorityJob) {
+  Layout(3, {0, 0, 0});
+  EXPECT_EQ(Ids(FindVictims(search_, Candidates())), std::vector<int>({1}));
+}
+
+TEST_F(LowestFirstTest, AQueuesLowerPriorityJobsGoFirst) {
+  Layout(3, {0, 0, 0});
+  EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {})),
+            std::vector<int>({2, 3, 4}));
+  // By tiers: the priority-0 jobs cannot free 3 GPUs alone, with the priority-1 job they can.
+  low_[2].spec.priority = 1;
+  EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {})),
+            std::vector<int>({2, 3, 4}));
+}
+
+TEST_F(LowestFirstTest, AHigherTierIsSearchedWhenTheLowerOnesCannotFit) {
+  Layout(3, {0, 0, 0});
+  low_.pop_back();  // two candidates free only 2 GPUs of node 1
+  EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {})), std::vector<int>({1}));
+}
+
+TEST_F(LowestFirstTest, AJobThatCouldNotComeBackOverThemIsNotHeldBack) {
+  Layout(3, {0, 0, 0});
+  // Aged past the priority-5 job's whole priority, the low jobs are not below it.
+  auto aged = [](const JobRecord& j) { return j.spec.priority == 0 ? 9.0 : 5.0; };
+  EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), aged, {})), std::vector<int>({1}));
+  // Nor are another queue's jobs.
+  for (JobRecord& j : low_) j.queue = 0;
+  EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {})), std::vector<int>({1}));
+  // A mover restarts elsewhere: it comes back over nobody.
+  for (JobRecord& j : low_) j.queue = 1;
+  EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {&high_})),
+            std::vector<int>({1}));
+}
+
+TEST_F(LowestFirstTest, ManyPrioritiesAreSearchedInAFewTiersThenAll) {
+  // Four priorities below the high job's: only the fourth tier frees node 1, and the tiers
+  // searched alone stop at the third, so the search of them all takes the one victim.
+  Layout(4, {0, 1, 2, 3});
+  EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {})), std::vector<int>({1}));
+  Layout(4, {0, 0, 1, 2});  // three tiers do
+  EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {})),
+            std::vector<int>({2, 3, 4, 5}));
 }
 
 }  // namespace
