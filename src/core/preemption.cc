@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
@@ -246,27 +245,37 @@ std::optional<VictimPlan> FindVictimsLowestFirst(
     if (!added) it->second = std::min(it->second, whole_priority(*u));
   }
   std::vector<size_t> tier(candidates.size(), 0);
-  std::set<size_t> tiers = {0};  // those some candidate is in: aging may leave gaps
+  std::set<size_t> occurring = {0};  // aging may leave gaps
   for (size_t i = 0; i < candidates.size(); ++i) {
     const JobRecord& v = *candidates[i];
     if (moves(&v)) continue;
     const double whole = whole_priority(v);
     for (const auto& [priority, least] : lowest[v.queue])
       if (priority < v.spec.priority && least < whole) ++tier[i];
-    tiers.insert(tier[i]);
+    occurring.insert(tier[i]);
   }
-  tiers.erase(std::prev(tiers.end()));  // the last holds them all: searched below
-  // Each tier is a whole search: with many priorities in a queue (Kubernetes priority classes)
-  // only the lowest few are searched alone.
-  constexpr size_t kMaxTiers = 3;
-  while (tiers.size() > kMaxTiers) tiers.erase(std::prev(tiers.end()));
-  for (size_t t : tiers) {
+  // Tiers are nested, and a set that fits still fits with more candidates to choose from, so
+  // the lowest tier that fits is found by bisection: a queue with many priority classes costs
+  // a few searches, not one per class. The last tier holds every candidate.
+  const std::vector<size_t> tiers(occurring.begin(), occurring.end());
+  auto search_tier = [&](size_t index) {
     std::vector<JobRecord*> within;
     for (size_t i = 0; i < candidates.size(); ++i)
-      if (tier[i] <= t) within.push_back(candidates[i]);
-    if (std::optional<VictimPlan> found = FindVictims(search, within)) return found;
+      if (tier[i] <= tiers[index]) within.push_back(candidates[i]);
+    return FindVictims(search, within);
+  };
+  std::optional<VictimPlan> best;           // the search of tier `high`, once one fitted
+  size_t low = 0, high = tiers.size() - 1;  // the lowest tier that fits is in [low, high]
+  while (low < high) {
+    const size_t mid = low + (high - low) / 2;
+    if (std::optional<VictimPlan> found = search_tier(mid)) {
+      best = std::move(found);
+      high = mid;
+    } else {
+      low = mid + 1;
+    }
   }
-  return FindVictims(search, candidates);
+  return best ? best : search_tier(low);  // none fitted: `low` is the last tier, not searched
 }
 
 std::optional<ShrinkPlan> FindShrinks(const ShrinkSearch& search,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,19 +75,19 @@ JobRecord Running(Allocator& a, int id, int queue, int priority, int node, int g
 // either node once that node's candidates are gone: one victim on node 0, `gpus` on node 1.
 class LowestFirstTest : public ::testing::Test {
  protected:
-  LowestFirstTest() : cluster_(SyntheticDgxCluster(2, 2, 0)), alloc_(&cluster_, {}) {}
+  LowestFirstTest() : cluster_(SyntheticDgxCluster(2, 2, 0)) {}
   void Layout(int gpus, const std::vector<int>& low_priorities) {
-    alloc_ = Allocator(&cluster_, {});
+    Allocator& a = alloc_.emplace(&cluster_, std::vector<VirtualClusterSpec>{});
     low_.clear();
     spec_ = JobSpec();
-    high_ = Running(alloc_, 1, 1, 5, 0, gpus);
+    high_ = Running(a, 1, 1, 5, 0, gpus);
     for (size_t i = 0; i < low_priorities.size(); ++i)
-      low_.push_back(Running(alloc_, 2 + static_cast<int>(i), 1, low_priorities[i], 1, 1));
-    Take(alloc_, OnNode(WholeGpus(8 - gpus), 0));
-    Take(alloc_, OnNode(WholeGpus(8 - static_cast<int>(low_priorities.size())), 1));
+      low_.push_back(Running(a, 2 + static_cast<int>(i), 1, low_priorities[i], 1, 1));
+    Take(a, OnNode(WholeGpus(8 - gpus), 0));
+    Take(a, OnNode(WholeGpus(8 - static_cast<int>(low_priorities.size())), 1));
     spec_.groups.push_back(TaskGroup{});
     spec_.groups[0].demand.gpus = gpus;
-    search_.alloc = &alloc_;
+    search_.alloc = &a;
     search_.spec = &spec_;
     search_.now = 10;
     search_.allowed = [](const std::vector<JobRecord*>&) { return true; };
@@ -112,7 +113,7 @@ class LowestFirstTest : public ::testing::Test {
   static double Raw(const JobRecord& j) { return j.spec.priority; }
 
   Cluster cluster_;
-  Allocator alloc_;
+  std::optional<Allocator> alloc_;  // a fresh one per layout
   JobRecord high_;
   std::vector<JobRecord> low_;
   JobSpec spec_;
@@ -148,20 +149,31 @@ TEST_F(LowestFirstTest, AJobThatCouldNotComeBackOverThemIsNotHeldBack) {
   // Nor are another queue's jobs.
   for (JobRecord& j : low_) j.queue = 0;
   EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {})), std::vector<int>({1}));
-  // A mover restarts elsewhere: it comes back over nobody.
+  // Nor movers: they restart elsewhere.
   for (JobRecord& j : low_) j.queue = 1;
+  EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {&low_[0], &low_[1], &low_[2]})),
+            std::vector<int>({1}));
+  // And a mover comes back over nobody: it is searched with the lowest tier.
   EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {&high_})),
             std::vector<int>({1}));
 }
 
-TEST_F(LowestFirstTest, ManyPrioritiesAreSearchedInAFewTiersThenAll) {
-  // Four priorities below the high job's: only the fourth tier frees node 1, and the tiers
-  // searched alone stop at the third, so the search of them all takes the one victim.
+TEST_F(LowestFirstTest, ManyPrioritiesStillGoLowestFirst) {
+  // Four priorities below the high job's: only the fourth tier frees node 1.
   Layout(4, {0, 1, 2, 3});
-  EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {})), std::vector<int>({1}));
-  Layout(4, {0, 0, 1, 2});  // three tiers do
   EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {})),
             std::vector<int>({2, 3, 4, 5}));
+  // Aging leaves gaps: whole priorities 0, 50, 2, 60 and 100 put the low jobs in tiers 0, 1, 1
+  // and 3, the high job in 4.
+  auto aged = [](const JobRecord& j) {
+    const std::map<int, double> whole = {{0, 0}, {1, 50}, {2, 2}, {3, 60}, {5, 100}};
+    return whole.at(j.spec.priority);
+  };
+  EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), aged, {})),
+            std::vector<int>({2, 3, 4, 5}));
+  // Three low jobs free only 3 GPUs: no tier fits but the last, and the high job goes.
+  Layout(4, {0, 1, 2});
+  EXPECT_EQ(Ids(FindVictimsLowestFirst(search_, Candidates(), Raw, {})), std::vector<int>({1}));
 }
 
 }  // namespace
