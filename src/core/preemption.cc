@@ -254,9 +254,10 @@ std::optional<VictimPlan> FindVictimsLowestFirst(
       if (priority < v.spec.priority && least < whole) ++tier[i];
     occurring.insert(tier[i]);
   }
-  // Tiers are nested, and a set that fits still fits with more candidates to choose from, so
-  // the lowest tier that fits is found by bisection: a queue with many priority classes costs
-  // a few searches, not one per class. The last tier holds every candidate.
+  // Tiers are nested, and a tier that fits is taken to fit with more candidates too (the
+  // search's heuristics do not promise it), so the lowest tier that fits is found by bisection:
+  // a queue with many priority classes costs a few searches, not one per class. The last tier
+  // holds every candidate.
   const std::vector<size_t> tiers(occurring.begin(), occurring.end());
   auto search_tier = [&](size_t index) {
     std::vector<JobRecord*> within;
