@@ -254,8 +254,9 @@ std::optional<VictimPlan> FindVictimsLowestFirst(
       if (priority < v.spec.priority && least < whole) ++tier[i];
     occurring.insert(tier[i]);
   }
-  // Tiers are nested, and a tier that fits is taken to fit with more candidates too (the
-  // search's heuristics do not promise it), so the lowest tier that fits is found by bisection:
+  // The lowest tier alone first: it usually fits. Above it, tiers are nested, and a tier that
+  // fits is taken to fit with more candidates too (the search's heuristics do not promise it),
+  // so the lowest that fits is found by bisection: up to three tiers are searched in order, and
   // a queue with many priority classes costs a few searches, not one per class. The last tier
   // holds every candidate.
   const std::vector<size_t> tiers(occurring.begin(), occurring.end());
@@ -265,8 +266,10 @@ std::optional<VictimPlan> FindVictimsLowestFirst(
       if (tier[i] <= tiers[index]) within.push_back(candidates[i]);
     return FindVictims(search, within);
   };
+  if (tiers.size() == 1) return search_tier(0);
+  if (std::optional<VictimPlan> found = search_tier(0)) return found;
   std::optional<VictimPlan> best;           // the search of tier `high`, once one fitted
-  size_t low = 0, high = tiers.size() - 1;  // the lowest tier that fits is in [low, high]
+  size_t low = 1, high = tiers.size() - 1;  // the lowest tier that fits is in [low, high]
   while (low < high) {
     const size_t mid = low + (high - low) / 2;
     if (std::optional<VictimPlan> found = search_tier(mid)) {

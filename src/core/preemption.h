@@ -109,10 +109,11 @@ std::optional<VictimPlan> FindVictims(const VictimSearch& search,
 // `whole_priority`, aging included: the engine's rule for priority preemption), stopping both.
 // So candidates are searched in tiers, tier t holding those with at most t distinct raw
 // priorities of their queue's candidates below them: the lowest tier that fits wins, found by
-// bisection (a tier that fits is taken to fit with more candidates too), and the last tier
-// holds them all. Priority alone sorts the tiers: a victim that could not fit on its queue's
-// lower jobs' GPUs is still searched after them. `movers` restart elsewhere: they come back
-// over nobody and count below none.
+// searching the lowest alone, then by bisection (a tier that fits is taken to fit with more
+// candidates too; up to three tiers this is a search in order), and the last tier holds them
+// all. Priority alone sorts the tiers: a victim that could not fit on its queue's lower jobs'
+// GPUs is still searched after them. `movers` restart elsewhere: they come back over nobody
+// and count below none.
 std::optional<VictimPlan> FindVictimsLowestFirst(
     const VictimSearch& search, const std::vector<JobRecord*>& candidates,
     const std::function<double(const JobRecord&)>& whole_priority,
