@@ -742,10 +742,12 @@ class Agent {
   // Wakes the heartbeat when one of the node's containers exits (the engine's events), and
   // notes the containers the engine signalled, so that an exit the agent did not ask for is
   // told from the job's own (SendReport). The engine streams its events live while it shuts
-  // down, so its own stops are seen before it goes; an agent restarted meanwhile misses them.
+  // down, so its own stops are seen before it goes. An agent restarted while its engine ran
+  // missed the kills meanwhile (a docker stop by hand): it reads the events again from its
+  // containers' earliest start, as far back as the engine keeps them (a bounded number).
   void WatchExits() {
     DockerClient docker(options_.docker_socket);  // this thread's own
-    int64_t after_ns = 0;                         // the last event seen
+    int64_t after_ns = EarliestStartNs(docker);   // the last event seen
     while (!Stopping()) {
       EngineEventsSeen seen;
       bool exited = false, away = false;
@@ -771,6 +773,21 @@ class Agent {
       // exits seen once it is back wait for its events (ExitCauseOf).
       if (away) Sleep(0.5);
     }
+  }
+
+  // When the earliest of the node's containers started, in nanoseconds since the epoch; 0 (the
+  // events from now on) when there are none or the engine cannot be reached.
+  int64_t EarliestStartNs(DockerClient& docker) {
+    double earliest = 0;
+    try {
+      for (const ContainerInfo& c : docker.List("berth.node=" + options_.node))
+        if (const double started = EngineSeconds(c.started_at);
+            started > 0 && (earliest == 0 || started < earliest))
+          earliest = started;
+    } catch (const DockerError&) {
+      // The engine is away: its events are read from when it answers, as the heartbeat says.
+    }
+    return static_cast<int64_t>(earliest * 1e9);
   }
 
   // Pulls the images the server asks to have ahead (AssignmentSet::prefetch: jobs waiting to

@@ -294,6 +294,28 @@ node_agent_is n0 ready || fail "n0 is not ready: $("$BERTH" nodes); $(tail -3 "$
 _dk rm -f not-berths > /dev/null
 wait_for 40 "job $again's container stopped" eval '[ -z "$(_dk ps -q)" ]'
 
+echo "fleet: part 8d" >&2
+# 8d. A docker stop by hand while the job's agent is down (kill -9): the agent, back, finds the
+#     engine's kill among the events it missed, so the job runs again rather than ending
+#     "succeeded" because its trap exits 0 (review: the restarted agent read events from now).
+byhand=$("$BERTH" run -d --gpus 4 berth-test:1 sh -c "$TRAPPER")
+wait_for 15 "job $byhand running" state_is "$byhand" running
+wait_for 10 "job $byhand's first line" eval '"$BERTH" logs "$byhand" | grep -q started'
+first=$(container_of "$byhand")
+hnode=$(_dk inspect -f '{{index .Config.Labels "berth.node"}}' "$first")
+kill -9 "${AGENT[$hnode]}"; wait "${AGENT[$hnode]}" 2>/dev/null || true
+_dk stop -t 5 "$first" > /dev/null
+start_agent "$hnode"
+wait_for 40 "job $byhand running a second time" \
+  eval '[ "$("$BERTH" logs "$byhand" | grep -c started)" -ge 2 ]'
+states=$("$BERTH" inspect "$byhand" | jq -r '.events[].state')
+! grep -qxE 'succeeded|failed' <<<"$states" || fail "job $byhand ended when stopped by hand: $states"
+"$BERTH" inspect "$byhand" | jq -r '.events[] | select(.state == "lost") | .reason' |
+  grep -q "a docker stop by hand" ||
+  fail "job $byhand's events should say its engine stopped it: $("$BERTH" inspect "$byhand")"
+"$BERTH" stop "$byhand" > /dev/null
+wait_for 15 "job $byhand's container stopped" eval '[ -z "$(_dk ps -q)" ]'
+
 echo "fleet: part 9" >&2
 # 9. A preemptor waits out its victim's grace period: the node it will land on, and only that
 #    one, pulls its image meanwhile (from a registry that is not there: tried, and failing).
