@@ -4,6 +4,9 @@
 #include <climits>
 
 namespace berth {
+namespace {
+constexpr double kShareEps = 1e-9;  // GPU-equivalents: rounding, as the scheduler's kEps
+}  // namespace
 
 WaitingJobs::ShapeKey WaitingJobs::ShapeOf(const Job& job) {
   const ShapeSize& s = job.shape;
@@ -192,15 +195,18 @@ void CycleOrder::Exhaust(int queue, std::vector<WaitingJobs::Job> still) {
 
 int CycleOrder::Next() {
   if (stale_) {
-    queue_share_.resize(queues_.size());
-    for (size_t q = 0; q < queues_.size(); ++q)
-      queue_share_[q] = DominantShare(*views_[q].usage, capacity_) / views_[q].weight;
+    queue_rank_.resize(queues_.size());
+    for (size_t q = 0; q < queues_.size(); ++q) {
+      const QueueView& view = views_[q];
+      queue_rank_[q] = {view.usage->gpu + kShareEps >= view.fair_gpus,
+                        DominantShare(*view.usage, capacity_) / view.weight};
+    }
     stale_ = false;
   }
   while (true) {
     int pick = -1;
     for (size_t q = 0; q < queues_.size(); ++q)
-      if (HasMore(static_cast<int>(q)) && (pick < 0 || queue_share_[q] < queue_share_[pick]))
+      if (HasMore(static_cast<int>(q)) && (pick < 0 || queue_rank_[q] < queue_rank_[pick]))
         pick = static_cast<int>(q);
     if (pick < 0) return -1;
     PerQueue& pq = queues_[pick];

@@ -1,8 +1,12 @@
 // The order in which one scheduling cycle tries pending jobs, and the index of pending jobs it
 // walks.
 //
-// Contract: the queue with the smallest weighted dominant share goes next (shares read again
-// whenever the caller says usage changed, so a queue that starts a job in this cycle moves back);
+// Contract: the queues below their fair share of GPUs go first, then the others; within each,
+// the queue with the smallest weighted dominant share goes next (shares read again whenever the
+// caller says usage changed, so a queue that starts a job in this cycle moves back). The fair
+// share is what reclaims restore: a queue at its share that took the last free GPUs ahead of
+// one below it (its dominant share may be CPU or memory) would lose them to that queue's
+// reclaim in the next cycle, a job stopped for nothing;
 // inside a queue, the job with the highest whole priority point (priority plus aging, in whole
 // points: aging reorders by points, not by seconds of waiting), then the job of the user with the
 // smallest dominant share (read live: DRF among users inside the cycle, not only across cycles),
@@ -107,13 +111,14 @@ class WaitingJobs {
 
 class CycleOrder {
  public:
-  // Live state the order reads: per queue, its usage and weight, its users' usage, and its
-  // waiting jobs (nullptr: the queue sits this pass out).
+  // Live state the order reads: per queue, its usage and weight, its users' usage, its
+  // waiting jobs (nullptr: the queue sits this pass out), and its fair share of GPUs.
   struct QueueView {
     const ResourceVector* usage;
     double weight;
     const std::vector<ResourceVector>* users;
     const WaitingJobs* waiting;
+    double fair_gpus = std::numeric_limits<double>::infinity();
   };
   // A job's whole priority from its raw priority and submit time.
   using PriorityOf = std::function<double(int priority, double submit)>;
@@ -168,7 +173,8 @@ class CycleOrder {
   ResourceVector capacity_;
   PriorityOf priority_of_;
   Skip skip_;
-  std::vector<double> queue_share_;  // [queue] weighted dominant share, when not stale
+  // [queue] (at or above its fair share, weighted dominant share), when not stale
+  std::vector<std::pair<bool, double>> queue_rank_;
   bool stale_ = true;
   std::vector<PerQueue> queues_;
 };

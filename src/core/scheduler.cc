@@ -567,11 +567,12 @@ std::vector<Decision> Scheduler::Schedule(double now) {
   for (bool guarantee_pass : {true, false}) {
     not_guaranteed_.Clear();
     std::vector<CycleOrder::QueueView> views;
-    for (const Queue& queue : queues_) {
+    for (size_t q = 0; q < queues_.size(); ++q) {
+      const Queue& queue = queues_[q];
       const bool sits_out =
           guarantee_pass && queue.committed_guaranteed + kEps >= queue.guarantee_gpus;
       views.push_back({&queue.committed, queue.spec.weight, &queue.user_usage,
-                       sits_out ? nullptr : &queue.waiting});
+                       sits_out ? nullptr : &queue.waiting, fair[q]});
     }
     // The order takes the jobs whose turn comes to nothing (TryJob would return at once) as
     // offered, without returning them: the jobs behind a failed shape cost a step each, not a

@@ -22,11 +22,12 @@
 //    their minimum (kShrink, at once), and the preemptor starts on what they freed. An elastic
 //    preemptor reclaims at the size its fair share, or its queue's guarantee, leaves room for,
 //    down to its minimum.
-//  - Order (queue_order.h): the queue with the smallest weighted dominant share goes next;
-//    inside a queue, the highest whole priority point (priority plus aging), then the user with
-//    the smallest dominant share, updated as jobs start in the cycle (DRF among users), then
-//    submit time. A job that cannot be placed does not block the jobs behind it (backfill), but
-//    nobody is placed on GPUs reserved for another job.
+//  - Order (queue_order.h): the queues below their fair share of GPUs first, then the others;
+//    within each, the queue with the smallest weighted dominant share goes next; inside a queue,
+//    the highest whole priority point (priority plus aging), then the user with the smallest
+//    dominant share, updated as jobs start in the cycle (DRF among users), then submit time. A job
+//    that cannot be placed does not block the jobs behind it (backfill), but nobody is placed on
+//    GPUs reserved for another job.
 //  - Preemption (preemption.h): to reclaim a guarantee or a fair share from borrowers, or for a
 //    strictly higher priority inside one queue; a fair-share reclaim may also take the queue's
 //    own borrowed work of lower priority (a node often holds some of each, and neither alone

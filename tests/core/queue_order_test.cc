@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace berth {
@@ -16,6 +17,8 @@ struct Fixture {
   std::vector<double> weight;
   std::vector<std::vector<ResourceVector>> users;
   std::vector<WaitingJobs> waiting;
+  std::vector<double> fair_gpus;  // per queue; none given: every queue is below its share
+  static constexpr double kNoShare = std::numeric_limits<double>::infinity();
   double aging_per_s = 0;  // whole points per second of waiting, at the cycle's time `now`
   double now = 0;
 
@@ -35,7 +38,8 @@ struct Fixture {
     std::vector<CycleOrder::QueueView> views;
     for (size_t q = 0; q < usage.size(); ++q)
       views.push_back({&usage[q], weight[q], &users[q],
-                       q < sits_out.size() && sits_out[q] ? nullptr : &waiting[q]});
+                       q < sits_out.size() && sits_out[q] ? nullptr : &waiting[q],
+                       q < fair_gpus.size() ? fair_gpus[q] : kNoShare});
     return CycleOrder(
         std::move(views), capacity,
         [this](int priority, double submit) {
@@ -64,6 +68,27 @@ TEST(CycleOrderTest, QueueWithTheSmallestWeightedShareGoesFirstAndMovesBackWhenI
   order.UsageChanged();
   EXPECT_EQ(order.Next(), 1);
   EXPECT_EQ(order.Next(), 2);
+  EXPECT_EQ(order.Next(), 4);
+  EXPECT_EQ(order.Next(), -1);
+}
+
+TEST(CycleOrderTest, QueuesBelowTheirFairShareGoFirstWhateverTheirDominantShare) {
+  Fixture f(3);
+  f.capacity = {100, 1000, 0};
+  f.usage[0] = {10, 900, 0};  // dominant share 0.9 (CPU), below its fair share of 20 GPUs
+  f.usage[1] = {30, 0, 0};    // 0.3, at its share of 30
+  f.usage[2] = {50, 0, 0};    // 0.5, below its share of 60
+  f.fair_gpus = {20, 30, 60};
+  f.Add(0, 1, 0);
+  f.Add(1, 2, 0);
+  f.Add(2, 3, 0);
+  f.Add(2, 4, 1);
+  CycleOrder order = f.Order();
+  EXPECT_EQ(order.Next(), 3);  // both below: the smaller dominant share first
+  f.usage[2] = {60, 0, 0};     // job 3 started: queue 2 reaches its share
+  order.UsageChanged();
+  EXPECT_EQ(order.Next(), 1);
+  EXPECT_EQ(order.Next(), 2);  // at their shares: the smaller dominant share first
   EXPECT_EQ(order.Next(), 4);
   EXPECT_EQ(order.Next(), -1);
 }

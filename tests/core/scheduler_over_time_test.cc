@@ -621,6 +621,27 @@ TEST(SchedulerOverTimeTest, AReclaimTakesTheVictimQueuesLowestPriorityFirst) {
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 3);
 }
 
+// The cycle ordered queues by weighted dominant share only. a, below its fair share of GPUs
+// but holding most of the node's CPUs (dominant share 0.86), came after b, at its share
+// (0.625): b took the last free GPU, went past its share by the hysteresis band, and a's
+// reclaim stopped that job in the next cycle (seeds 11368, 14271 and 15649 of the steady-demand
+// test stopped one job four or five times so).
+TEST(SchedulerOverTimeTest, AQueueBelowItsFairShareTakesTheLastFreeGpuFirst) {
+  Driver d(1, 1, {Queue("a"), Queue("b")});
+  JobSpec cpu_heavy = Job("a", 1);
+  cpu_heavy.groups[0].demand.cpu_milli = 55000;  // of a socket's 64000
+  d.Adopt(cpu_heavy, 0, {0}, true);
+  d.Adopt(cpu_heavy, 0, {4}, true);
+  for (int g : {1, 2, 3, 5, 6}) d.Adopt(Job("b", 1), 0, {g}, true);
+  // Shares: a 3 (its demand), b 5; a holds 2 GPUs, b 5, and GPU 7 is free.
+  const int a_next = d.Submit(Job("a", 1));
+  const int b_next = d.Submit(Job("b", 1));
+  for (int i = 0; i < 50; ++i) d.Cycle(5);
+  EXPECT_EQ(d.J(a_next).state, JobState::kRunning) << d.J(a_next).reason;
+  EXPECT_EQ(d.J(b_next).state, JobState::kPending);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 0);
+}
+
 // Bug 6: health changes did not wake pending jobs, and jobs on bad hardware got no decision.
 TEST(SchedulerOverTimeTest, UncordonWakesAPendingJob) {
   Driver d(1, 1, {Queue("a")});
