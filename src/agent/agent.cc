@@ -743,11 +743,16 @@ class Agent {
   // notes the containers the engine signalled, so that an exit the agent did not ask for is
   // told from the job's own (SendReport). The engine streams its events live while it shuts
   // down, so its own stops are seen before it goes. An agent restarted while its engine ran
-  // missed the kills meanwhile (a docker stop by hand): it reads the events again from its
-  // containers' earliest start, as far back as the engine keeps them (a bounded number).
+  // missed the kills meanwhile (a docker stop by hand): it first reads back every event the
+  // engine still keeps (its last few hundred), whatever their age: an old kill is matched to an
+  // exit by its time (ExitCauseOf).
   void WatchExits() {
     DockerClient docker(options_.docker_socket);  // this thread's own
-    int64_t after_ns = EarliestStartNs(docker);   // the last event seen
+    int64_t after_ns = 1;                         // the last event seen: none yet
+    // While it reads back events from before it began, it wakes the heartbeat for none: those
+    // exits are in the containers' listing already, and a report held for their events goes
+    // once the watch is past them (else one report per exit the engine kept).
+    const int64_t watching_since_ns = static_cast<int64_t>(WallSeconds() * 1e9);
     while (!Stopping()) {
       EngineEventsSeen seen;
       bool exited = false, away = false;
@@ -763,7 +768,8 @@ class Agent {
               s.signal == SIGQUIT)
             engine_signalled_[s.container] = s.at_ns;
         if (!away) events_seen_until_ns_ = seen.until_ns;
-        if (exited || (!away && exit_held_)) {
+        const bool caught_up = !away && seen.until_ns >= watching_since_ns;
+        if (caught_up && (exited || exit_held_)) {
           exited_ = true;
           exit_held_ = false;
           changed_.notify_all();
@@ -773,21 +779,6 @@ class Agent {
       // exits seen once it is back wait for its events (ExitCauseOf).
       if (away) Sleep(0.5);
     }
-  }
-
-  // When the earliest of the node's containers started, in nanoseconds since the epoch; 0 (the
-  // events from now on) when there are none or the engine cannot be reached.
-  int64_t EarliestStartNs(DockerClient& docker) {
-    double earliest = 0;
-    try {
-      for (const ContainerInfo& c : docker.List("berth.node=" + options_.node))
-        if (const double started = EngineSeconds(c.started_at);
-            started > 0 && (earliest == 0 || started < earliest))
-          earliest = started;
-    } catch (const DockerError&) {
-      // The engine is away: its events are read from when it answers, as the heartbeat says.
-    }
-    return static_cast<int64_t>(earliest * 1e9);
   }
 
   // Pulls the images the server asks to have ahead (AssignmentSet::prefetch: jobs waiting to

@@ -514,7 +514,7 @@ bool DockerClient::WaitForExit(const std::string& label, int seconds, int64_t* a
   const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
-  if (*after_ns <= 0) *after_ns = now_ns;
+  if (*after_ns <= 0 || *after_ns > now_ns) *after_ns = now_ns;
   const int64_t until_ns = now_ns + int64_t{seconds} * 1000000000;
   const auto decimal = [](int64_t ns) {  // the engine's seconds.nanoseconds
     char text[32];

@@ -157,10 +157,12 @@ class DockerClient {
                             bool* more = nullptr, bool cut = true);
 
   // Waits up to `seconds` (1 to 60) for a container carrying `label` ("key=value") to exit
-  // after `*after_ns` (nanoseconds since the epoch; 0: from now), through the engine's event
-  // stream. True as soon as one does, false when none did. `*after_ns` moves to the last event
-  // seen, so that the next call waits for later ones (none is missed between calls, none
-  // counted twice). `seen` (when given) gets what else the wait saw.
+  // after `*after_ns` (nanoseconds since the epoch; 0: from now; one in the past reads back
+  // the events the engine still keeps: its last few hundred, of every kind), through the engine's
+  // event stream. True as soon as one does, false when none did. `*after_ns` moves to the last
+  // event seen, so that the next call waits for later ones (none is missed between calls, none
+  // counted twice). One past this host's clock (stepped back) counts as now: the engine refuses
+  // a wait that ends before it begins. `seen` (when given) gets what else the wait saw.
   bool WaitForExit(const std::string& label, int seconds, int64_t* after_ns,
                    EngineEventsSeen* seen = nullptr);
 

@@ -310,6 +310,8 @@ wait_for 40 "job $byhand running a second time" \
   eval '[ "$("$BERTH" logs "$byhand" | grep -c started)" -ge 2 ]'
 states=$("$BERTH" inspect "$byhand" | jq -r '.events[].state')
 ! grep -qxE 'succeeded|failed' <<<"$states" || fail "job $byhand ended when stopped by hand: $states"
+! "$BERTH" inspect "$byhand" | jq -r '.events[].reason' | grep -q "node $hnode was lost" ||
+  fail "node $hnode was lost while its agent restarted (too slow): $("$BERTH" inspect "$byhand")"
 "$BERTH" inspect "$byhand" | jq -r '.events[] | select(.state == "lost") | .reason' |
   grep -q "a docker stop by hand" ||
   fail "job $byhand's events should say its engine stopped it: $("$BERTH" inspect "$byhand")"
