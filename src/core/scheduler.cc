@@ -571,8 +571,12 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       const Queue& queue = queues_[q];
       const bool sits_out =
           guarantee_pass && queue.committed_guaranteed + kEps >= queue.guarantee_gpus;
+      // A queue that asks for no GPUs has no share of them to be below or above: it ranks by
+      // dominant share alone, with the queues below theirs (review: behind them, it starved).
+      const double fair_gpus =
+          queue.demand_gpus > kEps ? fair[q] : std::numeric_limits<double>::infinity();
       views.push_back({&queue.committed, queue.spec.weight, &queue.user_usage,
-                       sits_out ? nullptr : &queue.waiting, fair[q]});
+                       sits_out ? nullptr : &queue.waiting, fair_gpus});
     }
     // The order takes the jobs whose turn comes to nothing (TryJob would return at once) as
     // offered, without returning them: the jobs behind a failed shape cost a step each, not a

@@ -22,8 +22,9 @@
 //    their minimum (kShrink, at once), and the preemptor starts on what they freed. An elastic
 //    preemptor reclaims at the size its fair share, or its queue's guarantee, leaves room for,
 //    down to its minimum.
-//  - Order (queue_order.h): the queues below their fair share of GPUs first, then the others;
-//    within each, the queue with the smallest weighted dominant share goes next; inside a queue,
+//  - Order (queue_order.h): the queues below their fair share of GPUs first (and those that ask
+//    for no GPUs), then the others; within each, the queue with the smallest weighted dominant
+//    share goes next (shares as of the cycle's start, usage as it changes); inside a queue,
 //    the highest whole priority point (priority plus aging), then the user with the smallest
 //    dominant share, updated as jobs start in the cycle (DRF among users), then submit time. A job
 //    that cannot be placed does not block the jobs behind it (backfill), but nobody is placed on
@@ -34,7 +35,8 @@
 //    frees it). Victims are whole jobs, each queue's lowest priority first (a victim above
 //    another candidate of its queue could come straight back by preempting it), then fewest
 //    victims, then least GPU-time lost, and only when the preemptor then fits within its
-//    guarantee or cap.
+//    guarantee or cap. Guarantees and fair shares are GPUs: a job that asks for none reclaims
+//    nothing from other queues.
 //
 // Contract, over time (what holds cycle after cycle; tests/core/scheduler_dynamics_test.cc):
 //  - No thrash. A preemptor's planned placement (its victims' GPUs and the free GPUs of its

@@ -184,9 +184,13 @@ Scheduler::PreemptionRoom Scheduler::RoomToPreempt(
   }
   const Queue& own = queues_[queue];
   PreemptionRoom room;
-  room.within_guarantee = borrowers && MayGuarantee(queue, priority, need) && reclaim_may_fit();
-  room.below_fair_share =
-      over_share && !guarantee_only && own.committed.gpu + share_need <= fair[queue] + kEps;
+  // Guarantees and fair shares are GPUs: a job that asks for none reclaims nothing (review: a
+  // CPU-only job took borrowers' GPU jobs "for the guarantee" of a queue that had none).
+  const bool asks_gpus = need > kEps;
+  room.within_guarantee =
+      asks_gpus && borrowers && MayGuarantee(queue, priority, need) && reclaim_may_fit();
+  room.below_fair_share = asks_gpus && over_share && !guarantee_only &&
+                          own.committed.gpu + share_need <= fair[queue] + kEps;
   room.lower_exists = !guarantee_only && !own.committed_by_priority.empty() &&
                       own.committed_by_priority.begin()->first < priority;
   return room;

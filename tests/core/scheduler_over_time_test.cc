@@ -642,6 +642,29 @@ TEST(SchedulerOverTimeTest, AQueueBelowItsFairShareTakesTheLastFreeGpuFirst) {
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 0);
 }
 
+// Review of the order above: c asks for no GPUs, so its GPU share is 0 and it was never below
+// it; g, below its share until it held every GPU, went first every cycle and took every CPU, so
+// c waited for the whole of g's queue. And c's jobs, asking no GPUs, took g's "for the
+// guarantee" of c, which has none. Now c ranks by dominant share: its jobs start at once and
+// as g's end, and nothing is preempted.
+TEST(SchedulerOverTimeTest, AQueueAskingNoGpusIsServedByDominantShare) {
+  Driver d(1, 1, {Queue("g"), Queue("c")});
+  JobSpec gpu_job = Job("g", 1);
+  gpu_job.groups[0].demand.cpu_milli = 16000;  // 8 of them take every CPU
+  JobSpec cpu_job = Job("c", 0);
+  cpu_job.groups[0].demand.cpu_milli = 16000;
+  for (int i = 0; i < 40; ++i) d.Submit(gpu_job, 1000);
+  std::vector<int> cpu_jobs;
+  for (int i = 0; i < 8; ++i) cpu_jobs.push_back(d.Submit(cpu_job, 1000));
+  d.Cycle(10);
+  int running = 0;
+  for (int id : cpu_jobs) running += d.J(id).state == JobState::kRunning;
+  EXPECT_GT(running, 0) << "g took the whole node first";
+  for (int i = 0; i < 50; ++i) d.Cycle(100);
+  for (int id : cpu_jobs) EXPECT_EQ(d.J(id).state, JobState::kDone) << id;
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 0);
+}
+
 // Bug 6: health changes did not wake pending jobs, and jobs on bad hardware got no decision.
 TEST(SchedulerOverTimeTest, UncordonWakesAPendingJob) {
   Driver d(1, 1, {Queue("a")});
