@@ -297,7 +297,7 @@ wait_for 40 "job $again's container stopped" eval '[ -z "$(_dk ps -q)" ]'
 echo "fleet: part 8d" >&2
 # 8d. A docker stop by hand while the job's agent is down (kill -9): the agent, back, finds the
 #     engine's kill among the events it missed, so the job runs again rather than ending
-#     "succeeded" because its trap exits 0 (review: the restarted agent read events from now).
+#     "succeeded" because its trap exits 0 (before, a restarted agent read events from now on).
 byhand=$("$BERTH" run -d --gpus 4 berth-test:1 sh -c "$TRAPPER")
 wait_for 15 "job $byhand running" state_is "$byhand" running
 wait_for 10 "job $byhand's first line" eval '"$BERTH" logs "$byhand" | grep -q started'
