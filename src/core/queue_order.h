@@ -1,17 +1,18 @@
 // The order in which one scheduling cycle tries pending jobs, and the index of pending jobs it
 // walks.
 //
-// Contract: the queues below their fair share of GPUs go first (one the caller gives no share,
-// as it does a queue that asks for no GPUs, counts as below), then the others; within each, the
-// queue with the smallest weighted dominant share goes next (usage read again whenever the
-// caller says it changed, so a queue that starts a job in this cycle moves back; the fair shares
-// are the caller's, as of the cycle's start). The fair share is what reclaims restore: a queue
-// at its share that took the last free GPUs ahead of one below it (whose dominant share may be
-// CPU or memory) would lose them to that queue's reclaim in the next cycle, a job stopped for
-// nothing. Inside a queue, the job with the highest whole priority point (priority plus aging,
-// in whole points: aging reorders by points, not by seconds of waiting), then the job of the
-// user with the smallest dominant share (read live: DRF among users inside the cycle, not only
-// across cycles), then the earliest submitted. Every pending job is offered at most once per cycle.
+// Contract: the queues below their fair share of GPUs go first (one the caller gives an
+// infinite share, as it does a queue whose waiting jobs ask for no GPUs, counts as below), then
+// the others; within each, the queue with the smallest weighted dominant share goes next (usage
+// read again whenever the caller says it changed, so a queue that starts a job in this cycle
+// moves back; the fair shares are the caller's, as of the cycle's start). The fair share is
+// what reclaims restore: a queue at its share that took the last free GPUs ahead of one below
+// it (whose dominant share may be CPU or memory) would lose them to that queue's reclaim in the
+// next cycle, a job stopped for nothing. Inside a queue, the job with the highest whole
+// priority point (priority plus aging, in whole points: aging reorders by points, not by seconds
+// of waiting), then the job of the user with the smallest dominant share (read live: DRF among
+// users inside the cycle, not only across cycles), then the earliest submitted. Every pending
+// job is offered at most once per cycle.
 //
 // Deep queues: the index is kept between cycles, so a cycle walks it instead of sorting every
 // waiting job. A job the caller says to skip (known to fail, owed nothing else) is taken as

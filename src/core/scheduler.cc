@@ -571,10 +571,10 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       const Queue& queue = queues_[q];
       const bool sits_out =
           guarantee_pass && queue.committed_guaranteed + kEps >= queue.guarantee_gpus;
-      // A queue that asks for no GPUs has no share of them to be below or above: it ranks by
-      // dominant share alone, with the queues below theirs (review: behind them, it starved).
+      // A queue whose waiting jobs ask for no GPUs reclaims none with them: it ranks by dominant
+      // share alone, with the queues below their shares (review: behind them, it starved).
       const double fair_gpus =
-          queue.demand_gpus > kEps ? fair[q] : std::numeric_limits<double>::infinity();
+          queue.pending_gpus > kEps ? fair[q] : std::numeric_limits<double>::infinity();
       views.push_back({&queue.committed, queue.spec.weight, &queue.user_usage,
                        sits_out ? nullptr : &queue.waiting, fair_gpus});
     }

@@ -22,21 +22,22 @@
 //    their minimum (kShrink, at once), and the preemptor starts on what they freed. An elastic
 //    preemptor reclaims at the size its fair share, or its queue's guarantee, leaves room for,
 //    down to its minimum.
-//  - Order (queue_order.h): the queues below their fair share of GPUs first (and those that ask
-//    for no GPUs), then the others; within each, the queue with the smallest weighted dominant
-//    share goes next (shares as of the cycle's start, usage as it changes); inside a queue,
-//    the highest whole priority point (priority plus aging), then the user with the smallest
-//    dominant share, updated as jobs start in the cycle (DRF among users), then submit time. A job
-//    that cannot be placed does not block the jobs behind it (backfill), but nobody is placed on
-//    GPUs reserved for another job.
+//  - Order (queue_order.h): the queues below their fair share of GPUs first (and those whose
+//    waiting jobs ask for no GPUs), then the others; within each, the queue with the smallest
+//    weighted dominant share goes next (shares as of the cycle's start, usage as it changes);
+//    inside a queue, the highest whole priority point (priority plus aging), then the user with the
+//    smallest dominant share, updated as jobs start in the cycle (DRF among users), then submit
+//    time. A job that cannot be placed does not block the jobs behind it (backfill), but nobody is
+//    placed on GPUs reserved for another job.
 //  - Preemption (preemption.h): to reclaim a guarantee or a fair share from borrowers, or for a
 //    strictly higher priority inside one queue; a fair-share reclaim may also take the queue's
 //    own borrowed work of lower priority (a node often holds some of each, and neither alone
 //    frees it). Victims are whole jobs, each queue's lowest priority first (a victim above
 //    another candidate of its queue could come straight back by preempting it), then fewest
 //    victims, then least GPU-time lost, and only when the preemptor then fits within its
-//    guarantee or cap. Guarantees and fair shares are GPUs: a job that asks for none reclaims
-//    nothing from other queues.
+//    guarantee or cap. Guarantees and fair shares are GPUs: a job reclaims them only at a size
+//    that asks for GPUs (one that asks for none makes no reclaim; a reservation may still move
+//    work aside for it).
 //
 // Contract, over time (what holds cycle after cycle; tests/core/scheduler_dynamics_test.cc):
 //  - No thrash. A preemptor's planned placement (its victims' GPUs and the free GPUs of its

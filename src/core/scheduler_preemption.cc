@@ -184,12 +184,12 @@ Scheduler::PreemptionRoom Scheduler::RoomToPreempt(
   }
   const Queue& own = queues_[queue];
   PreemptionRoom room;
-  // Guarantees and fair shares are GPUs: a job that asks for none reclaims nothing (review: a
-  // CPU-only job took borrowers' GPU jobs "for the guarantee" of a queue that had none).
-  const bool asks_gpus = need > kEps;
+  // Guarantees and fair shares are GPUs: a reclaim for no GPUs is none (review: a CPU-only job
+  // took borrowers' GPU jobs "for the guarantee" of a queue that had none). Each reason at its
+  // own size: an elastic job's guarantee size may be a launcher that asks for no GPU.
   room.within_guarantee =
-      asks_gpus && borrowers && MayGuarantee(queue, priority, need) && reclaim_may_fit();
-  room.below_fair_share = asks_gpus && over_share && !guarantee_only &&
+      need > kEps && borrowers && MayGuarantee(queue, priority, need) && reclaim_may_fit();
+  room.below_fair_share = share_need > kEps && over_share && !guarantee_only &&
                           own.committed.gpu + share_need <= fair[queue] + kEps;
   room.lower_exists = !guarantee_only && !own.committed_by_priority.empty() &&
                       own.committed_by_priority.begin()->first < priority;

@@ -665,6 +665,47 @@ TEST(SchedulerOverTimeTest, AQueueAskingNoGpusIsServedByDominantShare) {
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 0);
 }
 
+// Review of the test above's fix, which first read "asks for no GPUs" from the queue's whole
+// demand: c, with a 1-GPU job running and CPU-only jobs waiting, ranked at its share behind g,
+// below its share for good (its jobs run out of CPUs first), and waited for all of g's queue.
+TEST(SchedulerOverTimeTest, CpuOnlyJobsWaitingInAQueueAtItsShareAreServedByDominantShare) {
+  Driver d(1, 1, {Queue("g"), Queue("c")});
+  d.Adopt(Job("c", 1), 0, {7}, true);
+  JobSpec gpu_job = Job("g", 1);
+  gpu_job.groups[0].demand.cpu_milli = 30000;  // two a socket: g holds 4 GPUs of its share of 7
+  for (int i = 0; i < 40; ++i) d.Submit(gpu_job, 1000);
+  d.Cycle(10);
+  JobSpec cpu_job = Job("c", 0);
+  cpu_job.groups[0].demand.cpu_milli = 6000;  // more than a socket has left
+  std::vector<int> cpu_jobs;
+  for (int i = 0; i < 6; ++i) cpu_jobs.push_back(d.Submit(cpu_job, 1000));
+  for (int i = 0; i < 30; ++i) d.Cycle(100);
+  for (int id : cpu_jobs) EXPECT_EQ(d.J(id).state, JobState::kDone) << id;
+}
+
+// Review of the fix above: an elastic job whose guarantee size came down to its launcher, which
+// asks for no GPU, made no reclaim at all, though its fair share had room for all of it.
+TEST(SchedulerOverTimeTest, AnElasticJobWithAGpulessLauncherReclaimsItsFairShare) {
+  Driver d(1, 1, {Queue("a"), Queue("b")});
+  JobSpec borrower = Job("b", 1);
+  borrower.groups[0].demand.cpu_milli = 16000;  // b holds every GPU and every CPU
+  for (int g = 0; g < 8; ++g) d.Adopt(borrower, 0, {g}, true);
+  JobSpec elastic = Job("a", 0);
+  elastic.groups[0].name = "launcher";
+  elastic.groups[0].demand.cpu_milli = 1000;
+  TaskGroup workers;
+  workers.name = "workers";
+  workers.replicas = 4;
+  workers.demand.gpus = 1;
+  elastic.groups.push_back(workers);
+  elastic.min_replicas = 1;
+  const int id = d.Submit(elastic);
+  for (int i = 0; i < 30; ++i) d.Cycle(10);
+  ASSERT_EQ(d.J(id).state, JobState::kRunning) << d.J(id).reason;
+  EXPECT_EQ(d.J(id).replicas, 5);  // a's share is 4 GPUs, b's 4
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 4);
+}
+
 // Bug 6: health changes did not wake pending jobs, and jobs on bad hardware got no decision.
 TEST(SchedulerOverTimeTest, UncordonWakesAPendingJob) {
   Driver d(1, 1, {Queue("a")});
