@@ -724,8 +724,14 @@ std::vector<Decision> Scheduler::Stopped(int id, double now) {
   ++victim.preemptions;
   Emit(now, id, "stopped", victim.reason);
   ToPending(victim, now, "stopped: " + victim.reason);
-  if (preemptor != nullptr) StartPreemptor(*preemptor, now, &out);
+  // Moved jobs go back before the job they were moved for, as FitsAfterMovers checked it: the
+  // victim, and those that waited for it to leave their destinations.
   StartMoved(victim, now, &out);
+  std::vector<int> movers;
+  for (const auto& [id, r] : reservations_.all())
+    if (r.for_move && jobs_.at(id).state == JobState::kPending) movers.push_back(id);
+  for (int id : movers) StartMoved(jobs_.at(id), now, &out);
+  if (preemptor != nullptr) StartPreemptor(*preemptor, now, &out);
   return out;
 }
 

@@ -168,7 +168,7 @@ struct JobRecord {
   // (committed_gpus) meanwhile (StartMoved).
   std::vector<ReplicaPlacement> destination;
   std::vector<int> promised_cells;  // the guarantee cells that plan binds (Promise)
-  double committed_gpus = 0;        // a waiting preemptor: GPUs counted as committed
+  double committed_gpus = 0;        // a waiting preemptor or moved job: GPUs counted committed
   int preemptions = 0;              // times this job was preempted or evicted
   bool moved = false;               // moved once off a starving job's reserved GPUs: never again
   uint64_t move_tried_at = UINT64_MAX;  // a starving job: the version its occupants were judged
@@ -572,10 +572,10 @@ class Scheduler {
   void MoveAway(JobRecord& o, int for_job, const std::vector<ReplicaPlacement>& destination,
                 const std::string& why, double now, std::vector<Decision>* out);
   // A moved job that has stopped starts again on its destination (the plan it was moved for
-  // was checked with it there), inside its guarantee if it ran so, else borrowing. False while
-  // another job moved for the same plan still stops there (it keeps `planned`: tried again), or
-  // when it no longer fits there (hardware changed, its reservation was taken): it then waits
-  // as any job does.
+  // was checked with it there), inside its guarantee if it was counted so, else borrowing.
+  // False while a stopping job still sits on its destination (it keeps `destination`: tried
+  // again), or when it no longer fits there (hardware changed, its reservation was taken): it
+  // then waits as any job does.
   bool StartMoved(JobRecord& o, double now, std::vector<Decision>* out);
   // Whether `replicas` of the job still fit exactly on `where` once `gone` have left and
   // `movers` (some of them) are back at `destinations`: they start again before it does, and

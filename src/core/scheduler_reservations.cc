@@ -206,7 +206,7 @@ bool Scheduler::StartMoved(JobRecord& o, double now, std::vector<Decision>* out)
   const Reservations::Reservation* held = reservations_.Of(o.id);
   if (held == nullptr || !held->for_move) return false;  // its destination was taken
   // Placed afresh, its guarantee or priority could take it back onto the GPUs it left and break
-  // the plan it left them for (seed 312 of the water-fill test, 3025 of the thrash test). Its
+  // the plan it left them for (seed 312 of the water-fill test, 12253 of the thrash test). Its
   // queue counted it where it goes, inside the guarantee or not as it ran: started so, it takes
   // no room of the guarantee or the cap that it did not hold a moment before (the counts would
   // refuse it while its fellow movers still stop: a stopping mover is counted both where it
