@@ -613,8 +613,6 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
       !job.never_fits.empty())
     return false;
-  if (StartMoved(job, now, out)) return true;
-  if (!job.destination.empty()) return false;  // a moved job waits for its destination
   if (job.failed_at == version_) {
     // Nothing that could help changed since it failed: its shape fails in this cycle too. It
     // may have waited long enough to reserve since (nothing changes in a steady cluster).
@@ -719,18 +717,10 @@ std::vector<Decision> Scheduler::Stopped(int id, double now) {
     victim.preempted_by = -1;
   }
   Release(victim);
-  // A moved job stays counted where it goes until it starts there (StartMoved).
-  if (victim.destination.empty()) UncommitWaiting(victim);
+  UncommitWaiting(victim);  // a moved job's: it now waits to start at its destination
   ++victim.preemptions;
   Emit(now, id, "stopped", victim.reason);
   ToPending(victim, now, "stopped: " + victim.reason);
-  // Moved jobs go back before the job they were moved for, as FitsAfterMovers checked it: the
-  // victim, and those that waited for it to leave their destinations.
-  StartMoved(victim, now, &out);
-  std::vector<int> movers;
-  for (const auto& [id, r] : reservations_.all())
-    if (r.for_move && jobs_.at(id).state == JobState::kPending) movers.push_back(id);
-  for (int id : movers) StartMoved(jobs_.at(id), now, &out);
   if (preemptor != nullptr) StartPreemptor(*preemptor, now, &out);
   return out;
 }
