@@ -4,9 +4,6 @@
 #include <climits>
 
 namespace berth {
-namespace {
-constexpr double kShareEps = 1e-9;  // GPU-equivalents: rounding, as the scheduler's kEps
-}  // namespace
 
 WaitingJobs::ShapeKey WaitingJobs::ShapeOf(const Job& job) {
   const ShapeSize& s = job.shape;
@@ -198,7 +195,7 @@ int CycleOrder::Next() {
     queue_rank_.resize(queues_.size());
     for (size_t q = 0; q < queues_.size(); ++q) {
       const QueueView& view = views_[q];
-      queue_rank_[q] = {view.usage->gpu + kShareEps >= view.fair_gpus,
+      queue_rank_[q] = {view.usage->gpu >= view.fair_gpus,
                         DominantShare(*view.usage, capacity_) / view.weight};
     }
     stale_ = false;

@@ -572,9 +572,10 @@ std::vector<Decision> Scheduler::Schedule(double now) {
       const bool sits_out =
           guarantee_pass && queue.committed_guaranteed + kEps >= queue.guarantee_gpus;
       // A queue whose waiting jobs ask for no GPUs reclaims none with them: it ranks by dominant
-      // share alone, with the queues below their shares (review: behind them, it starved).
+      // share alone, with the queues below their shares (review: behind them, it starved). Less
+      // the rounding: a queue holding its share counts as at it.
       const double fair_gpus =
-          queue.pending_gpus > kEps ? fair[q] : std::numeric_limits<double>::infinity();
+          queue.pending_gpus > kEps ? fair[q] - kEps : std::numeric_limits<double>::infinity();
       views.push_back({&queue.committed, queue.spec.weight, &queue.user_usage,
                        sits_out ? nullptr : &queue.waiting, fair_gpus});
     }
