@@ -1210,7 +1210,7 @@ bool Allocator::BindExact(const AllocationRequest& req, const ReplicaPlacement& 
     for (size_t i = 0; i < vc.guarantee_types.size(); ++i) {
       if (vc.guarantee_types[i] != cells[c].type || vc.bound_counts[i] >= vc.guarantee_counts[i])
         continue;
-      if (buddy_.free_leaves(c) != tree_->type_of(c).leaf_count) return false;
+      if (!buddy_.WholeFree(c)) return false;
       const int before = GuaranteeShortfallGpus();
       buddy_.TakeCell(c);
       // It re-creates what was decided before: the lending limits were checked then.

@@ -227,6 +227,16 @@ void BuddyAllocator::TakeLeaves(int cell, int count, std::vector<int>* taken) {
   taken->insert(taken->end(), plan.begin(), plan.end());
 }
 
+bool BuddyAllocator::WholeFree(int cell) const {
+  if (free_[cell] != tree_->type_of(cell).leaf_count) return false;
+  // Up to the maximal free cell holding it, which is listed; a taken one on the way ends it.
+  for (int c = cell; c >= 0 && pool_[c] == pool_[cell]; c = tree_->cells()[c].parent) {
+    if (taken_[c]) return false;
+    if (pos_[c] >= 0) return true;
+  }
+  return false;
+}
+
 // Makes an entirely free cell a listed one by splitting the free cells above it.
 void BuddyAllocator::Expose(int cell) {
   if (pos_[cell] >= 0 || free_[cell] != tree_->type_of(cell).leaf_count) return;

@@ -29,6 +29,10 @@ class BuddyAllocator {
   int pool(int cell) const { return pool_[cell]; }
   bool taken(int cell) const { return taken_[cell]; }
   bool listed(int cell) const { return pos_[cell] >= 0; }
+  // Entirely free in its pool, so TakeCell may take it: neither it nor a cell above it in the
+  // pool is taken whole. Its free count alone cannot say: counts below a cell taken whole are
+  // not kept, so they read full.
+  bool WholeFree(int cell) const;
 
   // Takes a whole free cell of `type`, splitting the smallest free cell that holds one. -1 if
   // the pool has none.
@@ -54,7 +58,7 @@ class BuddyAllocator {
   void TakeLeaves(int cell, int count, std::vector<int>* taken);
   // The cells TakeLeaves would take whole, without taking them.
   void PlanLeaves(int cell, int count, std::vector<int>* plan) const;
-  // Takes this exact cell, which must be entirely free (e.g. a GPU going bad).
+  // Takes this exact cell, which must be WholeFree (e.g. a GPU going bad).
   void TakeCell(int cell);
   // Gives back a cell taken whole; merges buddies up to the pool boundary.
   void Give(int cell);

@@ -912,6 +912,30 @@ TEST_F(AllocatorTest, GuaranteesOfSmallCells) {
   ExpectInitial();
 }
 
+// Crash recovery re-creates a guaranteed replica exactly and binds the guarantee cell holding
+// its GPU. A GPU inside a cell a borrower holds whole reads as free in its own count (counts
+// below a cell taken whole are not kept): the bind must see that it is taken and refuse.
+TEST_F(AllocatorTest, AnExactBindRefusesAGpuInsideACellTakenWhole) {
+  UseExample("multi-rack.yaml", ExampleVcs());
+  int pcie = -1;
+  for (size_t n = 0; n < cluster_.nodes.size() && pcie < 0; ++n)
+    if (cluster_.nodes[n].gpus.size() == 8 && cluster_.nodes[n].gpus[0].model == "L40S")
+      pcie = static_cast<int>(n);
+  ASSERT_GE(pcie, 0);
+  AllocationRequest borrower = ForVc(WholeGpus(8), VcIndex(*a_, "dev"), true);
+  borrower.only_node = pcie;
+  Alloc(borrower);
+  std::vector<ReplicaPlacement> exact(1);
+  exact[0].node = pcie;
+  exact[0].gpus = {0};
+  AllocationRequest adopted = ForVc(WholeGpus(1), VcIndex(*a_, "inference"));
+  adopted.exact = &exact;
+  Refused(adopted);
+  EXPECT_TRUE(a_->vcs()[VcIndex(*a_, "inference")].bound_cells.empty());
+  ReleaseAll();
+  ExpectInitial();
+}
+
 TEST_F(AllocatorTest, OpportunisticAllocationsArePreemptibleAndBorrowAnything) {
   UseExample("multi-rack.yaml", ExampleVcs());
   const int dev = VcIndex(*a_, "dev");

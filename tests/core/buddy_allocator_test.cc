@@ -190,6 +190,19 @@ TEST_F(BuddyAllocatorTest, TakeCellExposesItsBuddies) {
   EXPECT_EQ(Lists(b), (ListMap{{"cluster", {root_}}}));
 }
 
+TEST_F(BuddyAllocatorTest, WholeFreeSeesACellTakenAbove) {
+  BuddyAllocator b(&tree_, 1);
+  EXPECT_TRUE(b.WholeFree(Gpu(3)));  // inside the listed root
+  b.TakeCell(Switch(1));
+  EXPECT_FALSE(b.WholeFree(Switch(1)));
+  // Counts below a cell taken whole are not kept: the GPU's own count still reads full.
+  EXPECT_EQ(b.free_leaves(Gpu(3)), 1);
+  EXPECT_FALSE(b.WholeFree(Gpu(3)));
+  EXPECT_FALSE(b.WholeFree(Socket(0)));  // partly taken
+  EXPECT_TRUE(b.WholeFree(Switch(0)));
+  EXPECT_TRUE(b.WholeFree(Gpu(5)));
+}
+
 TEST_F(BuddyAllocatorTest, FindPartialIsBestFit) {
   BuddyAllocator b(&tree_, 1);
   b.TakeCell(Gpu(0));     // socket 0: 3 free, switch 0: 1 free
