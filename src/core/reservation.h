@@ -3,10 +3,10 @@
 // placed on a reserved GPU, so the capacity a job was promised cannot be taken while it waits.
 //
 // A reservation that *yields* (made for borrowed work) does not block guaranteed placements: a
-// queue's guarantee comes before borrowing. A preemptor's yielding plan yields only to other
-// queues' guaranteed work and to its own queue's of strictly higher priority, and the engine
-// drops it when such work takes one of its GPUs. Its own queue's other guaranteed work waits
-// for it: the plan's victims (of lower priority) would otherwise start again on its GPUs as
+// queue's guarantee comes before borrowing, and the engine drops the reservation when such work
+// takes one of its GPUs. A preemptor's yielding plan yields only to other queues' guaranteed
+// work and to its own queue's of strictly higher priority. Its own queue's other guaranteed work
+// waits for it: the plan's victims (of lower priority) would otherwise start again on its GPUs as
 // guaranteed work, then be preempted again, forever.
 //
 // A moved job's destination (the scheduler moves running jobs off a starving job's reserved

@@ -367,6 +367,43 @@ TEST(SchedulerOverTimeTest, AQueueAtItsCapReservesNothing) {
   EXPECT_EQ(d.J(other).state, JobState::kRunning) << d.J(other).reason;
 }
 
+// Guaranteed work passes a borrower's reservation. Two big borrowed jobs reserved half of the
+// cluster each; a queue's guaranteed stream then kept landing on their GPUs, so neither ever
+// started, and no other borrower could use the GPUs they held meanwhile (in a replay, most of
+// the cluster idle for two days). Borrowers' reservations leave room for the guarantees their
+// queues' work asks for, and are planned around guaranteed work (made anew when it lands on
+// them): the first big job starts, and the second reserves only once it has.
+TEST(SchedulerOverTimeTest, BorrowersReservationsLeaveRoomForTheGuarantees) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 60;
+  Driver d(4, 4, {Queue("g", 2), Queue("dev")}, policy);
+  for (int i = 0; i < 32; ++i) d.Submit(Job("dev", 1), 200 + 10 * i);
+  d.Cycle();
+  JobSpec big = Job("dev", 8);
+  big.groups[0].replicas = 2;
+  const int first = d.Submit(big, 1000);
+  const int second = d.Submit(big, 1000);
+  bool both_reserved = false;
+  int small_starts_while_reserved = 0;
+  for (int i = 0; i < 20000 && d.J(second).state == JobState::kPending; ++i) {
+    if (i % 40 == 0) d.Submit(Job("g", 1), 600);    // about 15 guaranteed GPUs busy
+    if (i % 20 == 0) d.Submit(Job("dev", 1), 300);  // small borrowers, more than fit
+    const int starts_before = d.count_[Decision::Kind::kStart];
+    d.Cycle(1);
+    const bool first_reserved = d.s_.reservations().Of(first) != nullptr;
+    both_reserved = both_reserved || (first_reserved && d.s_.reservations().Of(second));
+    if (first_reserved)
+      small_starts_while_reserved += d.count_[Decision::Kind::kStart] - starts_before;
+  }
+  EXPECT_FALSE(both_reserved);
+  ASSERT_NE(d.J(first).state, JobState::kPending) << d.J(first).reason;
+  EXPECT_NE(d.J(second).state, JobState::kPending) << d.J(second).reason;
+  EXPECT_LT(d.J(first).start_time, d.J(second).start_time);
+  // Before, it had not started after 20000 s; now within its occupants' runs (up to 510 s).
+  EXPECT_LE(d.J(first).start_time, 1000);
+  EXPECT_GT(small_starts_while_reserved, 0);  // the GPUs outside its reservation stay in use
+}
+
 TEST(SchedulerOverTimeTest, AReservationDoesNotBlockHigherPriorityWork) {
   Policy policy = Driver::Berth();
   policy.reserve_after_s = 0;
@@ -446,13 +483,16 @@ TEST(SchedulerOverTimeTest, NoOccupantIsMovedWhenNotAllFitElsewhere) {
   EXPECT_EQ(d.J(a).preemptions + d.J(b).preemptions, 0);
 }
 
-// Under steady demand a reservation on another queue's guaranteed work waits for ever: it is
-// planned anew on GPUs whose occupants can all move, and the job starts there.
+// Under steady demand a reservation on work that cannot move (another queue's, not preemptible)
+// waits for ever: it is planned anew on GPUs whose occupants can all move, and the job starts
+// there.
 TEST(SchedulerOverTimeTest, AReservationOnWorkThatCannotMoveGoesWhereOccupantsCan) {
   Policy policy = Driver::Berth();
   policy.reserve_after_s = 60;
-  Driver d(3, 3, {Queue("a", 1), Queue("b")}, policy);
-  const int guaranteed = d.Adopt(Job("a", 8), 0, {0, 1, 2, 3, 4, 5, 6, 7}, false);
+  Driver d(3, 3, {Queue("a"), Queue("b")}, policy);
+  JobSpec fixed = Job("a", 8);
+  fixed.preemptible = false;
+  const int stays_put = d.Adopt(fixed, 0, {0, 1, 2, 3, 4, 5, 6, 7}, true);
   // One occupant on node 0; two on each of the others, which are the ones that can move.
   const int one = d.Adopt(Job("b", 1), 1, {0}, true);
   const int two = d.Adopt(Job("b", 1), 1, {1}, true);
@@ -472,11 +512,11 @@ TEST(SchedulerOverTimeTest, AReservationOnWorkThatCannotMoveGoesWhereOccupantsCa
     EXPECT_EQ(d.NodeOf(moved), 2);
     EXPECT_EQ(d.J(moved).preemptions, 1);
   }
-  for (int stays : {guaranteed, three, four}) EXPECT_EQ(d.J(stays).preemptions, 0);
+  for (int stays : {stays_put, three, four}) EXPECT_EQ(d.J(stays).preemptions, 0);
   // Steady from then on: nobody is stopped again.
   for (int i = 0; i < 1000; ++i) d.Cycle(1);
   EXPECT_EQ(d.J(one).preemptions + d.J(two).preemptions, 2);
-  EXPECT_EQ(d.J(big).preemptions + d.J(guaranteed).preemptions, 0);
+  EXPECT_EQ(d.J(big).preemptions + d.J(stays_put).preemptions, 0);
 }
 
 // Only a chain of moves frees a node: the one job on node 1 fits nowhere else until another
