@@ -68,15 +68,18 @@
 //    wait for an earlier reservation when max_reservations are taken). Jobs of higher priority
 //    of its own queue (aging included, compared every cycle) may still be placed on reserved
 //    GPUs; the reservation stays whole and waits for them too. Guaranteed work may be placed
-//    on a borrower's reserved GPUs: the reservation is then dropped and made anew, and a
-//    borrower's is planned around guaranteed work (more of it would start where some ended).
-//    Another queue's borrowing jobs never pass a reservation, whatever their priority. A borrowing
-//    job whose queue has no cap room for it now reserves nothing (it could not start there): in a
-//    queue kept at its cap by its own small jobs, a big job waits for cap room, not for GPUs, and
-//    this bound does not cover it. Nor does it cover a borrowing job while its reservation, the
-//    other borrowers' and the guarantees their queues' work asks for would not fit the cluster
-//    together: it reserves nothing then. Guaranteed work passes a borrower's reservation, so such a
-//    reservation would be overrun again and again while keeping every other borrower off its GPUs.
+//    on a borrower's reserved GPUs: the reservation is then dropped and made anew, and the
+//    bound counts again from then (a borrower's bound holds while guaranteed work keeps off
+//    its GPUs). A borrower's is planned around guaranteed work (more would start where some
+//    ended). Another queue's borrowing jobs never pass a reservation, whatever their
+//    priority. A borrowing job whose queue has no cap room for it now reserves nothing (it
+//    could not start there): in a queue kept at its cap by its own small jobs, a big job waits
+//    for cap room, not for GPUs, and this bound does not cover it. Nor does it cover a
+//    borrowing job while its reservation, the other borrowers' and the guarantees (as far as
+//    work that could run inside them asks for them) would not fit the cluster together: it
+//    reserves nothing then. Guaranteed work passes a borrower's reservation, so such a
+//    reservation would be overrun again and again while keeping every other borrower off its
+//    GPUs.
 //    Under steady demand occupants never end: a reservation that has waited reserve_after_s
 //    more moves them (MoveForReservations) when each fits elsewhere now and the job's queue
 //    then stays within its guarantee or fair share band. Each occupant is preempted once in its
@@ -530,10 +533,10 @@ class Scheduler {
 
   // ---- Reservations and moves (scheduler_reservations.cc)
   void TryReserve(JobRecord& job, double now);
-  // GPUs a borrowing job needing `need` may still reserve: the shared GPUs less each queue's
-  // guarantee as far as its work (the job's aside) asks for it, and less what borrowers'
-  // reservations of starving jobs already hold.
-  double BorrowerReservationRoom(const JobRecord& job, double need) const;
+  // GPUs a borrowing job may still reserve: the shared GPUs less each queue's guarantee as
+  // far as its guaranteed work, and pending work (the job aside) that could run inside it, ask
+  // for it, and less what borrowers' reservations of starving jobs already hold.
+  double BorrowerReservationRoom(const JobRecord& job) const;
   // The job of `queue` that has waited longest, holds no reservation and may reserve now (not
   // backing off nor waiting for victims): reservations go oldest first.
   const JobRecord* LongestWaitingUnreserved(int queue) const;

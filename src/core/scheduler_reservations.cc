@@ -83,16 +83,19 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   // A queue at its cap could not start the job on the reserved GPUs: holding them would only
   // keep them from others.
   if (!guaranteed && !UnderCap(job, need, nullptr)) return;
-  // Guaranteed work passes a borrower's reservation. Borrowers' reservations that, with the
-  // guarantees, need more than the cluster are overrun by it again and again and never start,
-  // while every other borrower is kept off their GPUs (synthetic replay seed 25: two 64-GPU
-  // ones held most of 128 GPUs idle for two days).
-  if (!guaranteed && need > BorrowerReservationRoom(job, need) + kEps) return;
   // No plan for a job means none for a larger one of its class (occupants and reservations
   // only grow within a cycle).
   FailedShapes& unreservable = unreservable_[guaranteed];
   const double priority = WholePriority(job, now);
   if (unreservable.Dominated(job.shape_class, job.shape, priority)) return;
+  // Guaranteed work passes a borrower's reservation. Borrowers' reservations that, with the
+  // guarantees, need more than the cluster are overrun by it again and again and never start,
+  // while every other borrower is kept off their GPUs (synthetic replay seed 25: two 64-GPU
+  // ones held most of 128 GPUs idle for two days).
+  if (!guaranteed && need > BorrowerReservationRoom(job) + kEps) {
+    unreservable.Add(job.shape_class, job.shape, priority, version_);
+    return;
+  }
   std::vector<JobRecord*> occupants;
   // Guaranteed work passes a borrower's reservation, and more of it would start where it
   // ended: a borrower waits only for borrowed work.
@@ -126,12 +129,21 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   Emit(now, job.id, "reserved", job.reason);
 }
 
-double Scheduler::BorrowerReservationRoom(const JobRecord& job, double need) const {
+double Scheduler::BorrowerReservationRoom(const JobRecord& job) const {
   double room = SharedGpus();
-  for (size_t i = 0; i < queues_.size(); ++i) {
-    const Queue& q = queues_[i];
-    const double asked = q.demand_gpus - (static_cast<int>(i) == job.queue ? need : 0);
-    room -= std::min(q.guarantee_gpus, std::max(0.0, asked));
+  for (const Queue& q : queues_) {
+    // What the queue's guaranteed work holds or waits for, and its pending jobs that could run
+    // inside the guarantee (not borrow-only ones, ones larger than it or ones that never fit),
+    // up to the guarantee: a job submitted by mistake must not shut out every borrower.
+    double asked = q.committed_guaranteed;
+    for (auto it = q.pending.begin(); it != q.pending.end() && asked < q.guarantee_gpus; ++it) {
+      const JobRecord& p = **it;
+      const double need = JobGpus(p.spec, TotalReplicas(p.spec));
+      if (&p != &job && p.committed_gpus == 0 && p.spec.priority >= 0 && p.never_fits.empty() &&
+          need <= q.guarantee_gpus + kEps)
+        asked += need;
+    }
+    room -= std::min(q.guarantee_gpus, asked);
   }
   for (const auto& [id, r] : reservations_.all())
     if (r.starving() && r.yields) room -= static_cast<double>(r.gpus.size());

@@ -404,6 +404,32 @@ TEST(SchedulerOverTimeTest, BorrowersReservationsLeaveRoomForTheGuarantees) {
   EXPECT_GT(small_starts_while_reserved, 0);  // the GPUs outside its reservation stay in use
 }
 
+// Only work that could run inside a guarantee counts against borrowers' reservations: a
+// guaranteed queue's one job that no node can hold (a review's reproduction) kept every
+// borrower's big job from reserving, and a stream of small jobs starved it.
+TEST(SchedulerOverTimeTest, WorkThatCannotUseAGuaranteeLeavesRoomForBorrowersReservations) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 60;
+  Driver d(4, 4, {Queue("g", 2), Queue("dev")}, policy);
+  JobSpec nowhere = Job("g", 8);
+  nowhere.groups[0].replicas = 2;
+  nowhere.groups[0].node_selector = {{"zone", "nowhere"}};
+  const int stuck = d.Submit(nowhere);
+  for (int i = 0; i < 32; ++i) d.Submit(Job("dev", 1), 200 + 10 * i);
+  d.Cycle();
+  ASSERT_FALSE(d.J(stuck).never_fits.empty());
+  JobSpec big = Job("dev", 8);
+  big.groups[0].replicas = 3;
+  const int id = d.Submit(big, 1000);
+  for (int i = 0; i < 3000 && d.J(id).state == JobState::kPending; ++i) {
+    if (i % 20 == 0) d.Submit(Job("dev", 1), 300);  // small borrowers, more than fit
+    d.Cycle(1);
+  }
+  ASSERT_NE(d.J(id).state, JobState::kPending) << d.J(id).reason;
+  // reserve_after_s, then the longest run on its reserved GPUs (up to 510 s).
+  EXPECT_LE(d.J(id).start_time, 1 + policy.reserve_after_s + 510 + 1);
+}
+
 TEST(SchedulerOverTimeTest, AReservationDoesNotBlockHigherPriorityWork) {
   Policy policy = Driver::Berth();
   policy.reserve_after_s = 0;
