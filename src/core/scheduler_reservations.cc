@@ -84,7 +84,8 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   // keep them from others.
   if (!guaranteed && !UnderCap(job, need, nullptr)) return;
   // No plan for a job means none for a larger one of its class (occupants and reservations
-  // only grow within a cycle).
+  // only grow within a cycle), nor does too little room (room made later in the cycle is seen
+  // in the next).
   FailedShapes& unreservable = unreservable_[guaranteed];
   const double priority = WholePriority(job, now);
   if (unreservable.Dominated(job.shape_class, job.shape, priority)) return;
@@ -93,7 +94,9 @@ void Scheduler::TryReserve(JobRecord& job, double now) {
   // while every other borrower is kept off their GPUs (synthetic replay seed 25: two 64-GPU
   // ones held most of 128 GPUs idle for two days).
   if (!guaranteed && need > BorrowerReservationRoom(job) + kEps) {
-    unreservable.Add(job.shape_class, job.shape, priority, version_);
+    // An elastic job's shape is its minimum, which a refusal at its full size says nothing of.
+    if (job.spec.min_replicas == 0)
+      unreservable.Add(job.shape_class, job.shape, priority, version_);
     return;
   }
   std::vector<JobRecord*> occupants;
@@ -135,12 +138,19 @@ double Scheduler::BorrowerReservationRoom(const JobRecord& job) const {
     // What the queue's guaranteed work holds or waits for, and its pending jobs that could run
     // inside the guarantee (not borrow-only ones, ones larger than it or ones that never fit),
     // up to the guarantee: a job submitted by mistake must not shut out every borrower.
+    // Borrowers' reservations are counted below. The longest-waiting kRoomScan pending jobs
+    // only: a deep queue of jobs that cannot use the guarantee costs no more.
+    constexpr int kRoomScan = 1000;
     double asked = q.committed_guaranteed;
-    for (auto it = q.pending.begin(); it != q.pending.end() && asked < q.guarantee_gpus; ++it) {
+    int scanned = 0;
+    for (auto it = q.pending.begin();
+         it != q.pending.end() && asked < q.guarantee_gpus && scanned < kRoomScan;
+         ++it, ++scanned) {
       const JobRecord& p = **it;
       const double need = JobGpus(p.spec, TotalReplicas(p.spec));
+      const Reservations::Reservation* r = reservations_.Of(p.id);
       if (&p != &job && p.committed_gpus == 0 && p.spec.priority >= 0 && p.never_fits.empty() &&
-          need <= q.guarantee_gpus + kEps)
+          need <= q.guarantee_gpus + kEps && !(r && r->starving() && r->yields))
         asked += need;
     }
     room -= std::min(q.guarantee_gpus, asked);
