@@ -541,7 +541,9 @@ std::vector<Decision> Scheduler::Schedule(double now) {
     Emit(now, id, "kill", d.reason);
     out.push_back(std::move(d));
   }
-  // Preemptors whose last victim ended instead of stopping go before anyone else.
+  // Preemptors whose last victim ended instead of stopping go before anyone else, after the
+  // jobs moved for them.
+  StartStoppedMovers(now, &out);
   std::vector<int> ready;
   ready.swap(ready_preemptors_);
   for (int id : ready) {
@@ -614,6 +616,8 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
       !job.never_fits.empty())
     return false;
+  if (StartMoved(job, now, out)) return true;
+  if (!job.destination.empty()) return false;  // a moved job waits for its destination
   if (job.failed_at == version_) {
     // Nothing that could help changed since it failed: its shape fails in this cycle too. It
     // may have waited long enough to reserve since (nothing changes in a steady cluster).
@@ -718,10 +722,12 @@ std::vector<Decision> Scheduler::Stopped(int id, double now) {
     victim.preempted_by = -1;
   }
   Release(victim);
-  UncommitWaiting(victim);  // a moved job's: it now waits to start at its destination
+  // A moved job stays counted where it goes until it starts there (StartMoved).
+  if (victim.destination.empty()) UncommitWaiting(victim);
   ++victim.preemptions;
   Emit(now, id, "stopped", victim.reason);
   ToPending(victim, now, "stopped: " + victim.reason);
+  StartStoppedMovers(now, &out);
   if (preemptor != nullptr) StartPreemptor(*preemptor, now, &out);
   return out;
 }

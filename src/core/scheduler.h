@@ -88,8 +88,11 @@
 //    occupants cannot all move, the reservation goes to GPUs whose occupants can (moving, when
 //    the plan needs it, a job off another node first to make room for one of them: a chain);
 //    failing that, the job's reclaims (the rules above) may move its own queue's jobs aside
-//    from the GPUs the borrowers give back. A moved job stays counted in its queue while it
-//    restarts elsewhere.
+//    from the GPUs the borrowers give back. A moved job stays counted in its queue until it
+//    starts again, exactly on its destination, as soon as it and every job moved off that
+//    destination for the same plan have stopped (placed afresh, its guarantee could take it
+//    back onto the plan's GPUs); a plan is made only where the job still fits once its movers
+//    are back.
 //  - Guarantees first. Each cycle places jobs within their queue's guarantee (reclaiming for
 //    them) before any job borrows, so nothing is started and then preempted in one cycle.
 //    Priority preemption inside a queue compares the same whole points (aging included) that
@@ -163,15 +166,19 @@ struct JobRecord {
   double gpu_equivalents = 0;  // what it holds while running
   double next_try = 0;         // back-off after a retryable refusal or a failed start
   double backoff = 0;
-  int preempted_by = -1;             // while stopping: the preemptor the victim is reserved for
-  std::vector<int> waiting_for;      // a preemptor: victims still stopping
-  bool preempting = false;           // a preemptor waiting for its victims
-  bool reserved_guaranteed = false;  // a waiting preemptor: its plan is inside the guarantee
+  int preempted_by = -1;         // while stopping: the preemptor the victim is reserved for
+  std::vector<int> waiting_for;  // a preemptor: victims still stopping
+  bool preempting = false;       // a preemptor waiting for its victims
+  // A waiting preemptor: its plan is inside the guarantee; a moved job: it is counted so.
+  bool reserved_guaranteed = false;
   std::vector<ReplicaPlacement> planned;  // a waiting preemptor: where its plan places it
-  std::vector<int> promised_cells;        // the guarantee cells that plan binds (Promise)
-  double committed_gpus = 0;              // a waiting preemptor: GPUs counted as committed
-  int preemptions = 0;                    // times this job was preempted or evicted
-  bool moved = false;  // moved once off a starving job's reserved GPUs: never again
+  // A moved job, from its move until it starts again: where it goes, counted as committed
+  // (committed_gpus) meanwhile (StartMoved).
+  std::vector<ReplicaPlacement> destination;
+  std::vector<int> promised_cells;  // the guarantee cells that plan binds (Promise)
+  double committed_gpus = 0;        // a waiting preemptor or moved job: GPUs counted committed
+  int preemptions = 0;              // times this job was preempted or evicted
+  bool moved = false;               // moved once off a starving job's reserved GPUs: never again
   uint64_t move_tried_at = UINT64_MAX;  // a starving job: the version its occupants were judged
   double shrunk_at = -1;                // an elastic job's last shrink: it does not regrow then
   // The scheduler's state version when the job last failed to fit; it is retried only after
@@ -514,7 +521,7 @@ class Scheduler {
   // Tells the plan's victims to stop (its movers to restart at `destinations`), and holds the
   // placement and the guarantee cells it binds for the job until they have.
   void WaitForVictims(JobRecord& job, const PreemptionPlan& plan, const VictimPlan& found,
-                      const std::vector<std::vector<std::pair<int, int>>>& destinations, double now,
+                      const std::vector<std::vector<ReplicaPlacement>>& destinations, double now,
                       std::vector<Decision>* out);
   // The whole job on a what-if allocator, with the guarantee cells it binds. `freed`: the GPUs
   // by model that the job's own queue gave back on the trial, which no longer count toward its
@@ -530,6 +537,11 @@ class Scheduler {
                   double now, std::vector<Decision>* out);
   void DropPreemptor(JobRecord& preemptor);
   bool StartPreemptor(JobRecord& preemptor, double now, std::vector<Decision>* out);
+  // Starts `replicas` of the job exactly on `where`, held by its reservation; false, doing
+  // nothing, when the reservation is gone, a GPU of it was observed crowded since, its queue has
+  // model caps, or it no longer fits there.
+  bool StartOn(JobRecord& job, bool guaranteed, int replicas,
+               const std::vector<ReplicaPlacement>& where, double now, std::vector<Decision>* out);
 
   // ---- Reservations and moves (scheduler_reservations.cc)
   void TryReserve(JobRecord& job, double now);
@@ -569,8 +581,25 @@ class Scheduler {
   // While set, TryPreempt's reclaims may also move the job's own queue's jobs aside.
   bool reclaim_with_moves_ = false;
   // Tells `o` to stop for `for_job`, to start again on `destination`, which is held for it.
-  void MoveAway(JobRecord& o, int for_job, const std::vector<std::pair<int, int>>& destination,
+  void MoveAway(JobRecord& o, int for_job, const std::vector<ReplicaPlacement>& destination,
                 const std::string& why, double now, std::vector<Decision>* out);
+  // A moved job that has stopped starts again on its destination (the plan it was moved for
+  // was checked with it there), inside its guarantee if it was counted so, else borrowing.
+  // False while a stopping job still sits on its destination (it keeps `destination`: tried
+  // again), or when it no longer fits there (hardware changed, its reservation was taken): it
+  // then waits as any job does.
+  bool StartMoved(JobRecord& o, double now, std::vector<Decision>* out);
+  // StartMoved for every moved job that has stopped. Moved jobs go back before the job they
+  // were moved for, as FitsAfterMovers checked it (its exact placement assumes them back).
+  void StartStoppedMovers(double now, std::vector<Decision>* out);
+  // Whether `replicas` of the job still fit exactly on `where` once `gone` have left and
+  // `movers` (some of them) are back at `destinations`: they start again before it does, and
+  // the trial that found `where` placed the job first (a borrowed share is never placed in a
+  // cell its own queue's guaranteed work binds by then).
+  bool FitsAfterMovers(JobRecord& job, bool guaranteed, int replicas,
+                       const std::vector<ReplicaPlacement>& where,
+                       const std::vector<JobRecord*>& gone, const std::vector<JobRecord*>& movers,
+                       const std::vector<std::vector<ReplicaPlacement>>& destinations);
   // Reservations change through these, which keep the allocator's reserved nodes
   // (Allocator::SetNodeReserved) in step with them.
   void Reserve(int job, const std::vector<std::pair<int, int>>& gpus,

@@ -154,6 +154,7 @@ void Scheduler::UncommitWaiting(JobRecord& p) {
   q.waiting_gpus -= p.committed_gpus;
   if (p.reserved_guaranteed) q.committed_guaranteed -= p.committed_gpus;
   p.committed_gpus = 0;
+  p.destination.clear();  // a moved job's count and destination go together
 }
 
 bool Scheduler::MayGuarantee(const JobRecord& job, double need) const {

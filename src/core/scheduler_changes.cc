@@ -67,10 +67,13 @@ void Scheduler::Install(Rebuilt& rebuilt, const std::vector<int>& node_map) {
     j->allocations = std::move(rebuilt.allocations.at(id));
     j->placements = std::move(rebuilt.placements.at(id));
   }
-  // Preemptors' exact plans name nodes by index, which may have moved: they are placed afresh.
+  // Preemptors' exact plans and moved jobs' destinations name nodes by index, which may have
+  // moved: they are placed afresh.
   // The fresh allocator holds no promises either.
   for (auto& [id, j] : jobs_) {
     j.planned.clear();
+    if (j.state == JobState::kPending && !j.destination.empty()) UncommitWaiting(j);
+    j.destination.clear();  // a stopping mover's count goes when it stops (Stopped)
     j.promised_cells.clear();
   }
   // Reservations follow their GPUs; one that touches a node that is gone is dropped whole.

@@ -15,7 +15,7 @@ std::string Scheduler::CheckConsistency() const {
     if (j.state == JobState::kDone) continue;
     Queue& q = want[j.queue];
     q.demand_gpus += JobGpus(j.spec, TotalReplicas(j.spec));
-    // Waiting preemptors, and moved jobs while they stop, commit what they will hold.
+    // Waiting preemptors, and moved jobs until they start again, commit what they will hold.
     q.committed.gpu += j.committed_gpus;
     q.waiting_gpus += j.committed_gpus;
     if (j.reserved_guaranteed) q.committed_guaranteed += j.committed_gpus;

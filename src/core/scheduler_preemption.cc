@@ -70,24 +70,13 @@ bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* 
     while (most > p.spec.min_replicas && JobGpus(p.spec, most) > p.committed_gpus + kEps) --most;
   UncommitWaiting(p);
   ++version_;  // what it binds or leaves free may fit jobs that failed before
-  // Exactly where its plan placed it, while its reservation holds (every GPU of the plan is its
-  // own then): a fresh placement's candidates may be another preemptor's reserved GPUs. Not on
-  // a GPU observed crowded since, nor in a queue with model caps (exact placements are not
-  // steered by them): placed afresh, the filters and caps judge it.
+  // Exactly where its plan placed it, while its reservation holds: a fresh placement's
+  // candidates may be another preemptor's reserved GPUs.
   std::vector<ReplicaPlacement> planned = std::move(p.planned);
   p.planned.clear();
-  const bool crowded = std::any_of(planned.begin(), planned.end(), [&](const ReplicaPlacement& r) {
-    return std::any_of(r.gpus.begin(), r.gpus.end(),
-                       [&](int g) { return allocator_->gpu_crowded(r.node, g); });
-  });
-  const bool exact = reservations_.Of(p.id) && static_cast<int>(planned.size()) == most &&
-                     !crowded && queues_[p.queue].spec.model_caps.empty();
+  const bool exact = static_cast<int>(planned.size()) == most;
   auto start_as_planned = [&](bool as_guaranteed) {
-    std::vector<int> ids;
-    std::vector<ReplicaPlacement> placed;
-    if (!TryPlace(p, as_guaranteed, most, *allocator_, &ids, &placed, &planned)) return false;
-    Run(p, as_guaranteed, most, std::move(ids), std::move(placed), now, out);
-    return true;
+    return StartOn(p, as_guaranteed, most, planned, now, out);
   };
   if (exact && start_as_planned(guaranteed)) return true;
   if (Start(p, guaranteed, now, out, most)) return true;
@@ -104,6 +93,25 @@ bool Scheduler::StartPreemptor(JobRecord& p, double now, std::vector<Decision>* 
   p.reason = "its planned placement broke before its victims stopped; waiting again";
   Emit(now, p.id, "pending", p.reason);
   return false;
+}
+
+bool Scheduler::StartOn(JobRecord& job, bool guaranteed, int replicas,
+                        const std::vector<ReplicaPlacement>& where, double now,
+                        std::vector<Decision>* out) {
+  // An exact placement skips the filters, the reservations and the model caps: it is made only
+  // on GPUs the job's reservation holds (all of them are its own then), none observed crowded
+  // since, in a queue with no model caps. Placed afresh, those judge it.
+  const bool crowded = std::any_of(where.begin(), where.end(), [&](const ReplicaPlacement& r) {
+    return std::any_of(r.gpus.begin(), r.gpus.end(),
+                       [&](int g) { return allocator_->gpu_crowded(r.node, g); });
+  });
+  if (!reservations_.Of(job.id) || crowded || !queues_[job.queue].spec.model_caps.empty())
+    return false;
+  std::vector<int> ids;
+  std::vector<ReplicaPlacement> placed;
+  if (!TryPlace(job, guaranteed, replicas, *allocator_, &ids, &placed, &where)) return false;
+  Run(job, guaranteed, replicas, std::move(ids), std::move(placed), now, out);
+  return true;
 }
 
 std::map<std::string, double> Scheduler::FreedByModel(int queue,
@@ -360,20 +368,19 @@ bool Scheduler::TryPreemptionPlan(JobRecord& job, const PreemptionPlan& plan,
   // Where the movers go once the job is placed on `trial`, in the order of `gone`; false when
   // one finds no place, or only one on the job's planned GPUs or another's reservation.
   auto place_movers = [&](Allocator& trial, const Victims& gone, const TrialPlacement& where,
-                          std::vector<std::vector<std::pair<int, int>>>* destinations) {
+                          std::vector<std::vector<ReplicaPlacement>>* destinations) {
     const std::vector<std::pair<int, int>> planned_gpus = ReservedGpus(where);
     const std::set<std::pair<int, int>> planned(planned_gpus.begin(), planned_gpus.end());
     for (JobRecord* v : gone) {
       if (!moves(v)) continue;
       std::vector<ReplicaPlacement> placed;
       if (!PlaceMoved(*v, trial, &placed)) return false;
-      destinations->emplace_back();
       for (const ReplicaPlacement& r : placed)
         for (int g : r.gpus) {
           const int owner = reservations_.OwnerOf(r.node, g);
           if (planned.count({r.node, g}) || (owner >= 0 && owner != job.id)) return false;
-          destinations->back().push_back({r.node, g});
         }
+      destinations->push_back(std::move(placed));
     }
     return true;
   };
@@ -442,7 +449,7 @@ bool Scheduler::TryPreemptionPlan(JobRecord& job, const PreemptionPlan& plan,
     if (plan.movers.empty()) return fits(trial, FreedByModel(job.queue, gone), where);
     // On a copy, as in PlanAmongMovable: a refusal must leave `trial` as it was.
     Allocator probe = trial;
-    std::vector<std::vector<std::pair<int, int>>> destinations;
+    std::vector<std::vector<ReplicaPlacement>> destinations;
     return fits(probe, FreedByModel(job.queue, stopping_for_good(gone)), where) &&
            place_movers(probe, gone, *where, &destinations);
   };
@@ -450,14 +457,19 @@ bool Scheduler::TryPreemptionPlan(JobRecord& job, const PreemptionPlan& plan,
       search, plan.victims, [&](const JobRecord& v) { return WholePriority(v, now); }, plan.movers);
   if (!found) return false;
   // The movers' destinations, found again as the search found them.
-  std::vector<std::vector<std::pair<int, int>>> destinations;
+  std::vector<std::vector<ReplicaPlacement>> destinations;
   if (!plan.movers.empty()) {
     Allocator trial = *allocator_;
     for (const JobRecord* v : found->victims)
       for (int a : v->allocations) trial.Release(a);
     TrialPlacement where;
+    Victims movers;
+    for (JobRecord* v : found->victims)
+      if (moves(v)) movers.push_back(v);
     if (!fits(trial, FreedByModel(job.queue, stopping_for_good(found->victims)), &where) ||
-        !place_movers(trial, found->victims, where, &destinations))
+        !place_movers(trial, found->victims, where, &destinations) ||
+        !FitsAfterMovers(job, plan.guaranteed, plan.replicas, where.where, found->victims, movers,
+                         destinations))
       return false;
     found->placement = where;  // the placement the destinations were checked against
   }
@@ -469,7 +481,7 @@ bool Scheduler::TryPreemptionPlan(JobRecord& job, const PreemptionPlan& plan,
 }
 
 void Scheduler::WaitForVictims(JobRecord& job, const PreemptionPlan& plan, const VictimPlan& found,
-                               const std::vector<std::vector<std::pair<int, int>>>& destinations,
+                               const std::vector<std::vector<ReplicaPlacement>>& destinations,
                                double now, std::vector<Decision>* out) {
   using Why = PreemptionPlan::Why;
   const std::string& queue = queues_[job.queue].spec.name;

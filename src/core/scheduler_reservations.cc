@@ -14,6 +14,16 @@
 #include "core/scheduler.h"
 
 namespace berth {
+namespace {
+
+std::vector<std::pair<int, int>> GpusOf(const std::vector<ReplicaPlacement>& placements) {
+  std::vector<std::pair<int, int>> gpus;
+  for (const ReplicaPlacement& p : placements)
+    for (int g : p.gpus) gpus.push_back({p.node, g});
+  return gpus;
+}
+
+}  // namespace
 
 void Scheduler::Reserve(int job, const std::vector<std::pair<int, int>>& gpus,
                         const Reservations::Reservation& kind) {
@@ -212,8 +222,8 @@ bool Scheduler::MoveOnOtherGpus(JobRecord& job, const Reservations::Reservation&
 }
 
 void Scheduler::MoveAway(JobRecord& o, int for_job,
-                         const std::vector<std::pair<int, int>>& destination,
-                         const std::string& why, double now, std::vector<Decision>* out) {
+                         const std::vector<ReplicaPlacement>& destination, const std::string& why,
+                         double now, std::vector<Decision>* out) {
   const bool guaranteed = !o.borrowed;
   const double holds = o.gpu_equivalents;
   TellToStop(o, Decision::Kind::kPreempt, for_job, why, now, out);
@@ -226,7 +236,76 @@ void Scheduler::MoveAway(JobRecord& o, int for_job,
   kind.priority = WholePriority(o, now);
   kind.queue = o.queue;
   kind.since = now;
-  Reserve(o.id, destination, kind);
+  Reserve(o.id, GpusOf(destination), kind);
+  o.destination = destination;
+}
+
+bool Scheduler::StartMoved(JobRecord& o, double now, std::vector<Decision>* out) {
+  if (o.destination.empty()) return false;
+  const std::vector<ReplicaPlacement> destination = o.destination;
+  const bool guaranteed = o.reserved_guaranteed;
+  const double gpus = o.committed_gpus;
+  UncommitWaiting(o);  // its start takes its count over
+  const Reservations::Reservation* held = reservations_.Of(o.id);
+  if (held == nullptr || !held->for_move) return false;  // its destination was taken
+  // Placed afresh, its guarantee or priority could take it back onto the GPUs it left and break
+  // the plan it left them for (seed 312 of the water-fill test, 12253 of the thrash test). Its
+  // queue counted it where it goes, inside the guarantee or not as it ran: started so, it takes
+  // no room of the guarantee or the cap that it did not hold a moment before (the counts would
+  // refuse it while its fellow movers still stop: a stopping mover is counted both where it
+  // holds and where it goes).
+  const int replicas = static_cast<int>(destination.size());
+  if ((guaranteed && StartOn(o, true, replicas, destination, now, out)) ||
+      StartOn(o, false, replicas, destination, now, out))
+    return true;
+  // The jobs moved off its destination for the same plan may still be stopping there: it waits
+  // for them, still counted where it goes.
+  std::set<std::pair<int, int>> gpu_set;
+  for (const ReplicaPlacement& p : destination)
+    for (int g : p.gpus) gpu_set.insert({p.node, g});
+  for (const auto& [id, j] : running_)
+    if (j->state == JobState::kStopping)
+      for (const ReplicaPlacement& p : j->placements)
+        for (int g : p.gpus)
+          if (gpu_set.count({p.node, g})) {
+            CommitWaiting(o, gpus, guaranteed, {});
+            o.destination = destination;
+            o.reason = "waiting for job " + std::to_string(id) + " to leave its destination";
+            return false;
+          }
+  return false;  // it no longer fits there (hardware changed): placed as any job is
+}
+
+void Scheduler::StartStoppedMovers(double now, std::vector<Decision>* out) {
+  std::vector<int> movers;
+  for (const auto& [id, r] : reservations_.all())
+    if (r.for_move && jobs_.at(id).state == JobState::kPending) movers.push_back(id);
+  for (int id : movers) StartMoved(jobs_.at(id), now, out);
+}
+
+bool Scheduler::FitsAfterMovers(JobRecord& job, bool guaranteed, int replicas,
+                                const std::vector<ReplicaPlacement>& where,
+                                const std::vector<JobRecord*>& gone,
+                                const std::vector<JobRecord*>& movers,
+                                const std::vector<std::vector<ReplicaPlacement>>& destinations) {
+  // A queue with model caps has its jobs placed afresh (StartOn), judged then.
+  if (!queues_[job.queue].spec.model_caps.empty()) return true;
+  Allocator after = *allocator_;
+  for (const JobRecord* o : gone)
+    for (int a : o->allocations) after.Release(a);
+  std::vector<int> ids;
+  std::vector<ReplicaPlacement> placed;
+  placing_plan_ = true;
+  bool fits = true;
+  for (size_t i = 0; fits && i < movers.size(); ++i) {
+    JobRecord& o = *movers[i];
+    const int n = static_cast<int>(destinations[i].size());
+    fits = (!o.borrowed && TryPlace(o, true, n, after, &ids, &placed, &destinations[i])) ||
+           TryPlace(o, false, n, after, &ids, &placed, &destinations[i]);
+  }
+  fits = fits && TryPlace(job, guaranteed, replicas, after, &ids, &placed, &where);
+  placing_plan_ = false;
+  return fits;
 }
 
 bool Scheduler::MayMoveFor(const JobRecord& job, const std::vector<double>& fair) const {
@@ -342,7 +421,9 @@ bool Scheduler::TryMoveFor(JobRecord& job, const std::vector<std::pair<int, int>
     destinations.push_back(std::move(placed));
   }
   restore();
-  if (!fits) return false;
+  if (!fits || !FitsAfterMovers(job, guaranteed, TotalReplicas(job.spec), where.where, occupants,
+                                occupants, destinations))
+    return false;
   // Nobody else's reserved GPUs but those set aside (an occupant outranking a reservation may
   // be placed on it).
   auto others = [&](const std::vector<std::pair<int, int>>& gpus) {
@@ -355,9 +436,7 @@ bool Scheduler::TryMoveFor(JobRecord& job, const std::vector<std::pair<int, int>
   };
   std::vector<std::vector<std::pair<int, int>>> destination_gpus;
   for (const std::vector<ReplicaPlacement>& d : destinations) {
-    destination_gpus.emplace_back();
-    for (const ReplicaPlacement& p : d)
-      for (int g : p.gpus) destination_gpus.back().push_back({p.node, g});
+    destination_gpus.push_back(GpusOf(d));
     if (others(destination_gpus.back())) return false;
   }
   const std::vector<std::pair<int, int>> plan_gpus = ReservedGpus(where);
@@ -370,7 +449,7 @@ bool Scheduler::TryMoveFor(JobRecord& job, const std::vector<std::pair<int, int>
       if (planned.count(ng)) return false;
   job.waiting_for.clear();
   for (size_t i = 0; i < occupants.size(); ++i) {
-    MoveAway(*occupants[i], job.id, destination_gpus[i],
+    MoveAway(*occupants[i], job.id, destinations[i],
              "moved to free the GPUs reserved for a long-waiting job", now, out);
     job.waiting_for.push_back(occupants[i]->id);
   }

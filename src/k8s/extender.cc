@@ -425,10 +425,10 @@ void Extender::ForgetPod(const std::string& uid, Actions* actions) {
 
 void Extender::JobGone(int job, Actions* actions) {
   const JobRecord* record = engine_->job(job);
-  if (record != nullptr && record->state != JobState::kDone) {
-    if (record->state == JobState::kStopping) Apply(engine_->Stopped(job, Now()), actions);
+  // Finished, not Stopped: a stopped mover would be started again on its destination. Finish
+  // wakes a stopping job's preemptor, which the cycle below starts.
+  if (record != nullptr && record->state != JobState::kDone)
     engine_->Finish(job, Now(), JobEnd::kCancelled);
-  }
   std::string gang;
   for (const std::string& uid : job_pods_[job]) {
     const auto p = pods_.find(uid);
@@ -449,7 +449,7 @@ void Extender::JobGone(int job, Actions* actions) {
                     g.members.end());
     if (g.members.empty()) gangs_.erase(gang);
   }
-  // What it freed may start others (a waiting preemptor starts in Stopped).
+  // What it freed may start others, a woken preemptor first.
   Apply(engine_->Schedule(Now()), actions);
 }
 
