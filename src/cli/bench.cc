@@ -291,6 +291,7 @@ void RunBenchSchedule(const std::string& cluster_path, int queue_count, int job_
         used -= victim->gpu_equivalents;
         running.erase(std::remove(running.begin(), running.end(), d.job), running.end());
         for (const Decision& s : engine.Stopped(d.job, i)) {
+          if (s.job == d.job) continue;  // a moved job started again: dropped below all the same
           running.push_back(s.job);
           used += engine.job(s.job)->gpu_equivalents;
           ++placed;

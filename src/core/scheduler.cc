@@ -451,6 +451,7 @@ void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<i
   if (job.spec.min_replicas > 0) elastic_running_.insert(job.id);
   if (job.borrowed) ++version_;
   RemovePending(job);
+  UncommitWaiting(job);  // a start ends any wait (StartAt may start a moved job elsewhere)
   DropReservation(job.id);
   if (guaranteed) DisplaceYieldingPlans(job, job.placements, now);
   job.preempting = false;

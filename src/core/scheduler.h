@@ -89,10 +89,10 @@
 //    the plan needs it, a job off another node first to make room for one of them: a chain);
 //    failing that, the job's reclaims (the rules above) may move its own queue's jobs aside
 //    from the GPUs the borrowers give back. A moved job stays counted in its queue until it
-//    starts again, exactly on its destination, as soon as it and every job moved off that
-//    destination for the same plan have stopped (placed afresh, its guarantee could take it
-//    back onto the plan's GPUs); a plan is made only where the job still fits once its movers
-//    are back.
+//    starts again, exactly on its destination, as soon as it and every job stopping there have
+//    stopped, before the job it was moved for (placed afresh, its guarantee could take it back
+//    onto the plan's GPUs); a plan is made only where the job still fits once its movers are
+//    back. A mover in a queue with model caps is placed afresh, judged by them.
 //  - Guarantees first. Each cycle places jobs within their queue's guarantee (reclaiming for
 //    them) before any job borrows, so nothing is started and then preempted in one cycle.
 //    Priority preemption inside a queue compares the same whole points (aging included) that
@@ -282,7 +282,9 @@ class Scheduler {
   // does not go back to pending.
   void Stopping(int job, double now, const std::string& why);
   // A job told to stop (preempt, evict, kill) has stopped: it goes back to pending, and a
-  // preemptor whose victims have all stopped is placed at once. Returns the start decisions.
+  // preemptor whose victims have all stopped is placed at once, after the jobs moved for it
+  // that can start again on their destinations (the stopped job itself among them). Returns
+  // the start decisions.
   std::vector<Decision> Stopped(int job, double now);
   // The adapter could not start a job it was told to start (image pull failed, ...): it goes
   // back to pending with back-off, and what it held is freed.
@@ -586,8 +588,8 @@ class Scheduler {
   // A moved job that has stopped starts again on its destination (the plan it was moved for
   // was checked with it there), inside its guarantee if it was counted so, else borrowing.
   // False while a stopping job still sits on its destination (it keeps `destination`: tried
-  // again), or when it no longer fits there (hardware changed, its reservation was taken): it
-  // then waits as any job does.
+  // again), or when it no longer fits there (hardware changed, its reservation was taken) or
+  // its queue has model caps: its reservation and count go, and it waits as any job does.
   bool StartMoved(JobRecord& o, double now, std::vector<Decision>* out);
   // StartMoved for every moved job that has stopped. Moved jobs go back before the job they
   // were moved for, as FitsAfterMovers checked it (its exact placement assumes them back).
@@ -605,6 +607,9 @@ class Scheduler {
   void Reserve(int job, const std::vector<std::pair<int, int>>& gpus,
                const Reservations::Reservation& kind);
   void DropReservation(int job);
+  // A moved job whose destination is no longer held: a pending one waits as any job does (its
+  // count goes), a stopping one goes back to pending uncounted (Stopped).
+  void DestinationGone(JobRecord& job);
   // Guaranteed `job` placed at `placements` ends the yielding reservations it passed
   // (reservation.h) and took GPUs of, saying so: a preemptor's victims stopped for nothing, and
   // it waits like any other job; a starving job reserves anew.

@@ -29,9 +29,11 @@ void Scheduler::Reserve(int job, const std::vector<std::pair<int, int>>& gpus,
                         const Reservations::Reservation& kind) {
   // A reservation displaced here (guaranteed work's plan over a borrower's) is told why: its
   // victims stopped for nothing, and it waits like any other job.
-  for (int displaced : reservations_.Reserve(job, gpus, kind, cluster_->nodes.size()))
+  for (int displaced : reservations_.Reserve(job, gpus, kind, cluster_->nodes.size())) {
+    DestinationGone(jobs_.at(displaced));
     Emit(now_, displaced, "plan-displaced",
          "its reserved GPUs went to the plan of job " + std::to_string(job));
+  }
   MarkReservedNodes();  // reservations it displaced may have left other nodes
 }
 
@@ -63,6 +65,15 @@ void Scheduler::DropReservation(int job) {
   reservations_.Drop(job);
   for (const auto& [node, gpu] : gpus)
     allocator_->SetNodeReserved(node, reservations_.reserved(node));
+  DestinationGone(jobs_.at(job));
+}
+
+void Scheduler::DestinationGone(JobRecord& job) {
+  if (job.destination.empty()) return;
+  if (job.state == JobState::kStopping)
+    job.destination.clear();
+  else
+    UncommitWaiting(job);
 }
 
 void Scheduler::MarkReservedNodes() {
@@ -248,6 +259,10 @@ bool Scheduler::StartMoved(JobRecord& o, double now, std::vector<Decision>* out)
   UncommitWaiting(o);  // its start takes its count over
   const Reservations::Reservation* held = reservations_.Of(o.id);
   if (held == nullptr || !held->for_move) return false;  // its destination was taken
+  if (!queues_[o.queue].spec.model_caps.empty()) {       // StartOn would refuse it
+    DropReservation(o.id);
+    return false;
+  }
   // Placed afresh, its guarantee or priority could take it back onto the GPUs it left and break
   // the plan it left them for (seed 312 of the water-fill test, 12253 of the thrash test). Its
   // queue counted it where it goes, inside the guarantee or not as it ran: started so, it takes
@@ -258,8 +273,8 @@ bool Scheduler::StartMoved(JobRecord& o, double now, std::vector<Decision>* out)
   if ((guaranteed && StartOn(o, true, replicas, destination, now, out)) ||
       StartOn(o, false, replicas, destination, now, out))
     return true;
-  // The jobs moved off its destination for the same plan may still be stopping there: it waits
-  // for them, still counted where it goes.
+  // The jobs of its plan that it replaces there may still be stopping: it waits for them, still
+  // counted where it goes.
   std::set<std::pair<int, int>> gpu_set;
   for (const ReplicaPlacement& p : destination)
     for (int g : p.gpus) gpu_set.insert({p.node, g});
@@ -273,7 +288,8 @@ bool Scheduler::StartMoved(JobRecord& o, double now, std::vector<Decision>* out)
             o.reason = "waiting for job " + std::to_string(id) + " to leave its destination";
             return false;
           }
-  return false;  // it no longer fits there (hardware changed): placed as any job is
+  DropReservation(o.id);  // it no longer fits there (hardware changed): placed as any job is
+  return false;
 }
 
 void Scheduler::StartStoppedMovers(double now, std::vector<Decision>* out) {
@@ -299,6 +315,7 @@ bool Scheduler::FitsAfterMovers(JobRecord& job, bool guaranteed, int replicas,
   bool fits = true;
   for (size_t i = 0; fits && i < movers.size(); ++i) {
     JobRecord& o = *movers[i];
+    if (!queues_[o.queue].spec.model_caps.empty()) continue;  // placed afresh (StartMoved)
     const int n = static_cast<int>(destinations[i].size());
     fits = (!o.borrowed && TryPlace(o, true, n, after, &ids, &placed, &destinations[i])) ||
            TryPlace(o, false, n, after, &ids, &placed, &destinations[i]);

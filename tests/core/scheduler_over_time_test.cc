@@ -494,6 +494,36 @@ TEST(SchedulerOverTimeTest, AReservationsOccupantsMoveWhereTheyFitAndTheBigJobSt
   EXPECT_EQ(d.J(big).preemptions, 0);
 }
 
+// A moved job stays counted in its queue where it goes only while that destination is held for
+// it: cordoned while the job stops, the destination is let go, and so is the count (it stayed,
+// shrinking what the queue could start or reclaim, for as long as nobody tried the job).
+TEST(SchedulerOverTimeTest, AMovedJobWhoseDestinationIsLetGoIsNoLongerCounted) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 60;
+  Driver d(2, 2, {Queue("a")}, policy);
+  const int ends = d.Submit(Job("a", 5), 10);
+  d.Cycle();
+  const int small = d.Submit(Job("a", 3));  // packed beside it, on node 0
+  d.Cycle();
+  d.Submit(Job("a", 5));  // node 1: 3 GPUs left there
+  d.Cycle(20);
+  ASSERT_EQ(d.J(ends).state, JobState::kDone);
+  const int big = d.Submit(Job("a", 8));
+  for (int i = 0; i < 400 && d.J(small).state != JobState::kStopping; ++i) d.Cycle(1);
+  ASSERT_EQ(d.J(small).state, JobState::kStopping) << d.J(big).reason;
+  ASSERT_EQ(d.J(small).destination.at(0).node, 1);
+  ASSERT_GT(d.J(small).committed_gpus, 0);
+  d.Handle(d.s_.SetNodeCordoned(1, true, d.now_));
+  EXPECT_EQ(d.s_.reservations().Of(small), nullptr);
+  for (int i = 0; i < 100 && d.J(small).state == JobState::kStopping; ++i) d.Cycle(1);
+  ASSERT_EQ(d.J(small).state, JobState::kPending) << d.J(small).reason;
+  EXPECT_TRUE(d.J(small).destination.empty());
+  EXPECT_EQ(d.J(small).committed_gpus, 0);
+  double waiting = 0;
+  for (const QueueStatus& q : d.s_.Queues()) waiting += q.committed_gpus - q.usage_gpus;
+  EXPECT_NEAR(waiting, 0, 1e-9);  // nothing waits: big runs, nobody is counted twice
+}
+
 // A move needs every occupant to fit elsewhere now: with no room, the reservation waits.
 TEST(SchedulerOverTimeTest, NoOccupantIsMovedWhenNotAllFitElsewhere) {
   Policy policy = Driver::Berth();
