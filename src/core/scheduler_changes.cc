@@ -76,9 +76,11 @@ void Scheduler::Install(Rebuilt& rebuilt, const std::vector<int>& node_map) {
     j.destination.clear();  // a stopping mover's count goes when it stops (Stopped)
     j.promised_cells.clear();
   }
-  // Reservations follow their GPUs; one that touches a node that is gone is dropped whole.
+  // Reservations follow their GPUs; one that touches a node that is gone is dropped whole, and a
+  // moved job's with its destination.
   Reservations moved;
   for (const auto& [job, r] : reservations_.all()) {
+    if (r.for_move) continue;
     Reservations::Reservation kind = r;
     kind.gpus.clear();
     kind.queue = jobs_.at(job).queue;  // queues may have moved

@@ -261,6 +261,7 @@ bool Scheduler::StartMoved(JobRecord& o, double now, std::vector<Decision>* out)
   if (held == nullptr || !held->for_move) return false;  // its destination was taken
   if (!queues_[o.queue].spec.model_caps.empty()) {       // StartOn would refuse it
     DropReservation(o.id);
+    ++version_;  // its GPUs may fit jobs that failed before
     return false;
   }
   // Placed afresh, its guarantee or priority could take it back onto the GPUs it left and break
@@ -289,6 +290,7 @@ bool Scheduler::StartMoved(JobRecord& o, double now, std::vector<Decision>* out)
             return false;
           }
   DropReservation(o.id);  // it no longer fits there (hardware changed): placed as any job is
+  ++version_;
   return false;
 }
 
