@@ -453,6 +453,24 @@ TEST(SchedulerOverTimeTest, AReservationDoesNotBlockHigherPriorityWork) {
   EXPECT_EQ(d.J(small).state, JobState::kRunning);
 }
 
+// Two nodes of queue a's work, fragmented: `small` (3 GPUs) on node 0, `other` (5) on node 1,
+// 5 and 3 GPUs free. An 8-GPU job's reservation can only be made whole by moving `small`.
+struct FragmentedForAMove {
+  int small, other;
+};
+FragmentedForAMove LayOutForAMove(Driver& d) {
+  const int ends = d.Submit(Job("a", 5), 10);
+  d.Cycle();
+  const int small = d.Submit(Job("a", 3));  // packed beside it, on node 0
+  d.Cycle();
+  const int other = d.Submit(Job("a", 5));  // node 1: 3 GPUs left there
+  d.Cycle(20);
+  EXPECT_EQ(d.J(ends).state, JobState::kDone);
+  EXPECT_EQ(d.J(small).placements.at(0).node, 0);
+  EXPECT_EQ(d.J(other).placements.at(0).node, 1);
+  return {small, other};
+}
+
 // Under steady demand nothing ends: a reservation waiting for its occupants waits for ever
 // while the GPUs they could use sit free on another node. After reserve_after_s more, the
 // occupants are moved there (each once in its life), and the big job starts.
@@ -460,15 +478,8 @@ TEST(SchedulerOverTimeTest, AReservationsOccupantsMoveWhereTheyFitAndTheBigJobSt
   Policy policy = Driver::Berth();
   policy.reserve_after_s = 60;
   Driver d(2, 2, {Queue("a")}, policy);
-  const int ends = d.Submit(Job("a", 5), 10);
-  d.Cycle();
-  const int small = d.Submit(Job("a", 3));  // packed beside it, on node 0
-  d.Cycle();
-  const int other = d.Submit(Job("a", 5));  // node 1: 3 GPUs left there
-  d.Cycle(20);
-  ASSERT_EQ(d.J(ends).state, JobState::kDone);
-  ASSERT_EQ(d.J(small).placements.at(0).node, 0);
-  ASSERT_EQ(d.J(other).placements.at(0).node, 1);
+  const auto [small, other] = LayOutForAMove(d);
+  ASSERT_FALSE(HasFailure());
   const int big = d.Submit(Job("a", 8));
   for (int i = 0; i < 70; ++i) d.Cycle(1);
   ASSERT_NE(d.s_.reservations().Of(big), nullptr) << d.J(big).reason;
@@ -501,13 +512,8 @@ TEST(SchedulerOverTimeTest, AMovedJobWhoseDestinationIsLetGoIsNoLongerCounted) {
   Policy policy = Driver::Berth();
   policy.reserve_after_s = 60;
   Driver d(2, 2, {Queue("a")}, policy);
-  const int ends = d.Submit(Job("a", 5), 10);
-  d.Cycle();
-  const int small = d.Submit(Job("a", 3));  // packed beside it, on node 0
-  d.Cycle();
-  d.Submit(Job("a", 5));  // node 1: 3 GPUs left there
-  d.Cycle(20);
-  ASSERT_EQ(d.J(ends).state, JobState::kDone);
+  const int small = LayOutForAMove(d).small;
+  ASSERT_FALSE(HasFailure());
   const int big = d.Submit(Job("a", 8));
   for (int i = 0; i < 400 && d.J(small).state != JobState::kStopping; ++i) d.Cycle(1);
   ASSERT_EQ(d.J(small).state, JobState::kStopping) << d.J(big).reason;
