@@ -617,8 +617,8 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
       !job.never_fits.empty())
     return false;
-  if (StartMoved(job, now, out)) return true;
-  if (!job.destination.empty()) return false;  // a moved job waits for its destination
+  // A moved job waits for its destination (StartStoppedMovers).
+  if (!job.destination.empty()) return false;
   if (job.failed_at == version_) {
     // Nothing that could help changed since it failed: its shape fails in this cycle too. It
     // may have waited long enough to reserve since (nothing changes in a steady cluster).

@@ -587,9 +587,9 @@ class Scheduler {
                 const std::string& why, double now, std::vector<Decision>* out);
   // A moved job that has stopped starts again on its destination (the plan it was moved for
   // was checked with it there), inside its guarantee if it was counted so, else borrowing.
-  // False while a stopping job still sits on its destination (it keeps `destination`: tried
-  // again), or when it no longer fits there (hardware changed, its reservation was taken) or
-  // its queue has model caps: its reservation and count go, and it waits as any job does.
+  // False while a stopping job still sits on its destination (it waits, still counted), or
+  // when it no longer fits there (hardware changed) or its queue has model caps: its
+  // reservation and count go, and it waits as any job does.
   bool StartMoved(JobRecord& o, double now, std::vector<Decision>* out);
   // StartMoved for every moved job that has stopped. Moved jobs go back before the job they
   // were moved for, as FitsAfterMovers checked it (its exact placement assumes them back).

@@ -87,6 +87,12 @@ std::string Scheduler::CheckConsistency() const {
     if (!j || (j->state != JobState::kPending && !(r.for_move && j->state == JobState::kStopping)))
       return "reservation of job " + std::to_string(id) + ", which is not pending";
   }
+  // A moved job's destination and the reservation that holds it go together.
+  for (const auto& [id, j] : jobs_) {
+    const Reservations::Reservation* r = reservations_.Of(id);
+    if (j.destination.empty() == (r != nullptr && r->for_move))
+      return "job " + std::to_string(id) + ": its destination and move reservation differ";
+  }
   for (int n = 0; n < static_cast<int>(allocator_->cluster().nodes.size()); ++n)
     if (allocator_->node_reserved(n) != reservations_.reserved(n))
       return "node " + std::to_string(n) + "'s reserved mark differs from the reservations";

@@ -117,9 +117,7 @@ bool Scheduler::TurnComesToNothing(JobRecord& job, double priority, bool guarant
   if (job.state != JobState::kPending || job.next_try > now || !job.waiting_for.empty() ||
       !job.never_fits.empty())
     return true;
-  // A moved job waiting for its destination is tried too: its start there may have come.
-  if (job.failed_at == version_ || reservations_.Of(job.id) || !job.destination.empty())
-    return false;
+  if (job.failed_at == version_ || reservations_.Of(job.id)) return false;
   if (uint64_t as_of; failed_shapes_.Dominated(job.shape_class, job.shape, priority, &as_of)) {
     if (now - job.pending_since >= policy.reserve_after_s &&
         reservations_.starving() < policy.max_reservations)

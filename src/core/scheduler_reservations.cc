@@ -252,18 +252,21 @@ void Scheduler::MoveAway(JobRecord& o, int for_job,
 }
 
 bool Scheduler::StartMoved(JobRecord& o, double now, std::vector<Decision>* out) {
-  if (o.destination.empty()) return false;
+  // The jobs of its plan that it replaces there may still be stopping: it waits for them, still
+  // counted where it goes.
+  const std::vector<std::pair<int, int>> gpus = GpusOf(o.destination);
+  const std::set<std::pair<int, int>> gpu_set(gpus.begin(), gpus.end());
+  for (const auto& [id, j] : running_)
+    if (j->state == JobState::kStopping)
+      for (const ReplicaPlacement& p : j->placements)
+        for (int g : p.gpus)
+          if (gpu_set.count({p.node, g})) {
+            o.reason = "waiting for job " + std::to_string(id) + " to leave its destination";
+            return false;
+          }
   const std::vector<ReplicaPlacement> destination = o.destination;
   const bool guaranteed = o.reserved_guaranteed;
-  const double gpus = o.committed_gpus;
   UncommitWaiting(o);  // its start takes its count over
-  const Reservations::Reservation* held = reservations_.Of(o.id);
-  if (held == nullptr || !held->for_move) return false;  // its destination was taken
-  if (!queues_[o.queue].spec.model_caps.empty()) {       // StartOn would refuse it
-    DropReservation(o.id);
-    ++version_;  // its GPUs may fit jobs that failed before
-    return false;
-  }
   // Placed afresh, its guarantee or priority could take it back onto the GPUs it left and break
   // the plan it left them for (seed 312 of the water-fill test, 12253 of the thrash test). Its
   // queue counted it where it goes, inside the guarantee or not as it ran: started so, it takes
@@ -274,23 +277,10 @@ bool Scheduler::StartMoved(JobRecord& o, double now, std::vector<Decision>* out)
   if ((guaranteed && StartOn(o, true, replicas, destination, now, out)) ||
       StartOn(o, false, replicas, destination, now, out))
     return true;
-  // The jobs of its plan that it replaces there may still be stopping: it waits for them, still
-  // counted where it goes.
-  std::set<std::pair<int, int>> gpu_set;
-  for (const ReplicaPlacement& p : destination)
-    for (int g : p.gpus) gpu_set.insert({p.node, g});
-  for (const auto& [id, j] : running_)
-    if (j->state == JobState::kStopping)
-      for (const ReplicaPlacement& p : j->placements)
-        for (int g : p.gpus)
-          if (gpu_set.count({p.node, g})) {
-            CommitWaiting(o, gpus, guaranteed, {});
-            o.destination = destination;
-            o.reason = "waiting for job " + std::to_string(id) + " to leave its destination";
-            return false;
-          }
-  DropReservation(o.id);  // it no longer fits there (hardware changed): placed as any job is
-  ++version_;
+  // It no longer fits there (hardware changed), or its queue's model caps judge it: placed as
+  // any job is.
+  DropReservation(o.id);
+  ++version_;  // its GPUs may fit jobs that failed before
   return false;
 }
 
