@@ -35,9 +35,10 @@
 //    frees it). Victims are whole jobs, each queue's lowest priority first (a victim above
 //    another candidate of its queue could come straight back by preempting it), then fewest
 //    victims, then least GPU-time lost, and only when the preemptor then fits within its
-//    guarantee or cap. Guarantees and fair shares are GPUs: a job reclaims them only at a size
-//    that asks for GPUs (one that asks for none makes no reclaim; a reservation may still move
-//    work aside for it).
+//    guarantee or cap. A job started in the same cycle is no victim until the next, nor is one
+//    of its queue above it (it would come back over that job). Guarantees and fair shares are
+//    GPUs: a job reclaims them only at a size that asks for GPUs (one that asks for none makes
+//    no reclaim; a reservation may still move work aside for it).
 //
 // Contract, over time (what holds cycle after cycle; tests/core/scheduler_dynamics_test.cc):
 //  - No thrash. A preemptor's planned placement (its victims' GPUs and the free GPUs of its

@@ -262,30 +262,43 @@ std::vector<Scheduler::PreemptionPlan> Scheduler::PreemptionPlans(const JobRecor
                                  (room.below_fair_share &&
                                   queues_[q].committed.gpu > fair[q] * (1 + hysteresis) + kEps);
     if (!gives) continue;
+    // Who may give here: (a) another queue's borrowed work; (b) strictly lower priority inside
+    // the job's queue, by raw priority and by the whole points (aging included) that order the
+    // queue: a job that got ahead by aging is not taken back.
+    auto may_give = [&](const JobRecord& v) {
+      if (v.state != JobState::kRunning || !v.spec.preemptible) return false;
+      if (v.queue != job.queue) return v.borrowed;
+      return !guarantee_only && v.spec.priority < job.spec.priority &&
+             WholePriority(v, now) < WholePriority(job, now);
+    };
+    // A job started in this very call is no victim yet (nothing starts and stops in one cycle);
+    // the job that would take it is tried again next cycle instead of failing. Nor is one that
+    // would come straight back over it by priority preemption: the job would stop both, where
+    // next cycle it takes the lower one alone (FindVictimsLowestFirst).
+    std::vector<const JobRecord*> started_now;
+    for (const auto& [id, v] : running_by_queue_[q])
+      if (v->start_time == now && may_give(*v)) started_now.push_back(v);
     for (const auto& [id, v] : running_by_queue_[q]) {
-      if (v->state != JobState::kRunning || !v->spec.preemptible) continue;
-      // A job started in this very call is no victim yet (nothing starts and stops in one
-      // cycle); the job that would take it is tried again next cycle instead of failing.
-      const bool fresh = v->start_time == now;
+      if (!may_give(*v)) continue;
+      const bool fresh = std::any_of(started_now.begin(), started_now.end(), [&](const auto* f) {
+        return f == v || (f->spec.priority < v->spec.priority &&
+                          WholePriority(*f, now) < WholePriority(*v, now));
+      });
       auto add = [&, v = v](Victims& list) {
         if (fresh)
           preempt_deferred_ = true;
         else
           list.push_back(v);
       };
-      if (v->queue != job.queue && v->borrowed) {
-        // (a) Reclaim the guarantee from borrowers; (a') restore the fair share from queues
-        // above theirs by the hysteresis band (how far, PlanAllowed checks for the whole set).
-        if (room.within_guarantee) add(reclaim);
-        const Queue& other = queues_[v->queue];
-        if (room.below_fair_share && other.committed.gpu > fair[v->queue] * (1 + hysteresis) + kEps)
-          add(fair_reclaim);
-      }
-      // (b) Strictly lower priority inside the queue, by raw priority and by the whole points
-      // (aging included) that order the queue: a job that got ahead by aging is not taken back.
-      if (!guarantee_only && v->queue == job.queue && v->spec.priority < job.spec.priority &&
-          WholePriority(*v, now) < WholePriority(job, now))
+      if (v->queue == job.queue) {
         add(lower);
+        continue;
+      }
+      // Reclaim the guarantee; restore the fair share from queues above theirs by the
+      // hysteresis band (how far, PlanAllowed checks for the whole set).
+      if (room.within_guarantee) add(reclaim);
+      if (room.below_fair_share && queues_[q].committed.gpu > fair[q] * (1 + hysteresis) + kEps)
+        add(fair_reclaim);
     }
   }
   std::vector<PreemptionPlan> plans;

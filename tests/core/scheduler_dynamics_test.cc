@@ -1030,11 +1030,12 @@ void SteadyDemandSettles(bool usage_near_share, const std::vector<uint64_t>& see
   }
 }
 
-// Seeds 1-1000 pass; of 1-20000, six fail. Five (5639, 8620, 9578, 11728, 17352): in the
-// churn that opens the steady phase, one job is stopped 4 times as shares move: an elastic
-// borrower shrunk or reclaimed again, or a queue's lowest-priority job, which reclaims take
-// first (FindVictimsLowestFirst) and which its queue's higher-priority jobs preempt as they come
-// back from reclaims that could take nothing else. 11949: a starving job's reservation moves an
+// Seeds 1-1000 pass; of 1-20000, five fail. Four (5639, 8620, 16175, 17767): in the churn that
+// opens the steady phase, one job is stopped 4 times as shares move: an elastic borrower shrunk
+// or reclaimed again, a borrower reclaimed by one queue's guarantee, then by others' fair
+// shares, or a queue's lowest-priority job, which reclaims take first
+// (FindVictimsLowestFirst) and which its queue's higher-priority jobs preempt as they come back
+// from reclaims that could take nothing else. 11949: a starving job's reservation moves an
 // occupant at step 852, inside the last 150 cycles (nothing starves, so that late stop is
 // owed). A cause seen before, no longer failing here
 // (14086): a borrowed share's planned GPU bound to its own queue while its victims
@@ -1059,8 +1060,12 @@ TEST(SchedulerDynamics, SteadyDemandSettlesWithoutThrash) { SteadyDemandSettles(
 // share needed, so the plan broke or more moves and reclaims followed; they now start on the
 // destinations held for them, once those are free (Scheduler::StartMoved), and a plan is made
 // only where the job still fits after its movers are back (Scheduler::FitsAfterMovers).
+// 9578, 11728, 17352: a reclaim passed over a job its queue had started in the same cycle and
+// took the queue's higher-priority job, which came straight back by shrinking or preempting it;
+// now a job above one started in the cycle is no victim until the next (PreemptionPlans).
 TEST(SchedulerDynamics, SteadyDemandSettlesOnSeedsThatOnceThrashed) {
-  SteadyDemandSettles(false, {6645, 7610, 11368, 12002, 12253, 14104, 14271, 15649, 17041});
+  SteadyDemandSettles(
+      false, {6645, 7610, 9578, 11368, 11728, 12002, 12253, 14104, 14271, 15649, 17041, 17352});
 }
 
 // Disabled: 10 seeds in 1000 (45, 144, 449, 452, 454, 469, 911, 951, 958, 963; 21 in 2000) end

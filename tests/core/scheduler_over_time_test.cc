@@ -723,6 +723,40 @@ TEST(SchedulerOverTimeTest, AReclaimTakesTheVictimQueuesLowestPriorityFirst) {
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 3);
 }
 
+// A job that started earlier in the same cycle is no victim yet, and a reclaim took its queue's
+// higher-priority job instead, which came straight back by preempting it: both stopped, where
+// the job started last would have done (seed 9578 of the steady-demand test shrank one job
+// three times so). Now the reclaim waits a cycle and takes the job that just started.
+TEST(SchedulerOverTimeTest, AReclaimWaitsForAJobStartedInTheSameCycleBelowItsVictim) {
+  Policy policy = Driver::Berth();
+  policy.reserve_after_s = 1e6;  // nothing starves here: no reservation moves anyone
+  // Shares: a 14 (its demand), b 2 (weights 7:1; b asks for 3).
+  Driver d(2, 2, {Queue("a", 0, 7), Queue("b")}, policy);
+  JobSpec fixed = Job("a", 8);
+  fixed.preemptible = false;
+  d.Adopt(fixed, 1, {0, 1, 2, 3, 4, 5, 6, 7}, true);
+  fixed.groups[0].demand.gpus = 2;
+  d.Adopt(fixed, 0, {6, 7}, true);
+  JobSpec high = Job("b", 1);
+  high.priority = 5;
+  const int urgent = d.Adopt(high, 0, {0}, true);
+  d.Cycle(10);  // what runs started before the cycle below
+  // Both queues are below their shares, b by the smaller dominant share, so b's next job goes
+  // first in the cycle and takes 2 of the 5 free GPUs, past b's share; a's job then needs a
+  // reclaim from b.
+  const int last = d.Submit(Job("b", 2));
+  const int reclaimer = d.Submit(Job("a", 4));
+  d.Cycle(1);
+  ASSERT_EQ(d.J(last).state, JobState::kRunning) << d.J(last).reason;
+  ASSERT_EQ(d.J(reclaimer).state, JobState::kPending);
+  for (int i = 0; i < 100; ++i) d.Cycle(5);
+  ASSERT_EQ(d.J(reclaimer).state, JobState::kRunning) << d.J(reclaimer).reason;
+  EXPECT_EQ(d.J(urgent).state, JobState::kRunning);
+  EXPECT_EQ(d.preempted_[urgent], 0);
+  EXPECT_EQ(d.preempted_[last], 1);
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
+}
+
 // The cycle ordered queues by weighted dominant share only. a, below its fair share of GPUs
 // but holding most of the node's CPUs (dominant share 0.86), came after b, at its share
 // (0.625): b took the last free GPU, went past its share by the hysteresis band, and a's
