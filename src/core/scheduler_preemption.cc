@@ -167,12 +167,19 @@ std::vector<std::pair<int, int>> Scheduler::ReservedGpus(const TrialPlacement& p
 }
 
 // A guaranteed preemptor whose plan binds a new guarantee cell has the whole cell reserved; the
-// queue's other guaranteed work waits for that cell instead of reclaiming another one.
+// queue's other guaranteed work waits for that cell instead of reclaiming another one. Its
+// reservation then holds GPUs its placement does not use (a GPU share's or a MIG slice's
+// reserved GPU is its placement's own; a moved job's destination binds nothing more, nor does
+// a preemptor whose plan a cluster change dropped: it is placed afresh).
 const JobRecord* Scheduler::CellBeingReclaimed(int queue) const {
   for (const auto& [id, r] : reservations_.all()) {
     const JobRecord& p = jobs_.at(id);
-    if (p.queue != queue || p.committed_gpus <= 0 || !p.reserved_guaranteed) continue;
-    if (static_cast<double>(r.gpus.size()) > p.committed_gpus + kEps) return &p;
+    if (p.queue != queue || !r.for_preemption || !p.reserved_guaranteed || p.planned.empty())
+      continue;
+    std::set<std::pair<int, int>> placed;
+    for (const ReplicaPlacement& replica : p.planned)
+      for (int g : replica.gpus) placed.insert({replica.node, g});
+    if (r.gpus.size() > placed.size()) return &p;
   }
   return nullptr;
 }

@@ -757,6 +757,31 @@ TEST(SchedulerOverTimeTest, AReclaimWaitsForAJobStartedInTheSameCycleBelowItsVic
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
 }
 
+// A guaranteed preemptor whose plan binds a new guarantee cell holds the whole cell, and its
+// queue's other guaranteed work waits for it (CellBeingReclaimed). A plan for a GPU share
+// inside a cell the queue binds already binds nothing, but its reserved GPU (more than the
+// half it commits) read as a cell being bound: the queue's next job waited out the victim's
+// grace period before it could reclaim.
+TEST(SchedulerOverTimeTest, AShareReclaimingInsideABoundCellHoldsUpNoOtherReclaim) {
+  Driver d(2, 2, {Queue("g", 1), Queue("b")});
+  d.Adopt(Job("g", 1), 0, {0}, false);  // g binds node 0
+  for (int g = 1; g < 8; ++g) d.Adopt(Job("b", 1), 0, {g}, true);
+  for (int g = 0; g < 8; ++g) d.Adopt(Job("b", 1), 1, {g}, true);
+  d.Cycle(10);
+  JobSpec half = Job("g", 0);
+  half.groups[0].demand.gpu_milli = 500;
+  const int share = d.Submit(half);
+  const int whole = d.Submit(Job("g", 1));
+  d.Cycle(1);
+  EXPECT_TRUE(d.J(share).preempting) << d.J(share).reason;
+  EXPECT_TRUE(d.J(whole).preempting) << d.J(whole).reason;
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 2);
+  for (int i = 0; i < 20; ++i) d.Cycle(5);
+  EXPECT_EQ(d.J(share).state, JobState::kRunning) << d.J(share).reason;
+  EXPECT_EQ(d.J(whole).state, JobState::kRunning) << d.J(whole).reason;
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 2);
+}
+
 // The cycle ordered queues by weighted dominant share only. a, below its fair share of GPUs
 // but holding most of the node's CPUs (dominant share 0.86), came after b, at its share
 // (0.625): b took the last free GPU, went past its share by the hysteresis band, and a's
