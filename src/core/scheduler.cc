@@ -444,6 +444,7 @@ void Scheduler::Run(JobRecord& job, bool guaranteed, int replicas, std::vector<i
   job.replicas = replicas;
   job.gpu_equivalents = JobGpus(job.spec, replicas);
   job.backoff = 0;
+  job.held_back_at = -1;
   job.reason.clear();
   Account(job, +1);
   running_[job.id] = &job;
@@ -684,7 +685,7 @@ bool Scheduler::TryJob(JobRecord& job, double priority, bool guarantee_pass,
   if (!may_guarantee && !under_cap) job.reason = cap_refusal;
   preempt_deferred_ = false;
   if (TryPreempt(job, now, fair, guarantee_pass, out)) return true;
-  if (preempt_deferred_) return false;  // tried again later in the cycle
+  if (preempt_deferred_) return false;  // tried again in the next pass or cycle
   if (guarantee_pass) {                 // tried again in the next pass
     if (!reserved && job.spec.min_replicas == 0)
       not_guaranteed_.Add(job.shape_class, job.shape, priority, version_);

@@ -35,10 +35,12 @@
 //    frees it). Victims are whole jobs, each queue's lowest priority first (a victim above
 //    another candidate of its queue could come straight back by preempting it), then fewest
 //    victims, then least GPU-time lost, and only when the preemptor then fits within its
-//    guarantee or cap. A job started in the same cycle is no victim until the next, nor is one
-//    of its queue above it (it would come back over that job). Guarantees and fair shares are
-//    GPUs: a job reclaims them only at a size that asks for GPUs (one that asks for none makes
-//    no reclaim; a reservation may still move work aside for it).
+//    guarantee or cap. A job started in the same cycle is no victim until the next; nor, for
+//    one cycle of the preemptor's wait, is a job of its queue above it by raw and aged priority
+//    (it would come straight back over that job; only jobs that could be victims themselves
+//    count). Guarantees and fair shares are GPUs: a job reclaims them only at a size that asks
+//    for GPUs (one that asks for none makes no reclaim; a reservation may still move work aside
+//    for it).
 //
 // Contract, over time (what holds cycle after cycle; tests/core/scheduler_dynamics_test.cc):
 //  - No thrash. A preemptor's planned placement (its victims' GPUs and the free GPUs of its
@@ -170,6 +172,9 @@ struct JobRecord {
   int preempted_by = -1;         // while stopping: the preemptor the victim is reserved for
   std::vector<int> waiting_for;  // a preemptor: victims still stopping
   bool preempting = false;       // a preemptor waiting for its victims
+  // The cycle its reclaims passed over jobs above one just started (PreemptionPlans): once a
+  // wait, so a queue that starts a job every cycle holds nobody back for longer.
+  double held_back_at = -1;
   // A waiting preemptor: its plan is inside the guarantee; a moved job: it is counted so.
   bool reserved_guaranteed = false;
   std::vector<ReplicaPlacement> planned;  // a waiting preemptor: where its plan places it
@@ -507,7 +512,7 @@ class Scheduler {
   // The plans worth trying, in order: reclaims, priority, reclaims that also take the queue's
   // own borrowed lower-priority work, then (for a starving job) reclaims that move its queue's
   // jobs aside.
-  std::vector<PreemptionPlan> PreemptionPlans(const JobRecord& job, const PreemptionRoom& room,
+  std::vector<PreemptionPlan> PreemptionPlans(JobRecord& job, const PreemptionRoom& room,
                                               const PreemptionSizes& sizes,
                                               const std::vector<double>& fair, bool guarantee_only,
                                               double now);

@@ -167,19 +167,18 @@ std::vector<std::pair<int, int>> Scheduler::ReservedGpus(const TrialPlacement& p
 }
 
 // A guaranteed preemptor whose plan binds a new guarantee cell has the whole cell reserved; the
-// queue's other guaranteed work waits for that cell instead of reclaiming another one. Its
-// reservation then holds GPUs its placement does not use (a GPU share's or a MIG slice's
-// reserved GPU is its placement's own; a moved job's destination binds nothing more, nor does
-// a preemptor whose plan a cluster change dropped: it is placed afresh).
+// queue's other guaranteed work waits for that cell instead of reclaiming another one. The
+// cells a plan binds anew are promised to it (CommitWaiting); a plan a cluster or queue change
+// dropped (Install) promises none, and its reservation, kept whole, is read by its size. A
+// moved job's destination binds nothing past its own GPUs.
 const JobRecord* Scheduler::CellBeingReclaimed(int queue) const {
   for (const auto& [id, r] : reservations_.all()) {
     const JobRecord& p = jobs_.at(id);
-    if (p.queue != queue || !r.for_preemption || !p.reserved_guaranteed || p.planned.empty())
-      continue;
-    std::set<std::pair<int, int>> placed;
-    for (const ReplicaPlacement& replica : p.planned)
-      for (int g : replica.gpus) placed.insert({replica.node, g});
-    if (r.gpus.size() > placed.size()) return &p;
+    if (p.queue != queue || !r.for_preemption || !p.reserved_guaranteed) continue;
+    const bool binds_cell = p.planned.empty()
+                                ? static_cast<double>(r.gpus.size()) > p.committed_gpus + kEps
+                                : !p.promised_cells.empty();
+    if (binds_cell) return &p;
   }
   return nullptr;
 }
@@ -250,7 +249,7 @@ bool Scheduler::TryPreempt(JobRecord& job, double now, const std::vector<double>
   return false;
 }
 
-std::vector<Scheduler::PreemptionPlan> Scheduler::PreemptionPlans(const JobRecord& job,
+std::vector<Scheduler::PreemptionPlan> Scheduler::PreemptionPlans(JobRecord& job,
                                                                   const PreemptionRoom& room,
                                                                   const PreemptionSizes& sizes,
                                                                   const std::vector<double>& fair,
@@ -279,20 +278,25 @@ std::vector<Scheduler::PreemptionPlan> Scheduler::PreemptionPlans(const JobRecor
              WholePriority(v, now) < WholePriority(job, now);
     };
     // A job started in this very call is no victim yet (nothing starts and stops in one cycle);
-    // the job that would take it is tried again next cycle instead of failing. Nor is one that
-    // would come straight back over it by priority preemption: the job would stop both, where
-    // next cycle it takes the lower one alone (FindVictimsLowestFirst).
+    // the job that would take it is tried again next cycle instead of failing. Nor, for one
+    // cycle of the job's wait, is one that could come straight back over it by priority
+    // preemption: the job would stop both, where next cycle it may take the lower one alone
+    // (FindVictimsLowestFirst).
+    const bool may_hold_back = job.held_back_at < 0 || job.held_back_at == now;
     std::vector<const JobRecord*> started_now;
     for (const auto& [id, v] : running_by_queue_[q])
       if (v->start_time == now && may_give(*v)) started_now.push_back(v);
     for (const auto& [id, v] : running_by_queue_[q]) {
       if (!may_give(*v)) continue;
-      const bool fresh = std::any_of(started_now.begin(), started_now.end(), [&](const auto* f) {
-        return f == v || (f->spec.priority < v->spec.priority &&
-                          WholePriority(*f, now) < WholePriority(*v, now));
-      });
+      const bool above_started =
+          may_hold_back && std::any_of(started_now.begin(), started_now.end(), [&](const auto* f) {
+            return f->spec.priority < v->spec.priority &&
+                   WholePriority(*f, now) < WholePriority(*v, now);
+          });
+      const bool fresh = v->start_time == now;
       auto add = [&, v = v](Victims& list) {
-        if (fresh)
+        if (above_started) job.held_back_at = now;
+        if (fresh || above_started)
           preempt_deferred_ = true;
         else
           list.push_back(v);

@@ -1030,10 +1030,10 @@ void SteadyDemandSettles(bool usage_near_share, const std::vector<uint64_t>& see
   }
 }
 
-// Seeds 1-1000 pass; of 1-20000, five fail. Four (5639, 8620, 16175, 17767): in the churn that
-// opens the steady phase, one job is stopped 4 times as shares move: an elastic borrower shrunk
-// or reclaimed again, a borrower reclaimed by one queue's guarantee, then by others' fair
-// shares, or a queue's lowest-priority job, which reclaims take first
+// Seeds 1-1000 pass; of 1-20000, four fail. Three (5639, 8620, 16175): in the churn that opens
+// the steady phase, one job is stopped 4 times as shares move: an elastic borrower shrunk or
+// reclaimed again, a borrower reclaimed by one queue's guarantee, then by others' fair shares,
+// or a queue's lowest-priority job, which reclaims take first
 // (FindVictimsLowestFirst) and which its queue's higher-priority jobs preempt as they come back
 // from reclaims that could take nothing else. 11949: a starving job's reservation moves an
 // occupant at step 852, inside the last 150 cycles (nothing starves, so that late stop is
@@ -1062,7 +1062,8 @@ TEST(SchedulerDynamics, SteadyDemandSettlesWithoutThrash) { SteadyDemandSettles(
 // only where the job still fits after its movers are back (Scheduler::FitsAfterMovers).
 // 9578, 11728, 17352: a reclaim passed over a job its queue had started in the same cycle and
 // took the queue's higher-priority job, which came straight back by shrinking or preempting it;
-// now a job above one started in the cycle is no victim until the next (PreemptionPlans).
+// now a job above one started in the cycle is no victim then, for one cycle of the wait
+// (PreemptionPlans).
 TEST(SchedulerDynamics, SteadyDemandSettlesOnSeedsThatOnceThrashed) {
   SteadyDemandSettles(
       false, {6645, 7610, 9578, 11368, 11728, 12002, 12253, 14104, 14271, 15649, 17041, 17352});

@@ -757,6 +757,35 @@ TEST(SchedulerOverTimeTest, AReclaimWaitsForAJobStartedInTheSameCycleBelowItsVic
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
 }
 
+// The rule above held the job back for as long as its queue started a job below its victims in
+// every cycle: a stream of 1-GPU jobs, one a cycle in the guarantee, kept an 8-GPU job from
+// preempting the 4-GPU jobs below it for 4000 s (review). It holds a job back one cycle a wait.
+TEST(SchedulerOverTimeTest, AJobStartedEveryCycleHoldsNoPreemptorBackForLong) {
+  Policy policy = Driver::Berth();
+  QueueSpec a = Queue("a");
+  a.guarantees.push_back({"dgx-a100/switch", 1});
+  Driver d(2, 2, {a}, policy);
+  JobSpec fixed = Job("a", 6);
+  fixed.priority = 200;
+  fixed.preemptible = false;
+  d.Submit(fixed);
+  JobSpec middle = Job("a", 4);
+  middle.priority = 50;
+  for (int i = 0; i < 40; ++i) d.Submit(middle, i == 0 ? 100 : 200);  // they end staggered
+  JobSpec small = Job("a", 1);
+  small.priority = 1;
+  JobSpec big = Job("a", 8);
+  big.priority = 100;
+  int waiting = -1;
+  while (d.now_ < 400 && (waiting < 0 || d.J(waiting).state != JobState::kRunning)) {
+    if (d.now_ == 100) waiting = d.Submit(big);
+    d.Submit(small, 10);
+    d.Cycle(10);
+  }
+  ASSERT_GE(waiting, 0);
+  EXPECT_EQ(d.J(waiting).state, JobState::kRunning) << d.J(waiting).reason;
+}
+
 // A guaranteed preemptor whose plan binds a new guarantee cell holds the whole cell, and its
 // queue's other guaranteed work waits for it (CellBeingReclaimed). A plan for a GPU share
 // inside a cell the queue binds already binds nothing, but its reserved GPU (more than the
@@ -780,6 +809,27 @@ TEST(SchedulerOverTimeTest, AShareReclaimingInsideABoundCellHoldsUpNoOtherReclai
   EXPECT_EQ(d.J(share).state, JobState::kRunning) << d.J(share).reason;
   EXPECT_EQ(d.J(whole).state, JobState::kRunning) << d.J(whole).reason;
   EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 2);
+}
+
+// Review of the change above: where a guarantee cell is one GPU, a share's plan that binds a new
+// cell reserves just that GPU, so reserved GPUs against the placement's could not tell. Two
+// quarter-GPU jobs of g then each bound a cell and preempted a borrower, where the second could
+// wait for the first's cell and share its GPU. The cells a plan binds anew are what tells.
+TEST(SchedulerOverTimeTest, SharesBindingAOneGpuCellReclaimOneGpu) {
+  QueueSpec g = Queue("g");
+  g.guarantees.push_back({"A100-80GB", 2});
+  Driver d(1, 1, {g, Queue("b")});
+  std::vector<int> borrowers;
+  for (int i = 0; i < 8; ++i) borrowers.push_back(d.Adopt(Job("b", 1), 0, {i}, true));
+  d.Cycle(10);
+  JobSpec quarter = Job("g", 0);
+  quarter.groups[0].demand.gpu_milli = 250;
+  const int first = d.Submit(quarter);
+  const int second = d.Submit(quarter);
+  for (int i = 0; i < 20; ++i) d.Cycle(5);
+  EXPECT_EQ(d.J(first).state, JobState::kRunning) << d.J(first).reason;
+  EXPECT_EQ(d.J(second).state, JobState::kRunning) << d.J(second).reason;
+  EXPECT_EQ(d.count_[Decision::Kind::kPreempt], 1);
 }
 
 // The cycle ordered queues by weighted dominant share only. a, below its fair share of GPUs
