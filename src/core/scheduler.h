@@ -35,12 +35,12 @@
 //    frees it). Victims are whole jobs, each queue's lowest priority first (a victim above
 //    another candidate of its queue could come straight back by preempting it), then fewest
 //    victims, then least GPU-time lost, and only when the preemptor then fits within its
-//    guarantee or cap. A job started in the same cycle is no victim until the next; nor, for
-//    one cycle of the preemptor's wait, is a job of its queue above it by raw and aged priority
-//    (it would come straight back over that job; only jobs that could be victims themselves
-//    count). Guarantees and fair shares are GPUs: a job reclaims them only at a size that asks
-//    for GPUs (one that asks for none makes no reclaim; a reservation may still move work aside
-//    for it).
+//    guarantee or cap. A job started in the same Schedule call is no victim until the next;
+//    nor, in one call of each wait of the preemptor (the first that meets one), is a job of the
+//    started job's queue above it by raw and aged priority (it would come straight back over
+//    the started job; only started jobs that could be victims themselves count). Guarantees and
+//    fair shares are GPUs: a job reclaims them only at a size that asks for GPUs (one that asks for
+//    none makes no reclaim; a reservation may still move work aside for it).
 //
 // Contract, over time (what holds cycle after cycle; tests/core/scheduler_dynamics_test.cc):
 //  - No thrash. A preemptor's planned placement (its victims' GPUs and the free GPUs of its
@@ -172,8 +172,9 @@ struct JobRecord {
   int preempted_by = -1;         // while stopping: the preemptor the victim is reserved for
   std::vector<int> waiting_for;  // a preemptor: victims still stopping
   bool preempting = false;       // a preemptor waiting for its victims
-  // The cycle its reclaims passed over jobs above one just started (PreemptionPlans): once a
-  // wait, so a queue that starts a job every cycle holds nobody back for longer.
+  // The call in which PreemptionPlans first passed over candidates above a job just started, for
+  // this job: it does so in that call only, until the job next starts, so a queue that starts a
+  // job every cycle holds nobody back for longer.
   double held_back_at = -1;
   // A waiting preemptor: its plan is inside the guarantee; a moved job: it is counted so.
   bool reserved_guaranteed = false;
@@ -511,7 +512,8 @@ class Scheduler {
   };
   // The plans worth trying, in order: reclaims, priority, reclaims that also take the queue's
   // own borrowed lower-priority work, then (for a starving job) reclaims that move its queue's
-  // jobs aside.
+  // jobs aside. Candidates it passes over (just started, or above one) set preempt_deferred_,
+  // and the latter the job's held_back_at.
   std::vector<PreemptionPlan> PreemptionPlans(JobRecord& job, const PreemptionRoom& room,
                                               const PreemptionSizes& sizes,
                                               const std::vector<double>& fair, bool guarantee_only,
@@ -686,7 +688,8 @@ class Scheduler {
   bool planning_reservation_ = false;      // TryReserve's trials: every reservation blocks
   bool placing_plan_ = false;  // TryPlaceOn's trials: a plan that waits borrows no lent GPUs
   std::map<std::string, double> model_credit_;  // TryPlaceOn's `freed`, while it places
-  bool preempt_deferred_ = false;               // TryPreempt passed over a job started in this call
+  // TryPreempt passed over a job started in this call, or one above it: tried again later.
+  bool preempt_deferred_ = false;
 };
 
 }  // namespace berth

@@ -166,19 +166,26 @@ std::vector<std::pair<int, int>> Scheduler::ReservedGpus(const TrialPlacement& p
   return {gpus.begin(), gpus.end()};
 }
 
-// A guaranteed preemptor whose plan binds a new guarantee cell has the whole cell reserved; the
-// queue's other guaranteed work waits for that cell instead of reclaiming another one. The
-// cells a plan binds anew are promised to it (CommitWaiting); a plan a cluster or queue change
-// dropped (Install) promises none, and its reservation, kept whole, is read by its size. A
-// moved job's destination binds nothing past its own GPUs.
+// A guaranteed preemptor whose plan binds a guarantee cell has the whole cell reserved; the
+// queue's other guaranteed work waits for what the job leaves of that cell instead of
+// reclaiming another one. A plan binds a cell when it promises one (CommitWaiting) or reserves
+// GPUs past its placement; a GPU share in a cell its queue binds already does neither, though
+// its reserved GPU holds more than it commits. A plan a cluster or queue change dropped
+// (Install) is read by its reservation alone, kept whole. A moved job's destination binds
+// nothing past its GPUs.
 const JobRecord* Scheduler::CellBeingReclaimed(int queue) const {
   for (const auto& [id, r] : reservations_.all()) {
     const JobRecord& p = jobs_.at(id);
     if (p.queue != queue || !r.for_preemption || !p.reserved_guaranteed) continue;
-    const bool binds_cell = p.planned.empty()
-                                ? static_cast<double>(r.gpus.size()) > p.committed_gpus + kEps
-                                : !p.promised_cells.empty();
-    if (binds_cell) return &p;
+    const bool room_left = static_cast<double>(r.gpus.size()) > p.committed_gpus + kEps;
+    std::set<std::pair<int, int>> placed;
+    for (const ReplicaPlacement& replica : p.planned)
+      for (int g : replica.gpus) placed.insert({replica.node, g});
+    // A cell the queue binds now, which the plan's trial freed and bound again, is not promised
+    // but is reserved past the placement.
+    if (room_left &&
+        (p.planned.empty() || !p.promised_cells.empty() || r.gpus.size() > placed.size()))
+      return &p;
   }
   return nullptr;
 }
