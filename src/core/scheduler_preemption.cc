@@ -295,10 +295,11 @@ std::vector<Scheduler::PreemptionPlan> Scheduler::PreemptionPlans(JobRecord& job
       if (v->start_time == now && may_give(*v)) started_now.push_back(v);
     for (const auto& [id, v] : running_by_queue_[q]) {
       if (!may_give(*v)) continue;
+      const JobRecord& candidate = *v;  // a structured binding is not captured (clang 14)
       const bool above_started =
           may_hold_back && std::any_of(started_now.begin(), started_now.end(), [&](const auto* f) {
-            return f->spec.priority < v->spec.priority &&
-                   WholePriority(*f, now) < WholePriority(*v, now);
+            return f->spec.priority < candidate.spec.priority &&
+                   WholePriority(*f, now) < WholePriority(candidate, now);
           });
       const bool fresh = v->start_time == now;
       auto add = [&, v = v](Victims& list) {
