@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <tuple>
 
 namespace berth {
@@ -564,21 +565,23 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, const std::vec
     return ids;
   };
   const bool mig = !d.mig_profile.empty();
-  // Crowded GPUs are gone around first; where nothing else fits, offered as they are (a filter
-  // of observed use then refuses them, and the job retries, rather than finding no room).
+  // Crowded GPUs are gone around first, a cell's other free GPUs planned instead; where nothing
+  // else fits, offered as they are (a filter of observed use then refuses them, and the job
+  // retries, rather than finding no room).
   bool around_crowded = crowded_gpus_[node] > 0;
   const auto crowded = [&](int gpu) { return around_crowded && gpus_[node][gpu].crowded; };
+  std::function<bool(int)> crowded_cell;  // none on a node without crowded GPUs: no cost there
+  if (around_crowded)
+    crowded_cell = [&](int c) { return cells[c].gpu >= 0 && crowded(cells[c].gpu); };
   if (d.gpus > 0) {
     if (buddy_.free_leaves(root) < d.gpus) return;
     for (;; around_crowded = false) {
       for (int type : types) {
         const auto accept = [&](int c) {
           Candidate cand{node, {}, tree_->types()[type].tight_level, {}};
-          buddy_.PlanLeaves(c, d.gpus, &cand.cells);
+          if (!buddy_.PlanLeaves(c, d.gpus, &cand.cells, crowded_cell)) return false;
           cand.gpus = gpus_of(cand.cells);
-          if (!FitsNode(req, node, cand.gpus) ||
-              std::any_of(cand.gpus.begin(), cand.gpus.end(), crowded))
-            return false;
+          if (!FitsNode(req, node, cand.gpus)) return false;
           out->push_back(std::move(cand));
           return true;
         };

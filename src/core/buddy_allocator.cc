@@ -182,11 +182,22 @@ int BuddyAllocator::FindWithin(int within, int type, int count,
   return best;
 }
 
-void BuddyAllocator::PlanLeaves(int cell, int count, std::vector<int>* plan) const {
-  if (count == 0) return;
+int BuddyAllocator::FreeNotAvoided(int cell, const std::function<bool(int)>& avoid) const {
+  if (!avoid) return free_[cell];
+  if (tree_->type_of(cell).leaf_count == 1) return free_[cell] > 0 && !avoid(cell) ? 1 : 0;
+  int free = 0;
+  for (int child : tree_->cells()[cell].children)
+    if (!taken_[child] && pool_[child] == pool_[cell]) free += FreeNotAvoided(child, avoid);
+  return free;
+}
+
+bool BuddyAllocator::PlanLeaves(int cell, int count, std::vector<int>* plan,
+                                const std::function<bool(int)>& avoid) const {
+  if (count == 0) return true;
+  if (FreeNotAvoided(cell, avoid) < count) return false;
   if (free_[cell] == count && count == tree_->type_of(cell).leaf_count) {
     plan->push_back(cell);
-    return;
+    return true;
   }
   const auto& children = tree_->cells()[cell].children;
   const int pool = pool_[cell];
@@ -195,16 +206,17 @@ void BuddyAllocator::PlanLeaves(int cell, int count, std::vector<int>* plan) con
   // GPUs those scans were most of the time a gang's placement took.
   if (tree_->type_of(children.front()).leaf_count == 1) {
     for (size_t i = 0; i < children.size() && count > 0; ++i)
-      if (!taken_[children[i]] && pool_[children[i]] == pool && free_[children[i]] > 0) {
+      if (!taken_[children[i]] && pool_[children[i]] == pool && free_[children[i]] > 0 &&
+          !(avoid && avoid(children[i]))) {
         plan->push_back(children[i]);
         --count;
       }
-    return;
+    return true;
   }
   // Inside an entirely free cell the children's counts are full, so they read the same.
   std::vector<int> left;
   for (int child : children)
-    left.push_back(taken_[child] || pool_[child] != pool ? 0 : free_[child]);
+    left.push_back(taken_[child] || pool_[child] != pool ? 0 : FreeNotAvoided(child, avoid));
   while (count > 0) {
     int fit = -1, largest = -1;
     for (size_t i = 0; i < children.size(); ++i) {
@@ -214,10 +226,11 @@ void BuddyAllocator::PlanLeaves(int cell, int count, std::vector<int>* plan) con
     }
     const int pick = fit >= 0 ? fit : largest;
     const int part = std::min(count, left[pick]);
-    PlanLeaves(children[pick], part, plan);
+    PlanLeaves(children[pick], part, plan, avoid);
     left[pick] = 0;
     count -= part;
   }
+  return true;
 }
 
 void BuddyAllocator::TakeLeaves(int cell, int count, std::vector<int>* taken) {

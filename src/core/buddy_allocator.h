@@ -56,8 +56,11 @@ class BuddyAllocator {
   // cells when they fit exactly, else the child with the fewest free GPUs that still fits.
   // Appends every cell taken whole to `taken`.
   void TakeLeaves(int cell, int count, std::vector<int>* taken);
-  // The cells TakeLeaves would take whole, without taking them.
-  void PlanLeaves(int cell, int count, std::vector<int>* plan) const;
+  // The cells TakeLeaves would take whole, without taking them. With `avoid`, the GPU cells it
+  // names are left out (GPUs observed busy) and the others planned, tightest first as ever;
+  // false, planning nothing, when fewer than `count` others are free.
+  bool PlanLeaves(int cell, int count, std::vector<int>* plan,
+                  const std::function<bool(int gpu_cell)>& avoid = nullptr) const;
   // Takes this exact cell, which must be WholeFree (e.g. a GPU going bad).
   void TakeCell(int cell);
   // Gives back a cell taken whole; merges buddies up to the pool boundary.
@@ -72,6 +75,8 @@ class BuddyAllocator {
   std::string CheckConsistency() const;
 
  private:
+  // The cell's free GPUs that `avoid` does not name (all of them without one).
+  int FreeNotAvoided(int cell, const std::function<bool(int)>& avoid) const;
   void AddToList(int cell);
   void RemoveFromList(int cell);
   void SetFree(int cell, int free);

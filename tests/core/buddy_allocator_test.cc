@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -273,6 +274,36 @@ TEST_F(BuddyAllocatorTest, TakeLeavesPrefersTheFullerChild) {
   EXPECT_EQ(b.free_leaves(root_), 0);
   EXPECT_EQ(b.CheckConsistency(), "");
   EXPECT_NE(std::find(taken.begin(), taken.end(), Socket(1)), taken.end());
+}
+
+TEST_F(BuddyAllocatorTest, PlanLeavesGoesAroundTheGpusItIsToAvoid) {
+  BuddyAllocator b(&tree_, 1);
+  const std::function<bool(int)> avoid_gpu0 = [&](int c) { return c == Gpu(0); };
+  // Five of the node: all of socket 1 and, of socket 0, a GPU other than GPU 0 (without the
+  // filter the plan would take socket 0 whole).
+  std::vector<int> plan;
+  ASSERT_TRUE(b.PlanLeaves(Node(), 5, &plan, avoid_gpu0));
+  std::vector<int> expected = {Socket(1), Gpu(1)};
+  std::sort(plan.begin(), plan.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(plan, expected);
+  // Seven are all the node has besides GPU 0; eight are refused, planning nothing.
+  plan.clear();
+  ASSERT_TRUE(b.PlanLeaves(Node(), 7, &plan, avoid_gpu0));
+  int planned = 0;
+  for (int c : plan) {
+    EXPECT_FALSE(tree_.IsWithin(Gpu(0), c)) << tree_.cells()[c].address;
+    planned += tree_.type_of(c).leaf_count;
+  }
+  EXPECT_EQ(planned, 7);
+  plan.clear();
+  EXPECT_FALSE(b.PlanLeaves(Node(), 8, &plan, avoid_gpu0));
+  EXPECT_TRUE(plan.empty());
+  // A GPU already taken is not counted twice: GPU 1 taken and GPU 0 avoided leave 6.
+  b.TakeCell(Gpu(1));
+  EXPECT_FALSE(b.PlanLeaves(Node(), 7, &plan, avoid_gpu0));
+  EXPECT_TRUE(b.PlanLeaves(Node(), 6, &plan, avoid_gpu0));
+  EXPECT_EQ(b.CheckConsistency(), "");
 }
 
 TEST_F(BuddyAllocatorTest, TakeLeavesWholeCell) {

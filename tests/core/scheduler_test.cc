@@ -864,6 +864,25 @@ TEST_F(SchedulerTest, AGpuObservedFullIsGoneAroundOnItsNode) {
   }
 }
 
+// A job larger than any cell the hot GPU is not in still goes around it: the GPUs it takes
+// inside one cell are chosen among that cell's clean ones (3, 5, 6 or 7 of a DGX's 8, whichever
+// GPU is hot), not refused as a whole because the first ones the packing would take hold it.
+TEST_F(SchedulerTest, AJobGoesAroundAGpuObservedFullInsideTheCellItTakes) {
+  for (int size : {3, 5, 6, 7})
+    for (int hot = 0; hot < 8; ++hot) {
+      Make(1, 1, {Queue("a")});
+      Telemetry t = FullMemory(*cluster_, 0);
+      t.gpus[0][hot].fb_used_mib = 80000;  // of 81920: past 90%
+      s_->SetTelemetry(t);
+      const int id = Submit(Job("a", size));
+      ASSERT_EQ(Started(s_->Schedule(0)), std::vector<int>{id})
+          << size << " GPUs, hot GPU " << hot << ": " << J(id).reason;
+      const std::vector<int>& gpus = J(id).placements[0].gpus;
+      EXPECT_EQ(std::count(gpus.begin(), gpus.end(), hot), 0) << size << " GPUs, hot " << hot;
+      ExpectConsistent();
+    }
+}
+
 TEST_F(SchedulerTest, TelemetryRefusalBacksOff) {
   Make(1, 1, {Queue("a")});
   s_->SetTelemetry(FullMemory(*cluster_, 80000));  // above 0.9 of 80 GiB everywhere
