@@ -177,15 +177,13 @@ const JobRecord* Scheduler::CellBeingReclaimed(int queue) const {
   for (const auto& [id, r] : reservations_.all()) {
     const JobRecord& p = jobs_.at(id);
     if (p.queue != queue || !r.for_preemption || !p.reserved_guaranteed) continue;
-    const bool room_left = static_cast<double>(r.gpus.size()) > p.committed_gpus + kEps;
+    if (static_cast<double>(r.gpus.size()) <= p.committed_gpus + kEps) continue;  // no room left
     std::set<std::pair<int, int>> placed;
     for (const ReplicaPlacement& replica : p.planned)
       for (int g : replica.gpus) placed.insert({replica.node, g});
     // A cell the queue binds now, which the plan's trial freed and bound again, is not promised
     // but is reserved past the placement.
-    if (room_left &&
-        (p.planned.empty() || !p.promised_cells.empty() || r.gpus.size() > placed.size()))
-      return &p;
+    if (p.planned.empty() || !p.promised_cells.empty() || r.gpus.size() > placed.size()) return &p;
   }
   return nullptr;
 }
@@ -268,6 +266,7 @@ std::vector<Scheduler::PreemptionPlan> Scheduler::PreemptionPlans(JobRecord& job
   // Only the queues that may give a victim are visited: the job's own where lower priority runs
   // there, others when reclaiming the guarantee, and those above their share by the band for
   // the fair share.
+  const bool may_hold_back = job.held_back_at < 0 || job.held_back_at == now;
   for (size_t q = 0; q < queues_.size(); ++q) {
     const bool gives = static_cast<int>(q) == job.queue
                            ? room.lower_exists
@@ -285,11 +284,10 @@ std::vector<Scheduler::PreemptionPlan> Scheduler::PreemptionPlans(JobRecord& job
              WholePriority(v, now) < WholePriority(job, now);
     };
     // A job started in this very call is no victim yet (nothing starts and stops in one cycle);
-    // the job that would take it is tried again next cycle instead of failing. Nor, for one
-    // cycle of the job's wait, is one that could come straight back over it by priority
-    // preemption: the job would stop both, where next cycle it may take the lower one alone
-    // (FindVictimsLowestFirst).
-    const bool may_hold_back = job.held_back_at < 0 || job.held_back_at == now;
+    // the job that would take it is tried again next cycle instead of failing. Nor, in one
+    // Schedule call of the preemptor's wait (may_hold_back), is one that could come straight
+    // back over it by priority preemption: the preemptor would stop both, where next cycle it
+    // may take the lower one alone (FindVictimsLowestFirst).
     std::vector<const JobRecord*> started_now;
     for (const auto& [id, v] : running_by_queue_[q])
       if (v->start_time == now && may_give(*v)) started_now.push_back(v);
