@@ -137,6 +137,8 @@ struct UpArgs {
   std::string listen = "127.0.0.1:7480";
   std::string state;
   std::string docker_socket = "/var/run/docker.sock";
+  std::string dcgm_url;
+  std::vector<std::string> allow_mounts;
   int gpus = 4;
 };
 
@@ -281,12 +283,17 @@ void AddAgentCommands(CLI::App& app) {
   up->add_option("--gpus", u->gpus, "Simulated GPUs on a machine without GPUs")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  up->add_option("--dcgm-url", u->dcgm_url,
+                 "A DCGM exporter's metrics URL (http://HOST:9400/metrics), scraped each "
+                 "heartbeat instead of sampling NVML");
+  AddAllowMountOption(up, &u->allow_mounts);
   up->callback([u] {
     const std::string node = HostNodeName();
     ServerOptions options;
     options.listen = u->listen;
     options.state_dir = u->state.empty() ? DefaultStateDir() : u->state;
     options.config.policy = LoadPolicyArgument("berth");
+    options.config.allowed_mounts = AllowedMounts(u->allow_mounts);
     std::string why;
     const std::optional<DiscoveredNode> found = DiscoverGpus(node, &why);
     std::vector<std::string> uuids;
@@ -307,8 +314,8 @@ void AddAgentCommands(CLI::App& app) {
     const bool simulated = !found;
     const std::string gpu_flags =
         FirstRunGpuFlags(options.config.cluster.nodes[0], options.config.cluster.models);
-    const std::string socket = u->docker_socket;
-    options.companion = [node, uuids, migs, simulated, gpus_are, gpu_flags, socket](
+    const std::string socket = u->docker_socket, dcgm_url = u->dcgm_url;
+    options.companion = [node, uuids, migs, simulated, gpus_are, gpu_flags, socket, dcgm_url](
                             const std::string& url, const std::atomic<bool>& stop) {
       std::cout << "berth up: node " << node << " with " << gpus_are << "\n"
                 << "berth up: API at " << url << "; next, in another terminal:\n"
@@ -319,6 +326,7 @@ void AddAgentCommands(CLI::App& app) {
       agent.server = url;
       agent.node = node;
       agent.docker_socket = socket;
+      agent.dcgm_url = dcgm_url;
       agent.gpu_uuids = uuids;
       agent.migs = migs;
       agent.simulated = simulated;

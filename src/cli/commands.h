@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "config/limits.h"
 #include "core/cluster.h"
@@ -41,6 +42,10 @@ void AddAgentCommands(CLI::App& app);
 // The server's state directory when --state is not given: $XDG_DATA_HOME/berth, or
 // ~/.local/share/berth. Throws ConfigError without HOME.
 std::string DefaultStateDir();
+// --allow-mount (berth server, berth up): the directories job volumes may mount from, each
+// normalized; a ConfigError names a bad one.
+void AddAllowMountOption(CLI::App* cmd, std::vector<std::string>* allow_mounts);
+std::vector<std::string> AllowedMounts(const std::vector<std::string>& flags);
 
 // The global option --limit NAME=VALUE (repeatable), which sets the bounds of limits.h before
 // any subcommand runs.

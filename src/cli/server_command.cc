@@ -85,13 +85,7 @@ int RunServerCommand(const ServerArgs& a) {
   if (!BuiltinPolicy(a.policy, &builtin)) options.config.policy_yaml = ReadFileText(a.policy);
   options.config.queues = LoadVcQueues(a.vcs);
   if (!a.vcs.empty()) options.config.queues_yaml = ReadFileText(a.vcs);
-  for (const std::string& prefix : a.allow_mounts) {
-    std::string problem;
-    const std::string normal = NormalMountPath(prefix, &problem);
-    if (!problem.empty())
-      throw ConfigError("--allow-mount " + Quoted(prefix) + ": the path " + problem);
-    options.config.allowed_mounts.push_back(normal);
-  }
+  options.config.allowed_mounts = AllowedMounts(a.allow_mounts);
   if (!a.tokens.empty()) options.tokens = LoadTokensFile(a.tokens);
   options.tls_cert = a.tls_cert;
   options.tls_key = a.tls_key;
@@ -124,6 +118,24 @@ std::string DefaultStateDir() {
   return std::string(home) + "/.local/share/berth";
 }
 
+std::vector<std::string> AllowedMounts(const std::vector<std::string>& flags) {
+  std::vector<std::string> allowed;
+  for (const std::string& prefix : flags) {
+    std::string problem;
+    const std::string normal = NormalMountPath(prefix, &problem);
+    if (!problem.empty())
+      throw ConfigError("--allow-mount " + Quoted(prefix) + ": the path " + problem);
+    allowed.push_back(normal);
+  }
+  return allowed;
+}
+
+void AddAllowMountOption(CLI::App* cmd, std::vector<std::string>* allow_mounts) {
+  cmd->add_option("--allow-mount", *allow_mounts,
+                  "Host directory job volumes may mount from, with what lies under it "
+                  "(repeatable; default: none, no volumes)");
+}
+
 void AddServerCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("server", "Run the control plane: the REST API and the engine");
   auto a = std::make_shared<ServerArgs>();
@@ -140,9 +152,7 @@ void AddServerCommand(CLI::App& app) {
   cmd->add_option("--policy", a->policy, "Built-in policy name or policy file")
       ->capture_default_str();
   cmd->add_option("--vcs", a->vcs, "Virtual-cluster file: one queue per VC")->check(NonEmptyPath());
-  cmd->add_option("--allow-mount", a->allow_mounts,
-                  "Host directory job volumes may mount from, with what lies under it "
-                  "(repeatable; default: none, no volumes)");
+  AddAllowMountOption(cmd, &a->allow_mounts);
   cmd->add_option("--tokens", a->tokens, "Tokens file: who may call the API (docs/api.md)")
       ->check(NonEmptyPath());
   cmd->add_option("--tls-cert", a->tls_cert, "Serve HTTPS with this PEM certificate")

@@ -4,16 +4,25 @@
 source "$(dirname "$0")/../cli/lib.sh"
 source "$SRC/tests/docker/dockerd.sh"
 DK=$(mktemp -d /tmp/berth-up.XXXXXX)
-UP=
+UP= HTTPD=
 stop_up() { [ -z "$UP" ] || { kill -9 "$UP" 2>/dev/null; wait "$UP" 2>/dev/null; } || true; }
-trap 'stop_up; stop_dockerd; rm -rf "$TMP"' EXIT
+trap 'stop_up; kill -9 $HTTPD 2>/dev/null || true; stop_dockerd; rm -rf "$TMP"' EXIT
 start_dockerd "$DK"
 build_test_image berth-test:1
+
+# A DCGM exporter (busybox httpd serving a real capture, GPU 0's memory used set to 1234 MiB,
+# which crowds no simulated GPU) and a host directory job volumes may mount from.
+mkdir -p "$TMP/www" "$TMP/data"
+sed 's/^\(DCGM_FI_DEV_FB_USED{gpu="0",.*\) 77303$/\1 1234/' tests/data/agent/dcgm/metrics.txt \
+  > "$TMP/www/metrics"
+grep -q '^DCGM_FI_DEV_FB_USED{gpu="0",.* 1234$' "$TMP/www/metrics" || fail "the capture was not edited"
+serve_dir "$TMP/www"
 
 # start_up [PORT]: berth up over $TMP/up; sets UP and BERTH_ADDR.
 start_up() {
   : > "$TMP/up.log"
   "$BERTH" up --listen "127.0.0.1:${1:-0}" --state "$TMP/up" --docker-socket "$DOCKER_SOCK" \
+    --allow-mount "$TMP/data" --dcgm-url "http://127.0.0.1:$HTTPD_PORT/metrics" \
     >> "$TMP/up.log" 2>&1 &
   UP=$!
   wait_line "$TMP/up.log" "$UP" 'registered'
@@ -67,6 +76,19 @@ sleep 1
 "$BERTH" stop "$long" > /dev/null
 [ "$("$BERTH" logs "$long" | grep -cx begun)" -eq 1 ] ||
   fail "the line written before the restart should be kept once: $("$BERTH" logs "$long")"
+
+# Volumes from the directory berth up allows, and none from elsewhere.
+echo "from the host" > "$TMP/data/hello"
+out=$("$BERTH" run --gpus 1 -v "$TMP/data:/data:ro" berth-test:1 cat /data/hello) ||
+  fail "a job mounting an allowed directory failed: $out"
+[ "$out" = "from the host" ] || fail "the job should read the mounted file: $out"
+expect_error "is not under a directory this server allows" "$BERTH" run -d -v /etc:/data \
+  berth-test:1 true
+# The GPUs' memory as the DCGM exporter reports it reaches the metrics.
+node=$("$BERTH" nodes --format json | jq -r '.nodes[0].name')
+dcgm_seen() { curl -sf "http://$BERTH_ADDR/metrics" | grep -qx "berth_gpu_memory_used_mib{node=\"$node\",gpu=\"0\"} 1234"; }
+for _ in $(seq 100); do dcgm_seen && break; sleep 0.1; done
+dcgm_seen || fail "GPU 0's memory from the DCGM exporter should be in the metrics: $(curl -sf "http://$BERTH_ADDR/metrics" | grep '^berth_gpu_')"
 
 # Output past one report's 512 KiB, from a job that exits at once: every line arrives.
 out=$("$BERTH" run --gpus 1 berth-test:1 sh -c \
