@@ -346,11 +346,11 @@ std::string ControlPlane::WhyMountsRefused(const JobSpec& spec) const {
           "volumes: " + Quoted(m.host + ":" + m.container + (m.read_only ? ":ro" : "")) + ": ";
       if (allowed.empty())
         return volume +
-               "this server allows no host paths (its admin allows directories with berth "
-               "server --allow-mount DIR); drop the volume";
+               "this server allows no host paths (its admin allows directories with "
+               "--allow-mount DIR, on berth server or berth up); drop the volume";
       return volume + "the host path " + m.host +
-             " is not under a directory this server allows (berth server --allow-mount): " +
-             Listed(allowed) + "; mount from under one of them, or ask the admin to allow it";
+             " is not under a directory this server allows (--allow-mount): " + Listed(allowed) +
+             "; mount from under one of them, or ask the admin to allow it";
     }
   return "";
 }

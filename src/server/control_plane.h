@@ -101,7 +101,7 @@ struct ControlPlaneConfig {
   // The text of the files they came from, which GET /v1/policy and /v1/queues give back: ""
   // for a built-in policy, and for no --vcs.
   std::string policy_yaml, queues_yaml;
-  // Host directories a job's volumes may mount from (berth server --allow-mount), lexically
+  // Host directories a job's volumes may mount from (--allow-mount), lexically
   // normal (config/mount_path.h); none: no volume is accepted.
   std::vector<std::string> allowed_mounts;
   // Agents (above): seconds without a report before a node is unhealthy, then lost.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a job spec may ask of the host, end to end through a real server and the berth binary:
-# volumes only from under the directories the admin allowed (berth server --allow-mount),
+# volumes only from under the directories the admin allowed (--allow-mount),
 # checked again after a restart; /dev/shm's size; and the fields berth never grants
 # (privileged, the host's namespaces, devices, capabilities) refused by name and line. Every
 # refusal exits 2 and keeps nothing.
@@ -22,7 +22,7 @@ spec=$("$BERTH" inspect "$id" | jq -c '.spec | fromjson | [.image, .volumes, .sh
 [ "$spec" = '["trainer:1",["/data/x:/x:ro","/scratch//tmp/:/tmp"],"1g"]' ] ||
   fail "run -v/--shm-size: $spec"
 
-expect_exit2 'volumes: "/etc:/etc": the host path /etc is not under a directory this server allows (berth server --allow-mount): /data, /scratch; mount from under one of them, or ask the admin to allow it' \
+expect_exit2 'volumes: "/etc:/etc": the host path /etc is not under a directory this server allows (--allow-mount): /data, /scratch; mount from under one of them, or ask the admin to allow it' \
   run -d -v /etc:/etc trainer:1
 expect_exit2 'the host path /database is not under a directory this server allows' \
   run -d -v /database:/db trainer:1
@@ -49,6 +49,6 @@ wait "$SERVER" || fail "the server did not stop cleanly"
 SERVER=
 start_server --allow-mount /scratch
 [ "$("$BERTH" inspect "$id" | jq -r .state)" = failed ] || fail "after the restart: $("$BERTH" inspect "$id")"
-"$BERTH" inspect "$id" | jq -r .reason | grep -qF 'after a restart its spec no longer suits this server'"'"'s cluster, queues, policy or allowed mounts: volumes: "/data/x:/x:ro": the host path /data/x is not under a directory this server allows (berth server --allow-mount): /scratch' ||
+"$BERTH" inspect "$id" | jq -r .reason | grep -qF 'after a restart its spec no longer suits this server'"'"'s cluster, queues, policy or allowed mounts: volumes: "/data/x:/x:ro": the host path /data/x is not under a directory this server allows (--allow-mount): /scratch' ||
   fail "the reason: $("$BERTH" inspect "$id" | jq -r .reason)"
 echo "1 passed, 0 failed"

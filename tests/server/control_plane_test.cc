@@ -480,7 +480,7 @@ TEST_F(ControlPlaneTest, VolumesMountOnlyWhatTheAdminAllows) {
   std::string message;
   EXPECT_EQ(ApiStatus(R"({"gpus": 1, "image": "x", "volumes": ["/data/x:/x"]})", &message), 403);
   EXPECT_NE(message.find("volumes: \"/data/x:/x\": this server allows no host paths (its admin "
-                         "allows directories with berth server --allow-mount DIR)"),
+                         "allows directories with --allow-mount DIR, on berth server or berth up)"),
             std::string::npos)
       << message;
 
@@ -492,7 +492,7 @@ TEST_F(ControlPlaneTest, VolumesMountOnlyWhatTheAdminAllows) {
       << message;
   EXPECT_EQ(ApiStatus(R"({"image": "x", "gpus": 1, "volumes": ["/database:/x"]})", &message), 403);
   EXPECT_NE(message.find("volumes: \"/database:/x\": the host path /database is not under a "
-                         "directory this server allows (berth server --allow-mount): /data, "
+                         "directory this server allows (--allow-mount): /data, "
                          "/scratch/shared; mount from under one of them"),
             std::string::npos)
       << message;
@@ -538,8 +538,7 @@ TEST_F(ControlPlaneTest, ARestartWithANarrowerAllowListFailsTheJobWithTheReason)
                               "queues, policy or allowed mounts: volumes: "),
               std::string::npos)
         << job.reason;
-    EXPECT_NE(job.reason.find("is not under a directory this server allows (berth server "
-                              "--allow-mount): /data"),
+    EXPECT_NE(job.reason.find("is not under a directory this server allows (--allow-mount): /data"),
               std::string::npos)
         << job.reason;
   }
