@@ -200,12 +200,17 @@ GpuReport ToGpuReport(int gpu, const DcgmGpuMetrics& m) {
   const auto within = [](double value, double max) {
     return value >= 0 && value <= max ? value : -1;
   };
-  return {gpu,
-          within(m.fb_used_mib, kMaxReportMiB),
-          within(m.fb_free_mib, kMaxReportMiB),
-          within(m.gpu_util_percent, 100),
-          within(m.sm_active, 1),
-          within(m.xid_errors, kMaxReportXid)};
+  GpuReport r;
+  r.gpu = gpu;
+  r.fb_used_mib = within(m.fb_used_mib, kMaxReportMiB);
+  r.fb_free_mib = within(m.fb_free_mib, kMaxReportMiB);
+  r.util_percent = within(m.gpu_util_percent, 100);
+  r.sm_active = within(m.sm_active, 1);
+  r.xid = within(m.xid_errors, kMaxReportXid);
+  r.nvlink_total = within(m.nvlink_bandwidth_total, kMaxReportCounter);
+  r.pcie_tx_bytes = within(m.pcie_tx_bytes, kMaxReportCounter);
+  r.pcie_rx_bytes = within(m.pcie_rx_bytes, kMaxReportCounter);
+  return r;
 }
 
 }  // namespace berth

@@ -421,7 +421,10 @@ Json ToJson(const AgentReport& r) {
                     {"fbFreeMiB", g.fb_free_mib},
                     {"utilPercent", g.util_percent},
                     {"smActive", g.sm_active},
-                    {"xid", g.xid}});
+                    {"xid", g.xid},
+                    {"nvlinkTotal", g.nvlink_total},
+                    {"pcieTxBytes", g.pcie_tx_bytes},
+                    {"pcieRxBytes", g.pcie_rx_bytes}});
   Json out = {{"instance", r.instance},
               {"appliedVersion", r.applied_version},
               {"containers", containers},
@@ -544,6 +547,9 @@ AgentReport ParseReport(const Json& j) {
     x.util_percent = g.Measure("utilPercent", 100);
     x.sm_active = g.Measure("smActive", 1);
     x.xid = g.Measure("xid", kMaxReportXid);
+    x.nvlink_total = g.Measure("nvlinkTotal", kMaxReportCounter);
+    x.pcie_tx_bytes = g.Measure("pcieTxBytes", kMaxReportCounter);
+    x.pcie_rx_bytes = g.Measure("pcieRxBytes", kMaxReportCounter);
     out.gpus.push_back(x);
   });
   if (j.contains("images") && !j["images"].is_null()) {

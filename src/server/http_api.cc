@@ -1013,6 +1013,17 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
       {"berth_gpu_sm_active_ratio", "Share of cycles an SM had a warp (DCGM_FI_PROF_SM_ACTIVE)."},
       {"berth_gpu_last_xid", "The GPU's last XID error (DCGM_FI_DEV_XID_ERRORS), 0 for none."}};
   for (const auto& [name, help] : gpu_gauges) out.DeclareGauge(name, help, {"node", "gpu"});
+  out.DeclareCounter(
+      "berth_gpu_nvlink_bandwidth_total",
+      "NVLink bandwidth counters over all lanes (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL).",
+      {"node", "gpu"});
+  out.DeclareCounter("berth_gpu_pcie_transmit_bytes_total",
+                     "Bytes the GPU sent over PCIe, headers included (DCGM_FI_PROF_PCIE_TX_BYTES).",
+                     {"node", "gpu"});
+  out.DeclareCounter("berth_gpu_pcie_receive_bytes_total",
+                     "Bytes the GPU received over PCIe, headers included "
+                     "(DCGM_FI_PROF_PCIE_RX_BYTES).",
+                     {"node", "gpu"});
   for (const auto& [node, gpus] : m.gpu_telemetry)
     for (const GpuReport& g : gpus) {
       const std::vector<std::string> labels = {node, std::to_string(g.gpu)};
@@ -1024,6 +1035,13 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
           {"berth_gpu_last_xid", g.xid}};
       for (const auto& [name, value] : values)
         if (value >= 0) out.Set(name, labels, value);  // an unreported field is no sample
+      // `out` is made anew each scrape: adding DCGM's reading to 0 exposes it.
+      const std::pair<const char*, double> counts[] = {
+          {"berth_gpu_nvlink_bandwidth_total", g.nvlink_total},
+          {"berth_gpu_pcie_transmit_bytes_total", g.pcie_tx_bytes},
+          {"berth_gpu_pcie_receive_bytes_total", g.pcie_rx_bytes}};
+      for (const auto& [name, value] : counts)
+        if (value >= 0) out.Add(name, labels, value);
     }
   out.DeclareGauge("berth_container_cpu_quota_percent",
                    "A running replica's CPU use in percent of its quota (of the node's CPUs "

@@ -41,6 +41,17 @@ TEST(DcgmMetricsTest, ParsesTheExporterPage) {
   const GpuTelemetry t = ToTelemetry(*g0);
   EXPECT_EQ(t.fb_used_mib, 77303);
   EXPECT_EQ(t.util_percent, 97);
+  // What the agent reports of it, through the report's JSON as the server reads it.
+  AgentReport report;
+  report.gpus.push_back(ToGpuReport(0, *g0));
+  const AgentReport read = ParseReport(ToJson(report));
+  ASSERT_EQ(read.gpus.size(), 1u);
+  const GpuReport& r = read.gpus[0];
+  EXPECT_EQ(r.fb_used_mib, 77303);
+  EXPECT_DOUBLE_EQ(r.sm_active, 0.873421);
+  EXPECT_EQ(r.nvlink_total, 189234567);
+  EXPECT_EQ(r.pcie_tx_bytes, 412345678);
+  EXPECT_EQ(r.pcie_rx_bytes, 98765432);
 }
 
 TEST(DcgmMetricsTest, EscapesTimestampsAndOddValues) {
