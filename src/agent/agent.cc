@@ -1251,6 +1251,18 @@ class Agent {
       SetContention(GradeContention(before->second.second, sample, wall, capacity_), c);
     }
     samples_[id] = {now, sample};
+    const auto measured = [](int64_t v) { return v >= 0 ? static_cast<double>(v) : -1.0; };
+    c->cpu_throttled_periods = measured(sample.cpu_nr_throttled);
+    c->cpu_throttled_seconds =
+        sample.cpu_throttled_usec >= 0 ? static_cast<double>(sample.cpu_throttled_usec) / 1e6 : -1;
+    c->io_read_bytes = measured(sample.io_read_bytes);
+    c->io_write_bytes = measured(sample.io_write_bytes);
+    c->memory_bytes = measured(sample.memory_bytes);
+    c->memory_limit_bytes = measured(sample.memory_limit_bytes);
+    const auto percent = [](double v) { return v >= 0 && v <= 100 ? v : -1.0; };
+    c->cpu_pressure = percent(sample.cpu_pressure);
+    c->memory_pressure = percent(sample.memory_pressure);
+    c->io_pressure = percent(sample.io_pressure);
     try {
       if (const std::optional<NetBytes> net = ReadContainerNetBytes(*cgroup, options_.proc_root)) {
         c->net_rx_bytes = static_cast<double>(net->rx_bytes);

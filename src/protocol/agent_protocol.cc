@@ -396,6 +396,15 @@ Json ToJson(const AgentReport& r) {
                           {"ioGrade", c.io_grade},
                           {"netRxBytes", c.net_rx_bytes},
                           {"netTxBytes", c.net_tx_bytes},
+                          {"cpuThrottledPeriods", c.cpu_throttled_periods},
+                          {"cpuThrottledSeconds", c.cpu_throttled_seconds},
+                          {"ioReadBytes", c.io_read_bytes},
+                          {"ioWriteBytes", c.io_write_bytes},
+                          {"memoryBytes", c.memory_bytes},
+                          {"memoryLimitBytes", c.memory_limit_bytes},
+                          {"cpuPressure", c.cpu_pressure},
+                          {"memoryPressure", c.memory_pressure},
+                          {"ioPressure", c.io_pressure},
                           {"offGpus", c.off_gpus}});
   Json logs = Json::array();
   for (const LogChunk& l : r.logs) {
@@ -533,8 +542,17 @@ AgentReport ParseReport(const Json& j) {
     x.cpu_grade = c.Grade("cpuGrade");
     x.memory_grade = c.Grade("memoryGrade");
     x.io_grade = c.Grade("ioGrade");
-    x.net_rx_bytes = c.Measure("netRxBytes", 1e19);
-    x.net_tx_bytes = c.Measure("netTxBytes", 1e19);
+    x.net_rx_bytes = c.Measure("netRxBytes", kMaxReportCounter);
+    x.net_tx_bytes = c.Measure("netTxBytes", kMaxReportCounter);
+    x.cpu_throttled_periods = c.Measure("cpuThrottledPeriods", kMaxReportCounter);
+    x.cpu_throttled_seconds = c.Measure("cpuThrottledSeconds", kMaxReportCounter);
+    x.io_read_bytes = c.Measure("ioReadBytes", kMaxReportCounter);
+    x.io_write_bytes = c.Measure("ioWriteBytes", kMaxReportCounter);
+    x.memory_bytes = c.Measure("memoryBytes", kMaxReportCounter);
+    x.memory_limit_bytes = c.Measure("memoryLimitBytes", kMaxReportCounter);
+    x.cpu_pressure = c.Measure("cpuPressure", 100);
+    x.memory_pressure = c.Measure("memoryPressure", 100);
+    x.io_pressure = c.Measure("ioPressure", 100);
     x.off_gpus = c.Text("offGpus", kMaxOffGpusText);
     out.containers.push_back(std::move(x));
   });

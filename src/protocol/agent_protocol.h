@@ -54,7 +54,7 @@ constexpr size_t kMaxReportImageBytes = 256 << 10;
 // the agent keeps its values within).
 constexpr double kMaxReportMiB = 1e9;          // a GPU's memory used or free
 constexpr double kMaxReportXid = 1e9;          // an XID error code
-constexpr double kMaxReportCounter = 1e19;     // a GPU's NVLink or PCIe traffic counter
+constexpr double kMaxReportCounter = 1e19;     // a byte, period or traffic counter
 constexpr double kMaxReportPercent = 1e6;      // a container's CPU or memory use
 constexpr double kMaxReportIoLatencyMs = 1e9;  // a container's mean IO service time
 
@@ -170,6 +170,13 @@ struct ContainerReport {
   // Bytes received and sent since the container started, on its network namespace's
   // interfaces but lo (-1: not measured).
   double net_rx_bytes = -1, net_tx_bytes = -1;
+  // Its cgroup as last read (-1: not there): CPU periods throttled and seconds throttled, bytes
+  // read and written, since it started; memory in use and its limit; and on cgroup v2 the
+  // pressure stall share ("some avg10", % of the last 10 s) of CPU, memory and IO.
+  double cpu_throttled_periods = -1, cpu_throttled_seconds = -1;
+  double io_read_bytes = -1, io_write_bytes = -1;
+  double memory_bytes = -1, memory_limit_bytes = -1;
+  double cpu_pressure = -1, memory_pressure = -1, io_pressure = -1;
   // Set when the container runs on CPUs away from its GPUs' NUMA node (the engine refused to
   // move it there): how, at most kMaxOffGpusText bytes. The node's condition on the server.
   std::string off_gpus;

@@ -581,7 +581,16 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                         {"ioLatencyMs", c.io_latency_ms},
                         {"cpu", c.cpu_grade},
                         {"memory", c.memory_grade},
-                        {"io", c.io_grade}}},
+                        {"io", c.io_grade},
+                        {"cpuThrottledSeconds", c.cpu_throttled_seconds},
+                        {"memoryBytes", c.memory_bytes},
+                        {"memoryLimitBytes", c.memory_limit_bytes},
+                        {"ioReadBytes", c.io_read_bytes},
+                        {"ioWriteBytes", c.io_write_bytes},
+                        {"pressure",
+                         {{"cpu", c.cpu_pressure},
+                          {"memory", c.memory_pressure},
+                          {"io", c.io_pressure}}}}},
                       {"network", {{"rxBytes", c.net_rx_bytes}, {"txBytes", c.net_tx_bytes}}}});
                body["replicas"] = replicas;
                Reply(res, 200, body);
@@ -1063,13 +1072,44 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
   out.DeclareCounter("berth_container_network_transmit_bytes_total",
                      "Bytes a running replica sent on its network namespace's interfaces but lo.",
                      {"job", "replica"});
+  const std::pair<const char*, const char*> cgroup_counters[] = {
+      {"berth_container_cpu_throttled_periods_total",
+       "CPU periods in which a running replica's cgroup was throttled (cpu.stat nr_throttled)."},
+      {"berth_container_cpu_throttled_seconds_total",
+       "Seconds a running replica's cgroup was throttled (cpu.stat throttled time)."},
+      {"berth_container_io_read_bytes_total", "Bytes a running replica's cgroup read from disks."},
+      {"berth_container_io_write_bytes_total", "Bytes a running replica's cgroup wrote to disks."}};
+  for (const auto& [name, help] : cgroup_counters)
+    out.DeclareCounter(name, help, {"job", "replica"});
+  out.DeclareGauge("berth_container_memory_bytes",
+                   "Memory a running replica's cgroup uses (memory.current, v1 usage_in_bytes).",
+                   {"job", "replica"});
+  out.DeclareGauge("berth_container_memory_limit_bytes",
+                   "A running replica's memory limit; no sample when it has none.",
+                   {"job", "replica"});
+  out.DeclareGauge("berth_container_pressure_percent",
+                   "Share of the last 10 s in which some task of a running replica waited for "
+                   "the resource (cgroup v2 pressure stall information, some avg10).",
+                   {"job", "replica", "resource"});
   for (const auto& [job, replica, c] : m.containers) {
     const std::vector<std::string> labels = {std::to_string(job), std::to_string(replica)};
     // `out` is made anew each scrape: adding the agent's reading to 0 exposes it.
-    if (c.net_rx_bytes >= 0)
-      out.Add("berth_container_network_receive_bytes_total", labels, c.net_rx_bytes);
-    if (c.net_tx_bytes >= 0)
-      out.Add("berth_container_network_transmit_bytes_total", labels, c.net_tx_bytes);
+    const std::pair<const char*, double> counts[] = {
+        {"berth_container_network_receive_bytes_total", c.net_rx_bytes},
+        {"berth_container_network_transmit_bytes_total", c.net_tx_bytes},
+        {"berth_container_cpu_throttled_periods_total", c.cpu_throttled_periods},
+        {"berth_container_cpu_throttled_seconds_total", c.cpu_throttled_seconds},
+        {"berth_container_io_read_bytes_total", c.io_read_bytes},
+        {"berth_container_io_write_bytes_total", c.io_write_bytes}};
+    for (const auto& [name, value] : counts)
+      if (value >= 0) out.Add(name, labels, value);
+    if (c.memory_bytes >= 0) out.Set("berth_container_memory_bytes", labels, c.memory_bytes);
+    if (c.memory_limit_bytes >= 0)
+      out.Set("berth_container_memory_limit_bytes", labels, c.memory_limit_bytes);
+    for (const auto& [resource, pressure] :
+         {std::pair{"cpu", c.cpu_pressure}, {"memory", c.memory_pressure}, {"io", c.io_pressure}})
+      if (pressure >= 0)
+        out.Set("berth_container_pressure_percent", {labels[0], labels[1], resource}, pressure);
     if (c.cpu_percent >= 0) out.Set("berth_container_cpu_quota_percent", labels, c.cpu_percent);
     if (c.memory_percent >= 0)
       out.Set("berth_container_memory_limit_percent", labels, c.memory_percent);

@@ -37,7 +37,6 @@ for want in 'berth_gpu_nvlink_bandwidth_total{node="n0",gpu="0"} 189234567' \
   grep -qxF "$want" <<<"$m" || fail "the metrics should have $want: $(grep '^berth_gpu_' <<<"$m")"
 done
 grep -qx '# TYPE berth_gpu_pcie_transmit_bytes_total counter' <<<"$m" || fail "PCIe bytes are a counter"
-lint=$(promtool check metrics <<<"$m" 2>&1) || fail "promtool check metrics: $lint"
 
 # Four 1-GPU jobs on four GPUs, one of them nearly full: three run, one waits.
 busy='while true; do :; done'
@@ -62,6 +61,19 @@ graded() {
 }
 for _ in $(seq 300); do graded && break; sleep 0.1; done
 graded || fail "busy containers should be graded on CPU: $(metrics | grep '^berth_container')"
+# Its cgroup's counters too: spinning on a fifth of a CPU, it is throttled; it uses memory.
+# With them and the GPUs' series, the whole exposition passes promtool's lint.
+throttled() {
+  local m; m=$(metrics) || return 1
+  grep -Eq '^berth_container_cpu_throttled_periods_total\{job="1",replica="0"\} [1-9]' <<<"$m" &&
+    grep -Eq '^berth_container_cpu_throttled_seconds_total\{job="1",replica="0"\} [0-9.e+-]+$' <<<"$m" &&
+    grep -Eq '^berth_container_memory_bytes\{job="1",replica="0"\} [1-9]' <<<"$m"
+}
+for _ in $(seq 100); do throttled && break; sleep 0.1; done
+throttled || fail "job 1's cgroup counters should be in the metrics: $(metrics | grep '^berth_container')"
+lint=$(metrics | promtool check metrics 2>&1) || fail "promtool check metrics: $lint"
+"$BERTH" inspect 1 | jq -e '.replicas[0].contention | .memoryBytes > 0 and .cpuThrottledSeconds >= 0' > /dev/null ||
+  fail "inspect should show the cgroup's counters: $("$BERTH" inspect 1)"
 "$BERTH" inspect 1 | jq -e '.replicas[0].contention.cpuPercent > 0 and .replicas[0].contention.cpu != "unknown"' > /dev/null ||
   fail "inspect should show the contention: $("$BERTH" inspect 1)"
 # Its network counters are read from its namespace (the test engine gives containers no
