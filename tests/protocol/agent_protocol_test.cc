@@ -6,6 +6,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace berth {
@@ -73,6 +74,15 @@ AgentReport SampleReport() {
   c.container_id = "abc123";
   c.phases = {{"pull", 1.5}, {"create", 0.25}, {"start", 0.125}};
   c.off_gpus = "runs on CPUs 0-3 rather than its GPUs' (CPUs 4-7, NUMA nodes 1)";
+  c.cpu_throttled_periods = 17;
+  c.cpu_throttled_seconds = 2.5;
+  c.io_read_bytes = 4096;
+  c.io_write_bytes = 8192;
+  c.memory_bytes = 1 << 20;
+  c.memory_limit_bytes = 1 << 30;
+  c.cpu_pressure = 12.5;
+  c.memory_pressure = 0.25;
+  c.io_pressure = 99;
   r.containers.push_back(c);
   ContainerReport d;
   d.job = 43;
@@ -228,6 +238,19 @@ TEST(AgentProtocolTest, ReportRoundTrips) {
   EXPECT_EQ(c.container_id, "abc123");
   EXPECT_EQ(c.phases, r.containers[0].phases);
   EXPECT_EQ(c.off_gpus, r.containers[0].off_gpus);
+  const ContainerReport& sent = r.containers[0];
+  for (const auto& [field, got, want] :
+       {std::tuple{"cpuThrottledPeriods", c.cpu_throttled_periods, sent.cpu_throttled_periods},
+        {"cpuThrottledSeconds", c.cpu_throttled_seconds, sent.cpu_throttled_seconds},
+        {"ioReadBytes", c.io_read_bytes, sent.io_read_bytes},
+        {"ioWriteBytes", c.io_write_bytes, sent.io_write_bytes},
+        {"memoryBytes", c.memory_bytes, sent.memory_bytes},
+        {"memoryLimitBytes", c.memory_limit_bytes, sent.memory_limit_bytes},
+        {"cpuPressure", c.cpu_pressure, sent.cpu_pressure},
+        {"memoryPressure", c.memory_pressure, sent.memory_pressure},
+        {"ioPressure", c.io_pressure, sent.io_pressure}})
+    EXPECT_EQ(got, want) << field;
+  EXPECT_EQ(back.containers[1].memory_bytes, -1);  // not measured
   EXPECT_EQ(back.containers[1].off_gpus, "");
   EXPECT_EQ(back.containers[1].state, "exited");
   EXPECT_EQ(back.containers[1].exit_code, 3);
@@ -552,6 +575,8 @@ TEST(AgentProtocolTest, ReportsRefuseMistakesNamingThePath) {
   EXPECT_TRUE(Has(e, "containers: expected a list")) << e;
   e = with([](Json& j) { j["containers"][1].erase("job"); });
   EXPECT_TRUE(Has(e, "containers[1].job: missing")) << e;
+  e = with([](Json& j) { j["containers"][0]["ioPressure"] = 101; });
+  EXPECT_TRUE(Has(e, "containers[0].ioPressure: expected a number from -1 (unknown) to 100")) << e;
   e = with([](Json& j) { j["containers"][0]["state"] = "sleeping"; });
   EXPECT_TRUE(
       Has(e, "containers[0].state: expected starting, running, exited, failed or interrupted"))
