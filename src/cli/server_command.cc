@@ -30,7 +30,7 @@ struct ServerArgs {
   double request_timeout_s = 30;
   double unhealthy_after_s = 15, lost_after_s = 120;
   std::vector<std::string> allow_mounts;
-  bool k8s = false;
+  bool k8s = false, expect_agents = false;
   std::string kubeconfig, signing_key_file;
   std::vector<std::string> given;  // the flags given, to refuse those --k8s does not use
 };
@@ -40,7 +40,7 @@ struct ServerArgs {
 // nodes' labels do not carry.
 int RunExtenderCommand(const ServerArgs& a) {
   for (const char* flag : {"--state", "--tokens", "--allow-mount", "--request-timeout",
-                           "--node-unhealthy-after", "--node-lost-after"})
+                           "--node-unhealthy-after", "--node-lost-after", "--expect-agents"})
     if (std::find(a.given.begin(), a.given.end(), flag) != a.given.end())
       throw ConfigError(std::string(flag) +
                         ": not used with --k8s (the API server holds the state and names the "
@@ -98,6 +98,7 @@ int RunServerCommand(const ServerArgs& a) {
                       std::to_string(a.unhealthy_after_s) + " s)");
   options.config.unhealthy_after_s = a.unhealthy_after_s;
   options.config.lost_after_s = a.lost_after_s;
+  options.config.expect_agents = a.expect_agents;
   try {
     return RunServer(std::move(options));
   } catch (const StoreError& e) {
@@ -172,6 +173,10 @@ void AddServerCommand(CLI::App& app) {
                   "elsewhere")
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
+  cmd->add_flag("--expect-agents", a->expect_agents,
+                "Every node of the cluster file has an agent: a node takes jobs once its agent "
+                "reports, and turns unhealthy, then lost, if none comes (default: a node is "
+                "watched once its agent registered)");
   cmd->add_flag("--k8s", a->k8s,
                 "Serve kube-scheduler's extender (/k8s/filter, prioritize, preempt, bind) for a "
                 "Kubernetes fleet instead of berth's own API (docs/kubernetes.md)");

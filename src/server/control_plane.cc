@@ -168,7 +168,20 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
                                  joined_left_out + ")");
   }
   recovery_summary_ += "; policy \"" + policy_name + "\"" + policy_from + "; " + queues_from;
-  if (!nodes_join_) {
+  // Until its agent is back, a node watched from the start takes no new jobs (they would wait
+  // for it, and for nothing if it is gone): the server's cordon, which the agent's first report
+  // with its containers lifts (registering says nothing of its container engine).
+  const auto expect = [&](size_t n) {
+    agents_[n].expected = true;
+    agents_[n].last_seen = now_();
+    if (!engine_->allocator().node_cordoned(static_cast<int>(n))) {
+      engine_->SetNodeCordoned(static_cast<int>(n), true, agents_[n].last_seen);
+      agents_[n].cordoned_by_us = true;
+    }
+  };
+  if (!nodes_join_ && config.expect_agents) {
+    for (size_t n = 0; n < agents_.size(); ++n) expect(n);
+  } else if (!nodes_join_) {
     // A cluster file's node where jobs ran (an agent reported them) is watched from now: its
     // agent is expected back, and one that never comes turns the node unhealthy, then lost
     // (its jobs placed again). Jobs only scheduled say nothing of an agent.
@@ -189,18 +202,11 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
     recovery_summary_ += "; " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") +
                          " joined" + joined_left_out;
     // A node that joined before is watched from now: one whose agent never comes back turns
-    // unhealthy, then lost. Until its agent is back it takes no new jobs (they would wait for
-    // it, and for nothing if it is gone): the server's cordon, which the agent's first report
-    // with its containers lifts (registering says nothing of its container engine). Its GPUs
-    // stay its own: no other node may register their UUIDs meanwhile.
+    // unhealthy, then lost. Its GPUs stay its own: no other node may register their UUIDs
+    // meanwhile.
     for (size_t n = 0; n < agents_.size(); ++n) {
-      agents_[n].expected = true;
-      agents_[n].last_seen = now_();
+      expect(n);
       agents_[n].registration = std::move(rejoined[cluster_now().nodes[n].name]);
-      if (!engine_->allocator().node_cordoned(static_cast<int>(n))) {
-        engine_->SetNodeCordoned(static_cast<int>(n), true, agents_[n].last_seen);
-        agents_[n].cordoned_by_us = true;
-      }
     }
   }
 }
@@ -1749,8 +1755,7 @@ ReportReply ControlPlane::Report(const std::string& node, AgentReport report) {
     agent.cordoned_by_us = false;
     writes.push_back(StoreWrite::Node(
         {node, engine_->allocator().node_cordoned(n)}, "healthy", now,
-        "its agent reports again after the server's restart, with its containers: it takes new "
-        "jobs again"));
+        "its agent reports since the server started, with its containers: it takes new jobs"));
   }
   std::map<std::pair<int64_t, int>, const ContainerReport*> mine;
   std::vector<std::string> off_gpus;  // the node's containers left away from their GPUs

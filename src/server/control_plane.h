@@ -95,6 +95,11 @@ struct ControlPlaneConfig {
   // Whether a node the cluster does not have joins it when its agent registers with its shape
   // (berth server --cluster none); joined nodes are kept in the state.
   bool nodes_join = false;
+  // Whether every node of the cluster file is watched from the start (berth server
+  // --expect-agents): a node takes no new jobs until its agent reports, and one whose agent
+  // never comes turns unhealthy, then lost, as a node whose agent went silent does. Without
+  // it, a node is watched once its agent registered or jobs ran there.
+  bool expect_agents = false;
   // The server's flags; a policy or queues applied through the API and kept in the state win.
   std::vector<QueueSpec> queues;  // a queue "default" is added when missing
   Policy policy;
@@ -298,7 +303,7 @@ class ControlPlane {
   struct AgentNode {
     bool registered = false;
     // Watched for silence although not registered yet: a node that joined before a restart,
-    // whose agent is expected back.
+    // whose agent is expected back, a node where jobs ran, or any with --expect-agents.
     bool expected = false;
     NodeRegistration registration;
     double last_seen = 0;

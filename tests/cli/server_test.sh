@@ -250,4 +250,17 @@ kill -TERM "$SERVER"
 wait "$SERVER" || fail "the server did not stop cleanly on SIGTERM"
 SERVER=
 grep -q "berth server: stopped" "$TMP/server.log" || fail "no clean stop: $(cat "$TMP/server.log")"
+
+# --expect-agents: no node has an agent yet, so none takes a job (without it, jobs are placed
+# and wait `scheduled`, as above).
+rm -rf "$TMP/state"
+start_server --expect-agents
+[ "$("$BERTH" nodes --format json | jq '[.nodes[] | select(.cordoned | not)] | length')" = 0 ] ||
+  fail "no node should take jobs before its agent comes: $("$BERTH" nodes)"
+id=$("$BERTH" run -d --gpus 1 x:1 true)
+sleep 0.5
+[ "$("$BERTH" inspect "$id" | jq -r .state)" = pending ] ||
+  fail "a job should wait for a node with an agent: $("$BERTH" inspect "$id")"
+expect_exit2 "--expect-agents: not used with --k8s" server --k8s --expect-agents
+stop_server
 echo "1 passed, 0 failed"

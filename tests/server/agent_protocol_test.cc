@@ -78,6 +78,7 @@ class ControlPlaneAgentTest : public ::testing::Test {
     ASSERT_TRUE(BuiltinPolicy("berth", &config.policy));
     config.unhealthy_after_s = unhealthy_after_s;
     config.lost_after_s = lost_after_s;
+    config.expect_agents = expect_agents_;
     config.logs = logs_.get();
     plane_ =
         std::make_unique<ControlPlane>(std::move(config), store_.get(), [this] { return now_; });
@@ -210,6 +211,7 @@ class ControlPlaneAgentTest : public ::testing::Test {
 
   std::string dir_;
   int cluster_nodes_ = 0;
+  bool expect_agents_ = false;  // berth server --expect-agents
   double now_ = 1000;
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<LogStore> logs_;
@@ -1036,6 +1038,45 @@ TEST_F(ControlPlaneAgentTest, APreemptedJobOverANodeWithoutAnAgentStopsWhenItsAg
 }
 
 // --- Liveness ----------------------------------------------------------------------------------
+
+// berth server --expect-agents: a node takes jobs once its agent has reported, and one whose
+// agent never comes turns unhealthy, then lost (without the flag, jobs placed there would wait
+// `scheduled` for an agent that may never come); when it comes at last, jobs go there.
+TEST_F(ControlPlaneAgentTest, WithExpectAgentsANodeTakesJobsOnlyOnceItsAgentReported) {
+  expect_agents_ = true;
+  Open(Dgx(2), 15, 120);
+  EXPECT_TRUE(plane_->Nodes()[0].cordoned);
+  EXPECT_TRUE(plane_->Nodes()[1].cordoned);
+  Register("dgx-1");
+  ReportNone("dgx-1", Set("dgx-1").version);  // registered, and its engine answers
+  EXPECT_FALSE(plane_->Nodes()[1].cordoned);
+  const int64_t first = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  const int64_t second = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  EXPECT_EQ(Of("dgx-1", first).size(), 1u);
+  EXPECT_EQ(State(second), "pending");
+  ReportAll("dgx-1", "running");
+  // dgx-0's agent never comes: unhealthy, then lost; its cordon stays.
+  now_ += 16;
+  ReportAll("dgx-1", "running");
+  plane_->Cycle();
+  EXPECT_TRUE(plane_->Agents()[0].unhealthy);
+  EXPECT_FALSE(plane_->Agents()[0].lost);
+  now_ += 110;
+  ReportAll("dgx-1", "running");
+  plane_->Cycle();
+  EXPECT_TRUE(plane_->Agents()[0].lost);
+  EXPECT_FALSE(plane_->Agents()[1].unhealthy);
+  EXPECT_EQ(State(second), "pending");
+  // It comes at last: the second job goes there.
+  Register("dgx-0");
+  ReportNone("dgx-0", Set("dgx-0").version);
+  plane_->Cycle();
+  EXPECT_FALSE(plane_->Agents()[0].unhealthy);
+  EXPECT_FALSE(plane_->Nodes()[0].cordoned);
+  EXPECT_EQ(NodeOf(second), "dgx-0");
+  EXPECT_EQ(NodeOf(first), "dgx-1");
+}
 
 TEST_F(ControlPlaneAgentTest, ASilentAgentsNodeIsCordonedThenLostAndItsJobsMove) {
   std::string silent, alive;
