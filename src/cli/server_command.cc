@@ -74,6 +74,10 @@ int RunServerCommand(const ServerArgs& a) {
   ServerOptions options;
   options.listen = a.listen;
   options.state_dir = a.state.empty() ? DefaultStateDir() : a.state;
+  if (a.cluster == "none" && a.expect_agents)
+    throw ConfigError(
+        "--expect-agents: nodes that join (--cluster none) are always watched so; "
+        "leave it out");
   if (a.cluster == "none") {  // empty: nodes join as their agents register
     options.config.cluster.name = "joined";
     options.config.nodes_join = true;
@@ -174,9 +178,9 @@ void AddServerCommand(CLI::App& app) {
       ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   cmd->add_flag("--expect-agents", a->expect_agents,
-                "Every node of the cluster file has an agent: a node takes jobs once its agent "
-                "reports, and turns unhealthy, then lost, if none comes (default: a node is "
-                "watched once its agent registered)");
+                "Every node of the cluster file has an agent: one whose agent does not come "
+                "turns unhealthy, then lost, as a silent one does (default: a node is watched "
+                "once its agent registered)");
   cmd->add_flag("--k8s", a->k8s,
                 "Serve kube-scheduler's extender (/k8s/filter, prioritize, preempt, bind) for a "
                 "Kubernetes fleet instead of berth's own API (docs/kubernetes.md)");

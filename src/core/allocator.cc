@@ -570,18 +570,28 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, const std::vec
   // retries, rather than finding no room).
   bool around_crowded = crowded_gpus_[node] > 0;
   const auto crowded = [&](int gpu) { return around_crowded && gpus_[node][gpu].crowded; };
+  // A one-GPU cell holding a crowded GPU (the GPU's own cell, or one declared around it).
   std::function<bool(int)> crowded_cell;  // none on a node without crowded GPUs: no cost there
   if (around_crowded)
-    crowded_cell = [&](int c) { return cells[c].gpu >= 0 && crowded(cells[c].gpu); };
+    crowded_cell = [&](int c) {
+      for (int x = c; x < tree_->subtree_end(c); ++x)
+        if (cells[x].gpu >= 0 && crowded(cells[x].gpu)) return true;
+      return false;
+    };
+  static const std::function<bool(int)> kAvoidNone;
   if (d.gpus > 0) {
     if (buddy_.free_leaves(root) < d.gpus) return;
     for (;; around_crowded = false) {
       for (int type : types) {
         const auto accept = [&](int c) {
           Candidate cand{node, {}, tree_->types()[type].tight_level, {}};
-          if (!buddy_.PlanLeaves(c, d.gpus, &cand.cells, crowded_cell)) return false;
+          if (!buddy_.PlanLeaves(c, d.gpus, &cand.cells,
+                                 around_crowded ? crowded_cell : kAvoidNone))
+            return false;
           cand.gpus = gpus_of(cand.cells);
-          if (!FitsNode(req, node, cand.gpus)) return false;
+          if (!FitsNode(req, node, cand.gpus) ||
+              std::any_of(cand.gpus.begin(), cand.gpus.end(), crowded))
+            return false;
           out->push_back(std::move(cand));
           return true;
         };

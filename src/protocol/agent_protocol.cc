@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <optional>
 #include <utility>
 
@@ -14,6 +15,14 @@ using Json = nlohmann::json;
 
 constexpr size_t kMaxText = 64 << 10;  // one name, argument or error
 constexpr size_t kMaxList = 4096;      // arguments, variables, mounts, GPUs of one assignment
+
+// A measure's bound as an error names it: whole numbers as such, 1e19 (past int64) as "1e+19".
+std::string FormatBound(double max) {
+  if (max < 1e15) return std::to_string(static_cast<int64_t>(max));
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", max);
+  return text;
+}
 
 // Reads one message, naming the field of the first mistake.
 class Reader {
@@ -37,7 +46,7 @@ class Reader {
     if (v == nullptr) return -1;
     if (!v->is_number() || !(v->get<double>() >= -1) || !(v->get<double>() <= max))
       throw ProtocolError(Field(key) + ": expected a number from -1 (unknown) to " +
-                          std::to_string(static_cast<int64_t>(max)));
+                          FormatBound(max));
     return v->get<double>();
   }
   // A contention grade.

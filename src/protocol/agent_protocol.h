@@ -54,7 +54,7 @@ constexpr size_t kMaxReportImageBytes = 256 << 10;
 // the agent keeps its values within).
 constexpr double kMaxReportMiB = 1e9;          // a GPU's memory used or free
 constexpr double kMaxReportXid = 1e9;          // an XID error code
-constexpr double kMaxReportCounter = 1e19;     // a byte, period or traffic counter
+constexpr double kMaxReportCounter = 1e19;     // a byte, period or traffic count or rate
 constexpr double kMaxReportPercent = 1e6;      // a container's CPU or memory use
 constexpr double kMaxReportIoLatencyMs = 1e9;  // a container's mean IO service time
 
@@ -187,8 +187,8 @@ struct GpuReport {
   int gpu = 0;  // index on the node
   double fb_used_mib = -1, fb_free_mib = -1, util_percent = -1, sm_active = -1;
   double xid = -1;  // the last XID error, 0 for none
-  // Traffic, as DCGM's counters read (they only grow, but for a restart of the GPU's driver):
-  // NVLink bandwidth counters over all lanes, and PCIe bytes sent and received.
+  // Traffic as DCGM reads it: its counter of NVLink bandwidth over all lanes, and the PCIe
+  // bytes per second sent and received.
   double nvlink_total = -1, pcie_tx_bytes = -1, pcie_rx_bytes = -1;
 };
 

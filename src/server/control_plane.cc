@@ -168,19 +168,14 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
                                  joined_left_out + ")");
   }
   recovery_summary_ += "; policy \"" + policy_name + "\"" + policy_from + "; " + queues_from;
-  // Until its agent is back, a node watched from the start takes no new jobs (they would wait
-  // for it, and for nothing if it is gone): the server's cordon, which the agent's first report
-  // with its containers lifts (registering says nothing of its container engine).
-  const auto expect = [&](size_t n) {
-    agents_[n].expected = true;
-    agents_[n].last_seen = now_();
-    if (!engine_->allocator().node_cordoned(static_cast<int>(n))) {
-      engine_->SetNodeCordoned(static_cast<int>(n), true, agents_[n].last_seen);
-      agents_[n].cordoned_by_us = true;
-    }
-  };
   if (!nodes_join_ && config.expect_agents) {
-    for (size_t n = 0; n < agents_.size(); ++n) expect(n);
+    // Every node's agent is expected from now, as if it had just reported: one that never comes
+    // turns the node unhealthy, then lost, as a silent one does. Not cordoned meanwhile: the
+    // engine would read the agents still on their way as capacity gone, and reclaim for it.
+    for (AgentNode& agent : agents_) {
+      agent.expected = true;
+      agent.last_seen = now_();
+    }
   } else if (!nodes_join_) {
     // A cluster file's node where jobs ran (an agent reported them) is watched from now: its
     // agent is expected back, and one that never comes turns the node unhealthy, then lost
@@ -202,11 +197,18 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
     recovery_summary_ += "; " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes") +
                          " joined" + joined_left_out;
     // A node that joined before is watched from now: one whose agent never comes back turns
-    // unhealthy, then lost. Its GPUs stay its own: no other node may register their UUIDs
-    // meanwhile.
+    // unhealthy, then lost. Until its agent is back it takes no new jobs (they would wait for
+    // it, and for nothing if it is gone): the server's cordon, which the agent's first report
+    // with its containers lifts (registering says nothing of its container engine). Its GPUs
+    // stay its own: no other node may register their UUIDs meanwhile.
     for (size_t n = 0; n < agents_.size(); ++n) {
-      expect(n);
+      agents_[n].expected = true;
+      agents_[n].last_seen = now_();
       agents_[n].registration = std::move(rejoined[cluster_now().nodes[n].name]);
+      if (!engine_->allocator().node_cordoned(static_cast<int>(n))) {
+        engine_->SetNodeCordoned(static_cast<int>(n), true, agents_[n].last_seen);
+        agents_[n].cordoned_by_us = true;
+      }
     }
   }
 }
@@ -1170,8 +1172,11 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
   std::lock_guard<std::mutex> lock(mu_);
   const double now = now_();
   for (size_t n = 0; n < agents_.size(); ++n) {
-    if (!agents_[n].registered) continue;
+    // A node whose agent is expected but not registered yet: its silence counts, as CheckAgents
+    // counts it, and nothing else is known.
+    if (!agents_[n].registered && !agents_[n].expected) continue;
     out.heartbeat_ages.emplace_back(cluster_now().nodes[n].name, now - agents_[n].last_seen);
+    if (!agents_[n].registered) continue;
     out.topology_mismatches.emplace_back(cluster_now().nodes[n].name,
                                          agents_[n].topology_mismatch.size());
     out.off_gpus.emplace_back(cluster_now().nodes[n].name, agents_[n].off_gpus.size());
@@ -1182,8 +1187,7 @@ ControlPlane::MetricsSnapshot ControlPlane::Metrics() const {
   for (const auto& [id, job] : jobs_)
     if (job.stored.state == "running")
       for (const auto& [replica, c] : job.replicas)
-        if (c.state == "running" && c.cpu_grade != "unknown")
-          out.containers.emplace_back(id, replica, c);
+        if (c.state == "running") out.containers.emplace_back(id, replica, c);
   out.start_phases = start_phases_;
   return out;
 }
@@ -1755,7 +1759,8 @@ ReportReply ControlPlane::Report(const std::string& node, AgentReport report) {
     agent.cordoned_by_us = false;
     writes.push_back(StoreWrite::Node(
         {node, engine_->allocator().node_cordoned(n)}, "healthy", now,
-        "its agent reports since the server started, with its containers: it takes new jobs"));
+        "its agent reports again after the server's restart, with its containers: it takes new "
+        "jobs again"));
   }
   std::map<std::pair<int64_t, int>, const ContainerReport*> mine;
   std::vector<std::string> off_gpus;  // the node's containers left away from their GPUs
@@ -2012,9 +2017,10 @@ void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
     const double engine_away = agent.engine_away_since < 0 ? 0 : now - agent.engine_away_since;
     const double down = std::max(silent, engine_away);
     const std::string cause =
-        silent >= engine_away
-            ? "no report from its agent"
-            : "its agent cannot reach the container engine (" + agent.engine_error + ")";
+        silent < engine_away
+            ? "its agent cannot reach the container engine (" + agent.engine_error + ")"
+        : agent.registered ? "no report from its agent"
+                           : "its agent has not registered since the server started";
     const auto mark = [&](const std::string& event, const std::string& reason) {
       writes->push_back(
           StoreWrite::Node({name, engine_->allocator().node_cordoned(n) && !agent.cordoned_by_us},

@@ -96,9 +96,9 @@ struct ControlPlaneConfig {
   // (berth server --cluster none); joined nodes are kept in the state.
   bool nodes_join = false;
   // Whether every node of the cluster file is watched from the start (berth server
-  // --expect-agents): a node takes no new jobs until its agent reports, and one whose agent
-  // never comes turns unhealthy, then lost, as a node whose agent went silent does. Without
-  // it, a node is watched once its agent registered or jobs ran there.
+  // --expect-agents): a node whose agent does not come within unhealthy_after_s turns
+  // unhealthy (no new jobs), then lost (its jobs placed elsewhere), as a node whose agent went
+  // silent does. Without it, a node is watched once its agent registered or jobs ran there.
   bool expect_agents = false;
   // The server's flags; a policy or queues applied through the API and kept in the state win.
   std::vector<QueueSpec> queues;  // a queue "default" is added when missing
@@ -261,8 +261,8 @@ class ControlPlane {
     Histogram cycle_seconds;                    // the engine's Schedule call, per cycle
     std::map<std::string, uint64_t> decisions;  // applied, by DecisionKindName (every kind)
     uint64_t preemptions = 0;  // jobs sent back to pending by a preempt, evict or kill
-    std::vector<std::pair<std::string, double>> heartbeat_ages;       // nodes with an agent
-    std::vector<std::pair<std::string, size_t>> topology_mismatches;  // ditto: how many
+    std::vector<std::pair<std::string, double>> heartbeat_ages;  // nodes with an agent, or expected
+    std::vector<std::pair<std::string, size_t>> topology_mismatches;  // nodes with an agent
     std::vector<std::pair<std::string, size_t>> off_gpus;  // ditto: containers off their GPUs
     std::vector<std::pair<std::string, bool>> engine_up;   // ditto: its agent reaches its engine
     // GPUs as their agents' DCGM exporters last saw them, by node name.

@@ -648,10 +648,10 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                  const ControlPlane::AgentStatus& agent = status.agent;
                  nodes.push_back({{"name", node.name},
                                   {"rack", node.rack},
-                                  {"agent", !agent.registered ? "none"
-                                            : agent.lost      ? "lost"
-                                            : agent.unhealthy ? "unhealthy"
-                                                              : "ready"},
+                                  {"agent", agent.lost          ? "lost"
+                                            : agent.unhealthy   ? "unhealthy"
+                                            : !agent.registered ? "none"
+                                                                : "ready"},
                                   {"engineError", agent.engine_error},
                                   {"simulated", agent.simulated},
                                   {"heartbeatAgeSeconds", agent.heartbeat_age_s},
@@ -982,7 +982,8 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
                      "Jobs sent back to pending by a preemption, eviction or kill.");
   out.Add("berth_preemptions_total", {}, static_cast<double>(m.preemptions));
   out.DeclareGauge("berth_agent_heartbeat_age_seconds",
-                   "Seconds since the node's agent last reported, for nodes with an agent.",
+                   "Seconds since the node's agent last reported, for nodes with an agent (and, "
+                   "with --expect-agents, since the server started for one not registered yet).",
                    {"node"});
   for (const auto& [node, age] : m.heartbeat_ages)
     out.Set("berth_agent_heartbeat_age_seconds", {node}, age);
@@ -1026,13 +1027,14 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
       "berth_gpu_nvlink_bandwidth_total",
       "NVLink bandwidth counters over all lanes (DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL).",
       {"node", "gpu"});
-  out.DeclareCounter("berth_gpu_pcie_transmit_bytes_total",
-                     "Bytes the GPU sent over PCIe, headers included (DCGM_FI_PROF_PCIE_TX_BYTES).",
-                     {"node", "gpu"});
-  out.DeclareCounter("berth_gpu_pcie_receive_bytes_total",
-                     "Bytes the GPU received over PCIe, headers included "
-                     "(DCGM_FI_PROF_PCIE_RX_BYTES).",
-                     {"node", "gpu"});
+  out.DeclareGauge("berth_gpu_pcie_transmit_bytes_per_second",
+                   "Bytes per second the GPU sends over PCIe, headers included "
+                   "(DCGM_FI_PROF_PCIE_TX_BYTES, a rate).",
+                   {"node", "gpu"});
+  out.DeclareGauge("berth_gpu_pcie_receive_bytes_per_second",
+                   "Bytes per second the GPU receives over PCIe, headers included "
+                   "(DCGM_FI_PROF_PCIE_RX_BYTES).",
+                   {"node", "gpu"});
   for (const auto& [node, gpus] : m.gpu_telemetry)
     for (const GpuReport& g : gpus) {
       const std::vector<std::string> labels = {node, std::to_string(g.gpu)};
@@ -1041,16 +1043,13 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
           {"berth_gpu_memory_free_mib", g.fb_free_mib},
           {"berth_gpu_utilization_percent", g.util_percent},
           {"berth_gpu_sm_active_ratio", g.sm_active},
-          {"berth_gpu_last_xid", g.xid}};
+          {"berth_gpu_last_xid", g.xid},
+          {"berth_gpu_pcie_transmit_bytes_per_second", g.pcie_tx_bytes},
+          {"berth_gpu_pcie_receive_bytes_per_second", g.pcie_rx_bytes}};
       for (const auto& [name, value] : values)
         if (value >= 0) out.Set(name, labels, value);  // an unreported field is no sample
       // `out` is made anew each scrape: adding DCGM's reading to 0 exposes it.
-      const std::pair<const char*, double> counts[] = {
-          {"berth_gpu_nvlink_bandwidth_total", g.nvlink_total},
-          {"berth_gpu_pcie_transmit_bytes_total", g.pcie_tx_bytes},
-          {"berth_gpu_pcie_receive_bytes_total", g.pcie_rx_bytes}};
-      for (const auto& [name, value] : counts)
-        if (value >= 0) out.Add(name, labels, value);
+      if (g.nvlink_total >= 0) out.Add("berth_gpu_nvlink_bandwidth_total", labels, g.nvlink_total);
     }
   out.DeclareGauge("berth_container_cpu_quota_percent",
                    "A running replica's CPU use in percent of its quota (of the node's CPUs "

@@ -29,14 +29,14 @@ gpus_seen() {
 }
 for _ in $(seq 300); do gpus_seen && break; sleep 0.1; done
 gpus_seen || fail "GPUs 0 and 1's memory should be in the metrics: $(metrics | grep '^berth_gpu_'; cat "$TMP/agent.log")"
-# NVLink and PCIe traffic too, as counters, and the whole exposition passes promtool's lint.
+# NVLink and PCIe traffic too (DCGM's NVLink counter, and its PCIe rates).
 m=$(metrics)
 for want in 'berth_gpu_nvlink_bandwidth_total{node="n0",gpu="0"} 189234567' \
-  'berth_gpu_pcie_transmit_bytes_total{node="n0",gpu="0"} 412345678' \
-  'berth_gpu_pcie_receive_bytes_total{node="n0",gpu="1"} 2048'; do
+  'berth_gpu_pcie_transmit_bytes_per_second{node="n0",gpu="0"} 412345678' \
+  'berth_gpu_pcie_receive_bytes_per_second{node="n0",gpu="1"} 2048'; do
   grep -qxF "$want" <<<"$m" || fail "the metrics should have $want: $(grep '^berth_gpu_' <<<"$m")"
 done
-grep -qx '# TYPE berth_gpu_pcie_transmit_bytes_total counter' <<<"$m" || fail "PCIe bytes are a counter"
+grep -qx '# TYPE berth_gpu_nvlink_bandwidth_total counter' <<<"$m" || fail "NVLink's is a counter"
 
 # Four 1-GPU jobs on four GPUs, one of them nearly full: three run, one waits.
 busy='while true; do :; done'

@@ -251,16 +251,26 @@ wait "$SERVER" || fail "the server did not stop cleanly on SIGTERM"
 SERVER=
 grep -q "berth server: stopped" "$TMP/server.log" || fail "no clean stop: $(cat "$TMP/server.log")"
 
-# --expect-agents: no node has an agent yet, so none takes a job (without it, jobs are placed
-# and wait `scheduled`, as above).
+# --expect-agents: every node's agent is expected from the start; none comes here, so the nodes
+# turn unhealthy, then lost, and the job placed meanwhile goes back to pending (without the
+# flag it waits `scheduled`, as above).
 rm -rf "$TMP/state"
-start_server --expect-agents
-[ "$("$BERTH" nodes --format json | jq '[.nodes[] | select(.cordoned | not)] | length')" = 0 ] ||
-  fail "no node should take jobs before its agent comes: $("$BERTH" nodes)"
+start_server --expect-agents --node-unhealthy-after 1 --node-lost-after 2
 id=$("$BERTH" run -d --gpus 1 x:1 true)
-sleep 0.5
-[ "$("$BERTH" inspect "$id" | jq -r .state)" = pending ] ||
-  fail "a job should wait for a node with an agent: $("$BERTH" inspect "$id")"
+lost() {
+  [ "$("$BERTH" nodes --format json | jq '[.nodes[] | select(.agent != "lost")] | length')" = 0 ] &&
+    [ "$("$BERTH" inspect "$id" | jq -r .state)" = pending ]
+}
+for _ in $(seq 100); do lost && break; sleep 0.1; done
+lost || fail "nodes without agents should be lost, their job pending: $("$BERTH" nodes; "$BERTH" inspect "$id")"
+said_why() {
+  "$BERTH" events --format json | jq -se 'any(.[]; .state == "unhealthy" and
+    (.reason | contains("its agent has not registered since the server started")))' > /dev/null
+}
+for _ in $(seq 50); do said_why && break; sleep 0.1; done
+said_why || fail "the events should say no agent came: $("$BERTH" events)"
 expect_exit2 "--expect-agents: not used with --k8s" server --k8s --expect-agents
+expect_exit2 "--expect-agents: nodes that join (--cluster none) are always watched so" server \
+  --cluster none --expect-agents
 stop_server
 echo "1 passed, 0 failed"

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/cluster_file.h"
 #include "core/synthetic_cluster.h"
 
 namespace berth {
@@ -881,6 +882,37 @@ TEST_F(SchedulerTest, AJobGoesAroundAGpuObservedFullInsideTheCellItTakes) {
       EXPECT_EQ(std::count(gpus.begin(), gpus.end(), hot), 0) << size << " GPUs, hot " << hot;
       ExpectConsistent();
     }
+}
+
+// A cell declared around each GPU (childCellNumber: 1) hides no crowded GPU: a pair goes to the
+// clean pair.
+TEST_F(SchedulerTest, AJobGoesAroundAGpuObservedFullInsideACellDeclaredAroundIt) {
+  cluster_ = std::make_unique<Cluster>(ParseClusterYaml(R"(name: wrap
+gpuModels: [{name: A100, memoryMiB: 81920}]
+skuTypes: {A100: {gpu: 1, cpu: 4, memory: 32Gi}}
+cellTypes:
+  SLOT: {childCellType: A100, childCellNumber: 1}
+  PAIR: {childCellType: SLOT, childCellNumber: 2}
+  NODE: {childCellType: PAIR, childCellNumber: 2, isNodeLevel: true}
+physicalCells:
+  - {cellType: NODE, cellAddress: n0}
+)",
+                                                        "wrap.yaml"));
+  s_ = std::make_unique<Scheduler>(cluster_.get(), std::vector<QueueSpec>{Queue("a")},
+                                   BerthPolicy());
+  ASSERT_EQ(s_->error(), "");
+  for (int hot = 0; hot < 4; ++hot) {
+    Telemetry t = FullMemory(*cluster_, 0);
+    t.gpus[0][hot].fb_used_mib = 80000;
+    s_->SetTelemetry(t);
+    const int id = Submit(Job("a", 2), hot);
+    ASSERT_EQ(Started(s_->Schedule(hot)), std::vector<int>{id})
+        << "hot " << hot << ": " << J(id).reason;
+    const std::vector<int>& gpus = J(id).placements[0].gpus;
+    EXPECT_EQ(std::count(gpus.begin(), gpus.end(), hot), 0) << "hot " << hot;
+    s_->Finish(id, hot + 0.5);
+    ExpectConsistent();
+  }
 }
 
 TEST_F(SchedulerTest, TelemetryRefusalBacksOff) {

@@ -577,6 +577,9 @@ TEST(AgentProtocolTest, ReportsRefuseMistakesNamingThePath) {
   EXPECT_TRUE(Has(e, "containers[1].job: missing")) << e;
   e = with([](Json& j) { j["containers"][0]["ioPressure"] = 101; });
   EXPECT_TRUE(Has(e, "containers[0].ioPressure: expected a number from -1 (unknown) to 100")) << e;
+  e = with([](Json& j) { j["containers"][0]["ioReadBytes"] = 2e19; });
+  EXPECT_TRUE(Has(e, "containers[0].ioReadBytes: expected a number from -1 (unknown) to 1e+19"))
+      << e;
   e = with([](Json& j) { j["containers"][0]["state"] = "sleeping"; });
   EXPECT_TRUE(
       Has(e, "containers[0].state: expected starting, running, exited, failed or interrupted"))

@@ -622,8 +622,8 @@ TEST_F(NodeJoinPlaneTest, AJoinedNodeTakesNewJobsOnlyOnceItsAgentIsBack) {
   std::vector<std::string> back;
   for (const StoredEvent& e : plane_->EventsAfter(0, 1000, Caller(), 0).events)
     if (e.node == "gpu-b" && e.state == "healthy") back.push_back(e.reason);
-  EXPECT_EQ(back, std::vector<std::string>{"its agent reports since the server started, with its "
-                                           "containers: it takes new jobs"});
+  EXPECT_EQ(back, std::vector<std::string>{"its agent reports again after the server's restart, "
+                                           "with its containers: it takes new jobs again"});
   plane_->Cycle();
   EXPECT_EQ(plane_->Get(job).state, "scheduled");
   EXPECT_EQ(plane_->Assignments("gpu-b", 1, 0).assignments.size(), 1u);
