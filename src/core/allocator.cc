@@ -626,6 +626,9 @@ void Allocator::AddCandidatesOnNode(const AllocationRequest& req, const std::vec
     for (int type : types) {
       const auto accept = [&](int c) {
         const int gpu = cells[c].gpu;
+        // A cell declared around a GPU is no GPU: that GPU's own cell (its type is tried first)
+        // is the candidate.
+        if (gpu < 0) return false;
         int p, start, slot;
         if (crowded(gpu) ||
             !(mig ? MigPlacement(req, node, gpu, &p, &start, &slot) : ShareFits(req, node, gpu)))

@@ -168,15 +168,7 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
                                  joined_left_out + ")");
   }
   recovery_summary_ += "; policy \"" + policy_name + "\"" + policy_from + "; " + queues_from;
-  if (!nodes_join_ && config.expect_agents) {
-    // Every node's agent is expected from now, as if it had just reported: one that never comes
-    // turns the node unhealthy, then lost, as a silent one does. Not cordoned meanwhile: the
-    // engine would read the agents still on their way as capacity gone, and reclaim for it.
-    for (AgentNode& agent : agents_) {
-      agent.expected = true;
-      agent.last_seen = now_();
-    }
-  } else if (!nodes_join_) {
+  if (!nodes_join_) {
     // A cluster file's node where jobs ran (an agent reported them) is watched from now: its
     // agent is expected back, and one that never comes turns the node unhealthy, then lost
     // (its jobs placed again). Jobs only scheduled say nothing of an agent.
@@ -184,13 +176,22 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
       const std::string& state = jobs_.at(id).stored.state;
       if (state != "starting" && state != "running") return;
       for (int n : NodesOf(jobs_.at(id).stored.placements)) {
-        agents_[n].expected = true;
+        agents_[n].expected = agents_[n].may_run_jobs = true;
         agents_[n].last_seen = now_();
       }
     };
     for (int64_t id : stopping_) ran_on(id);
     for (const std::set<int64_t>& on : on_node_)
       for (int64_t id : on) ran_on(id);
+    // --expect-agents: every other node's agent is expected too, as if it had just reported.
+    // Not cordoned meanwhile: the engine would read the agents still on their way as capacity
+    // gone, and reclaim for it.
+    if (config.expect_agents)
+      for (AgentNode& agent : agents_)
+        if (!agent.expected) {
+          agent.expected = true;
+          agent.last_seen = now_();
+        }
   }
   if (nodes_join_) {
     const size_t nodes = cluster_now().nodes.size();
@@ -202,7 +203,7 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
     // with its containers lifts (registering says nothing of its container engine). Its GPUs
     // stay its own: no other node may register their UUIDs meanwhile.
     for (size_t n = 0; n < agents_.size(); ++n) {
-      agents_[n].expected = true;
+      agents_[n].expected = agents_[n].may_run_jobs = true;
       agents_[n].last_seen = now_();
       agents_[n].registration = std::move(rejoined[cluster_now().nodes[n].name]);
       if (!engine_->allocator().node_cordoned(static_cast<int>(n))) {
@@ -1844,11 +1845,11 @@ bool ControlPlane::StoppedEverywhere(const Job& job) const {
   const auto placements = ParsePlacements(job.stored.placements);
   if (!placements) return true;
   // Every replica reported ended, or on a node that is lost or has no agent (nothing runs it
-  // there; an agent expected back after a restart may still run it).
+  // there; an agent expected back after a restart, on a node that ran jobs, may still run it).
   for (size_t i = 0; i < placements->size(); ++i) {
     const auto r = job.replicas.find(static_cast<int>(i));
     const AgentNode& there = agents_[(*placements)[i].node];
-    if ((r == job.replicas.end() || Live(r->second)) && (there.registered || there.expected) &&
+    if ((r == job.replicas.end() || Live(r->second)) && (there.registered || there.may_run_jobs) &&
         !there.lost)
       return false;
   }
@@ -2136,7 +2137,7 @@ ControlPlane::AgentStatus ControlPlane::AgentStatusOf(int node, double now) cons
           a.unhealthy,
           a.lost,
           a.engine_error,
-          a.registered ? now - a.last_seen : -1,
+          a.registered || a.expected ? now - a.last_seen : -1,
           a.topology_mismatch,
           a.off_gpus,
           static_cast<int>(a.images.size()),

@@ -305,6 +305,9 @@ class ControlPlane {
     // Watched for silence although not registered yet: a node that joined before a restart,
     // whose agent is expected back, a node where jobs ran, or any with --expect-agents.
     bool expected = false;
+    // Of those, the nodes that joined or where jobs ran: their agent, back, may still run a
+    // job, so a job stopped there holds its GPUs until the agent says it ended.
+    bool may_run_jobs = false;
     NodeRegistration registration;
     double last_seen = 0;
     // Its agent's last registration: contact, though not a report (which lifts an outage).

@@ -981,10 +981,12 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
   out.DeclareCounter("berth_preemptions_total",
                      "Jobs sent back to pending by a preemption, eviction or kill.");
   out.Add("berth_preemptions_total", {}, static_cast<double>(m.preemptions));
-  out.DeclareGauge("berth_agent_heartbeat_age_seconds",
-                   "Seconds since the node's agent last reported, for nodes with an agent (and, "
-                   "with --expect-agents, since the server started for one not registered yet).",
-                   {"node"});
+  out.DeclareGauge(
+      "berth_agent_heartbeat_age_seconds",
+      "Seconds since the node's agent last reported, for nodes with an agent, or whose "
+      "agent is expected (--expect-agents, jobs ran there, it joined) but has not "
+      "registered since the server started: since then.",
+      {"node"});
   for (const auto& [node, age] : m.heartbeat_ages)
     out.Set("berth_agent_heartbeat_age_seconds", {node}, age);
   out.DeclareGauge("berth_node_topology_mismatches",

@@ -1084,6 +1084,23 @@ TEST_F(ControlPlaneAgentTest, WithExpectAgentsANodeWhoseAgentNeverComesIsLost) {
   EXPECT_EQ(plane_->Metrics().decisions.at("preempt"), 0u);
 }
 
+// With --expect-agents, a job stopped on a node whose agent has not come yet, and where no job
+// ran before, ends at once and frees its GPUs: nothing can run it there (review).
+TEST_F(ControlPlaneAgentTest, WithExpectAgentsAJobStoppedBeforeItsNodesAgentCameEndsAtOnce) {
+  expect_agents_ = true;
+  Open(Dgx(1), 15, 120);
+  const int64_t job = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  ASSERT_EQ(State(job), "scheduled");
+  plane_->Stop(job);
+  plane_->Cycle();
+  EXPECT_EQ(State(job), "stopped");
+  EXPECT_EQ(plane_->Nodes()[0].free_gpus, 8);
+  EXPECT_DOUBLE_EQ(plane_->Nodes()[0].agent.heartbeat_age_s, 0);  // expected since the start
+  now_ += 5;
+  EXPECT_DOUBLE_EQ(plane_->Nodes()[0].agent.heartbeat_age_s, 5);
+}
+
 TEST_F(ControlPlaneAgentTest, ASilentAgentsNodeIsCordonedThenLostAndItsJobsMove) {
   std::string silent, alive;
   int x = 0;
