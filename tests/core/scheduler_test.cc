@@ -913,6 +913,15 @@ physicalCells:
     s_->Finish(id, hot + 0.5);
     ExpectConsistent();
   }
+  // Every GPU crowded: a GPU share is offered them as they are, by their own cells (the cell
+  // declared around one is no GPU), and the filter refuses it.
+  s_->SetTelemetry(FullMemory(*cluster_, 80000));
+  JobSpec share = Job("a", 0);
+  share.groups[0].demand.gpu_milli = 500;
+  const int id = Submit(share, 10);
+  EXPECT_TRUE(Started(s_->Schedule(10)).empty());
+  EXPECT_NE(J(id).reason.find("gpu-memory-threshold"), std::string::npos) << J(id).reason;
+  ExpectConsistent();
 }
 
 TEST_F(SchedulerTest, TelemetryRefusalBacksOff) {
