@@ -773,7 +773,9 @@ void AddClientCommands(CLI::App& app) {
   run->add_option("--replicas", r->replicas, "Replicas (a gang)")->check(CLI::Range(1, 65536));
   run->add_option("--min-replicas", r->min_replicas, "Elastic: start with at least this many")
       ->check(CLI::Range(0, 65536));
-  run->add_option("--affinity", r->affinity, "Replica GPUs within: gpu, switch, socket, node");
+  run->add_option("--affinity", r->affinity,
+                  "Loosest level a replica's GPUs may spread over: gpu, switch, socket, node "
+                  "(default)");
   run->add_option("--cpus", r->cpus, "CPUs per replica")->check(CLI::Range(0.0, 1e6));
   run->add_option("--memory", r->memory, "Memory per replica (16g, 512m)");
   run->add_option("-e,--env", r->env, "Environment variable KEY=VALUE (repeatable)")

@@ -582,6 +582,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                         {"cpu", c.cpu_grade},
                         {"memory", c.memory_grade},
                         {"io", c.io_grade},
+                        {"cpuThrottledPeriods", c.cpu_throttled_periods},
                         {"cpuThrottledSeconds", c.cpu_throttled_seconds},
                         {"memoryBytes", c.memory_bytes},
                         {"memoryLimitBytes", c.memory_limit_bytes},

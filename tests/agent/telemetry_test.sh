@@ -72,7 +72,7 @@ throttled() {
 for _ in $(seq 100); do throttled && break; sleep 0.1; done
 throttled || fail "job 1's cgroup counters should be in the metrics: $(metrics | grep '^berth_container')"
 lint=$(metrics | promtool check metrics 2>&1) || fail "promtool check metrics: $lint"
-"$BERTH" inspect 1 | jq -e '.replicas[0].contention | .memoryBytes > 0 and .cpuThrottledSeconds >= 0' > /dev/null ||
+"$BERTH" inspect 1 | jq -e '.replicas[0].contention | .memoryBytes > 0 and .cpuThrottledPeriods > 0 and .cpuThrottledSeconds >= 0' > /dev/null ||
   fail "inspect should show the cgroup's counters: $("$BERTH" inspect 1)"
 "$BERTH" inspect 1 | jq -e '.replicas[0].contention.cpuPercent > 0 and .replicas[0].contention.cpu != "unknown"' > /dev/null ||
   fail "inspect should show the contention: $("$BERTH" inspect 1)"
