@@ -904,6 +904,7 @@ class Agent {
                     [&](const auto& r) { return !wanted.count(r.first) || found.count(r.first); });
       changed_.notify_all();
     }
+    const std::set<std::string> keep = FailedToKeep(found, wanted);
     for (const auto& [key, c] : found) {
       if (wanted.count(key)) continue;
       if (c.running) {
@@ -916,6 +917,16 @@ class Agent {
       }
       std::unique_lock<std::mutex> lock(books_mu_);
       if (!all_logs_sent_.count(key)) continue;  // removed once its last lines are sent
+      if (keep.count(c.id)) {
+        if (kept_.insert(c.id).second)
+          Log("keeping the container of job " + std::to_string(std::get<0>(key)) + " replica " +
+              std::to_string(std::get<1>(key)) + ", which failed (exit code " +
+              std::to_string(c.exit_code) + (c.oom_killed ? ", out of memory" : "") +
+              "), for docker logs / docker inspect " + c.id.substr(0, 12) + " (--keep-failed " +
+              std::to_string(options_.keep_failed) + ")");
+        continue;
+      }
+      kept_.erase(c.id);
       lock.unlock();
       docker_.Remove(c.id, true);
       lock.lock();
@@ -932,6 +943,7 @@ class Agent {
       std::erase_if(log_cursor_, [&](const auto& l) { return gone(l.first); });
       std::erase_if(all_logs_sent_, gone);
       std::erase_if(logs_full_, gone);
+      std::erase_if(kept_, [&](const std::string& id) { return !keep.count(id); });
     }
     if (!done) return false;
     std::lock_guard<std::mutex> lock(mu_);
@@ -947,6 +959,27 @@ class Agent {
     for (const auto& [key, before] : in_flight_) applied = std::min(applied, before);
     for (const auto& [key, before] : retry_before_) applied = std::min(applied, before);
     return applied;
+  }
+
+  // The ids of the containers to keep after their jobs end (--keep-failed): the newest
+  // options_.keep_failed of those that failed by themselves (exited non-zero or out of memory;
+  // not stopped by berth, as for a preemption or `berth stop`), so that a platform engineer can
+  // still read why. Bounded, so that a job failing over and over does not fill the disk.
+  std::set<std::string> FailedToKeep(const std::map<RunKey, ContainerInfo>& found,
+                                     const std::set<RunKey>& wanted) {
+    std::vector<std::pair<double, std::string>> failed;  // (finished, id)
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [key, c] : found)
+        if (!wanted.count(key) && !c.running && c.status != "created" &&
+            (c.exit_code != 0 || c.oom_killed) && !stopped_by_us_.count(c.id))
+          failed.emplace_back(EngineSeconds(c.finished_at), c.id);
+    }
+    const size_t most = static_cast<size_t>(std::max(options_.keep_failed, 0));
+    std::sort(failed.rbegin(), failed.rend());
+    std::set<std::string> keep;
+    for (size_t i = 0; i < std::min(most, failed.size()); ++i) keep.insert(failed[i].second);
+    return keep;
   }
 
   // Starts a container found created (before a restart of the agent or the engine, never
@@ -1478,9 +1511,15 @@ class Agent {
     std::vector<ContainerInfo> listing = docker.List("berth.node=" + options_.node);
     std::stable_partition(listing.begin(), listing.end(),
                           [](const ContainerInfo& c) { return !c.running; });
+    std::set<std::string> kept;
+    {
+      std::lock_guard<std::mutex> lock(books_mu_);
+      kept = kept_;
+    }
     for (const ContainerInfo& listed : listing) {
       RunKey key;
-      if (!KeyOf(listed, &key)) continue;
+      // A kept container's job has ended and the server has all its output: nothing to tell.
+      if (!KeyOf(listed, &key) || kept.count(listed.id)) continue;
       seen.insert(listed.id);
       ContainerReport c;
       std::tie(c.job, c.replica, c.placement) = key;
@@ -1780,7 +1819,8 @@ class Agent {
   std::map<RunKey, std::string> log_cursor_;  // the last log line's timestamp sent
   std::set<RunKey> all_logs_sent_;            // stopped, and the server has every line
   std::set<RunKey> logs_full_;                // the server keeps no more of its job's log
-  bool log_backlog_ = false;  // the heartbeat thread's: the last report left lines unsent
+  std::set<std::string> kept_;  // ids of failed containers kept (FailedToKeep) once all sent
+  bool log_backlog_ = false;    // the heartbeat thread's: the last report left lines unsent
   struct ReadAhead {
     std::string after;           // the cursor the lines follow
     std::vector<LogLine> lines;  // in the engine's order

@@ -39,6 +39,8 @@
 
 namespace berth {
 
+inline constexpr int kMaxKeepFailed = 1000;
+
 struct AgentOptions {
   std::string server;   // http://HOST:PORT or https://...
   std::string token;    // the agent's bearer token; "" for a server without tokens
@@ -59,6 +61,9 @@ struct AgentOptions {
   std::string nvml_library;
   std::string cgroup_root = "/sys/fs/cgroup";  // where the containers' cgroups are
   std::string proc_root = "/proc";             // where their processes' network counters are
+  // How many containers that failed to keep once their jobs end (the newest; 0..kMaxKeepFailed),
+  // for `docker logs` and `docker inspect`; the others are removed once their output is sent.
+  int keep_failed = 0;
   // Where progress and problems are written (a line each); none: standard error.
   std::function<void(const std::string&)> log;
 };

@@ -131,6 +131,7 @@ struct AgentArgs {
   std::vector<std::string> labels;  // KEY=VALUE
   std::string docker_socket = "/var/run/docker.sock";
   double heartbeat_s = 1;
+  int keep_failed = 0;
 };
 
 struct UpArgs {
@@ -140,7 +141,19 @@ struct UpArgs {
   std::string dcgm_url;
   std::vector<std::string> allow_mounts;
   int gpus = 4;
+  int keep_failed = 0;
 };
+
+// `berth agent` and `berth up` keep failed containers alike.
+void AddKeepFailedOption(CLI::App* command, int* keep_failed) {
+  command
+      ->add_option("--keep-failed", *keep_failed,
+                   "Keep the containers of the newest N replicas that failed (exited non-zero or "
+                   "out of memory, not stopped by berth) after their jobs end, for docker logs "
+                   "and docker inspect; the others are removed")
+      ->check(CLI::Range(0, kMaxKeepFailed))
+      ->capture_default_str();
+}
 
 }  // namespace
 
@@ -167,6 +180,7 @@ void AddAgentCommands(CLI::App& app) {
   agent->add_option("--heartbeat", a->heartbeat_s, "Seconds between reports")
       ->check(CLI::Range(0.1, 60.0))
       ->capture_default_str();
+  AddKeepFailedOption(agent, &a->keep_failed);
   agent->callback([a] {
     AgentOptions options;
     if (a->declare.empty()) {
@@ -230,6 +244,7 @@ void AddAgentCommands(CLI::App& app) {
       options.ca_cert = ca;
     options.docker_socket = a->docker_socket;
     options.heartbeat_s = a->heartbeat_s;
+    options.keep_failed = a->keep_failed;
     options.dcgm_url = a->dcgm_url;
     std::signal(SIGINT, OnAgentSignal);
     std::signal(SIGTERM, OnAgentSignal);
@@ -287,6 +302,7 @@ void AddAgentCommands(CLI::App& app) {
                  "A DCGM exporter's metrics URL (http://HOST:9400/metrics), scraped each "
                  "heartbeat instead of sampling NVML");
   AddAllowMountOption(up, &u->allow_mounts);
+  AddKeepFailedOption(up, &u->keep_failed);
   up->callback([u] {
     const std::string node = HostNodeName();
     ServerOptions options;
@@ -315,8 +331,9 @@ void AddAgentCommands(CLI::App& app) {
     const std::string gpu_flags =
         FirstRunGpuFlags(options.config.cluster.nodes[0], options.config.cluster.models);
     const std::string socket = u->docker_socket, dcgm_url = u->dcgm_url;
-    options.companion = [node, uuids, migs, simulated, gpus_are, gpu_flags, socket, dcgm_url](
-                            const std::string& url, const std::atomic<bool>& stop) {
+    const int keep_failed = u->keep_failed;
+    options.companion = [node, uuids, migs, simulated, gpus_are, gpu_flags, socket, dcgm_url,
+                         keep_failed](const std::string& url, const std::atomic<bool>& stop) {
       std::cout << "berth up: node " << node << " with " << gpus_are << "\n"
                 << "berth up: API at " << url << "; next, in another terminal:\n"
                 << "  berth run " << gpu_flags
@@ -327,6 +344,7 @@ void AddAgentCommands(CLI::App& app) {
       agent.node = node;
       agent.docker_socket = socket;
       agent.dcgm_url = dcgm_url;
+      agent.keep_failed = keep_failed;
       agent.gpu_uuids = uuids;
       agent.migs = migs;
       agent.simulated = simulated;

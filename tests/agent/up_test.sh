@@ -22,7 +22,7 @@ serve_dir "$TMP/www"
 start_up() {
   : > "$TMP/up.log"
   "$BERTH" up --listen "127.0.0.1:${1:-0}" --state "$TMP/up" --docker-socket "$DOCKER_SOCK" \
-    --allow-mount "$TMP/data" --dcgm-url "http://127.0.0.1:$HTTPD_PORT/metrics" \
+    --allow-mount "$TMP/data" --dcgm-url "http://127.0.0.1:$HTTPD_PORT/metrics" --keep-failed 1 \
     >> "$TMP/up.log" 2>&1 &
   UP=$!
   wait_line "$TMP/up.log" "$UP" 'registered'
@@ -89,6 +89,37 @@ node=$("$BERTH" nodes --format json | jq -r '.nodes[0].name')
 dcgm_seen() { curl -sf "http://$BERTH_ADDR/metrics" | grep -qx "berth_gpu_memory_used_mib{node=\"$node\",gpu=\"0\"} 1234"; }
 for _ in $(seq 100); do dcgm_seen && break; sleep 0.1; done
 dcgm_seen || fail "GPU 0's memory from the DCGM exporter should be in the metrics: $(curl -sf "http://$BERTH_ADDR/metrics" | grep '^berth_gpu_')"
+
+# --keep-failed 1: the container of the newest replica that failed stays for docker logs and
+# docker inspect; one that succeeded, or an older failure, is removed.
+containers_of() { _dk ps -aq --filter "label=berth.job=$1"; }
+# until_true SECONDS COMMAND...: until COMMAND succeeds, or fails the test naming it.
+until_true() {
+  local tries=$(($1 * 10)); shift
+  for _ in $(seq "$tries"); do "$@" && return 0; sleep 0.1; done
+  fail "never true: $*"
+}
+ended() { [[ "$("$BERTH" inspect "$1" | jq -r .state)" =~ ^(succeeded|failed)$ ]]; }
+gone() { [ -z "$(containers_of "$1")" ]; }
+good=$("$BERTH" run -d --gpus 1 berth-test:1 true)
+bad1=$("$BERTH" run -d --gpus 1 berth-test:1 sh -c 'echo first reason; exit 3')
+until_true 30 ended "$good"
+until_true 30 ended "$bad1"
+until_true 30 gone "$good"
+until_true 30 grep -q "keeping the container of job $bad1 replica 0, which failed (exit code 3)" "$TMP/up.log"
+[ "$(_dk logs "$(containers_of "$bad1")")" = "first reason" ] ||
+  fail "the failed job's container should be kept with its output: $(_dk ps -a)"
+bad2=$("$BERTH" run -d --gpus 1 berth-test:1 sh -c 'echo second reason; exit 4')
+until_true 30 ended "$bad2"
+until_true 30 gone "$bad1"
+[ "$(_dk logs "$(containers_of "$bad2")")" = "second reason" ] ||
+  fail "the newest failed container should be kept: $(_dk ps -a)"
+# A job stopped by berth did not fail by itself: its container goes.
+stopped=$("$BERTH" run -d --gpus 1 berth-test:1 sleep 1000)
+wait_state "$stopped" running
+"$BERTH" stop "$stopped" > /dev/null
+until_true 60 gone "$stopped"
+[ -n "$(containers_of "$bad2")" ] || fail "the kept container should stay: $(_dk ps -a)"
 
 # Output past one report's 512 KiB, from a job that exits at once: every line arrives.
 out=$("$BERTH" run --gpus 1 berth-test:1 sh -c \
