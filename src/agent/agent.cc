@@ -1403,11 +1403,12 @@ class Agent {
       return out;
     }
     const std::vector<std::string>& uuids = options_.gpu_uuids;
+    std::set<int> taken;  // an exporter whose index labels disagree with its UUIDs: once each
     for (const DcgmGpuMetrics& m : scrape.gpus) {
       if (m.mig_instance >= 0) continue;  // whole GPUs only
       const auto by_uuid = std::find(uuids.begin(), uuids.end(), m.uuid);
       const int gpu = by_uuid != uuids.end() ? static_cast<int>(by_uuid - uuids.begin()) : m.gpu;
-      if (gpu < 0 || gpu >= static_cast<int>(uuids.size())) continue;
+      if (gpu < 0 || gpu >= static_cast<int>(uuids.size()) || !taken.insert(gpu).second) continue;
       out.push_back(ToGpuReport(gpu, m));
     }
     return out;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "protocol/base64.h"
@@ -565,10 +566,15 @@ AgentReport ParseReport(const Json& j) {
     x.off_gpus = c.Text("offGpus", kMaxOffGpusText);
     out.containers.push_back(std::move(x));
   });
+  std::set<int> reported_gpus;
   r.List("gpus", kMaxRegisteredGpus, [&](const Json& e, const std::string& path) {
     const Reader g(e, path);
     GpuReport x;
     x.gpu = static_cast<int>(g.Int("gpu", 0, kMaxRegisteredGpus - 1, true));
+    // A second entry would be added into the first's counters in /metrics.
+    if (!reported_gpus.insert(x.gpu).second)
+      throw ProtocolError(path + ".gpu: GPU " + std::to_string(x.gpu) +
+                          " is reported twice; report each GPU once");
     x.fb_used_mib = g.Measure("fbUsedMiB", kMaxReportMiB);
     x.fb_free_mib = g.Measure("fbFreeMiB", kMaxReportMiB);
     x.util_percent = g.Measure("utilPercent", 100);

@@ -623,6 +623,8 @@ TEST(AgentProtocolTest, ReportsRefuseMistakesNamingThePath) {
       j["containers"].push_back({{"job", 1}, {"state", "running"}});
   });
   EXPECT_TRUE(Has(e, "containers: more than " + std::to_string(kMaxReportContainers))) << e;
+  e = with([](Json& j) { j["gpus"] = Json::array({{{"gpu", 1}}, {{"gpu", 0}}, {{"gpu", 1}}}); });
+  EXPECT_TRUE(Has(e, "gpus[2].gpu: GPU 1 is reported twice; report each GPU once")) << e;
   e = with([](Json& j) { j["logs"][0].erase("job"); });
   EXPECT_TRUE(Has(e, "logs[0].job: missing")) << e;
   e = with([](Json& j) { j["logs"][0]["text"] = 5; });
