@@ -2032,11 +2032,14 @@ void ControlPlane::CheckAgents(double now, std::vector<StoreWrite>* writes) {
       agent.unhealthy = agent.lost = false;
       if (agent.cordoned_by_us) Apply(engine_->SetNodeCordoned(n, false, now), writes);
       agent.cordoned_by_us = false;
-      mark("healthy", "its agent reports again, with its containers");
+      mark("healthy", agent.down_before_registering
+                          ? "its agent reports, for the first time since the server started"
+                          : "its agent reports again, with its containers");
       continue;
     }
     if (!agent.unhealthy) {
       agent.unhealthy = true;
+      agent.down_before_registering = !agent.registered;
       // No new jobs go to a node nobody watches; the operator's own cordon is left alone.
       if (!engine_->allocator().node_cordoned(n)) {
         Apply(engine_->SetNodeCordoned(n, true, now), writes);

@@ -313,6 +313,9 @@ class ControlPlane {
     // Its agent's last registration: contact, though not a report (which lifts an outage).
     double registered_at = -1;
     bool unhealthy = false, lost = false;
+    // Down before its agent ever registered with this server process (--expect-agents): its
+    // first report is no return.
+    bool down_before_registering = false;
     // Since when its agent says it cannot reach its container engine (-1: it can), and why
     // (AgentReport::runtime_error); counted as silence is.
     double engine_away_since = -1;

@@ -1082,6 +1082,10 @@ TEST_F(ControlPlaneAgentTest, WithExpectAgentsANodeWhoseAgentNeverComesIsLost) {
   EXPECT_FALSE(plane_->Nodes()[0].cordoned);
   EXPECT_EQ(NodeOf(there), "dgx-0");
   EXPECT_EQ(plane_->Metrics().decisions.at("preempt"), 0u);
+  // Its first report is no return (review: the event said "reports again").
+  for (const StoredEvent& e : plane_->EventsAfter(0, 1000, Caller(), 0).events)
+    if (e.node == "dgx-0" && e.state == "healthy") why = e.reason;
+  EXPECT_EQ(why, "its agent reports, for the first time since the server started");
 }
 
 // With --expect-agents, a job stopped on a node whose agent has not come yet, and where no job
