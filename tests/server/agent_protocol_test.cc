@@ -1676,6 +1676,55 @@ TEST_F(ControlPlaneAgentTest, AClusterFileNodeWhoseAgentNeverComesBackIsLostAfte
   EXPECT_FALSE(plane_->Agents()[1 - x].unhealthy);
 }
 
+// With --expect-agents, a restart keeps the running jobs of a node whose agent comes back
+// late, past the unhealthy timeout but before the lost one: they are neither lost nor placed
+// twice, and the node takes jobs again.
+TEST_F(ControlPlaneAgentTest, WithExpectAgentsARestartKeepsTheJobsOfAnAgentBackLate) {
+  expect_agents_ = true;
+  Open(Dgx(2), 15, 120);
+  Register("dgx-0");
+  Register("dgx-1");
+  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  const int64_t b = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  ReportAll("dgx-1", "running");
+  ASSERT_EQ(State(a), "running");
+  ASSERT_EQ(State(b), "running");
+  const std::string late = NodeOf(b), early = NodeOf(a);
+  ASSERT_NE(late, early);
+  Open(Dgx(2), 15, 120);
+  Register(early);
+  for (int i = 0; i < 6; ++i) {  // 30 s: past unhealthy, well before lost
+    now_ += 5;
+    ReportAll(early, "running");
+    plane_->Cycle();
+  }
+  const int x = late == "dgx-0" ? 0 : 1;
+  EXPECT_TRUE(plane_->Agents()[x].unhealthy);
+  EXPECT_FALSE(plane_->Agents()[x].lost);
+  Register(late);
+  ReportAll(late, "running");
+  plane_->Cycle();
+  EXPECT_FALSE(plane_->Agents()[x].unhealthy);
+  EXPECT_FALSE(plane_->Nodes()[x].cordoned);
+  for (const int64_t job : {a, b}) {
+    EXPECT_EQ(State(job), "running") << job;
+    EXPECT_EQ(States(job), (std::vector<std::string>{"pending", "scheduled", "running"})) << job;
+  }
+  EXPECT_EQ(Of(late, b).size(), 1u);
+  EXPECT_TRUE(Of(early, b).empty());
+  // The late node takes jobs again once its job ends.
+  AgentReport r;
+  r.applied_version = Set(late).version;
+  r.containers = {Container(Of(late, b).at(0), "exited", 0)};
+  plane_->Report(late, r);
+  EXPECT_EQ(State(b), "succeeded");
+  const int64_t c = plane_->Submit(R"({"image": "x", "gpus": 8})");
+  plane_->Cycle();
+  EXPECT_EQ(NodeOf(c), late);
+}
+
 TEST_F(ControlPlaneAgentTest, ARestartAdoptsRunningJobsWithTheirPlacements) {
   Open(Dgx(2));
   Register("dgx-0");
