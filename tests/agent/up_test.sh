@@ -54,42 +54,6 @@ done
 expect_error "another berth server" "$BERTH" up --listen 127.0.0.1:0 --state "$TMP/up" \
   --docker-socket "$DOCKER_SOCK"
 
-# A long job survives a kill -9 of berth up; the restarted one adopts its container.
-long=$("$BERTH" run -d --gpus 1 berth-test:1 sh -c 'echo begun; sleep 1000')
-# Running, and its first line at the server (the agent holds a line back for a report or two),
-# so that the restart below is tested with a line already kept.
-begun() { "$BERTH" logs "$long" | grep -qx begun; }
-for _ in $(seq 200); do
-  [ "$("$BERTH" inspect "$long" | jq -r .state)" = running ] && begun && break
-  sleep 0.1
-done
-begun || fail "job $long's first line did not reach the server: $("$BERTH" inspect "$long")"
-container=$(_dk ps -q --filter "label=berth.job=$long")
-[ -n "$container" ] || fail "job $long has no container"
-port=${BERTH_ADDR##*:}
-stop_up
-start_up "$port"
-sleep 1
-[ "$("$BERTH" inspect "$long" | jq -r .state)" = running ] || fail "job $long after restart: $("$BERTH" inspect "$long")"
-[ "$(_dk ps -q --filter "label=berth.job=$long")" = "$container" ] || fail "job $long's container was replaced"
-[ "$("$BERTH" ps -a -q | wc -l)" -eq 2 ] || fail "two jobs expected after restart: $("$BERTH" ps -a)"
-"$BERTH" stop "$long" > /dev/null
-[ "$("$BERTH" logs "$long" | grep -cx begun)" -eq 1 ] ||
-  fail "the line written before the restart should be kept once: $("$BERTH" logs "$long")"
-
-# Volumes from the directory berth up allows, and none from elsewhere.
-echo "from the host" > "$TMP/data/hello"
-out=$("$BERTH" run --gpus 1 -v "$TMP/data:/data:ro" berth-test:1 cat /data/hello) ||
-  fail "a job mounting an allowed directory failed: $out"
-[ "$out" = "from the host" ] || fail "the job should read the mounted file: $out"
-expect_error "is not under a directory this server allows" "$BERTH" run -d -v /etc:/data \
-  berth-test:1 true
-# The GPUs' memory as the DCGM exporter reports it reaches the metrics.
-node=$("$BERTH" nodes --format json | jq -r '.nodes[0].name')
-dcgm_seen() { curl -sf "http://$BERTH_ADDR/metrics" | grep -qx "berth_gpu_memory_used_mib{node=\"$node\",gpu=\"0\"} 1234"; }
-for _ in $(seq 100); do dcgm_seen && break; sleep 0.1; done
-dcgm_seen || fail "GPU 0's memory from the DCGM exporter should be in the metrics: $(curl -sf "http://$BERTH_ADDR/metrics" | grep '^berth_gpu_')"
-
 # --keep-failed 1: the container of the newest replica that failed stays for docker logs and
 # docker inspect; one that succeeded, or an older failure, is removed.
 containers_of() { _dk ps -aq --filter "label=berth.job=$1"; }
@@ -120,6 +84,50 @@ wait_state "$stopped" running
 "$BERTH" stop "$stopped" > /dev/null
 until_true 60 gone "$stopped"
 [ -n "$(containers_of "$bad2")" ] || fail "the kept container should stay: $(_dk ps -a)"
+
+# A long job survives a kill -9 of berth up; the restarted one adopts its container.
+long=$("$BERTH" run -d --gpus 1 berth-test:1 sh -c 'echo begun; sleep 1000')
+# Running, and its first line at the server (the agent holds a line back for a report or two),
+# so that the restart below is tested with a line already kept.
+begun() { "$BERTH" logs "$long" | grep -qx begun; }
+for _ in $(seq 200); do
+  [ "$("$BERTH" inspect "$long" | jq -r .state)" = running ] && begun && break
+  sleep 0.1
+done
+begun || fail "job $long's first line did not reach the server: $("$BERTH" inspect "$long")"
+container=$(_dk ps -q --filter "label=berth.job=$long")
+[ -n "$container" ] || fail "job $long has no container"
+jobs_before=$("$BERTH" ps -a -q | wc -l)
+port=${BERTH_ADDR##*:}
+stop_up
+start_up "$port"
+sleep 1
+[ "$("$BERTH" inspect "$long" | jq -r .state)" = running ] || fail "job $long after restart: $("$BERTH" inspect "$long")"
+[ "$(_dk ps -q --filter "label=berth.job=$long")" = "$container" ] || fail "job $long's container was replaced"
+[ "$("$BERTH" ps -a -q | wc -l)" -eq "$jobs_before" ] ||
+  fail "$jobs_before jobs expected after restart: $("$BERTH" ps -a)"
+"$BERTH" stop "$long" > /dev/null
+# The restarted agent keeps the failed container, and its output is not sent twice.
+sleep 2
+[ -n "$(containers_of "$bad2")" ] || fail "the kept container should outlive a restart: $(_dk ps -a)"
+[ "$("$BERTH" logs "$bad2")" = "second reason" ] ||
+  fail "a kept container's output should be kept once: $("$BERTH" logs "$bad2")"
+[ "$("$BERTH" logs "$long" | grep -cx begun)" -eq 1 ] ||
+  fail "the line written before the restart should be kept once: $("$BERTH" logs "$long")"
+
+# Volumes from the directory berth up allows, and none from elsewhere.
+echo "from the host" > "$TMP/data/hello"
+out=$("$BERTH" run --gpus 1 -v "$TMP/data:/data:ro" berth-test:1 cat /data/hello) ||
+  fail "a job mounting an allowed directory failed: $out"
+[ "$out" = "from the host" ] || fail "the job should read the mounted file: $out"
+expect_error "is not under a directory this server allows" "$BERTH" run -d -v /etc:/data \
+  berth-test:1 true
+# The GPUs' memory as the DCGM exporter reports it reaches the metrics.
+node=$("$BERTH" nodes --format json | jq -r '.nodes[0].name')
+dcgm_seen() { curl -sf "http://$BERTH_ADDR/metrics" | grep -qx "berth_gpu_memory_used_mib{node=\"$node\",gpu=\"0\"} 1234"; }
+for _ in $(seq 100); do dcgm_seen && break; sleep 0.1; done
+dcgm_seen || fail "GPU 0's memory from the DCGM exporter should be in the metrics: $(curl -sf "http://$BERTH_ADDR/metrics" | grep '^berth_gpu_')"
+
 
 # Output past one report's 512 KiB, from a job that exits at once: every line arrives.
 out=$("$BERTH" run --gpus 1 berth-test:1 sh -c \
