@@ -1103,12 +1103,19 @@ class Agent {
       spec.image = a.image;
       spec.command = a.command;
       spec.env = a.env;
+      // The NVIDIA runtime (a host's default one, often) exposes the GPUs this variable names,
+      // and CUDA images set it to "all": it is set to the job's own, "void" (none) without.
+      // A job's own is dropped (one from an older server that did not refuse it).
+      std::erase_if(spec.env, [](const std::string& kv) {
+        return kv.starts_with("NVIDIA_VISIBLE_DEVICES=");
+      });
       std::string gpus;
       for (const std::string& uuid : a.gpu_uuids) gpus += (gpus.empty() ? "" : ",") + uuid;
       if (options_.simulated) {
         spec.env.push_back("NVIDIA_VISIBLE_DEVICES=" + (gpus.empty() ? "none" : gpus));
         spec.env.push_back("CUDA_VISIBLE_DEVICES=" + gpus);
       } else {
+        spec.env.push_back("NVIDIA_VISIBLE_DEVICES=" + (gpus.empty() ? "void" : gpus));
         spec.gpu_device_ids = a.gpu_uuids;
       }
       spec.env.push_back("BERTH_JOB_ID=" + std::to_string(a.job));

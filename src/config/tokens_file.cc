@@ -26,6 +26,12 @@ std::vector<TokenEntry> ParseTokensYaml(const std::string& text, const std::stri
   const YAML::Node root = r.Parse(text);
   r.CheckFields(root, "", {"tokens"});
   const YAML::Node list = r.Sequence(r.Required(root, "", "tokens"), "tokens");
+  // With no token at all the server would take every caller for an anonymous admin.
+  if (list.size() == 0)
+    r.Fail(list, "tokens",
+           "the list is empty, so the server would let every caller in as an admin; list at "
+           "least one token (berth token new prints one and its hash), or start without "
+           "--tokens (loopback only)");
   if (list.size() > kMaxTokens)
     r.Fail(list, "tokens",
            std::to_string(list.size()) + " tokens, more than the limit of " +

@@ -637,6 +637,21 @@ RulesText ControlPlane::InForce() const {
   return text;
 }
 
+// The text a spec holds: YAML aliases let a small body stand for a large spec, which the server
+// keeps and sends to agents with every assignment.
+static size_t SpecTextBytes(const JobSpec& spec) {
+  size_t bytes =
+      spec.name.size() + spec.queue.size() + spec.user.size() + spec.priority_class.size();
+  for (const TaskGroup& g : spec.groups) {
+    bytes += g.name.size() + g.image.size();
+    for (const auto& [key, value] : g.node_selector) bytes += key.size() + value.size();
+    for (const Mount& m : g.mounts) bytes += m.host.size() + m.container.size();
+    for (const std::string& argument : g.command) bytes += argument.size();
+    for (const auto& [key, value] : g.env) bytes += key.size() + value.size();
+  }
+  return bytes;
+}
+
 JobSpec ControlPlane::CheckedSpec(const std::string& body, const Caller& caller,
                                   const Rules& rules) const {
   JobSpec spec;
@@ -645,6 +660,13 @@ JobSpec ControlPlane::CheckedSpec(const std::string& body, const Caller& caller,
   } catch (const ConfigError& e) {
     throw ApiError(400, e.what());
   }
+  constexpr size_t kMaxSpecTextBytes = 1 << 20;  // what one request may carry
+  if (const size_t bytes = SpecTextBytes(spec); bytes > kMaxSpecTextBytes)
+    throw ApiError(400, "job: with its YAML aliases expanded the spec holds " +
+                            std::to_string(bytes) + " bytes of text, more than the " +
+                            std::to_string(kMaxSpecTextBytes) +
+                            " a request may carry; repeat less (an alias of a large env or "
+                            "command is copied into every group that names it)");
   // A submitted job runs containers (a trace's jobs run nowhere, and jobs accepted before this
   // rule are kept at a restart: the rule is here, not in the parser).
   for (size_t g = 0; g < spec.groups.size(); ++g)

@@ -189,6 +189,21 @@ void Handling(ApiContext& api, const httplib::Request& req) {
 
 // A parameter given twice is refused: which one counts would be the server's guess. Read from
 // the request line, as the library keeps one of two equal `key=value` pairs.
+// A body's length is said once, as digits: two lengths (or a junk one) that a proxy in front
+// reads otherwise than this server is how requests are smuggled past it (RFC 9112, 6.3).
+void RefuseBadContentLength(const httplib::Request& req) {
+  const size_t given = req.get_header_value_count("Content-Length");
+  if (given > 1)
+    throw ApiError(400, "Content-Length is given " + std::to_string(given) +
+                            " times; give the body's length once");
+  const std::string length = req.get_header_value("Content-Length");
+  if (given == 1 &&
+      (length.empty() || length.size() > 19 ||
+       !std::all_of(length.begin(), length.end(), [](char c) { return c >= '0' && c <= '9'; })))
+    throw ApiError(400, "Content-Length: expected the body's length in bytes, got \"" +
+                            length.substr(0, 40) + "\"");
+}
+
 void RefuseRepeatedParameters(const httplib::Request& req) {
   const size_t query = req.target.find('?');
   if (query == std::string::npos) return;
@@ -259,6 +274,7 @@ httplib::Server::HandlerWithContentReader BodyRoute(ApiContext& api, Handle hand
     Answer(res, [&] {
       caller = Authorize(api, req, access);
       RefuseRepeatedParameters(req);
+      RefuseBadContentLength(req);
       known = true;
     });
     if (!known) {

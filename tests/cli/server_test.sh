@@ -225,6 +225,16 @@ grep -q '^HTTP/1.1 411' <<<"$reply" && grep -q 'send Content-Length: 0' <<<"$rep
   fail "a POST without Content-Length: $reply"
 reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: gzip\r\n\r\n{}')
 grep -q '^HTTP/1.1 411' <<<"$reply" || fail "a POST neither chunked nor with a length: $reply"
+# Two lengths, or a junk one, are refused (a proxy reading the other one is how requests are
+# smuggled); nothing is submitted.
+before=$("$BERTH" ps -a -q | wc -l)
+reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 26\r\nContent-Length: 5\r\n\r\n{"image": "x", "gpus": 1}')
+grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'Content-Length is given 2 times' <<<"$reply" ||
+  fail "two Content-Length headers: $reply"
+reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: -1\r\n\r\n{}')
+grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'Content-Length: expected the body' <<<"$reply" ||
+  fail "a negative Content-Length: $reply"
+[ "$("$BERTH" ps -a -q | wc -l)" -eq "$before" ] || fail "a refused request submitted a job"
 
 # Watches are 32 at most. Followers that are killed give theirs back within seconds, plain log
 # follows of a quiet job too, to which nothing is written that could fail (review: a minute).
