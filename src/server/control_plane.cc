@@ -1048,6 +1048,16 @@ void ControlPlane::AskPrefetch(const std::map<int, std::set<int>>& reserved_node
   }
 }
 
+// The nodes a job's replicas are placed on, for one that takes no GPU (a CPU-only job).
+std::string ControlPlane::NodesOf(const JobRecord& record) const {
+  std::set<std::string> names;
+  for (const ReplicaPlacement& p : record.placements)
+    names.insert(cluster_now().nodes[p.node].name);
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out + " (no GPU)";
+}
+
 void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<StoreWrite>* writes) {
   for (const Decision& d : decisions) {
     const auto id = by_engine_id_.find(d.job);
@@ -1064,7 +1074,7 @@ void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<Sto
         // The token names this placement's containers: microseconds are unique per job.
         job.stored.placements =
             PlacementsJson(*record, "p" + std::to_string(static_cast<int64_t>(now_() * 1e6)));
-        Record(job, "scheduled", "placed on " + gpus, writes);
+        Record(job, "scheduled", "placed on " + (gpus.empty() ? NodesOf(*record) : gpus), writes);
         break;
       case Decision::Kind::kGrow:
       case Decision::Kind::kShrink:

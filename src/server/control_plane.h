@@ -472,6 +472,7 @@ class ControlPlane {
   std::set<std::pair<int, int>> HeldGpus() const;
   // Hands the jobs submitted since the last cycle to the engine (engine_mu_ and mu_ held).
   void SubmitIncoming(double now, std::vector<StoreWrite>* writes);
+  std::string NodesOf(const JobRecord& record) const;
   Job& Find(int64_t id);
   const Job& Find(int64_t id) const;
   // Queues `writes` (under the caller's lock, so the store sees this order), releases the

@@ -298,6 +298,17 @@ TEST_F(ControlPlaneTest, BadSpecsAreRefusedNamingTheField) {
   EXPECT_EQ(plane_->List({}).size(), 2u);
 }
 
+// A job that takes no GPU says where it was placed (review: "placed on ").
+TEST_F(ControlPlaneTest, ACpuOnlyJobSaysWhichNodeItIsPlacedOn) {
+  const int64_t id = plane_->Submit(R"({"image": "x", "cpuMilli": 1000})");
+  plane_->Cycle();
+  const std::string reason = plane_->Get(id).reason;
+  EXPECT_EQ(plane_->Get(id).state, "scheduled") << reason;
+  EXPECT_EQ(reason.rfind("placed on ", 0), 0u) << reason;
+  EXPECT_NE(reason.find(" (no GPU)"), std::string::npos) << reason;
+  EXPECT_GT(reason.size(), std::string("placed on  (no GPU)").size()) << reason;
+}
+
 // What the engine would refuse is refused at once, not accepted and failed a cycle later.
 TEST_F(ControlPlaneTest, WhatTheEngineRefusesIsA400) {
   Open(1, {{"small", 1, 4, {}}});
