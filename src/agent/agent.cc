@@ -858,7 +858,16 @@ class Agent {
         started_here = started_at_.count(key) > 0;
       }
       if (in_flight.count(key)) continue;
-      const auto it = found.find(key);
+      auto it = found.find(key);
+      // A kept container whose replica is assigned again (an elastic job grown back on the
+      // node, under the same placement) is no run of it: gone, so that the replica starts.
+      if (it != found.end() && !it->second.running && ForgetKept(it->second.id, key, a.log_since)) {
+        Log("removing the kept container " + it->second.id.substr(0, 12) + ": job " +
+            std::to_string(a.job) + " replica " + std::to_string(a.replica) + " runs here again");
+        docker_.Remove(it->second.id, true);
+        found.erase(it);
+        it = found.end();
+      }
       // An earlier run of the same job still stopping here (the node was lost and came back)
       // holds the same GPUs: the new one starts once it has stopped, so the job never runs
       // twice on this node.
@@ -965,6 +974,12 @@ class Agent {
   // options_.keep_failed of those that failed by themselves (exited non-zero or out of memory;
   // not stopped by berth, as for a preemption or `berth stop`), so that a platform engineer can
   // still read why. Bounded, so that a job failing over and over does not fill the disk.
+  // Exited non-zero, and not by SIGTERM or SIGKILL (143, 137): what a stop does, which an agent
+  // restarted since cannot tell from its own (stopped_by_us_ is not kept).
+  static bool FailedByItself(const ContainerInfo& c) {
+    return c.exit_code != 0 && c.exit_code != 128 + SIGTERM && c.exit_code != 128 + SIGKILL;
+  }
+
   std::set<std::string> FailedToKeep(const std::map<RunKey, ContainerInfo>& found,
                                      const std::set<RunKey>& wanted) {
     std::vector<std::pair<double, std::string>> failed;  // (finished, id)
@@ -972,7 +987,7 @@ class Agent {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& [key, c] : found)
         if (!wanted.count(key) && !c.running && c.status != "created" &&
-            (c.exit_code != 0 || c.oom_killed) && !stopped_by_us_.count(c.id))
+            (FailedByItself(c) || c.oom_killed) && !stopped_by_us_.count(c.id))
           failed.emplace_back(EngineSeconds(c.finished_at), c.id);
     }
     const size_t most = static_cast<size_t>(std::max(options_.keep_failed, 0));
@@ -980,6 +995,17 @@ class Agent {
     std::set<std::string> keep;
     for (size_t i = 0; i < std::min(most, failed.size()); ++i) keep.insert(failed[i].second);
     return keep;
+  }
+
+  // True when `id` was kept (FailedToKeep): it is no longer, and the books of its run are
+  // those of a new one, read from `log_since`.
+  bool ForgetKept(const std::string& id, const RunKey& key, const std::string& log_since) {
+    std::lock_guard<std::mutex> lock(books_mu_);
+    if (kept_.erase(id) == 0) return false;
+    all_logs_sent_.erase(key);
+    logs_full_.erase(key);
+    log_cursor_[key] = log_since;
+    return true;
   }
 
   // Starts a container found created (before a restart of the agent or the engine, never
@@ -1410,14 +1436,18 @@ class Agent {
       return out;
     }
     const std::vector<std::string>& uuids = options_.gpu_uuids;
-    std::set<int> taken;  // an exporter whose index labels disagree with its UUIDs: once each
-    for (const DcgmGpuMetrics& m : scrape.gpus) {
-      if (m.mig_instance >= 0) continue;  // whole GPUs only
-      const auto by_uuid = std::find(uuids.begin(), uuids.end(), m.uuid);
-      const int gpu = by_uuid != uuids.end() ? static_cast<int>(by_uuid - uuids.begin()) : m.gpu;
-      if (gpu < 0 || gpu >= static_cast<int>(uuids.size()) || !taken.insert(gpu).second) continue;
-      out.push_back(ToGpuReport(gpu, m));
-    }
+    // Whole GPUs by UUID first, then by index for the slots no UUID took: an exporter whose
+    // index labels disagree with its UUIDs reports each GPU once, as itself.
+    std::set<int> taken;
+    for (const bool by_uuid : {true, false})
+      for (const DcgmGpuMetrics& m : scrape.gpus) {
+        if (m.mig_instance >= 0) continue;
+        const auto found = std::find(uuids.begin(), uuids.end(), m.uuid);
+        if (by_uuid != (found != uuids.end())) continue;
+        const int gpu = by_uuid ? static_cast<int>(found - uuids.begin()) : m.gpu;
+        if (gpu < 0 || gpu >= static_cast<int>(uuids.size()) || !taken.insert(gpu).second) continue;
+        out.push_back(ToGpuReport(gpu, m));
+      }
     return out;
   }
 

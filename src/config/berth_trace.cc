@@ -429,11 +429,6 @@ class TraceParser {
         const std::string variable = FieldPath(env_path, e.key);
         if (e.key.find('=') != std::string::npos)
           r_.Fail(e.key_node, variable, "a variable name cannot hold '='");
-        // The NVIDIA container runtime exposes the GPUs this names: berth sets it to the job's.
-        if (e.key == "NVIDIA_VISIBLE_DEVICES")
-          r_.Fail(e.key_node, variable,
-                  "berth sets it to the GPUs the job is given; ask for GPUs with gpus, "
-                  "gpuMilli or mig instead");
         group->env[e.key] = Argument(e.value, variable);
       }
     }

@@ -327,14 +327,9 @@ double YamlReader::Number(const YAML::Node& node, const std::string& path) const
 }
 
 bool YamlReader::Bool(const YAML::Node& node, const std::string& path) const {
-  // Only YAML 1.2's words, unquoted: yaml-cpp also takes yes/no/on/off/y/n, quoted or not, so
-  // a JSON client's string "yes" was read as true.
-  const std::string text = node.IsScalar() ? node.Scalar() : "";
-  const bool is_true = text == "true" || text == "True" || text == "TRUE";
-  const bool is_false = text == "false" || text == "False" || text == "FALSE";
-  if ((is_true || is_false) && !QuotedScalar(node)) return is_true;
-  Fail(node, path,
-       "expected true or false, got " + (is_true || is_false ? NotANumber(node) : Describe(node)));
+  bool value = false;
+  if (node.IsScalar() && YAML::convert<bool>::decode(node, value)) return value;
+  Fail(node, path, "expected true or false, got " + Describe(node));
 }
 
 }  // namespace berth

@@ -60,9 +60,7 @@
 //    is in jobs too big to give whole, but each reclaim moves the cluster toward the water-fill
 //    by a fixed amount, so with steady demand preemptions stop and usage stays at the weighted
 //    max-min shares (up to one job's size). The reclaiming queue never passes its share, so
-//    the queue it took from cannot take back. A guarantee reclaim that would take its queue
-//    past its share band (its borrowed work elsewhere fills the share) obeys the same
-//    shortfall rule.
+//    the queue it took from cannot take back.
 //    The exception: a queue whose own small jobs fragment its guarantee cells can leave GPUs
 //    there that only it may use and that its bigger jobs cannot.
 //  - Nothing starves. A pending job that has waited reserve_after_s and fits the empty cluster

@@ -371,14 +371,7 @@ bool Scheduler::PlanAllowed(const JobRecord& job, const PreemptionPlan& plan,
   // what the job gets (it gets all of `plan_need` toward its own share): a victim's queue may
   // end a little below its share, when its excess was too fragmented to give whole jobs, but
   // every reclaim moves the cluster toward the water-fill by a fixed amount, so reclaims end.
-  // A guarantee reclaim that would leave its queue above its share band (its borrowed work
-  // fills that share already) is held to the same rule: else its victims' queues, pushed
-  // below their shares, take back from its borrowers, and the newest of them is stopped again
-  // and again (dynamics seeds 15458, 17960).
-  const bool past_band = plan.why == PreemptionPlan::Why::kGuarantee &&
-                         queue.committed.gpu - own + plan_need >
-                             fair[job.queue] * (1 + pipeline_->policy().reclaim_hysteresis) + kEps;
-  if (plan.why == PreemptionPlan::Why::kFairShare || past_band) {
+  if (plan.why == PreemptionPlan::Why::kFairShare) {
     double shortfall_made = 0;
     for (const auto& [q, gpus] : taken) {
       const double held = queues_[q].committed.gpu;

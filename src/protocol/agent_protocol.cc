@@ -571,10 +571,9 @@ AgentReport ParseReport(const Json& j) {
     const Reader g(e, path);
     GpuReport x;
     x.gpu = static_cast<int>(g.Int("gpu", 0, kMaxRegisteredGpus - 1, true));
-    // A second entry would be added into the first's counters in /metrics.
-    if (!reported_gpus.insert(x.gpu).second)
-      throw ProtocolError(path + ".gpu: GPU " + std::to_string(x.gpu) +
-                          " is reported twice; report each GPU once");
+    // A second entry would be added into the first's counters in /metrics: the first is
+    // kept (refusing the report would take the node for silent over its telemetry).
+    if (!reported_gpus.insert(x.gpu).second) return;
     x.fb_used_mib = g.Measure("fbUsedMiB", kMaxReportMiB);
     x.fb_free_mib = g.Measure("fbFreeMiB", kMaxReportMiB);
     x.util_percent = g.Measure("utilPercent", 100);

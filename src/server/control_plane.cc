@@ -660,6 +660,13 @@ JobSpec ControlPlane::CheckedSpec(const std::string& body, const Caller& caller,
   } catch (const ConfigError& e) {
     throw ApiError(400, e.what());
   }
+  // The NVIDIA container runtime exposes the GPUs this names; the agent sets it to the job's
+  // own (a spec accepted before this rule is kept at a restart: the rule is here).
+  for (const TaskGroup& g : spec.groups)
+    if (g.env.count("NVIDIA_VISIBLE_DEVICES"))
+      throw ApiError(400,
+                     "env.NVIDIA_VISIBLE_DEVICES: berth sets it to the GPUs the job is "
+                     "given; ask for GPUs with gpus, gpuMilli or migProfile instead");
   constexpr size_t kMaxSpecTextBytes = 1 << 20;  // what one request may carry
   if (const size_t bytes = SpecTextBytes(spec); bytes > kMaxSpecTextBytes)
     throw ApiError(400, "job: with its YAML aliases expanded the spec holds " +

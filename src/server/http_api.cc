@@ -196,6 +196,8 @@ void RefuseBadContentLength(const httplib::Request& req) {
   if (given > 1)
     throw ApiError(400, "Content-Length is given " + std::to_string(given) +
                             " times; give the body's length once");
+  if (given == 1 && req.has_header("Transfer-Encoding"))
+    throw ApiError(400, "Content-Length and Transfer-Encoding are both given; give one");
   const std::string length = req.get_header_value("Content-Length");
   if (given == 1 &&
       (length.empty() || length.size() > 19 ||

@@ -234,6 +234,9 @@ grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'Content-Length is given 2 times'
 reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: -1\r\n\r\n{}')
 grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'Content-Length: expected the body' <<<"$reply" ||
   fail "a negative Content-Length: $reply"
+reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n')
+grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'both given' <<<"$reply" ||
+  fail "Content-Length with Transfer-Encoding: $reply"
 [ "$("$BERTH" ps -a -q | wc -l)" -eq "$before" ] || fail "a refused request submitted a job"
 
 # Watches are 32 at most. Followers that are killed give theirs back within seconds, plain log

@@ -311,23 +311,6 @@ shmSize: 1g
                       "name: j", {"unknown field \"volumes\""}));
 }
 
-// Review: a job could name the GPUs the NVIDIA runtime exposes ("all"), and a JSON client's
-// string "yes" was read as true.
-TEST(JobSubmissionTest, NoJobNamesItsOwnGpusOrGivesABoolAsAString) {
-  EXPECT_TRUE(SubmissionFailsAt("image: x\nenv:\n  A: 1\n  NVIDIA_VISIBLE_DEVICES: all\n",
-                                "NVIDIA_VISIBLE_DEVICES",
-                                {"env.NVIDIA_VISIBLE_DEVICES: berth sets it", "gpus"}));
-  EXPECT_EQ(Submission("image: x\nenv: {CUDA_VISIBLE_DEVICES: \"0\"}\n").groups[0].env.size(), 1u);
-  EXPECT_TRUE(SubmissionFailsAt("{\"image\": \"x\",\n \"preemptible\": \"yes\"}", "preemptible",
-                                {"preemptible: expected true or false", "yes"}));
-  EXPECT_TRUE(SubmissionFailsAt("{\"image\": \"x\",\n \"preemptible\": \"false\"}", "preemptible",
-                                {"expected true or false", "without quotes"}));
-  EXPECT_TRUE(
-      SubmissionFailsAt("image: x\npreemptible: off\n", "preemptible", {"expected true or false"}));
-  EXPECT_FALSE(Submission("image: x\npreemptible: false\n").preemptible);
-  EXPECT_TRUE(Submission("{\"image\": \"x\", \"preemptible\": true}").preemptible);
-}
-
 TEST(JobSubmissionTest, BadVolumesNameTheVolumeAndItsLine) {
   auto volume = [](const std::string& v) {
     return "gpus: 1\nvolumes:\n  - /ok:/ok\n  - " + v + "\n";

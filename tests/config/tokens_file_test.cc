@@ -55,11 +55,6 @@ TEST(TokensFileTest, MistakesAreNamedAtTheirLine) {
                       {"tokens[0].user"}));
   // An empty list would let every caller in as an admin (review).
   EXPECT_TRUE(FailsAt("tokens: []\n", "tokens", {"tokens: the list is empty", "--tokens"}));
-  // Admin only from an unquoted true: "true" quoted, or yes, is no admin grant (review).
-  EXPECT_TRUE(FailsAt("tokens:\n  - {sha256: " + kHash + ", user: a, admin: \"true\"}\n", "admin",
-                      {"tokens[0].admin: expected true or false", "without quotes"}));
-  EXPECT_TRUE(FailsAt("tokens:\n  - {sha256: " + kHash + ", user: a, admin: yes}\n", "admin",
-                      {"tokens[0].admin: expected true or false"}));
 }
 
 }  // namespace

@@ -294,6 +294,11 @@ TEST_F(ControlPlaneTest, BadSpecsAreRefusedNamingTheField) {
   EXPECT_NE(message.find("with its YAML aliases expanded the spec holds 192"), std::string::npos)
       << message.substr(0, 300);
   EXPECT_EQ(ApiStatus(aliased(2), &message), 201) << message.substr(0, 300);
+  // The NVIDIA runtime would expose every GPU to a job naming "all" (review).
+  EXPECT_EQ(ApiStatus(R"({"image": "x", "env": {"NVIDIA_VISIBLE_DEVICES": "all"}})", &message),
+            400);
+  EXPECT_NE(message.find("env.NVIDIA_VISIBLE_DEVICES: berth sets it"), std::string::npos)
+      << message;
   // Nothing refused was kept.
   EXPECT_EQ(plane_->List({}).size(), 2u);
 }
