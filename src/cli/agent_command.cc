@@ -148,9 +148,9 @@ struct UpArgs {
 void AddKeepFailedOption(CLI::App* command, int* keep_failed) {
   command
       ->add_option("--keep-failed", *keep_failed,
-                   "Keep the containers of the newest N replicas that failed (exited non-zero or "
-                   "out of memory, not stopped by berth) after their jobs end, for docker logs "
-                   "and docker inspect; the others are removed")
+                   "Keep the containers of the newest N replicas that failed (exited non-zero, not "
+                   "by SIGTERM or SIGKILL, or out of memory; not stopped by berth) after their "
+                   "jobs end, for docker logs and docker inspect; the others are removed")
       ->check(CLI::Range(0, kMaxKeepFailed))
       ->capture_default_str();
 }
