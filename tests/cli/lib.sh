@@ -9,6 +9,8 @@ stop_server() {
   [ -z "$SERVER" ] || { kill -9 "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null; } || true
 }
 trap 'stop_server; rm -rf "$TMP"' EXIT
+# A command that ends the test under set -e without a FAIL of its own names its line.
+trap '[[ $- != *e* ]] || echo "FAIL: line $LINENO of $0 exited $?: $BASH_COMMAND" >&2' ERR
 cd "$SRC"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }

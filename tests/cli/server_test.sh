@@ -183,7 +183,8 @@ last=$(tail -1 <<<"$acked")
 "$BERTH" stop "$new" > /dev/null
 "$BERTH" ps -a -q | sort -n > "$TMP/after"
 [ -z "$(uniq -d "$TMP/after")" ] || fail "a job is listed twice after the restart"
-missing=$(comm -23 <(echo "$acked") "$TMP/after")
+# comm needs both sorted as text (ids sorted as numbers, 99 before 100, made it fail).
+missing=$(comm -23 <(sort <<<"$acked") <(sort "$TMP/after"))
 [ -z "$missing" ] || fail "acknowledged jobs lost by the kill: $missing"
 # A cycle places what fits (again, if the kill came before the placements were saved).
 held_once() {
