@@ -4,6 +4,8 @@
 // server error, exits 1.
 #include <httplib.h>
 #include <malloc.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -122,6 +124,15 @@ struct ServerAnswer {
   std::string error;
 };
 
+// The server's message, with the next step for what is not there.
+std::string WithNextStep(int status, std::string message) {
+  if (status == 404 && message.rfind("no job ", 0) == 0)
+    message += " (`berth ps -a` lists the jobs)";
+  if (status == 404 && message.rfind("no node ", 0) == 0)
+    message += " (`berth nodes` lists the nodes)";
+  return message;
+}
+
 ServerAnswer AskServer(const std::string& method, const std::string& path, const std::string& body,
                        const httplib::Headers& headers = {}) {
   const auto failed = [](int code, std::string message) {
@@ -168,7 +179,8 @@ ServerAnswer AskServer(const std::string& method, const std::string& path, const
                             : res->body;
   if (message.empty())
     message = "HTTP " + std::to_string(res->status) + " from " + addr + "; is it a berth server?";
-  return failed(res->status >= 400 && res->status < 500 ? 2 : 1, std::move(message));
+  return failed(res->status >= 400 && res->status < 500 ? 2 : 1,
+                WithNextStep(res->status, std::move(message)));
 }
 
 // CallServer's request, returning a 2xx answer as it came, sent with `headers`: for answers
@@ -182,14 +194,21 @@ httplib::Response CallServerAnswer(const std::string& method, const std::string&
 
 }  // namespace
 
-Json CallServer(const std::string& method, const std::string& path, const std::string& body) {
-  const httplib::Response answer = CallServerAnswer(method, path, body);
+namespace {
+
+Json AnswerJson(const httplib::Response& answer) {
   if (answer.status == 204) return Json::object();
   Json json = Json::parse(answer.body, nullptr, false);  // not const: returned without a copy
   if (json.is_discarded())
     Exit(1, "the server at " + ServerAddressFromEnv().text +
                 " answered with something other than JSON; is it a berth server?");
   return json;
+}
+
+}  // namespace
+
+Json CallServer(const std::string& method, const std::string& path, const std::string& body) {
+  return AnswerJson(CallServerAnswer(method, path, body));
 }
 
 namespace {
@@ -201,6 +220,14 @@ std::string JobIdError(const std::string& job) {
   return "expected a job id (a number, as `berth ps` shows), got \"" + job.substr(0, 40) + "\"";
 }
 
+// A job id as a number where it is one, else (in an error) the text given.
+Json JobIdJson(const std::string& job) {
+  int64_t id = 0;
+  const auto [end, ec] = std::from_chars(job.data(), job.data() + job.size(), id);
+  return JobIdError(job).empty() && ec == std::errc() && end == job.data() + job.size() ? Json(id)
+                                                                                        : Json(job);
+}
+
 std::string JobPath(const std::string& job) {
   if (const std::string error = JobIdError(job); !error.empty()) Exit(2, error);
   return "/v1/jobs/" + job;
@@ -208,21 +235,28 @@ std::string JobPath(const std::string& job) {
 
 // `berth stop A B...`, `berth rm A B...`: as docker's, each job in turn, its id printed once
 // done; a job that cannot be is said on standard error and the others still go. The exit code
-// is the worst failure's (2 for a refusal, 1 for no server).
+// is the worst failure's (2 for a refusal, 1 for no server). With `json`, one array of what
+// became of each: the server's answer (stop: the job), or {"id", "error"}.
 void ForEachJob(const std::vector<std::string>& jobs, const std::string& method,
-                const std::string& suffix) {
+                const std::string& suffix, bool json) {
   int worst = 0, failed = 0;
+  Json results = Json::array();
   for (const std::string& job : jobs) {
     ServerAnswer answer{httplib::Response(), 2, JobIdError(job)};
     if (answer.error.empty()) answer = AskServer(method, "/v1/jobs/" + job + suffix, "");
     if (answer.exit_code == 0) {
-      std::cout << job << std::endl;
+      if (!json) std::cout << job << std::endl;
+      Json result = AnswerJson(answer.response);
+      if (result.empty()) result = {{"id", JobIdJson(job)}};  // rm: 204, no body
+      results.push_back(std::move(result));
       continue;
     }
     std::cerr << "berth: " << answer.error << std::endl;
+    results.push_back({{"id", JobIdJson(job)}, {"error", answer.error}});
     worst = std::max(worst, answer.exit_code);
     ++failed;
   }
+  if (json) std::cout << JsonText(results) << "\n";
   if (failed > 0)
     Exit(worst, std::to_string(failed) + " of " + std::to_string(jobs.size()) + " jobs failed");
 }
@@ -251,10 +285,19 @@ struct RunArgs {
   std::string format = "table";  // json: with -d, the submitted job as the server answers
   std::string file, name, queue, mig, affinity, memory, shm_size;
   int priority = 0, gpus = 0, gpu_share = 0, replicas = 1, min_replicas = 0;
-  bool priority_set = false;
+  bool priority_set = false, name_set = false, queue_set = false;
   double cpus = 0;
   std::vector<std::string> models, env, volumes, words;  // words: IMAGE [CMD...]
 };
+
+// $USER, or the account's name where a service or `env -i` left it unset: never "" (every job
+// has an owner, whom `berth ps` and the per-user fairness go by).
+std::string LoginName() {
+  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') return user;
+  if (const passwd* account = ::getpwuid(::geteuid()); account != nullptr && account->pw_name)
+    return account->pw_name;
+  return "uid" + std::to_string(::geteuid());
+}
 
 std::string RunSpec(const RunArgs& a) {
   if (!a.file.empty()) {
@@ -265,13 +308,13 @@ std::string RunSpec(const RunArgs& a) {
   Json spec = {{"image", a.words[0]}};
   if (a.words.size() > 1)
     spec["command"] = std::vector<std::string>(a.words.begin() + 1, a.words.end());
+  if (a.name_set && a.name.empty()) Exit(2, "--name: give a name, or leave the flag out");
+  if (a.queue_set && a.queue.empty()) Exit(2, "--queue: give a queue, or leave the flag out");
   if (!a.name.empty()) spec["name"] = a.name;
   if (!a.queue.empty()) spec["queue"] = a.queue;
   // With a token the server names the user; without one, the login name does.
   const char* token = std::getenv("BERTH_TOKEN");
-  if (const char* user = std::getenv("USER");
-      (token == nullptr || *token == '\0') && user != nullptr && *user != '\0')
-    spec["user"] = user;
+  if (token == nullptr || *token == '\0') spec["user"] = LoginName();
   if (a.priority_set) spec["priority"] = a.priority;
   if ((a.gpus > 0) + (a.gpu_share > 0) + !a.mig.empty() > 1)
     Exit(2, "give one of --gpus, --gpu-share and --mig");
@@ -405,6 +448,19 @@ void AddPsRow(const std::vector<std::string_view>& cells, TextTable* table) {
               Age(std::strtod(std::string(cells[kSubmitted]).c_str(), nullptr)), reason});
 }
 
+// An empty listing of `berth ps --queue Q` says whether Q is a typo: a queue the server does
+// not know (a queue removed from the VC file still lists the jobs it kept).
+void RefuseUnknownQueue(const std::string& queue) {
+  if (queue.empty()) return;
+  std::string known;
+  const Json answer = CallServer("GET", "/v1/queues");
+  for (const Json& q : answer["queues"]) {
+    if (Text(q["name"]) == queue) return;
+    known += (known.empty() ? "" : ", ") + Text(q["name"]);
+  }
+  Exit(2, "--queue: no queue \"" + queue + "\" on the server; its queues: " + known);
+}
+
 void Ps(const PsArgs& a) {
   const auto page_path = [&](const Json& after) {
     std::string path = "/v1/jobs?limit=10000&after=" + after.dump();
@@ -439,6 +495,7 @@ void Ps(const PsArgs& a) {
         not_berth("gave a next page that does not move forward");
       after = next;
     }
+    if (jobs.empty()) RefuseUnknownQueue(a.queue);
     std::cout << JsonText(jobs) << "\n";
     return;
   }
@@ -454,6 +511,7 @@ void Ps(const PsArgs& a) {
   };
   TextTable table({"ID", "NAME", "QUEUE", "USER", "STATE", "GPUS", "AGE", "REASON"});
   std::string ids;
+  size_t listed = 0;
   std::vector<std::string_view> cells;
   int64_t after = 0;
   for (std::future<httplib::Response> next = fetch(after); next.valid();) {
@@ -476,12 +534,14 @@ void Ps(const PsArgs& a) {
       if (!SplitJobLine(body.substr(start, end - start), &cells))
         not_berth("listed a job in a form this berth does not know");
       start = end + 1;
+      ++listed;
       if (a.quiet)
         (ids += cells[kId]) += '\n';
       else
         AddPsRow(cells, &table);
     }
   }
+  if (listed == 0) RefuseUnknownQueue(a.queue);
   if (a.quiet)
     std::cout << ids;
   else
@@ -527,9 +587,10 @@ struct StreamAnswer {
 // The server's message in a refusal's body, or its status.
 std::string RefusalMessage(const std::string& body, int status) {
   const Json json = Json::parse(body, nullptr, false);
-  return json.is_object() && json.contains("error") && json["error"].is_string()
-             ? json["error"].get<std::string>()
-             : "HTTP " + std::to_string(status);
+  return WithNextStep(status,
+                      json.is_object() && json.contains("error") && json["error"].is_string()
+                          ? json["error"].get<std::string>()
+                          : "HTTP " + std::to_string(status));
 }
 
 // A streamed GET: each chunk of a 200 answer goes to `on_data`; a 4xx ends the process with the
@@ -723,6 +784,12 @@ void AddApplyCommand(CLI::App& parent, const std::string& what, const std::strin
   });
 }
 
+// What `berth node VERB NAME` prints: the node's name, as docker's verbs print what they
+// acted on, or with --format json the server's answer.
+void PrintNodeAnswer(const Json& answer, const std::string& name, const std::string& format) {
+  std::cout << (format == "json" ? JsonText(answer) : name) << "\n";
+}
+
 // `berth policy show`, `berth queues show`: the file in force (GET /v1/policy, /v1/queues),
 // byte for byte, as `apply` takes it back; where it came from goes to standard error, so that
 // show and apply round trips leave the file as it is. `format` may be the parent's --format too
@@ -758,8 +825,12 @@ void AddClientCommands(CLI::App& app) {
   AddFormatOption(*run, &r->format);
   run->add_option("-f,--file", r->file, "Job spec file (YAML or JSON, docs/api.md)")
       ->check(NonEmptyPath());
-  run->add_option("--name", r->name, "Job name");
-  run->add_option("--queue", r->queue, "Queue (default: default)");
+  run->add_option("--name", r->name, "Job name")->each([r](const std::string&) {
+    r->name_set = true;
+  });
+  run->add_option("--queue", r->queue, "Queue (default: default)")->each([r](const std::string&) {
+    r->queue_set = true;
+  });
   run->add_option("--priority", r->priority, "Priority")->each([r](const std::string&) {
     r->priority_set = true;
   });
@@ -810,7 +881,13 @@ void AddClientCommands(CLI::App& app) {
       Exit(2, "the job spec has " + std::to_string(spec.size()) +
                   " bytes, over the server's limit of " + std::to_string(kMaxRequestBytes) +
                   " bytes");
-    const Json job = CallServer("POST", "/v1/jobs", spec);
+    ServerAnswer submitted = AskServer("POST", "/v1/jobs", spec);
+    // The server names the spec "job" where it points into it (job:3:5: ...): the file's name
+    // says which file.
+    if (submitted.exit_code != 0 && !r->file.empty() && submitted.error.rfind("job:", 0) == 0)
+      submitted.error = r->file + submitted.error.substr(3);
+    if (submitted.exit_code != 0) Exit(submitted.exit_code, submitted.error);
+    const Json job = AnswerJson(submitted.response);
     if (r->detach) {
       std::cout << (r->format == "json" ? JsonText(job) : job["id"].dump()) << "\n";
       return;
@@ -854,13 +931,17 @@ void AddClientCommands(CLI::App& app) {
   });
 
   auto jobs = std::make_shared<std::vector<std::string>>();
+  auto jobs_format = std::make_shared<std::string>("table");
   auto* stop = app.add_subcommand("stop", "Stop jobs");
   stop->add_option("job", *jobs, "Job ids")->required();
-  stop->callback([jobs] { ForEachJob(*jobs, "POST", "/stop"); });
+  AddFormatOption(*stop, jobs_format.get());
+  stop->callback(
+      [jobs, jobs_format] { ForEachJob(*jobs, "POST", "/stop", *jobs_format == "json"); });
 
   auto* rm = app.add_subcommand("rm", "Forget ended jobs");
   rm->add_option("job", *jobs, "Job ids")->required();
-  rm->callback([jobs] { ForEachJob(*jobs, "DELETE", ""); });
+  AddFormatOption(*rm, jobs_format.get());
+  rm->callback([jobs, jobs_format] { ForEachJob(*jobs, "DELETE", "", *jobs_format == "json"); });
 
   auto* queues = app.add_subcommand("queues", "Queues: guarantee, fair share and usage");
   queues->require_subcommand(0, 1);
@@ -917,6 +998,7 @@ void AddClientCommands(CLI::App& app) {
 
   auto* node = app.add_subcommand("node", "Cordon, uncordon, drain or remove a node (admins)");
   node->require_subcommand(1);
+  auto node_format = std::make_shared<std::string>("table");
   for (const auto& [action, help] : std::vector<std::pair<std::string, std::string>>{
            {"cordon", "No new jobs on the node"},
            {"uncordon", "Take new jobs on the node again"},
@@ -924,9 +1006,11 @@ void AddClientCommands(CLI::App& app) {
     auto* verb = node->add_subcommand(action, help);
     auto name = std::make_shared<std::string>();
     verb->add_option("name", *name, "Node name")->required();
-    verb->callback([name, action = action] {
-      CallServer("POST", "/v1/nodes/" + httplib::detail::encode_query_param(*name) + "/" + action);
-      std::cout << *name << "\n";
+    AddFormatOption(*verb, node_format.get());
+    verb->callback([name, action = action, node_format] {
+      PrintNodeAnswer(CallServer("POST", "/v1/nodes/" + httplib::detail::encode_query_param(*name) +
+                                             "/" + action),
+                      *name, *node_format);
     });
   }
   auto* node_rm = node->add_subcommand(
@@ -934,9 +1018,11 @@ void AddClientCommands(CLI::App& app) {
       "Forget a node that joined and whose agent is gone (servers started with --cluster none)");
   auto rm_name = std::make_shared<std::string>();
   node_rm->add_option("name", *rm_name, "Node name")->required();
-  node_rm->callback([rm_name] {
-    CallServer("DELETE", "/v1/nodes/" + httplib::detail::encode_query_param(*rm_name));
-    std::cout << *rm_name << "\n";
+  AddFormatOption(*node_rm, node_format.get());
+  node_rm->callback([rm_name, node_format] {
+    PrintNodeAnswer(
+        CallServer("DELETE", "/v1/nodes/" + httplib::detail::encode_query_param(*rm_name)),
+        *rm_name, *node_format);
   });
 
   auto* events = app.add_subcommand("events", "The event log: jobs' and nodes' state changes");

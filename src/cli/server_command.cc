@@ -130,6 +130,11 @@ std::vector<std::string> AllowedMounts(const std::vector<std::string>& flags) {
     const std::string normal = NormalMountPath(prefix, &problem);
     if (!problem.empty())
       throw ConfigError("--allow-mount " + Quoted(prefix) + ": the path " + problem);
+    // The root would hand every job the host: the Docker socket, /etc, the state directory.
+    if (normal == "/")
+      throw ConfigError(
+          "--allow-mount /: would let jobs mount every host path (the Docker "
+          "socket included); name the directories they need, e.g. /data");
     allowed.push_back(normal);
   }
   return allowed;

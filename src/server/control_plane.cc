@@ -83,7 +83,10 @@ ControlPlane::ControlPlane(ControlPlaneConfig config, StateStore* store,
                          ? "# No queues file: only the queue \"default\" (no guarantee).\n"
                            "virtualClusters: {}\n"
                          : std::move(config.queues_yaml);
-  std::string policy_from = " from the command line", queues_from = "queues from the command line";
+  // (config's texts are moved out by now)
+  std::string policy_from = text.policy_from == "built in" ? " (built in)" : " from --policy",
+              queues_from = text.queues_from == "none given" ? "no queues file (only \"default\")"
+                                                             : "queues from --vcs";
   Cluster cluster = std::move(config.cluster);
   // (order of joining, kept row); an unreadable order sorts last
   std::vector<std::pair<std::optional<int64_t>, StoredSetting>> joined;
@@ -758,7 +761,8 @@ void ControlPlane::List(
           (!filter.live || !Ended(j.state) || stopping_.count(j.id) > 0) &&
           (filter.user.empty() || j.user == filter.user)) {
         const bool waits = j.state == "pending" && !it->second.waiting.empty();
-        visit(j, waits ? it->second.waiting : j.reason);
+        const std::string blocker = j.state == "scheduled" ? StartBlocker(it->second) : "";
+        visit(j, waits ? it->second.waiting : blocker.empty() ? j.reason : blocker);
         ++listed;
       }
     }
@@ -2136,10 +2140,19 @@ std::string ControlPlane::WhyWaiting(int64_t id) const {
   std::lock_guard<std::mutex> engine_lock(engine_mu_);
   std::lock_guard<std::mutex> lock(mu_);
   const Job& job = Find(id);
+  if (job.stored.state == "scheduled") return StartBlocker(job);
   if (job.stored.state != "pending" || job.engine_id < 0) return "";
   const JobRecord* record = engine_->job(job.engine_id);
   if (record == nullptr || record->state != JobState::kPending) return "";
   return WaitingReason(*record);
+}
+
+std::string ControlPlane::StartBlocker(const Job& job) const {
+  for (int n : NodesOf(job.stored.placements))
+    if (static_cast<size_t>(n) < agents_.size() && !agents_[n].engine_error.empty())
+      return job.stored.reason + "; not started: the agent of node " + cluster_now().nodes[n].name +
+             " cannot reach its container engine (" + agents_[n].engine_error + ")";
+  return "";
 }
 
 void ControlPlane::RefreshWaiting(double now) {

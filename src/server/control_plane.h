@@ -239,9 +239,10 @@ class ControlPlane {
   // start phases), by replica; empty when none reported since the server started. Each
   // replica's phases start with "queued", the server's own: from pending to placed.
   std::map<int, ContainerReport> Replicas(int64_t id) const;
-  // Why a pending job waits, as the engine last found ("" before its first cycle, or when the
-  // job is not pending). Waits for a cycle in progress. A listing (List) gives the same as a
-  // pending job's reason, refreshed once a second, without waiting for a cycle.
+  // Why a pending job waits, as the engine last found ("" before its first cycle), or what
+  // keeps a scheduled one from starting (StartBlocker; "" when nothing known does). Waits for
+  // a cycle in progress. A listing (List) gives the same as the job's reason, a pending job's
+  // refreshed once a second, without waiting for a cycle.
   std::string WhyWaiting(int64_t id) const;
 
   // What GET /metrics reports (docs/api.md, "Metrics"), as plain numbers; http_api.cc writes
@@ -408,6 +409,9 @@ class ControlPlane {
   // joined move on, and their watchers wake (mu_ held).
   void Touch(Job& job);
   std::set<int> NodesOf(const std::string& placements) const;
+  // A scheduled job's containers cannot start while an agent of its nodes cannot reach its
+  // container engine: why, or "" (mu_ held).
+  std::string StartBlocker(const Job& job) const;
   bool HasAgent(const Job& job) const;
   // The job's replicas on `node` as assignments (mu_ held).
   void AssignmentsOf(const Job& job, int node, std::vector<Assignment>* out) const;

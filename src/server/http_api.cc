@@ -368,6 +368,16 @@ std::function<bool()> ReaderGone(const ApiContext& api, const httplib::Request& 
   };
 }
 
+// A cursor past the log's end comes from another log (the state was reset or restored): a
+// watch from it would wait in silence for events it never gets.
+void RefuseCursorPastNewest(int64_t since, const EventPage& page) {
+  if (since > page.newest)
+    throw ApiError(400, "since: " + std::to_string(since) + " is past the newest event, " +
+                            std::to_string(page.newest) +
+                            ": this server's event log does not reach it (its state was reset "
+                            "or restored); ask again with since=0");
+}
+
 // A watch of the event log: one JSON event per line as they are committed, from after
 // `since`, until the client goes or the server stops. An empty line every few seconds of
 // quiet finds a client that has gone without a word, and frees its worker.
@@ -577,43 +587,46 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                res.body = std::move(body);  // set_content would copy megabytes
                res.set_header("Content-Type", lines ? kTsvType : kJsonType);
              }));
-  server.Get(R"(/v1/jobs/(\d+))", Route(api, [&](const httplib::Request& req,
-                                                 httplib::Response& res, const Caller& caller) {
-               const StoredJob job = VisibleJob(plane, caller, JobId(req));
-               Json body = JobJson(job);
-               body["spec"] = job.spec;
-               if (job.state == "pending") body["waiting"] = plane.WhyWaiting(job.id);
-               // Its containers as the agents last reported them: cold starts by phase.
-               Json replicas = Json::array();
-               for (const auto& [replica, c] : plane.Replicas(job.id))
-                 replicas.push_back(
-                     {{"replica", replica},
-                      {"state", c.state},
-                      {"exitCode", c.exit_code},
-                      {"containerId", c.container_id},
-                      {"error", c.error},
-                      {"startSeconds", c.phases},
-                      {"contention",
-                       {{"cpuPercent", c.cpu_percent},
-                        {"memoryPercent", c.memory_percent},
-                        {"ioLatencyMs", c.io_latency_ms},
-                        {"cpu", c.cpu_grade},
-                        {"memory", c.memory_grade},
-                        {"io", c.io_grade},
-                        {"cpuThrottledPeriods", c.cpu_throttled_periods},
-                        {"cpuThrottledSeconds", c.cpu_throttled_seconds},
-                        {"memoryBytes", c.memory_bytes},
-                        {"memoryLimitBytes", c.memory_limit_bytes},
-                        {"ioReadBytes", c.io_read_bytes},
-                        {"ioWriteBytes", c.io_write_bytes},
-                        {"pressure",
-                         {{"cpu", c.cpu_pressure},
-                          {"memory", c.memory_pressure},
-                          {"io", c.io_pressure}}}}},
-                      {"network", {{"rxBytes", c.net_rx_bytes}, {"txBytes", c.net_tx_bytes}}}});
-               body["replicas"] = replicas;
-               Reply(res, 200, body);
-             }));
+  server.Get(
+      R"(/v1/jobs/(\d+))",
+      Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
+        const StoredJob job = VisibleJob(plane, caller, JobId(req));
+        Json body = JobJson(job);
+        body["spec"] = job.spec;
+        if (job.state == "pending" || job.state == "scheduled")
+          if (std::string why = plane.WhyWaiting(job.id); job.state == "pending" || !why.empty())
+            body["waiting"] = std::move(why);
+        // Its containers as the agents last reported them: cold starts by phase.
+        Json replicas = Json::array();
+        for (const auto& [replica, c] : plane.Replicas(job.id))
+          replicas.push_back(
+              {{"replica", replica},
+               {"state", c.state},
+               {"exitCode", c.exit_code},
+               {"containerId", c.container_id},
+               {"error", c.error},
+               {"startSeconds", c.phases},
+               {"contention",
+                {{"cpuPercent", c.cpu_percent},
+                 {"memoryPercent", c.memory_percent},
+                 {"ioLatencyMs", c.io_latency_ms},
+                 {"cpu", c.cpu_grade},
+                 {"memory", c.memory_grade},
+                 {"io", c.io_grade},
+                 {"cpuThrottledPeriods", c.cpu_throttled_periods},
+                 {"cpuThrottledSeconds", c.cpu_throttled_seconds},
+                 {"memoryBytes", c.memory_bytes},
+                 {"memoryLimitBytes", c.memory_limit_bytes},
+                 {"ioReadBytes", c.io_read_bytes},
+                 {"ioWriteBytes", c.io_write_bytes},
+                 {"pressure",
+                  {{"cpu", c.cpu_pressure},
+                   {"memory", c.memory_pressure},
+                   {"io", c.io_pressure}}}}},
+               {"network", {{"rxBytes", c.net_rx_bytes}, {"txBytes", c.net_tx_bytes}}}});
+        body["replicas"] = replicas;
+        Reply(res, 200, body);
+      }));
   server.Post(
       R"(/v1/jobs/(\d+)/stop)",
       Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
@@ -632,6 +645,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
           throw ApiError(400, "watch: a job's events are not watched; watch /v1/events");
         const EventPage page =
             plane.Events(VisibleJob(plane, caller, JobId(req)).id, query.since, query.limit);
+        RefuseCursorPastNewest(query.since, page);
         Reply(res, 200, PageJson(page));
       }));
   server.Get(
@@ -686,28 +700,21 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                }
                Reply(res, 200, {{"nodes", nodes}});
              }));
-  server.Get(
-      "/v1/events",
-      Route(api, [&](const httplib::Request& req, httplib::Response& res, const Caller& caller) {
-        const EventsQuery query = EventsParams(req);
-        // A cursor past the log's end comes from another log (the state was reset or
-        // restored): a watch from it would wait in silence for events it never gets.
-        const EventPage first =
-            plane.EventsAfter(query.since, query.watch ? 1 : query.limit, caller, 0);
-        if (query.since > first.newest)
-          throw ApiError(400, "since: " + std::to_string(query.since) +
-                                  " is past the newest event, " + std::to_string(first.newest) +
-                                  ": this server's event log does not reach it (its state "
-                                  "was reset or restored); ask again with since=0");
-        if (query.watch) {
-          // Each watch holds a worker while it lasts: bounded, so that watchers cannot
-          // take every worker from the other requests.
-          watches.Take(caller.user);
-          StreamEvents(server, plane, caller, query.since, watches, res);
-          return;
-        }
-        Reply(res, 200, PageJson(first));
-      }));
+  server.Get("/v1/events", Route(api, [&](const httplib::Request& req, httplib::Response& res,
+                                          const Caller& caller) {
+               const EventsQuery query = EventsParams(req);
+               const EventPage first =
+                   plane.EventsAfter(query.since, query.watch ? 1 : query.limit, caller, 0);
+               RefuseCursorPastNewest(query.since, first);
+               if (query.watch) {
+                 // Each watch holds a worker while it lasts: bounded, so that watchers cannot
+                 // take every worker from the other requests.
+                 watches.Take(caller.user);
+                 StreamEvents(server, plane, caller, query.since, watches, res);
+                 return;
+               }
+               Reply(res, 200, PageJson(first));
+             }));
   server.Post(R"(/v1/nodes/([^/]+)/([^/]+))",
               Route(
                   api,

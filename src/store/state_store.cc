@@ -363,9 +363,19 @@ EventPage StateStore::JobEvents(int64_t job, int64_t seq, size_t limit) const {
               "SELECT e.seq, e.at, e.job, e.node, e.state, e.reason FROM events e "
               "WHERE e.job = ? AND e.seq > ? ORDER BY e.seq LIMIT ?");
   s.Bind(1, job).Bind(2, seq).Bind(3, static_cast<int64_t>(limit));
-  EventPage page{ReadEvents(s, reader_, path_), seq};
+  EventPage page{ReadEvents(s, reader_, path_), seq, NewestEventSeq()};
   if (!page.events.empty()) page.next = page.events.back().seq;
   return page;
+}
+
+int64_t StateStore::NewestEventSeq() const {
+  // The newest ever numbered (AUTOINCREMENT's mark), which a removed job's events leave behind
+  // them: a cursor the log gave out is never past it.
+  Statement s(reader_,
+              "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)");
+  if (s.Step() != SQLITE_ROW)
+    throw StoreError(path_ + ": reading events: " + sqlite3_errmsg(reader_));
+  return s.Int(0);
 }
 
 EventPage StateStore::EventsAfter(int64_t seq, size_t limit, const std::string& user,
@@ -382,14 +392,7 @@ EventPage StateStore::EventsAfter(int64_t seq, size_t limit, const std::string& 
       std::lock_guard<std::mutex> lock(read_mu_);
       // The newest event first, then the page up to it: an event committed in between is
       // after `newest`, so moving the cursor to `newest` skips nothing a later call would see.
-      // The newest ever numbered (AUTOINCREMENT's mark), which a removed job's events leave
-      // behind them: a cursor the log gave out is never past it.
-      Statement newest_query(reader_,
-                             "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = "
-                             "'events'), 0)");
-      if (newest_query.Step() != SQLITE_ROW)
-        throw StoreError(path_ + ": reading events: " + sqlite3_errmsg(reader_));
-      const int64_t newest = newest_query.Int(0);
+      const int64_t newest = NewestEventSeq();
       page.newest = newest;
       Statement s(reader_,
                   "SELECT e.seq, e.at, e.job, e.node, e.state, e.reason FROM events e "

@@ -68,7 +68,7 @@ struct StoredEvent {
 struct EventPage {
   std::vector<StoredEvent> events;
   int64_t next = 0;
-  int64_t newest = 0;  // EventsAfter: the log's newest event as the page was read
+  int64_t newest = 0;  // the log's newest event as the page was read
 };
 
 // An operator's mark on a node, kept across restarts.
@@ -168,6 +168,7 @@ class StateStore {
   void Migrate();
   void WriterLoop();
   std::string WriteBatch(const std::vector<StoreWrite>& batch);
+  int64_t NewestEventSeq() const;  // with read_mu_ held
 
   std::string path_;
   int lock_fd_ = -1;           // DIR/lock, held while the store is open

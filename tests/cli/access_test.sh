@@ -110,7 +110,8 @@ answer=$(code -X PUT -H "Authorization: Bearer $alice" --data-binary 'not: [a po
 answer=$(code -X POST -H "Authorization: Bearer $alice" --data-binary "" \
   "$BERTH_ADDR/v1/nodes/dgx-3/drain?x=1&x=2")
 [ "$answer" = 403 ] || fail "alice's malformed drain: $answer"
-as "$root" node cordon dgx-3 > /dev/null
+[ "$(as "$root" node cordon dgx-3 --format json | jq -c .)" = '{"action":"cordon","node":"dgx-3"}' ] ||
+  fail "node cordon --format json"
 [ "$(as "$alice" events --format json | jq -r -s 'map(.job // .node) | unique | join(",")')" = \
   "$a1,dgx-3" ] || fail "alice's events: $(as "$alice" events)"
 [ "$(as "$root" events --format json | jq -r -s 'map(.job // .node) | unique | join(",")')" = \

@@ -64,6 +64,10 @@ newest=$(jq -s 'map(.seq) | max' "$TMP/log")
 "$BERTH" events --since "$newest" > /dev/null || fail "events --since the newest event"
 expect_exit2 "since: 999999 is past the newest event, $newest" events --since 999999
 expect_exit2 "ask again with since=0" events -f --since 999999
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://$BERTH_ADDR/v1/jobs/$id/events?since=999999")" = 400 ] ||
+  fail "a job's events past the log's end are not refused"
+[ "$(curl -s "http://$BERTH_ADDR/v1/jobs/$id/events?since=$newest" | jq '.events | length')" = 0 ] ||
+  fail "a job's events since the newest"
 # A removed job's events go, but a cursor past them stays good: the next event comes after it.
 gone=$("$BERTH" run -d --gpus 1 trainer:1)
 "$BERTH" stop "$gone" > /dev/null

@@ -76,15 +76,20 @@ second=$(curl -s -o /dev/null -w '%{http_code}' -d '{"image": "x"}' "http://$add
 # Refusals name the field and change nothing.
 expect_exit2 "no node of this cluster can ever hold it" run -d --gpus 9 trainer:1
 printf 'gpus: 1\ncolour: red\n' > "$TMP/bad.yaml"
-expect_exit2 'job:2:1: unknown field "colour"' run -d -f "$TMP/bad.yaml"
+expect_exit2 "$TMP/bad.yaml:2:1: unknown field \"colour\"" run -d -f "$TMP/bad.yaml"
 expect_exit2 'unknown queue "nope"' run -d --queue nope trainer:1
+expect_exit2 '--name: give a name, or leave the flag out' run -d --name "" trainer:1
+expect_exit2 '--queue: no queue "nope" on the server; its queues: default' ps --queue nope
+expect_exit2 '--queue: no queue "nope"' ps -a --format json --queue nope
+"$BERTH" ps --queue default > /dev/null || fail "berth ps --queue default with no jobs"
 expect_exit2 "no node agent is connected" run trainer:1
 head -c 2000000 /dev/zero | tr '\0' ' ' > "$TMP/big.yaml"
 expect_exit2 "over the server's limit of 1048576 bytes" run -d -f "$TMP/big.yaml"
 expect_exit2 "expected a job id" inspect train
-expect_exit2 "no job 99" inspect 99
+expect_exit2 "no job 99 (\`berth ps -a\` lists the jobs)" inspect 99
 out=$("$BERTH" logs -f 99 2>&1) && fail "berth logs -f of no job should fail"
-[ "$out" = "berth: no job 99" ] || fail "berth logs -f of no job: $out"
+[ "$out" = "berth: no job 99 (\`berth ps -a\` lists the jobs)" ] || fail "berth logs -f of no job: $out"
+expect_exit2 "no node nope (\`berth nodes\` lists the nodes)" node cordon nope
 expect_exit2 "is scheduled; stop it first" rm 1
 [ "$("$BERTH" ps -a -q | wc -l)" -eq 1 ] || fail "a refused job was kept: $("$BERTH" ps -a)"
 
@@ -134,7 +139,12 @@ exec 3>&-
 id=$("$BERTH" run -d -e A=1 -e B=2 --gpu-model A100-80GB trainer:1 sh -c 'echo hi')
 [ "$("$BERTH" inspect "$id" | jq -r '.spec | fromjson | [.image, (.command | join(" ")), .env.B] | join("|")')" = "trainer:1|sh -c echo hi|2" ] ||
   fail "run -e/--gpu-model: $("$BERTH" inspect "$id")"
-"$BERTH" stop "$id" > /dev/null
+# --format json: what became of each job, the failures included.
+set +e
+out=$("$BERTH" stop "$id" 99 --format json 2> /dev/null)
+code=$?
+set -e
+[ "$code" = 2 ] && [ "$(jq -c '[.[0].id, .[0].state, .[1].id, (.[1].error | startswith("no job 99"))]' <<<"$out")" =   "[$id,\"stopped\",99,true]" ] || fail "stop --format json (exit $code): $out"
 
 # Several jobs at once, as docker's stop and rm: one that cannot be is said, the rest still go.
 other=$("$BERTH" run -d --gpus 1 trainer:1 sleep 1)
@@ -151,7 +161,8 @@ for j in 1 "$other"; do
 done
 out=$("$BERTH" ps -q)  # a failing ps fails the test here (set -e), it does not pass the check
 [ -z "$out" ] || fail "ps lists a stopped job without -a: $out"
-[ "$("$BERTH" rm 1 "$id" "$other" | tr '\n' ' ')" = "1 $id $other " ] || fail "rm prints the ids"
+[ "$("$BERTH" rm 1 "$other" | tr '\n' ' ')" = "1 $other " ] || fail "rm prints the ids"
+[ "$("$BERTH" rm "$id" --format json | jq -c .)" = "[{\"id\":$id}]" ] || fail "rm --format json"
 out=$("$BERTH" ps -a -q)
 [ -z "$out" ] || fail "rm left the job: $out"
 

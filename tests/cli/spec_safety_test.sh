@@ -11,6 +11,8 @@ expect_exit2 '--allow-mount "data": the path is not absolute; give the full path
   server --state "$TMP/s" --allow-mount data
 expect_exit2 '--allow-mount "/data/../etc": the path has a ".." component' \
   server --state "$TMP/s" --allow-mount /data/../etc
+expect_exit2 '--allow-mount /: would let jobs mount every host path' \
+  server --state "$TMP/s" --allow-mount //
 
 start_server --allow-mount /data --allow-mount /scratch/
 
@@ -34,13 +36,13 @@ expect_exit2 'volumes[0]: expected HOST:CONTAINER, HOST:CONTAINER:ro or HOST:CON
 expect_exit2 'shmSize: expected a size such as 64m or 1g' run -d --shm-size lots trainer:1
 
 printf 'gpus: 1\nimage: trainer:1\nprivileged: true\n' > "$TMP/privileged.yaml"
-expect_exit2 "job:3:1: privileged: berth does not run privileged containers; GPUs come from the job's gpus" \
+expect_exit2 "$TMP/privileged.yaml:3:1: privileged: berth does not run privileged containers; GPUs come from the job's gpus" \
   run -d -f "$TMP/privileged.yaml"
 printf 'groups:\n  - gpus: 1\n    hostNetwork: true\n' > "$TMP/network.yaml"
-expect_exit2 'job:3:5: groups[0].hostNetwork: each container has a network namespace of its own; berth never grants the host'"'"'s' \
+expect_exit2 "$TMP/network.yaml:3:5: "'groups[0].hostNetwork: each container has a network namespace of its own; berth never grants the host'"'"'s' \
   run -d -f "$TMP/network.yaml"
 printf '{"gpus": 1,\n "devices": ["/dev/nvidia0"]}\n' > "$TMP/devices.json"
-expect_exit2 'job:2:2: devices: berth grants no devices' run -d -f "$TMP/devices.json"
+expect_exit2 "$TMP/devices.json:2:2: devices: berth grants no devices" run -d -f "$TMP/devices.json"
 [ "$("$BERTH" ps -a -q)" = "$id" ] || fail "a refused job was kept: $("$BERTH" ps -a)"
 
 # A restart with a narrower list fails the job whose volume it no longer allows, with the reason.

@@ -1270,6 +1270,35 @@ TEST_F(ControlPlaneAgentTest, AnAgentWithoutItsContainerEngineIsUnhealthyThenLos
   EXPECT_TRUE(Has(node_events().back(), "healthy: its agent reports again"));
 }
 
+// A job placed where the agent cannot reach its container engine says so while it waits to
+// start (berth up on a machine without Docker), in inspect and in listings alike.
+TEST_F(ControlPlaneAgentTest, AScheduledJobSaysItsAgentCannotReachTheEngine) {
+  std::string away, alive;
+  int x = 0;
+  const int64_t a = PlaceOnOneOfTwo(8, &away, &alive, &x);
+  ASSERT_EQ(State(a), "scheduled");
+  EXPECT_EQ(plane_->WhyWaiting(a), "");
+  AgentReport r;
+  r.applied_version = Set(away).version;
+  r.runtime_error = "cannot reach the Docker engine at /var/run/docker.sock";
+  plane_->Report(away, r);
+  const std::string why = plane_->WhyWaiting(a);
+  EXPECT_TRUE(Has(why, "; not started: the agent of node " + away +
+                           " cannot reach its container engine (cannot reach the Docker engine "
+                           "at /var/run/docker.sock)"))
+      << why;
+  EXPECT_TRUE(Has(why, "placed on " + away)) << why;  // the placement's reason comes first
+  std::vector<StoredJob> listed = plane_->List(JobFilter());
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].reason, why);
+  EXPECT_EQ(plane_->Get(a).reason.find("not started"), std::string::npos);  // not stored
+
+  ReportAll(away, "running");  // the engine is back, and the job starts
+  ASSERT_EQ(State(a), "running");
+  EXPECT_EQ(plane_->WhyWaiting(a), "");
+  EXPECT_EQ(plane_->List(JobFilter())[0].reason, plane_->Get(a).reason);
+}
+
 // An outage that began as silence and goes on as an engine away is one outage: no "healthy" in
 // between, the cordon kept; an agent restarted meanwhile does not lift it either.
 TEST_F(ControlPlaneAgentTest, AnOutageStaysOneAcrossSilenceAnEngineAwayAndARestart) {
