@@ -220,35 +220,38 @@ raw_reply() {
   timeout "$1" cat <&3 || true
   exec 3>&-
 }
+# expect_raw SECONDS STATUS TEXT WHAT REQUEST: the answer to the raw REQUEST has STATUS and,
+# unless TEXT is empty, TEXT; else the test fails naming WHAT.
+expect_raw() {
+  local reply
+  reply=$(raw_reply "$1" "$5")
+  grep -q "^HTTP/1.1 $2" <<<"$reply" && { [ -z "$3" ] || grep -qF -- "$3" <<<"$reply"; } ||
+    fail "$4: $reply"
+}
 # A client that stops mid-body (under the request deadline) is told its body timed out; broken
 # chunked framing and a missing length are the client's errors, said at once.
 stop_server
 start_server
-reply=$(raw_reply 20 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{')
-grep -q '^HTTP/1.1 408' <<<"$reply" && grep -q 'stopped arriving' <<<"$reply" ||
-  fail "a stalled body: $reply"
-reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n')
-grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'chunked framing is broken' <<<"$reply" ||
-  fail "a body with broken chunks: $reply"
+post='POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n'
+close="${post}Connection: close\r\n"
+expect_raw 20 408 'stopped arriving' "a stalled body" "${post}Content-Length: 100\r\n\r\n{"
+expect_raw 5 400 'chunked framing is broken' "a body with broken chunks" \
+  "${close}Transfer-Encoding: chunked\r\n\r\nZZZ\r\n"
 # A POST with neither Content-Length nor chunks (curl -X POST without -d) is told so at once,
 # not after the read timeout.
-reply=$(raw_reply 5 'POST /v1/jobs/1/stop HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n')
-grep -q '^HTTP/1.1 411' <<<"$reply" && grep -q 'send Content-Length: 0' <<<"$reply" ||
-  fail "a POST without Content-Length: $reply"
-reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: gzip\r\n\r\n{}')
-grep -q '^HTTP/1.1 411' <<<"$reply" || fail "a POST neither chunked nor with a length: $reply"
+expect_raw 5 411 'send Content-Length: 0' "a POST without Content-Length" \
+  'POST /v1/jobs/1/stop HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'
+expect_raw 5 411 '' "a POST neither chunked nor with a length" \
+  "${close}Transfer-Encoding: gzip\r\n\r\n{}"
 # Two lengths, or a junk one, are refused (a proxy reading the other one is how requests are
 # smuggled); nothing is submitted.
 before=$("$BERTH" ps -a -q | wc -l)
-reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 26\r\nContent-Length: 5\r\n\r\n{"image": "x", "gpus": 1}')
-grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'Content-Length is given 2 times' <<<"$reply" ||
-  fail "two Content-Length headers: $reply"
-reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: -1\r\n\r\n{}')
-grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'Content-Length: expected the body' <<<"$reply" ||
-  fail "a negative Content-Length: $reply"
-reply=$(raw_reply 5 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n')
-grep -q '^HTTP/1.1 400' <<<"$reply" && grep -q 'both given' <<<"$reply" ||
-  fail "Content-Length with Transfer-Encoding: $reply"
+expect_raw 5 400 'Content-Length is given 2 times' "two Content-Length headers" \
+  "${close}Content-Length: 26\r\nContent-Length: 5\r\n\r\n{\"image\": \"x\", \"gpus\": 1}"
+expect_raw 5 400 'Content-Length: expected the body' "a negative Content-Length" \
+  "${close}Content-Length: -1\r\n\r\n{}"
+expect_raw 5 400 'both given' "Content-Length with Transfer-Encoding" \
+  "${close}Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
 [ "$("$BERTH" ps -a -q | wc -l)" -eq "$before" ] || fail "a refused request submitted a job"
 
 # Watches are 32 at most. Followers that are killed give theirs back within seconds, plain log

@@ -180,6 +180,22 @@ class ControlPlaneAgentTest : public ::testing::Test {
     *other = plane_->cluster()->nodes[1 - *x].name;
     return job;
   }
+  // Two nodes (Open's liveness), both registered, and a job of all the GPUs of each running
+  // there: the two jobs' ids.
+  std::pair<int64_t, int64_t> RunOnePerNode(double unhealthy_after_s = 1e9,
+                                            double lost_after_s = 2e9) {
+    Open(Dgx(2), unhealthy_after_s, lost_after_s);
+    Register("dgx-0");
+    Register("dgx-1");
+    const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 8})");
+    const int64_t b = plane_->Submit(R"({"image": "x", "gpus": 8})");
+    plane_->Cycle();
+    ReportAll("dgx-0", "running");
+    ReportAll("dgx-1", "running");
+    EXPECT_EQ(State(a), "running");
+    EXPECT_EQ(State(b), "running");
+    return {a, b};
+  }
   // One node, and a job of all its GPUs running there; `*a`: its assignment.
   int64_t RunWholeNodeJob(Assignment* a) {
     Open(Dgx(1));
@@ -1710,16 +1726,7 @@ TEST_F(ControlPlaneAgentTest, AClusterFileNodeWhoseAgentNeverComesBackIsLostAfte
 // twice, and the node takes jobs again.
 TEST_F(ControlPlaneAgentTest, WithExpectAgentsARestartKeepsTheJobsOfAnAgentBackLate) {
   expect_agents_ = true;
-  Open(Dgx(2), 15, 120);
-  Register("dgx-0");
-  Register("dgx-1");
-  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 8})");
-  const int64_t b = plane_->Submit(R"({"image": "x", "gpus": 8})");
-  plane_->Cycle();
-  ReportAll("dgx-0", "running");
-  ReportAll("dgx-1", "running");
-  ASSERT_EQ(State(a), "running");
-  ASSERT_EQ(State(b), "running");
+  const auto [a, b] = RunOnePerNode(15, 120);
   const std::string late = NodeOf(b), early = NodeOf(a);
   ASSERT_NE(late, early);
   Open(Dgx(2), 15, 120);
@@ -1755,16 +1762,7 @@ TEST_F(ControlPlaneAgentTest, WithExpectAgentsARestartKeepsTheJobsOfAnAgentBackL
 }
 
 TEST_F(ControlPlaneAgentTest, ARestartAdoptsRunningJobsWithTheirPlacements) {
-  Open(Dgx(2));
-  Register("dgx-0");
-  Register("dgx-1");
-  const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 8})");
-  const int64_t b = plane_->Submit(R"({"image": "x", "gpus": 8})");
-  plane_->Cycle();
-  ReportAll("dgx-0", "running");
-  ReportAll("dgx-1", "running");
-  ASSERT_EQ(State(a), "running");
-  ASSERT_EQ(State(b), "running");
+  const auto [a, b] = RunOnePerNode();
   std::map<std::string, AssignmentSet> before;
   for (const std::string node : {"dgx-0", "dgx-1"}) before[node] = Set(node);
 
