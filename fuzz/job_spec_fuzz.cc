@@ -11,7 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::vector<berth::QueueSpec> queues = {{"default", 1, -1, {}},
                                                        {"research", 2, -1, {}}};
   berth::LoadOrRefuse("fuzz.yaml", [&] {
-    berth::ParseJobSubmission(berth::InputText(data, size), "fuzz.yaml", cluster, queues);
+    berth::ParseJobSubmission(berth::InputText(data, size), "fuzz.yaml", cluster, queues,
+                              /*strict_booleans=*/true);
   });
   return 0;
 }

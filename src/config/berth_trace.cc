@@ -132,8 +132,10 @@ class TraceParser {
 
   // A job spec submitted to the server: one job of the trace format, without the replay's
   // fields, with its containers' command and environment.
-  JobSpec ParseSubmission(const std::string& text, const std::vector<QueueSpec>& queues) {
+  JobSpec ParseSubmission(const std::string& text, const std::vector<QueueSpec>& queues,
+                          bool strict_booleans) {
     submission_ = true;
+    strict_booleans_ = strict_booleans;
     return ParseJob(r_.Parse(text), "", queues).spec;
   }
 
@@ -302,7 +304,9 @@ class TraceParser {
       job.duration = Seconds(r_.Required(j, path, "duration"), field("duration"), true);
       if (const YAML::Node w = j["workload"]) job.comm = CommIntensity(Text(w, field("workload")));
     }
-    if (const YAML::Node p = j["preemptible"]) s.preemptible = r_.Bool(p, field("preemptible"));
+    if (const YAML::Node p = j["preemptible"])
+      s.preemptible = strict_booleans_ ? r_.StrictBool(p, field("preemptible"))
+                                       : r_.Bool(p, field("preemptible"));
     if (const YAML::Node g = j["gracePeriodSeconds"])
       s.grace_period_s = Seconds(g, field("gracePeriodSeconds"));
     if (const YAML::Node a = j["gangAffinity"])
@@ -666,6 +670,7 @@ class TraceParser {
   std::map<std::string, int> nodes_;
   std::map<std::string, size_t> job_index_;
   bool submission_ = false;  // ParseSubmission: a job spec, not a trace
+  bool strict_booleans_ = false;
 };
 
 }  // namespace
@@ -681,8 +686,9 @@ BerthTrace ParseBerthTraceYaml(const std::string& text, const std::string& sourc
 }
 
 JobSpec ParseJobSubmission(const std::string& text, const std::string& source_name,
-                           const Cluster& cluster, const std::vector<QueueSpec>& queues) {
-  return TraceParser(source_name, cluster).ParseSubmission(text, queues);
+                           const Cluster& cluster, const std::vector<QueueSpec>& queues,
+                           bool strict_booleans) {
+  return TraceParser(source_name, cluster).ParseSubmission(text, queues, strict_booleans);
 }
 
 }  // namespace berth

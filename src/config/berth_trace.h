@@ -35,8 +35,12 @@ BerthTrace ParseBerthTraceYaml(const std::string& text, const std::string& sourc
 // A job spec as the server takes it (POST /v1/jobs, `berth run -f`): one job of a trace's
 // `jobs` list, JSON or YAML, without the replay's submit, duration and workload, and with each
 // group's `command` (a list of arguments) and `env` (a map) for its containers. The queue must
-// be one of `queues`. Throws ConfigError "SOURCE:LINE:COLUMN: FIELD: ...".
+// be one of `queues`. Throws ConfigError "SOURCE:LINE:COLUMN: FIELD: ...". `strict_booleans`
+// (a new submission) takes only true or false, unquoted, for a boolean (YamlReader::StrictBool);
+// without it (a spec stored by a berth that took YAML 1.1's yes and "true") they are read as
+// they were accepted.
 JobSpec ParseJobSubmission(const std::string& text, const std::string& source_name,
-                           const Cluster& cluster, const std::vector<QueueSpec>& queues);
+                           const Cluster& cluster, const std::vector<QueueSpec>& queues,
+                           bool strict_booleans);
 
 }  // namespace berth

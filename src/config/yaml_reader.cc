@@ -326,6 +326,15 @@ double YamlReader::Number(const YAML::Node& node, const std::string& path) const
   Fail(node, path, "expected a number, got " + NotANumber(node));
 }
 
+bool YamlReader::StrictBool(const YAML::Node& node, const std::string& path) const {
+  if (node.IsScalar() && !QuotedScalar(node)) {
+    const std::string& text = node.Scalar();
+    if (text == "true" || text == "True" || text == "TRUE") return true;
+    if (text == "false" || text == "False" || text == "FALSE") return false;
+  }
+  Fail(node, path, "expected true or false, got " + Describe(node));
+}
+
 bool YamlReader::Bool(const YAML::Node& node, const std::string& path) const {
   bool value = false;
   if (node.IsScalar() && YAML::convert<bool>::decode(node, value)) return value;

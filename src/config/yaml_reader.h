@@ -73,7 +73,11 @@ class YamlReader {
   double NonNegativeNumber(const YAML::Node& node, const std::string& path) const;
   // Any finite number, negative too (for fields whose range is checked elsewhere).
   double Number(const YAML::Node& node, const std::string& path) const;
+  // YAML 1.1's reading, as yaml-cpp's: yes/no/on/off and their quoted forms too.
   bool Bool(const YAML::Node& node, const std::string& path) const;
+  // Only true or false (YAML 1.2's core: also True, TRUE, False, FALSE), unquoted: what JSON
+  // means by a boolean, so that the string "no" is never read as false.
+  bool StrictBool(const YAML::Node& node, const std::string& path) const;
 
  private:
   std::string source_;

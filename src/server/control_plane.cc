@@ -396,7 +396,7 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
     }
     try {
       job.spec = ParseJobSubmission(job.stored.spec, "job " + std::to_string(job.stored.id),
-                                    *rules.cluster, rules.queues);
+                                    *rules.cluster, rules.queues, /*strict_booleans=*/false);
       job.spec.name = job.stored.name;
       job.spec.queue = job.stored.queue;
       job.spec.user = job.stored.user;  // the token's user, which the body may not name
@@ -659,7 +659,7 @@ JobSpec ControlPlane::CheckedSpec(const std::string& body, const Caller& caller,
                                   const Rules& rules) const {
   JobSpec spec;
   try {
-    spec = ParseJobSubmission(body, "job", *rules.cluster, rules.queues);
+    spec = ParseJobSubmission(body, "job", *rules.cluster, rules.queues, /*strict_booleans=*/true);
   } catch (const ConfigError& e) {
     throw ApiError(400, e.what());
   }

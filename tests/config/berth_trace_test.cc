@@ -257,14 +257,28 @@ TEST(BerthTraceTest, HostileInput) {
                                 path + ".missing: ", {"cannot read"}));
 }
 
-JobSpec Submission(const std::string& text) {
-  return ParseJobSubmission(text, "job", MultiRack(), {{"default", 1, -1, {}}});
+JobSpec Submission(const std::string& text, bool strict_booleans = true) {
+  return ParseJobSubmission(text, "job", MultiRack(), {{"default", 1, -1, {}}}, strict_booleans);
 }
 
 // Expects the submission to fail at the line of `marker` with every one of `parts`.
 ::testing::AssertionResult SubmissionFailsAt(const std::string& text, const std::string& marker,
                                              std::initializer_list<std::string> parts) {
   return ThrowsConfigErrorAtLine([&] { Submission(text); }, "job", LineOf(text, marker), parts);
+}
+
+// A new submission's boolean is JSON's: the string "no" is not false. A spec stored by a berth
+// that read YAML 1.1's yes/no still loads at a restart as it was accepted.
+TEST(JobSubmissionTest, BooleansAreTrueOrFalseUnquoted) {
+  EXPECT_FALSE(Submission(R"({"gpus": 1, "preemptible": false})").preemptible);
+  EXPECT_TRUE(Submission("gpus: 1\npreemptible: True\n").preemptible);
+  for (const std::string value : {R"("no")", R"("true")", "yes", "off", "1"}) {
+    const std::string text = "gpus: 1\npreemptible: " + value + "\n";
+    EXPECT_TRUE(SubmissionFailsAt(text, "preemptible", {"preemptible: expected true or false"}))
+        << value;
+  }
+  EXPECT_FALSE(Submission("gpus: 1\npreemptible: no\n", /*strict_booleans=*/false).preemptible);
+  EXPECT_TRUE(Submission(R"({"gpus": 1, "preemptible": "true"})", false).preemptible);
 }
 
 TEST(JobSubmissionTest, VolumesAndShmSize) {
