@@ -987,7 +987,9 @@ class Agent {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& [key, c] : found)
         if (!wanted.count(key) && !c.running && c.status != "created" &&
-            (FailedByItself(c) || c.oom_killed) && !stopped_by_us_.count(c.id))
+            // Out of memory: its main process killed (137), not a child it outlived.
+            (FailedByItself(c) || (c.oom_killed && c.exit_code != 0)) &&
+            !stopped_by_us_.count(c.id))
           failed.emplace_back(EngineSeconds(c.finished_at), c.id);
     }
     const size_t most = static_cast<size_t>(std::max(options_.keep_failed, 0));

@@ -65,17 +65,18 @@ int64_t Keyed(const std::optional<std::string>& text, std::string_view key,
 }
 
 // The sum over devices of `op`'s column in a v1 blkio file ("8:0 Read 4096" lines, and a
-// "Total N" line that is not a device's); -1 when absent or empty.
+// "Total N" line that is not a device's); -1 when absent.
 int64_t BlkioSum(const std::string& path, std::string_view op) {
   const std::optional<std::string> text = ReadSmallFile(path);
   if (!text) return -1;
-  int64_t sum = -1;
+  // A file with no device's line ("Total 0": nothing read or written yet) measured 0.
+  int64_t sum = 0;
   const std::vector<std::string_view> lines = Split(*text, '\n');
   for (size_t n = 0; n < lines.size(); ++n) {
     const std::vector<std::string_view> w = Words(lines[n]);
     if (w.size() != 3 || w[1] != op) continue;
     const int64_t v = Number(w[2], At(path, n + 1));
-    sum = sum < 0 ? v : (__builtin_add_overflow(sum, v, &sum) ? kMax : sum);
+    if (__builtin_add_overflow(sum, v, &sum)) sum = kMax;
   }
   return sum;
 }

@@ -178,7 +178,7 @@ void AddAgentCommands(CLI::App& app) {
                     "A DCGM exporter's metrics URL (http://HOST:9400/metrics), scraped each "
                     "heartbeat");
   agent->add_option("--heartbeat", a->heartbeat_s, "Seconds between reports")
-      ->check(CLI::Range(0.1, 60.0))
+      ->check(NumberIn(0.1, 60.0))
       ->capture_default_str();
   AddKeepFailedOption(agent, &a->keep_failed);
   agent->callback([a] {

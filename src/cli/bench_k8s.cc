@@ -211,7 +211,7 @@ void AddBenchK8sCommand(CLI::App& bench) {
       ->check(IntegerIn(1, 100000))
       ->capture_default_str();
   cmd->add_option("--fill", a->fill, "Share of the GPUs held before timing, 0 to 0.9")
-      ->check(CLI::Range(0.0, 0.9))
+      ->check(NumberIn(0.0, 0.9))
       ->capture_default_str();
   cmd->add_option("--pending", a->pending,
                   "8-GPU pods added after the fill, 0 to 100000: those past the room left wait "

@@ -34,6 +34,7 @@
 #include "config/file_text.h"
 #include "config/policy_file.h"
 #include "config/vc_file.h"
+#include "protocol/agent_protocol.h"
 #include "protocol/log_frames.h"
 #include "server/http_api.h"
 #include "server/job_listing.h"
@@ -293,15 +294,47 @@ struct RunArgs {
 // $USER, or the account's name where a service or `env -i` left it unset: never "" (every job
 // has an owner, whom `berth ps` and the per-user fairness go by).
 std::string LoginName() {
-  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') return user;
+  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') {
+    if (!IsUtf8(user)) Exit(2, "USER: not UTF-8; set it to your login name");
+    return user;
+  }
   if (const passwd* account = ::getpwuid(::geteuid()); account != nullptr && account->pw_name)
     return account->pw_name;
   return "uid" + std::to_string(::geteuid());
 }
 
+// The flags of `berth run` that shape the spec, as given: with -f the file says all of it.
+std::vector<std::string> SpecFlagsGiven(const RunArgs& a) {
+  std::vector<std::string> given;
+  const std::vector<std::pair<bool, const char*>> flags = {{a.name_set, "--name"},
+                                                           {a.queue_set, "--queue"},
+                                                           {a.priority_set, "--priority"},
+                                                           {a.gpus > 0, "--gpus"},
+                                                           {a.gpu_share > 0, "--gpu-share"},
+                                                           {!a.mig.empty(), "--mig"},
+                                                           {!a.models.empty(), "--gpu-model"},
+                                                           {a.replicas != 1, "--replicas"},
+                                                           {a.min_replicas > 0, "--min-replicas"},
+                                                           {!a.affinity.empty(), "--affinity"},
+                                                           {a.cpus > 0, "--cpus"},
+                                                           {!a.memory.empty(), "--memory"},
+                                                           {!a.env.empty(), "-e"},
+                                                           {!a.volumes.empty(), "-v"},
+                                                           {!a.shm_size.empty(), "--shm-size"}};
+  for (const auto& [set, flag] : flags)
+    if (set) given.push_back(flag);
+  return given;
+}
+
 std::string RunSpec(const RunArgs& a) {
   if (!a.file.empty()) {
     if (!a.words.empty()) Exit(2, "-f: give the job in the file or as IMAGE [CMD], not both");
+    if (const std::vector<std::string> given = SpecFlagsGiven(a); !given.empty()) {
+      std::string names;
+      for (const std::string& flag : given) names += (names.empty() ? "" : ", ") + flag;
+      Exit(2, "-f: the file gives the whole job; put " + names +
+                  " in it as fields (docs/api.md, \"The job spec\"), or run without -f");
+    }
     return ReadFileText(a.file);
   }
   if (a.words.empty()) Exit(2, "run: expected IMAGE [CMD...] or -f FILE");
@@ -847,7 +880,7 @@ void AddClientCommands(CLI::App& app) {
   run->add_option("--affinity", r->affinity,
                   "Loosest level a replica's GPUs may spread over: gpu, switch, socket, node "
                   "(default)");
-  run->add_option("--cpus", r->cpus, "CPUs per replica")->check(CLI::Range(0.0, 1e6));
+  run->add_option("--cpus", r->cpus, "CPUs per replica")->check(NumberIn(0.0, 1e6));
   run->add_option("--memory", r->memory, "Memory per replica (16g, 512m)");
   run->add_option("-e,--env", r->env, "Environment variable KEY=VALUE (repeatable)")
       ->allow_extra_args(false);
@@ -881,11 +914,19 @@ void AddClientCommands(CLI::App& app) {
       Exit(2, "the job spec has " + std::to_string(spec.size()) +
                   " bytes, over the server's limit of " + std::to_string(kMaxRequestBytes) +
                   " bytes");
-    ServerAnswer submitted = AskServer("POST", "/v1/jobs", spec);
+    // Without a token the login names the user of a spec that names none (a file's).
+    const char* token = std::getenv("BERTH_TOKEN");
+    httplib::Headers headers;
+    if (token == nullptr || *token == '\0') headers.emplace("Berth-User", LoginName());
+    ServerAnswer submitted = AskServer("POST", "/v1/jobs", spec, headers);
     // The server names the spec "job" where it points into it (job:3:5: ...): the file's name
-    // says which file.
-    if (submitted.exit_code != 0 && !r->file.empty() && submitted.error.rfind("job:", 0) == 0)
-      submitted.error = r->file + submitted.error.substr(3);
+    // says which file; a spec made of flags has no place to point to.
+    if (submitted.exit_code != 0 && submitted.error.rfind("job:", 0) == 0) {
+      const size_t fields = submitted.error.find(": ");
+      submitted.error = r->file.empty() && fields != std::string::npos
+                            ? submitted.error.substr(fields + 2)
+                            : r->file + submitted.error.substr(3);
+    }
     if (submitted.exit_code != 0) Exit(submitted.exit_code, submitted.error);
     const Json job = AnswerJson(submitted.response);
     if (r->detach) {

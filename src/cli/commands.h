@@ -60,6 +60,8 @@ CLI::Validator IntegerIn(int64_t min, int64_t max);
 CLI::Validator NonEmptyPath();
 // A decimal number ("0.5", "1e3"), nothing else: CLI11's own conversion takes "0x10".
 CLI::Validator DecimalNumber();
+// A decimal number from min to max: CLI::Range lets "nan" through.
+CLI::Validator NumberIn(double min, double max);
 // `value` in the fewest digits that read back as it ("3.0000001", not "3" or "3.000000"), for
 // messages that quote a number given on the command line.
 std::string NumberText(double value);

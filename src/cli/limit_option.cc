@@ -1,5 +1,6 @@
 // --limit NAME=VALUE: the bounds of config/limits.h, raised or lowered for one run.
 #include <charconv>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -56,10 +57,25 @@ CLI::Validator DecimalNumber() {
       [](std::string& text) -> std::string {
         double value = 0;
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (!text.empty() && ec == std::errc() && end == text.data() + text.size()) return "";
+        // from_chars reads "nan" and "inf" too, which no option means.
+        if (!text.empty() && ec == std::errc() && end == text.data() + text.size() &&
+            std::isfinite(value))
+          return "";
         return "Value " + text + " is not a decimal number (like 0.5 or 1e3)";
       },
       "FLOAT");
+}
+
+CLI::Validator NumberIn(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        std::string copy = text;
+        if (std::string error = DecimalNumber()(copy); !error.empty()) return error;
+        const double value = std::stod(text);
+        if (value >= min && value <= max) return "";
+        return "Value " + text + " is not from " + NumberText(min) + " to " + NumberText(max);
+      },
+      "FLOAT in [" + NumberText(min) + " - " + NumberText(max) + "]");
 }
 
 std::string NumberText(double value) {

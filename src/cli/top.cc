@@ -114,7 +114,7 @@ void AddTopCommand(CLI::App& app) {
   auto a = std::make_shared<TopArgs>();
   top->add_flag("--once", a->once, "Draw one frame and return");
   top->add_option("--interval", a->interval_s, "Seconds between frames")
-      ->check(CLI::Range(0.2, 3600.0))
+      ->check(NumberIn(0.2, 3600.0))
       ->capture_default_str();
   AddFormatOption(*top, &a->format);
   top->callback([a] {

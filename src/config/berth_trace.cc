@@ -505,17 +505,18 @@ class TraceParser {
       if (unit == "i" || unit == "ib") unit.clear();
     }
     if (unit == "b") unit.clear();
-    // 15 digits, shifted by at most 40 bits, stay far below 2^63.
+    // 15 digits fit an int64_t; the shift is checked against the limit before it is made.
     if (digits == 0 || digits > 15 || !unit.empty())
       r_.Fail(node, path,
               "expected a size such as 64m or 1g (units k, m, g, t, binary; none: bytes), got " +
                   Quoted(text));
-    const int64_t bytes = std::stoll(text.substr(0, digits)) << shift;
-    if (bytes == 0)
+    const int64_t count = std::stoll(text.substr(0, digits));
+    if (count == 0)
       r_.Fail(node, path, "expected a size above 0; leave the field out for the runtime's default");
     int64_t node_mib = 0;
     for (const Node& n : cluster_.nodes) node_mib = std::max(node_mib, n.memory_mib);
     const int64_t most_mib = node_mib > 0 ? std::min(node_mib, kMaxShmMiB) : kMaxShmMiB;
+    const int64_t bytes = count > ((most_mib << 20) >> shift) ? INT64_MAX : count << shift;
     if (bytes > most_mib << 20)
       r_.Fail(
           node, path,

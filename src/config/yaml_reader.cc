@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -166,10 +168,47 @@ std::string IndexPath(const std::string& path, size_t index) {
   return path + "[" + std::to_string(index) + "]";
 }
 
+namespace {
+
+// JSON writes a character past U+FFFF as two escapes of its UTF-16 halves (backslash u d83d,
+// backslash u de80: what Python's json.dumps does by default), which yaml-cpp refuses; YAML's
+// own 8-digit escape (backslash U 0001f680) reads the same. Only in a text that is JSON, where a
+// backslash is always an escape inside a string (in YAML a plain scalar may hold one).
+// Positions after such a pair, on its line, move back 2 columns.
+std::string JoinedSurrogateEscapes(std::string text) {
+  if (text.find("\\u") == std::string::npos || !nlohmann::json::accept(text)) return text;
+  const auto hex = [&](size_t at, unsigned* value) {
+    if (at + 4 > text.size()) return false;
+    *value = 0;
+    const auto [end, ec] = std::from_chars(text.data() + at, text.data() + at + 4, *value, 16);
+    return ec == std::errc() && end == text.data() + at + 4;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned high = 0, low = 0;
+    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == 'u' && hex(i + 2, &high) &&
+        high >= 0xD800 && high <= 0xDBFF && i + 11 < text.size() && text[i + 6] == '\\' &&
+        text[i + 7] == 'u' && hex(i + 8, &low) && low >= 0xDC00 && low <= 0xDFFF) {
+      char escape[16];
+      std::snprintf(escape, sizeof escape, "\\U%08x",
+                    0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00));
+      out += escape;
+      i += 11;
+      continue;
+    }
+    out += text[i];
+    if (text[i] == '\\' && i + 1 < text.size()) out += text[++i];  // "\\" is no escape's start
+  }
+  return out;
+}
+
+}  // namespace
+
 YAML::Node YamlReader::Parse(const std::string& file_text) const {
   CheckText(file_text, source_);
   // Without the byte order mark, positions in the text are the positions yaml-cpp reports.
-  const std::string text(WithoutBom(file_text));
+  const std::string text = JoinedSurrogateEscapes(std::string(WithoutBom(file_text)));
   // yaml-cpp would take a second one as part of the first key, or of the text after it.
   if (WithoutBom(text).size() != text.size())
     Throw(source_, YAML::Mark(), "",

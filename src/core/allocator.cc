@@ -475,9 +475,9 @@ bool Allocator::PlaceReplica(const AllocationRequest& req, int pool, int within,
   };
   auto place = [&] { return place_in(pool); };
   bool ok = place();
-  // A VC whose bound cells are full binds another cell of its guarantee, if it has one left.
-  if (!ok && req.exact && pool != BuddyAllocator::kPhysicalPool &&
-      placed.size() < req.exact->size() && BindExact(req, (*req.exact)[placed.size()], taken))
+  // A VC whose bound cells are full binds other cells of its guarantee, if it has some left.
+  while (!ok && req.exact && pool != BuddyAllocator::kPhysicalPool &&
+         placed.size() < req.exact->size() && BindExact(req, (*req.exact)[placed.size()], taken))
     ok = place();
   while (!ok && !req.exact && pool != BuddyAllocator::kPhysicalPool && within < 0 &&
          BindFor(req, taken)) {
@@ -1215,9 +1215,20 @@ bool Allocator::BindCell(const AllocationRequest& req, int pick, int cell, int b
 
 bool Allocator::BindExact(const AllocationRequest& req, const ReplicaPlacement& target,
                           Allocation* taken) {
-  if (target.node < 0 || target.node >= static_cast<int>(gpus_.size()) || target.gpus.empty())
-    return false;
-  const int leaf = tree_->gpu_cell(target.node, target.gpus[0]);
+  if (target.node < 0 || target.node >= static_cast<int>(gpus_.size())) return false;
+  // The first of the GPUs still outside the VC's cells: a placement may span several guarantee
+  // cells (two of "any 4 L40S GPUs"), bound one call at a time.
+  int leaf = -1;
+  for (int g : target.gpus) {
+    const int cell = g >= 0 && g < static_cast<int>(gpus_[target.node].size())
+                         ? tree_->gpu_cell(target.node, g)
+                         : -1;
+    if (cell < 0) return false;
+    if (buddy_.pool(cell) == BuddyAllocator::kPhysicalPool) {
+      leaf = cell;
+      break;
+    }
+  }
   if (leaf < 0) return false;
   const VirtualCluster& vc = vcs_[req.vc];
   const auto& cells = tree_->cells();
@@ -1229,8 +1240,10 @@ bool Allocator::BindExact(const AllocationRequest& req, const ReplicaPlacement& 
       if (!buddy_.WholeFree(c)) return false;
       const int before = GuaranteeShortfallGpus();
       buddy_.TakeCell(c);
-      // It re-creates what was decided before: the lending limits were checked then.
-      return BindCell(req, static_cast<int>(i), c, before, -1, taken);
+      // It re-creates what was decided before: the lending limits were checked then. A cell
+      // whose bind would break another VC's guarantee leaves a larger one to try.
+      if (BindCell(req, static_cast<int>(i), c, before, -1, taken)) return true;
+      break;
     }
   }
   return false;

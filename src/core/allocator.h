@@ -337,7 +337,8 @@ class Allocator {
   // The candidate that puts the replica exactly at `target`, if it is free in `pool`.
   bool ExactCandidate(const AllocationRequest& req, int pool, const ReplicaPlacement& target,
                       Candidate* out) const;
-  // Binds the smallest unbound guarantee cell of the request's VC that holds `target`'s GPUs.
+  // Binds the smallest unbound guarantee cell of the request's VC that holds the first of
+  // `target`'s GPUs outside its cells; false when there is none (or none left to bind).
   bool BindExact(const AllocationRequest& req, const ReplicaPlacement& target, Allocation* taken);
   void UndoReplica(const ReplicaPlacement& r, bool preemptible);
   void UpdateUsability(int node, int gpu, bool was_usable);

@@ -31,7 +31,7 @@ bool Caller::MayUseQueue(const std::string& queue) const {
 
 AccessControl::AccessControl(const std::vector<TokenEntry>& tokens) {
   for (const TokenEntry& t : tokens)
-    by_hash_[t.sha256] = Caller{t.user, t.admin, t.agent, t.queues};
+    by_hash_[t.sha256] = Caller{t.user, t.admin, t.agent, t.queues, ""};
 }
 
 Caller AccessControl::Authenticate(const std::string& authorization) const {

@@ -20,6 +20,8 @@ struct Caller {
   bool admin = true;
   bool agent = false;
   std::vector<std::string> queues = {"*"};
+  // Anonymous: the login the client names (Berth-User), the user of a job spec naming none.
+  std::string login;
 
   bool MayUseQueue(const std::string& queue) const;
   // Whether a job of `job_user` is the caller's to see, stop or remove.

@@ -1,5 +1,6 @@
 #include "server/http_api.h"
 
+#include <strings.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,9 @@
 #include <utility>
 #include <vector>
 
+#include "config/file_text.h"
+#include "config/limits.h"
+#include "protocol/agent_protocol.h"
 #include "protocol/log_frames.h"
 #include "server/job_listing.h"
 
@@ -56,6 +60,19 @@ int64_t IntParam(const std::string& name, const std::string& text, int64_t min, 
     throw ApiError(400, name + ": expected an integer from " + std::to_string(min) + " to " +
                             std::to_string(max) + ", got \"" + text.substr(0, 40) + "\"");
   return value;
+}
+
+// Berth-User: who an anonymous client (a server without tokens) says submits, checked as the
+// spec's own user field is.
+std::string LoginHeader(const httplib::Request& req) {
+  const std::string login = req.get_header_value("Berth-User");
+  const auto most = static_cast<size_t>(limits::Get().name_length);
+  if (login.size() > most)
+    throw ApiError(400, "Berth-User: longer than " + std::to_string(most) + " bytes");
+  if (const std::string problem = NameProblem(login, "the header"); !problem.empty())
+    throw ApiError(400, "Berth-User: " + problem);
+  if (!IsUtf8(login)) throw ApiError(400, "Berth-User: not UTF-8");
+  return login;
 }
 
 // The job id of a /v1/jobs/{id} path; an id that cannot exist is simply not found.
@@ -257,9 +274,10 @@ httplib::Server::Handler Route(ApiContext& api, Handle handle, RouteAccess acces
   };
 }
 
-// Whether the request's body comes in chunks (else its Content-Length says how long it is).
+// Whether the request's body comes in chunks (else its Content-Length says how long it is), as
+// the library reads it: the one coding "chunked", in any case.
 bool Chunked(const httplib::Request& req) {
-  return req.get_header_value("Transfer-Encoding").find("chunked") != std::string::npos;
+  return strcasecmp(req.get_header_value("Transfer-Encoding").c_str(), "chunked") == 0;
 }
 
 // A route with a request body, for users: `handle(req, res, caller, body)` runs once the token
@@ -531,6 +549,17 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
     // A body without Content-Length or chunks ends only when the client closes its side:
     // the library would wait the read timeout for that. Said at once instead.
     const bool with_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH";
+    // Other codings ("gzip, chunked") the library would not read as chunks: it would wait for
+    // the close as well.
+    if (req.has_header("Transfer-Encoding") && !Chunked(req)) {
+      Reply(res, 501,
+            {{"error", "Transfer-Encoding: \"" +
+                           req.get_header_value("Transfer-Encoding").substr(0, 40) +
+                           "\" is not served; send the body with Content-Length, or chunked "
+                           "alone"}});
+      res.set_header("Connection", "close");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (with_body && !req.has_header("Content-Length") && !Chunked(req)) {
       Reply(res, 411,
             {{"error", req.method + " without Content-Length: send Content-Length: 0 for no "
@@ -549,9 +578,11 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
                res.set_content(MetricsExposition(api.plane, api.requests),
                                "text/plain; version=0.0.4; charset=utf-8");
              }));
-  server.Post("/v1/jobs", BodyRoute(api, [&](const httplib::Request&, httplib::Response& res,
+  server.Post("/v1/jobs", BodyRoute(api, [&](const httplib::Request& req, httplib::Response& res,
                                              const Caller& caller, const std::string& body) {
-                Reply(res, 201, JobJson(plane.Get(plane.Submit(body, caller))));
+                Caller submitter = caller;
+                if (caller.user.empty()) submitter.login = LoginHeader(req);
+                Reply(res, 201, JobJson(plane.Get(plane.Submit(body, submitter))));
               }));
   server.Get("/v1/jobs", Route(api, [&](const httplib::Request& req, httplib::Response& res,
                                         const Caller& caller) {

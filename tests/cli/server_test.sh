@@ -79,6 +79,13 @@ printf 'gpus: 1\ncolour: red\n' > "$TMP/bad.yaml"
 expect_exit2 "$TMP/bad.yaml:2:1: unknown field \"colour\"" run -d -f "$TMP/bad.yaml"
 expect_exit2 'unknown queue "nope"' run -d --queue nope trainer:1
 expect_exit2 '--name: give a name, or leave the flag out' run -d --name "" trainer:1
+# A spec from a file that names no user is the login's, as one made of flags (review).
+printf 'gpus: 1\nimage: trainer:1\n' > "$TMP/nouser.yaml"
+job=$(USER=carol "$BERTH" run -d -f "$TMP/nouser.yaml")
+[ "$("$BERTH" inspect "$job" | jq -r .user)" = carol ] || fail "run -f without a user: $("$BERTH" inspect "$job")"
+job=$(env -u USER "$BERTH" run -d -f "$TMP/nouser.yaml")
+[ "$("$BERTH" inspect "$job" | jq -r .user)" = "$(id -un)" ] || fail "run -f with USER unset"
+"$BERTH" stop "$job" > /dev/null
 expect_exit2 '--queue: no queue "nope" on the server; its queues: default' ps --queue nope
 expect_exit2 '--queue: no queue "nope"' ps -a --format json --queue nope
 "$BERTH" ps --queue default > /dev/null || fail "berth ps --queue default with no jobs"
@@ -241,8 +248,13 @@ expect_raw 5 400 'chunked framing is broken' "a body with broken chunks" \
 # not after the read timeout.
 expect_raw 5 411 'send Content-Length: 0' "a POST without Content-Length" \
   'POST /v1/jobs/1/stop HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'
-expect_raw 5 411 '' "a POST neither chunked nor with a length" \
+expect_raw 5 501 'is not served' "a coding other than chunked" \
   "${close}Transfer-Encoding: gzip\r\n\r\n{}"
+expect_raw 5 501 'is not served' "chunked after another coding" \
+  "${close}Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"
+# Codings are named in any case: a chunked body sent as "Chunked" is read.
+expect_raw 5 400 'missing required field \"image\"' "a body sent Chunked" \
+  "${close}Transfer-Encoding: Chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
 # Two lengths, or a junk one, are refused (a proxy reading the other one is how requests are
 # smuggled); nothing is submitted.
 before=$("$BERTH" ps -a -q | wc -l)

@@ -281,6 +281,15 @@ TEST(JobSubmissionTest, BooleansAreTrueOrFalseUnquoted) {
   EXPECT_TRUE(Submission(R"({"gpus": 1, "preemptible": "true"})", false).preemptible);
 }
 
+// JSON's escapes of a character past U+FFFF, as UTF-16 halves (Python's json.dumps), read as
+// the character; an escaped backslash before "u" stays text (review: a 400 "invalid unicode").
+TEST(JobSubmissionTest, JsonSurrogatePairsAreOneCharacter) {
+  EXPECT_EQ(Submission(R"({"gpus": 1, "name": "sp\ud83d\ude80x"})").name, "sp\xF0\x9F\x9A\x80x");
+  EXPECT_EQ(Submission(R"({"gpus": 1, "name": "a\\ud83d\\ude80"})").name, R"(a\ud83d\ude80)");
+  EXPECT_TRUE(SubmissionFailsAt("{\"gpus\": 1,\n \"name\": \"\\ud83d\\ude80\", \"colour\": 1}",
+                                "colour", {"unknown field \"colour\""}));
+}
+
 TEST(JobSubmissionTest, VolumesAndShmSize) {
   const JobSpec s = Submission(R"(gpus: 1
 image: trainer:1
@@ -376,6 +385,11 @@ TEST(JobSubmissionTest, BadShmSizes) {
   EXPECT_TRUE(SubmissionFailsAt(
       "gpus: 1\nshmSize: 3t\n", "shmSize",
       {"shmSize: \"3t\" is more than the 2097152 MiB of memory of this cluster's largest node"}));
+  // Sizes whose bytes pass 2^63 are too large, not wrapped round to a small one (review).
+  for (const std::string huge : {"16777217t", "999999999999999t", "17179869185g", "16777217Ti"})
+    EXPECT_TRUE(SubmissionFailsAt("gpus: 1\nshmSize: " + huge + "\n", "shmSize",
+                                  {"is more than the 2097152 MiB"}))
+        << huge;
   EXPECT_TRUE(SubmissionFailsAt(
       "gpus: 1\nmemoryMiB: 1024\nshmSize: 2g\n", "shmSize",
       {"shmSize: \"2g\" is more than the group's memoryMiB (1024)", "raise memoryMiB"}));

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "config/cluster_file.h"
+#include "config/vc_file.h"
 #include "core/scheduler.h"
 #include "core/synthetic_cluster.h"
 #include "scheduler_driver.h"
@@ -22,6 +24,37 @@ using test::Driver;
 using test::Elastic;
 using test::Job;
 using test::Queue;
+
+// ---------------------------------------------------------------------------------------------
+// Adoption (a restarted server)
+
+// A guaranteed placement that spans several of its queue's guarantee cells (the example's
+// inference: "any 4 L40S GPUs", one cell per GPU, plus a socket of them) is adopted where it
+// runs: each of its GPUs' cells is bound again (review: a restart lost such a job).
+TEST(SchedulerAdoptTest, AGuaranteedPlacementSpanningSeveralCellsIsAdoptedWhereItRuns) {
+  const Cluster cluster = LoadClusterFile(BERTH_SOURCE_DIR "/examples/multi-rack.yaml");
+  const std::vector<QueueSpec> queues = VcQueues(LoadVcFile(BERTH_SOURCE_DIR "/examples/vcs.yaml"));
+  Scheduler before(&cluster, queues, Driver::Berth());
+  std::string why;
+  std::vector<int> ids;
+  for (int gpus : {2, 1, 4}) {
+    ids.push_back(before.Submit(Job("inference", gpus), 0, &why));
+    ASSERT_GE(ids.back(), 0) << why;
+  }
+  before.Schedule(1);
+  Scheduler after(&cluster, queues, Driver::Berth());
+  for (int id : ids) {
+    const JobRecord& job = *before.job(id);
+    ASSERT_EQ(job.state, JobState::kRunning) << id;
+    const int adopted = after.Adopt(job.spec, job.placements, job.borrowed, 0, 1, &why);
+    ASSERT_GE(adopted, 0) << id << ": " << why;
+    EXPECT_EQ(after.job(adopted)->placements[0].gpus, job.placements[0].gpus) << id;
+    EXPECT_EQ(after.job(adopted)->borrowed, job.borrowed) << id;
+  }
+  EXPECT_FALSE(before.job(ids[0])->borrowed);  // the 2 GPUs of the review's restart
+  EXPECT_EQ(after.allocator().CheckConsistency(), "");
+  EXPECT_EQ(after.CheckConsistency(), "");
+}
 
 // ---------------------------------------------------------------------------------------------
 // Model caps

@@ -1785,6 +1785,9 @@ TEST_F(ControlPlaneAgentTest, ARestartAdoptsRunningJobsWithTheirPlacements) {
       EXPECT_EQ(after.assignments[i].job, before[node].assignments[i].job);
       EXPECT_EQ(after.assignments[i].placement, before[node].assignments[i].placement);
       EXPECT_EQ(after.assignments[i].gpus, before[node].assignments[i].gpus);
+      // It ran before the restart: an agent that finds its container gone reports it lost
+      // rather than run it again (review: removed while server and agent were both down).
+      EXPECT_TRUE(after.assignments[i].ran);
     }
     // A report of the old version without the containers (the agent restarted too, before
     // it saw the new set) loses nothing.

@@ -416,7 +416,7 @@ TEST_F(ControlPlaneTest, AMovedJobIsNotMovedAgainAfterARestart) {
 
 TEST_F(ControlPlaneTest, ACallersJobIsItsOwnAndGoesOnlyToItsQueues) {
   Open(2, {{"research", 1, -1, {}}, {"other", 1, -1, {}}});
-  const Caller alice{"alice", false, false, {"research"}};
+  const Caller alice{"alice", false, false, {"research"}, ""};
   // The token names the user; the spec need not.
   const int64_t a = plane_->Submit(R"({"image": "x", "gpus": 1, "queue": "research"})", alice);
   EXPECT_EQ(plane_->Get(a).user, "alice");
