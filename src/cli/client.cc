@@ -880,7 +880,7 @@ void AddClientCommands(CLI::App& app) {
   run->add_option("--affinity", r->affinity,
                   "Loosest level a replica's GPUs may spread over: gpu, switch, socket, node "
                   "(default)");
-  run->add_option("--cpus", r->cpus, "CPUs per replica")->check(NumberIn(0.0, 1e6));
+  run->add_option("--cpus", r->cpus, "CPUs per replica")->check(CLI::Range(0.0, 1e6));
   run->add_option("--memory", r->memory, "Memory per replica (16g, 512m)");
   run->add_option("-e,--env", r->env, "Environment variable KEY=VALUE (repeatable)")
       ->allow_extra_args(false);

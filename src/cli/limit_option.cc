@@ -57,10 +57,7 @@ CLI::Validator DecimalNumber() {
       [](std::string& text) -> std::string {
         double value = 0;
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        // from_chars reads "nan" and "inf" too, which no option means.
-        if (!text.empty() && ec == std::errc() && end == text.data() + text.size() &&
-            std::isfinite(value))
-          return "";
+        if (!text.empty() && ec == std::errc() && end == text.data() + text.size()) return "";
         return "Value " + text + " is not a decimal number (like 0.5 or 1e3)";
       },
       "FLOAT");
@@ -71,8 +68,9 @@ CLI::Validator NumberIn(double min, double max) {
       [min, max](std::string& text) -> std::string {
         std::string copy = text;
         if (std::string error = DecimalNumber()(copy); !error.empty()) return error;
+        // from_chars reads "nan" and "inf" too, which pass any comparison or fail it.
         const double value = std::stod(text);
-        if (value >= min && value <= max) return "";
+        if (std::isfinite(value) && value >= min && value <= max) return "";
         return "Value " + text + " is not from " + NumberText(min) + " to " + NumberText(max);
       },
       "FLOAT in [" + NumberText(min) + " - " + NumberText(max) + "]");

@@ -171,16 +171,16 @@ void AddServerCommand(CLI::App& app) {
       ->check(NonEmptyPath());
   cmd->add_option("--request-timeout", a->request_timeout_s,
                   "Seconds a client may take to send a whole request; slower ones are dropped")
-      ->check(NumberIn(1.0, 3600.0))
+      ->check(CLI::Range(1.0, 3600.0))
       ->capture_default_str();
   cmd->add_option("--node-unhealthy-after", a->unhealthy_after_s,
                   "Seconds without a report from a node's agent before no new jobs go there")
-      ->check(NumberIn(1.0, 86400.0))
+      ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   cmd->add_option("--node-lost-after", a->lost_after_s,
                   "Seconds without a report before the node is lost and its jobs placed "
                   "elsewhere")
-      ->check(NumberIn(1.0, 86400.0))
+      ->check(CLI::Range(1.0, 86400.0))
       ->capture_default_str();
   cmd->add_flag("--expect-agents", a->expect_agents,
                 "Every node of the cluster file has an agent: one whose agent does not come "

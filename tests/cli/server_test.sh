@@ -79,13 +79,6 @@ printf 'gpus: 1\ncolour: red\n' > "$TMP/bad.yaml"
 expect_exit2 "$TMP/bad.yaml:2:1: unknown field \"colour\"" run -d -f "$TMP/bad.yaml"
 expect_exit2 'unknown queue "nope"' run -d --queue nope trainer:1
 expect_exit2 '--name: give a name, or leave the flag out' run -d --name "" trainer:1
-# A spec from a file that names no user is the login's, as one made of flags (review).
-printf 'gpus: 1\nimage: trainer:1\n' > "$TMP/nouser.yaml"
-job=$(USER=carol "$BERTH" run -d -f "$TMP/nouser.yaml")
-[ "$("$BERTH" inspect "$job" | jq -r .user)" = carol ] || fail "run -f without a user: $("$BERTH" inspect "$job")"
-job=$(env -u USER "$BERTH" run -d -f "$TMP/nouser.yaml")
-[ "$("$BERTH" inspect "$job" | jq -r .user)" = "$(id -un)" ] || fail "run -f with USER unset"
-"$BERTH" stop "$job" > /dev/null
 expect_exit2 '--queue: no queue "nope" on the server; its queues: default' ps --queue nope
 expect_exit2 '--queue: no queue "nope"' ps -a --format json --queue nope
 "$BERTH" ps --queue default > /dev/null || fail "berth ps --queue default with no jobs"
@@ -105,6 +98,14 @@ exec 3<>"/dev/tcp/${BERTH_ADDR%:*}/${BERTH_ADDR##*:}"
 printf 'POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{' >&3
 "$BERTH" ps -q | grep -qx 1 || fail "a slow client blocks the others"
 exec 3>&-
+
+# A spec from a file that names no user is the login's, as one made of flags (review).
+printf 'gpus: 1\nimage: trainer:1\n' > "$TMP/nouser.yaml"
+carol=$(USER=carol "$BERTH" run -d -f "$TMP/nouser.yaml")
+[ "$("$BERTH" inspect "$carol" | jq -r .user)" = carol ] || fail "run -f without a user: $("$BERTH" inspect "$carol")"
+job=$(env -u USER "$BERTH" run -d -f "$TMP/nouser.yaml")
+[ "$("$BERTH" inspect "$job" | jq -r .user)" = "$(id -un)" ] || fail "run -f with USER unset"
+"$BERTH" stop "$carol" "$job" > /dev/null
 
 # More trickling clients than the server has workers, each sending a header line a second and
 # never finishing its request: each is cut at the request deadline (3 s here), and the others

@@ -1030,18 +1030,20 @@ void SteadyDemandSettles(bool usage_near_share, const std::vector<uint64_t>& see
   }
 }
 
-// Seeds 1-1000 pass; of 1-20000, four fail. Three (5639, 8620, 16175): in the churn that opens
-// the steady phase, one job is stopped 4 times as shares move: an elastic borrower shrunk or
-// reclaimed again, a borrower reclaimed by one queue's guarantee, then by others' fair shares,
-// or a queue's lowest-priority job, which reclaims take first
-// (FindVictimsLowestFirst) and which its queue's higher-priority jobs preempt as they come back
-// from reclaims that could take nothing else. 11949: a starving job's reservation moves an
-// occupant at step 852, inside the last 150 cycles (nothing starves, so that late stop is
-// owed). A cause seen before, no longer failing here
-// (14086): a borrowed share's planned GPU bound to its own queue while its victims
-// stopped; a queue's borrowed shares never go into its own cells (allocator.h lends only whole
-// GPUs, and never to their own VC), so the plan breaks and the victims stopped for nothing. The
-// last three of 1-1000 to fail (588, 701, 944) had an elastic job start or grow past its
+// Seeds 1-1000 pass; of 1-20000, three fail. 15458 and 17960: a queue whose borrowed work
+// already fills its fair share reclaims its guarantee, which takes the victims' queues below
+// their shares, and they take back from its newest borrower, one job 4 times (the shortfall
+// rule of PlanAllowed holds fair-share reclaims only: holding guarantee reclaims to it would
+// leave two queues that borrowed each other's cells without their guarantees). 19403: a
+// starving job's reservation moves an occupant inside the last 150 cycles (nothing starves,
+// so that late stop is owed), as 11949 did once. Earlier causes, since fixed: in the churn
+// that opens the steady phase, an elastic borrower shrunk or reclaimed again, or a queue's
+// lowest-priority job, which reclaims take first (FindVictimsLowestFirst) and which its
+// queue's higher-priority jobs preempt as they come back (5639, 8620, 16175). A cause seen before,
+// no longer failing here (14086): a borrowed share's planned GPU bound to its own queue while its
+// victims stopped; a queue's borrowed shares never go into its own cells (allocator.h lends only
+// whole GPUs, and never to their own VC), so the plan breaks and the victims stopped for nothing.
+// The last three of 1-1000 to fail (588, 701, 944) had an elastic job start or grow past its
 // queue's fair share into GPUs another queue's work left free while it waited out a back-off,
 // then be cut again by the next reclaims (Scheduler::MostInShareBand).
 TEST(SchedulerDynamics, SteadyDemandSettlesWithoutThrash) { SteadyDemandSettles(false); }
