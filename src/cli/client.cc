@@ -298,7 +298,8 @@ std::string LoginName() {
     if (!IsUtf8(user)) Exit(2, "USER: not UTF-8; set it to your login name");
     return user;
   }
-  if (const passwd* account = ::getpwuid(::geteuid()); account != nullptr && account->pw_name)
+  if (const passwd* account = ::getpwuid(::geteuid());
+      account != nullptr && account->pw_name != nullptr && IsUtf8(account->pw_name))
     return account->pw_name;
   return "uid" + std::to_string(::geteuid());
 }

@@ -66,10 +66,11 @@ CLI::Validator DecimalNumber() {
 CLI::Validator NumberIn(double min, double max) {
   return CLI::Validator(
       [min, max](std::string& text) -> std::string {
-        std::string copy = text;
-        if (std::string error = DecimalNumber()(copy); !error.empty()) return error;
+        double value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+          return "Value " + text + " is not a decimal number (like 0.5 or 1e3)";
         // from_chars reads "nan" and "inf" too, which pass any comparison or fail it.
-        const double value = std::stod(text);
         if (std::isfinite(value) && value >= min && value <= max) return "";
         return "Value " + text + " is not from " + NumberText(min) + " to " + NumberText(max);
       },

@@ -111,24 +111,6 @@ std::string NameProblem(std::string_view name, std::string_view what) {
                     i + 1);
       return text + std::string(what) + "; remove it";
     }
-    // C1 controls, line separators and bidirectional overrides: a terminal would let them
-    // break or reorder the lines the name is printed in.
-    const auto next = [&](size_t k) {
-      return i + k < name.size() ? static_cast<unsigned char>(name[i + k]) : 0;
-    };
-    unsigned code = 0;
-    if (byte == 0xC2 && next(1) >= 0x80 && next(1) <= 0x9F) code = next(1);
-    if (byte == 0xE2 && next(1) == 0x80 && next(2) >= 0xA8 && next(2) <= 0xAE)
-      code = 0x2000 + next(2) - 0x80;
-    if (byte == 0xE2 && next(1) == 0x81 && next(2) >= 0xA6 && next(2) <= 0xA9)
-      code = 0x2040 + next(2) - 0x80;
-    if (code != 0) {
-      char text[112];
-      std::snprintf(text, sizeof text,
-                    "a character that breaks or reorders lines (U+%04X) at byte %zu of ", code,
-                    i + 1);
-      return text + std::string(what) + "; remove it";
-    }
   }
   return "";
 }

@@ -18,9 +18,8 @@ std::string ReadFileText(const std::string& path);
 // as one long line and refuse with a message about something else). LF and CRLF are accepted.
 void CheckText(std::string_view text, const std::string& source);
 
-// "" when `name` can name something (a node, a queue, a job): no control character (C0, C1,
-// a line separator or a bidirectional override), which would break the tables, logs and files
-// it is printed into; else what is wrong with it, which
+// "" when `name` can name something (a node, a queue, a job): no control character, which
+// would break the tables, logs and files it is printed into; else what is wrong with it, which
 // calls it `what` ("a control character (byte 0x0A) at byte 3 of the name; remove it").
 std::string NameProblem(std::string_view name, std::string_view what = "the name");
 

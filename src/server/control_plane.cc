@@ -292,7 +292,6 @@ void ControlPlane::Touch(Job& job) {
   if (!token.empty() && token != job.placement) {  // a new placement
     job.replicas.clear();
     job.adopted = false;
-    job.ran_replicas = 0;
   }
   if (!token.empty()) {
     job.log_placement = token;
@@ -446,8 +445,6 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
           }
           Touch(job);  // its agents are handed it again (or told again to stop it)
           job.adopted = true;
-          if (job.stored.state == "running")
-            job.ran_replicas = static_cast<int>(placements->size());
           out.by_engine_id[job.engine_id] = job.stored.id;
           out.jobs.emplace(job.stored.id, std::move(job));
           continue;
@@ -587,7 +584,6 @@ std::string ControlPlane::Reload(const std::function<void(Rules&)>& change, cons
     job.nodes = old.nodes;
     job.placement = old.placement;
     job.adopted = old.adopted;
-    job.ran_replicas = old.ran_replicas;
     job.node_version = old.node_version;
     job.replicas = old.replicas;
     job.start_failures = old.start_failures;
@@ -1101,8 +1097,6 @@ void ControlPlane::Apply(const std::vector<Decision>& decisions, std::vector<Sto
       case Decision::Kind::kGrow:
       case Decision::Kind::kShrink:
         job.stored.placements = PlacementsJson(*record, job.placement);
-        // Replicas grown back in the same placement are new runs.
-        job.ran_replicas = std::min(job.ran_replicas, record->replicas);
         Record(job, job.stored.state,
                std::string(d.kind == Decision::Kind::kGrow ? "grew" : "shrank") + " to " +
                    std::to_string(record->replicas) + " replicas",
@@ -1723,8 +1717,10 @@ void ControlPlane::AssignmentsOf(const Job& job, int node, std::vector<Assignmen
     a.grace_s = static_cast<int>(std::ceil(job.spec.grace_period_s));
     if (logs_ != nullptr) a.log_since = logs_->Cursor(a.job, a.replica, a.placement);
     const auto reported = job.replicas.find(a.replica);
+    // Reported by its agent, or (across a restart of the server, which keeps no reports) its
+    // output stored: it ran. A job's state cannot tell: it runs once any replica does.
     a.ran = (reported != job.replicas.end() && reported->second.placement == a.placement) ||
-            a.replica < job.ran_replicas;
+            !a.log_since.empty();
     out->push_back(std::move(a));
   }
 }

@@ -288,10 +288,7 @@ class ControlPlane {
     std::set<int> nodes;                      // nodes whose agents were last handed it
     std::map<int, uint64_t> node_version;     // node -> its assignments' version at that change
     std::map<int, ContainerReport> replicas;  // replica -> its last report
-    // Adopted running at a restart: its replicas below this ran under `placement` before, though
-    // their reports are not back yet (Assignment::ran: a container gone meanwhile is lost).
-    int ran_replicas = 0;
-    int start_failures = 0;  // agents could not start it, in a row
+    int start_failures = 0;                   // agents could not start it, in a row
     // Adopted as placed when the server started: its run's start phases were timed and counted
     // by the server before, so their first report here is not counted again.
     bool adopted = false;

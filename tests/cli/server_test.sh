@@ -106,6 +106,7 @@ carol=$(USER=carol "$BERTH" run -d -f "$TMP/nouser.yaml")
 job=$(env -u USER "$BERTH" run -d -f "$TMP/nouser.yaml")
 [ "$("$BERTH" inspect "$job" | jq -r .user)" = "$(id -un)" ] || fail "run -f with USER unset"
 "$BERTH" stop "$carol" "$job" > /dev/null
+"$BERTH" rm "$carol" "$job" > /dev/null
 
 # More trickling clients than the server has workers, each sending a header line a second and
 # never finishing its request: each is cut at the request deadline (3 s here), and the others

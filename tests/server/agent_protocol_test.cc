@@ -1785,9 +1785,6 @@ TEST_F(ControlPlaneAgentTest, ARestartAdoptsRunningJobsWithTheirPlacements) {
       EXPECT_EQ(after.assignments[i].job, before[node].assignments[i].job);
       EXPECT_EQ(after.assignments[i].placement, before[node].assignments[i].placement);
       EXPECT_EQ(after.assignments[i].gpus, before[node].assignments[i].gpus);
-      // It ran before the restart: an agent that finds its container gone reports it lost
-      // rather than run it again (review: removed while server and agent were both down).
-      EXPECT_TRUE(after.assignments[i].ran);
     }
     // A report of the old version without the containers (the agent restarted too, before
     // it saw the new set) loses nothing.
@@ -1909,6 +1906,35 @@ TEST_F(ControlPlaneAgentTest, LogsOfTheJobsPlacementAreKept) {
 // answered, the connection broke): the agent reads on from its older cursor, so its next chunk
 // repeats lines the server holds. The server takes none of it, says where its copy ends, and
 // holds the job running though its container exited, until the rest comes from there.
+// A replica whose output the server stored ran, though a restarted server has no report of it:
+// an agent that finds its container gone (removed while server and agent were both down) is
+// told not to run it again under the same placement (review: it ran twice). A replica with no
+// output stored is not taken for run: it may never have started.
+TEST_F(ControlPlaneAgentTest, AfterARestartAReplicaWithStoredOutputCountsAsRun) {
+  Open(Dgx(2));
+  Register("dgx-0");
+  Register("dgx-1");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8, "replicas": 2})");
+  plane_->Cycle();
+  const Assignment a = Of("dgx-0", id).at(0), b = Of("dgx-1", id).at(0);
+  AgentReport r;
+  r.applied_version = Set("dgx-0").version;
+  r.containers = {Container(a, "running", 0)};
+  r.logs = {{id, a.replica, a.placement, "", "2026-12-02T03:40:46.1Z", "hello\n", {}}};
+  plane_->Report("dgx-0", r);
+  ASSERT_EQ(State(id), "running");
+  EXPECT_TRUE(Of("dgx-0", id).at(0).ran);
+  EXPECT_FALSE(Of("dgx-1", id).at(0).ran);  // still pulling its image, say
+
+  Open(Dgx(2));  // the server restarts
+  Register("dgx-0");
+  Register("dgx-1");
+  EXPECT_TRUE(Of("dgx-0", id).at(0).ran);
+  EXPECT_EQ(Of("dgx-0", id).at(0).placement, a.placement);
+  EXPECT_FALSE(Of("dgx-1", id).at(0).ran);
+  EXPECT_EQ(Of("dgx-1", id).at(0).placement, b.placement);
+}
+
 TEST_F(ControlPlaneAgentTest, AChunkOverlappingTheServersCopyIsRefusedAndTheJobWaitsForTheRest) {
   Open(Dgx(1));
   Register("dgx-0");
