@@ -9,7 +9,9 @@ stop_server() {
   [ -z "$SERVER" ] || { kill -9 "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null; } || true
 }
 trap 'stop_server; rm -rf "$TMP"' EXIT
-# A command that ends the test under set -e without a FAIL of its own names its line.
+# A command that ends the test under set -e without a FAIL of its own names its line, in a
+# function or a subshell too (errtrace: the trap is inherited).
+set -o errtrace
 trap '[[ $- != *e* ]] || echo "FAIL: line $LINENO of $0 exited $?: $BASH_COMMAND" >&2' ERR
 cd "$SRC"
 
