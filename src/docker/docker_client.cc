@@ -21,7 +21,7 @@ using nlohmann::json;
 
 constexpr long kCallTimeoutS = 30;
 // A read after a cursor first asks for the log's last this many messages (DockerClient::Logs).
-constexpr size_t kTailMessages = 4096;
+constexpr size_t kTailMessages = 16384;
 constexpr long kPullTimeoutS = 3600;
 constexpr long kPullStallS = 300;  // a registry that sends nothing for this long has stalled
 
@@ -173,7 +173,7 @@ size_t OnData(char* data, size_t size, size_t count, void* arg) {
 class LogReader {
  public:
   LogReader(bool raw, const std::string& since, size_t max_bytes)
-      : raw_(raw), max_bytes_(max_bytes) {
+      : raw_(raw), max_bytes_(max_bytes), read_bytes_(max_bytes + kLookaheadBytes) {
     if (!since.empty() && !ParseTime(since, &since_s_, &since_ns_))
       throw std::invalid_argument("docker logs: since is not an RFC 3339 timestamp: " + since);
     has_since_ = !since.empty();
@@ -190,14 +190,26 @@ class LogReader {
   size_t messages() const { return messages_; }  // the engine's log messages (frames) read
   bool full() const { return full_; }
 
-  // The end of the stream ends a last line without a newline. A read stopped by max_bytes
-  // gives back the lines of its last timestamp (see DockerClient::Logs).
+  // The end of the stream ends a last line without a newline. A read past max_bytes gives
+  // back the lines of its last timestamp, and those stamped after a line it leaves (see
+  // DockerClient::Logs).
   std::vector<LogLine> Finish(bool cut, bool* more) {
     EndLine(false) && EndLine(true);
-    if (more != nullptr) *more = full_;
-    if (!full_ || lines_.empty()) return std::move(lines_);
-    const size_t keep = SafeStop(lines_, lines_.size() - 1);
-    if (keep > 0 || !cut) lines_.resize(keep);
+    size_t within = 0;
+    for (size_t bytes = 0; within < lines_.size(); ++within)
+      if ((bytes += lines_[within].text.size()) > max_bytes_) break;
+    if (more != nullptr) *more = full_ || within < lines_.size();
+    if (!full_ && within == lines_.size()) return std::move(lines_);
+    // The lines read past max_bytes (the lookahead) show where the read may stop: a line of
+    // one stream may reach the log after later-stamped lines of the other.
+    const size_t keep = SafeStop(lines_, full_ ? std::min(within, lines_.size() - 1) : within);
+    if (keep > 0 || !cut || lines_.empty()) {
+      lines_.resize(keep);
+      return std::move(lines_);
+    }
+    // No stop is safe: the lines within max_bytes, or the first one cut to it.
+    lines_.resize(std::max<size_t>(within, 1));
+    if (lines_[0].text.size() > max_bytes_) lines_[0].text.resize(max_bytes_);
     return std::move(lines_);
   }
 
@@ -231,7 +243,7 @@ class LogReader {
       line.text = pending;  // not stamped (should not happen): kept, never filtered
     }
     pending.clear();
-    if (bytes_ + line.text.size() > max_bytes_) {
+    if (bytes_ + line.text.size() > read_bytes_) {
       full_ = true;
       if (!lines_.empty()) return false;
       line.text.resize(max_bytes_);
@@ -241,8 +253,10 @@ class LogReader {
     return !full_;
   }
 
+  // Read past max_bytes, to see whether a line beyond it is stamped before those within.
+  static constexpr size_t kLookaheadBytes = 1 << 20;
   bool raw_;
-  size_t max_bytes_;
+  size_t max_bytes_, read_bytes_;
   bool has_since_ = false;
   int64_t since_s_ = 0, since_ns_ = 0;
   // The engine writes one log message per frame: a frame's end also ends a line.
@@ -498,12 +512,15 @@ std::vector<LogLine> DockerClient::Logs(const std::string& id, const std::string
   };
   // The engine finds `since` by reading the log from its start (most of a second for a 60 MB
   // log, every report of a job that keeps printing), but reads its last messages from the end.
-  // When fewer than kTailMessages of those came after `since`, and the read was not cut short,
-  // they are all there are. Else (or for a TTY's raw stream, whose messages are not framed and
-  // so not counted) the log is read from its start.
+  // When at most half of those came after `since`, and the read was not cut short, they are
+  // all there are: stdout's and stderr's lines reach the log apart, so a line stamped after
+  // `since` may sit before lines stamped at or before it (over a thousand lines before, seen
+  // with two streams printing at once), and half the messages asked for is the margin. Else (or
+  // for a TTY's raw stream, whose messages are not framed and so not counted) the log is read
+  // from its start.
   if (!since.empty() && !raw) {
     std::unique_ptr<LogReader> tail = read("&tail=" + std::to_string(kTailMessages));
-    if (tail->messages() < kTailMessages && !tail->full()) return tail->Finish(cut, more);
+    if (tail->messages() <= kTailMessages / 2 && !tail->full()) return tail->Finish(cut, more);
   }
   return read("")->Finish(cut, more);
 }

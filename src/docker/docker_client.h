@@ -148,11 +148,13 @@ class DockerClient {
   // to max_bytes, so that a caller that passes the last timestamp back always gets further.
   // A read that stops at max_bytes ends before the last timestamp it reached, as the engine
   // gives every 16 KiB piece of a longer line one timestamp and a next read from it would miss
-  // the rest; when that would leave nothing, the pieces come back cut to max_bytes if `cut`,
-  // else nothing does. `*more` (when given) says whether the read stopped before the end.
-  // A read after `since` with few lines after it costs the engine little however long the log
-  // (it reads them from the log's end). std::invalid_argument when `since` is not an RFC 3339
-  // timestamp.
+  // the rest; and before a line stamped later than one it leaves in the next MiB, as stdout's
+  // and stderr's lines reach the log apart (a line may come after lines stamped tens of
+  // milliseconds later). When that would leave nothing, the lines within max_bytes (or the
+  // first one cut to it) come back if `cut`, else nothing does. `*more` (when given) says whether
+  // the read stopped before the end. A read after `since` with few lines after it costs the engine
+  // little however long the log (it reads them from the log's end). std::invalid_argument when
+  // `since` is not an RFC 3339 timestamp.
   std::vector<LogLine> Logs(const std::string& id, const std::string& since, size_t max_bytes,
                             bool* more = nullptr, bool cut = true);
 
