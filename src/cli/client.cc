@@ -769,7 +769,8 @@ Json FollowLogs(const std::string& job) {
       const std::unique_ptr<httplib::Client> rest = ConnectToServer(server);
       if (const auto r = rest->Get(path); r && r->status == 200) {
         const Json state = Json::parse(r->body, nullptr, false);
-        if (state.is_object() && ControlPlane::Ended(state.value("state", ""))) {
+        if (state.is_object() && ControlPlane::Ended(state.value("state", "")) &&
+            !state.value("stopping", false)) {
           WriteLogs(job, offset);
           return state;
         }

@@ -263,7 +263,8 @@ std::set<int> ControlPlane::NodesOf(const std::string& placements) const {
 
 void ControlPlane::Touch(Job& job) {
   const int64_t id = job.stored.id;
-  if ((job.stored.state == "preempted" || (job.stored.state == "stopped" && job.engine_id >= 0)) &&
+  if ((job.stored.state == "preempted" ||
+       ((job.stored.state == "stopped" || job.stored.state == "failed") && job.engine_id >= 0)) &&
       !job.stored.placements.empty())
     stopping_.insert(id);
   else
@@ -386,9 +387,10 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
   for (StoredJob& s : stored) {
     Job job;
     job.stored = std::move(s);
-    // Stopped or preempted while its containers still stopped: its GPUs stay held until they
-    // are gone, as before, so that nothing starts on them meanwhile.
-    const bool stopping = (job.stored.state == "stopped" || job.stored.state == "preempted") &&
+    // Stopped, failed or preempted while its containers still stopped: its GPUs stay held
+    // until they are gone, as before, so that nothing starts on them meanwhile.
+    const bool stopping = (job.stored.state == "stopped" || job.stored.state == "failed" ||
+                           job.stored.state == "preempted") &&
                           !job.stored.placements.empty();
     if (Ended(job.stored.state) && !stopping) {
       keep_ended(job);
@@ -809,6 +811,11 @@ StoredJob ControlPlane::Get(int64_t id) const {
   return job;
 }
 
+bool ControlPlane::Stopping(int64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopping_.count(id) > 0;
+}
+
 StoredJob ControlPlane::Stop(int64_t id) {
   RefuseIfBroken();
   std::unique_lock<std::mutex> engine_lock(engine_mu_);
@@ -842,9 +849,9 @@ void ControlPlane::Remove(int64_t id) {
     throw ApiError(409, "job " + std::to_string(id) + " is " + job.stored.state +
                             "; stop it first (berth stop " + std::to_string(id) + ")");
   if (stopping_.count(id))  // its engine record holds its GPUs until its containers are gone
-    throw ApiError(409, "job " + std::to_string(id) +
-                            " is stopped but its containers are still stopping (they hold its "
-                            "GPUs); remove it once they have stopped");
+    throw ApiError(409, "job " + std::to_string(id) + " is " + job.stored.state +
+                            " but its containers are still stopping (they hold its GPUs); "
+                            "remove it once they have stopped");
   std::vector<StoreWrite> writes = {StoreWrite::Delete(job.stored)};
   jobs_.erase(id);
   Commit({&lock}, std::move(writes));
@@ -1887,7 +1894,9 @@ std::map<std::string, std::vector<ImageLayer>> ControlPlane::KnownImageLayers() 
 }
 
 void ControlPlane::FinishStopped(Job& job) {
-  engine_->Finish(job.engine_id, now_(), JobEnd::kCancelled);
+  engine_->Finish(job.engine_id, now_(),
+                  job.stored.state == "failed" ? JobEnd::kFailed : JobEnd::kCancelled,
+                  job.stored.exit_code);
   by_engine_id_.erase(job.engine_id);
   job.engine_id = -1;
   job.stored.placements.clear();
@@ -1924,19 +1933,25 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
     if ((*placements)[i].node == node) here.push_back(static_cast<int>(i));
   if (here.empty()) return;
 
-  if (job.stored.state == "preempted" || job.stored.state == "stopped") {
+  if (job.stored.state == "preempted" || job.stored.state == "stopped" ||
+      job.stored.state == "failed") {
     if (!acted) return;
     for (int i : here)
       if (const auto c = mine.find({job.stored.id, i}); c != mine.end() && Live(*c->second)) return;
     for (int i : here) job.replicas[i].state = "exited";
     if (!StoppedEverywhere(job)) return;
-    if (job.stored.state == "stopped") {
+    if (job.stored.state != "preempted") {
+      // A failed job's reason keeps what failed it (its first part, ReportOn below).
+      const std::string cause =
+          job.stored.state == "failed"
+              ? job.stored.reason.substr(0, job.stored.reason.find("; ")) + "; "
+              : "";
       FinishStopped(job);
       // On a lost node nobody saw them stop (review: it said they had).
-      Record(job, "stopped",
-             lost ? "its GPUs are free: node " + name +
-                        " was lost (an agent that comes back there stops its containers)"
-                  : "its containers have stopped; its GPUs are free",
+      Record(job, job.stored.state,
+             cause + (lost ? "its GPUs are free: node " + name +
+                                 " was lost (an agent that comes back there stops its containers)"
+                           : "its containers have stopped; its GPUs are free"),
              writes);
       return;
     }
@@ -2018,15 +2033,22 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
     ++exited;
     if (r->second.exit_code != 0) {
       ran();
+      job.stored.exit_code = r->second.exit_code;
+      const std::string why = "replica " + std::to_string(i) + " exited with code " +
+                              std::to_string(r->second.exit_code);
+      if (!StoppedEverywhere(job)) {
+        // As a stop on request: the other replicas' GPUs stay held, and their last output is
+        // taken, until their containers have stopped (then the job's end is final).
+        engine_->Stopping(job.engine_id, now, why);
+        Record(job, "failed", why + "; its other replicas are stopping (their GPUs are held)",
+               writes);
+        return;
+      }
       engine_->Finish(job.engine_id, now, JobEnd::kFailed, r->second.exit_code);
       by_engine_id_.erase(job.engine_id);
       job.engine_id = -1;
-      job.stored.exit_code = r->second.exit_code;
       job.stored.placements.clear();
-      Record(job, "failed",
-             "replica " + std::to_string(i) + " exited with code " +
-                 std::to_string(r->second.exit_code),
-             writes);
+      Record(job, "failed", why, writes);
       return;
     }
   }

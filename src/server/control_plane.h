@@ -137,6 +137,9 @@ class ControlPlane {
       const std::function<void(const StoredJob& job, const std::string& reason)>& visit) const;
   std::vector<StoredJob> List(const JobFilter& filter) const;  // copies, with that reason
   StoredJob Get(int64_t id) const;                             // ApiError 404
+  // Ended (stopped, or failed while other replicas ran), but its containers are still stopping:
+  // they hold its GPUs, and their last output is still to come.
+  bool Stopping(int64_t id) const;
   // Stops the job (pending or placed); a job already ended is left as it is (409).
   StoredJob Stop(int64_t id);
   // Forgets an ended job; 409 while it has not ended.
@@ -433,7 +436,7 @@ class ControlPlane {
   void ReportOn(Job& job, int node, const AgentReport& report,
                 const std::map<std::pair<int64_t, int>, const ContainerReport*>& mine, double now,
                 std::vector<StoreWrite>* writes, bool lost = false);
-  // A job stopped on request whose containers are gone: the engine frees its GPUs.
+  // A job stopped on request (or failed) whose containers are gone: the engine frees its GPUs.
   void FinishStopped(Job& job);
   // Whether every replica of the job's placement has stopped: reported ended, or on a node
   // that is lost or has no agent (nothing runs it there).
@@ -516,7 +519,7 @@ class ControlPlane {
   LogStore* logs_;
   std::vector<AgentNode> agents_;           // by node
   std::vector<std::set<int64_t>> on_node_;  // by node: the jobs its agent is handed
-  std::set<int64_t> stopping_;              // preempted, waiting for agents to stop them
+  std::set<int64_t> stopping_;  // preempted, stopped or failed, waiting for agents to stop them
   // Joined nodes, under mu_: each name's order of joining (kept across restarts), and the next.
   std::map<std::string, int64_t> join_order_;
   int64_t next_join_order_ = 0;

@@ -473,7 +473,7 @@ void StreamLogs(httplib::Server& server, ControlPlane& plane, int64_t id, int64_
         // Whether it ended is read before the text: output stored before the end is sent.
         bool ended = false;
         try {
-          ended = ControlPlane::Ended(plane.Get(id).state);
+          ended = ControlPlane::Ended(plane.Get(id).state) && !plane.Stopping(id);
         } catch (const ApiError&) {
           ended = true;  // removed meanwhile
         }
@@ -624,6 +624,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
         const StoredJob job = VisibleJob(plane, caller, JobId(req));
         Json body = JobJson(job);
         body["spec"] = job.spec;
+        if (plane.Stopping(job.id)) body["stopping"] = true;
         if (job.state == "pending" || job.state == "scheduled")
           if (std::string why = plane.WhyWaiting(job.id); job.state == "pending" || !why.empty())
             body["waiting"] = std::move(why);

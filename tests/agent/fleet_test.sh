@@ -87,6 +87,16 @@ grep -qx oops "$TMP/run1.err" || fail "berth run should print the job's stderr o
 wait_for 15 "job 1's container removed once it ended" no_containers berth.job=1
 out=$("$BERTH" run --gpus 1 berth-test:1 echo fine) || fail "a job exiting 0 should exit 0: $out"
 [ "$out" = fine ] || fail "berth run printed '$out'"
+# A gang whose replica fails fails with its code, but `berth run` ends only once the other
+# replica has stopped, with its last words (its GPUs are held until then): job 3.
+rc=0
+out=$("$BERTH" run --replicas 2 --gpus 4 berth-test:1 sh -c \
+  'if [ "$BERTH_REPLICA" = 0 ]; then sleep 3; exit 3; fi; trap "sleep 0.5; echo last-words; exit 0" TERM; while true; do sleep 0.2; done' \
+  2> "$TMP/run3.err") || rc=$?
+[ "$rc" -eq 3 ] || fail "berth run of a gang whose replica exited 3 should exit 3, got $rc: $out"
+[ "$out" = last-words ] || fail "berth run should print the other replica's last words, printed '$out'"
+[ "$("$BERTH" inspect 3 | jq -r '.state,.exitCode,has("stopping")' | tr '\n' ' ')" = "failed 3 false " ] ||
+  fail "job 3 should have failed with 3, its containers stopped: $("$BERTH" inspect 3)"
 
 echo "fleet: part 2" >&2
 # 2. One 4-GPU job a node: each agent runs only its own node's container.

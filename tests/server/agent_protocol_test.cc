@@ -696,6 +696,75 @@ TEST_F(ControlPlaneAgentTest, ANonZeroExitFailsTheJobWithItsCode) {
   EXPECT_EQ(State(next), "scheduled");
 }
 
+// A replica that fails ends its gang as failed, but the other replicas' GPUs stay held, and
+// their last output is taken, until their containers have stopped: so that nothing else starts
+// on GPUs a replica still runs on, and `berth run` does not end before their last lines.
+TEST_F(ControlPlaneAgentTest, AFailedReplicaHoldsItsGangsGpusUntilTheOthersHaveStopped) {
+  Open(Dgx(2));
+  Register("dgx-0");
+  Register("dgx-1");
+  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8, "replicas": 2})");
+  plane_->Cycle();
+  ReportAll("dgx-0", "running");
+  ReportAll("dgx-1", "running");
+  ASSERT_EQ(State(id), "running");
+  const Assignment a0 = Of("dgx-0", id).at(0), a1 = Of("dgx-1", id).at(0);
+  AgentReport failed;
+  failed.applied_version = Set("dgx-0").version;
+  failed.containers = {Container(a0, "exited", 3)};
+  plane_->Report("dgx-0", failed);
+  StoredJob job = plane_->Get(id);
+  EXPECT_EQ(job.state, "failed");
+  EXPECT_EQ(job.exit_code, 3);
+  EXPECT_TRUE(Has(job.reason, "replica " + std::to_string(a0.replica) + " exited with code 3"))
+      << job.reason;
+  EXPECT_TRUE(plane_->Stopping(id));
+  EXPECT_TRUE(Of("dgx-1", id).empty());  // the other replica's agent is told to stop it
+  const int64_t next = plane_->Submit(R"({"image": "x", "gpus": 8, "replicas": 2})");
+  plane_->Cycle();
+  EXPECT_EQ(State(next), "pending");
+  std::string message;
+  EXPECT_EQ(Status([&] { plane_->Remove(id); }, &message), 409);
+  EXPECT_TRUE(Has(message, "failed but its containers are still stopping")) << message;
+  // Its last words, after the end, are kept.
+  AgentReport last;
+  last.applied_version = Set("dgx-1").version;
+  last.containers = {Container(a1, "running")};
+  last.logs = {{id,
+                a1.replica,
+                a1.placement,
+                logs_->Cursor(id, a1.replica, a1.placement),
+                "2026-12-02T03:40:50Z",
+                "last words\n",
+                {}}};
+  plane_->Report("dgx-1", last);
+  int64_t offset = -1;
+  EXPECT_EQ(plane_->Logs(id, 0, 1 << 20, 0, &offset), "last words\n");
+
+  // A restart meanwhile holds them too.
+  now_ += 1;
+  Open(Dgx(2));
+  Register("dgx-0");
+  Register("dgx-1");
+  ReportNone("dgx-0", Set("dgx-0").version);
+  ReportStillRunning("dgx-1", a1);
+  plane_->Cycle();
+  EXPECT_EQ(State(next), "pending");
+  EXPECT_TRUE(plane_->Stopping(id));
+  EXPECT_EQ(State(id), "failed");
+
+  // Stopped: the failure stays what it was, and the GPUs go to the next job.
+  ReportNone("dgx-1", Set("dgx-1").version);
+  plane_->Cycle();
+  job = plane_->Get(id);
+  EXPECT_FALSE(plane_->Stopping(id));
+  EXPECT_EQ(job.state, "failed");
+  EXPECT_EQ(job.exit_code, 3);
+  EXPECT_TRUE(Has(job.reason, "exited with code 3; its containers have stopped")) << job.reason;
+  EXPECT_EQ(State(next), "scheduled");
+  EXPECT_EQ(Status([&] { plane_->Remove(id); }, &message), 200) << message;
+}
+
 // A job over before its agent's first report on it ran all the same: its history says so.
 TEST_F(ControlPlaneAgentTest, AQuickJobSeenFirstExitedStillRanInItsHistory) {
   Open(Dgx(1));
