@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   // reason to die.
   std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"berth: a topology-aware, fair, elastic GPU scheduler"};
+  app.set_version_flag("--version", std::string("berth ") + BERTH_VERSION);
   app.require_subcommand(1);
   // --limit may also follow the subcommand (berth cells --limit nodes=2 ...).
   app.fallthrough();

@@ -19,6 +19,8 @@ expect_exit2 "--iterations: Value 0 not in range" bench alloc --iterations 0
 expect_exit2 "--iterations: Value 0x10 is not an integer" bench alloc --iterations 0x10
 expect_exit2 "--pending: Value  7 is not an integer" bench schedule --pending " 7"
 expect_exit2 "A subcommand is required" sim
+# --version needs no subcommand, and exits 0.
+[[ "$("$BERTH" --version)" =~ ^berth\ [0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "berth --version printed '$("$BERTH" --version)'"
 expect_exit2 "--format" sim replay --format nope
 expect_exit2 "--tune: expected a factor from 0.01 to 3, got 1e-300" sim packing --tune 1e-300
 # The value as given, not rounded to 6 digits ("got 3" for 3.0000001).
