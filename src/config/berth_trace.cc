@@ -12,6 +12,7 @@
 #include "config/mount_path.h"
 #include "config/vc_fields.h"
 #include "config/yaml_reader.h"
+#include "core/image_name.h"
 #include "core/mig.h"
 
 namespace berth {
@@ -403,12 +404,11 @@ class TraceParser {
       group->image = Text(i, field("image"), kMaxImage);
       if (const std::string problem = NameProblem(group->image); !problem.empty())
         r_.Fail(i, field("image"), problem);
-      // What the engine would read as something else: a blank, or an option of its own.
-      if (group->image.find_first_of(" \t") != std::string::npos || group->image[0] == '-')
+      if (const std::string problem = ImageReferenceProblem(group->image); !problem.empty())
         r_.Fail(i, field("image"),
-                "\"" + group->image +
-                    "\" is not an image reference; write it as docker run "
-                    "takes it, e.g. \"pytorch:2.3\" or \"registry.example.com/team/trainer:1\"");
+                "\"" + group->image + "\" is not an image reference: " + problem +
+                    "; write it as docker run takes it, e.g. \"pytorch:2.3\" or "
+                    "\"registry.example.com/team/trainer:1\"");
       // Refused here rather than by the engine when the job starts, after its wait.
       if (d.cpu_milli > 0 && d.cpu_milli < kMinContainerCpuMilli)
         r_.Fail(g["cpuMilli"], field("cpuMilli"),

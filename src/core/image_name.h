@@ -13,4 +13,11 @@ namespace berth {
 
 std::string NormalizedImageName(const std::string& image);
 
+// Why `image` is not a reference an engine takes, or "" when it is: Docker's grammar,
+// [HOST[:PORT]/]PATH[:TAG][@ALGORITHM:DIGEST], a PATH of lowercase components ("a.b", "a_b",
+// "a__b", "a-b"), a TAG of at most 128 characters, at most 255 in the name. Checked when a job
+// is submitted, so that a job the engine could never pull is refused then, not retried after
+// its wait.
+std::string ImageReferenceProblem(const std::string& image);
+
 }  // namespace berth

@@ -468,8 +468,9 @@ TEST(JobSubmissionTest, WhatBerthNeverGrantsIsRefusedByName) {
     EXPECT_TRUE(SubmissionFailsAt(grouped, field, {"groups[0]." + message})) << field;
   }
   // Even beside a field that is wrong in another way, the refusal says what it is.
-  // An image is a reference docker run takes: no blanks, not an option.
-  for (const std::string bad : {"\"  \"", "\"a b\"", "-rm"})
+  // An image is a reference docker run takes: no blanks, not an option, lowercase, a tag of its
+  // own form.
+  for (const std::string bad : {"\"  \"", "\"a b\"", "-rm", "Busybox", "x:.1"})
     EXPECT_TRUE(SubmissionFailsAt("gpus: 1\nimage: " + bad + "\n", "image",
                                   {"image: ", "is not an image reference"}))
         << bad;
