@@ -336,7 +336,13 @@ std::string RunSpec(const RunArgs& a) {
       Exit(2, "-f: the file gives the whole job; put " + names +
                   " in it as fields (docs/api.md, \"The job spec\"), or run without -f");
     }
-    return ReadFileText(a.file);
+    if (a.file != "-") return ReadFileText(a.file);
+    try {
+      return ReadFileText("/dev/stdin");
+    } catch (const ConfigError& e) {  // named as the operator gave it
+      const std::string what = e.what();
+      throw ConfigError("-f -: standard input" + what.substr(what.find(':')));
+    }
   }
   if (a.words.empty()) Exit(2, "run: expected IMAGE [CMD...] or -f FILE");
   Json spec = {{"image", a.words[0]}};
@@ -858,7 +864,7 @@ void AddClientCommands(CLI::App& app) {
   auto r = std::make_shared<RunArgs>();
   run->add_flag("-d,--detach", r->detach, "Print the job id and return");
   AddFormatOption(*run, &r->format);
-  run->add_option("-f,--file", r->file, "Job spec file (YAML or JSON, docs/api.md)")
+  run->add_option("-f,--file", r->file, "Job spec file (YAML or JSON, docs/api.md); - for stdin")
       ->check(NonEmptyPath());
   run->add_option("--name", r->name, "Job name")->each([r](const std::string&) {
     r->name_set = true;
@@ -881,7 +887,7 @@ void AddClientCommands(CLI::App& app) {
       ->check(CLI::Range(0, 65536));
   run->add_option("--affinity", r->affinity,
                   "Loosest level a replica's GPUs may spread over: gpu, switch, socket, node "
-                  "(default)");
+                  "(default), rack, any");
   run->add_option("--cpus", r->cpus, "CPUs per replica")->check(CLI::Range(0.0, 1e6));
   run->add_option("--memory", r->memory, "Memory per replica (16g, 512m)");
   run->add_option("-e,--env", r->env, "Environment variable KEY=VALUE (repeatable)")
@@ -927,7 +933,7 @@ void AddClientCommands(CLI::App& app) {
       const size_t fields = submitted.error.find(": ");
       submitted.error = r->file.empty() && fields != std::string::npos
                             ? submitted.error.substr(fields + 2)
-                            : r->file + submitted.error.substr(3);
+                            : (r->file == "-" ? "stdin" : r->file) + submitted.error.substr(3);
     }
     if (submitted.exit_code != 0) Exit(submitted.exit_code, submitted.error);
     const Json job = AnswerJson(submitted.response);

@@ -206,7 +206,7 @@ class TraceParser {
     if (!ParseLevel(r_.String(node, path), &level))
       r_.Fail(node, path,
               "unknown level " + Quoted(node.Scalar()) +
-                  "; known levels: gpu, switch, socket, node, rack, cluster");
+                  "; known levels: gpu, switch, socket, node, rack, cluster (or any)");
     return level;
   }
 

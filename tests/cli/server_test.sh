@@ -107,6 +107,15 @@ job=$(env -u USER "$BERTH" run -d -f "$TMP/nouser.yaml")
 [ "$("$BERTH" inspect "$job" | jq -r .user)" = "$(id -un)" ] || fail "run -f with USER unset"
 "$BERTH" stop "$carol" "$job" > /dev/null
 "$BERTH" rm "$carol" "$job" > /dev/null
+# -f - reads the spec from standard input, and the server's errors point into it as stdin.
+piped=$(printf 'gpus: 1\nimage: trainer:1\n' | "$BERTH" run -d -f -)
+"$BERTH" inspect "$piped" | jq -r .spec | grep -q trainer:1 || fail "run -f -: $("$BERTH" inspect "$piped")"
+rc=0
+out=$(printf 'gpus: 1\nimage: Trainer\n' | "$BERTH" run -d -f - 2>&1) || rc=$?
+[ "$rc" -eq 2 ] && grep -q '^berth: stdin:2:[0-9]*: image: "Trainer" is not an image reference' <<<"$out" ||
+  fail "run -f - with a bad image should point into stdin (exit 2), exit $rc: $out"
+"$BERTH" stop "$piped" > /dev/null
+"$BERTH" rm "$piped" > /dev/null
 
 # More trickling clients than the server has workers, each sending a header line a second and
 # never finishing its request: each is cut at the request deadline (3 s here), and the others
