@@ -718,36 +718,77 @@ void Events(const EventsArgs& a) {
   }
 }
 
-// Writes a job's output, read as frames, to stdout and stderr as the job wrote it (as `docker
-// logs` does); `*offset` counts the bytes written. A frame cut by a dropped connection is read
-// again from its start.
-FrameReader LogWriter(int64_t* offset) {
-  return FrameReader([offset](bool stderr_stream, const char* data, size_t size) {
-    std::ostream& out = stderr_stream ? std::cerr : std::cout;
-    out.write(data, static_cast<std::streamsize>(size));
-    out.flush();
+// Where a job's output goes: as the job wrote it, its stdout to stdout and its stderr to stderr
+// (as `docker logs` does), or with `json` one object a line on stdout, {"stream": "stdout" or
+// "stderr", "text": a line of output with its newline} (a last line without one comes at the
+// end, Flush).
+class LogOutput {
+ public:
+  explicit LogOutput(bool json) : json_(json) {}
+
+  void Write(bool stderr_stream, const char* data, size_t size) {
+    if (!json_) {
+      std::ostream& out = stderr_stream ? std::cerr : std::cout;
+      out.write(data, static_cast<std::streamsize>(size));
+      out.flush();
+      return;
+    }
+    std::string& pending = pending_[stderr_stream];
+    pending.append(data, size);
+    size_t start = 0;
+    for (size_t end; (end = pending.find('\n', start)) != std::string::npos; start = end + 1)
+      Line(stderr_stream, pending.substr(start, end + 1 - start));
+    pending.erase(0, start);
+    std::cout.flush();
+  }
+
+  void Flush() {
+    for (bool stderr_stream : {false, true}) {
+      if (!pending_[stderr_stream].empty()) Line(stderr_stream, pending_[stderr_stream]);
+      pending_[stderr_stream].clear();
+    }
+    std::cout.flush();
+  }
+
+ private:
+  static void Line(bool stderr_stream, const std::string& text) {
+    std::cout << Json{{"stream", stderr_stream ? "stderr" : "stdout"}, {"text", text}}.dump(
+                     -1, ' ', false, Json::error_handler_t::replace)
+              << "\n";
+  }
+
+  bool json_;
+  std::string pending_[2];  // a line not ended yet, of stdout and of stderr
+};
+
+// Writes a job's output, read as frames, to `out`; `*offset` counts the bytes written. A frame
+// cut by a dropped connection is read again from its start.
+FrameReader LogWriter(int64_t* offset, LogOutput* out) {
+  return FrameReader([offset, out](bool stderr_stream, const char* data, size_t size) {
+    out->Write(stderr_stream, data, size);
     *offset += static_cast<int64_t>(size);
   });
 }
 
 // Writes the job's output from `offset` to its end as it is now.
-void WriteLogs(const std::string& job, int64_t offset) {
+void WriteLogs(const std::string& job, int64_t offset, LogOutput* out) {
   for (;;) {  // pages of at most 4 MiB
     const httplib::Response page = CallServerAnswer(
         "GET", JobPath(job) + "/logs?frames=1&offset=" + std::to_string(offset), "");
     const int64_t before = offset;
-    FrameReader frames = LogWriter(&offset);
+    FrameReader frames = LogWriter(&offset, out);
     if (!frames.Add(page.body.data(), page.body.size()))
       Exit(1, "the server at " + ServerAddressFromEnv().text +
                   " answered the logs with something other than frames; is it a berth server?");
-    if (offset == before) return;
+    if (offset == before) break;
   }
+  out->Flush();
 }
 
 // Writes the job's output from `offset` until the job has ended and all of it is written;
 // follows across dropped connections and server restarts (from the byte it got to). Returns
 // the job as it ended.
-Json FollowLogs(const std::string& job) {
+Json FollowLogs(const std::string& job, LogOutput* out) {
   const std::string path = JobPath(job);
   const ServerAddress server = ServerAddressFromEnv();
   std::mt19937 jitter(std::random_device{}());
@@ -759,7 +800,7 @@ Json FollowLogs(const std::string& job) {
     // The server writes at least an empty frame every few seconds: a longer silence is a
     // server gone without a word, and asking again from the same byte costs nothing.
     client->set_read_timeout(3 * kWatchHeartbeatS);
-    FrameReader frames = LogWriter(&offset);
+    FrameReader frames = LogWriter(&offset, out);
     const StreamAnswer answer = StreamGet(
         *client, path + "/logs?frames=1&follow=1&offset=" + std::to_string(offset),
         [&](const char* data, size_t size) {
@@ -777,7 +818,7 @@ Json FollowLogs(const std::string& job) {
         const Json state = Json::parse(r->body, nullptr, false);
         if (state.is_object() && ControlPlane::Ended(state.value("state", "")) &&
             !state.value("stopping", false)) {
-          WriteLogs(job, offset);
+          WriteLogs(job, offset, out);
           return state;
         }
       } else if (r && r->status >= 400 && r->status < 500) {
@@ -942,7 +983,8 @@ void AddClientCommands(CLI::App& app) {
       return;
     }
     std::cout.flush();
-    std::exit(ExitCodeOf(FollowLogs(std::to_string(job["id"].get<int64_t>()))));
+    LogOutput out(/*json=*/false);
+    std::exit(ExitCodeOf(FollowLogs(std::to_string(job["id"].get<int64_t>()), &out)));
   });
 
   auto* logs = app.add_subcommand("logs", "A job's output (as docker logs)");
@@ -950,13 +992,18 @@ void AddClientCommands(CLI::App& app) {
   auto logs_follow = std::make_shared<bool>(false);
   logs->add_flag("-f,--follow", *logs_follow, "Follow the output until the job ends");
   logs->add_option("job", *logs_job, "Job id")->required();
-  logs->callback([logs_job, logs_follow] {
+  auto logs_format = std::make_shared<std::string>();
+  logs->add_option("--format", *logs_format,
+                   "json: a JSON object a line, {\"stream\": \"stdout\" or \"stderr\", \"text\"}")
+      ->check(CLI::IsMember({"json"}));
+  logs->callback([logs_job, logs_follow, logs_format] {
+    LogOutput out(*logs_format == "json");
     if (*logs_follow) {
-      FollowLogs(*logs_job);
+      FollowLogs(*logs_job, &out);
       return;
     }
     CallServer("GET", JobPath(*logs_job));  // its errors: no server, no such job
-    WriteLogs(*logs_job, 0);
+    WriteLogs(*logs_job, 0, &out);
   });
 
   auto* ps = app.add_subcommand("ps", "List jobs (as docker ps)");

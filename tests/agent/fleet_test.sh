@@ -81,6 +81,11 @@ grep -qx oops "$TMP/run1.err" || fail "berth run should print the job's stderr o
 ! grep -q oops <<<"$out" || fail "berth run printed the job's stderr on stdout: $out"
 "$BERTH" logs 1 2>&1 > /dev/null | grep -qx oops || fail "berth logs 1 lacks stderr: $("$BERTH" logs 1 2>&1)"
 ! "$BERTH" logs 1 2> /dev/null | grep -q oops || fail "berth logs 1 printed stderr on stdout"
+# --format json: a line of output an object, on stdout, with its stream.
+[ "$("$BERTH" logs --format json 1 2> /dev/null | jq -r 'select(.stream == "stderr") | .text')" = oops ] ||
+  fail "berth logs --format json 1: $("$BERTH" logs --format json 1)"
+[ "$("$BERTH" logs --format json 1 | jq -j 'select(.stream == "stdout") | .text')" = "$out" ] ||
+  fail "berth logs --format json 1's stdout lines differ from berth run's: $("$BERTH" logs --format json 1)"
 [ "$("$BERTH" logs 1 2> /dev/null)" = "$out" ] || fail "berth logs 1's stdout differs from berth run's: $("$BERTH" logs 1)"
 [ "$("$BERTH" inspect 1 | jq -r '.state,.exitCode' | tr '\n' ' ')" = "failed 3 " ] ||
   fail "job 1 should have failed with 3: $("$BERTH" inspect 1)"
