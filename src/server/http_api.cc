@@ -1069,8 +1069,9 @@ std::string MetricsExposition(const ControlPlane& plane, const MetricsRegistry& 
     out.Set("berth_node_container_engine_up", {node}, up ? 1 : 0);
   out.DeclareHistogram(
       "berth_container_start_phase_seconds",
-      "Time each phase of a container's start took on its node (pull when the image was "
-      "missing, create, start), by phase.",
+      "Time each phase of a job's cold start took, by phase: queued (pending to placed, on "
+      "the server), then on its node pull (when the image was missing), create, start and "
+      "firstLog (start to the first line the job printed).",
       {"phase"}, ControlPlane::StartPhaseBuckets());
   for (const auto& [phase, histogram] : m.start_phases)
     out.SetHistogram("berth_container_start_phase_seconds", {phase}, histogram);
