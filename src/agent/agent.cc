@@ -109,24 +109,31 @@ size_t ReportCost(const LogLine& line) {
 
 // How many of `lines` (a read after the cursor) a report with `budget` left takes. Lines are
 // left out only where the cursor (the latest line taken) resumes before every line left
-// (SafeStop). When not even the first fits, with the whole budget (`may_cut`) its text is cut
-// to fit (the rest is lost, as the engine's read cuts a line longer than the budget); with
-// less, it waits for a report with room.
+// (SafeStop). When no such stop fits, with the whole budget (`may_cut`) a line longer than the
+// budget (the engine's 16 KiB pieces of it, one stamp) is cut: what fits goes, ended by a
+// newline so that the next line does not run on from it, and the rest is lost (the next read
+// goes on after its stamp); with less, it waits for a report with room.
 size_t LinesThatFit(std::vector<LogLine>& lines, size_t budget, bool may_cut) {
+  budget -= std::min<size_t>(budget, ReportCost('\n'));  // room for the cut's newline
   size_t cost = 0, fit = 0;
   while (fit < lines.size() && (cost += ReportCost(lines[fit])) <= budget) ++fit;
   if (fit == lines.size()) return fit;
   const size_t taken = SafeStop(lines, fit);
   if (taken > 0 || !may_cut || lines.empty()) return taken;
-  std::string& text = lines[0].text;
-  size_t kept = 0;
-  for (cost = lines[0].stderr_stream ? kStderrSpanCost : 0; kept < text.size(); ++kept) {
-    cost += ReportCost(static_cast<unsigned char>(text[kept]));
-    if (cost > budget) break;
+  if (fit == 0) {  // even its first piece is longer than the budget
+    std::string& text = lines[0].text;
+    size_t kept = 0;
+    for (cost = lines[0].stderr_stream ? kStderrSpanCost : 0; kept < text.size(); ++kept) {
+      cost += ReportCost(static_cast<unsigned char>(text[kept]));
+      if (cost > budget) break;
+    }
+    while (kept > 0 && kept < text.size() && (text[kept] & 0xC0) == 0x80) --kept;  // whole chars
+    text.resize(kept);
+    fit = 1;
   }
-  while (kept > 0 && kept < text.size() && (text[kept] & 0xC0) == 0x80) --kept;  // whole chars
-  text.resize(kept);
-  return 1;
+  if (!lines[fit - 1].text.empty() && lines[fit - 1].text.back() != '\n')
+    lines[fit - 1].text += '\n';
+  return fit;
 }
 
 // A running container's lines that are safe to send: the engine stamps each line as it reads

@@ -21,7 +21,10 @@ using nlohmann::json;
 
 constexpr long kCallTimeoutS = 30;
 // A read after a cursor first asks for the log's last this many messages (DockerClient::Logs).
-constexpr size_t kTailMessages = 16384;
+constexpr size_t kTailMessages = 4096;
+// A line of one stream reaches the log at most this long after lines of the other stamped
+// later (tens of milliseconds seen on a loaded machine): DockerClient::Logs.
+constexpr int64_t kStreamSkewNs = 100'000'000;
 constexpr long kPullTimeoutS = 3600;
 constexpr long kPullStallS = 300;  // a registry that sends nothing for this long has stalled
 
@@ -495,11 +498,13 @@ std::vector<LogLine> DockerClient::Logs(const std::string& id, const std::string
   std::string query = "?stdout=1&stderr=1&timestamps=1";
   int64_t s, ns;
   if (!since.empty() && ParseTime(since, &s, &ns)) {
-    // The engine's since is inclusive and whole lines at it are dropped by the reader; this
-    // only spares sending older ones.
+    // The engine's since is inclusive and whole lines at or before the cursor are dropped by
+    // the reader; the engine's, kStreamSkewNs earlier, spares sending older ones, and tells
+    // whether a read from the log's end went back far enough (below).
+    const int64_t skewed_ns = std::max<int64_t>(0, s * 1'000'000'000 + ns - kStreamSkewNs);
     char value[40];
-    snprintf(value, sizeof value, "%lld.%09lld", static_cast<long long>(s),
-             static_cast<long long>(ns));
+    snprintf(value, sizeof value, "%lld.%09lld", static_cast<long long>(skewed_ns / 1'000'000'000),
+             static_cast<long long>(skewed_ns % 1'000'000'000));
     query += "&since=" + std::string(value);
   }
   const auto read = [&](const std::string& tail) {
@@ -512,15 +517,15 @@ std::vector<LogLine> DockerClient::Logs(const std::string& id, const std::string
   };
   // The engine finds `since` by reading the log from its start (most of a second for a 60 MB
   // log, every report of a job that keeps printing), but reads its last messages from the end.
-  // When at most half of those came after `since`, and the read was not cut short, they are
-  // all there are: stdout's and stderr's lines reach the log apart, so a line stamped after
-  // `since` may sit before lines stamped at or before it (over a thousand lines before, seen
-  // with two streams printing at once), and half the messages asked for is the margin. Else (or
-  // for a TTY's raw stream, whose messages are not framed and so not counted) the log is read
-  // from its start.
+  // When fewer than kTailMessages of those came after the engine's since (kStreamSkewNs before
+  // the cursor), and the read was not cut short, they are all there are: the messages left out
+  // were stamped that much before the cursor, and no line written before them is stamped after
+  // it (stdout's and stderr's lines reach the log apart, but not that far apart). Else (or for
+  // a TTY's raw stream, whose messages are not framed and so not counted) the log is read from
+  // its start.
   if (!since.empty() && !raw) {
     std::unique_ptr<LogReader> tail = read("&tail=" + std::to_string(kTailMessages));
-    if (tail->messages() <= kTailMessages / 2 && !tail->full()) return tail->Finish(cut, more);
+    if (tail->messages() < kTailMessages && !tail->full()) return tail->Finish(cut, more);
   }
   return read("")->Finish(cut, more);
 }

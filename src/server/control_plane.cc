@@ -1938,7 +1938,15 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
     if (!acted) return;
     for (int i : here)
       if (const auto c = mine.find({job.stored.id, i}); c != mine.end() && Live(*c->second)) return;
-    for (int i : here) job.replicas[i].state = "exited";
+    for (int i : here) {
+      // Its end as its agent reports it, exit code and all; one no longer reported is gone
+      // (where its agent reported it ended, that report stands).
+      ContainerReport& replica = job.replicas[i];
+      if (const auto c = mine.find({job.stored.id, i}); c != mine.end())
+        replica = *c->second;
+      else if (replica.state.empty() || Live(replica))
+        replica.state = "gone";
+    }
     if (!StoppedEverywhere(job)) return;
     if (job.stored.state != "preempted") {
       // A failed job's reason keeps what failed it (its first part, ReportOn below).

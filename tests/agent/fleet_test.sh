@@ -102,6 +102,15 @@ out=$("$BERTH" run --replicas 2 --gpus 4 berth-test:1 sh -c \
 [ "$out" = last-words ] || fail "berth run should print the other replica's last words, printed '$out'"
 [ "$("$BERTH" inspect 3 | jq -r '.state,.exitCode,has("stopping")' | tr '\n' ' ')" = "failed 3 false " ] ||
   fail "job 3 should have failed with 3, its containers stopped: $("$BERTH" inspect 3)"
+# A line longer than a report (512 KiB) comes in pieces, each ended by a newline, none lost, and
+# the next line does not run on from it (review: 16 KiB of it were kept, glued to the next
+# line): job 4.
+"$BERTH" run --gpus 1 berth-test:1 sh -c "echo s1; head -c 600000 /dev/zero | tr '\\0' y; echo ' END'; echo s2" > /dev/null
+"$BERTH" logs 4 > "$TMP/long.out"
+[ "$(head -1 "$TMP/long.out")" = s1 ] && [ "$(tail -1 "$TMP/long.out")" = s2 ] &&
+  [ "$(sed '1d;$d' "$TMP/long.out" | tr -d '\n' | tr -d y)" = " END" ] &&
+  [ "$(tr -cd y < "$TMP/long.out" | wc -c)" -eq 600000 ] ||
+  fail "a 600 KB line should come whole in pieces between its neighbours: $(awk '{ print length($0) }' "$TMP/long.out" | tr '\n' ' ')"
 
 echo "fleet: part 2" >&2
 # 2. One 4-GPU job a node: each agent runs only its own node's container.

@@ -10,8 +10,8 @@ namespace {
 
 TEST(ImageReferenceTest, TakesWhatDockerRunTakes) {
   for (const std::string& good : std::vector<std::string>{
-           "x", "busybox", "busybox:latest", "berth-test:1", "library/busybox", "team/a.b_c__d-e--f",
-           "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
+           "x", "busybox", "busybox:latest", "berth-test:1", "library/busybox",
+           "team/a.b_c__d-e--f", "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
            "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", "localhost/trainer",
            "localhost:5000/team/trainer:1", "registry.example.com/t:v1.0_RC",
            "Registry.Example.com/t", "busybox@sha256:" + std::string(64, 'a'),

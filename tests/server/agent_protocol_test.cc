@@ -207,6 +207,15 @@ class ControlPlaneAgentTest : public ::testing::Test {
     *a = Of("dgx-0", id).at(0);
     return id;
   }
+  // Two registered DGXs, and a job of two 8-GPU replicas placed on them, one each.
+  int64_t PlaceAGangOnTwoNodes() {
+    Open(Dgx(2));
+    Register("dgx-0");
+    Register("dgx-1");
+    const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8, "replicas": 2})");
+    plane_->Cycle();
+    return id;
+  }
   // The agent of `node` reports `a`'s container still running, as of its latest version.
   void ReportStillRunning(const std::string& node, const Assignment& a) {
     AgentReport still;
@@ -700,11 +709,7 @@ TEST_F(ControlPlaneAgentTest, ANonZeroExitFailsTheJobWithItsCode) {
 // their last output is taken, until their containers have stopped: so that nothing else starts
 // on GPUs a replica still runs on, and `berth run` does not end before their last lines.
 TEST_F(ControlPlaneAgentTest, AFailedReplicaHoldsItsGangsGpusUntilTheOthersHaveStopped) {
-  Open(Dgx(2));
-  Register("dgx-0");
-  Register("dgx-1");
-  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8, "replicas": 2})");
-  plane_->Cycle();
+  const int64_t id = PlaceAGangOnTwoNodes();
   ReportAll("dgx-0", "running");
   ReportAll("dgx-1", "running");
   ASSERT_EQ(State(id), "running");
@@ -753,9 +758,17 @@ TEST_F(ControlPlaneAgentTest, AFailedReplicaHoldsItsGangsGpusUntilTheOthersHaveS
   EXPECT_TRUE(plane_->Stopping(id));
   EXPECT_EQ(State(id), "failed");
 
-  // Stopped: the failure stays what it was, and the GPUs go to the next job.
-  ReportNone("dgx-1", Set("dgx-1").version);
+  // Stopped: the failure stays what it was, and the GPUs go to the next job. Each replica says
+  // how it ended (review: the others read exit code 0).
+  AgentReport stopped;
+  stopped.applied_version = Set("dgx-1").version;
+  stopped.containers = {Container(a1, "exited", 143)};
+  plane_->Report("dgx-1", stopped);
   plane_->Cycle();
+  const std::map<int, ContainerReport> replicas = plane_->Replicas(id);
+  EXPECT_EQ(replicas.at(a1.replica).state, "exited");
+  EXPECT_EQ(replicas.at(a1.replica).exit_code, 143);
+  EXPECT_EQ(replicas.at(a0.replica).state, "gone");  // not reported since the restart
   job = plane_->Get(id);
   EXPECT_FALSE(plane_->Stopping(id));
   EXPECT_EQ(job.state, "failed");
@@ -1980,11 +1993,7 @@ TEST_F(ControlPlaneAgentTest, LogsOfTheJobsPlacementAreKept) {
 // told not to run it again under the same placement (review: it ran twice). A replica with no
 // output stored is not taken for run: it may never have started.
 TEST_F(ControlPlaneAgentTest, AfterARestartAReplicaWithStoredOutputCountsAsRun) {
-  Open(Dgx(2));
-  Register("dgx-0");
-  Register("dgx-1");
-  const int64_t id = plane_->Submit(R"({"image": "x", "gpus": 8, "replicas": 2})");
-  plane_->Cycle();
+  const int64_t id = PlaceAGangOnTwoNodes();
   const Assignment a = Of("dgx-0", id).at(0), b = Of("dgx-1", id).at(0);
   AgentReport r;
   r.applied_version = Set("dgx-0").version;
