@@ -928,7 +928,7 @@ void AddClientCommands(CLI::App& app) {
       ->check(CLI::Range(0, 65536));
   run->add_option("--affinity", r->affinity,
                   "Loosest level a replica's GPUs may spread over: gpu, switch, socket, node "
-                  "(default), rack, any");
+                  "(default), rack, cluster (or any)");
   run->add_option("--cpus", r->cpus, "CPUs per replica")->check(CLI::Range(0.0, 1e6));
   run->add_option("--memory", r->memory, "Memory per replica (16g, 512m)");
   run->add_option("-e,--env", r->env, "Environment variable KEY=VALUE (repeatable)")

@@ -50,9 +50,17 @@ bool PathComponent(const std::string& c) {
   }
 }
 
-// HOST[:PORT]: dot-separated labels of letters, digits and inner hyphens; PORT digits.
+// HOST[:PORT]: dot-separated labels of letters, digits and inner hyphens, or an IPv6 address
+// in brackets; PORT digits.
 bool Domain(const std::string& d) {
-  const size_t colon = d.find(':');
+  const bool bracketed = !d.empty() && d[0] == '[';
+  const size_t close = bracketed ? d.find(']') : 0;
+  if (bracketed &&
+      (close == std::string::npos || close == 1 ||
+       d.substr(1, close - 1).find_first_not_of("0123456789abcdefABCDEF:") != std::string::npos ||
+       (close + 1 < d.size() && d[close + 1] != ':')))
+    return false;
+  const size_t colon = d.find(':', bracketed ? close : 0);
   const std::string host = d.substr(0, colon);
   if (colon != std::string::npos) {
     const std::string port = d.substr(colon + 1);
@@ -60,6 +68,7 @@ bool Domain(const std::string& d) {
         port.find_first_not_of("0123456789") != std::string::npos)
       return false;
   }
+  if (bracketed) return true;
   size_t start = 0;
   for (;;) {
     const size_t end = std::min(host.find('.', start), host.size());

@@ -182,7 +182,7 @@ class LogReader {
     has_since_ = !since.empty();
   }
 
-  // False once max_bytes are collected: the rest need not be read.
+  // False once max_bytes and the lookahead are collected: the rest need not be read.
   bool Add(const char* data, size_t size) {
     if (raw_) return AddPayload(false, data, size);
     not_frames_ = not_frames_ || !frames_.Add(data, size);

@@ -413,6 +413,8 @@ ControlPlane::Loaded ControlPlane::Load(const Rules& rules, std::vector<StoredJo
         continue;
       }
       ++out.failed;
+      // Not adopted: its GPUs are free, and a later restart must not take it for stopping.
+      job.stored.placements.clear();
       Record(job, "failed",
              when +
                  " its spec no longer suits this server's cluster, queues, policy or allowed "
@@ -514,7 +516,7 @@ void ControlPlane::Recover() {
                       std::to_string(loaded.ended) + " ended; " +
                       count(cordoned.size(), "node", "nodes") + " cordoned";
   if (loaded.stopping > 0)
-    recovery_summary_ += "; " + count(loaded.stopping, "stopped job", "stopped jobs") +
+    recovery_summary_ += "; " + count(loaded.stopping, "stopping job", "stopping jobs") +
                          " still holding GPUs until their containers stop";
   for (const auto& [name, left] : left_out_)
     if (left.cordoned) recovery_summary_ += " (and node " + name + " when it joins again)";
@@ -577,7 +579,7 @@ std::string ControlPlane::Reload(const std::function<void(Rules&)>& change, cons
                        std::to_string(queued) + " pending jobs queued again";
   if (loaded.stopping > 0)
     reason += ", " + std::to_string(loaded.stopping) +
-              " stopped jobs still holding GPUs until their containers stop";
+              " stopping jobs still holding GPUs until their containers stop";
   rules_ = std::make_shared<const Rules>(std::move(rules));
   engine_ = std::move(loaded.engine);
   engine_->SetTelemetry(ObservedTelemetry());
@@ -1942,9 +1944,11 @@ void ControlPlane::ReportOn(Job& job, int node, const AgentReport& report,
       // Its end as its agent reports it, exit code and all; one no longer reported is gone
       // (where its agent reported it ended, that report stands).
       ContainerReport& replica = job.replicas[i];
-      if (const auto c = mine.find({job.stored.id, i}); c != mine.end())
+      if (const auto c = mine.find({job.stored.id, i}); c != mine.end()) {
+        std::map<std::string, double> phases = std::move(replica.phases);  // as ReportOn keeps
         replica = *c->second;
-      else if (replica.state.empty() || Live(replica))
+        for (auto& [phase, seconds] : phases) replica.phases.try_emplace(phase, seconds);
+      } else if (replica.state.empty() || Live(replica))
         replica.state = "gone";
     }
     if (!StoppedEverywhere(job)) return;

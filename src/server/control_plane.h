@@ -137,8 +137,8 @@ class ControlPlane {
       const std::function<void(const StoredJob& job, const std::string& reason)>& visit) const;
   std::vector<StoredJob> List(const JobFilter& filter) const;  // copies, with that reason
   StoredJob Get(int64_t id) const;                             // ApiError 404
-  // Ended (stopped, or failed while other replicas ran), but its containers are still stopping:
-  // they hold its GPUs, and their last output is still to come.
+  // Its containers are still stopping (preempted; or ended: stopped, or failed while other
+  // replicas ran): they hold its GPUs, and their last output is still to come.
   bool Stopping(int64_t id) const;
   // Stops the job (pending or placed); a job already ended is left as it is (409).
   StoredJob Stop(int64_t id);

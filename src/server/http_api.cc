@@ -624,7 +624,7 @@ void AddApiRoutes(httplib::Server& server, ApiContext& api) {
         const StoredJob job = VisibleJob(plane, caller, JobId(req));
         Json body = JobJson(job);
         body["spec"] = job.spec;
-        if (plane.Stopping(job.id)) body["stopping"] = true;
+        if (ControlPlane::Ended(job.state) && plane.Stopping(job.id)) body["stopping"] = true;
         if (job.state == "pending" || job.state == "scheduled")
           if (std::string why = plane.WhyWaiting(job.id); job.state == "pending" || !why.empty())
             body["waiting"] = std::move(why);

@@ -14,8 +14,9 @@ TEST(ImageReferenceTest, TakesWhatDockerRunTakes) {
            "team/a.b_c__d-e--f", "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
            "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", "localhost/trainer",
            "localhost:5000/team/trainer:1", "registry.example.com/t:v1.0_RC",
-           "Registry.Example.com/t", "busybox@sha256:" + std::string(64, 'a'),
-           "busybox:1@sha256:" + std::string(64, 'F'), "0", "x:" + std::string(128, 'a')})
+           "Registry.Example.com/t", "[::1]:5000/x", "[2001:db8::1]/team/x:1",
+           "busybox@sha256:" + std::string(64, 'a'), "busybox:1@sha256:" + std::string(64, 'F'),
+           "0", "x:" + std::string(128, 'a')})
     EXPECT_EQ(ImageReferenceProblem(good), "") << good;
 }
 
@@ -32,7 +33,8 @@ TEST(ImageReferenceTest, SaysWhatIsWrongWithOneItCannotPull) {
                                                          "x@sha256:" + std::string(64, 'g')})
     EXPECT_NE(problem(bad).find("its digest"), std::string::npos) << bad << ": " << problem(bad);
   for (const std::string& bad :
-       std::vector<std::string>{"-host.io/x", "host.io:/x", "host.io:99999x/x", "a_b.io/x"})
+       std::vector<std::string>{"-host.io/x", "host.io:/x", "host.io:99999x/x", "a_b.io/x",
+                                "[zz]:1/x", "[::1]x/x", "[]:1/x", "[::1/x"})
     EXPECT_NE(problem(bad).find("its registry"), std::string::npos) << bad << ": " << problem(bad);
   EXPECT_NE(problem(std::string(256, 'a')).find("longer than 255"), std::string::npos);
 }

@@ -928,7 +928,7 @@ TEST_F(ControlPlaneAgentTest, AJobStillStoppingAtARestartHoldsItsGpusUntilItsCon
   plane_->Stop(id);
   now_ += 1;
   Open(Dgx(1));  // the server restarts while it still stops
-  EXPECT_TRUE(Has(plane_->recovery_summary(), "1 stopped job still holding GPUs"))
+  EXPECT_TRUE(Has(plane_->recovery_summary(), "1 stopping job still holding GPUs"))
       << plane_->recovery_summary();
   const int64_t next = plane_->Submit(R"({"image": "x", "gpus": 8})");
   plane_->Cycle();

@@ -576,6 +576,14 @@ TEST_F(ControlPlaneTest, ARestartWithANarrowerAllowListFailsTheJobWithTheReason)
   EXPECT_EQ(plane_->Get(b).state, "scheduled");
   const std::vector<int> free = FreeGpus();
   EXPECT_EQ(free[0] + free[1], 8);  // the failed job's GPUs are free again
+  // Ended for good: with the wider list back, a restart does not take it for one still
+  // stopping, holding its old GPUs (review).
+  EXPECT_TRUE(plane_->Get(a).placements.empty());
+  Open(2, {}, {"/data", "/models"});
+  EXPECT_EQ(plane_->Get(a).state, "failed");
+  EXPECT_FALSE(plane_->Stopping(a));
+  EXPECT_EQ(plane_->recovery_summary().find("still holding GPUs"), std::string::npos)
+      << plane_->recovery_summary();
 }
 
 // A policy that adds the class "gold" to berth's.
